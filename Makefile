@@ -1,0 +1,39 @@
+# posttrain — build, test, run. `make test` is what CI runs (through .ci/run).
+GO       ?= go
+PKGS     := ./...
+BIN      := bin/posttrain
+export GOMLX_NO_AUTO_INSTALL := 1
+
+.PHONY: all build build-static run test fmt-check vet unit bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/posttrain
+
+# Pure-Go static binary with only the simplego backend (no cgo, no XLA).
+build-static:
+	CGO_ENABLED=0 $(GO) build -tags noxla -o bin/posttrain-static ./cmd/posttrain
+
+# The README's main job on an embedded default: no download needed.
+run:
+	$(GO) run ./cmd/posttrain toy course
+
+test: fmt-check vet unit
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+	CGO_ENABLED=0 $(GO) vet -tags noxla $(PKGS)
+
+unit:
+	$(GO) test -count=1 -timeout 45m $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
+
+clean:
+	rm -rf bin

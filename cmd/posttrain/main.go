@@ -1,0 +1,81 @@
+// Command posttrain post-trains language models (SFT, DPO, KTO, GRPO and its variants) with GoMLX,
+// and reproduces the course's toy experiments (`posttrain toy ...`).
+//
+// Each subcommand lives in its own file and registers itself with addCommand from an init function.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+)
+
+// version is set with -ldflags "-X main.version=..." by release builds.
+var version = "0.1.0-dev"
+
+// commands holds the top-level subcommands registered by the files of this package.
+var commands []*cli.Command
+
+// addCommand registers a top-level subcommand; called from init functions.
+func addCommand(c *cli.Command) { commands = append(commands, c) }
+
+func newApp() *cli.Command {
+	attachToys()
+	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
+	return &cli.Command{
+		Name:                  "posttrain",
+		Usage:                 "post-train language models (SFT, DPO, KTO, GRPO) in Go with GoMLX",
+		Version:               version,
+		Commands:              commands,
+		EnableShellCompletion: false,
+		OnUsageError: func(ctx context.Context, cmd *cli.Command, err error, isSubcommand bool) error {
+			return usageError{fmt.Errorf("%s: %w", cmd.FullName(), err)}
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usageError{fmt.Errorf("unknown command %q; valid: %s", cmd.Args().First(), commandNames(commands))}
+			}
+			return cli.ShowAppHelp(cmd)
+		},
+	}
+}
+
+// usageError marks an error caused by bad command-line input (exit status 2).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+func commandNames(cs []*cli.Command) string {
+	names := make([]string, 0, len(cs))
+	for _, c := range cs {
+		if !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func main() {
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+// run executes the CLI and returns the process exit status; errors are printed as one line.
+func run(args []string, stdout, stderr *os.File) int {
+	app := newApp()
+	app.Writer, app.ErrWriter = stdout, stderr
+	err := app.Run(context.Background(), args)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "posttrain: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}

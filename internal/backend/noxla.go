@@ -1,0 +1,5 @@
+//go:build noxla
+
+package backend
+
+const xlaCompiled = false
