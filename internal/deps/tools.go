@@ -14,5 +14,7 @@ import (
 	_ "github.com/gomlx/gomlx/pkg/ml/train/optimizers"
 	_ "github.com/nikolalohinski/gonja/v2"
 	_ "github.com/urfave/cli/v3"
+	_ "golang.org/x/term"
 	_ "gonum.org/v1/plot"
+	_ "gopkg.in/yaml.v3"
 )
