@@ -1,0 +1,172 @@
+// Package safetensors reads and writes HuggingFace safetensors files and model directories.
+//
+// A file is an 8-byte little-endian header length N, N bytes of JSON
+// {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {string: string}},
+// then the raw little-endian tensor data; offsets are relative to the data section, which the
+// tensors cover exactly, without gaps or overlaps (https://github.com/huggingface/safetensors).
+// Every malformed input is reported as an error naming the file and, where there is one, the
+// tensor; nothing here panics on file contents.
+package safetensors
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Tensor is one named tensor: its dtype as spelled in the header ("F32", "BF16", ...), its shape
+// and its raw little-endian bytes (len(Data) == product(Shape) × DTypeSize(DType)).
+type Tensor struct {
+	Name  string
+	DType string
+	Shape []int
+	Data  []byte
+}
+
+// dtypeSizes are the element sizes in bytes of the dtypes the safetensors format defines.
+var dtypeSizes = map[string]int{
+	"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1,
+	"I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+	"I32": 4, "U32": 4, "F32": 4,
+	"I64": 8, "U64": 8, "F64": 8,
+}
+
+// DTypeSize returns the size in bytes of one element of dtype, and false for an unknown dtype.
+func DTypeSize(dtype string) (int, bool) {
+	n, ok := dtypeSizes[dtype]
+	return n, ok
+}
+
+// NumElements is the product of the shape's dimensions (1 for a scalar).
+func (t *Tensor) NumElements() int {
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// byteSize returns product(shape) × size(dtype), or an error for an unknown dtype, a negative
+// dimension or an overflow.
+func byteSize(dtype string, shape []int) (int64, error) {
+	size, ok := dtypeSizes[dtype]
+	if !ok {
+		return 0, fmt.Errorf("unknown dtype %q", dtype)
+	}
+	n := int64(size)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("negative dimension in shape %v", shape)
+		}
+		if d != 0 && n > math.MaxInt64/int64(d) {
+			return 0, fmt.Errorf("shape %v overflows", shape)
+		}
+		n *= int64(d)
+	}
+	return n, nil
+}
+
+// check verifies that Data holds exactly product(Shape) elements of DType.
+func (t *Tensor) check() error {
+	want, err := byteSize(t.DType, t.Shape)
+	if err != nil {
+		return fmt.Errorf("tensor %q: %w", t.Name, err)
+	}
+	if int64(len(t.Data)) != want {
+		return fmt.Errorf("tensor %q: %s%v needs %d bytes, has %d", t.Name, t.DType, t.Shape, want, len(t.Data))
+	}
+	return nil
+}
+
+// Float32s converts the data to float32: F32 as is, BF16 and F16 exactly, F64 rounded.
+func (t *Tensor) Float32s() ([]float32, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	d := t.Data
+	switch t.DType {
+	case "F32":
+		out := make([]float32, len(d)/4)
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(d[4*i:]))
+		}
+		return out, nil
+	case "BF16":
+		out := make([]float32, len(d)/2)
+		for i := range out {
+			out[i] = BF16ToFloat32(binary.LittleEndian.Uint16(d[2*i:]))
+		}
+		return out, nil
+	case "F16":
+		out := make([]float32, len(d)/2)
+		for i := range out {
+			out[i] = F16ToFloat32(binary.LittleEndian.Uint16(d[2*i:]))
+		}
+		return out, nil
+	case "F64":
+		out := make([]float32, len(d)/8)
+		for i := range out {
+			out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(d[8*i:])))
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("tensor %q: dtype %s is not a floating-point type", t.Name, t.DType)
+}
+
+// Float64s converts the data to float64 (exactly, for every supported dtype).
+func (t *Tensor) Float64s() ([]float64, error) {
+	if t.DType == "F64" {
+		if err := t.check(); err != nil {
+			return nil, err
+		}
+		out := make([]float64, len(t.Data)/8)
+		for i := range out {
+			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(t.Data[8*i:]))
+		}
+		return out, nil
+	}
+	f, err := t.Float32s()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(f))
+	for i, v := range f {
+		out[i] = float64(v)
+	}
+	return out, nil
+}
+
+// FromFloat32s builds a tensor of dtype F32, BF16 or F16 (rounded to nearest even) or F64 from
+// row-major data. It panics if the dtype is none of these or len(data) != product(shape): both
+// are programming errors, not input errors.
+func FromFloat32s(name string, shape []int, data []float32, dtype string) *Tensor {
+	t := &Tensor{Name: name, DType: dtype, Shape: append([]int(nil), shape...)}
+	if n := t.NumElements(); n != len(data) {
+		panic(fmt.Sprintf("safetensors.FromFloat32s(%q): shape %v has %d elements, data has %d", name, shape, n, len(data)))
+	}
+	switch dtype {
+	case "F32":
+		t.Data = make([]byte, 4*len(data))
+		for i, v := range data {
+			binary.LittleEndian.PutUint32(t.Data[4*i:], math.Float32bits(v))
+		}
+	case "BF16":
+		t.Data = make([]byte, 2*len(data))
+		for i, v := range data {
+			binary.LittleEndian.PutUint16(t.Data[2*i:], Float32ToBF16(v))
+		}
+	case "F16":
+		t.Data = make([]byte, 2*len(data))
+		for i, v := range data {
+			binary.LittleEndian.PutUint16(t.Data[2*i:], Float32ToF16(v))
+		}
+	case "F64":
+		t.Data = make([]byte, 8*len(data))
+		for i, v := range data {
+			binary.LittleEndian.PutUint64(t.Data[8*i:], math.Float64bits(float64(v)))
+		}
+	default:
+		panic(fmt.Sprintf("safetensors.FromFloat32s(%q): dtype %q is not F32, BF16, F16 or F64", name, dtype))
+	}
+	return t
+}
