@@ -21,6 +21,8 @@ type phaseRun struct {
 var phases = []phaseRun{
 	{1, DefaultPhase1().Args(), func() (Result, error) { return RunPhase1(DefaultPhase1()) }},
 	{2, DefaultPhase2().Args(), func() (Result, error) { return RunPhase2(DefaultPhase2()) }},
+	{3, DefaultPhase3().Args(), func() (Result, error) { return RunPhase3(DefaultPhase3()) }},
+	{4, DefaultPhase4().Args(), func() (Result, error) { return RunPhase4(DefaultPhase4()) }},
 }
 
 func readTestdata(t *testing.T, name string) []byte {
