@@ -1,0 +1,119 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	hfhub "github.com/gomlx/go-huggingface/hub"
+
+	"github.com/posttrain/posttrain/models/safetensors"
+)
+
+// Files fetched for a checkpoint besides the weights; the optional ones are skipped when the repo
+// does not have them.
+var (
+	requiredFiles = []string{"config.json"}
+	optionalFiles = []string{"generation_config.json", "tokenizer.json", "tokenizer_config.json"}
+)
+
+// download fetches the checkpoint files of repoID into the cache and returns its snapshot
+// directory. go-huggingface takes no context, so the download runs in a goroutine and a done ctx
+// abandons it (it writes to temporary names under file locks, so the cache stays consistent).
+func download(ctx context.Context, repoID string, o Options) (string, error) {
+	type result struct {
+		dir string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		dir, err := downloadSync(repoID, o)
+		done <- result{dir, err}
+	}()
+	select {
+	case r := <-done:
+		return r.dir, r.err
+	case <-ctx.Done():
+		return "", fmt.Errorf("download of %s: %w", repoID, ctx.Err())
+	}
+}
+
+func downloadSync(repoID string, o Options) (string, error) {
+	repo := hfhub.New(repoID).WithCacheDir(o.CacheDir).WithAuth(o.Token).WithEndpoint(o.Endpoint).
+		WithRevision(o.Revision).WithProgressBar(false)
+	repo.Verbosity = 0 // the library prints progress on stdout otherwise, which carries our JSON output
+	if err := repo.DownloadInfo(true); err != nil {
+		return "", fmt.Errorf("repo info of %s: %w", repoID, err)
+	}
+	info := repo.Info()
+	if !commitPattern.MatchString(info.CommitHash) {
+		return "", fmt.Errorf("repo info of %s: commit %q is not a commit hash", repoID, info.CommitHash)
+	}
+	var inRepo []string
+	for _, f := range info.Siblings {
+		inRepo = append(inRepo, f.Name)
+	}
+	names := append([]string(nil), requiredFiles...)
+	for _, f := range optionalFiles {
+		if slices.Contains(inRepo, f) {
+			names = append(names, f)
+		}
+	}
+	switch {
+	case slices.Contains(inRepo, safetensors.SingleFileName):
+		names = append(names, safetensors.SingleFileName)
+	case slices.Contains(inRepo, safetensors.IndexFileName):
+		names = append(names, safetensors.IndexFileName)
+	default:
+		return "", fmt.Errorf("repo %s@%s has no %s or %s (only safetensors weights are supported)", repoID, info.CommitHash, safetensors.SingleFileName, safetensors.IndexFileName)
+	}
+	paths, err := repo.DownloadFiles(names...)
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", repoID, err)
+	}
+	dir := filepath.Dir(paths[0])
+	if names[len(names)-1] == safetensors.IndexFileName {
+		idx, err := safetensors.ReadIndex(paths[len(paths)-1])
+		if err != nil {
+			return "", err
+		}
+		if _, err := repo.DownloadFiles(idx.Shards()...); err != nil {
+			return "", fmt.Errorf("download %s: %w", repoID, err)
+		}
+	}
+	// The library refreshes the revision once more before downloading: the snapshot it used names
+	// the commit.
+	if err := writeRef(repoID, o, filepath.Base(dir)); err != nil {
+		return "", err
+	}
+	if err := checkSnapshot(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// writeRef records refs/<revision> = commit, as huggingface_hub does (go-huggingface does not),
+// so an offline run finds the snapshot of the branch.
+func writeRef(repoID string, o Options, commit string) error {
+	if commitPattern.MatchString(o.Revision) || !commitPattern.MatchString(commit) {
+		return nil
+	}
+	path := filepath.Join(RepoCacheDir(o.CacheDir, repoID), "refs", filepath.FromSlash(o.Revision))
+	if old, err := os.ReadFile(path); err == nil && string(old) == commit {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("hub cache: %w", err)
+	}
+	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
+	if err := os.WriteFile(tmp, []byte(commit), 0o644); err != nil {
+		return fmt.Errorf("hub cache: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("hub cache: %w", err)
+	}
+	return nil
+}
