@@ -1,0 +1,20 @@
+package chat
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/nikolalohinski/gonja/v2/loaders"
+)
+
+// nilLoader refuses {% include %} and {% import %}: a chat template is one self-contained string.
+type nilLoader struct{}
+
+func (nilLoader) Read(path string) (io.Reader, error) {
+	return nil, fmt.Errorf("chat templates cannot include other files (%s)", path)
+}
+func (nilLoader) Resolve(path string) (string, error)           { return path, nil }
+func (l nilLoader) Inherit(from string) (loaders.Loader, error) { return l, nil }
+
+func stringsReader(s string) io.Reader { return strings.NewReader(s) }

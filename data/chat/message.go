@@ -1,0 +1,143 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Message is one turn of a conversation in the OpenAI/TRL shape: {"role", "content", ...}.
+// Keys other than role and content (tool_calls, reasoning_content, name, ...) are kept verbatim
+// and in file order in Extra, so the template sees exactly what the file holds.
+type Message struct {
+	Role    string
+	Content string
+	Extra   []Field
+}
+
+// Field is one extra key of a message object, its value as raw JSON.
+type Field struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// Roles are the roles the Qwen templates (and TRL's validation) know.
+var Roles = []string{"system", "user", "assistant", "tool"}
+
+// UnmarshalJSON reads a message object. "content" may be a string or null (read as ""); role must
+// be a string. Unknown roles are not rejected here: see Validate.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("message must be a JSON object, got %s", jsonKind(data))
+	}
+	*m = Message{}
+	var sawRole bool
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key := kt.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		switch key {
+		case "role":
+			if err := json.Unmarshal(raw, &m.Role); err != nil {
+				return fmt.Errorf(`message "role" must be a string, got %s`, jsonKind(raw))
+			}
+			sawRole = true
+		case "content":
+			if string(raw) == "null" {
+				continue
+			}
+			if err := json.Unmarshal(raw, &m.Content); err != nil {
+				return fmt.Errorf(`message "content" must be a string, got %s`, jsonKind(raw))
+			}
+		default:
+			m.Extra = append(m.Extra, Field{Key: key, Value: append(json.RawMessage(nil), raw...)})
+		}
+	}
+	if !sawRole {
+		return fmt.Errorf(`message has no "role"`)
+	}
+	return nil
+}
+
+// MarshalJSON writes role, content, then the extra keys in order.
+func (m Message) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	role, _ := json.Marshal(m.Role)
+	content, _ := json.Marshal(m.Content)
+	b.WriteString(`{"role":`)
+	b.Write(role)
+	b.WriteString(`,"content":`)
+	b.Write(content)
+	for _, f := range m.Extra {
+		k, _ := json.Marshal(f.Key)
+		b.WriteByte(',')
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(f.Value)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// Validate checks that the role is one of Roles.
+func (m Message) Validate() error {
+	for _, r := range Roles {
+		if m.Role == r {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown role %q (want one of system, user, assistant, tool)", m.Role)
+}
+
+// templateValue converts the message to the ordered dict a template sees.
+func (m Message) templateValue() (any, error) {
+	d := newDict("role", m.Role, "content", m.Content)
+	for _, f := range m.Extra {
+		v, err := decodeJSON(f.Value)
+		if err != nil {
+			return nil, fmt.Errorf("message key %q: %w", f.Key, err)
+		}
+		d.Pairs = setPair(d.Pairs, f.Key, v)
+	}
+	return d, nil
+}
+
+// jsonKind names the JSON type of raw for error messages.
+func jsonKind(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// Equal reports whether a and b are the same message (role, content and extra keys).
+func Equal(a, b Message) bool {
+	x, _ := a.MarshalJSON()
+	y, _ := b.MarshalJSON()
+	return bytes.Equal(x, y)
+}

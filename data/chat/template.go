@@ -1,0 +1,196 @@
+// Package chat renders a model's own Jinja chat template (tokenizer_config.json's chat_template)
+// byte-identically to transformers' apply_chat_template, finds which characters and tokens of a
+// rendered conversation belong to assistant turns (completion-only loss without {% generation %}
+// tags), and checks tokenized conversations for doubled special tokens (TRL #4481, #1591).
+package chat
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/nikolalohinski/gonja/v2/exec"
+	"github.com/nikolalohinski/gonja/v2/loaders"
+)
+
+// Template is a compiled chat template plus the special tokens transformers passes to it.
+type Template struct {
+	Source string
+	// Special holds the special-token template variables (bos_token, eos_token, pad_token,
+	// unk_token, ...) that are set; unset ones stay undefined, as in transformers.
+	Special map[string]string
+	tpl     *exec.Template
+}
+
+// Config is the part of tokenizer_config.json a chat template needs.
+type Config struct {
+	ChatTemplate json.RawMessage `json:"chat_template"` // a string, or a list of {name, template}
+	BOSToken     json.RawMessage `json:"bos_token"`     // a string, null, or an AddedToken object
+	EOSToken     json.RawMessage `json:"eos_token"`
+	PadToken     json.RawMessage `json:"pad_token"`
+	UNKToken     json.RawMessage `json:"unk_token"`
+}
+
+// Load reads the chat template of a tokenizer_config.json, or of the one inside a model directory.
+// A template named "default" is used when chat_template is a list of named templates.
+func Load(path string) (*Template, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "tokenizer_config.json")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load chat template: %w", err)
+	}
+	var c Config
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("load chat template %s: %w", path, err)
+	}
+	src, err := templateSource(c.ChatTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("load chat template %s: %w", path, err)
+	}
+	special := map[string]string{}
+	for name, raw := range map[string]json.RawMessage{"bos_token": c.BOSToken, "eos_token": c.EOSToken,
+		"pad_token": c.PadToken, "unk_token": c.UNKToken} {
+		tok, err := tokenString(raw)
+		if err != nil {
+			return nil, fmt.Errorf("load chat template %s: %s: %w", path, name, err)
+		}
+		if tok != "" {
+			special[name] = tok
+		}
+	}
+	t, err := Parse(src, special)
+	if err != nil {
+		return nil, fmt.Errorf("load chat template %s: %w", path, err)
+	}
+	return t, nil
+}
+
+func templateSource(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", errors.New("no chat_template")
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var named []struct{ Name, Template string }
+	if err := json.Unmarshal(raw, &named); err != nil {
+		return "", fmt.Errorf("chat_template must be a string or a list of {name, template}")
+	}
+	for _, n := range named {
+		if n.Name == "default" {
+			return n.Template, nil
+		}
+	}
+	return "", errors.New(`chat_template list has no "default" template`)
+}
+
+// tokenString reads a special token given as a string, null, or {"content": ...}.
+func tokenString(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var obj struct{ Content string }
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return "", fmt.Errorf("want a string or an AddedToken object")
+	}
+	return obj.Content, nil
+}
+
+// Parse compiles a Jinja chat template. special sets template variables such as eos_token.
+func Parse(src string, special map[string]string) (*Template, error) {
+	loader, err := loaders.NewShiftedLoader("chat_template", stringsReader(src), nilLoader{})
+	if err != nil {
+		return nil, err
+	}
+	tpl, err := exec.NewTemplate("chat_template", newConfig(), loader, newEnvironment())
+	if err != nil {
+		return nil, fmt.Errorf("parse chat template: %w", err)
+	}
+	return &Template{Source: src, Special: special, tpl: tpl}, nil
+}
+
+// Options are apply_chat_template's keyword arguments.
+type Options struct {
+	AddGenerationPrompt bool
+	// Tools are JSON schemas (each one JSON object), passed as `tools`; nil means None.
+	Tools []json.RawMessage
+	// Vars are extra template variables (e.g. "enable_thinking": false); JSON-compatible Go values.
+	Vars map[string]any
+}
+
+// Render renders msgs as transformers' apply_chat_template(msgs, tokenize=False, ...) does.
+func (t *Template) Render(msgs []Message, opt Options) (string, error) {
+	vars, err := t.vars(msgs, opt)
+	if err != nil {
+		return "", err
+	}
+	// raise_exception is bound per call so the message survives gonja's error wrapping.
+	var raised *TemplateError
+	vars["raise_exception"] = func(msg string) (string, error) {
+		raised = &TemplateError{Msg: msg}
+		return "", raised
+	}
+	out, err := t.tpl.ExecuteToString(exec.NewContext(vars))
+	if raised != nil {
+		return "", raised
+	}
+	if err != nil {
+		return "", fmt.Errorf("render chat template: %w", err)
+	}
+	return out, nil
+}
+
+func (t *Template) vars(msgs []Message, opt Options) (map[string]any, error) {
+	vars := map[string]any{}
+	keys := make([]string, 0, len(opt.Vars))
+	for k := range opt.Vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		raw, err := json.Marshal(opt.Vars[k])
+		if err != nil {
+			return nil, fmt.Errorf("template variable %s: %w", k, err)
+		}
+		if vars[k], err = decodeJSON(raw); err != nil {
+			return nil, fmt.Errorf("template variable %s: %w", k, err)
+		}
+	}
+	for k, v := range t.Special {
+		vars[k] = v
+	}
+	list := make([]any, len(msgs))
+	for i, m := range msgs {
+		v, err := m.templateValue()
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		list[i] = v
+	}
+	vars["messages"] = list
+	vars["add_generation_prompt"] = opt.AddGenerationPrompt
+	vars["documents"] = nil
+	vars["tools"] = nil
+	if opt.Tools != nil {
+		tools := make([]any, len(opt.Tools))
+		for i, raw := range opt.Tools {
+			v, err := decodeJSON(raw)
+			if err != nil {
+				return nil, fmt.Errorf("tool %d: %w", i, err)
+			}
+			tools[i] = v
+		}
+		vars["tools"] = tools
+	}
+	return vars, nil
+}
