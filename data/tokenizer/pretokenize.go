@@ -1,0 +1,169 @@
+package tokenizer
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// qwenPattern is the Split pre-tokenizer regex of Qwen2, Qwen2.5 and Qwen3 (tokenizer.json,
+// pre_tokenizer.pretokenizers[0].pattern.Regex). Go's regexp has no lookahead, so splitWords
+// implements it by hand; pretokenize_test.go checks it against regexp on random text.
+const qwenPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
+// Character classes of the pattern. \s is Unicode White_Space, as in Oniguruma and Rust's regex.
+const (
+	clsL    = 1 << iota // \p{L}
+	clsN                // \p{N}
+	clsWS               // \s
+	clsCRLF             // [\r\n]
+)
+
+var asciiClass [utf8.RuneSelf]uint8
+
+func init() {
+	for r := rune(0); r < utf8.RuneSelf; r++ {
+		asciiClass[r] = classOfSlow(r)
+	}
+}
+
+func classOfSlow(r rune) uint8 {
+	var c uint8
+	switch {
+	case unicode.IsLetter(r):
+		c = clsL
+	case unicode.IsNumber(r):
+		c = clsN
+	case unicode.IsSpace(r): // unicode.IsSpace is exactly the White_Space property
+		c = clsWS
+		if r == '\r' || r == '\n' {
+			c |= clsCRLF
+		}
+	}
+	return c
+}
+
+// runeAt decodes the rune at s[i:] with its class; i == len(s) gives width 0 and class 0.
+func runeAt(s string, i int) (r rune, w int, cls uint8) {
+	if i >= len(s) {
+		return 0, 0, 0
+	}
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1, asciiClass[c]
+	}
+	r, w = utf8.DecodeRuneInString(s[i:])
+	return r, w, classOfSlow(r)
+}
+
+// splitWords calls emit for each piece of s that qwenPattern matches, in order. The pattern
+// matches somewhere at every position, so the pieces cover s exactly (behavior "Isolated").
+func splitWords(s string, emit func(word string)) {
+	for i := 0; i < len(s); {
+		n := matchAt(s, i)
+		emit(s[i : i+n])
+		i += n
+	}
+}
+
+// matchAt returns the length of the pattern's match at s[i:] (s[i:] non-empty), trying the
+// alternatives in order as a backtracking engine does.
+func matchAt(s string, i int) int {
+	r, w, cls := runeAt(s, i)
+	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
+	if r == '\'' {
+		if n := contraction(s[i+1:]); n > 0 {
+			return 1 + n
+		}
+	}
+	// [^\r\n\p{L}\p{N}]?\p{L}+
+	if cls&clsL != 0 {
+		return letterRun(s, i+w) - i
+	}
+	if cls&(clsCRLF|clsN) == 0 {
+		if _, _, next := runeAt(s, i+w); next&clsL != 0 {
+			return letterRun(s, i+w) - i
+		}
+	}
+	// \p{N}
+	if cls&clsN != 0 {
+		return w
+	}
+	// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+	start := i
+	if r == ' ' {
+		if _, nw, next := runeAt(s, i+w); nw > 0 && next&(clsWS|clsL|clsN) == 0 {
+			start = i + w
+		}
+	}
+	if _, _, c := runeAt(s, start); c&(clsWS|clsL|clsN) == 0 {
+		j := start
+		for j < len(s) {
+			_, w, c := runeAt(s, j)
+			if c&(clsWS|clsL|clsN) != 0 {
+				break
+			}
+			j += w
+		}
+		for j < len(s) && (s[j] == '\r' || s[j] == '\n') {
+			j++
+		}
+		return j - i
+	}
+	return whitespaceMatch(s, i)
+}
+
+// whitespaceMatch handles the last three alternatives at a whitespace rune s[i:]:
+// \s*[\r\n]+ (up to the last line break of the whitespace run), then \s+(?!\S) (the run, less its
+// last rune when a non-space follows), then \s+.
+func whitespaceMatch(s string, i int) int {
+	j, lastBreak, lastStart := i, -1, i
+	for j < len(s) {
+		_, w, c := runeAt(s, j)
+		if c&clsWS == 0 {
+			break
+		}
+		if c&clsCRLF != 0 {
+			lastBreak = j
+		}
+		lastStart = j
+		j += w
+	}
+	switch {
+	case lastBreak >= 0:
+		return lastBreak + 1 - i
+	case j == len(s) || lastStart == i:
+		return j - i
+	default:
+		return lastStart - i
+	}
+}
+
+// letterRun returns the end of the run of letters starting at s[j:].
+func letterRun(s string, j int) int {
+	for j < len(s) {
+		_, w, c := runeAt(s, j)
+		if c&clsL == 0 {
+			break
+		}
+		j += w
+	}
+	return j
+}
+
+// contraction returns the byte length of the case-insensitive contraction suffix (s, t, re, ve,
+// m, ll, d) at the start of rest, or 0. Case folding follows Unicode: 'ſ' (U+017F) folds to 's'.
+func contraction(rest string) int {
+	r, w := utf8.DecodeRuneInString(rest)
+	switch r {
+	case 's', 'S', 'ſ', 't', 'T', 'm', 'M', 'd', 'D':
+		return w
+	case 'r', 'R', 'v', 'V':
+		if len(rest) > 1 && (rest[1] == 'e' || rest[1] == 'E') {
+			return 2
+		}
+	case 'l', 'L':
+		if len(rest) > 1 && (rest[1] == 'l' || rest[1] == 'L') {
+			return 2
+		}
+	}
+	return 0
+}

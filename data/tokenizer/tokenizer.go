@@ -1,0 +1,159 @@
+// Package tokenizer encodes text to token ids and back exactly as HuggingFace `tokenizers` does
+// for the byte-level BPE tokenizers of Qwen2, Qwen2.5 and Qwen3, in pure Go.
+//
+// Encode runs HuggingFace's pipeline: added tokens (such as <|im_end|>) are cut out of the raw
+// text; each remaining piece is NFC-normalized, split by Qwen's pre-tokenizer regex, mapped to the
+// ByteLevel alphabet and merged by BPE rank. Decode maps tokens back to bytes and replaces
+// ill-formed UTF-8 as Rust's String::from_utf8_lossy does. testdata/golden.json holds the ids
+// HuggingFace gives on 415 strings; the tests require equality on every one.
+//
+// Build with -tags hftokenizers for NewHF, the same interface backed by HuggingFace's Rust
+// library through github.com/daulet/tokenizers (needs libtokenizers.a at link time).
+package tokenizer
+
+import (
+	"sort"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Tokenizer turns text into token ids and back. *BPE implements it; so does *HF under the
+// hftokenizers build tag.
+type Tokenizer interface {
+	// Encode returns the ids of text with added tokens (<|im_start|>, <think>, ...) matched in
+	// it: HuggingFace's tokenizer.encode(text, add_special_tokens=False).ids.
+	Encode(text string) []int
+	// EncodePlain returns the ids of text with no added token matched: "<|im_end|>" becomes the
+	// BPE tokens of its characters. Use it for untrusted text that must not inject control tokens.
+	EncodePlain(text string) []int
+	// Decode returns the text of ids; skipSpecial drops added tokens marked special. Unknown ids
+	// are dropped, as HuggingFace does.
+	Decode(ids []int, skipSpecial bool) string
+	// TokenToID returns the id of a token in its vocabulary spelling ("Ġhello", "<|im_end|>").
+	TokenToID(token string) (int, bool)
+	// IDToToken returns the vocabulary spelling of id.
+	IDToToken(id int) (string, bool)
+	// VocabSize is the number of distinct tokens, model vocabulary plus added tokens
+	// (HuggingFace's get_vocab_size(with_added_tokens=True)). Qwen3: 151669. The model's
+	// embedding matrix may be larger (151936).
+	VocabSize() int
+	// SpecialIDs returns the ids of the special added tokens, ascending.
+	SpecialIDs() []int
+}
+
+var _ Tokenizer = (*BPE)(nil)
+
+// BPE is a byte-level BPE tokenizer loaded from a tokenizer.json. It is safe for concurrent use.
+type BPE struct {
+	model          *model
+	added          []AddedToken   // in tokenizer.json order
+	addedByID      map[int]int    // id → index into added
+	addedByContent map[string]int // content → index into added
+	raw            *addedMatcher  // added tokens with normalized=false, matched in the raw text
+	norm           *addedMatcher  // added tokens with normalized=true, matched in the NFC text
+	nfc            bool           // normalizer: NFC (else none)
+	special        map[int]bool   // ids whose token is special (Decode(ids, true) drops them)
+	vocabSize      int
+	config         Config
+}
+
+// Config returns the tokenizer_config.json found next to the tokenizer.json (zero if none).
+func (t *BPE) Config() Config { return t.config }
+
+// AddedTokens returns the added tokens in tokenizer.json order.
+func (t *BPE) AddedTokens() []AddedToken { return append([]AddedToken(nil), t.added...) }
+
+// Encode implements Tokenizer.
+func (t *BPE) Encode(text string) []int { return t.encode(text, true) }
+
+// EncodePlain implements Tokenizer.
+func (t *BPE) EncodePlain(text string) []int { return t.encode(text, false) }
+
+func (t *BPE) encode(text string, withAdded bool) []int {
+	if !utf8.ValidString(text) {
+		text = lossyString([]byte(text)) // HuggingFace only accepts valid UTF-8
+	}
+	ids := make([]int, 0, len(text)/3+1)
+	if !withAdded {
+		return t.encodeText(t.normalize(text), ids)
+	}
+	var raw, normed []segment
+	for _, seg := range t.raw.split(text, raw) {
+		if seg.id >= 0 {
+			ids = append(ids, seg.id)
+			continue
+		}
+		normed = t.norm.split(t.normalize(seg.text), normed[:0])
+		for _, s := range normed {
+			if s.id >= 0 {
+				ids = append(ids, s.id)
+			} else {
+				ids = t.encodeText(s.text, ids)
+			}
+		}
+	}
+	return ids
+}
+
+func (t *BPE) normalize(s string) string {
+	if t.nfc {
+		return norm.NFC.String(s)
+	}
+	return s
+}
+
+// encodeText pre-tokenizes normalized text and appends the BPE ids of each word.
+func (t *BPE) encodeText(s string, ids []int) []int {
+	splitWords(s, func(word string) { ids = t.model.encodeWord(word, ids) })
+	return ids
+}
+
+// Decode implements Tokenizer.
+func (t *BPE) Decode(ids []int, skipSpecial bool) string {
+	buf := make([]byte, 0, 4*len(ids))
+	for _, id := range ids {
+		if skipSpecial && t.special[id] {
+			continue
+		}
+		if tok, ok := t.IDToToken(id); ok {
+			buf = appendTokenBytes(buf, tok)
+		}
+	}
+	return lossyString(buf)
+}
+
+// TokenToID implements Tokenizer; added tokens take precedence, as in HuggingFace.
+func (t *BPE) TokenToID(token string) (int, bool) {
+	if i, ok := t.addedByContent[token]; ok {
+		return t.added[i].ID, true
+	}
+	id, ok := t.model.vocab[token]
+	return id, ok
+}
+
+// IDToToken implements Tokenizer.
+func (t *BPE) IDToToken(id int) (string, bool) {
+	if i, ok := t.addedByID[id]; ok {
+		return t.added[i].Content, true
+	}
+	if id < 0 || id >= len(t.model.tokens) || t.model.tokens[id] == "" {
+		return "", false
+	}
+	return t.model.tokens[id], true
+}
+
+// VocabSize implements Tokenizer.
+func (t *BPE) VocabSize() int { return t.vocabSize }
+
+// SpecialIDs implements Tokenizer.
+func (t *BPE) SpecialIDs() []int {
+	var ids []int
+	for _, a := range t.added {
+		if a.Special {
+			ids = append(ids, a.ID)
+		}
+	}
+	sort.Ints(ids)
+	return ids
+}
