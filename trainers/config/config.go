@@ -1,0 +1,240 @@
+// Package config holds the training configuration of posttrain's trainers with TRL v0.24 /
+// HF TrainingArguments names and defaults, and its command-line glue.
+//
+// One source of truth: each option is one struct field whose tags give its YAML key (the TRL name),
+// its flag (default: the key in kebab-case), its help text and, for choices, the allowed values:
+//
+//	LearningRate float64 `yaml:"learning_rate" usage:"initial AdamW learning rate"`
+//
+// Flags builds the urfave/cli flags from the fields; FromCommand resolves defaults < --config
+// FILE.yaml < flags given explicitly, validates, and returns one clear error line.
+package config
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/posttrain/posttrain/trainers/schedule"
+)
+
+// Config is implemented by every method's configuration (*SFT, *DPO, *KTO, *GRPO).
+type Config interface {
+	// Method is the subcommand name: "sft", "dpo", "kto" or "grpo".
+	Method() string
+	// Common returns the options shared by every trainer.
+	Common() *Training
+	// Resolve fills options whose default depends on others (TRL's __post_init__).
+	Resolve()
+	// Validate reports the first invalid option as one line naming it.
+	Validate() error
+}
+
+// Training holds the options every trainer shares: HF TrainingArguments names with TRL v0.24's
+// overrides (logging_steps 10), plus the model/dataset inputs of TRL's CLI scripts.
+type Training struct {
+	Model   string `yaml:"model_name_or_path" flag:"model" usage:"model directory or Hub id (HF layout)"`
+	Dataset string `yaml:"dataset_name" flag:"dataset" usage:"training data file (JSONL)"`
+
+	OutputDir                 string  `yaml:"output_dir" usage:"directory for checkpoints, metrics.jsonl and the final model"`
+	LearningRate              float64 `yaml:"learning_rate" usage:"initial AdamW learning rate"`
+	PerDeviceTrainBatchSize   int     `yaml:"per_device_train_batch_size" usage:"examples per micro-batch"`
+	GradientAccumulationSteps int     `yaml:"gradient_accumulation_steps" usage:"micro-batches per optimizer step"`
+	NumTrainEpochs            float64 `yaml:"num_train_epochs" usage:"passes over the data (ignored when max_steps > 0)"`
+	MaxSteps                  int     `yaml:"max_steps" usage:"optimizer steps to run; -1 = use num_train_epochs"`
+	WarmupRatio               float64 `yaml:"warmup_ratio" usage:"fraction of steps for linear warmup (used when warmup_steps is 0)"`
+	WarmupSteps               int     `yaml:"warmup_steps" usage:"linear warmup steps (overrides warmup_ratio when > 0)"`
+	LRSchedulerType           string  `yaml:"lr_scheduler_type" enum:"linear|cosine|constant|constant_with_warmup" usage:"learning-rate schedule"`
+	MaxGradNorm               float64 `yaml:"max_grad_norm" usage:"global-norm gradient clipping threshold; 0 = no clipping"`
+	WeightDecay               float64 `yaml:"weight_decay" usage:"AdamW decoupled weight decay"`
+	AdamBeta1                 float64 `yaml:"adam_beta1" usage:"AdamW beta1"`
+	AdamBeta2                 float64 `yaml:"adam_beta2" usage:"AdamW beta2"`
+	AdamEpsilon               float64 `yaml:"adam_epsilon" usage:"AdamW epsilon"`
+	Seed                      int     `yaml:"seed" usage:"random seed (data order, sampling, initialisation)"`
+	LoggingSteps              int     `yaml:"logging_steps" usage:"write a metrics.jsonl line every N optimizer steps"`
+	SaveSteps                 int     `yaml:"save_steps" usage:"save OUTPUT_DIR/checkpoint-N every N steps; 0 = only at the end"`
+	SaveTotalLimit            int     `yaml:"save_total_limit" usage:"keep at most N checkpoints, deleting the oldest; 0 = keep all"`
+	BF16                      bool    `yaml:"bf16" usage:"bf16 weights and activations with float32 master weights and optimizer state"`
+	Resume                    bool    `yaml:"resume" usage:"continue from the latest OUTPUT_DIR/checkpoint-N"`
+	ResumeFromCheckpoint      string  `yaml:"resume_from_checkpoint" usage:"continue from this checkpoint directory"`
+	Backend                   string  `yaml:"backend" usage:"GoMLX backend: go[:options], xla:cuda, xla:cpu (default: $GOMLX_BACKEND, else go)"`
+}
+
+// DefaultTraining returns HF TrainingArguments' defaults with TRL v0.24's logging_steps 10.
+// LearningRate is set by each method's default.
+func DefaultTraining() Training {
+	return Training{
+		PerDeviceTrainBatchSize:   8,
+		GradientAccumulationSteps: 1,
+		NumTrainEpochs:            3,
+		MaxSteps:                  -1,
+		LRSchedulerType:           string(schedule.Linear),
+		MaxGradNorm:               1.0,
+		AdamBeta1:                 0.9,
+		AdamBeta2:                 0.999,
+		AdamEpsilon:               1e-8,
+		Seed:                      42,
+		LoggingSteps:              10,
+		SaveSteps:                 500,
+	}
+}
+
+// Common implements Config.
+func (t *Training) Common() *Training { return t }
+
+// TotalSteps is the number of optimizer steps of the run for numExamples training examples, as HF
+// Trainer counts them: max_steps if > 0, else ceil(num_train_epochs · updates per epoch) with
+// updates per epoch = max(1, ceil(ceil(numExamples / batch) / gradient_accumulation_steps)).
+func (t *Training) TotalSteps(numExamples int) int {
+	if t.MaxSteps > 0 {
+		return t.MaxSteps
+	}
+	batches := ceilDiv(numExamples, t.PerDeviceTrainBatchSize)
+	perEpoch := max(1, ceilDiv(batches, t.GradientAccumulationSteps))
+	return int(math.Ceil(t.NumTrainEpochs * float64(perEpoch)))
+}
+
+// Schedule returns the learning-rate schedule of a run of totalSteps optimizer steps.
+func (t *Training) Schedule(totalSteps int) (schedule.Schedule, error) {
+	w := schedule.WarmupSteps(t.WarmupSteps, t.WarmupRatio, totalSteps)
+	return schedule.New(schedule.Type(t.LRSchedulerType), t.LearningRate, w, totalSteps)
+}
+
+func ceilDiv(a, b int) int {
+	if b <= 0 {
+		return 0
+	}
+	return (a + b - 1) / b
+}
+
+// SFT is TRL's SFTConfig subset that posttrain implements.
+type SFT struct {
+	Training           `yaml:",inline"`
+	MaxLength          int   `yaml:"max_length" usage:"truncate tokenized examples to this many tokens"`
+	CompletionOnlyLoss *bool `yaml:"completion_only_loss" usage:"loss on completion tokens only (default: on for prompt-completion data)"`
+	AssistantOnlyLoss  bool  `yaml:"assistant_only_loss" usage:"loss on assistant tokens only (messages data)"`
+}
+
+// DefaultSFT returns SFTConfig's v0.24 defaults.
+func DefaultSFT() *SFT {
+	c := &SFT{Training: DefaultTraining(), MaxLength: 1024}
+	c.LearningRate = 2e-5
+	return c
+}
+
+// Method implements Config.
+func (*SFT) Method() string { return "sft" }
+
+// Resolve implements Config; SFT has no derived defaults (completion_only_loss depends on the data).
+func (*SFT) Resolve() {}
+
+// DPO is TRL's DPOConfig subset that posttrain implements.
+type DPO struct {
+	Training              `yaml:",inline"`
+	Beta                  float64 `yaml:"beta" usage:"β: strength of the implicit KL penalty to the reference model"`
+	LossType              string  `yaml:"loss_type" enum:"sigmoid|ipo|hinge" usage:"DPO loss variant"`
+	LabelSmoothing        float64 `yaml:"label_smoothing" usage:"cDPO label smoothing in [0, 0.5) (sigmoid loss only)"`
+	MaxLength             int     `yaml:"max_length" usage:"truncate prompt+completion to this many tokens"`
+	MaxPromptLength       int     `yaml:"max_prompt_length" usage:"truncate prompts to this many tokens"`
+	PrecomputeRefLogProbs bool    `yaml:"precompute_ref_log_probs" usage:"compute reference log-probs for the whole dataset before training"`
+}
+
+// DefaultDPO returns DPOConfig's v0.24 defaults.
+func DefaultDPO() *DPO {
+	c := &DPO{Training: DefaultTraining(), Beta: 0.1, LossType: "sigmoid", MaxLength: 1024, MaxPromptLength: 512}
+	c.LearningRate = 1e-6
+	return c
+}
+
+// Method implements Config.
+func (*DPO) Method() string { return "dpo" }
+
+// Resolve implements Config.
+func (*DPO) Resolve() {}
+
+// KTO is TRL's KTOConfig subset that posttrain implements.
+type KTO struct {
+	Training          `yaml:",inline"`
+	Beta              float64 `yaml:"beta" usage:"β: strength of the implicit KL penalty to the reference model"`
+	DesirableWeight   float64 `yaml:"desirable_weight" usage:"loss weight of desirable (label true) examples"`
+	UndesirableWeight float64 `yaml:"undesirable_weight" usage:"loss weight of undesirable (label false) examples"`
+	MaxLength         int     `yaml:"max_length" usage:"truncate prompt+completion to this many tokens"`
+	MaxPromptLength   int     `yaml:"max_prompt_length" usage:"truncate prompts to this many tokens"`
+}
+
+// DefaultKTO returns KTOConfig's v0.24 defaults.
+func DefaultKTO() *KTO {
+	c := &KTO{Training: DefaultTraining(), Beta: 0.1, DesirableWeight: 1, UndesirableWeight: 1, MaxLength: 1024, MaxPromptLength: 512}
+	c.LearningRate = 1e-6
+	return c
+}
+
+// Method implements Config.
+func (*KTO) Method() string { return "kto" }
+
+// Resolve implements Config.
+func (*KTO) Resolve() {}
+
+// GRPO is TRL's GRPOConfig subset that posttrain implements. per_device_train_batch_size counts
+// completions, not prompts (TRL #2776).
+type GRPO struct {
+	Training                 `yaml:",inline"`
+	RewardFuncs              []string  `yaml:"reward_funcs" flag:"reward" usage:"verifier reward function name(s), comma-separated"`
+	RewardWeights            []float64 `yaml:"reward_weights" usage:"weight of each reward function (default: all 1)"`
+	NumGenerations           int       `yaml:"num_generations" usage:"completions sampled per prompt (group size G)"`
+	MaxPromptLength          int       `yaml:"max_prompt_length" usage:"truncate prompts (left) to this many tokens"`
+	MaxCompletionLength      int       `yaml:"max_completion_length" usage:"maximum generated tokens per completion"`
+	Temperature              float64   `yaml:"temperature" usage:"sampling temperature (log-probs are scored at it too)"`
+	TopP                     float64   `yaml:"top_p" usage:"nucleus sampling mass in (0, 1]; 1 = off"`
+	TopK                     int       `yaml:"top_k" usage:"top-k sampling; 0 = off"`
+	Beta                     float64   `yaml:"beta" usage:"KL coefficient; 0 = no reference model is loaded"`
+	Epsilon                  float64   `yaml:"epsilon" usage:"lower clipping range ε of the ratio"`
+	EpsilonHigh              float64   `yaml:"epsilon_high" usage:"upper clipping range; 0 = epsilon (DAPO uses 0.28)"`
+	LossType                 string    `yaml:"loss_type" enum:"grpo|bnpo|dr_grpo|dapo" usage:"token aggregation of the loss"`
+	ScaleRewards             string    `yaml:"scale_rewards" enum:"group|batch|none" usage:"divide advantages by the group's or batch's reward std, or not (Dr. GRPO)"`
+	ImportanceSamplingLevel  string    `yaml:"importance_sampling_level" enum:"token|sequence" usage:"ratio per token, or per sequence (GSPO)"`
+	Advantage                string    `yaml:"advantage" enum:"grpo|rloo" usage:"baseline: group mean (GRPO) or leave-one-out (RLOO); posttrain extension"`
+	NumIterations            int       `yaml:"num_iterations" usage:"updates per generated batch (μ)"`
+	StepsPerGeneration       int       `yaml:"steps_per_generation" usage:"optimizer micro-steps per generation; 0 = gradient_accumulation_steps"`
+	MaskTruncatedCompletions bool      `yaml:"mask_truncated_completions" usage:"exclude completions cut at max_completion_length from the loss (DAPO)"`
+	LogCompletions           bool      `yaml:"log_completions" usage:"write sampled completions to OUTPUT_DIR/completions.jsonl every logging step"`
+}
+
+// DefaultGRPO returns GRPOConfig's v0.24 defaults.
+func DefaultGRPO() *GRPO {
+	c := &GRPO{
+		Training: DefaultTraining(), NumGenerations: 8, MaxPromptLength: 512, MaxCompletionLength: 256,
+		Temperature: 1, TopP: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
+		ImportanceSamplingLevel: "token", Advantage: "grpo", NumIterations: 1,
+	}
+	c.LearningRate = 1e-6
+	return c
+}
+
+// Method implements Config.
+func (*GRPO) Method() string { return "grpo" }
+
+// Resolve implements Config: epsilon_high defaults to epsilon and steps_per_generation to
+// gradient_accumulation_steps, as GRPOConfig.__post_init__ does.
+func (c *GRPO) Resolve() {
+	if c.EpsilonHigh == 0 {
+		c.EpsilonHigh = c.Epsilon
+	}
+	if c.StepsPerGeneration == 0 {
+		c.StepsPerGeneration = c.GradientAccumulationSteps
+	}
+}
+
+// New returns the default configuration of a method ("sft", "dpo", "kto", "grpo").
+func New(method string) (Config, error) {
+	switch method {
+	case "sft":
+		return DefaultSFT(), nil
+	case "dpo":
+		return DefaultDPO(), nil
+	case "kto":
+		return DefaultKTO(), nil
+	case "grpo":
+		return DefaultGRPO(), nil
+	}
+	return nil, fmt.Errorf("unknown training method %q; valid: sft, dpo, kto, grpo", method)
+}

@@ -1,0 +1,275 @@
+package config
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v3"
+)
+
+// TRL v0.24 defaults (trl/trainer/*_config.py, HF TrainingArguments), by YAML key.
+func TestDefaults_MatchTRL(t *testing.T) {
+	common := map[string]any{
+		"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "num_train_epochs": 3.0,
+		"max_steps": -1, "warmup_ratio": 0.0, "warmup_steps": 0, "lr_scheduler_type": "linear",
+		"max_grad_norm": 1.0, "weight_decay": 0.0, "adam_beta1": 0.9, "adam_beta2": 0.999,
+		"adam_epsilon": 1e-8, "seed": 42, "logging_steps": 10, "save_steps": 500, "save_total_limit": 0,
+		"bf16": false,
+	}
+	methods := map[string]map[string]any{
+		"sft": {"learning_rate": 2e-5, "max_length": 1024, "completion_only_loss": (*bool)(nil), "assistant_only_loss": false},
+		"dpo": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": "sigmoid", "label_smoothing": 0.0,
+			"max_length": 1024, "max_prompt_length": 512, "precompute_ref_log_probs": false},
+		"kto": {"learning_rate": 1e-6, "beta": 0.1, "desirable_weight": 1.0, "undesirable_weight": 1.0,
+			"max_length": 1024, "max_prompt_length": 512},
+		"grpo": {"learning_rate": 1e-6, "num_generations": 8, "max_prompt_length": 512, "max_completion_length": 256,
+			"temperature": 1.0, "top_p": 1.0, "top_k": 0, "beta": 0.0, "epsilon": 0.2, "epsilon_high": 0.0,
+			"loss_type": "dapo", "scale_rewards": "group", "importance_sampling_level": "token",
+			"num_iterations": 1, "steps_per_generation": 0, "mask_truncated_completions": false,
+			"log_completions": false, "reward_weights": []float64(nil)},
+	}
+	for method, want := range methods {
+		cfg, err := New(method)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range common {
+			want[k] = v
+		}
+		for key, w := range want {
+			f, ok := lookup(cfg, key)
+			if !ok {
+				t.Errorf("%s: no option %q", method, key)
+				continue
+			}
+			if got := f.Value.Interface(); !reflect.DeepEqual(got, w) {
+				t.Errorf("%s: %s = %#v, want %#v", method, key, got, w)
+			}
+		}
+	}
+}
+
+func TestGRPOResolve_TRLPostInit(t *testing.T) {
+	c := DefaultGRPO()
+	c.GradientAccumulationSteps = 4
+	c.Resolve()
+	if c.EpsilonHigh != 0.2 || c.StepsPerGeneration != 4 {
+		t.Errorf("got epsilon_high %g, steps_per_generation %d; want 0.2, 4", c.EpsilonHigh, c.StepsPerGeneration)
+	}
+	c = DefaultGRPO()
+	c.EpsilonHigh, c.StepsPerGeneration = 0.28, 2
+	c.Resolve()
+	if c.EpsilonHigh != 0.28 || c.StepsPerGeneration != 2 {
+		t.Errorf("explicit values changed: %g, %d", c.EpsilonHigh, c.StepsPerGeneration)
+	}
+}
+
+var kebab = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+
+func TestFlags_KebabCaseAndUnique(t *testing.T) {
+	for _, m := range []string{"sft", "dpo", "kto", "grpo"} {
+		cfg, _ := New(m)
+		seen := map[string]bool{}
+		for _, f := range Flags(cfg) {
+			for _, name := range f.Names() {
+				if !kebab.MatchString(name) || seen[name] {
+					t.Errorf("%s: bad or repeated flag %q", m, name)
+				}
+				seen[name] = true
+			}
+		}
+		for _, want := range []string{"learning-rate", "per-device-train-batch-size", "gradient-accumulation-steps",
+			"num-train-epochs", "max-steps", "warmup-ratio", "warmup-steps", "lr-scheduler-type", "max-grad-norm",
+			"weight-decay", "seed", "logging-steps", "save-steps", "save-total-limit", "bf16", "model", "dataset",
+			"output-dir", "resume", "resume-from-checkpoint", "config"} {
+			if !seen[want] {
+				t.Errorf("%s: missing flag --%s", m, want)
+			}
+		}
+	}
+}
+
+// runCmd parses args for method and returns the resolved config or the error.
+func runCmd(t *testing.T, method string, args ...string) (Config, error) {
+	t.Helper()
+	cfg, _ := New(method)
+	var ferr error
+	cmd := &cli.Command{
+		Name:  method,
+		Flags: Flags(cfg),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			ferr = FromCommand(cmd, cfg)
+			return nil
+		},
+	}
+	if err := cmd.Run(context.Background(), append([]string{method}, args...)); err != nil {
+		t.Fatalf("parse %v: %v", args, err)
+	}
+	return cfg, ferr
+}
+
+var required = []string{"--model", "m", "--dataset", "d.jsonl", "--output-dir", "out"}
+
+func TestFromCommand_FlagsOverrideFileOverrideDefaults(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "run.yaml")
+	yml := "learning_rate: 3e-4\nbeta: 0.05\nmax_steps: 100\nlr_scheduler_type: cosine\nreward_funcs: [mult_exact, format]\n" +
+		"reward_weights: [1, 0.5]\nepsilon_high: null\nmodel_name_or_path: fromfile\n"
+	if err := os.WriteFile(file, []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--config", file, "--beta", "0.02", "--gradient-accumulation-steps", "2"}, required...)
+	cfg, err := runCmd(t, "grpo", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.(*GRPO)
+	if c.LearningRate != 3e-4 || c.MaxSteps != 100 || c.LRSchedulerType != "cosine" {
+		t.Errorf("file values not applied: lr %g, max_steps %d, sched %s", c.LearningRate, c.MaxSteps, c.LRSchedulerType)
+	}
+	if c.Beta != 0.02 || c.GradientAccumulationSteps != 2 || c.Model != "m" {
+		t.Errorf("flags do not override: beta %g, GA %d, model %q", c.Beta, c.GradientAccumulationSteps, c.Model)
+	}
+	if c.Seed != 42 || c.NumGenerations != 8 {
+		t.Errorf("defaults lost: seed %d, G %d", c.Seed, c.NumGenerations)
+	}
+	if !reflect.DeepEqual(c.RewardFuncs, []string{"mult_exact", "format"}) || !reflect.DeepEqual(c.RewardWeights, []float64{1, 0.5}) {
+		t.Errorf("lists: %v %v", c.RewardFuncs, c.RewardWeights)
+	}
+	if c.EpsilonHigh != 0.2 || c.StepsPerGeneration != 2 {
+		t.Errorf("not resolved: epsilon_high %g, steps_per_generation %d", c.EpsilonHigh, c.StepsPerGeneration)
+	}
+}
+
+func TestFromCommand_ListAndPointerFlags(t *testing.T) {
+	cfg, err := runCmd(t, "grpo", append([]string{"--reward", "a, b", "--reward-weights", "2,3"}, required...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.(*GRPO)
+	if !reflect.DeepEqual(c.RewardFuncs, []string{"a", "b"}) || !reflect.DeepEqual(c.RewardWeights, []float64{2, 3}) {
+		t.Errorf("got %q %v", c.RewardFuncs, c.RewardWeights)
+	}
+	cfg, err = runCmd(t, "sft", append([]string{"--completion-only-loss=false"}, required...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.(*SFT).CompletionOnlyLoss; p == nil || *p {
+		t.Errorf("completion_only_loss = %v, want explicit false", p)
+	}
+	cfg, _ = runCmd(t, "sft", required...)
+	if p := cfg.(*SFT).CompletionOnlyLoss; p != nil {
+		t.Errorf("completion_only_loss = %v, want nil (auto)", *p)
+	}
+}
+
+func TestLoad_ErrorsNameFileAndLine(t *testing.T) {
+	cases := []struct {
+		yaml, want string
+	}{
+		{"learning_rate: 1e-5\nlearning-rate: 2\n", `run.yaml:2: unknown key "learning-rate" for dpo; did you mean "learning_rate"?`},
+		{"beta: 0.1\nbetta: 0.2\n", `run.yaml:2: unknown key "betta" for dpo; did you mean "beta"?`},
+		{"\n\nnum_generations: 8\n", `run.yaml:3: unknown key "num_generations" for dpo`},
+		{"beta: lots\n", `run.yaml:1: beta: want a number, got "lots"`},
+		{"max_length: 1.5\n", `run.yaml:1: max_length: want an integer, got "1.5"`},
+		{"bf16: maybe\n", `run.yaml:1: bf16: want true or false, got "maybe"`},
+		{"beta: [1]\n", `run.yaml:1: beta: want a number, got a list`},
+		{"beta: 0.1\nbeta: 0.2\n", `run.yaml:2: key "beta" repeats line 1`},
+		{"- beta\n", `run.yaml:1: want a mapping`},
+		{"beta: [\n", `run.yaml:1: invalid YAML`},
+	}
+	for _, c := range cases {
+		err := Load("run.yaml", []byte(c.yaml), DefaultDPO())
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("yaml %q: got %v, want prefix %q (one line)", c.yaml, err, c.want)
+		}
+	}
+	if err := Load("empty.yaml", []byte("# nothing\n"), DefaultDPO()); err != nil {
+		t.Errorf("empty file: %v", err)
+	}
+}
+
+func TestFromCommand_ValidationNamesOption(t *testing.T) {
+	cases := []struct {
+		method string
+		args   []string
+		want   string
+	}{
+		{"sft", []string{"--learning-rate", "-1"}, "sft: learning_rate (--learning-rate) must be > 0, got -1"},
+		{"sft", []string{"--lr-scheduler-type", "poly"}, `lr_scheduler_type (--lr-scheduler-type) must be one of linear, cosine, constant, constant_with_warmup, got "poly"`},
+		{"dpo", []string{"--loss-type", "exo_pair"}, "loss_type (--loss-type) must be one of sigmoid, ipo, hinge"},
+		{"dpo", []string{"--label-smoothing", "0.1", "--loss-type", "ipo"}, "label_smoothing (--label-smoothing) applies to loss_type sigmoid only"},
+		{"dpo", []string{"--max-prompt-length", "2048"}, "max_prompt_length (--max-prompt-length) (2048) must be < max_length (1024)"},
+		{"kto", []string{"--desirable-weight", "0"}, "desirable_weight (--desirable-weight) must be > 0"},
+		{"grpo", []string{"--num-generations", "1", "--reward", "r"}, "num_generations (--num-generations) must be ≥ 2"},
+		{"grpo", []string{"--num-generations", "3", "--reward", "r"}, "num_generations (--num-generations) (3) must divide the generation batch per_device_train_batch_size × steps_per_generation = 8 × 1 = 8"},
+		{"grpo", nil, "reward_funcs (--reward) is required"},
+		{"grpo", []string{"--reward", "a,b", "--reward-weights", "1"}, "reward_weights (--reward-weights) has 1 weights for 2 reward functions"},
+		{"grpo", []string{"--reward", "a", "--scale-rewards", "true"}, "scale_rewards (--scale-rewards) must be one of group, batch, none"},
+		{"sft", []string{"--resume", "--resume-from-checkpoint", "x"}, "resume (--resume) and resume_from_checkpoint are exclusive"},
+	}
+	for _, c := range cases {
+		_, err := runCmd(t, c.method, append(c.args, required...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v: got %v, want %q", c.method, c.args, err, c.want)
+		}
+	}
+	if _, err := runCmd(t, "sft", "--dataset", "d", "--output-dir", "o"); err == nil || !strings.Contains(err.Error(), "model_name_or_path (--model) is required") {
+		t.Errorf("missing model: got %v", err)
+	}
+}
+
+func TestWriteResolved_RoundTrips(t *testing.T) {
+	for _, m := range []string{"sft", "dpo", "kto", "grpo"} {
+		cfg, _ := New(m)
+		c := cfg.Common()
+		c.Model, c.Dataset, c.OutputDir, c.LearningRate = "m", "d", filepath.Join(t.TempDir(), "run"), 3.5e-7
+		if g, ok := cfg.(*GRPO); ok {
+			g.RewardFuncs, g.RewardWeights = []string{"a", "b"}, []float64{1, 0.25}
+		}
+		if s, ok := cfg.(*SFT); ok {
+			f := false
+			s.CompletionOnlyLoss = &f
+		}
+		cfg.Resolve()
+		path, err := WriteResolved(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, _ := New(m)
+		if err := LoadFile(path, back); err != nil {
+			t.Fatalf("%s: reload: %v", m, err)
+		}
+		if !reflect.DeepEqual(back, cfg) {
+			data, _ := os.ReadFile(path)
+			t.Errorf("%s: round trip differs:\n%s", m, data)
+		}
+	}
+}
+
+func TestTotalStepsAndSchedule(t *testing.T) {
+	c := DefaultSFT()
+	c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps, c.NumTrainEpochs = 4, 2, 3
+	// 10 examples → 3 batches → ceil(3/2) = 2 updates per epoch → 6 steps.
+	if got := c.TotalSteps(10); got != 6 {
+		t.Errorf("TotalSteps(10) = %d, want 6", got)
+	}
+	c.NumTrainEpochs = 0.5 // ceil(0.5·2) = 1
+	if got := c.TotalSteps(10); got != 1 {
+		t.Errorf("0.5 epochs: TotalSteps = %d, want 1", got)
+	}
+	c.MaxSteps = 7
+	if got := c.TotalSteps(10); got != 7 {
+		t.Errorf("max_steps 7: TotalSteps = %d", got)
+	}
+	c.WarmupRatio = 0.1
+	s, err := c.Schedule(20)
+	if err != nil || s.WarmupSteps != 2 || s.BaseLR != 2e-5 || s.TotalSteps != 20 {
+		t.Errorf("Schedule(20) = %+v, %v", s, err)
+	}
+}

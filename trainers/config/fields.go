@@ -1,0 +1,91 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+)
+
+// field is one option of a configuration, found by reflection over its struct tags.
+type field struct {
+	Key   string        // YAML key, TRL's name: "learning_rate"
+	Flag  string        // flag name: "learning-rate"
+	Usage string        // help text
+	Enum  []string      // allowed values, nil if free
+	Value reflect.Value // the settable field
+}
+
+// fields lists the options of cfg (a pointer to a config struct), inlined structs first, in
+// declaration order.
+func fields(cfg any) []field {
+	v := reflect.ValueOf(cfg)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		panic("config: fields needs a pointer to a struct")
+	}
+	var out []field
+	collect(v.Elem(), &out)
+	return out
+}
+
+func collect(v reflect.Value, out *[]field) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		key, opts, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		if sf.Anonymous && strings.Contains(opts, "inline") {
+			collect(v.Field(i), out)
+			continue
+		}
+		if key == "" || key == "-" {
+			continue
+		}
+		f := field{Key: key, Flag: sf.Tag.Get("flag"), Usage: sf.Tag.Get("usage"), Value: v.Field(i)}
+		if f.Flag == "" {
+			f.Flag = strings.ReplaceAll(key, "_", "-")
+		}
+		if e := sf.Tag.Get("enum"); e != "" {
+			f.Enum = strings.Split(e, "|")
+		}
+		*out = append(*out, f)
+	}
+}
+
+// lookup returns the option with YAML key key.
+func lookup(cfg any, key string) (field, bool) {
+	for _, f := range fields(cfg) {
+		if f.Key == key {
+			return f, true
+		}
+	}
+	return field{}, false
+}
+
+// Keys returns the YAML keys a method's config file accepts, in declaration order.
+func Keys(cfg Config) []string {
+	fs := fields(cfg)
+	keys := make([]string, len(fs))
+	for i, f := range fs {
+		keys[i] = f.Key
+	}
+	return keys
+}
+
+// optionError is an invalid option: "learning_rate (--learning-rate) must be > 0, got -1".
+type optionError struct {
+	key, flag, msg string
+}
+
+func (e *optionError) Error() string {
+	return e.key + " (--" + e.flag + ") " + e.msg
+}
+
+// bad returns the error for option key of cfg.
+func bad(cfg any, key, msg string) error {
+	flag := strings.ReplaceAll(key, "_", "-")
+	if f, ok := lookup(cfg, key); ok {
+		flag = f.Flag
+	}
+	return &optionError{key: key, flag: flag, msg: msg}
+}

@@ -1,0 +1,173 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Validate implements Config.
+func (c *SFT) Validate() error {
+	if err := validateCommon(c); err != nil {
+		return err
+	}
+	if c.MaxLength < 1 {
+		return bad(c, "max_length", fmt.Sprintf("must be ≥ 1, got %d", c.MaxLength))
+	}
+	return nil
+}
+
+// Validate implements Config.
+func (c *DPO) Validate() error {
+	if err := validateCommon(c); err != nil {
+		return err
+	}
+	switch {
+	case !(c.Beta > 0) || math.IsInf(c.Beta, 0):
+		return bad(c, "beta", fmt.Sprintf("must be > 0, got %g", c.Beta))
+	case !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 0.5):
+		return bad(c, "label_smoothing", fmt.Sprintf("must be in [0, 0.5), got %g", c.LabelSmoothing))
+	case c.LabelSmoothing > 0 && c.LossType != "sigmoid":
+		return bad(c, "label_smoothing", fmt.Sprintf("applies to loss_type sigmoid only, not %s", c.LossType))
+	}
+	return validateLengths(c, c.MaxLength, c.MaxPromptLength)
+}
+
+// Validate implements Config.
+func (c *KTO) Validate() error {
+	if err := validateCommon(c); err != nil {
+		return err
+	}
+	switch {
+	case !(c.Beta > 0) || math.IsInf(c.Beta, 0):
+		return bad(c, "beta", fmt.Sprintf("must be > 0, got %g", c.Beta))
+	case !(c.DesirableWeight > 0) || math.IsInf(c.DesirableWeight, 0):
+		return bad(c, "desirable_weight", fmt.Sprintf("must be > 0, got %g", c.DesirableWeight))
+	case !(c.UndesirableWeight > 0) || math.IsInf(c.UndesirableWeight, 0):
+		return bad(c, "undesirable_weight", fmt.Sprintf("must be > 0, got %g", c.UndesirableWeight))
+	}
+	return validateLengths(c, c.MaxLength, c.MaxPromptLength)
+}
+
+// Validate implements Config.
+func (c *GRPO) Validate() error {
+	if err := validateCommon(c); err != nil {
+		return err
+	}
+	spg := c.StepsPerGeneration
+	if spg == 0 {
+		spg = c.GradientAccumulationSteps
+	}
+	switch {
+	case len(c.RewardFuncs) == 0:
+		return bad(c, "reward_funcs", "is required: name at least one reward function")
+	case len(c.RewardWeights) > 0 && len(c.RewardWeights) != len(c.RewardFuncs):
+		return bad(c, "reward_weights", fmt.Sprintf("has %d weights for %d reward functions", len(c.RewardWeights), len(c.RewardFuncs)))
+	case c.NumGenerations < 2:
+		return bad(c, "num_generations", fmt.Sprintf("must be ≥ 2 (advantages need a group), got %d", c.NumGenerations))
+	case c.MaxPromptLength < 1:
+		return bad(c, "max_prompt_length", fmt.Sprintf("must be ≥ 1, got %d", c.MaxPromptLength))
+	case c.MaxCompletionLength < 1:
+		return bad(c, "max_completion_length", fmt.Sprintf("must be ≥ 1, got %d", c.MaxCompletionLength))
+	case !(c.Temperature > 0) || math.IsInf(c.Temperature, 0):
+		return bad(c, "temperature", fmt.Sprintf("must be > 0, got %g", c.Temperature))
+	case !(c.TopP > 0 && c.TopP <= 1):
+		return bad(c, "top_p", fmt.Sprintf("must be in (0, 1], got %g", c.TopP))
+	case c.TopK < 0:
+		return bad(c, "top_k", fmt.Sprintf("must be ≥ 0, got %d", c.TopK))
+	case !(c.Beta >= 0) || math.IsInf(c.Beta, 0):
+		return bad(c, "beta", fmt.Sprintf("must be ≥ 0, got %g", c.Beta))
+	case !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0):
+		return bad(c, "epsilon", fmt.Sprintf("must be > 0, got %g", c.Epsilon))
+	case !(c.EpsilonHigh >= 0) || math.IsInf(c.EpsilonHigh, 0):
+		return bad(c, "epsilon_high", fmt.Sprintf("must be ≥ 0 (0 = epsilon), got %g", c.EpsilonHigh))
+	case c.NumIterations < 1:
+		return bad(c, "num_iterations", fmt.Sprintf("must be ≥ 1, got %d", c.NumIterations))
+	case c.StepsPerGeneration < 0:
+		return bad(c, "steps_per_generation", fmt.Sprintf("must be ≥ 0 (0 = gradient_accumulation_steps), got %d", c.StepsPerGeneration))
+	case (c.PerDeviceTrainBatchSize*spg)%c.NumGenerations != 0:
+		return bad(c, "num_generations", fmt.Sprintf(
+			"(%d) must divide the generation batch per_device_train_batch_size × steps_per_generation = %d × %d = %d",
+			c.NumGenerations, c.PerDeviceTrainBatchSize, spg, c.PerDeviceTrainBatchSize*spg))
+	}
+	for _, w := range c.RewardWeights {
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			return bad(c, "reward_weights", fmt.Sprintf("must be finite, got %g", w))
+		}
+	}
+	for _, name := range c.RewardFuncs {
+		if strings.TrimSpace(name) == "" {
+			return bad(c, "reward_funcs", "contains an empty name")
+		}
+	}
+	return nil
+}
+
+func validateLengths(c Config, maxLength, maxPromptLength int) error {
+	switch {
+	case maxLength < 1:
+		return bad(c, "max_length", fmt.Sprintf("must be ≥ 1, got %d", maxLength))
+	case maxPromptLength < 1:
+		return bad(c, "max_prompt_length", fmt.Sprintf("must be ≥ 1, got %d", maxPromptLength))
+	case maxPromptLength >= maxLength:
+		return bad(c, "max_prompt_length", fmt.Sprintf("(%d) must be < max_length (%d) to leave room for the completion", maxPromptLength, maxLength))
+	}
+	return nil
+}
+
+// validateCommon checks the choices of every option and the shared training options.
+func validateCommon(c Config) error {
+	for _, f := range fields(c) {
+		if f.Enum != nil && !slices.Contains(f.Enum, f.Value.String()) {
+			return bad(c, f.Key, fmt.Sprintf("must be one of %s, got %q", strings.Join(f.Enum, ", "), f.Value.String()))
+		}
+	}
+	t := c.Common()
+	pos := func(key string, v float64) error {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return bad(c, key, fmt.Sprintf("must be > 0, got %g", v))
+		}
+		return nil
+	}
+	switch {
+	case t.Model == "":
+		return bad(c, "model_name_or_path", "is required")
+	case t.Dataset == "":
+		return bad(c, "dataset_name", "is required")
+	case t.OutputDir == "":
+		return bad(c, "output_dir", "is required")
+	case t.PerDeviceTrainBatchSize < 1:
+		return bad(c, "per_device_train_batch_size", fmt.Sprintf("must be ≥ 1, got %d", t.PerDeviceTrainBatchSize))
+	case t.GradientAccumulationSteps < 1:
+		return bad(c, "gradient_accumulation_steps", fmt.Sprintf("must be ≥ 1, got %d", t.GradientAccumulationSteps))
+	case t.MaxSteps < -1:
+		return bad(c, "max_steps", fmt.Sprintf("must be -1 (use num_train_epochs) or ≥ 1, got %d", t.MaxSteps))
+	case t.MaxSteps <= 0 && (!(t.NumTrainEpochs > 0) || math.IsInf(t.NumTrainEpochs, 0)):
+		return bad(c, "num_train_epochs", fmt.Sprintf("must be > 0 when max_steps is -1, got %g", t.NumTrainEpochs))
+	case !(t.WarmupRatio >= 0 && t.WarmupRatio <= 1):
+		return bad(c, "warmup_ratio", fmt.Sprintf("must be in [0, 1], got %g", t.WarmupRatio))
+	case t.WarmupSteps < 0:
+		return bad(c, "warmup_steps", fmt.Sprintf("must be ≥ 0, got %d", t.WarmupSteps))
+	case !(t.MaxGradNorm >= 0) || math.IsInf(t.MaxGradNorm, 0):
+		return bad(c, "max_grad_norm", fmt.Sprintf("must be ≥ 0 (0 = no clipping), got %g", t.MaxGradNorm))
+	case !(t.WeightDecay >= 0) || math.IsInf(t.WeightDecay, 0):
+		return bad(c, "weight_decay", fmt.Sprintf("must be ≥ 0, got %g", t.WeightDecay))
+	case !(t.AdamBeta1 >= 0 && t.AdamBeta1 < 1):
+		return bad(c, "adam_beta1", fmt.Sprintf("must be in [0, 1), got %g", t.AdamBeta1))
+	case !(t.AdamBeta2 >= 0 && t.AdamBeta2 < 1):
+		return bad(c, "adam_beta2", fmt.Sprintf("must be in [0, 1), got %g", t.AdamBeta2))
+	case t.LoggingSteps < 1:
+		return bad(c, "logging_steps", fmt.Sprintf("must be ≥ 1, got %d", t.LoggingSteps))
+	case t.SaveSteps < 0:
+		return bad(c, "save_steps", fmt.Sprintf("must be ≥ 0 (0 = only at the end), got %d", t.SaveSteps))
+	case t.SaveTotalLimit < 0:
+		return bad(c, "save_total_limit", fmt.Sprintf("must be ≥ 0 (0 = keep all), got %d", t.SaveTotalLimit))
+	case t.Resume && t.ResumeFromCheckpoint != "":
+		return bad(c, "resume", "and resume_from_checkpoint are exclusive: give one")
+	}
+	if err := pos("learning_rate", t.LearningRate); err != nil {
+		return err
+	}
+	return pos("adam_epsilon", t.AdamEpsilon)
+}

@@ -1,0 +1,261 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ResolvedName is the file, in OUTPUT_DIR, holding the resolved configuration of a run; it is a
+// valid --config file for the same method.
+const ResolvedName = "training_args.yaml"
+
+// LoadFile sets the options named in the YAML file at path. Keys are TRL's names (learning_rate);
+// an unknown or repeated key or a value of the wrong type is an error naming file:line.
+func LoadFile(path string, cfg Config) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	return Load(path, data, cfg)
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// Load is LoadFile for a file's contents; name is used in error messages.
+func Load(name string, data []byte, cfg Config) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			return fmt.Errorf("%s:%s: invalid YAML: %s", name, m[1], m[2])
+		}
+		return fmt.Errorf("%s: invalid YAML: %w", name, err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil // empty file
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("%s:%d: want a mapping of option: value (e.g. learning_rate: 1e-6)", name, root.Line)
+	}
+	byKey := map[string]field{}
+	for _, f := range fields(cfg) {
+		byKey[f.Key] = f
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		f, ok := byKey[k.Value]
+		if !ok {
+			return fmt.Errorf("%s:%d: unknown key %q for %s%s", name, k.Line, k.Value, cfg.Method(), suggest(k.Value, Keys(cfg)))
+		}
+		if line, dup := seen[k.Value]; dup {
+			return fmt.Errorf("%s:%d: key %q repeats line %d", name, k.Line, k.Value, line)
+		}
+		seen[k.Value] = k.Line
+		if err := setNode(f, v); err != nil {
+			return fmt.Errorf("%s:%d: %s: %w", name, v.Line, k.Value, err)
+		}
+	}
+	return nil
+}
+
+// setNode sets the option f from a YAML value; null sets the zero value (TRL's None).
+func setNode(f field, v *yaml.Node) error {
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		f.Value.SetZero()
+		return nil
+	}
+	switch p := f.Value.Addr().Interface().(type) {
+	case *string, *float64, *int, *bool:
+		if v.Kind != yaml.ScalarNode {
+			return fmt.Errorf("want %s, got a %s", typeName(f), kindName(v))
+		}
+		return setScalar(f.Value.Addr().Interface(), v.Value, typeName(f))
+	case **bool:
+		var b bool
+		if v.Kind != yaml.ScalarNode {
+			return fmt.Errorf("want true, false or null, got a %s", kindName(v))
+		}
+		if err := setScalar(&b, v.Value, "true, false or null"); err != nil {
+			return err
+		}
+		*p = &b
+		return nil
+	case *[]string:
+		return setList(v, func(s string) error { *p = append(*p, strings.TrimSpace(s)); return nil }, func() { *p = nil })
+	case *[]float64:
+		return setList(v, func(s string) error {
+			var x float64
+			if err := setScalar(&x, s, "a list of numbers"); err != nil {
+				return err
+			}
+			*p = append(*p, x)
+			return nil
+		}, func() { *p = nil })
+	}
+	return fmt.Errorf("unsupported option type %s", f.Value.Type())
+}
+
+// setList accepts a YAML sequence of scalars or one comma-separated scalar ("a,b"), as the flag does.
+func setList(v *yaml.Node, add func(string) error, reset func()) error {
+	reset()
+	var items []string
+	switch v.Kind {
+	case yaml.SequenceNode:
+		for _, e := range v.Content {
+			if e.Kind != yaml.ScalarNode {
+				return fmt.Errorf("want a list of values, got a %s inside it", kindName(e))
+			}
+			items = append(items, e.Value)
+		}
+	case yaml.ScalarNode:
+		items = strings.Split(v.Value, ",")
+	default:
+		return fmt.Errorf("want a list, got a %s", kindName(v))
+	}
+	for _, s := range items {
+		if err := add(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func setScalar(dst any, s, want string) error {
+	var err error
+	switch p := dst.(type) {
+	case *string:
+		*p = s
+	case *float64:
+		*p, err = strconv.ParseFloat(strings.TrimSpace(s), 64)
+	case *int:
+		*p, err = strconv.Atoi(strings.TrimSpace(s))
+	case *bool:
+		*p, err = strconv.ParseBool(strings.TrimSpace(s))
+	}
+	if err != nil {
+		return fmt.Errorf("want %s, got %q", want, s)
+	}
+	return nil
+}
+
+func typeName(f field) string {
+	switch f.Value.Interface().(type) {
+	case float64:
+		return "a number"
+	case int:
+		return "an integer"
+	case bool:
+		return "true or false"
+	}
+	return "a string"
+}
+
+func kindName(v *yaml.Node) string {
+	switch v.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.AliasNode:
+		return "alias"
+	}
+	return "value"
+}
+
+// suggest returns "; did you mean X?" for the closest known key, or "".
+func suggest(key string, keys []string) string {
+	snake := strings.ReplaceAll(strings.ToLower(key), "-", "_")
+	best, bestDist := "", 4
+	for _, k := range keys {
+		if k == snake {
+			return fmt.Sprintf("; did you mean %q?", k)
+		}
+		if d := editDistance(snake, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Marshal returns cfg as YAML with TRL's keys, headed by a comment naming the method.
+func Marshal(cfg Config) ([]byte, error) {
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# posttrain %s: resolved configuration; reuse with --config\n", cfg.Method())
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(cfg); err != nil {
+		return nil, fmt.Errorf("encode %s config: %w", cfg.Method(), err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode %s config: %w", cfg.Method(), err)
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteFile writes cfg as YAML to path atomically (temporary file, fsync, rename).
+func WriteFile(path string, cfg Config) error {
+	data, err := Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write config %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write config %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteResolved writes cfg to OUTPUT_DIR/training_args.yaml and returns the path.
+func WriteResolved(cfg Config) (string, error) {
+	path := filepath.Join(cfg.Common().OutputDir, ResolvedName)
+	return path, WriteFile(path, cfg)
+}
