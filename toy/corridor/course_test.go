@@ -23,6 +23,9 @@ var phases = []phaseRun{
 	{2, DefaultPhase2().Args(), func() (Result, error) { return RunPhase2(DefaultPhase2()) }},
 	{3, DefaultPhase3().Args(), func() (Result, error) { return RunPhase3(DefaultPhase3()) }},
 	{4, DefaultPhase4().Args(), func() (Result, error) { return RunPhase4(DefaultPhase4()) }},
+	{5, DefaultPhase5().Args(), func() (Result, error) { return RunPhase5(DefaultPhase5()) }},
+	{6, DefaultPhase6().Args(), func() (Result, error) { return RunPhase6(DefaultPhase6()) }},
+	{7, DefaultPhase7().Args(), func() (Result, error) { return RunPhase7(DefaultPhase7()) }},
 }
 
 func readTestdata(t *testing.T, name string) []byte {
