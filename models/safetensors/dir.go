@@ -28,10 +28,61 @@ type Index struct {
 // transformers prefers it), else model.safetensors.index.json and every shard it names. Each
 // tensor must be in exactly the shard the index names, and each shard tensor must be in the index.
 func ReadModelDir(dir string) (map[string]*Tensor, error) {
+	return loadModelDir(dir, func(path string) (*File, error) {
+		tensors, metadata, err := ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return &File{Path: path, Tensors: tensors, Metadata: metadata}, nil
+	})
+}
+
+// OpenModelDir is ReadModelDir through Open: the tensors' Data point into read-only memory maps,
+// valid until Close. Use it to convert a large checkpoint without holding a copy of its files.
+func OpenModelDir(dir string) (*Model, error) {
+	m := &Model{}
+	tensors, err := loadModelDir(dir, func(path string) (*File, error) {
+		f, err := Open(path)
+		if err == nil {
+			m.files = append(m.files, f)
+		}
+		return f, err
+	})
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	m.Tensors = tensors
+	return m, nil
+}
+
+// Model is a checkpoint's weights opened with OpenModelDir.
+type Model struct {
+	Tensors map[string]*Tensor
+	files   []*File
+}
+
+// Close unmaps the files; the tensors' Data must not be used afterwards.
+func (m *Model) Close() error {
+	var first error
+	for _, f := range m.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	m.files, m.Tensors = nil, nil
+	return first
+}
+
+// loadModelDir implements ReadModelDir with open reading one file.
+func loadModelDir(dir string, open func(path string) (*File, error)) (map[string]*Tensor, error) {
 	single := filepath.Join(dir, SingleFileName)
 	if _, err := os.Stat(single); err == nil {
-		tensors, _, err := ReadFile(single)
-		return tensors, err
+		f, err := open(single)
+		if err != nil {
+			return nil, err
+		}
+		return f.Tensors, nil
 	}
 	indexPath := filepath.Join(dir, IndexFileName)
 	idx, err := ReadIndex(indexPath)
@@ -44,14 +95,14 @@ func ReadModelDir(dir string) (map[string]*Tensor, error) {
 	tensors := map[string]*Tensor{}
 	for _, shard := range idx.Shards() {
 		shardPath := filepath.Join(dir, shard)
-		got, _, err := ReadFile(shardPath)
+		f, err := open(shardPath)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("safetensors %s: shard %s named in the index does not exist", indexPath, shard)
 		}
 		if err != nil {
 			return nil, err
 		}
-		for name, t := range got {
+		for name, t := range f.Tensors {
 			if want, ok := idx.WeightMap[name]; !ok || want != shard {
 				return nil, fmt.Errorf("safetensors %s: tensor %q is not mapped to this shard in %s", shardPath, name, IndexFileName)
 			}

@@ -45,10 +45,7 @@ func encodeHeader(tensors []*Tensor, metadata map[string]string) ([]byte, []*Ten
 	var buf bytes.Buffer
 	buf.WriteByte('{')
 	if len(metadata) > 0 {
-		m, err := json.Marshal(metadata) // keys sorted
-		if err != nil {
-			return nil, nil, err
-		}
+		m := jsonString(metadata) // keys sorted
 		buf.WriteString(`"__metadata__":`)
 		buf.Write(m)
 	}
@@ -68,8 +65,8 @@ func encodeHeader(tensors []*Tensor, metadata map[string]string) ([]byte, []*Ten
 		if buf.Len() > 1 {
 			buf.WriteByte(',')
 		}
-		name, _ := json.Marshal(t.Name)
-		shape, _ := json.Marshal(append([]int{}, t.Shape...)) // a scalar is [], not null
+		name := jsonString(t.Name)
+		shape := jsonString(append([]int{}, t.Shape...)) // a scalar is [], not null
 		end := offset + int64(len(t.Data))
 		fmt.Fprintf(&buf, `%s:{"dtype":"%s","shape":%s,"data_offsets":[%d,%d]}`, name, t.DType, shape, offset, end)
 		offset = end
@@ -111,4 +108,13 @@ func writeAtomic(path string, write func(*bufio.Writer) error) (err error) {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// jsonString encodes v compactly without HTML escaping (as serde_json writes "<", ">" and "&").
+func jsonString(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // strings, string maps and int slices always encode
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

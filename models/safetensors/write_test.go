@@ -136,6 +136,12 @@ func TestWriteModelDir_ShardedRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSame(t, got, want)
+	m, err := OpenModelDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, m.Tensors, want)
+	must(t, m.Close())
 	_, meta, _ := ReadFile(filepath.Join(dir, "model-00002-of-00003.safetensors"))
 	if meta["format"] != "pt" {
 		t.Errorf("shard metadata = %v, want format pt", meta)
@@ -212,7 +218,17 @@ func TestReadModelDir_Errors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("err = %v, want one line containing %q", err, tc.want)
 			}
+			if _, err2 := OpenModelDir(dir); err2 == nil || err == nil || err2.Error() != err.Error() {
+				t.Errorf("OpenModelDir err = %v, want the same as ReadModelDir's", err2)
+			}
 		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
