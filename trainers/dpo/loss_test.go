@@ -1,0 +1,215 @@
+package dpo
+
+import (
+	"math"
+	"sync"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+
+	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
+
+// run compiles fn and evaluates it on inputs, returning every output as flat float64s.
+func run(t *testing.T, fn func(in []*Node) []*Node, inputs ...any) [][]float64 {
+	t.Helper()
+	e, err := step.NewEval(testBackend(), fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := e.Run(inputs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make([][]float64, len(outs))
+	for i, o := range outs {
+		res[i] = step.Float64s(o)
+	}
+	return res
+}
+
+func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
+
+func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+
+// TinyLM at its SFT start (phase 10): π = π_ref, log-probs of '12⏎' = log(0.4·0.5·0.8) and of
+// '7⏎' = log(0.4·0.8), padded to T = 3 with a masked third token.
+var (
+	chosen12   = []float64{math.Log(0.4), math.Log(0.5), math.Log(0.8)}
+	rejected7  = []float64{math.Log(0.4), math.Log(0.8), math.Inf(-1)} // padding may hold −∞
+	maskFull   = []float64{1, 1, 1}
+	maskTwoTok = []float64{1, 1, 0}
+)
+
+// sigmoidGraph returns the loss, −∂L/∂(chosen token log-probs) and ∂L/∂(rejected token log-probs).
+func sigmoidGraph(beta, ls float64) func(in []*Node) []*Node {
+	return func(in []*Node) []*Node {
+		pc, pr := SeqLogProbs(in[0], in[2]), SeqLogProbs(in[1], in[3])
+		rc, rr := SeqLogProbs(in[4], in[2]), SeqLogProbs(in[5], in[3])
+		loss, m := SigmoidLoss(pc, pr, rc, rr, beta, ls)
+		grads := Gradient(loss, in[0], in[1])
+		out := []*Node{loss, Neg(grads[0]), grads[1]}
+		return append(out, m.Means()...)
+	}
+}
+
+// Phase 10 hand_check: "처음: m = 0, DPO loss = log 2 = 0.6931, gradient 계수 β·σ(0) = 0.05".
+func TestDPOLoss_InitIsLn2(t *testing.T) {
+	out := run(t, sigmoidGraph(0.1, 0),
+		[][]float64{chosen12}, [][]float64{rejected7}, [][]float64{maskFull}, [][]float64{maskTwoTok},
+		[][]float64{chosen12}, [][]float64{rejected7})
+	if got, want := out[0][0], math.Log(2); !near(got, want, 1e-12) {
+		t.Errorf("loss = %v, want ln 2 = %v", got, want)
+	}
+	// Every token of y_w gets +β·σ(0) = 0.05 (ascent), every token of y_l −0.05, padding 0.
+	for i, got := range out[1] {
+		if !near(got, 0.05, 1e-12) {
+			t.Errorf("chosen token %d: coefficient %v, want 0.05", i, got)
+		}
+	}
+	for i, want := range []float64{0.05, 0.05, 0} {
+		if got := out[2][i]; !near(got, want, 1e-12) {
+			t.Errorf("rejected token %d: ∂L/∂logp = %v, want %v", i, got, want)
+		}
+	}
+	for i, name := range []string{"rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins"} {
+		if got := out[3+i][0]; got != 0 {
+			t.Errorf("%s = %v, want 0 at the start", name, got)
+		}
+	}
+}
+
+// −∂L/∂m = β·σ(−β·m) (식 (10.3)'s coefficient) for m ≠ 0, and the metrics are β·log π/π_ref.
+func TestDPOLoss_GradientIsCourseCoefficient(t *testing.T) {
+	const beta = 0.1
+	pc := []float64{-1.2, -0.3, -4.0}
+	pr := []float64{-2.5, -0.9, -0.1}
+	rc := []float64{-1.5, -0.3, -3.0}
+	rr := []float64{-2.0, -1.4, -0.2}
+	out := run(t, func(in []*Node) []*Node {
+		loss, m := SigmoidLoss(in[0], in[1], in[2], in[3], beta, 0)
+		g := Gradient(loss, in[0], in[1], in[2])
+		return append([]*Node{loss, g[0], g[1], g[2], m.RewardsChosen, m.Accuracies, m.Margins}, m.Means()...)
+	}, pc, pr, rc, rr)
+	var wantLoss float64
+	for i := range pc {
+		m := (pc[i] - rc[i]) - (pr[i] - rr[i])
+		wantLoss += -math.Log(sigmoid(beta*m)) / 3
+		coef := beta * sigmoid(-beta*m) / 3 // mean over 3 pairs
+		if got := -out[1][i]; !near(got, coef, 1e-14) {
+			t.Errorf("pair %d: −∂L/∂log π(y_w) = %v, want β·σ(−βm)/B = %v", i, got, coef)
+		}
+		if got := out[2][i]; !near(got, coef, 1e-14) {
+			t.Errorf("pair %d: ∂L/∂log π(y_l) = %v, want %v", i, got, coef)
+		}
+		if got := out[3][i]; got != 0 {
+			t.Errorf("pair %d: reference log-probs got gradient %v, want 0 (detached)", i, got)
+		}
+		if got, want := out[4][i], beta*(pc[i]-rc[i]); !near(got, want, 1e-15) {
+			t.Errorf("pair %d: rewards/chosen = %v, want %v", i, got, want)
+		}
+		wantAcc := 0.0
+		if beta*(pc[i]-rc[i]) > beta*(pr[i]-rr[i]) {
+			wantAcc = 1
+		}
+		if got := out[5][i]; got != wantAcc {
+			t.Errorf("pair %d: accuracy = %v, want %v", i, got, wantAcc)
+		}
+		if got, want := out[6][i], beta*m; !near(got, want, 1e-15) {
+			t.Errorf("pair %d: margin = %v, want %v", i, got, want)
+		}
+	}
+	if got := out[0][0]; !near(got, wantLoss, 1e-14) {
+		t.Errorf("loss = %v, want %v", got, wantLoss)
+	}
+}
+
+// TRL's cDPO: −(1−ε)·log σ(βm) − ε·log σ(−βm); at ε = ½ the gradient at m = 0 vanishes.
+func TestDPOLoss_LabelSmoothing(t *testing.T) {
+	const beta, ls = 0.5, 0.2
+	for _, m := range []float64{0, 1.3, -2.1} {
+		out := run(t, func(in []*Node) []*Node {
+			loss, _ := SigmoidLoss(in[0], in[1], in[2], in[3], beta, ls)
+			return []*Node{loss, Gradient(loss, in[0])[0]}
+		}, []float64{m}, []float64{0}, []float64{0}, []float64{0})
+		want := -(1-ls)*math.Log(sigmoid(beta*m)) - ls*math.Log(sigmoid(-beta*m))
+		if got := out[0][0]; !near(got, want, 1e-14) {
+			t.Errorf("m=%v: loss = %v, want %v", m, got, want)
+		}
+		wantGrad := -(1-ls)*beta*sigmoid(-beta*m) + ls*beta*sigmoid(beta*m)
+		if got := out[1][0]; !near(got, wantGrad, 1e-14) {
+			t.Errorf("m=%v: ∂L/∂m = %v, want %v", m, got, wantGrad)
+		}
+	}
+	out := run(t, func(in []*Node) []*Node {
+		loss, _ := SigmoidLoss(in[0], in[1], in[2], in[3], 0.1, 0.5)
+		return []*Node{Gradient(loss, in[0])[0]}
+	}, []float64{0}, []float64{0}, []float64{0}, []float64{0})
+	if got := out[0][0]; got != 0 {
+		t.Errorf("ε=0.5, m=0: gradient %v, want 0", got)
+	}
+}
+
+// IPO: (m − 1/(2β))² on length-normalised log-probs (TRL loss_type "ipo").
+func TestIPOLoss_LengthNormalisedTarget(t *testing.T) {
+	const beta = 0.1
+	pol := [][]float64{{-0.5, -1.0, -0.3}, {-0.2, -0.4, 0}}
+	ref := [][]float64{{-0.6, -1.0, -0.5}, {-0.2, -0.1, 0}}
+	mask := [][]float64{{1, 1, 1}, {1, 1, 0}}
+	out := run(t, func(in []*Node) []*Node {
+		p, r := MeanLogProbs(in[0], in[2]), MeanLogProbs(in[1], in[2])
+		// pair 0: chosen = row 0, rejected = row 1
+		pc, pr := Slice(p, AxisRange(0, 1)), Slice(p, AxisRange(1, 2))
+		rc, rr := Slice(r, AxisRange(0, 1)), Slice(r, AxisRange(1, 2))
+		loss, _ := IPOLoss(pc, pr, rc, rr, beta)
+		return []*Node{loss, p}
+	}, pol, ref, mask)
+	meanC := (-0.5 - 1.0 - 0.3) / 3
+	meanR := (-0.2 - 0.4) / 2
+	if got := out[1]; !near(got[0], meanC, 1e-15) || !near(got[1], meanR, 1e-15) {
+		t.Fatalf("MeanLogProbs = %v, want [%v %v]", got, meanC, meanR)
+	}
+	m := (meanC - (-0.6-1.0-0.5)/3) - (meanR - (-0.2-0.1)/2)
+	want := (m - 1/(2*beta)) * (m - 1/(2*beta))
+	if got := out[0][0]; !near(got, want, 1e-12) {
+		t.Errorf("IPO loss = %v, want (m − 1/(2β))² = %v", got, want)
+	}
+}
+
+// Finite differences of the whole pipeline (token log-probs → loss), label smoothing on.
+func TestDPOLoss_FiniteDifferences(t *testing.T) {
+	pc := []float64{-0.7, -1.1, -0.2}
+	fn := func(in []*Node) []*Node {
+		mask := Const(in[0].Graph(), [][]float64{{1, 1, 1}})
+		p := SeqLogProbs(in[0], mask)
+		loss, _ := SigmoidLoss(p, Const(p.Graph(), []float64{-2.0}), Const(p.Graph(), []float64{-1.5}),
+			Const(p.Graph(), []float64{-2.2}), 0.3, 0.1)
+		return []*Node{loss, Gradient(loss, in[0])[0]}
+	}
+	e, err := step.NewEval(testBackend(), fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval := func(x []float64) []float64 {
+		outs, err := e.Run([][]float64{x})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(step.Float64s(outs[0]), step.Float64s(outs[1])...)
+	}
+	base := eval(pc)
+	const h = 1e-6
+	for i := range pc {
+		xp, xm := append([]float64(nil), pc...), append([]float64(nil), pc...)
+		xp[i] += h
+		xm[i] -= h
+		fd := (eval(xp)[0] - eval(xm)[0]) / (2 * h)
+		if got := base[1+i]; !near(got, fd, 1e-8) {
+			t.Errorf("token %d: autodiff %v, finite difference %v", i, got, fd)
+		}
+	}
+}

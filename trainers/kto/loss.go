@@ -1,0 +1,69 @@
+// Package kto is Kahneman–Tversky Optimization (Ethayarajh et al. 2024, arXiv:2402.01306) as TRL's
+// KTOTrainer (loss_type "kto"): unpaired completions labelled desirable or undesirable.
+package kto
+
+import (
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// Config holds KTO's hyper-parameters (TRL KTOConfig defaults: β 0.1, both weights 1).
+type Config struct {
+	Beta              float64
+	DesirableWeight   float64
+	UndesirableWeight float64
+}
+
+// SeqLogProbs is log π(y|x) = Σ_t m_t·log π(y_t|x,y<t) (식 (8.1)): logps [B,T], mask [B,T] → [B].
+func SeqLogProbs(logps, mask *Node) *Node { return step.SeqSum(logps, mask) }
+
+// ReferencePoint is KTO's z from the KL completions (TRL: y from another example of the batch,
+// "shift by one"): z = max(0, mean_b[log π(y'_b|x_b) − log π_ref(y'_b|x_b)]), detached.
+// policyKL, refKL [B] → scalar.
+func ReferencePoint(policyKL, refKL *Node) *Node {
+	return StopGradient(MaxScalar(ReduceAllMean(Sub(policyKL, refKL)), 0))
+}
+
+// Metrics are TRL's KTO metrics (kto_trainer.py L1442-1469), all detached scalars.
+type Metrics struct {
+	RewardsChosenSum   *Node // rewards/chosen_sum   = Σ_desirable β·r
+	RewardsRejectedSum *Node // rewards/rejected_sum = Σ_undesirable β·r
+	CountChosen        *Node // count/chosen
+	CountRejected      *Node // count/rejected
+	KL                 *Node // kl: the reference point z used
+}
+
+// Loss is the KTO loss (식 (10.4)), mean over the B examples as TRL's `losses.nanmean()`:
+//
+//	r_b = log π(y_b|x_b) − log π_ref(y_b|x_b)
+//	desirable:    L_b = w_D·(1 − σ(β(r_b − z)))
+//	undesirable:  L_b = w_U·(1 − σ(β(z − r_b)))
+//
+// policy, ref [B] per-sequence log-probs; desirable [B] bool (or 0/1); z the reference point, a
+// scalar or [B] (the course uses the exact KL(π‖π_ref) of each example's prompt), which is
+// detached and clamped at 0 here. −∂L_b/∂r_b = ±w·β·v(1−v) with v = σ(±β(r_b − z)), the
+// course's coefficient `beta * v * (1 - v)`.
+func Loss(policy, ref, desirable, z *Node, cfg Config) (*Node, Metrics) {
+	dtype := policy.DType()
+	z = StopGradient(MaxScalar(ConvertDType(z, dtype), 0))
+	if z.IsScalar() {
+		z = BroadcastToDims(z, policy.Shape().Dimensions...)
+	}
+	r := Sub(policy, StopGradient(ref))
+	good := step.BoolMask(desirable)
+	bad := LogicalNot(good)
+	lossGood := MulScalar(OneMinus(Sigmoid(MulScalar(Sub(r, z), cfg.Beta))), cfg.DesirableWeight)
+	lossBad := MulScalar(OneMinus(Sigmoid(MulScalar(Sub(z, r), cfg.Beta))), cfg.UndesirableWeight)
+	loss := ReduceAllMean(Where(good, lossGood, lossBad))
+
+	rewards := StopGradient(MulScalar(r, cfg.Beta))
+	m := Metrics{
+		RewardsChosenSum:   ReduceAllSum(step.Masked(rewards, good)),
+		RewardsRejectedSum: ReduceAllSum(step.Masked(rewards, bad)),
+		CountChosen:        ReduceAllSum(step.FloatMask(good, dtype)),
+		CountRejected:      ReduceAllSum(step.FloatMask(bad, dtype)),
+		KL:                 ReduceAllMean(z),
+	}
+	return loss, m
+}

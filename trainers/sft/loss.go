@@ -1,0 +1,45 @@
+// Package sft is supervised fine-tuning: maximum likelihood on the completion tokens.
+package sft
+
+import (
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// NLL is the SFT loss, the mean negative log-likelihood over the completion tokens of the batch:
+//
+//	L = −Σ_{b,t} m_bt·log π(y_bt | x_b, y_b<t) / Σ_{b,t} m_bt
+//
+// (TRL SFTTrainer loss_type "nll" with completion_only_loss; the course assumes SFT is done and starts
+// phase 8 from its result, π_ref = SFT_PROBS). logps [B,T], mask [B,T] (bool or 0/1) → scalar.
+func NLL(logps, mask *Node) *Node {
+	return Neg(step.TokenMean(logps, mask))
+}
+
+// NLLOverTokens is NLL divided by an externally given token count instead of this micro-batch's:
+//
+//	L = −Σ_{b,t} m_bt·log π(y_bt | …) / N
+//
+// With N = the number of completion tokens of the whole accumulated batch, the gradients summed over
+// the micro-batches equal the gradient of NLL on the full batch (TRL's num_items_in_batch; the
+// "gradient accumulation" fix). numTokens is a scalar node of logps' dtype, clamped to ≥ 1.
+func NLLOverTokens(logps, mask, numTokens *Node) *Node {
+	n := StopGradient(MaxScalar(ConvertDType(numTokens, logps.DType()), 1))
+	return Neg(Div(ReduceAllSum(step.Masked(logps, mask)), n))
+}
+
+// ArgmaxCorrect returns, for logits [B,T,V] and targets [B,T] (integer token ids), the flags
+// argmax_v logits[b,t,v] == targets[b,t] as a Bool [B,T] tensor (no gradient).
+func ArgmaxCorrect(logits, targets *Node) *Node {
+	pred := ArgMax(StopGradient(logits), -1, targets.DType())
+	return Equal(pred, targets)
+}
+
+// MeanTokenAccuracy is TRL's mean_token_accuracy: the fraction of completion tokens whose argmax
+// prediction is correct. correct [B,T] (bool or 0/1), mask [B,T] → scalar in [0, 1], of dtype float64.
+func MeanTokenAccuracy(correct, mask *Node) *Node {
+	c := step.FloatMask(correct, dtypes.Float64)
+	return StopGradient(step.TokenMean(c, mask))
+}

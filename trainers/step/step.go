@@ -1,0 +1,299 @@
+// Package step is the plumbing every trainer shares: one compiled context.Exec that builds a loss
+// from a trainer's graph function, differentiates it with respect to the trainable variables,
+// optionally clips the global gradient norm, and updates the variables with either the course's
+// plain gradient step or AdamW. It holds no loss math (that lives in each trainer's loss.go).
+//
+// The learning rate is a context variable, so SetLearningRate changes it from the host without
+// recompiling. GoMLX panics while building or running the graph come back as errors.
+package step
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/pkg/ml/train"
+	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
+)
+
+// Optimizer selects how gradients change the variables.
+type Optimizer int
+
+const (
+	// Plain is the course's gradient step θ ← θ − lr·∇L, computed in the variables' dtype.
+	Plain Optimizer = iota
+	// AdamW is GoMLX's Adam with decoupled weight decay (θ ← θ − lr·(m̂/(√v̂+ε) + wd·θ)).
+	AdamW
+)
+
+func (o Optimizer) String() string {
+	switch o {
+	case Plain:
+		return "plain"
+	case AdamW:
+		return "adamw"
+	}
+	return fmt.Sprintf("Optimizer(%d)", int(o))
+}
+
+// Config is the optimizer part of a trainer's configuration.
+type Config struct {
+	Optimizer    Optimizer
+	LearningRate float64
+	// AdamW only; zero values mean PyTorch's defaults (0.9, 0.999, 1e-8). WeightDecay 0 = plain Adam.
+	Beta1, Beta2, Epsilon, WeightDecay float64
+	// MaxGradNorm > 0 rescales the gradients so that their global L2 norm is at most MaxGradNorm
+	// (torch.nn.utils.clip_grad_norm_: scale = min(1, max/(‖g‖+1e-6))). 0 disables clipping.
+	MaxGradNorm float64
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Optimizer != Plain && c.Optimizer != AdamW:
+		return fmt.Errorf("step: unknown optimizer %v", c.Optimizer)
+	case math.IsNaN(c.LearningRate) || c.LearningRate < 0:
+		return fmt.Errorf("step: learning rate %v must be ≥ 0", c.LearningRate)
+	case c.MaxGradNorm < 0:
+		return fmt.Errorf("step: max grad norm %v must be ≥ 0 (0 disables clipping)", c.MaxGradNorm)
+	case c.WeightDecay < 0:
+		return fmt.Errorf("step: weight decay %v must be ≥ 0", c.WeightDecay)
+	case c.Beta1 < 0 || c.Beta1 >= 1 || c.Beta2 < 0 || c.Beta2 >= 1:
+		return fmt.Errorf("step: Adam betas (%v, %v) must be in [0, 1)", c.Beta1, c.Beta2)
+	case c.Epsilon < 0:
+		return fmt.Errorf("step: Adam epsilon %v must be ≥ 0", c.Epsilon)
+	}
+	return nil
+}
+
+// LossFn builds a trainer's scalar loss from the graph inputs (in the order given to Step.Run) and
+// the model variables in ctx. metrics are extra scalar nodes returned by Run in the same order; the
+// loss function must not update variables itself.
+type LossFn func(ctx *context.Context, inputs []*Node) (loss *Node, metrics []*Node)
+
+// Step is a compiled training step. It is not safe for concurrent use.
+type Step struct {
+	ctx  *context.Context
+	cfg  Config
+	exec *context.Exec
+	lr   float64
+	// Set while building the graph: the learning-rate and global-step variables.
+	lrVar, stepVar *context.Variable
+}
+
+// Result is what one Run returns: the loss before the update, the global gradient norm before
+// clipping, and the LossFn's metrics.
+type Result struct {
+	Loss, GradNorm float64
+	Metrics        []float64
+}
+
+// New compiles nothing yet: the graph is built on the first Run for each distinct input shape.
+func New(backend backends.Backend, ctx *context.Context, cfg Config, fn LossFn) (s *Step, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if backend == nil || ctx == nil || fn == nil {
+		return nil, errors.New("step: backend, context and loss function are required")
+	}
+	s = &Step{ctx: ctx, cfg: cfg, lr: cfg.LearningRate}
+	err = catch("step: build", func() error {
+		var e error
+		s.exec, e = context.NewExec(backend, ctx, func(ctx *context.Context, inputs []*Node) []*Node {
+			return s.graph(ctx, fn, inputs)
+		})
+		return e
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// graph is the step's computation: loss → gradients → clip → update.
+func (s *Step) graph(ctx *context.Context, fn LossFn, inputs []*Node) []*Node {
+	loss, metrics := fn(ctx, inputs)
+	if loss == nil || !loss.Shape().IsScalar() || !loss.DType().IsFloat() {
+		panic(fmt.Sprintf("step: the loss must be a float scalar, got %v", loss))
+	}
+	g, dtype := loss.Graph(), loss.DType()
+	var vars []*context.Variable
+	var values []*Node
+	for v := range ctx.IterVariables() {
+		if v.Trainable && v.InUseByGraph(g) {
+			vars = append(vars, v)
+			values = append(values, v.ValueGraph(g))
+		}
+	}
+	if len(vars) == 0 {
+		panic("step: the loss uses no trainable variable")
+	}
+	grads := Gradient(loss, values...)
+	norm := GlobalNorm(grads, dtype)
+	if s.cfg.MaxGradNorm > 0 {
+		grads = ClipByGlobalNorm(grads, norm, s.cfg.MaxGradNorm)
+	}
+	lrVar := optimizers.LearningRateVar(ctx, dtype, s.lr)
+	s.lrVar, s.stepVar = lrVar, optimizers.GetGlobalStepVar(ctx)
+	if ScalarValue(lrVar.MustValue()) != s.lr { // the variable existed already, from an earlier Step
+		lrVar.MustSetValue(lrTensor(s.lr, lrVar.DType()))
+	}
+	switch s.cfg.Optimizer {
+	case Plain:
+		optimizers.IncrementGlobalStepGraph(ctx, g, dtypes.Int64)
+		lr := lrVar.ValueGraph(g)
+		for i, v := range vars {
+			step := Mul(grads[i], ConvertDType(lr, grads[i].DType()))
+			v.SetValueGraph(Sub(values[i], step))
+		}
+	case AdamW:
+		opt := optimizers.Adam().LearningRate(s.lr).
+			Betas(orDefault(s.cfg.Beta1, 0.9), orDefault(s.cfg.Beta2, 0.999)).
+			Epsilon(orDefault(s.cfg.Epsilon, 1e-8)).WeightDecay(s.cfg.WeightDecay).Done()
+		opt.(train.OptimizeWithGradients).UpdateGraphWithGradients(ctx, grads, dtype)
+	}
+	out := []*Node{loss, norm}
+	for i, m := range metrics {
+		if m == nil || !m.Shape().IsScalar() {
+			panic(fmt.Sprintf("step: metric %d must be a scalar, got %v", i, m))
+		}
+		out = append(out, ConvertDType(StopGradient(m), dtypes.Float64))
+	}
+	return out
+}
+
+func orDefault(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// GlobalNorm returns √(Σ_i ‖g_i‖²) over all gradient tensors, in dtype.
+func GlobalNorm(grads []*Node, dtype dtypes.DType) *Node {
+	var sum *Node
+	for _, gr := range grads {
+		sq := ConvertDType(ReduceAllSum(Square(gr)), dtype)
+		if sum == nil {
+			sum = sq
+		} else {
+			sum = Add(sum, sq)
+		}
+	}
+	return Sqrt(sum)
+}
+
+// ClipByGlobalNorm rescales grads by min(1, maxNorm/(norm+1e-6)) (torch.nn.utils.clip_grad_norm_).
+func ClipByGlobalNorm(grads []*Node, norm *Node, maxNorm float64) []*Node {
+	scale := MinScalar(Div(Scalar(norm.Graph(), norm.DType(), maxNorm), AddScalar(norm, 1e-6)), 1)
+	out := make([]*Node, len(grads))
+	for i, gr := range grads {
+		out[i] = Mul(gr, ConvertDType(scale, gr.DType()))
+	}
+	return out
+}
+
+// Run executes one step: it returns the loss and metrics computed before the update, and leaves
+// the context's variables updated.
+func (s *Step) Run(inputs ...any) (Result, error) {
+	var outs []*tensors.Tensor
+	err := catch("step: run", func() error {
+		var e error
+		outs, e = s.exec.Exec(inputs...)
+		return e
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if len(outs) < 2 {
+		return Result{}, fmt.Errorf("step: run: got %d outputs, want ≥ 2", len(outs))
+	}
+	r := Result{Loss: ScalarValue(outs[0]), GradNorm: ScalarValue(outs[1])}
+	for _, t := range outs[2:] {
+		r.Metrics = append(r.Metrics, ScalarValue(t))
+	}
+	return r, nil
+}
+
+// SetLearningRate changes the learning rate used by the following Runs, without recompiling.
+func (s *Step) SetLearningRate(lr float64) error {
+	if math.IsNaN(lr) || lr < 0 {
+		return fmt.Errorf("step: learning rate %v must be ≥ 0", lr)
+	}
+	s.lr = lr
+	v := s.lrVar
+	if v == nil { // not built yet: the first Run creates it with this value
+		return nil
+	}
+	return catch("step: set learning rate", func() error { return v.SetValue(lrTensor(lr, v.DType())) })
+}
+
+func lrTensor(lr float64, dtype dtypes.DType) *tensors.Tensor {
+	if dtype == dtypes.Float32 {
+		return tensors.FromScalar(float32(lr))
+	}
+	return tensors.FromScalar(lr)
+}
+
+// Context is the context holding the variables this step updates.
+func (s *Step) Context() *context.Context { return s.ctx }
+
+// LearningRate is the learning rate the next Run uses.
+func (s *Step) LearningRate() float64 { return s.lr }
+
+// GlobalStep is the number of updates applied through this context.
+func (s *Step) GlobalStep() int64 {
+	v := s.stepVar
+	if v == nil {
+		return 0
+	}
+	return ScalarValueInt(v.MustValue())
+}
+
+// ScalarValue converts a float or integer scalar tensor to float64.
+func ScalarValue(t *tensors.Tensor) float64 {
+	switch x := t.Value().(type) {
+	case float64:
+		return x
+	case float32:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case int32:
+		return float64(x)
+	}
+	panic(fmt.Sprintf("step: scalar of unsupported type %s", t.Shape()))
+}
+
+// ScalarValueInt converts an integer scalar tensor to int64.
+func ScalarValueInt(t *tensors.Tensor) int64 {
+	switch x := t.Value().(type) {
+	case int64:
+		return x
+	case int32:
+		return int64(x)
+	}
+	return int64(ScalarValue(t))
+}
+
+// catch runs fn and turns a panic into an error prefixed with what.
+func catch(what string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = fmt.Errorf("%s: %w", what, e)
+			} else {
+				err = fmt.Errorf("%s: %v", what, r)
+			}
+		}
+	}()
+	if e := fn(); e != nil {
+		return fmt.Errorf("%s: %w", what, e)
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package step
+
+import (
+	"math"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/backend"
+)
+
+var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
+
+// quadratic builds L = Σ_i (θ_i − c_i)² for a trainable θ initialised to theta0; metric: Σθ.
+func quadratic(t *testing.T, cfg Config, theta0 []float64) (*Step, *context.Variable) {
+	t.Helper()
+	ctx := context.New()
+	v := ctx.In("model").VariableWithValue("theta", theta0)
+	s, err := New(testBackend(), ctx, cfg, func(ctx *context.Context, in []*Node) (*Node, []*Node) {
+		theta := v.ValueGraph(in[0].Graph())
+		return ReduceAllSum(Square(Sub(theta, in[0]))), []*Node{ReduceAllSum(theta)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, v
+}
+
+func values(v *context.Variable) []float64 { return tensors.MustCopyFlatData[float64](v.MustValue()) }
+
+// The course's plain step θ ← θ − lr·∇L, then a host-side learning-rate change without rebuild.
+func TestStep_PlainGradientStep(t *testing.T) {
+	theta0, c := []float64{1, -2}, []float64{0.5, 1}
+	s, v := quadratic(t, Config{Optimizer: Plain, LearningRate: 0.1}, theta0)
+	r, err := s.Run(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLoss := 0.25 + 9.0
+	if r.Loss != wantLoss || len(r.Metrics) != 1 || r.Metrics[0] != -1 {
+		t.Errorf("Run = %+v, want loss %v and metric Σθ = −1 (before the update)", r, wantLoss)
+	}
+	if want := math.Sqrt(1 + 36); math.Abs(r.GradNorm-want) > 1e-15 {
+		t.Errorf("grad norm = %v, want %v", r.GradNorm, want)
+	}
+	want := []float64{1 - 0.1*2*0.5, -2 - 0.1*2*(-3)}
+	if got := values(v); got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("θ after one step = %v, want %v", got, want)
+	}
+	if err := s.SetLearningRate(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(c); err != nil {
+		t.Fatal(err)
+	}
+	if got := values(v); got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("θ moved to %v with learning rate 0", got)
+	}
+	if got := s.GlobalStep(); got != 2 {
+		t.Errorf("global step = %d, want 2", got)
+	}
+}
+
+// Global-norm clipping: g = 2(θ−c) = (6, 8), ‖g‖ = 10, max 1 → the step uses g/(10+1e-6).
+func TestStep_ClipByGlobalNorm(t *testing.T) {
+	s, v := quadratic(t, Config{Optimizer: Plain, LearningRate: 1, MaxGradNorm: 1}, []float64{3, 4})
+	r, err := s.Run([]float64{0, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GradNorm != 10 {
+		t.Errorf("grad norm = %v, want 10 (before clipping)", r.GradNorm)
+	}
+	scale := 1 / (10 + 1e-6)
+	want := []float64{3 - 6*scale, 4 - 8*scale}
+	for i, got := range values(v) {
+		if math.Abs(got-want[i]) > 1e-15 {
+			t.Errorf("θ[%d] = %v, want %v", i, got, want[i])
+		}
+	}
+}
+
+// AdamW's first step: m̂ = g, v̂ = g², so θ ← θ − lr·g/(|g|+ε) − lr·wd·θ.
+func TestStep_AdamWFirstStep(t *testing.T) {
+	const lr, wd, eps = 0.01, 0.1, 1e-8
+	theta0 := []float64{1, -2}
+	s, v := quadratic(t, Config{Optimizer: AdamW, LearningRate: lr, WeightDecay: wd}, theta0)
+	c := []float64{0.5, 1}
+	if _, err := s.Run(c); err != nil {
+		t.Fatal(err)
+	}
+	for i, got := range values(v) {
+		g := 2 * (theta0[i] - c[i])
+		want := theta0[i] - lr*g/(math.Abs(g)+eps) - lr*wd*theta0[i]
+		if math.Abs(got-want) > 1e-12 {
+			t.Errorf("θ[%d] = %v, want %v", i, got, want)
+		}
+	}
+}
+
+// A graph-building panic (here a non-scalar loss) comes back as an error, not a crash.
+func TestStep_PanicBecomesError(t *testing.T) {
+	ctx := context.New()
+	v := ctx.VariableWithValue("w", []float64{1, 2})
+	s, err := New(testBackend(), ctx, Config{LearningRate: 1}, func(ctx *context.Context, in []*Node) (*Node, []*Node) {
+		return Mul(v.ValueGraph(in[0].Graph()), in[0]), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Run([]float64{1, 1})
+	if err == nil || !strings.Contains(err.Error(), "scalar") {
+		t.Fatalf("Run with a vector loss: err = %v, want an error about the scalar loss", err)
+	}
+}
+
+func TestConfig_Validate(t *testing.T) {
+	for _, c := range []Config{{LearningRate: -1}, {Optimizer: 7}, {MaxGradNorm: -1}, {Optimizer: AdamW, Beta1: 1}} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil, want an error", c)
+		}
+	}
+	if err := (Config{Optimizer: AdamW, LearningRate: 1e-6, WeightDecay: 0.01, MaxGradNorm: 1}).Validate(); err != nil {
+		t.Errorf("valid config rejected: %v", err)
+	}
+}
+
+// Masked positions may hold −∞; neither the reductions nor their gradients become NaN.
+func TestTokenHelpers_MaskedInfinity(t *testing.T) {
+	e, err := NewEval(testBackend(), func(in []*Node) []*Node {
+		x, m := in[0], in[1]
+		sum := ReduceAllSum(SeqSum(x, m))
+		return []*Node{SeqSum(x, m), SeqMean(x, m), TokenMean(x, m), Gradient(sum, x)[0]}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := e.Run([][]float64{{-1, -2, math.Inf(-1)}, {-4, math.NaN(), math.NaN()}}, [][]bool{{true, true, false}, {true, false, false}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][]float64{{-3, -4}, {-1.5, -4}, {-7.0 / 3}, {1, 1, 0, 1, 0, 0}} {
+		got := Float64s(outs[i])
+		for j := range want {
+			if got[j] != want[j] {
+				t.Errorf("output %d = %v, want %v", i, got, want)
+				break
+			}
+		}
+	}
+}
