@@ -128,7 +128,6 @@ func TestAssistantSpans(t *testing.T) {
 	}
 }
 
-
 func TestTokenMask_BoundaryInsideToken(t *testing.T) {
 	enc := toyEncoder{qwenSpecials}
 	// The span starts between two newlines, which the encoder merges into one token.
