@@ -64,7 +64,10 @@ func buildModel(tj *tokenizerJSON) (*model, error) {
 
 // parseMerges reads "merges" in either format: ["a b", ...] (older files) or [["a", "b"], ...].
 func parseMerges(raw json.RawMessage) ([][2]string, error) {
-	trimmed := bytes.TrimLeft(bytes.TrimLeft(bytes.TrimSpace(raw), "["), " \t\r\n")
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		trimmed = bytes.TrimSpace(trimmed[1:])
+	}
 	if len(trimmed) == 0 || trimmed[0] != '"' {
 		var pairs [][2]string
 		if err := json.Unmarshal(raw, &pairs); err != nil {
