@@ -109,13 +109,14 @@ func (c RLHFConfig) Validate() error {
 	return nil
 }
 
-// rollout is one sampled response with what PPO needs.
-type rollout struct {
-	prompt    string
-	tokens    []int
-	old, adv  []float64 // log π_old per token, GAE advantage per token
-	rets      []float64 // critic targets adv + V
-	valueKeys []Key     // critic keys: the prefix before each token
+// Rollout is one sampled response of rlhf_ppo with what PPO and the critic need.
+type Rollout struct {
+	Prompt    string
+	Tokens    []int
+	Rewards   []float64 // per token: −β(log π_old − log π_ref), plus r(x,y) on the last (식 (9.3))
+	Old, Adv  []float64 // log π_old per token, GAE advantage per token
+	Returns   []float64 // critic targets Adv + V
+	ValueKeys []Key     // critic keys: the prefix before each token
 }
 
 // RLHFPPO is the course's rlhf_ppo: per-token reward −β(log π_old − log π_ref), plus r(x,y) on
@@ -128,43 +129,44 @@ func RLHFPPO(rm *RewardModel, cfg RLHFConfig) (lm, ref *TinyLM, head []Sample) {
 	values := map[Key]float64{}
 	var tr tracer
 	for range cfg.Iterations {
-		var batch []rollout
+		var batch []Rollout
 		for _, x := range Prompts {
 			for range cfg.Group {
 				y := lm.Sample(x, rng)
 				tr.record(x, y)
-				batch = append(batch, newRollout(lm, ref, rm, values, x, y, cfg))
+				batch = append(batch, NewRollout(lm, ref, rm, values, x, y, cfg))
 			}
 		}
 		nTokens := 0
 		for _, b := range batch {
-			nTokens += len(b.tokens)
+			nTokens += len(b.Tokens)
 		}
 		for range cfg.Epochs {
 			grads := NewGrads()
 			for _, b := range batch {
-				newLogps := lm.TokenLogps(b.prompt, b.tokens)
-				for t := range b.tokens {
-					_, coef := rl.PPOClipTerm(math.Exp(newLogps[t]-b.old[t]), b.adv[t], cfg.Eps)
-					k, g := lm.GradToken(b.prompt, b.tokens, t)
+				newLogps := lm.TokenLogps(b.Prompt, b.Tokens)
+				for t := range b.Tokens {
+					_, coef := rl.PPOClipTerm(math.Exp(newLogps[t]-b.Old[t]), b.Adv[t], cfg.Eps)
+					k, g := lm.GradToken(b.Prompt, b.Tokens, t)
 					grads.Add(k, g, coef/float64(nTokens))
 				}
 			}
 			lm.Apply(grads, cfg.LR)
 		}
 		for _, b := range batch { // critic: V(prefix) moves toward its return
-			for t, k := range b.valueKeys {
-				values[k] += cfg.CriticLR * (b.rets[t] - values[k])
+			for t, k := range b.ValueKeys {
+				values[k] += cfg.CriticLR * (b.Returns[t] - values[k])
 			}
 		}
 	}
 	return lm, ref, tr.head
 }
 
-// newRollout scores y: token rewards (식 (9.3)), critic values and GAE advantages (γ = 1, the
-// value after the last token is 0).
-func newRollout(lm, ref *TinyLM, rm *RewardModel, values map[Key]float64, x string, y []int,
-	cfg RLHFConfig) rollout {
+// NewRollout scores response y of prompt x: token rewards (식 (9.3)) with cfg.Beta, the critic's
+// values (0 for unseen prefixes) and GAE advantages with cfg.Lam (γ = 1, the value after the last
+// token is 0).
+func NewRollout(lm, ref *TinyLM, rm *RewardModel, values map[Key]float64, x string, y []int,
+	cfg RLHFConfig) Rollout {
 	old := lm.TokenLogps(x, y)
 	refl := ref.TokenLogps(x, y)
 	n := len(y)
@@ -173,24 +175,14 @@ func newRollout(lm, ref *TinyLM, rm *RewardModel, values map[Key]float64, x stri
 		rewards[t] = -cfg.Beta * (old[t] - refl[t])
 	}
 	rewards[n-1] += rm.Score(x, Show(y))
-	r := rollout{prompt: x, tokens: y, old: old, adv: make([]float64, n), rets: make([]float64, n)}
+	r := Rollout{Prompt: x, Tokens: y, Rewards: rewards, Old: old}
 	vals := make([]float64, n)
 	for t := range y {
-		r.valueKeys = append(r.valueKeys, prefixKey(x, y[:t]))
-		vals[t] = values[r.valueKeys[t]]
+		r.ValueKeys = append(r.ValueKeys, prefixKey(x, y[:t]))
+		vals[t] = values[r.ValueKeys[t]]
 	}
-	a := 0.0
-	for t := n - 1; t >= 0; t-- {
-		next := 0.0
-		if t+1 < n {
-			next = vals[t+1]
-		}
-		a = rewards[t] + next - vals[t] + cfg.Lam*a
-		r.adv[t] = a
-	}
-	for t := range y {
-		r.rets[t] = r.adv[t] + vals[t]
-	}
+	// γ = 1: A_t = (r_t + V_{t+1} − V_t) + λ·A_{t+1}, the same float operations as the course.
+	_, r.Adv, r.Returns = rl.GAE(rewards, vals, 0, true, 1, cfg.Lam)
 	return r
 }
 
