@@ -1,7 +1,9 @@
 package safetensors
 
 import (
+	"encoding/json"
 	"math"
+	"os"
 	"testing"
 )
 
@@ -128,5 +130,28 @@ func TestFloat32s_ConvertsDTypes(t *testing.T) {
 	}
 	if _, err := (&Tensor{Name: "w", DType: "F32", Shape: []int{3}, Data: make([]byte, 8)}).Float32s(); err == nil {
 		t.Error("short data converted without error")
+	}
+}
+
+// Float32ToF16 agrees with CPython's independent implementation (testdata/README.md).
+func TestFloat32ToF16_MatchesPythonStruct(t *testing.T) {
+	b, err := os.ReadFile("testdata/f16_golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var golden struct {
+		Pairs [][2]uint32 `json:"f32_bits_to_f16_bits"`
+	}
+	if err := json.Unmarshal(b, &golden); err != nil {
+		t.Fatal(err)
+	}
+	if len(golden.Pairs) != 350 {
+		t.Fatalf("golden has %d pairs, want 350", len(golden.Pairs))
+	}
+	for _, p := range golden.Pairs {
+		in := math.Float32frombits(p[0])
+		if got := Float32ToF16(in); uint32(got) != p[1] {
+			t.Errorf("Float32ToF16(%g = %#08x) = %#04x, Python gives %#04x", in, p[0], got, p[1])
+		}
 	}
 }
