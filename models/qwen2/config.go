@@ -1,0 +1,219 @@
+// Package qwen2 is the Qwen2 decoder (the architecture of Qwen2.5-0.5B-Instruct) in GoMLX, giving
+// HuggingFace transformers' numbers: config.json parsing, safetensors weights as GoMLX variables
+// keyed by their HF names, the forward pass, chunked per-token log-probs, the mean NLL and its
+// gradients.
+//
+// Variables live in a context.Context at scopes equal to the HF names:
+// "model.layers.0.self_attn.q_proj.weight" is the variable "weight" of scope
+// "/model/layers/0/self_attn/q_proj" (see VarScope and HFName).
+package qwen2
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ConfigFileName is the HF file holding a checkpoint's Config.
+const ConfigFileName = "config.json"
+
+// Config is the subset of a HF Qwen2 config.json that the decoder uses.
+type Config struct {
+	ModelType             string  `json:"model_type"`
+	VocabSize             int     `json:"vocab_size"`
+	HiddenSize            int     `json:"hidden_size"`
+	IntermediateSize      int     `json:"intermediate_size"`
+	NumHiddenLayers       int     `json:"num_hidden_layers"`
+	NumAttentionHeads     int     `json:"num_attention_heads"`
+	NumKeyValueHeads      int     `json:"num_key_value_heads"`
+	HeadDim               int     `json:"head_dim"` // absent in Qwen2 configs: HiddenSize/NumAttentionHeads
+	RMSNormEps            float64 `json:"rms_norm_eps"`
+	RopeTheta             float64 `json:"rope_theta"`
+	TieWordEmbeddings     bool    `json:"tie_word_embeddings"`
+	MaxPositionEmbeddings int     `json:"max_position_embeddings"`
+	HiddenAct             string  `json:"hidden_act"`
+	TorchDType            string  `json:"torch_dtype"`
+	InitializerRange      float64 `json:"initializer_range"`
+	BOSTokenID            *int    `json:"-"`
+	EOSTokenIDs           []int   `json:"-"` // eos_token_id: one id or a list
+
+	// Fields that select features this implementation does not have; Validate refuses them.
+	RopeScaling      json.RawMessage `json:"rope_scaling"`
+	UseSlidingWindow bool            `json:"use_sliding_window"`
+	AttentionDropout float64         `json:"attention_dropout"`
+	UseMRope         bool            `json:"use_mrope"`
+}
+
+// ReadConfig reads and validates dir/config.json.
+func ReadConfig(dir string) (*Config, error) {
+	path := filepath.Join(dir, ConfigFileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("qwen2: %w", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("qwen2 %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig parses and validates the content of a config.json, filling HF's defaults
+// (head_dim = hidden_size/num_attention_heads, num_key_value_heads = num_attention_heads).
+func ParseConfig(data []byte) (*Config, error) {
+	cfg := &Config{HiddenAct: "silu", RopeTheta: 10000, RMSNormEps: 1e-6, InitializerRange: 0.02}
+	if err := json.Unmarshal(data, cfg); err != nil {
+		return nil, fmt.Errorf("parse config: %w", err)
+	}
+	var ids struct {
+		BOS json.RawMessage `json:"bos_token_id"`
+		EOS json.RawMessage `json:"eos_token_id"`
+	}
+	_ = json.Unmarshal(data, &ids) // already known to be a JSON object
+	var err error
+	if cfg.BOSTokenID, err = optionalID(ids.BOS); err != nil {
+		return nil, fmt.Errorf("config field bos_token_id: %w", err)
+	}
+	if cfg.EOSTokenIDs, err = idList(ids.EOS); err != nil {
+		return nil, fmt.Errorf("config field eos_token_id: %w", err)
+	}
+	if cfg.NumKeyValueHeads == 0 {
+		cfg.NumKeyValueHeads = cfg.NumAttentionHeads
+	}
+	if cfg.HeadDim == 0 && cfg.NumAttentionHeads > 0 {
+		cfg.HeadDim = cfg.HiddenSize / cfg.NumAttentionHeads
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func optionalID(raw json.RawMessage) (*int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var id int
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return nil, err
+	}
+	return &id, nil
+}
+
+func idList(raw json.RawMessage) ([]int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var list []int
+	if raw[0] == '[' {
+		err := json.Unmarshal(raw, &list)
+		return list, err
+	}
+	id, err := optionalID(raw)
+	if err != nil {
+		return nil, err
+	}
+	return []int{*id}, nil
+}
+
+// Validate checks the sizes and refuses features this implementation does not have, naming the
+// config.json field.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config field %s: "+format, append([]any{field}, args...)...))
+	}
+	if c.ModelType != "qwen2" {
+		bad("model_type", "%q is not supported (want \"qwen2\")", c.ModelType)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"vocab_size", c.VocabSize}, {"hidden_size", c.HiddenSize}, {"intermediate_size", c.IntermediateSize},
+		{"num_hidden_layers", c.NumHiddenLayers}, {"num_attention_heads", c.NumAttentionHeads},
+		{"num_key_value_heads", c.NumKeyValueHeads}, {"head_dim", c.HeadDim}} {
+		if f.v <= 0 {
+			bad(f.name, "must be positive, got %d", f.v)
+		}
+	}
+	if c.NumKeyValueHeads > 0 && c.NumAttentionHeads%c.NumKeyValueHeads != 0 {
+		bad("num_key_value_heads", "%d does not divide num_attention_heads %d", c.NumKeyValueHeads, c.NumAttentionHeads)
+	}
+	if c.HeadDim%2 != 0 {
+		bad("head_dim", "rotary embeddings need an even head_dim, got %d", c.HeadDim)
+	}
+	if c.RMSNormEps <= 0 {
+		bad("rms_norm_eps", "must be positive, got %g", c.RMSNormEps)
+	}
+	if c.RopeTheta <= 0 {
+		bad("rope_theta", "must be positive, got %g", c.RopeTheta)
+	}
+	if len(c.RopeScaling) > 0 && string(c.RopeScaling) != "null" {
+		bad("rope_scaling", "%s is not supported (only null)", c.RopeScaling)
+	}
+	if c.UseSlidingWindow {
+		bad("use_sliding_window", "true is not supported")
+	}
+	if c.HiddenAct != "silu" {
+		bad("hidden_act", "%q is not supported (only \"silu\")", c.HiddenAct)
+	}
+	if c.AttentionDropout != 0 {
+		bad("attention_dropout", "%g is not supported (only 0)", c.AttentionDropout)
+	}
+	if c.UseMRope {
+		bad("use_mrope", "true is not supported")
+	}
+	return errors.Join(errs...)
+}
+
+// NumGroups is the number of query heads sharing one key/value head (GQA).
+func (c *Config) NumGroups() int { return c.NumAttentionHeads / c.NumKeyValueHeads }
+
+// TensorSpec is a weight's HF name and shape (PyTorch layout: linear weights are [out, in]).
+type TensorSpec struct {
+	Name  string
+	Shape []int
+}
+
+// Tensors lists the checkpoint's weights in HF order; lm_head.weight only when the head is untied.
+func (c *Config) Tensors() []TensorSpec {
+	d, q, kv, inter := c.HiddenSize, c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim, c.IntermediateSize
+	specs := []TensorSpec{{"model.embed_tokens.weight", []int{c.VocabSize, d}}}
+	for i := range c.NumHiddenLayers {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		specs = append(specs,
+			TensorSpec{p + "input_layernorm.weight", []int{d}},
+			TensorSpec{p + "self_attn.q_proj.weight", []int{q, d}},
+			TensorSpec{p + "self_attn.q_proj.bias", []int{q}},
+			TensorSpec{p + "self_attn.k_proj.weight", []int{kv, d}},
+			TensorSpec{p + "self_attn.k_proj.bias", []int{kv}},
+			TensorSpec{p + "self_attn.v_proj.weight", []int{kv, d}},
+			TensorSpec{p + "self_attn.v_proj.bias", []int{kv}},
+			TensorSpec{p + "self_attn.o_proj.weight", []int{d, q}},
+			TensorSpec{p + "post_attention_layernorm.weight", []int{d}},
+			TensorSpec{p + "mlp.gate_proj.weight", []int{inter, d}},
+			TensorSpec{p + "mlp.up_proj.weight", []int{inter, d}},
+			TensorSpec{p + "mlp.down_proj.weight", []int{d, inter}},
+		)
+	}
+	specs = append(specs, TensorSpec{"model.norm.weight", []int{d}})
+	if !c.TieWordEmbeddings {
+		specs = append(specs, TensorSpec{"lm_head.weight", []int{c.VocabSize, d}})
+	}
+	return specs
+}
+
+// NumParameters is the number of weights (tied embeddings counted once).
+func (c *Config) NumParameters() int {
+	n := 0
+	for _, s := range c.Tensors() {
+		size := 1
+		for _, d := range s.Shape {
+			size *= d
+		}
+		n += size
+	}
+	return n
+}

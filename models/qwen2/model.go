@@ -1,0 +1,151 @@
+package qwen2
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/gomlxfix"
+)
+
+func init() { gomlxfix.Install() }
+
+// maskedScore is added where attention is not allowed (the softmax is computed in float32).
+const maskedScore = -1e9
+
+// KVFunc lets a caller replace a layer's freshly computed keys and values [B,S,KV,hd] (RoPE
+// applied) by the ones to attend to, [B,Sk,KV,hd]: a KV cache writes the new ones into its slots
+// and returns the whole cache. nil means self-attention over the S positions (Sk = S).
+type KVFunc func(layer int, k, v *Node) (keys, values *Node)
+
+func shapeOf(dtype dtypes.DType, dims []int) shapes.Shape { return shapes.Make(dtype, dims...) }
+
+// weight returns the variable name of scope ctx with the given shape (the dtype of the weights).
+func weight(ctx *context.Context, g *Graph, name string, dtype dtypes.DType, dims ...int) *Node {
+	return ctx.VariableWithShape(name, shapes.Make(dtype, dims...)).ValueGraph(g)
+}
+
+// linear is HF's nn.Linear with weight [out,in]: x [...,in] → [...,out].
+func linear(ctx *context.Context, x *Node, out int, bias bool) *Node {
+	w := weight(ctx, x.Graph(), "weight", x.DType(), out, x.Shape().Dim(-1))
+	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil) // [...,out]
+	if bias {
+		y = Add(y, ExpandLeftToRank(weight(ctx, x.Graph(), "bias", x.DType(), out), y.Rank()))
+	}
+	return y
+}
+
+// rmsNorm is x / sqrt(mean(x²) + eps) · w, normalized in float32 as HF does.
+func rmsNorm(ctx *context.Context, cfg *Config, x *Node) *Node {
+	xf := ConvertDType(x, dtypes.Float32)
+	xf = Mul(xf, Rsqrt(AddScalar(ReduceAndKeep(Square(xf), ReduceMean, -1), cfg.RMSNormEps)))
+	w := weight(ctx, x.Graph(), "weight", x.DType(), cfg.HiddenSize)
+	return Mul(ConvertDType(xf, x.DType()), ExpandLeftToRank(w, x.Rank()))
+}
+
+// Rotary returns RoPE's cos and sin [B,S,1,hd] for position ids pos [B,S]: the angle of pair i is
+// pos·θ^(-2i/hd), computed in float32 like HF, duplicated over the two halves of a head.
+func Rotary(cfg *Config, pos *Node, dtype dtypes.DType) (cos, sin *Node) {
+	half := cfg.HeadDim / 2
+	invFreq := make([]float32, half)
+	for i := range invFreq {
+		invFreq[i] = float32(1 / math.Pow(cfg.RopeTheta, float64(2*i)/float64(cfg.HeadDim)))
+	}
+	angle := Mul(ExpandAxes(ConvertDType(pos, dtypes.Float32), -1), ExpandLeftToRank(Const(pos.Graph(), invFreq), 3)) // [B,S,hd/2]
+	angle = ExpandAxes(Concatenate([]*Node{angle, angle}, -1), 2)                                                     // [B,S,1,hd]
+	return ConvertDType(Cos(angle), dtype), ConvertDType(Sin(angle), dtype)
+}
+
+// applyRotary is x·cos + rotate_half(x)·sin, rotate_half(x) = (-x₂, x₁) computed with a 2×2 einsum
+// instead of slices (Slice's stock gradient needs Pad). x [B,S,N,hd].
+func applyRotary(x, cos, sin *Node) *Node {
+	dims := x.Shape().Dimensions
+	halves := Reshape(x, dims[0], dims[1], dims[2], 2, dims[3]/2) // [B,S,N,2,hd/2]
+	rot := ConstAsDType(x.Graph(), x.DType(), [][]float32{{0, -1}, {1, 0}})
+	rotated := Reshape(Einsum("bsnix,ji->bsnjx", halves, rot), dims...) // [B,S,N,hd]
+	return Add(Mul(x, cos), Mul(rotated, sin))
+}
+
+// attention is grouped-query self-attention: x [B,S,D] → [B,S,D]; allowed [B,S,Sk] bool.
+// Query head h uses key/value head h/G, as HF's repeat_kv does, without copying keys.
+func attention(ctx *context.Context, cfg *Config, layer int, x, cos, sin, allowed *Node, kv KVFunc) *Node {
+	b, s := x.Shape().Dim(0), x.Shape().Dim(1)
+	nKV, g, hd := cfg.NumKeyValueHeads, cfg.NumGroups(), cfg.HeadDim
+	q := Reshape(linear(ctx.In("q_proj"), x, nKV*g*hd, true), b, s, nKV*g, hd) // [B,S,H,hd]
+	k := Reshape(linear(ctx.In("k_proj"), x, nKV*hd, true), b, s, nKV, hd)     // [B,S,KV,hd]
+	v := Reshape(linear(ctx.In("v_proj"), x, nKV*hd, true), b, s, nKV, hd)     // [B,S,KV,hd]
+	q, k = applyRotary(q, cos, sin), applyRotary(k, cos, sin)
+	if kv != nil {
+		k, v = kv(layer, k, v) // [B,Sk,KV,hd]
+	}
+	sk := k.Shape().Dim(1)
+	q5 := Reshape(q, b, s, nKV, g, hd)                                                // [B,S,KV,G,hd]
+	scores := MulScalar(Einsum("bqkgd,bskd->bkgqs", q5, k), 1/math.Sqrt(float64(hd))) // [B,KV,G,S,Sk]
+	scores = ConvertDType(scores, dtypes.Float32)
+	mask := BroadcastToDims(Reshape(allowed, b, 1, 1, s, sk), scores.Shape().Dimensions...)
+	probs := Softmax(Where(mask, scores, Scalar(x.Graph(), dtypes.Float32, maskedScore)), -1)
+	out := Einsum("bkgqs,bskd->bqkgd", ConvertDType(probs, x.DType()), v) // [B,S,KV,G,hd]
+	return linear(ctx.In("o_proj"), Reshape(out, b, s, nKV*g*hd), cfg.HiddenSize, false)
+}
+
+// mlp is SwiGLU: down(silu(gate(x)) · up(x)).
+func mlp(ctx *context.Context, cfg *Config, x *Node) *Node {
+	gate := linear(ctx.In("gate_proj"), x, cfg.IntermediateSize, false) // [B,S,I]
+	up := linear(ctx.In("up_proj"), x, cfg.IntermediateSize, false)
+	return linear(ctx.In("down_proj"), Mul(Mul(gate, Sigmoid(gate)), up), cfg.HiddenSize, false) // [B,S,D]
+}
+
+// Decoder runs the embedding, the layers and the final norm: ids [B,S] int → hidden [B,S,D] in
+// the weights' dtype. pos [B,S] are the position ids; allowed [B,S,Sk] says which keys each query
+// may attend to; kv may be nil (see KVFunc). ctx must hold the weights (LoadWeights, InitWeights).
+func Decoder(ctx *context.Context, cfg *Config, ids, pos, allowed *Node, kv KVFunc) *Node {
+	ctx = ctx.Reuse().In("model")
+	x := Gather(embedding(ctx, cfg, ids.Graph()), ExpandAxes(ids, -1)) // [B,S,D]
+	cos, sin := Rotary(cfg, pos, x.DType())
+	for i := range cfg.NumHiddenLayers {
+		lctx := ctx.In("layers").In(strconv.Itoa(i))
+		x = Add(x, attention(lctx.In("self_attn"), cfg, i, rmsNorm(lctx.In("input_layernorm"), cfg, x), cos, sin, allowed, kv))
+		x = Add(x, mlp(lctx.In("mlp"), cfg, rmsNorm(lctx.In("post_attention_layernorm"), cfg, x)))
+	}
+	return rmsNorm(ctx.In("norm"), cfg, x)
+}
+
+// embedding returns model.embed_tokens.weight [V,D] in its stored dtype; ctx is the "model" scope.
+func embedding(ctx *context.Context, cfg *Config, g *Graph) *Node {
+	ctx = ctx.In("embed_tokens")
+	dtype := dtypes.Float32
+	if v := ctx.GetVariableByScopeAndName(ctx.Scope(), "weight"); v != nil {
+		dtype = v.DType()
+	}
+	return weight(ctx, g, "weight", dtype, cfg.VocabSize, cfg.HiddenSize)
+}
+
+// AttentionMask is causal attention restricted to real keys: mask [B,S] (1 = token, 0 = pad) →
+// allowed [B,S,S] bool, allowed[b,q,k] = k ≤ q ∧ mask[b,k].
+func AttentionMask(mask *Node) *Node {
+	b, s := mask.Shape().Dim(0), mask.Shape().Dim(1)
+	causal := ExpandAxes(LowerTriangular(mask.Graph(), s), 0)                           // [1,S,S]
+	keys := Reshape(NotEqual(mask, ZerosLike(mask)), b, 1, s)                           // [B,1,S]
+	return LogicalAnd(BroadcastToDims(causal, b, s, s), BroadcastToDims(keys, b, s, s)) // [B,S,S]
+}
+
+// Hidden is Decoder with the causal and padding mask of mask [B,S]: hidden states [B,S,D].
+func Hidden(ctx *context.Context, cfg *Config, ids, pos, mask *Node) *Node {
+	return Decoder(ctx, cfg, ids, pos, AttentionMask(mask), nil)
+}
+
+// Logits applies the LM head (tied: the embedding matrix) to hidden [...,D] → [...,V] float32.
+func Logits(ctx *context.Context, cfg *Config, hidden *Node) *Node {
+	var w *Node
+	if cfg.TieWordEmbeddings {
+		w = embedding(ctx.Reuse().In("model"), cfg, hidden.Graph())
+	} else {
+		w = weight(ctx.Reuse().In("lm_head"), hidden.Graph(), "weight", hidden.DType(), cfg.VocabSize, cfg.HiddenSize)
+	}
+	logits := DotGeneral(hidden, []int{hidden.Rank() - 1}, nil, w, []int{1}, nil) // [...,V]
+	return ConvertDType(logits, dtypes.Float32)
+}
