@@ -126,11 +126,17 @@ type KTOResult struct {
 // of ImplicitRewardResponses for "3×4=".
 func RunDPO(cfg PrefConfig) DPOResult {
 	lm, ref := TrainDPO(Preferences, cfg)
-	res := DPOResult{Results: evaluate(lm, ref)}
+	return NewDPOResult(cfg.Beta, lm, ref)
+}
+
+// NewDPOResult scores a DPO-trained model: Evaluate, then the implicit rewards
+// β·log π(y)/π_ref(y) of ImplicitRewardResponses for "3×4=", then every row of lm.
+func NewDPOResult(beta float64, lm, ref *TinyLM) DPOResult {
+	res := DPOResult{Results: Evaluate(lm, ref)}
 	x := Prompts[0]
 	for _, y := range ImplicitRewardResponses {
 		res.ImplicitReward = append(res.ImplicitReward,
-			Score{x + y, cfg.Beta * logRatio(lm, ref, x, MustParse(y))})
+			Score{x + y, beta * logRatio(lm, ref, x, MustParse(y))})
 	}
 	res.Logits = lm.Logits()
 	return res
@@ -139,5 +145,10 @@ func RunDPO(cfg PrefConfig) DPOResult {
 // RunKTO trains KTO on KTOLabels and scores it.
 func RunKTO(cfg PrefConfig) KTOResult {
 	lm, ref := TrainKTO(KTOLabels, cfg)
-	return KTOResult{Results: evaluate(lm, ref), Logits: lm.Logits()}
+	return NewKTOResult(lm, ref)
+}
+
+// NewKTOResult scores a KTO-trained model.
+func NewKTOResult(lm, ref *TinyLM) KTOResult {
+	return KTOResult{Results: Evaluate(lm, ref), Logits: lm.Logits()}
 }

@@ -11,7 +11,12 @@ type Phase11Result struct {
 // RunGRPO trains with cfg and scores the result.
 func RunGRPO(cfg GRPOConfig) Phase11Result {
 	lm, ref, head := TrainGRPO(cfg)
-	return Phase11Result{Cfg: cfg.Variant, Results: evaluate(lm, ref), Logits: lm.Logits(), SamplesHead: head}
+	return NewGRPOResult(cfg.Variant, lm, ref, head)
+}
+
+// NewGRPOResult scores a model trained with variant v.
+func NewGRPOResult(v GRPOVariant, lm, ref *TinyLM, head []Sample) Phase11Result {
+	return Phase11Result{Cfg: v, Results: Evaluate(lm, ref), Logits: lm.Logits(), SamplesHead: head}
 }
 
 // Phase12Iterations is how long phase 12 trains each variant.
@@ -43,11 +48,17 @@ type Phase12Result struct {
 	Variants   VariantResults `json:"variants"`
 }
 
-// RunVariant trains the variant named name with cfg (cfg.Variant is ignored: the named one is
-// used) and scores it: P(answer) for every prompt, then the KL, and their means.
+// RunVariant trains variant v (named name) with cfg's loop sizes (cfg.Variant is replaced by v)
+// and scores it.
 func RunVariant(name string, v GRPOVariant, cfg GRPOConfig) VariantResult {
 	cfg.Variant = v
 	lm, ref, head := TrainGRPO(cfg)
+	return NewVariantResult(name, v, lm, ref, head)
+}
+
+// NewVariantResult scores a model trained with variant v: P(answer) for every prompt, then the
+// KL, their means over the prompts, then every row of lm.
+func NewVariantResult(name string, v GRPOVariant, lm, ref *TinyLM, head []Sample) VariantResult {
 	res := VariantResult{Name: name, Cfg: v, SamplesHead: head}
 	for _, x := range Prompts {
 		res.PCorrect = append(res.PCorrect, Score{x, PCorrect(lm, x)})

@@ -255,3 +255,26 @@ func softmax(logits []float64) []float64 {
 
 // Sigmoid is σ(x) = 1 / (1 + e^(−x)).
 func Sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+
+// RowKeys lists every row a model can have: for each prompt in order, the prefixes of up to
+// MaxNewTokens−1 non-<eos> tokens (21 per prompt), depth first in Vocab order — the order
+// AllResponses creates them in on a fresh model. A fixed-size parameter table can index by it.
+func RowKeys() []Key {
+	var out []Key
+	var walk func(x string, prefix []int)
+	walk = func(x string, prefix []int) {
+		out = append(out, prefixKey(x, prefix))
+		if len(prefix)+1 == MaxNewTokens {
+			return
+		}
+		for tok := range Vocab {
+			if tok != EOS {
+				walk(x, append(append([]int(nil), prefix...), tok))
+			}
+		}
+	}
+	for _, x := range Prompts {
+		walk(x, nil)
+	}
+	return out
+}

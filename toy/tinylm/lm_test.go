@@ -73,8 +73,14 @@ func TestAllResponses_SumToOne(t *testing.T) {
 			t.Errorf("%s: KL(π‖π) = %v", x, kl)
 		}
 	}
-	if n := len(lm.Logits()); n != 42 {
-		t.Errorf("%d rows after enumerating both prompts, want 42", n)
+	rows, keys := lm.Logits(), RowKeys()
+	if len(rows) != 42 || len(keys) != 42 {
+		t.Fatalf("%d rows after enumerating both prompts and %d RowKeys, want 42", len(rows), len(keys))
+	}
+	for i, r := range rows {
+		if r.Key != keys[i] {
+			t.Errorf("row %d: AllResponses created %s, RowKeys has %s", i, r.Key, keys[i])
+		}
 	}
 }
 

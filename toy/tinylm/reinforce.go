@@ -75,10 +75,16 @@ func TrainReinforceKL(cfg ReinforceKLConfig) (lm, ref *TinyLM, head []Sample) {
 	return lm, ref, tr.head
 }
 
-// RunReinforceKL trains with cfg and scores the result: P(answer) for every prompt, then the KL.
+// RunReinforceKL trains with cfg and scores the result.
 func RunReinforceKL(cfg ReinforceKLConfig) ReinforceKLResult {
 	lm, ref, head := TrainReinforceKL(cfg)
-	res := ReinforceKLResult{Beta: cfg.Beta, SamplesHead: head}
+	return NewReinforceKLResult(cfg.Beta, lm, ref, head)
+}
+
+// NewReinforceKLResult scores a model trained with β: P(answer) for every prompt, then the KL,
+// then every row of lm (the ones the scoring created last).
+func NewReinforceKLResult(beta float64, lm, ref *TinyLM, head []Sample) ReinforceKLResult {
+	res := ReinforceKLResult{Beta: beta, SamplesHead: head}
 	for _, x := range Prompts {
 		res.PCorrect = append(res.PCorrect, Score{x, PCorrect(lm, x)})
 	}

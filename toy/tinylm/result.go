@@ -71,8 +71,8 @@ func (p PromptResults) MarshalJSON() ([]byte, error) {
 	return marshalObject(len(p), func(i int) (string, any) { return p[i].Prompt, p[i] })
 }
 
-// evaluate scores lm against ref for every prompt: P(answer) under both, then the exact KL.
-func evaluate(lm, ref *TinyLM) PromptResults {
+// Evaluate scores lm against ref for every prompt: P(answer) under both, then the exact KL.
+func Evaluate(lm, ref *TinyLM) PromptResults {
 	out := make(PromptResults, len(Prompts))
 	for i, x := range Prompts {
 		out[i] = PromptResult{Prompt: x, PRef: PCorrect(ref, x), PCorrect: PCorrect(lm, x)}

@@ -217,10 +217,16 @@ type Phase9Result struct {
 func RunRLHF(cfg RLHFConfig) Phase9Result {
 	rm := TrainRewardModel(Preferences, cfg.RMEpochs, cfg.RMLR)
 	lm, ref, head := RLHFPPO(rm, cfg)
+	return NewRLHFResult(rm, cfg.Beta, lm, ref, head)
+}
+
+// NewRLHFResult scores a model trained against rm with KL coefficient beta: per prompt P(answer)
+// under ref and lm, the optimum's P(answer⏎) (RLHFOptimum) and the KL.
+func NewRLHFResult(rm *RewardModel, beta float64, lm, ref *TinyLM, head []Sample) Phase9Result {
 	res := Phase9Result{RewardModel: rm.Sorted(), SamplesHead: head}
 	for _, x := range Prompts {
 		pr := PromptResult{Prompt: x, PRef: PCorrect(ref, x), PCorrect: PCorrect(lm, x)}
-		opt, _ := RLHFOptimum(rm, x, cfg.Beta).Get(Answers[x] + eosMark)
+		opt, _ := RLHFOptimum(rm, x, beta).Get(Answers[x] + eosMark)
 		pr.Optimum = &opt
 		pr.KL = KL(lm, ref, x)
 		res.Results = append(res.Results, pr)
