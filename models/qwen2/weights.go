@@ -175,6 +175,9 @@ func InitWeights(ctx *context.Context, cfg *Config, seed uint64, dtype dtypes.DT
 // ExportWeights returns the model's variables as safetensors tensors with HF names, in HF order,
 // stored as dtype ("F32", "BF16" or "F16").
 func ExportWeights(ctx *context.Context, cfg *Config, dtype string) ([]*safetensors.Tensor, error) {
+	if dtype != "F32" && dtype != "BF16" && dtype != "F16" {
+		return nil, fmt.Errorf("qwen2 export: dtype %q is not supported; valid: F32, BF16, F16", dtype)
+	}
 	var out []*safetensors.Tensor
 	for _, s := range cfg.Tensors() {
 		scope, name := VarScope(s.Name)
