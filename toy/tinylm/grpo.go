@@ -145,13 +145,13 @@ func ClipCoef(ratio, adv, epsLow, epsHigh float64) float64 {
 	if (adv > 0 && ratio > hi) || (adv < 0 && ratio < lo) {
 		return 0.0
 	}
-	return ratio * adv
+	return float64(ratio * adv)
 }
 
 // K3Coef is the derivative coefficient of the k3 KL penalty −β·(π_ref/π − log(π_ref/π) − 1)
 // with respect to log π: −β·(1 − π_ref/π).
 func K3Coef(beta, logp, refLogp float64) float64 {
-	return -beta * (1 - math.Exp(refLogp-logp))
+	return float64(-beta * (1 - math.Exp(refLogp-logp)))
 }
 
 // SequenceRatio is GSPO's response-level ratio s = exp(Σ_t (log π_t − log π_old,t) / |y|).

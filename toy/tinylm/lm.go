@@ -2,9 +2,15 @@
 // parameters are one logit row per (prompt, prefix), trained by REINFORCE with a KL penalty, RLHF
 // with a reward model and PPO, DPO, KTO, GRPO and its variants.
 //
-// It reproduces every printed line and every golden value of the course bit for bit (up to libm
-// ulps), consuming CPython's random stream in the same order (see testdata/README.md). It is the
-// oracle the GoMLX trainers in trainers/ are checked against.
+// It reproduces every printed line of the course byte for byte and every golden value to ~1e-15
+// (libm ulps), consuming CPython's random stream in the same order (see testdata/README.md). It
+// is the oracle the GoMLX trainers in trainers/ are checked against. Sums run left to right as
+// CPython 3.11's sum(); float64(x*y) conversions keep Go from fusing multiply-adds (arm64), which
+// Python never does.
+//
+// For a trainer: RowKeys indexes a fixed parameter table; TinyLM.SetLogits loads trained rows;
+// the New*Result constructors score a trained model and the Print* functions print the course's
+// lines from those results; every result marshals to the goldens' JSON keys.
 package tinylm
 
 import (
@@ -143,7 +149,7 @@ func (lm *TinyLM) Apply(grads *Grads, lr float64) {
 	for _, k := range grads.order {
 		r := lm.row(k)
 		for i, gi := range grads.m[k] {
-			r[i] += lr * gi
+			r[i] += float64(lr * gi)
 		}
 	}
 }
@@ -193,7 +199,7 @@ func (g *Grads) Add(k Key, grad []float64, scale float64) {
 		g.order = append(g.order, k)
 	}
 	for i, gi := range grad {
-		acc[i] += scale * gi
+		acc[i] += float64(scale * gi)
 	}
 }
 

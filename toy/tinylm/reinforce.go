@@ -63,7 +63,7 @@ func TrainReinforceKL(cfg ReinforceKLConfig) (lm, ref *TinyLM, head []Sample) {
 			}
 			for i, y := range samples {
 				logRatio := sum(lm.TokenLogps(x, y)) - sum(ref.TokenLogps(x, y))
-				scores[i] = Verify(x, y) - cfg.Beta*logRatio
+				scores[i] = Verify(x, y) - float64(cfg.Beta*logRatio)
 			}
 			baseline := sum(scores) / float64(len(scores))
 			for i, y := range samples {

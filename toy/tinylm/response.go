@@ -115,7 +115,7 @@ func AllResponses(lm *TinyLM, prompt string) []Response {
 func KL(lm, ref *TinyLM, prompt string) float64 {
 	s := 0.0
 	for _, r := range AllResponses(lm, prompt) {
-		s += r.Prob * (SeqLogp(lm, prompt, r.Tokens) - SeqLogp(ref, prompt, r.Tokens))
+		s += float64(r.Prob * (SeqLogp(lm, prompt, r.Tokens) - SeqLogp(ref, prompt, r.Tokens)))
 	}
 	return s
 }

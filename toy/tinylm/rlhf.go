@@ -75,8 +75,8 @@ func TrainRewardModel(prefs []Preference, epochs int, lr float64) *RewardModel {
 		for _, p := range prefs {
 			rw, rl := rm.Score(p.Prompt, p.Chosen), rm.Score(p.Prompt, p.Rejected)
 			g := 1 - Sigmoid(rw-rl) // −∂L/∂r_w = ∂L/∂r_l
-			rm.set(p.Prompt, p.Chosen, rw+lr*g)
-			rm.set(p.Prompt, p.Rejected, rl-lr*g)
+			rm.set(p.Prompt, p.Chosen, rw+float64(lr*g))
+			rm.set(p.Prompt, p.Rejected, rl-float64(lr*g))
 		}
 	}
 	return rm
@@ -155,7 +155,7 @@ func RLHFPPO(rm *RewardModel, cfg RLHFConfig) (lm, ref *TinyLM, head []Sample) {
 		}
 		for _, b := range batch { // critic: V(prefix) moves toward its return
 			for t, k := range b.ValueKeys {
-				values[k] += cfg.CriticLR * (b.Returns[t] - values[k])
+				values[k] += float64(cfg.CriticLR * (b.Returns[t] - values[k]))
 			}
 		}
 	}
