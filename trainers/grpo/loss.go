@@ -1,0 +1,166 @@
+// Package grpo is Group Relative Policy Optimization (Shao et al. 2024, DeepSeekMath,
+// arXiv:2402.03300) as TRL v0.24's GRPOTrainer computes its loss, with the variants of the
+// course's phase 12 as named functions: the importance ratio level (TokenRatio, or SequenceRatio =
+// GSPO) and the aggregation (GRPOMean, BNPOMean, DAPOMean, DrGRPOMean).
+//
+// Inputs are per-token tensors [B,T]: logps (current policy, with gradient), oldLogps (the
+// sampling policy π_old; pass StopGradient(logps) when μ = 1, which makes the ratio 1 but keeps
+// its gradient, TRL #2995), refLogps (π_ref; nil when β = 0), mask (bool or 0/1, completion
+// tokens), and advantages [B] (host-side group advantages, 식 (11.1)).
+package grpo
+
+import (
+	"slices"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// Ratio computes the importance ratio π/π_old from per-token log-probs, [B,T] → [B,T] (token
+// level) or [B,1] (sequence level).
+type Ratio func(logps, oldLogps, mask *Node) *Node
+
+// TokenRatio is GRPO's per-token ratio ρ_t = exp(log π(y_t|…) − log π_old(y_t|…)) (식 (11.2)).
+func TokenRatio(logps, oldLogps, mask *Node) *Node {
+	return Exp(step.Masked(Sub(logps, StopGradient(oldLogps)), mask))
+}
+
+// SequenceRatio is GSPO's sequence ratio (Zheng et al. 2025, arXiv:2507.18071; TRL
+// importance_sampling_level "sequence"), the geometric mean of the token ratios, [B,T] → [B,1]:
+//
+//	s = exp( Σ_t m_t·(log π(y_t|…) − log π_old(y_t|…)) / Σ_t m_t )
+//
+// shared by all tokens of the sequence; ∂s/∂log π_t = s/|y| (the course's phase 12 note).
+func SequenceRatio(logps, oldLogps, mask *Node) *Node {
+	logRatio := step.SeqMean(Sub(logps, StopGradient(oldLogps)), mask)
+	return InsertAxes(Exp(logRatio), -1)
+}
+
+// Aggregation reduces the per-token loss [B,T] to the scalar loss.
+type Aggregation func(perToken, mask *Node) *Node
+
+// GRPOMean is TRL loss_type "grpo" (the course's agg "seq_mean"): the mean over each sequence's
+// tokens, then the mean over the B sequences — token weight 1/(B·|y_b|).
+func GRPOMean(perToken, mask *Node) *Node {
+	return ReduceAllMean(step.SeqMean(perToken, mask))
+}
+
+// BNPOMean is TRL loss_type "bnpo" (the course's agg "token_mean"): the mean over all completion
+// tokens of this batch — token weight 1/Σ|y_b|.
+func BNPOMean(perToken, mask *Node) *Node {
+	return step.TokenMean(perToken, mask)
+}
+
+// DAPOMean is TRL loss_type "dapo" (Yu et al. 2025, arXiv:2503.14476): the token sum divided by
+// numTokens, the number of completion tokens of the whole accumulated batch (all micro-batches and
+// processes: TRL's num_items_in_batch), so that gradient accumulation does not change the weights.
+// With numTokens = this batch's token count it equals BNPOMean. numTokens: scalar node, any dtype.
+func DAPOMean(numTokens *Node) Aggregation {
+	return func(perToken, mask *Node) *Node {
+		n := StopGradient(MaxScalar(ConvertDType(numTokens, perToken.DType()), 1))
+		return Div(ReduceAllSum(step.Masked(perToken, mask)), n)
+	}
+}
+
+// DrGRPOMean is TRL loss_type "dr_grpo" (Liu et al. 2025, "Understanding R1-Zero-like training",
+// arXiv:2503.20783; the course's agg "const"): the token sum divided by the constant
+// B·maxCompletionLength, so longer answers are not down-weighted — token weight 1/(B·L_max).
+func DrGRPOMean(maxCompletionLength int) Aggregation {
+	return func(perToken, mask *Node) *Node {
+		b := perToken.Shape().Dimensions[0]
+		return DivScalar(ReduceAllSum(step.Masked(perToken, mask)), float64(b*maxCompletionLength))
+	}
+}
+
+// Params are the hyper-parameters the loss needs (TRL GRPOConfig epsilon, epsilon_high, beta).
+type Params struct {
+	EpsLow, EpsHigh float64 // ratio clipped to [1−EpsLow, 1+EpsHigh]
+	Beta            float64 // KL coefficient; 0 = no reference model
+}
+
+// Inputs are the loss's tensors; see the package comment for shapes.
+type Inputs struct {
+	LogProbs, OldLogProbs, RefLogProbs, Mask, Advantages *Node
+}
+
+// Metrics are TRL's per-step GRPO metrics (grpo_trainer.py L1720-1779), detached scalars.
+type Metrics struct {
+	ClipRatioLow    *Node // clip_ratio/low_mean:    ρ < 1−ε_low and A < 0
+	ClipRatioHigh   *Node // clip_ratio/high_mean:   ρ > 1+ε_high and A > 0
+	ClipRatioRegion *Node // clip_ratio/region_mean: either
+	KL              *Node // kl: mean k3 over completion tokens (0 when β = 0)
+}
+
+// ClippedSurrogate is PPO's clipped objective as a per-token loss (식 (7.2), (11.2)):
+//
+//	ℓ_t = −min(ρ_t·A, clip(ρ_t, 1−ε_low, 1+ε_high)·A)
+//
+// ratio [B,T] or [B,1], advantages [B] → [B,T'] (T' = ratio's last dimension). Its gradient is the
+// course's coefficient: 0 when clipped (A > 0 and ρ > 1+ε_high, or A < 0 and ρ < 1−ε_low), else
+// −A·∂ρ. Clipping is Min/Max (GoMLX's Clamp has no gradient).
+func ClippedSurrogate(ratio, advantages *Node, epsLow, epsHigh float64) *Node {
+	a := InsertAxes(ConvertDType(StopGradient(advantages), ratio.DType()), -1)
+	a = BroadcastToDims(a, ratio.Shape().Dimensions...)
+	clipped := MinScalar(MaxScalar(ratio, 1-epsLow), 1+epsHigh)
+	return Neg(Min(Mul(ratio, a), Mul(clipped, a)))
+}
+
+// KLk3 is the per-token k3 estimator of KL(π‖π_ref) (Schulman 2020; TRL grpo_trainer.py L1683):
+//
+//	k3_t = exp(log π_ref − log π) − (log π_ref − log π) − 1  ≥ 0
+//
+// [B,T] → [B,T], masked positions 0. Its gradient w.r.t. log π_t is 1 − π_ref/π, so β·k3 in the
+// loss gives the course's ascent coefficient −β(1 − π_ref/π).
+func KLk3(logps, refLogps, mask *Node) *Node {
+	d := step.Masked(Sub(StopGradient(refLogps), logps), mask)
+	return Sub(Sub(Exp(d), d), OnesLike(d))
+}
+
+// Loss is the GRPO loss (식 (11.2)):
+//
+//	ℓ_t = −min(ρ_t·A_b, clip(ρ_t, 1−ε_low, 1+ε_high)·A_b) + β·k3_t,   L = agg(ℓ, mask)
+//
+// with ρ from ratio (TokenRatio or SequenceRatio) and agg one of GRPOMean, BNPOMean, DAPOMean(n),
+// DrGRPOMean(L). The course's variants: GRPO = TokenRatio+GRPOMean, DAPO = BNPOMean (one
+// accumulation step) with EpsHigh 0.28, Dr. GRPO = DrGRPOMean(3) with mean-only advantages,
+// GSPO = SequenceRatio+GRPOMean, RLOO = GRPOMean with leave-one-out advantages.
+func Loss(in Inputs, p Params, ratio Ratio, agg Aggregation) (*Node, Metrics) {
+	logps := in.LogProbs
+	rho := ratio(logps, in.OldLogProbs, in.Mask)
+	perToken := ClippedSurrogate(rho, in.Advantages, p.EpsLow, p.EpsHigh)
+	if !slices.Equal(perToken.Shape().Dimensions, logps.Shape().Dimensions) {
+		perToken = BroadcastToDims(perToken, logps.Shape().Dimensions...) // sequence ratio: [B,1] → [B,T]
+	}
+	kl := ZerosLike(logps)
+	if p.Beta != 0 {
+		kl = KLk3(logps, in.RefLogProbs, in.Mask)
+		perToken = Add(perToken, MulScalar(kl, p.Beta))
+	}
+	return agg(perToken, in.Mask), metrics(rho, in, p, kl)
+}
+
+// metrics follows TRL: token-level ratios are averaged over completion tokens, sequence-level
+// ones ([B,1]) over sequences.
+func metrics(rho *Node, in Inputs, p Params, kl *Node) Metrics {
+	rho = StopGradient(rho)
+	a := InsertAxes(ConvertDType(StopGradient(in.Advantages), rho.DType()), -1)
+	a = BroadcastToDims(a, rho.Shape().Dimensions...)
+	zero := ZerosLike(a)
+	low := LogicalAnd(LessThan(rho, Scalar(rho.Graph(), rho.DType(), 1-p.EpsLow)), LessThan(a, zero))
+	high := LogicalAnd(GreaterThan(rho, Scalar(rho.Graph(), rho.DType(), 1+p.EpsHigh)), GreaterThan(a, zero))
+	mean := func(x *Node) *Node {
+		f := ConvertDType(x, dtypes.Float64)
+		if rho.Shape().Dimensions[1] == 1 && in.LogProbs.Shape().Dimensions[1] != 1 {
+			return ReduceAllMean(f)
+		}
+		return step.TokenMean(f, in.Mask)
+	}
+	return Metrics{
+		ClipRatioLow:    mean(low),
+		ClipRatioHigh:   mean(high),
+		ClipRatioRegion: mean(LogicalOr(low, high)),
+		KL:              StopGradient(step.TokenMean(ConvertDType(kl, dtypes.Float64), in.Mask)),
+	}
+}
