@@ -208,7 +208,9 @@ func TestGRPOLoss_GradientIsCourseCoefficient(t *testing.T) {
 	} {
 		agg := c.agg
 		if c.name == "dapo/token" { // the accumulated batch is this batch: N = 14 tokens
-			agg = func(perToken, m *Node) *Node { return DAPOMean(Scalar(perToken.Graph(), perToken.DType(), 14))(perToken, m) }
+			agg = func(perToken, m *Node) *Node {
+				return DAPOMean(Scalar(perToken.Graph(), perToken.DType(), 14))(perToken, m)
+			}
 		}
 		_, got := ascent(t, logps, old, ref, mask, adv, p, c.ratio, agg)
 		want := courseCoefficients(logps, old, ref, mask, adv, p, c.sequence, c.course)
