@@ -1,0 +1,132 @@
+package checkpoint
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Save writes OUTPUT_DIR/checkpoint-<st.GlobalStep>/ atomically: every file of files (name →
+// writer, names relative to the checkpoint and not trainer_state.json) and trainer_state.json are
+// written into OUTPUT_DIR/.checkpoint-N.tmp-XXXX, fsynced, and the directory renamed into place
+// (replacing an existing checkpoint-N). Then the oldest checkpoints beyond saveTotalLimit are
+// pruned (≤ 0 keeps all). It returns the checkpoint directory; on error nothing is left behind.
+func Save(outputDir string, st *State, files map[string]WriteFunc, saveTotalLimit int) (string, error) {
+	final := Dir(outputDir, st.GlobalStep)
+	if err := os.MkdirAll(outputDir, 0o755); err != nil {
+		return "", fmt.Errorf("save checkpoint: %w", err)
+	}
+	removeStale(outputDir)
+	base := Prefix + fmt.Sprint(st.GlobalStep)
+	tmp, err := os.MkdirTemp(outputDir, "."+base+".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("save checkpoint: %w", err)
+	}
+	if err := fill(tmp, st, files); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("save %s: %w", final, err)
+	}
+	if err := replaceDir(tmp, final); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("save %s: %w", final, err)
+	}
+	if err := syncPath(outputDir); err != nil {
+		return "", fmt.Errorf("save %s: %w", final, err)
+	}
+	if err := Prune(outputDir, saveTotalLimit, final); err != nil {
+		return final, err
+	}
+	return final, nil
+}
+
+// fill writes the files and trainer_state.json into dir and fsyncs everything under it.
+func fill(dir string, st *State, files map[string]WriteFunc) error {
+	names := slices.Sorted(maps.Keys(files))
+	for _, name := range names {
+		if err := checkName(name); err != nil {
+			return err
+		}
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := files[name](path); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		if _, err := os.Lstat(path); err != nil {
+			return fmt.Errorf("write %s: the writer created no file", name)
+		}
+	}
+	saved := *st
+	saved.Files = names
+	data, err := json.MarshalIndent(&saved, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", StateName, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, StateName), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	return syncTree(dir)
+}
+
+func checkName(name string) error {
+	clean := filepath.ToSlash(filepath.Clean(filepath.FromSlash(name)))
+	if name == "" || clean != name || filepath.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") || name == StateName {
+		return fmt.Errorf("invalid checkpoint file name %q", name)
+	}
+	return nil
+}
+
+// replaceDir renames tmp to final; an existing final is moved aside first and removed after.
+func replaceDir(tmp, final string) error {
+	if _, err := os.Stat(final); err != nil {
+		return os.Rename(tmp, final)
+	}
+	old := tmp + ".old"
+	if err := os.Rename(final, old); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		os.Rename(old, final) // put the previous one back
+		return err
+	}
+	return os.RemoveAll(old)
+}
+
+// removeStale deletes temporary directories left by a crashed Save.
+func removeStale(outputDir string) {
+	entries, _ := os.ReadDir(outputDir)
+	for _, e := range entries {
+		if n := e.Name(); e.IsDir() && strings.HasPrefix(n, "."+Prefix) && strings.Contains(n, ".tmp-") {
+			os.RemoveAll(filepath.Join(outputDir, n))
+		}
+	}
+}
+
+// syncTree fsyncs every regular file and directory under root (root included).
+func syncTree(root string) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() || d.IsDir() {
+			return syncPath(path)
+		}
+		return nil
+	})
+}
+
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	serr := f.Sync()
+	return errors.Join(serr, f.Close())
+}
