@@ -74,21 +74,29 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 // MarshalJSON writes role, content, then the extra keys in order.
 func (m Message) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
-	role, _ := json.Marshal(m.Role)
-	content, _ := json.Marshal(m.Content)
 	b.WriteString(`{"role":`)
-	b.Write(role)
+	b.Write(jsonString(m.Role))
 	b.WriteString(`,"content":`)
-	b.Write(content)
+	b.Write(jsonString(m.Content))
 	for _, f := range m.Extra {
-		k, _ := json.Marshal(f.Key)
 		b.WriteByte(',')
-		b.Write(k)
+		b.Write(jsonString(f.Key))
 		b.WriteByte(':')
-		b.Write(f.Value)
+		if err := json.Compact(&b, f.Value); err != nil {
+			return nil, fmt.Errorf("message key %q: %w", f.Key, err)
+		}
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// jsonString encodes s without HTML escaping, so "<|im_end|>" stays readable.
+func jsonString(s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
 // Validate checks that the role is one of Roles.

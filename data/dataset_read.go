@@ -1,0 +1,357 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/posttrain/posttrain/data/chat"
+)
+
+// ReadFile reads a dataset from a JSONL file (one object per line) or a JSON file holding one
+// array of objects; which one is told by the first non-blank byte ('[' = JSON array). format
+// FormatAuto detects the format from the first row. A malformed row is an error "path:line: ...";
+// no row is skipped (blank JSONL lines are not rows).
+func ReadFile(path string, format Format) (*Dataset, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read dataset: %w", err)
+	}
+	defer f.Close()
+	return Read(f, path, format)
+}
+
+// Read is ReadFile on an open stream; name is used in errors.
+func Read(r io.Reader, name string, format Format) (*Dataset, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read dataset %s: %w", name, err)
+	}
+	d := &Dataset{Path: name, Format: format}
+	b := &rowBuilder{d: d, name: name}
+	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		err = readJSONArray(data, b)
+	} else {
+		err = readJSONL(data, b)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(d.Rows) == 0 {
+		return nil, fmt.Errorf("%s: no rows", name)
+	}
+	return d, nil
+}
+
+func readJSONL(data []byte, b *rowBuilder) error {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 1<<16), len(data)+1)
+	for line := 1; sc.Scan(); line++ {
+		text := bytes.TrimSpace(sc.Bytes())
+		if line == 1 {
+			text = bytes.TrimPrefix(text, []byte("\ufeff"))
+		}
+		if len(text) == 0 {
+			continue
+		}
+		if err := b.add(line, text); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+func readJSONArray(data []byte, b *rowBuilder) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	lineAt := lineCounter(data)
+	if _, err := dec.Token(); err != nil { // '['
+		return fmt.Errorf("%s:1: invalid JSON: %v", b.name, err)
+	}
+	for dec.More() {
+		start := skipSpaceComma(data, int(dec.InputOffset()))
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("%s:%d: invalid JSON: %v", b.name, lineAt(start), err)
+		}
+		if err := b.add(lineAt(start), raw); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil { // ']'
+		return fmt.Errorf("%s:%d: invalid JSON: %v", b.name, lineAt(int(dec.InputOffset())), err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%s:%d: invalid JSON: data after the top-level array", b.name, lineAt(int(dec.InputOffset())))
+	}
+	return nil
+}
+
+func skipSpaceComma(data []byte, off int) int {
+	for off < len(data) && bytes.IndexByte([]byte(" \t\r\n,"), data[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
+// lineCounter returns a function giving the 1-based line of a byte offset (offsets non-decreasing).
+func lineCounter(data []byte) func(off int) int {
+	line, pos := 1, 0
+	return func(off int) int {
+		off = min(off, len(data))
+		if off < pos {
+			line, pos = 1, 0
+		}
+		line += bytes.Count(data[pos:off], []byte("\n"))
+		pos = off
+		return line
+	}
+}
+
+// rowBuilder validates rows one at a time against the dataset's (possibly detected) format.
+type rowBuilder struct {
+	d        *Dataset
+	name     string
+	implicit *bool // preference: whether rows carry no "prompt"; set by the first row
+}
+
+func (b *rowBuilder) add(line int, raw []byte) error {
+	row, err := b.parse(line, raw)
+	if err != nil {
+		return fmt.Errorf("%s:%d: %w", b.name, line, err)
+	}
+	b.d.Rows = append(b.d.Rows, row)
+	return nil
+}
+
+func (b *rowBuilder) parse(line int, raw []byte) (Row, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return Row{}, fmt.Errorf("row must be a JSON object, got %s", kindOf(raw))
+		}
+		return Row{}, fmt.Errorf("invalid JSON: %v", err)
+	}
+	if obj == nil {
+		return Row{}, fmt.Errorf("row must be a JSON object, got null")
+	}
+	has := func(k string) bool { _, ok := obj[k]; return ok }
+	if b.d.Format == FormatAuto {
+		f, err := detectFormat(has)
+		if err != nil {
+			return Row{}, fmt.Errorf("%w; keys: %v", err, sortedKeys(obj))
+		}
+		b.d.Format = f
+	}
+	row := Row{Line: line}
+	var texts []Text
+	field := func(key string, dst *Text) error {
+		raw, ok := obj[key]
+		if !ok {
+			return fmt.Errorf("missing %q (format %s)", key, b.d.Format)
+		}
+		t, err := parseText(key, raw)
+		if err != nil {
+			return err
+		}
+		*dst = t
+		texts = append(texts, t)
+		return nil
+	}
+	var err error
+	switch b.d.Format {
+	case LanguageModeling:
+		err = b.parseLM(obj, &row, field)
+	case PromptCompletion:
+		err = errors.Join(field("prompt", &row.Prompt), field("completion", &row.Completion))
+	case Preference:
+		err = b.parsePreference(obj, &row, field)
+	case Unpaired:
+		err = errors.Join(field("prompt", &row.Prompt), field("completion", &row.Completion))
+		if err == nil {
+			err = parseLabel(obj, &row)
+		}
+	case PromptOnly:
+		err = field("prompt", &row.Prompt)
+	default:
+		err = fmt.Errorf("unknown format %v", b.d.Format)
+	}
+	if err != nil {
+		return Row{}, err
+	}
+	if err := b.checkKind(texts); err != nil {
+		return Row{}, err
+	}
+	row.Columns, err = extraColumns(obj, b.d.Format)
+	return row, err
+}
+
+func (b *rowBuilder) parseLM(obj map[string]json.RawMessage, row *Row, field func(string, *Text) error) error {
+	_, hasText := obj["text"]
+	_, hasMsgs := obj["messages"]
+	switch {
+	case hasText && hasMsgs:
+		return fmt.Errorf(`both "text" and "messages": a language-modelling row has one`)
+	case hasText:
+		if err := field("text", &row.Text); err != nil {
+			return err
+		}
+		if row.Text.Conversational() {
+			return fmt.Errorf(`"text" must be a string; use "messages" for a conversation`)
+		}
+	case hasMsgs:
+		if err := field("messages", &row.Text); err != nil {
+			return err
+		}
+		if !row.Text.Conversational() {
+			return fmt.Errorf(`"messages" must be a list of messages`)
+		}
+	default:
+		return fmt.Errorf(`missing "text" or "messages" (format %s)`, LanguageModeling)
+	}
+	return nil
+}
+
+func (b *rowBuilder) parsePreference(obj map[string]json.RawMessage, row *Row, field func(string, *Text) error) error {
+	_, hasPrompt := obj["prompt"]
+	if b.implicit == nil {
+		implicit := !hasPrompt
+		b.implicit = &implicit
+		b.d.ImplicitPrompt = implicit
+	} else if *b.implicit == hasPrompt {
+		return fmt.Errorf(`"prompt" present in some preference rows and absent in others`)
+	}
+	if err := errors.Join(field("chosen", &row.Chosen), field("rejected", &row.Rejected)); err != nil {
+		return err
+	}
+	if hasPrompt {
+		return field("prompt", &row.Prompt)
+	}
+	return extractPrompt(row)
+}
+
+func parseLabel(obj map[string]json.RawMessage, row *Row) error {
+	raw := obj["label"]
+	if err := json.Unmarshal(raw, &row.Label); err != nil || string(bytes.TrimSpace(raw)) == "null" {
+		return fmt.Errorf(`"label" must be true or false, got %s`, kindOf(raw))
+	}
+	return nil
+}
+
+// checkKind requires one row's fields, and all rows, to be all standard or all conversational.
+func (b *rowBuilder) checkKind(texts []Text) error {
+	if len(texts) == 0 {
+		return nil
+	}
+	conv := texts[0].Conversational()
+	for _, t := range texts[1:] {
+		if t.Conversational() != conv {
+			return fmt.Errorf("mixes conversational (message lists) and standard (string) fields")
+		}
+	}
+	if len(b.d.Rows) == 0 {
+		b.d.Conversational = conv
+		return nil
+	}
+	if conv != b.d.Conversational {
+		return fmt.Errorf("row is %s but the rows before it are %s", kindName(conv), kindName(b.d.Conversational))
+	}
+	return nil
+}
+
+func kindName(conv bool) string {
+	if conv {
+		return "conversational"
+	}
+	return "standard"
+}
+
+// parseText reads a string or a non-empty list of valid messages.
+func parseText(key string, raw json.RawMessage) (Text, error) {
+	switch kindOf(raw) {
+	case "a string":
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return Text{String: s}, err
+	case "an array":
+	default:
+		return Text{}, fmt.Errorf("%q must be a string or a list of messages, got %s", key, kindOf(raw))
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return Text{}, fmt.Errorf("%q: %v", key, err)
+	}
+	if len(items) == 0 {
+		return Text{}, fmt.Errorf("%q is an empty list of messages", key)
+	}
+	msgs := make([]chat.Message, len(items))
+	for i, it := range items {
+		if kindOf(it) != "an object" {
+			return Text{}, fmt.Errorf("%q[%d]: a message must be an object, got %s", key, i, kindOf(it))
+		}
+		if err := json.Unmarshal(it, &msgs[i]); err != nil {
+			return Text{}, fmt.Errorf("%q[%d]: %v", key, i, err)
+		}
+		if err := msgs[i].Validate(); err != nil {
+			return Text{}, fmt.Errorf("%q[%d]: %v", key, i, err)
+		}
+	}
+	return Text{Messages: msgs}, nil
+}
+
+func extraColumns(obj map[string]json.RawMessage, f Format) (map[string]any, error) {
+	own := map[string]bool{}
+	for _, k := range f.keys() {
+		own[k] = true
+	}
+	var cols map[string]any
+	for k, raw := range obj {
+		if own[k] {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("column %q: %v", k, err)
+		}
+		if cols == nil {
+			cols = map[string]any{}
+		}
+		cols[k] = v
+	}
+	return cols, nil
+}
+
+func kindOf(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+func sortedKeys(obj map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
