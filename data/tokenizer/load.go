@@ -17,13 +17,9 @@ import (
 // model directory holding one. A tokenizer_config.json (and chat_template.jinja) in the same
 // directory is read into Config and checked against the tokenizer; it is optional.
 func Load(path string) (*BPE, error) {
-	st, err := os.Stat(path)
+	file, dir, err := resolve(path)
 	if err != nil {
-		return nil, fmt.Errorf("load tokenizer: %w", err)
-	}
-	file, dir := path, filepath.Dir(path)
-	if st.IsDir() {
-		file, dir = filepath.Join(path, "tokenizer.json"), path
+		return nil, err
 	}
 	data, err := readMaybeGzip(file)
 	if err != nil {
@@ -45,6 +41,18 @@ func Load(path string) (*BPE, error) {
 	}
 	t.config = cfg
 	return t, nil
+}
+
+// resolve returns the tokenizer.json file and the directory of its tokenizer_config.json.
+func resolve(path string) (file, dir string, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", "", fmt.Errorf("load tokenizer: %w", err)
+	}
+	if st.IsDir() {
+		return filepath.Join(path, "tokenizer.json"), path, nil
+	}
+	return path, filepath.Dir(path), nil
 }
 
 func readMaybeGzip(file string) ([]byte, error) {
