@@ -233,3 +233,17 @@ func Float64s(t *tensors.Tensor) ([]float64, error) {
 	}
 	return out, err
 }
+
+// Load reads a checkpoint directory's config.json and weights into a new context, the weights
+// as dtype (float32 or bfloat16).
+func Load(dir string, dtype dtypes.DType) (*context.Context, *Config, error) {
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx := context.New()
+	if err := LoadWeights(ctx, cfg, dir, dtype); err != nil {
+		return nil, nil, err
+	}
+	return ctx, cfg, nil
+}

@@ -1,0 +1,91 @@
+package main
+
+// `posttrain score`: run a Qwen2 checkpoint on a token batch and print per-token log-probs, the
+// loss, logits checksums and (--grad) gradient norms as JSON, in the layout of the qwen2-tiny
+// expected files (models/testdata/qwen2-tiny).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/hub"
+	"github.com/posttrain/posttrain/models/qwen2"
+)
+
+// scoreConfig holds the flags of `posttrain score`.
+type scoreConfig struct {
+	Model        string // local directory or HF repo id
+	Input        string // batch JSON: input_ids, attention_mask, completion_start, max_new_tokens
+	Grad         bool
+	ComputeDType string
+	Backend      string
+}
+
+// scoreOutput is the printed JSON; later sections (generation) are added as omitempty fields.
+type scoreOutput struct {
+	*qwen2.Report
+}
+
+func init() {
+	addCommand(&cli.Command{
+		Name:  "score",
+		Usage: "score a token batch with a Qwen2 checkpoint: per-token log-probs, loss, logits checksums, gradient norms (JSON)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Required: true, Usage: "checkpoint directory or HuggingFace repo id"},
+			&cli.StringFlag{Name: "input", Required: true, Usage: "batch JSON file {input_ids, attention_mask, completion_start}"},
+			&cli.BoolFlag{Name: "grad", Usage: "also print the L2 norm of the loss gradient per tensor (grad.l2, grad.global_l2)"},
+			&cli.StringFlag{Name: "compute-dtype", Value: "float32", Usage: "dtype of weights and activations: float32 or bfloat16"},
+			&cli.StringFlag{Name: "backend", Usage: "GoMLX backend (default $GOMLX_BACKEND, else " + backend.Default + "); e.g. xla:cuda"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
+			}
+			c := scoreConfig{Model: cmd.String("model"), Input: cmd.String("input"), Grad: cmd.Bool("grad"),
+				ComputeDType: cmd.String("compute-dtype"), Backend: cmd.String("backend")}
+			if _, err := qwen2.ParseDType(c.ComputeDType); err != nil {
+				return usageError{fmt.Errorf("%s: --compute-dtype: %w", cmd.FullName(), err)}
+			}
+			if err := runScore(ctx, c, cmd.Root().Writer); err != nil {
+				return fmt.Errorf("%s: %w", cmd.FullName(), err)
+			}
+			return nil
+		},
+	})
+}
+
+// runScore loads the model and the batch, scores it and writes the JSON report to w.
+func runScore(ctx context.Context, c scoreConfig, w io.Writer) error {
+	dtype, err := qwen2.ParseDType(c.ComputeDType)
+	if err != nil {
+		return err
+	}
+	batch, _, err := qwen2.ReadBatchJSON(c.Input)
+	if err != nil {
+		return err
+	}
+	dir, err := hub.Resolve(ctx, c.Model, hub.Options{})
+	if err != nil {
+		return err
+	}
+	mctx, cfg, err := qwen2.Load(dir, dtype)
+	if err != nil {
+		return err
+	}
+	b, err := backend.New(backend.Resolve(c.Backend))
+	if err != nil {
+		return err
+	}
+	defer b.Finalize()
+	res, err := qwen2.Score(b, mctx, cfg, batch, c.Grad)
+	if err != nil {
+		return err
+	}
+	out := scoreOutput{Report: res.Report(batch)}
+	return json.NewEncoder(w).Encode(out) // one line: pipe through jq to read
+}
