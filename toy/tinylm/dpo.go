@@ -12,7 +12,7 @@ type PrefConfig struct {
 	LR     float64 // 1.0
 }
 
-// DefaultDPO and DefaultKTO return the course's defaults (the same for both).
+// DefaultDPO returns the course's train_dpo defaults.
 func DefaultDPO() PrefConfig { return PrefConfig{Beta: 0.1, Epochs: 300, LR: 1.0} }
 
 // DefaultKTO returns the course's train_kto defaults.
