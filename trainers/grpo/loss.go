@@ -6,7 +6,8 @@
 // Inputs are per-token tensors [B,T]: logps (current policy, with gradient), oldLogps (the
 // sampling policy π_old; pass StopGradient(logps) when μ = 1, which makes the ratio 1 but keeps
 // its gradient, TRL #2995), refLogps (π_ref; nil when β = 0), mask (bool or 0/1, completion
-// tokens), and advantages [B] (host-side group advantages, 식 (11.1)).
+// tokens), and advantages [B] (host-side group advantages, 식 (11.1)) or [B,T] (per-token GAE
+// advantages: PPO of phase 9 is TokenRatio + BNPOMean with β = 0).
 package grpo
 
 import (
@@ -45,6 +46,13 @@ type Aggregation func(perToken, mask *Node) *Node
 // tokens, then the mean over the B sequences — token weight 1/(B·|y_b|).
 func GRPOMean(perToken, mask *Node) *Node {
 	return ReduceAllMean(step.SeqMean(perToken, mask))
+}
+
+// SequenceSumMean is REINFORCE's weighting (식 (8.3), phase 8): the sum over each sequence's
+// tokens (= log π(y|x) for the sequence), then the mean over the B sequences — token weight 1/B.
+// With TokenRatio at ρ = 1 its gradient is −mean_b A_b·∇log π(y_b|x_b).
+func SequenceSumMean(perToken, mask *Node) *Node {
+	return ReduceAllMean(step.SeqSum(perToken, mask))
 }
 
 // BNPOMean is TRL loss_type "bnpo" (the course's agg "token_mean"): the mean over all completion
@@ -97,14 +105,23 @@ type Metrics struct {
 //
 //	ℓ_t = −min(ρ_t·A, clip(ρ_t, 1−ε_low, 1+ε_high)·A)
 //
-// ratio [B,T] or [B,1], advantages [B] → [B,T'] (T' = ratio's last dimension). Its gradient is the
-// course's coefficient: 0 when clipped (A > 0 and ρ > 1+ε_high, or A < 0 and ρ < 1−ε_low), else
-// −A·∂ρ. Clipping is Min/Max (GoMLX's Clamp has no gradient).
+// ratio [B,T] or [B,1]; advantages [B] (one per sequence, GRPO) or [B,T] (per token, PPO with
+// GAE) → [B,T'] with T' the larger last dimension. min is Python's min(unclipped, clipped): the
+// clipped term only when strictly smaller, so the gradient is exactly the course's coefficient
+// (rl.PPOClipTerm): 0 when clipped (A > 0 and ρ > 1+ε_high, or A < 0 and ρ < 1−ε_low), else
+// −A·∂ρ, ties included (ρ = 1 at the first update takes the unclipped branch).
 func ClippedSurrogate(ratio, advantages *Node, epsLow, epsHigh float64) *Node {
-	a := InsertAxes(ConvertDType(StopGradient(advantages), ratio.DType()), -1)
-	a = BroadcastToDims(a, ratio.Shape().Dimensions...)
-	clipped := MinScalar(MaxScalar(ratio, 1-epsLow), 1+epsHigh)
-	return Neg(Min(Mul(ratio, a), Mul(clipped, a)))
+	a := ConvertDType(StopGradient(advantages), ratio.DType())
+	if a.Rank() == 1 {
+		a = InsertAxes(a, -1) // [B] → [B,1]
+	}
+	dims := slices.Clone(ratio.Shape().Dimensions)
+	dims[1] = max(dims[1], a.Shape().Dimensions[1])
+	rho := BroadcastToDims(ratio, dims...)
+	a = BroadcastToDims(a, dims...)
+	clipped := Mul(MinScalar(MaxScalar(rho, 1-epsLow), 1+epsHigh), a)
+	unclipped := Mul(rho, a)
+	return Neg(Where(LessThan(clipped, unclipped), clipped, unclipped))
 }
 
 // KLk3 is the per-token k3 estimator of KL(π‖π_ref) (Schulman 2020; TRL grpo_trainer.py L1683):
@@ -145,14 +162,19 @@ func Loss(in Inputs, p Params, ratio Ratio, agg Aggregation) (*Node, Metrics) {
 // ones ([B,1]) over sequences.
 func metrics(rho *Node, in Inputs, p Params, kl *Node) Metrics {
 	rho = StopGradient(rho)
-	a := InsertAxes(ConvertDType(StopGradient(in.Advantages), rho.DType()), -1)
-	a = BroadcastToDims(a, rho.Shape().Dimensions...)
+	a := ConvertDType(StopGradient(in.Advantages), rho.DType())
+	if a.Rank() == 1 {
+		a = InsertAxes(a, -1)
+	}
+	dims := slices.Clone(rho.Shape().Dimensions)
+	dims[1] = max(dims[1], a.Shape().Dimensions[1])
+	rho, a = BroadcastToDims(rho, dims...), BroadcastToDims(a, dims...)
 	zero := ZerosLike(a)
 	low := LogicalAnd(LessThan(rho, Scalar(rho.Graph(), rho.DType(), 1-p.EpsLow)), LessThan(a, zero))
 	high := LogicalAnd(GreaterThan(rho, Scalar(rho.Graph(), rho.DType(), 1+p.EpsHigh)), GreaterThan(a, zero))
 	mean := func(x *Node) *Node {
 		f := ConvertDType(x, dtypes.Float64)
-		if rho.Shape().Dimensions[1] == 1 && in.LogProbs.Shape().Dimensions[1] != 1 {
+		if rho.Shape().Dimensions[1] == 1 && in.LogProbs.Shape().Dimensions[1] != 1 { // sequence level
 			return ReduceAllMean(f)
 		}
 		return step.TokenMean(f, in.Mask)

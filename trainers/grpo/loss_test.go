@@ -10,6 +10,7 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/trainers/rl"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
@@ -357,6 +358,47 @@ func TestGRPOLoss_Metrics(t *testing.T) {
 	for i, want := range []float64{0.2, 0.2, 0.4, kl, 0.5, 0.5, 0} {
 		if got := out[i][0]; !near(got, want, 1e-15) {
 			t.Errorf("metric %d = %v, want %v", i, got, want)
+		}
+	}
+}
+
+// Per-token advantages (PPO with GAE, phase 9): the gradient w.r.t. log ρ is rl.PPOClipTerm's
+// coefficient on a grid that includes the exact bounds, where Python's min keeps the unclipped term.
+func TestClippedSurrogate_PerTokenMatchesPPOClipTerm(t *testing.T) {
+	ratios := [][]float64{{0.5, 0.8, 1.0, 1.2, 1.5}, {0.5, 0.8, 1.0, 1.2, 1.5}, {0.7, 0.9, 1.1, 1.3, 1.0}}
+	adv := [][]float64{{1, 1, 1, 1, 1}, {-1, -1, -1, -1, -1}, {0.3, -2, 0, 0.4, -0.1}}
+	out := run(t, func(in []*Node) []*Node {
+		logRatio := Log(in[0])
+		loss := ReduceAllSum(ClippedSurrogate(Exp(logRatio), in[1], 0.2, 0.2))
+		return []*Node{Neg(Gradient(loss, logRatio)[0]), ClippedSurrogate(in[0], in[1], 0.2, 0.2)}
+	}, ratios, adv)
+	for i := range ratios {
+		for j := range ratios[i] {
+			obj, coef := rl.PPOClipTerm(ratios[i][j], adv[i][j], 0.2)
+			k := i*len(ratios[i]) + j
+			if got := out[0][k]; !near(got, coef, 1e-15) {
+				t.Errorf("ρ=%v A=%v: −∂ℓ/∂log ρ = %v, PPOClipTerm coefficient %v", ratios[i][j], adv[i][j], got, coef)
+			}
+			if got := -out[1][k]; !near(got, obj, 1e-15) {
+				t.Errorf("ρ=%v A=%v: −ℓ = %v, PPOClipTerm objective %v", ratios[i][j], adv[i][j], got, obj)
+			}
+		}
+	}
+}
+
+// REINFORCE's weighting (식 (8.3)): at ρ = 1 each sequence's tokens get A_b/B.
+func TestSequenceSumMean_ReinforceWeights(t *testing.T) {
+	adv := []float64{0.5, -0.25, 0.75, -1}
+	_, grad := ascent(t, groupLogps, groupLogps, groupLogps, groupMask, adv, Params{EpsLow: 0.2, EpsHigh: 0.2}, TokenRatio, SequenceSumMean)
+	for i, a := range adv {
+		for tok := 0; tok < 3; tok++ {
+			want := a / 4
+			if groupMask[i][tok] == 0 {
+				want = 0
+			}
+			if got := grad[i*3+tok]; !near(got, want, 1e-15) {
+				t.Errorf("sequence %d token %d: weight %v, want %v", i, tok, got, want)
+			}
 		}
 	}
 }
