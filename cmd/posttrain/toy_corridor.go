@@ -118,6 +118,12 @@ func parseFloatList(cmd *cli.Command, flag string) ([]float64, error) {
 }
 
 func init() {
+	addReturnToy()
+	addBellmanToy()
+	addQLearningToy()
+}
+
+func addReturnToy() {
 	d1 := corridor.DefaultPhase1()
 	addCorridorToy(1, "return", "returns G_t (식 (1.1)-(1.2)) and a Monte Carlo estimate of J (식 (1.3))", []cli.Flag{
 		intFlag("episodes", d1.Episodes, "Monte Carlo episodes per estimate of J"),
@@ -132,7 +138,9 @@ func init() {
 		return runCorridor(cmd, corridor.Phase1Config{Seed: cmd.Int64("seed"), Episodes: cmd.Int("episodes"),
 			Gamma: cmd.Float("gamma"), P: p, DemoSeeds: cmd.Int("demo-seeds")}, corridor.RunPhase1)
 	}, func() (corridor.Result, error) { return corridor.RunPhase1(d1) })
+}
 
+func addBellmanToy() {
 	d2 := corridor.DefaultPhase2()
 	addCorridorToy(2, "bellman", "Bellman evaluation (식 (2.3)-(2.4)), Monte Carlo and TD(0) (식 (2.5)-(2.6))", []cli.Flag{
 		floatFlag("p", d2.P, "P(→) of the evaluated policy"),
@@ -145,7 +153,9 @@ func init() {
 			Episodes: cmd.Int("episodes"), Alpha: cmd.Float("alpha"), Gamma: cmd.Float("gamma"),
 			Sweeps: cmd.Int("sweeps")}, corridor.RunPhase2)
 	}, func() (corridor.Result, error) { return corridor.RunPhase2(d2) })
+}
 
+func addQLearningToy() {
 	d3 := corridor.DefaultPhase3()
 	addCorridorToy(3, "qlearning", "tabular Q-learning with ε-greedy (식 (3.2)-(3.3)) against Q* (식 (3.1))", []cli.Flag{
 		intFlag("episodes", d3.Episodes, "training episodes"),

@@ -8,6 +8,13 @@ import (
 )
 
 func init() {
+	addDQNToy()
+	addReinforceToy()
+	addA2CToy()
+	addPPOToy()
+}
+
+func addDQNToy() {
 	d4 := corridor.DefaultPhase4()
 	addCorridorToy(4, "dqn", "DQN: an MLP Q-network with hand-written backprop, replay buffer and target network (식 (4.1)-(4.3))", []cli.Flag{
 		intFlag("steps", d4.Steps, "environment steps"),
@@ -24,7 +31,9 @@ func init() {
 			BufferSize: cmd.Int("buffer-size"), LearningStarts: cmd.Int("learning-starts"),
 			TargetEvery: cmd.Int("target-every"), Hidden: cmd.Int("hidden")}, corridor.RunPhase4)
 	}, func() (corridor.Result, error) { return corridor.RunPhase4(d4) })
+}
 
+func addReinforceToy() {
 	d5 := corridor.DefaultPhase5()
 	addCorridorToy(5, "reinforce", "REINFORCE with and without a baseline (식 (5.2)-(5.4))", []cli.Flag{
 		intFlag("episodes", d5.Episodes, "REINFORCE training episodes"),
@@ -36,7 +45,9 @@ func init() {
 			Alpha: cmd.Float("alpha"), GradEpisodes: cmd.Int("grad-episodes"), State: cmd.Int("state")},
 			corridor.RunPhase5)
 	}, func() (corridor.Result, error) { return corridor.RunPhase5(d5) })
+}
 
+func addA2CToy() {
 	d6 := corridor.DefaultPhase6()
 	addCorridorToy(6, "a2c", "advantage actor-critic with GAE (식 (6.1)-(6.2))", []cli.Flag{
 		intFlag("iterations", d6.Iterations, "training iterations"),
@@ -50,7 +61,9 @@ func init() {
 			EpisodesPerBatch: cmd.Int("episodes-per-batch"), ActorLR: cmd.Float("actor-lr"),
 			CriticLR: cmd.Float("critic-lr"), Gamma: cmd.Float("gamma"), Lam: cmd.Float("lam")}, corridor.RunPhase6)
 	}, func() (corridor.Result, error) { return corridor.RunPhase6(d6) })
+}
 
+func addPPOToy() {
 	d7 := corridor.DefaultPhase7()
 	addCorridorToy(7, "ppo", "PPO's clipped objective (식 (7.1)-(7.2)) with GAE", []cli.Flag{
 		intFlag("iterations", d7.Iterations, "training iterations"),

@@ -4,6 +4,10 @@
 // GAE and PPO. Random numbers come from internal/pyrand in the course's order and sums run left to
 // right, so every printed line matches the course byte for byte and every result its golden.
 //
+// Bit-exactness assumes Go does not fuse x*y + z into one FMA instruction, as on amd64 (the
+// default GOAMD64=v1); on arm64 the compiler may fuse, and results can move by an ulp (still
+// within the tests' 1e-12 tolerances, and the printed lines are rounded).
+//
 // States are cell numbers 0..4 (0 = hole, 4 = goal, start 2); actions are Left (0) and Right (1).
 // Per-state tables are arrays indexed by the state; only NonTerminal states are ever used.
 package corridor

@@ -167,8 +167,7 @@ var subscript = []string{"₀", "₁", "₂", "₃", "₄"}
 // Lines is what phase 5 prints.
 func (r *Phase5Result) Lines() []string {
 	h := r.HandCheck
-	p := func(th *Logits) StateValues { return pRights(th) }
-	detour, base := p(&h.Detour), p(&h.DetourBaseline)
+	detour, base := pRights(&h.Detour), pRights(&h.DetourBaseline)
 	return []string{
 		"←→→→ 한 번 뒤 P(→|s) = " + roundedStates(&detour, 4),
 		"baseline 사용  P(→|s) = " + roundedStates(&base, 4),
