@@ -29,23 +29,48 @@ func runChecks(t *testing.T, checks []check) {
 func near(name string, got, want float64) check { return check{name, got, want, false} }
 func same(name string, got, want float64) check { return check{name, got, want, true} }
 
-// Phase 1 step_api_demo: reset, two steps right, and truncation at the 20th step.
+// Phase 1 step_api_demo: reset, two steps right to the goal, and ←→ ten times from the start,
+// truncated at the 20th step (plus the hole, which the demo does not visit).
 func TestPhase1_StepAPI(t *testing.T) {
 	if err := StepAPIDemo(); err != nil {
 		t.Fatal(err)
 	}
+	type out struct {
+		obs         int
+		r           float64
+		term, trunc bool
+	}
+	alternate := make([]int, 20)
+	for i := range alternate {
+		alternate[i] = i % 2 // ←→←→…
+	}
+	for _, tc := range []struct {
+		name    string
+		actions []int
+		want    out // after the last action
+	}{
+		{"→", []int{Right}, out{3, 0.0, false, false}},
+		{"→→", []int{Right, Right}, out{4, 1.0, true, false}},
+		{"(←→)×10", alternate, out{2, 0.0, false, true}},
+		{"(←→)×9 ←", alternate[:19], out{1, 0.0, false, false}},
+		{"←←", []int{Left, Left}, out{0, -1.0, true, false}},
+	} {
+		env := NewCorridor()
+		if obs := env.Reset(); obs != 2 {
+			t.Fatalf("Reset() = %d, want 2", obs)
+		}
+		var got out
+		for _, a := range tc.actions {
+			got.obs, got.r, got.term, got.trunc = env.Step(a)
+		}
+		if got != tc.want {
+			t.Errorf("%s: last step = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
 	env := NewCorridor()
-	if got := env.Reset(); got != 2 {
-		t.Fatalf("Reset() = %d, want 2", got)
-	}
-	if obs, r, term, trunc := env.Step(Left); obs != 1 || r != 0 || term || trunc {
-		t.Errorf("Step(←) from 2 = (%d, %v, %v, %v), want (1, 0, false, false)", obs, r, term, trunc)
-	}
-	if obs, r, term, trunc := env.Step(Left); obs != 0 || r != -1 || !term || trunc {
-		t.Errorf("Step(←) from 1 = (%d, %v, %v, %v), want (0, -1, true, false)", obs, r, term, trunc)
-	}
-	if got := env.Render(); got != "@ . . . G" {
-		t.Errorf("Render() = %q", got)
+	env.Reset()
+	if got := env.Render(); got != "H . @ . G" {
+		t.Errorf("Render() = %q, want %q", got, "H . @ . G")
 	}
 }
 
