@@ -18,8 +18,8 @@ func dot(ws, xs []float64) float64 {
 	return sum
 }
 
-// Transition5 is one replay-buffer entry (s, a, r, s′, terminated).
-type Transition5 struct {
+// Experience is one replay-buffer entry (s, a, r, s′, terminated); truncation is not stored.
+type Experience struct {
 	S, A       int
 	R          float64
 	S2         int
@@ -45,7 +45,7 @@ func (l *LinearQ) Q(s int) [2]float64 {
 //	y = r + γ(1−done)·max_a′ Q_target(s′,a′)      (4.1)
 //	L = (1/B) Σ ½(Q(s,a) − y)²                     (4.2)
 //	∂L/∂W[a][s] = (1/B) Σ (Q(s,a) − y)             (4.3)
-func (l *LinearQ) SGDStep(batch []Transition5, target *LinearQ, lr, gamma float64) float64 {
+func (l *LinearQ) SGDStep(batch []Experience, target *LinearQ, lr, gamma float64) float64 {
 	n := float64(len(batch))
 	loss := 0.0
 	var grads [2][NumStates]float64

@@ -11,7 +11,7 @@ import (
 
 // dqnUpdate computes 식 (4.1)-(4.3) on one batch with the target network for y, and takes one
 // SGD step θ ← θ − lr·∇L. It returns the loss. Gradient flows only into the chosen action's Q.
-func dqnUpdate(net, target *MLP, batch []Transition5, lr, gamma float64) float64 {
+func dqnUpdate(net, target *MLP, batch []Experience, lr, gamma float64) float64 {
 	grads, loss := net.zerosLike(), 0.0
 	n := float64(len(batch))
 	for _, b := range batch {
@@ -83,10 +83,10 @@ func TrainDQN(c Phase4Config) *MLP {
 	rng := pyrand.New(c.Seed)
 	net := NewMLP(NumStates, c.Hidden, 2, rng)
 	target := net.clone()
-	var buffer []Transition5
+	var buffer []Experience
 	env := NewCorridor()
 	s := env.Reset()
-	batch := make([]Transition5, c.BatchSize)
+	batch := make([]Experience, c.BatchSize)
 	for step := range c.Steps {
 		epsilon := pyMax(0.05, 1.0-float64(step)/1500)
 		q, _ := net.Forward(oneHot(s, NumStates))
@@ -100,7 +100,7 @@ func TrainDQN(c Phase4Config) *MLP {
 		if len(buffer) == c.BufferSize {
 			buffer = buffer[1:] // deque(maxlen): the oldest entry falls off
 		}
-		buffer = append(buffer, Transition5{s, a, r, s2, term})
+		buffer = append(buffer, Experience{s, a, r, s2, term})
 		if term || trunc {
 			s = env.Reset()
 		} else {
@@ -180,12 +180,12 @@ func Phase4HandCheck() Phase4Check {
 	for _, actions := range [][]int{{Right, Right}, {Right, Right}, {Left, Left}} {
 		_, _, _, steps := runActions(actions)
 		for _, st := range steps {
-			net.SGDStep([]Transition5{{st.S, st.A, st.R, st.S2, st.Terminated}}, net, 0.5, 0.9)
+			net.SGDStep([]Experience{{st.S, st.A, st.R, st.S2, st.Terminated}}, net, 0.5, 0.9)
 		}
 	}
 	h := Phase4Check{Linear: net.clone()}
 	target := net.clone()
-	h.BatchLoss = net.SGDStep([]Transition5{{2, Right, 0.0, 3, false}, {3, Right, 1.0, 4, true}}, target, 0.5, 0.9)
+	h.BatchLoss = net.SGDStep([]Experience{{2, Right, 0.0, 3, false}, {3, Right, 1.0, 4, true}}, target, 0.5, 0.9)
 	h.LinearStep = net
 	h.Grad = Phase4GradCheck()
 	return h
