@@ -1,0 +1,111 @@
+package tinylmgomlx
+
+import (
+	"encoding/json"
+	"math"
+	"sync"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+
+	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/toy/tinylm"
+)
+
+var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
+
+// sameJSON compares two results key by key: strings and structure exactly, numbers to tol.
+func sameJSON(t *testing.T, name string, got, want any, tol float64) {
+	t.Helper()
+	var g, w any
+	for _, c := range []struct {
+		v   any
+		out *any
+	}{{got, &g}, {want, &w}} {
+		b, err := json.Marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, c.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compare(t, name, g, w, tol)
+}
+
+func compare(t *testing.T, path string, g, w any, tol float64) {
+	t.Helper()
+	switch wv := w.(type) {
+	case map[string]any:
+		gv, ok := g.(map[string]any)
+		if !ok || len(gv) != len(wv) {
+			t.Errorf("%s: got %v, want %v", path, g, w)
+			return
+		}
+		for k := range wv {
+			compare(t, path+"."+k, gv[k], wv[k], tol)
+		}
+	case []any:
+		gv, ok := g.([]any)
+		if !ok || len(gv) != len(wv) {
+			t.Errorf("%s: got %v, want %v", path, g, w)
+			return
+		}
+		for i := range wv {
+			compare(t, path+"["+itoa(i)+"]", gv[i], wv[i], tol)
+		}
+	case float64:
+		gv, ok := g.(float64)
+		if !ok || math.Abs(gv-wv) > tol {
+			t.Errorf("%s: got %v, want %v (tol %g)", path, g, w, tol)
+		}
+	default:
+		if g != w {
+			t.Errorf("%s: got %v, want %v", path, g, w)
+		}
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// sameRows checks the rows' creation order exactly and their values to tol, and logs the largest
+// difference (to see how far the GoMLX path is from the oracle).
+func sameRows(t *testing.T, name string, got, want tinylm.Logits, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d rows, want %d", name, len(got), len(want))
+	}
+	worst := 0.0
+	for i := range want {
+		if got[i].Key != want[i].Key {
+			t.Fatalf("%s: row %d is %v, want %v (creation order)", name, i, got[i].Key, want[i].Key)
+		}
+		for j := range want[i].Logits {
+			worst = max(worst, math.Abs(got[i].Logits[j]-want[i].Logits[j]))
+		}
+	}
+	if worst > tol {
+		t.Errorf("%s: logits differ by up to %g, want ≤ %g", name, worst, tol)
+	}
+	t.Logf("%s: %d rows, max |GoMLX − oracle| = %.3g", name, len(want), worst)
+}
+
+func TestDPO_MatchesOracle(t *testing.T) {
+	got, err := RunDPO(testBackend(), tinylm.DefaultDPO())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tinylm.RunDPO(tinylm.DefaultDPO())
+	sameJSON(t, "dpo", got, want, 1e-9)
+	sameRows(t, "dpo_logits", got.Logits, want.Logits, 1e-9)
+}
+
+func TestKTO_MatchesOracle(t *testing.T) {
+	got, err := RunKTO(testBackend(), tinylm.DefaultKTO())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tinylm.RunKTO(tinylm.DefaultKTO())
+	sameJSON(t, "kto", got, want, 1e-9)
+	sameRows(t, "kto_logits", got.Logits, want.Logits, 1e-9)
+}
