@@ -34,11 +34,14 @@ type Config struct {
 	UNKToken     json.RawMessage `json:"unk_token"`
 }
 
-// Load reads the chat template of a tokenizer_config.json, or of the one inside a model directory.
-// A template named "default" is used when chat_template is a list of named templates.
+// Load reads the chat template of a tokenizer_config.json, of the one inside a model directory,
+// or of the one beside a tokenizer.json. A template named "default" is used when chat_template is
+// a list of named templates.
 func Load(path string) (*Template, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "tokenizer_config.json")
+	} else if b := filepath.Base(path); b == "tokenizer.json" || b == "tokenizer.json.gz" {
+		path = filepath.Join(filepath.Dir(path), "tokenizer_config.json")
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
