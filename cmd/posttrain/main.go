@@ -27,6 +27,9 @@ func addCommand(c *cli.Command) { commands = append(commands, c) }
 func newApp() *cli.Command {
 	attachToys()
 	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
+	for _, c := range commands {
+		setUsageErrors(c)
+	}
 	return &cli.Command{
 		Name:                  "posttrain",
 		Usage:                 "post-train language models (SFT, DPO, KTO, GRPO) in Go with GoMLX",
@@ -42,6 +45,19 @@ func newApp() *cli.Command {
 			}
 			return cli.ShowAppHelp(cmd)
 		},
+	}
+}
+
+// setUsageErrors makes a bad flag value on any subcommand a one-line usage error (exit 2);
+// urfave/cli v3 does not inherit the root's OnUsageError.
+func setUsageErrors(c *cli.Command) {
+	if c.OnUsageError == nil {
+		c.OnUsageError = func(ctx context.Context, cmd *cli.Command, err error, isSubcommand bool) error {
+			return usageError{fmt.Errorf("%s: %w", cmd.FullName(), err)}
+		}
+	}
+	for _, sub := range c.Commands {
+		setUsageErrors(sub)
 	}
 }
 
