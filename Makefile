@@ -28,6 +28,7 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 	CGO_ENABLED=0 $(GO) vet -tags noxla $(PKGS)
+	$(GO) vet -tags hftokenizers $(PKGS)
 
 unit:
 	$(GO) test -count=1 -timeout 45m $(PKGS)
