@@ -109,3 +109,50 @@ func TestKTO_MatchesOracle(t *testing.T) {
 	sameJSON(t, "kto", got, want, 1e-9)
 	sameRows(t, "kto_logits", got.Logits, want.Logits, 1e-9)
 }
+
+func TestReinforceKL_MatchesOracle(t *testing.T) {
+	for _, beta := range tinylm.Phase8Betas {
+		cfg := tinylm.DefaultReinforceKL(beta)
+		got, err := RunReinforceKL(testBackend(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := tinylm.RunReinforceKL(cfg)
+		sameJSON(t, "reinforce", got, want, 1e-9)
+		sameRows(t, "reinforce logits", got.Logits, want.Logits, 1e-9)
+	}
+}
+
+func TestRLHF_MatchesOracle(t *testing.T) {
+	got, err := RunRLHF(testBackend(), tinylm.DefaultRLHF())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tinylm.RunRLHF(tinylm.DefaultRLHF())
+	sameJSON(t, "rlhf", got, want, 1e-9)
+	sameRows(t, "rlhf logits", got.Logits, want.Logits, 1e-9)
+}
+
+func TestGRPO_MatchesOracle(t *testing.T) {
+	got, err := RunGRPO(testBackend(), tinylm.DefaultGRPO())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tinylm.RunGRPO(tinylm.DefaultGRPO())
+	sameJSON(t, "grpo", got, want, 1e-9)
+	sameRows(t, "grpo logits", got.Logits, want.Logits, 1e-9)
+}
+
+func TestVariants_MatchOracle(t *testing.T) {
+	cfg := tinylm.DefaultGRPO()
+	cfg.Iterations = tinylm.Phase12Iterations
+	got, err := RunVariants(testBackend(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tinylm.RunPhase12()
+	sameJSON(t, "variants", got, want, 1e-9)
+	for i := range want.Variants {
+		sameRows(t, want.Variants[i].Name+" logits", got.Variants[i].Logits, want.Variants[i].Logits, 1e-9)
+	}
+}
