@@ -35,8 +35,8 @@ type Config struct {
 }
 
 // Load reads the chat template of a tokenizer_config.json, of the one inside a model directory,
-// or of the one beside a tokenizer.json. A template named "default" is used when chat_template is
-// a list of named templates.
+// or of the one beside a tokenizer.json; a chat_template.jinja in the same directory wins. A
+// template named "default" is used when chat_template is a list of named templates.
 func Load(path string) (*Template, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "tokenizer_config.json")
@@ -51,7 +51,12 @@ func Load(path string) (*Template, error) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, fmt.Errorf("load chat template %s: %w", path, err)
 	}
+	// Newer transformers save the template beside the config as chat_template.jinja, which then
+	// takes precedence over the config's chat_template.
 	src, err := templateSource(c.ChatTemplate)
+	if jinja, jerr := os.ReadFile(filepath.Join(filepath.Dir(path), "chat_template.jinja")); jerr == nil {
+		src, err = string(jinja), nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load chat template %s: %w", path, err)
 	}

@@ -166,3 +166,27 @@ func TestParse_Errors(t *testing.T) {
 		t.Error("call of an undefined function: want a render error")
 	}
 }
+
+func TestLoad_ChatTemplateJinjaWins(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `{"chat_template": "from config", "eos_token": {"content": "<|im_end|>", "special": true}, "bos_token": null}`
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := Load(filepath.Join(dir, "tokenizer.json")) // a tokenizer.json path finds its config
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tpl.Source != "from config" || tpl.Special["eos_token"] != "<|im_end|>" {
+		t.Errorf("got %q, special %v", tpl.Source, tpl.Special)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), []byte("{{ eos_token }}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if tpl, err = Load(dir); err != nil || tpl.Source != "{{ eos_token }}" {
+		t.Fatalf("chat_template.jinja: %v %+v", err, tpl)
+	}
+	if got, _ := tpl.Render(nil, Options{}); got != "<|im_end|>" {
+		t.Errorf("render = %q", got)
+	}
+}
