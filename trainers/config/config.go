@@ -13,6 +13,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/posttrain/posttrain/trainers/schedule"
 )
@@ -214,8 +215,15 @@ func DefaultGRPO() *GRPO {
 func (*GRPO) Method() string { return "grpo" }
 
 // Resolve implements Config: epsilon_high defaults to epsilon and steps_per_generation to
-// gradient_accumulation_steps, as GRPOConfig.__post_init__ does.
+// gradient_accumulation_steps, as GRPOConfig.__post_init__ does; scale_rewards true/false mean
+// group/none, as TRL v0.24 still accepts.
 func (c *GRPO) Resolve() {
+	switch strings.ToLower(c.ScaleRewards) {
+	case "true":
+		c.ScaleRewards = "group"
+	case "false":
+		c.ScaleRewards = "none"
+	}
 	if c.EpsilonHigh == 0 {
 		c.EpsilonHigh = c.Epsilon
 	}

@@ -67,6 +67,13 @@ func TestGRPOResolve_TRLPostInit(t *testing.T) {
 	if c.EpsilonHigh != 0.28 || c.StepsPerGeneration != 2 {
 		t.Errorf("explicit values changed: %g, %d", c.EpsilonHigh, c.StepsPerGeneration)
 	}
+	for in, want := range map[string]string{"true": "group", "False": "none", "batch": "batch"} {
+		c.ScaleRewards = in
+		c.Resolve()
+		if c.ScaleRewards != want {
+			t.Errorf("scale_rewards %s resolved to %s, want %s", in, c.ScaleRewards, want)
+		}
+	}
 }
 
 var kebab = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
@@ -210,7 +217,7 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 		{"grpo", []string{"--num-generations", "3", "--reward", "r"}, "num_generations (--num-generations) (3) must divide the generation batch per_device_train_batch_size × steps_per_generation = 8 × 1 = 8"},
 		{"grpo", nil, "reward_funcs (--reward) is required"},
 		{"grpo", []string{"--reward", "a,b", "--reward-weights", "1"}, "reward_weights (--reward-weights) has 1 weights for 2 reward functions"},
-		{"grpo", []string{"--reward", "a", "--scale-rewards", "true"}, "scale_rewards (--scale-rewards) must be one of group, batch, none"},
+		{"grpo", []string{"--reward", "a", "--scale-rewards", "max"}, "scale_rewards (--scale-rewards) must be one of group, batch, none"},
 		{"sft", []string{"--resume", "--resume-from-checkpoint", "x"}, "resume (--resume) and resume_from_checkpoint are exclusive"},
 	}
 	for _, c := range cases {

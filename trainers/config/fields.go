@@ -10,6 +10,7 @@ type field struct {
 	Key   string        // YAML key, TRL's name: "learning_rate"
 	Flag  string        // flag name: "learning-rate"
 	Usage string        // help text
+	Group string        // help category: "training" or the method's struct name
 	Enum  []string      // allowed values, nil if free
 	Value reflect.Value // the settable field
 }
@@ -22,12 +23,15 @@ func fields(cfg any) []field {
 		panic("config: fields needs a pointer to a struct")
 	}
 	var out []field
-	collect(v.Elem(), &out)
+	collect(v.Elem(), "", &out)
 	return out
 }
 
-func collect(v reflect.Value, out *[]field) {
+func collect(v reflect.Value, group string, out *[]field) {
 	t := v.Type()
+	if group == "" {
+		group = strings.ToLower(t.Name())
+	}
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
 		if !sf.IsExported() {
@@ -35,13 +39,13 @@ func collect(v reflect.Value, out *[]field) {
 		}
 		key, opts, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
 		if sf.Anonymous && strings.Contains(opts, "inline") {
-			collect(v.Field(i), out)
+			collect(v.Field(i), strings.ToLower(sf.Type.Name()), out)
 			continue
 		}
 		if key == "" || key == "-" {
 			continue
 		}
-		f := field{Key: key, Flag: sf.Tag.Get("flag"), Usage: sf.Tag.Get("usage"), Value: v.Field(i)}
+		f := field{Key: key, Flag: sf.Tag.Get("flag"), Usage: sf.Tag.Get("usage"), Group: group, Value: v.Field(i)}
 		if f.Flag == "" {
 			f.Flag = strings.ReplaceAll(key, "_", "-")
 		}

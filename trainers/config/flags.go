@@ -25,25 +25,25 @@ func Flags(cfg Config) []cli.Flag {
 }
 
 func newFlag(f field) cli.Flag {
-	usage := f.Usage
+	usage, cat := f.Usage, f.Group+" options"
 	if f.Enum != nil {
 		usage += " (" + strings.Join(f.Enum, "|") + ")"
 	}
 	switch v := f.Value.Addr().Interface().(type) {
 	case *string:
-		return &cli.StringFlag{Name: f.Flag, Usage: usage, Value: *v}
+		return &cli.StringFlag{Name: f.Flag, Category: cat, Usage: usage, Value: *v}
 	case *float64:
-		return &cli.FloatFlag{Name: f.Flag, Usage: usage, Value: *v}
+		return &cli.FloatFlag{Name: f.Flag, Category: cat, Usage: usage, Value: *v}
 	case *int:
-		return &cli.IntFlag{Name: f.Flag, Usage: usage, Value: *v}
+		return &cli.IntFlag{Name: f.Flag, Category: cat, Usage: usage, Value: *v}
 	case *bool:
-		return &cli.BoolFlag{Name: f.Flag, Usage: usage, Value: *v}
+		return &cli.BoolFlag{Name: f.Flag, Category: cat, Usage: usage, Value: *v}
 	case **bool:
-		return &cli.BoolFlag{Name: f.Flag, Usage: usage}
+		return &cli.BoolFlag{Name: f.Flag, Category: cat, Usage: usage}
 	case *[]string:
-		return &cli.StringSliceFlag{Name: f.Flag, Usage: usage, Value: *v}
+		return &cli.StringSliceFlag{Name: f.Flag, Category: cat, Usage: usage, Value: *v}
 	case *[]float64:
-		return &cli.FloatSliceFlag{Name: f.Flag, Usage: usage, Value: *v}
+		return &cli.FloatSliceFlag{Name: f.Flag, Category: cat, Usage: usage, Value: *v}
 	}
 	panic(fmt.Sprintf("config: option %s has unsupported type %s", f.Key, f.Value.Type()))
 }
