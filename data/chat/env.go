@@ -38,11 +38,12 @@ func newEnvironment() *exec.Environment {
 	methods.Dict = orderedDictMethods(builtins.Methods.Dict)
 	methods.Str = pyStripMethods(builtins.Methods.Str)
 	return &exec.Environment{
-		Context:           ctx,
-		Filters:           filters,
-		Tests:             tests,
-		ControlStructures: exec.NewControlStructureSet(map[string]parser.ControlStructureParser{}).Update(builtins.ControlStructures),
-		Methods:           methods,
+		Context: ctx,
+		Filters: filters,
+		Tests:   tests,
+		ControlStructures: exec.NewControlStructureSet(map[string]parser.ControlStructureParser{
+			"generation": generationParser}).Update(builtins.ControlStructures),
+		Methods: methods,
 	}
 }
 

@@ -190,3 +190,15 @@ func TestLoad_ChatTemplateJinjaWins(t *testing.T) {
 		t.Errorf("render = %q", got)
 	}
 }
+
+// A training template's {% generation %} block renders its body (transformers' AssistantTracker).
+func TestRender_GenerationTag(t *testing.T) {
+	tpl, err := Parse("{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}{% set x = 1 %}{% endgeneration %}{% else %}[{{ m.content }}]{% endif %}{% endfor %}", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tpl.Render([]Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "a"}}, Options{})
+	if err != nil || got != "[q]a" {
+		t.Errorf("got %q, %v", got, err)
+	}
+}
