@@ -72,15 +72,14 @@ func MeanNLL(lp, scored *Node) *Node {
 	return Div(Neg(ReduceAllSum(Mul(lp, scored))), MaxScalar(ReduceAllSum(scored), 1))
 }
 
-// Gradients returns ∂loss/∂w for every trainable weight of ctx that loss depends on, with its HF
-// name, in the order of cfg.Tensors(). A tied head's embedding gets one gradient (both uses).
-func Gradients(ctx *context.Context, cfg *Config, loss *Node) (names []string, grads []*Node) {
+// Gradients returns ∂loss/∂w for every trainable variable of ctx that loss depends on, with its
+// HF name, in the order of ctx.IterVariables() — the order BuildTrainableVariablesGradientsGraph
+// uses and optimizers' UpdateGraphWithGradients expects. A tied head's embedding gets one gradient.
+func Gradients(ctx *context.Context, loss *Node) (names []string, grads []*Node) {
 	var wrt []*Node
-	for _, s := range cfg.Tensors() {
-		scope, name := VarScope(s.Name)
-		v := ctx.GetVariableByScopeAndName(scope, name)
-		if v != nil && v.Trainable && v.InUseByGraph(loss.Graph()) {
-			names = append(names, s.Name)
+	for v := range ctx.IterVariables() {
+		if v.Trainable && v.InUseByGraph(loss.Graph()) {
+			names = append(names, HFName(v.Scope(), v.Name()))
 			wrt = append(wrt, v.ValueGraph(loss.Graph()))
 		}
 	}

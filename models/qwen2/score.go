@@ -31,7 +31,7 @@ type ScoreResult struct {
 	LastIndex  []int       // each row's last real position
 	LastLogits [][]float32 // [B][V] the logits there
 	Checksum   Checksum
-	GradNames  []string  // with ScoreOptions.Grad: HF names, cfg.Tensors() order
+	GradNames  []string  // with grad: HF names, in ctx.IterVariables() order
 	GradL2     []float64 // ‖∂loss/∂w‖₂ per tensor
 	GlobalL2   float64   // root sum of squares of GradL2
 }
@@ -59,7 +59,7 @@ func Score(backend backends.Backend, ctx *context.Context, cfg *Config, batch *B
 		out := []*Node{lp, loss, Logits(ctx, cfg, Gather(h, at)), checksum(ctx, cfg, h, mask)}
 		if grad {
 			var grads []*Node
-			names, grads = Gradients(ctx, cfg, loss)
+			names, grads = Gradients(ctx, loss)
 			for _, g := range grads {
 				out = append(out, ReduceAllSum(Square(ConvertDType(g, dtypes.Float64))))
 			}
