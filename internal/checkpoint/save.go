@@ -130,3 +130,40 @@ func syncPath(path string) error {
 	serr := f.Sync()
 	return errors.Join(serr, f.Close())
 }
+
+// WriteFiles writes files (name → writer) into dir, each under a temporary name first, fsynced and
+// renamed into place: for the final model in OUTPUT_DIR itself, as HF Trainer leaves it. A file
+// that fails leaves the previous version of that file in place.
+func WriteFiles(dir string, files map[string]WriteFunc) error {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := checkName(name); err != nil {
+			return err
+		}
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+		os.RemoveAll(tmp)
+		err := files[name](tmp)
+		if err == nil {
+			err = syncTree(tmp)
+		}
+		if err == nil {
+			err = replacePath(tmp, path)
+		}
+		if err != nil {
+			os.RemoveAll(tmp)
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return syncPath(dir)
+}
+
+// replacePath renames tmp to path; a directory at path is replaced (rename cannot overwrite one).
+func replacePath(tmp, path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return replaceDir(tmp, path)
+	}
+	return os.Rename(tmp, path)
+}
