@@ -27,6 +27,9 @@ func download(ctx context.Context, repoID string, o Options) (string, error) {
 		dir string
 		err error
 	}
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("download of %s: %w", repoID, err)
+	}
 	done := make(chan result, 1)
 	go func() {
 		dir, err := downloadSync(repoID, o)
@@ -69,9 +72,9 @@ func downloadSync(repoID string, o Options) (string, error) {
 	default:
 		return "", fmt.Errorf("repo %s@%s has no %s or %s (only safetensors weights are supported)", repoID, info.CommitHash, safetensors.SingleFileName, safetensors.IndexFileName)
 	}
-	paths, err := repo.DownloadFiles(names...)
+	paths, err := fetch(repo, o, info.CommitHash, names)
 	if err != nil {
-		return "", fmt.Errorf("download %s: %w", repoID, err)
+		return "", err
 	}
 	dir := filepath.Dir(paths[0])
 	if names[len(names)-1] == safetensors.IndexFileName {
@@ -79,8 +82,8 @@ func downloadSync(repoID string, o Options) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if _, err := repo.DownloadFiles(idx.Shards()...); err != nil {
-			return "", fmt.Errorf("download %s: %w", repoID, err)
+		if _, err := fetch(repo, o, info.CommitHash, idx.Shards()); err != nil {
+			return "", err
 		}
 	}
 	// The library refreshes the revision once more before downloading: the snapshot it used names
@@ -92,6 +95,25 @@ func downloadSync(repoID string, o Options) (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// fetch downloads the files one at a time: go-huggingface v0.3.1's DownloadFiles updates its
+// progress counters from several goroutines without a lock (a data race under -race), and one
+// file at a time loses little, the weights being one or a few large files.
+func fetch(repo *hfhub.Repo, o Options, commit string, names []string) ([]string, error) {
+	snapshot := filepath.Join(RepoCacheDir(o.CacheDir, repo.ID), "snapshots", commit)
+	paths := make([]string, len(names))
+	for i, name := range names {
+		if !isFile(filepath.Join(snapshot, filepath.FromSlash(name))) {
+			o.Logger.Info("hub: downloading", "repo", repo.ID, "file", name, "commit", commit)
+		}
+		path, err := repo.DownloadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("download %s from %s: %w", name, repo.ID, err)
+		}
+		paths[i] = path
+	}
+	return paths, nil
 }
 
 // writeRef records refs/<revision> = commit, as huggingface_hub does (go-huggingface does not),
