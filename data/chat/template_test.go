@@ -94,8 +94,9 @@ type goldenCase struct {
 // transformers' chat-template environment (testdata/gen_golden.py).
 func TestRender_JinjaGolden(t *testing.T) {
 	var g struct {
-		Features string       `json:"features_template"`
-		Cases    []goldenCase `json:"cases"`
+		Features  string       `json:"features_template"`
+		Features2 string       `json:"features2_template"`
+		Cases     []goldenCase `json:"cases"`
 	}
 	readJSON(t, "jinja_golden.json", &g)
 	qwenSpecial := map[string]string{"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
@@ -108,10 +109,10 @@ func TestRender_JinjaGolden(t *testing.T) {
 	}
 	for _, c := range g.Cases {
 		tpl := templates[c.Template]
-		if c.Template == "features" {
+		if src, ok := map[string]string{"features": g.Features, "features2": g.Features2}[c.Template]; ok {
 			var err error
-			if tpl, err = Parse(g.Features, c.Special); err != nil {
-				t.Fatal(err)
+			if tpl, err = Parse(src, c.Special); err != nil {
+				t.Fatalf("%s: %v", c.Template, err)
 			}
 		}
 		opt := Options{AddGenerationPrompt: c.Gen == nil || *c.Gen, Tools: c.Tools, Vars: c.Vars}

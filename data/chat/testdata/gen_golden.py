@@ -84,6 +84,30 @@ FEATURES = r"""{{- bos_token if bos_token is defined else '[nobos]' }}
 {{- 'n=' ~ ns.n }} {{ messages | map(attribute='role') | join(',') }} {{ messages | selectattr('role', 'equalto', 'user') | list | length }} {{ (messages | last).role }} {{ messages[-1]['content'][:3] }}
 {%- if add_generation_prompt %}<gen>{% endif %}"""
 
+FEATURES2 = r"""{%- macro fmt(m, prefix='>') -%}{{ prefix }}{{ m.role[:1] }}:{{ m.content }}{%- endmacro -%}
+{%- set sys = messages | selectattr('role', 'equalto', 'system') | list %}
+{%- if sys | length > 0 %}SYS={{ sys[0]['content'] }};{% endif %}
+{%- for m in messages[1:] if m.role != 'system' %}
+{{ fmt(m) }}{{ fmt(m, prefix='#') }} i={{ loop.index0 }} rev={{ loop.revindex }} {{ 'tc' if 'tool_calls' in m else 'notc' }} {{ 'x' not in m }}
+{%- if m.tool_calls is defined and m.tool_calls %}{% for tc in m.tool_calls %} {{ tc.function.name }}({{ tc.function.arguments | tojson }}) {{ tc.function.arguments.city | default('none') }} {{ tc.get('id', 'noid') }} {{ tc.function.missing is defined }}{% endfor %}{% endif %}
+{%- if m.content is string %} str{% endif %}{% if m.content is not none %} nn{% endif %}
+ {{ m.content | length // 2 }} {{ 7 % 3 }} {{ (loop.index0 - 1) * 2 }} {{ m.content | tojson }} {{ m.content | default('empty', true) }}
+{%- endfor %}
+{% for k, v in messages[0].items() %}{{ k }}{{ '=' ~ v | string }}{{ ',' if not loop.last }}{% endfor %}
+{{ messages | length }} {{ [1, 2, 3] | sum }} {{ ['b', 'a'] | sort | join('') }} {{ messages[0].role | upper }} {{ 'A-B'.lower() }} {{ messages | first | attr('role') if false else (messages | first).role }}
+{{ none | tojson }} {{ true | tojson }} {{ 3 | tojson }} {{ 2.50 | tojson }} {{ [] | tojson }} {{ {'b': 1, 'a': [true]} | tojson }}
+{%- if add_generation_prompt %}<gen>{% endif %}"""
+
+FEATURE2_CONVS = [
+    {"name": "features2", "messages": [
+        {"role": "system", "content": "sys prompt"},
+        {"role": "user", "content": "서울?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": {"city": "Seoul", "n": 1.0}}}]},
+        {"role": "tool", "content": "{\"t\": 3}"},
+        {"role": "system", "content": "late"},
+        {"role": "assistant", "content": "done"}]},
+]
+
 FEATURE_CONVS = [
     {"name": "features", "messages": [
         {"role": "user", "content": "  xa b  c!  ", "meta": {"z": 1, "a": [1, 2.5, {"k": None}], "s": "é\u2028\u0001", "f": 3.0, "e": {}, "l": []}},
@@ -113,8 +137,10 @@ def main():
     for c in FEATURE_CONVS:
         special = {"bos_token": "<s>"}
         out.append({"template": "features", **c, **render(FEATURES, c, special), "special": special})
+    for c in FEATURE2_CONVS:
+        out.append({"template": "features2", **c, **render(FEATURES2, c, {})})
     with open("jinja_golden.json", "w") as f:
-        json.dump({"features_template": FEATURES, "cases": out}, f, ensure_ascii=False, indent=1)
+        json.dump({"features_template": FEATURES, "features2_template": FEATURES2, "cases": out}, f, ensure_ascii=False, indent=1)
         f.write("\n")
 
 
