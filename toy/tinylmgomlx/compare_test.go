@@ -1,7 +1,6 @@
 package tinylmgomlx
 
 import (
-	"encoding/json"
 	"math"
 	"sync"
 	"testing"
@@ -14,59 +13,15 @@ import (
 
 var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
 
-// sameJSON compares two results key by key: strings and structure exactly, numbers to tol.
+// sameJSON compares two results with Compare (keys and their order, strings, numbers to tol).
 func sameJSON(t *testing.T, name string, got, want any, tol float64) {
 	t.Helper()
-	var g, w any
-	for _, c := range []struct {
-		v   any
-		out *any
-	}{{got, &g}, {want, &w}} {
-		b, err := json.Marshal(c.v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, c.out); err != nil {
-			t.Fatal(err)
-		}
+	d, err := Compare(got, want, tol)
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
 	}
-	compare(t, name, g, w, tol)
+	t.Logf("%s: max |GoMLX − oracle| over all numbers = %.3g", name, d)
 }
-
-func compare(t *testing.T, path string, g, w any, tol float64) {
-	t.Helper()
-	switch wv := w.(type) {
-	case map[string]any:
-		gv, ok := g.(map[string]any)
-		if !ok || len(gv) != len(wv) {
-			t.Errorf("%s: got %v, want %v", path, g, w)
-			return
-		}
-		for k := range wv {
-			compare(t, path+"."+k, gv[k], wv[k], tol)
-		}
-	case []any:
-		gv, ok := g.([]any)
-		if !ok || len(gv) != len(wv) {
-			t.Errorf("%s: got %v, want %v", path, g, w)
-			return
-		}
-		for i := range wv {
-			compare(t, path+"["+itoa(i)+"]", gv[i], wv[i], tol)
-		}
-	case float64:
-		gv, ok := g.(float64)
-		if !ok || math.Abs(gv-wv) > tol {
-			t.Errorf("%s: got %v, want %v (tol %g)", path, g, w, tol)
-		}
-	default:
-		if g != w {
-			t.Errorf("%s: got %v, want %v", path, g, w)
-		}
-	}
-}
-
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 // sameRows checks the rows' creation order exactly and their values to tol, and logs the largest
 // difference (to see how far the GoMLX path is from the oracle).
