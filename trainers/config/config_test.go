@@ -182,6 +182,7 @@ func TestLoad_ErrorsNameFileAndLine(t *testing.T) {
 		{"learning_rate: 1e-5\nlearning-rate: 2\n", `run.yaml:2: unknown key "learning-rate" for dpo; did you mean "learning_rate"?`},
 		{"beta: 0.1\nbetta: 0.2\n", `run.yaml:2: unknown key "betta" for dpo; did you mean "beta"?`},
 		{"\n\nnum_generations: 8\n", `run.yaml:3: unknown key "num_generations" for dpo`},
+		{"model: Qwen/Qwen2.5-0.5B-Instruct\n", `run.yaml:1: unknown key "model" for dpo; did you mean "model_name_or_path"?`},
 		{"beta: lots\n", `run.yaml:1: beta: want a number, got "lots"`},
 		{"max_length: 1.5\n", `run.yaml:1: max_length: want an integer, got "1.5"`},
 		{"bf16: maybe\n", `run.yaml:1: bf16: want true or false, got "maybe"`},

@@ -57,7 +57,7 @@ func Load(name string, data []byte, cfg Config) error {
 		k, v := root.Content[i], root.Content[i+1]
 		f, ok := byKey[k.Value]
 		if !ok {
-			return fmt.Errorf("%s:%d: unknown key %q for %s%s", name, k.Line, k.Value, cfg.Method(), suggest(k.Value, Keys(cfg)))
+			return fmt.Errorf("%s:%d: unknown key %q for %s%s", name, k.Line, k.Value, cfg.Method(), suggest(k.Value, fields(cfg)))
 		}
 		if line, dup := seen[k.Value]; dup {
 			return fmt.Errorf("%s:%d: key %q repeats line %d", name, k.Line, k.Value, line)
@@ -174,16 +174,18 @@ func kindName(v *yaml.Node) string {
 	return "value"
 }
 
-// suggest returns "; did you mean X?" for the closest known key, or "".
-func suggest(key string, keys []string) string {
+// suggest returns "; did you mean X?" for the key whose name or flag the given key spells
+// (learning-rate, model), else the closest key by edit distance, or "".
+func suggest(key string, fs []field) string {
 	snake := strings.ReplaceAll(strings.ToLower(key), "-", "_")
+	kebab := strings.ReplaceAll(snake, "_", "-")
 	best, bestDist := "", 4
-	for _, k := range keys {
-		if k == snake {
-			return fmt.Sprintf("; did you mean %q?", k)
+	for _, f := range fs {
+		if f.Key == snake || f.Flag == kebab {
+			return fmt.Sprintf("; did you mean %q?", f.Key)
 		}
-		if d := editDistance(snake, k); d < bestDist {
-			best, bestDist = k, d
+		if d := editDistance(snake, f.Key); d < bestDist {
+			best, bestDist = f.Key, d
 		}
 	}
 	if best == "" {
