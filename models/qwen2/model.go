@@ -22,9 +22,8 @@ const maskedScore = -1e9
 // and returns the whole cache. nil means self-attention over the S positions (Sk = S).
 type KVFunc func(layer int, k, v *Node) (keys, values *Node)
 
-func shapeOf(dtype dtypes.DType, dims []int) shapes.Shape { return shapes.Make(dtype, dims...) }
-
-// weight returns the variable name of scope ctx with the given shape (the dtype of the weights).
+// weight returns the value of variable name in ctx's scope; under Reuse a missing variable or a
+// different shape or dtype panics, naming the variable.
 func weight(ctx *context.Context, g *Graph, name string, dtype dtypes.DType, dims ...int) *Node {
 	return ctx.VariableWithShape(name, shapes.Make(dtype, dims...)).ValueGraph(g)
 }

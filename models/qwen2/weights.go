@@ -10,6 +10,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
@@ -109,7 +110,7 @@ func SetWeights(ctx *context.Context, cfg *Config, stored map[string]*safetensor
 // toTensor converts a stored tensor to a GoMLX tensor of dtype; BF16 → bfloat16 keeps the bits.
 func toTensor(st *safetensors.Tensor, dtype dtypes.DType) (*tensors.Tensor, error) {
 	if dtype == dtypes.BFloat16 && st.DType == "BF16" {
-		t := tensors.FromShape(shapeOf(dtype, st.Shape))
+		t := tensors.FromShape(shapes.Make(dtype, st.Shape...))
 		err := t.MutableBytes(func(b []byte) { copy(b, st.Data) })
 		return t, err
 	}
