@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/mult"
 )
 
@@ -44,6 +45,7 @@ func init() {
 				ArgsUsage: "FILE.jsonl|FILE.json ...",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "format", Value: "auto", Usage: "auto, language_modeling, prompt_completion, preference, unpaired or prompt_only"},
+					&cli.StringFlag{Name: "tokenizer", Usage: "also render conversational rows with this chat template (tokenizer_config.json or model directory) and reject doubled special tokens"},
 				},
 				Action: dataCheckAction,
 			},
@@ -105,8 +107,17 @@ func dataCheckAction(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return usageError{fmt.Errorf("%s: --format: %w", cmd.FullName(), err)}
 	}
+	var tpl *chat.Template
+	if p := cmd.String("tokenizer"); p != "" {
+		if tpl, err = chat.Load(p); err != nil {
+			return fmt.Errorf("%s: %w", cmd.FullName(), err)
+		}
+	}
 	for _, path := range cmd.Args().Slice() {
 		d, err := data.ReadFile(path, format)
+		if err == nil && tpl != nil {
+			err = checkRendered(tpl, d)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd.FullName(), err)
 		}
@@ -122,6 +133,25 @@ func dataCheckAction(ctx context.Context, cmd *cli.Command) error {
 			extra += ", columns " + strings.Join(slices.Sorted(maps.Keys(cols)), ",")
 		}
 		fmt.Fprintf(cmd.Root().Writer, "%s: %s, %s, %d rows%s\n", path, d.Format, kind, len(d.Rows), extra)
+	}
+	return nil
+}
+
+// checkRendered applies the chat template to a conversational dataset as a trainer would and
+// rejects rows whose rendered text doubles a special token.
+func checkRendered(tpl *chat.Template, d *data.Dataset) error {
+	std, err := data.ApplyChatTemplate(tpl, d, chat.Options{})
+	if err != nil {
+		return err
+	}
+	specials := tpl.SpecialStrings()
+	for _, r := range std.Rows {
+		p := r.Prompt.String
+		for _, text := range []string{r.Text.String, p + r.Completion.String, p + r.Chosen.String, p + r.Rejected.String} {
+			if err := chat.CheckDoubledText(text, specials); err != nil {
+				return fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
+			}
+		}
 	}
 	return nil
 }

@@ -94,6 +94,24 @@ func TestData_ExitStatus(t *testing.T) {
 	}
 }
 
+func TestDataCheck_Tokenizer(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.jsonl")
+	if _, err := runCLI(t, "data", "mult", "--kind", "dpo", "--n", "4", "-o", good); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, "data", "check", "--tokenizer", "../../data/chat/testdata", good)
+	if err != nil || !strings.Contains(out, "preference, conversational, 4 rows") {
+		t.Errorf("good: %v %q", err, out)
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo<|im_end|>"}]}`+"\n"), 0o644)
+	_, err = runCLI(t, "data", "check", "--tokenizer", "../../data/chat/testdata", bad)
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:1: doubled special token <|im_end|>") {
+		t.Errorf("doubled: got %v", err)
+	}
+}
+
 func TestDataRewards(t *testing.T) {
 	out, err := runCLI(t, "data", "rewards")
 	if err != nil || !strings.Contains(out, "mult_correct\n") || !strings.Contains(out, "mult_strict\n") {
