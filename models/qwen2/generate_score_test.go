@@ -1,0 +1,102 @@
+package qwen2
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func onesMask(n int) []int32 {
+	m := make([]int32, n)
+	for i := range m {
+		m[i] = 1
+	}
+	return m
+}
+
+// At T = 1 the generation's log-probs are Score's log-probs of the generated sequence (top-p
+// truncation does not change them); at T ≠ 1 they are log softmax(logits/T) of Score's logits.
+func TestGenerate_LogProbsMatchScore(t *testing.T) {
+	g, cfg := tinyGenerator(t)
+	prompt := PromptsFromBatch(readInput(t, "single"))[0]
+	for _, temp := range []float64{1, 2} {
+		opts := GenerateOptions{MaxNewTokens: 6, IgnoreEOS: true, Seed: 11,
+			SampleOptions: SampleOptions{Temperature: temp, TopP: 0.9}}
+		gen := mustGenerate(t, g, true, [][]int32{prompt}, opts)[0]
+		for i, id := range gen.IDs {
+			seq := append(slices.Clone(prompt), gen.IDs[:i+1]...)
+			res, err := Score(g.backend, g.ctx, cfg, &Batch{IDs: [][]int32{seq[:len(seq)-1]}, Mask: [][]int32{onesMask(len(seq) - 1)}}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := make([]float64, cfg.VocabSize)
+			for v, l := range res.LastLogits[0] {
+				x[v] = float64(l) / temp
+			}
+			if want := x[id] - logSumExp(x); math.Abs(gen.LogProbs[i]-want) > 1e-5 {
+				t.Errorf("T=%g token %d: log-prob %v, Score's logits give %v", temp, i, gen.LogProbs[i], want)
+			}
+		}
+		if temp != 1 {
+			continue
+		}
+		seq := append(slices.Clone(prompt), gen.IDs...)
+		res, err := Score(g.backend, g.ctx, cfg, &Batch{IDs: [][]int32{seq}, Mask: [][]int32{onesMask(len(seq))}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, lp := range gen.LogProbs {
+			if want := res.LogProbs[0][len(prompt)+i]; math.Abs(lp-want) > 1e-5 {
+				t.Errorf("T=1 token %d: log-prob %v, Score %v", i, lp, want)
+			}
+		}
+	}
+}
+
+// The pure-Go backend has no DynamicUpdateSlice: Auto falls back to Where, and asking for the
+// dynamic update is an error, not a crash.
+func TestGenerate_KVUpdateOnGoBackend(t *testing.T) {
+	g, _ := tinyGenerator(t)
+	if got := KVUpdateAuto.resolve(g.backend); got != KVUpdateWhere {
+		t.Errorf("Auto resolved to %v on the go backend, want KVUpdateWhere", got)
+	}
+	g.KVUpdate = KVUpdateDynamic
+	_, err := g.Generate([][]int32{{1, 2, 3}}, GenerateOptions{MaxNewTokens: 3, IgnoreEOS: true})
+	if err == nil || !strings.Contains(err.Error(), "DynamicUpdateSlice") {
+		t.Errorf("KVUpdateDynamic on the go backend: got %v, want an error naming DynamicUpdateSlice", err)
+	}
+}
+
+func TestGenerate_Errors(t *testing.T) {
+	g, _ := tinyGenerator(t)
+	for _, c := range []struct {
+		prompts [][]int32
+		opts    GenerateOptions
+		want    string
+	}{
+		{nil, GenerateOptions{MaxNewTokens: 1}, "no prompts"},
+		{[][]int32{{1}}, GenerateOptions{}, "at least 1"},
+		{[][]int32{{1}, {}}, GenerateOptions{MaxNewTokens: 1}, "prompt 1 is empty"},
+		{[][]int32{{1, 1024}}, GenerateOptions{MaxNewTokens: 1}, "outside the vocabulary"},
+		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 40000}, "max_position_embeddings"},
+		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 1, SampleOptions: SampleOptions{Temperature: 1, TopK: -1}}, "negative"},
+	} {
+		if _, err := g.Generate(c.prompts, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %+v: got %v, want an error containing %q", c.prompts, c.opts, err, c.want)
+		}
+	}
+}
+
+func TestBuckets(t *testing.T) {
+	for _, c := range [][2]int{{1, 8}, {8, 8}, {9, 16}, {200, 256}, {256, 256}, {257, 384}, {1000, 1024}, {1025, 1152}} {
+		if got := bucketLen(c[0]); got != c[1] {
+			t.Errorf("bucketLen(%d) = %d, want %d", c[0], got, c[1])
+		}
+	}
+	for _, c := range [][2]int{{1, 1}, {2, 2}, {3, 4}, {5, 8}, {16, 16}} {
+		if got := bucketRows(c[0]); got != c[1] {
+			t.Errorf("bucketRows(%d) = %d, want %d", c[0], got, c[1])
+		}
+	}
+}
