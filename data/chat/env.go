@@ -57,11 +57,58 @@ type TemplateError struct{ Msg string }
 
 func (e *TemplateError) Error() string { return "chat template raised: " + e.Msg }
 
-// strftimeNow formats the current local time with a Python strftime format (the common codes).
-func strftimeNow(format string) string {
-	r := strings.NewReplacer("%Y", "2006", "%m", "01", "%d", "02", "%H", "15", "%M", "04",
-		"%S", "05", "%b", "Jan", "%B", "January", "%a", "Mon", "%A", "Monday", "%y", "06", "%%", "%")
-	return time.Now().Format(r.Replace(format))
+// strftimeNow is transformers' strftime_now: the current local time in a Python strftime format.
+func strftimeNow(format string) string { return strftime(time.Now(), format) }
+
+// strftime formats t with the C/Python strftime codes chat templates use; an unknown code is
+// kept as written.
+func strftime(t time.Time, format string) string {
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' || i+1 == len(format) {
+			b.WriteByte(format[i])
+			continue
+		}
+		i++
+		switch c := format[i]; c {
+		case 'Y':
+			fmt.Fprintf(&b, "%04d", t.Year())
+		case 'y':
+			fmt.Fprintf(&b, "%02d", t.Year()%100)
+		case 'm':
+			fmt.Fprintf(&b, "%02d", int(t.Month()))
+		case 'd':
+			fmt.Fprintf(&b, "%02d", t.Day())
+		case 'e':
+			fmt.Fprintf(&b, "%2d", t.Day())
+		case 'H':
+			fmt.Fprintf(&b, "%02d", t.Hour())
+		case 'I':
+			fmt.Fprintf(&b, "%02d", (t.Hour()+11)%12+1)
+		case 'M':
+			fmt.Fprintf(&b, "%02d", t.Minute())
+		case 'S':
+			fmt.Fprintf(&b, "%02d", t.Second())
+		case 'p':
+			b.WriteString(t.Format("PM"))
+		case 'b', 'h':
+			b.WriteString(t.Format("Jan"))
+		case 'B':
+			b.WriteString(t.Format("January"))
+		case 'a':
+			b.WriteString(t.Format("Mon"))
+		case 'A':
+			b.WriteString(t.Format("Monday"))
+		case 'j':
+			fmt.Fprintf(&b, "%03d", t.YearDay())
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // filterToJSON is transformers' tojson:

@@ -20,18 +20,26 @@ import (
 type Template struct {
 	Source string
 	// Special holds the special-token template variables (bos_token, eos_token, pad_token,
-	// unk_token, ...) that are set; unset ones stay undefined, as in transformers.
+	// unk_token, sep_token, cls_token, mask_token) that are set; unset ones stay undefined, as in
+	// transformers.
 	Special map[string]string
-	tpl     *exec.Template
+	// Additional is additional_special_tokens, passed to the template when set (as transformers'
+	// special_tokens_map does).
+	Additional []string
+	tpl        *exec.Template
 }
 
 // Config is the part of tokenizer_config.json a chat template needs.
 type Config struct {
-	ChatTemplate json.RawMessage `json:"chat_template"` // a string, or a list of {name, template}
-	BOSToken     json.RawMessage `json:"bos_token"`     // a string, null, or an AddedToken object
-	EOSToken     json.RawMessage `json:"eos_token"`
-	PadToken     json.RawMessage `json:"pad_token"`
-	UNKToken     json.RawMessage `json:"unk_token"`
+	ChatTemplate json.RawMessage   `json:"chat_template"` // a string, or a list of {name, template}
+	BOSToken     json.RawMessage   `json:"bos_token"`     // a string, null, or an AddedToken object
+	EOSToken     json.RawMessage   `json:"eos_token"`
+	PadToken     json.RawMessage   `json:"pad_token"`
+	UNKToken     json.RawMessage   `json:"unk_token"`
+	SEPToken     json.RawMessage   `json:"sep_token"`
+	CLSToken     json.RawMessage   `json:"cls_token"`
+	MaskToken    json.RawMessage   `json:"mask_token"`
+	Additional   []json.RawMessage `json:"additional_special_tokens"`
 }
 
 // Load reads the chat template of a tokenizer_config.json, of the one inside a model directory,
@@ -62,7 +70,8 @@ func Load(path string) (*Template, error) {
 	}
 	special := map[string]string{}
 	for name, raw := range map[string]json.RawMessage{"bos_token": c.BOSToken, "eos_token": c.EOSToken,
-		"pad_token": c.PadToken, "unk_token": c.UNKToken} {
+		"pad_token": c.PadToken, "unk_token": c.UNKToken, "sep_token": c.SEPToken, "cls_token": c.CLSToken,
+		"mask_token": c.MaskToken} {
 		tok, err := tokenString(raw)
 		if err != nil {
 			return nil, fmt.Errorf("load chat template %s: %s: %w", path, name, err)
@@ -74,6 +83,13 @@ func Load(path string) (*Template, error) {
 	t, err := Parse(src, special)
 	if err != nil {
 		return nil, fmt.Errorf("load chat template %s: %w", path, err)
+	}
+	for i, raw := range c.Additional {
+		tok, err := tokenString(raw)
+		if err != nil {
+			return nil, fmt.Errorf("load chat template %s: additional_special_tokens[%d]: %w", path, i, err)
+		}
+		t.Additional = append(t.Additional, tok)
 	}
 	return t, nil
 }
@@ -176,6 +192,13 @@ func (t *Template) vars(msgs []Message, opt Options) (map[string]any, error) {
 	}
 	for k, v := range t.Special {
 		vars[k] = v
+	}
+	if len(t.Additional) > 0 {
+		add := make([]any, len(t.Additional))
+		for i, s := range t.Additional {
+			add[i] = s
+		}
+		vars["additional_special_tokens"] = add
 	}
 	list := make([]any, len(msgs))
 	for i, m := range msgs {

@@ -149,6 +149,9 @@ func TestLoad_TokenizerConfig(t *testing.T) {
 		if len(tpl.Special) != len(wantSpecial) || tpl.Special["eos_token"] != "<|im_end|>" || tpl.Special["pad_token"] != "<|endoftext|>" {
 			t.Errorf("Load(%s): special tokens %v, want %v", path, tpl.Special, wantSpecial)
 		}
+		if len(tpl.Additional) != 13 || tpl.Additional[0] != "<|im_start|>" {
+			t.Errorf("Load(%s): additional_special_tokens %v", path, tpl.Additional)
+		}
 	}
 	if _, err := Load("testdata/convs.json"); err == nil {
 		t.Error("Load of a file without chat_template: want an error")

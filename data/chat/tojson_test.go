@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Expected strings are Python 3's repr(float) / json.dumps output.
@@ -53,3 +54,17 @@ func TestPyJSON(t *testing.T) {
 }
 
 type stringsBuilder struct{ strings.Builder }
+
+func TestStrftime(t *testing.T) {
+	tm := time.Date(2024, 7, 5, 15, 4, 9, 0, time.UTC)
+	// Python: datetime(2024, 7, 5, 15, 4, 9).strftime(...)
+	for format, want := range map[string]string{
+		"%d %b %Y":              "05 Jul 2024",
+		"%A, %B %e %y %H:%M:%S": "Friday, July  5 24 15:04:09",
+		"%I%p %j %% %Q Mon 1":   "03PM 187 % %Q Mon 1",
+	} {
+		if got := strftime(tm, format); got != want {
+			t.Errorf("strftime(%q) = %q, want %q", format, got, want)
+		}
+	}
+}
