@@ -227,3 +227,41 @@ func TestParseDotGeneral(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+// largestNode returns the size (elements) of the largest node of x's graph.
+func largestNode(x *Node) int {
+	n := 0
+	for _, node := range x.Graph().Nodes() {
+		if node.NumOutputs() == 1 {
+			n = max(n, node.Shape().Size())
+		}
+	}
+	return n
+}
+
+// The point of the patch: the gradient of a linear layer x [T,in] · W[out,in]ᵀ must not build a
+// [T,out,in] tensor (the stock VJP does: 64·48·32 elements here), only operand-sized ones.
+func TestDotGeneralVJP_NoCrossProductTensor(t *testing.T) {
+	Install()
+	b := newBackend(t)
+	var stock, patched int
+	run := func() int {
+		var got int
+		_ = MustExecOnce(b, func(xf, wf *Node) *Node {
+			x, w := Reshape(xf, 64, 32), Reshape(wf, 48, 32)
+			y := DotGeneral(x, []int{1}, nil, w, []int{1}, nil) // [64,48]
+			grads := Gradient(ReduceAllSum(Square(y)), x, w)
+			got = largestNode(grads[0])
+			return Add(ReduceAllSum(grads[0]), ReduceAllSum(grads[1]))
+		}, make([]float32, 64*32), make([]float32, 48*32))
+		return got
+	}
+	withVJP(NodeTypeDotGeneral, stockDotGeneralVJP, func() { stock = run() })
+	withVJP(NodeTypeDotGeneral, DotGeneralVJP, func() { patched = run() })
+	if stock < 64*48*32 {
+		t.Fatalf("stock VJP's largest node has %d elements; the test no longer shows the problem", stock)
+	}
+	if patched > 64*48 {
+		t.Errorf("patched VJP builds a node of %d elements, want at most %d (the output's size)", patched, 64*48)
+	}
+}
