@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/backend"
@@ -205,5 +206,36 @@ func TestScore_PaddingInvariance(t *testing.T) {
 	}
 	if !near(left.Loss, right.Loss, 1e-6) {
 		t.Errorf("loss: left %g, right %g", left.Loss, right.Loss)
+	}
+}
+
+// With chunks of 2 positions no [B,S,V] logits tensor exists in the forward or backward graph:
+// every node with a vocabulary axis has at most B·2·V elements.
+func TestTokenLogProbs_NoFullLogitsTensor(t *testing.T) {
+	ctx, cfg := loadTiny(t, dtypes.Float32)
+	b := readInput(t, "left_pad")
+	saved := ChunkElements
+	defer func() { ChunkElements = saved }()
+	ChunkElements = 2 * 2 * cfg.VocabSize
+	largest := 0
+	exec, err := context.NewExec(testBackendOrSkip(t), ctx, func(ctx *context.Context, ids, pos, mask, scored *Node) *Node {
+		loss := MeanNLL(TokenLogProbs(ctx, cfg, ids, pos, mask), scored)
+		_, grads := Gradients(ctx, loss)
+		for _, n := range loss.Graph().Nodes() {
+			if s := n.Shape(); n.NumOutputs() == 1 && s.Rank() == 3 && s.Dim(-1) == cfg.VocabSize {
+				largest = max(largest, s.Size())
+			}
+		}
+		return Add(loss, ReduceAllSum(grads[0]))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exec.Finalize()
+	if _, err := exec.Exec(batchTensors(b)...); err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 * 2 * cfg.VocabSize; largest == 0 || largest > want {
+		t.Errorf("largest [B,c,V] node has %d elements, want ≤ %d (and > 0)", largest, want)
 	}
 }
