@@ -32,9 +32,10 @@ func Read(r io.Reader, name string, format Format) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read dataset %s: %w", name, err)
 	}
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a UTF-8 byte-order mark is not data
 	d := &Dataset{Path: name, Format: format}
 	b := &rowBuilder{d: d, name: name}
-	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		err = readJSONArray(data, b)
 	} else {
@@ -54,9 +55,6 @@ func readJSONL(data []byte, b *rowBuilder) error {
 	sc.Buffer(make([]byte, 0, 1<<16), len(data)+1)
 	for line := 1; sc.Scan(); line++ {
 		text := bytes.TrimSpace(sc.Bytes())
-		if line == 1 {
-			text = bytes.TrimPrefix(text, []byte("\ufeff"))
-		}
 		if len(text) == 0 {
 			continue
 		}

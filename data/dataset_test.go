@@ -34,6 +34,8 @@ func TestRead_DetectsFormats(t *testing.T) {
 		{`{"prompt": "The sky is", "completion": " blue.", "label": true}`, Unpaired, false},
 		{`{"prompt": [{"role": "user", "content": "3×4?"}], "answer": "12"}`, PromptOnly, true},
 		{"[\n {\"prompt\": \"a\"},\n {\"prompt\": \"b\"}\n]\n", PromptOnly, false},
+		{"\ufeff[{\"prompt\": \"a\"}]", PromptOnly, false},
+		{"\ufeff{\"prompt\": \"a\"}", PromptOnly, false},
 	} {
 		d := read(t, tc.src, FormatAuto)
 		if d.Format != tc.format || d.Conversational != tc.conversational {
