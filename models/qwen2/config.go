@@ -70,8 +70,25 @@ func ParseConfig(data []byte) (*Config, error) {
 	var ids struct {
 		BOS json.RawMessage `json:"bos_token_id"`
 		EOS json.RawMessage `json:"eos_token_id"`
+		// transformers ≥ 5 spellings of rope_theta/rope_scaling and torch_dtype.
+		RopeParameters *struct {
+			RopeType  string   `json:"rope_type"`
+			RopeTheta *float64 `json:"rope_theta"`
+		} `json:"rope_parameters"`
+		DType string `json:"dtype"`
 	}
 	_ = json.Unmarshal(data, &ids) // already known to be a JSON object
+	if rp := ids.RopeParameters; rp != nil {
+		if rp.RopeType != "" && rp.RopeType != "default" {
+			return nil, fmt.Errorf("config field rope_parameters.rope_type: %q is not supported (only \"default\")", rp.RopeType)
+		}
+		if rp.RopeTheta != nil {
+			cfg.RopeTheta = *rp.RopeTheta
+		}
+	}
+	if cfg.TorchDType == "" {
+		cfg.TorchDType = ids.DType
+	}
 	var err error
 	if cfg.BOSTokenID, err = optionalID(ids.BOS); err != nil {
 		return nil, fmt.Errorf("config field bos_token_id: %w", err)

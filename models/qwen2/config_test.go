@@ -64,3 +64,16 @@ func TestParseConfig_EOSListAndDefaults(t *testing.T) {
 		t.Errorf("untied head: last tensor %q, want lm_head.weight", specs[len(specs)-1].Name)
 	}
 }
+
+// transformers ≥ 5 writes rope_parameters instead of rope_theta/rope_scaling.
+func TestParseConfig_RopeParameters(t *testing.T) {
+	base := strings.Replace(tinyConfigJSON(t), `"rope_theta": 1000000.0,`, `"rope_parameters": {"rope_type": "default", "rope_theta": 5000.0},`, 1)
+	cfg, err := ParseConfig([]byte(base))
+	if err != nil || cfg.RopeTheta != 5000 {
+		t.Fatalf("got %v, %v; want rope_theta 5000", cfg, err)
+	}
+	_, err = ParseConfig([]byte(strings.Replace(base, `"rope_type": "default"`, `"rope_type": "yarn"`, 1)))
+	if err == nil || !strings.Contains(err.Error(), "rope_parameters.rope_type") {
+		t.Fatalf("want a rope_type error, got %v", err)
+	}
+}
