@@ -3,7 +3,6 @@ package chat
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/nikolalohinski/gonja/v2/loaders"
 )
@@ -16,5 +15,3 @@ func (nilLoader) Read(path string) (io.Reader, error) {
 }
 func (nilLoader) Resolve(path string) (string, error)           { return path, nil }
 func (l nilLoader) Inherit(from string) (loaders.Loader, error) { return l, nil }
-
-func stringsReader(s string) io.Reader { return strings.NewReader(s) }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
@@ -132,7 +133,7 @@ func tokenString(raw json.RawMessage) (string, error) {
 
 // Parse compiles a Jinja chat template. special sets template variables such as eos_token.
 func Parse(src string, special map[string]string) (*Template, error) {
-	loader, err := loaders.NewShiftedLoader("chat_template", stringsReader(src), nilLoader{})
+	loader, err := loaders.NewShiftedLoader("chat_template", strings.NewReader(src), nilLoader{})
 	if err != nil {
 		return nil, err
 	}
