@@ -132,7 +132,7 @@ func (b *rowBuilder) parse(line int, raw []byte) (Row, error) {
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {
-			return Row{}, fmt.Errorf("row must be a JSON object, got %s", kindOf(raw))
+			return Row{}, fmt.Errorf("row must be a JSON object, got %s", chat.JSONKind(raw))
 		}
 		return Row{}, fmt.Errorf("invalid JSON: %v", err)
 	}
@@ -237,7 +237,7 @@ func (b *rowBuilder) parsePreference(obj map[string]json.RawMessage, row *Row, f
 func parseLabel(obj map[string]json.RawMessage, row *Row) error {
 	raw := obj["label"]
 	if err := json.Unmarshal(raw, &row.Label); err != nil || string(bytes.TrimSpace(raw)) == "null" {
-		return fmt.Errorf(`"label" must be true or false, got %s`, kindOf(raw))
+		return fmt.Errorf(`"label" must be true or false, got %s`, chat.JSONKind(raw))
 	}
 	return nil
 }
@@ -272,14 +272,14 @@ func kindName(conv bool) string {
 
 // parseText reads a string or a non-empty list of valid messages.
 func parseText(key string, raw json.RawMessage) (Text, error) {
-	switch kindOf(raw) {
+	switch chat.JSONKind(raw) {
 	case "a string":
 		var s string
 		err := json.Unmarshal(raw, &s)
 		return Text{String: s}, err
 	case "an array":
 	default:
-		return Text{}, fmt.Errorf("%q must be a string or a list of messages, got %s", key, kindOf(raw))
+		return Text{}, fmt.Errorf("%q must be a string or a list of messages, got %s", key, chat.JSONKind(raw))
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
@@ -290,8 +290,8 @@ func parseText(key string, raw json.RawMessage) (Text, error) {
 	}
 	msgs := make([]chat.Message, len(items))
 	for i, it := range items {
-		if kindOf(it) != "an object" {
-			return Text{}, fmt.Errorf("%q[%d]: a message must be an object, got %s", key, i, kindOf(it))
+		if chat.JSONKind(it) != "an object" {
+			return Text{}, fmt.Errorf("%q[%d]: a message must be an object, got %s", key, i, chat.JSONKind(it))
 		}
 		if err := json.Unmarshal(it, &msgs[i]); err != nil {
 			return Text{}, fmt.Errorf("%q[%d]: %v", key, i, err)
@@ -323,26 +323,6 @@ func extraColumns(obj map[string]json.RawMessage, f Format) (map[string]any, err
 		cols[k] = v
 	}
 	return cols, nil
-}
-
-func kindOf(raw []byte) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
 
 func sortedKeys(obj map[string]json.RawMessage) []string {

@@ -34,7 +34,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return fmt.Errorf("message must be a JSON object, got %s", jsonKind(data))
+		return fmt.Errorf("message must be a JSON object, got %s", JSONKind(data))
 	}
 	*m = Message{}
 	var sawRole bool
@@ -51,7 +51,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		switch key {
 		case "role":
 			if err := json.Unmarshal(raw, &m.Role); err != nil {
-				return fmt.Errorf(`message "role" must be a string, got %s`, jsonKind(raw))
+				return fmt.Errorf(`message "role" must be a string, got %s`, JSONKind(raw))
 			}
 			sawRole = true
 		case "content":
@@ -59,7 +59,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 				continue
 			}
 			if err := json.Unmarshal(raw, &m.Content); err != nil {
-				return fmt.Errorf(`message "content" must be a string, got %s`, jsonKind(raw))
+				return fmt.Errorf(`message "content" must be a string, got %s`, JSONKind(raw))
 			}
 		default:
 			m.Extra = append(m.Extra, Field{Key: key, Value: append(json.RawMessage(nil), raw...)})
@@ -122,8 +122,8 @@ func (m Message) templateValue() (any, error) {
 	return d, nil
 }
 
-// jsonKind names the JSON type of raw for error messages.
-func jsonKind(raw []byte) string {
+// JSONKind names the JSON type of raw for error messages: "a string", "an array", ...
+func JSONKind(raw []byte) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return "nothing"
