@@ -47,8 +47,8 @@ var (
 	groupMask = [][]float64{{1, 1, 1}, {1, 1, 0}, {1, 1, 0}, {1, 1, 1}}
 )
 
-// advantages as the course's group_advantages (식 (11.1), (12.1)); population std, eps 1e-4.
-func advantages(rewards []float64, mode string) []float64 {
+// courseAdvantages is the course's group_advantages (식 (11.1), (12.1)); population std, eps 1e-4.
+func courseAdvantages(rewards []float64, mode string) []float64 {
 	n := float64(len(rewards))
 	var sum float64
 	for _, r := range rewards {
@@ -112,7 +112,7 @@ func TestGRPOLoss_TokenWeightsTable(t *testing.T) {
 		{"Dr. GRPO", "mean", DrGRPOMean(3), func(a, l float64) float64 { return a / (4 * 3) }, []float64{0.0417, -0.0417, -0.0417, 0.0417}},
 		{"RLOO", "rloo", GRPOMean, func(a, l float64) float64 { return a / (4 * l) }, []float64{0.0556, -0.0833, -0.0833, 0.0556}},
 	} {
-		adv := advantages(rewards, c.adv)
+		adv := courseAdvantages(rewards, c.adv)
 		// old = logps: ratio exactly 1, as at the first update of each iteration.
 		_, grad := ascent(t, groupLogps, groupLogps, groupLogps, groupMask, adv, p, TokenRatio, c.agg)
 		for i := range rewards {
@@ -296,7 +296,7 @@ func TestGRPOLoss_ZeroLossNonZeroGradient(t *testing.T) {
 
 // A group whose rewards are all equal has zero advantages: no gradient at all (β = 0).
 func TestGRPOLoss_ZeroAdvantageGroupHasZeroGradient(t *testing.T) {
-	adv := advantages([]float64{1, 1, 1, 1}, "std")
+	adv := courseAdvantages([]float64{1, 1, 1, 1}, "std")
 	old := [][]float64{{-0.3, -0.6, -0.1}, {-0.6, -0.2, 0}, {-0.7, -1.5, 0}, {-1.1, -0.5, -0.4}}
 	for _, ratio := range []Ratio{TokenRatio, SequenceRatio} {
 		loss, grad := ascent(t, groupLogps, old, groupLogps, groupMask, adv, Params{EpsLow: 0.2, EpsHigh: 0.2}, ratio, GRPOMean)
