@@ -22,6 +22,7 @@ type scoreConfig struct {
 	Model        string // local directory or HF repo id
 	Input        string // batch JSON: input_ids, attention_mask, completion_start, max_new_tokens
 	Grad         bool
+	Gen          int // greedy new tokens per row, cached and uncached (0: none)
 	ComputeDType string
 	Backend      string
 }
@@ -29,6 +30,7 @@ type scoreConfig struct {
 // scoreOutput is the printed JSON; later sections (generation) are added as omitempty fields.
 type scoreOutput struct {
 	*qwen2.Report
+	Generation *scoreGeneration `json:"generation,omitempty"`
 }
 
 func init() {
@@ -39,6 +41,7 @@ func init() {
 			&cli.StringFlag{Name: "model", Required: true, Usage: "checkpoint directory or HuggingFace repo id"},
 			&cli.StringFlag{Name: "input", Required: true, Usage: "batch JSON file {input_ids, attention_mask, completion_start}"},
 			&cli.BoolFlag{Name: "grad", Usage: "also print the L2 norm of the loss gradient per tensor (grad.l2, grad.global_l2)"},
+			&cli.IntFlag{Name: "gen", Usage: "also generate `N` greedy tokens per row with and without the KV cache (generation.tokens_cache, tokens_nocache)"},
 			&cli.StringFlag{Name: "compute-dtype", Value: "float32", Usage: "dtype of weights and activations: float32 or bfloat16"},
 			&cli.StringFlag{Name: "backend", Usage: "GoMLX backend (default $GOMLX_BACKEND, else " + backend.Default + "); e.g. xla:cuda"},
 		},
@@ -46,10 +49,13 @@ func init() {
 			if cmd.Args().Len() > 0 {
 				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
 			}
-			c := scoreConfig{Model: cmd.String("model"), Input: cmd.String("input"), Grad: cmd.Bool("grad"),
+			c := scoreConfig{Model: cmd.String("model"), Input: cmd.String("input"), Grad: cmd.Bool("grad"), Gen: cmd.Int("gen"),
 				ComputeDType: cmd.String("compute-dtype"), Backend: cmd.String("backend")}
 			if _, err := qwen2.ParseDType(c.ComputeDType); err != nil {
 				return usageError{fmt.Errorf("%s: --compute-dtype: %w", cmd.FullName(), err)}
+			}
+			if c.Gen < 0 {
+				return usageError{fmt.Errorf("%s: --gen must not be negative, got %d", cmd.FullName(), c.Gen)}
 			}
 			if err := runScore(ctx, c, cmd.Root().Writer); err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
@@ -87,5 +93,10 @@ func runScore(ctx context.Context, c scoreConfig, w io.Writer) error {
 		return err
 	}
 	out := scoreOutput{Report: res.Report(batch)}
+	if c.Gen > 0 {
+		if out.Generation, err = generateForScore(b, mctx, cfg, batch, c.Gen); err != nil {
+			return err
+		}
+	}
 	return json.NewEncoder(w).Encode(out) // one line: pipe through jq to read
 }
