@@ -39,7 +39,9 @@ func SequenceRatio(logps, oldLogps, mask *Node) *Node {
 	return InsertAxes(Exp(logRatio), -1)
 }
 
-// Aggregation reduces the per-token loss [B,T] to the scalar loss.
+// Aggregation reduces the per-token loss [B,T] to the scalar loss. Under gradient accumulation
+// TRL v0.24 further divides grpo, bnpo and dr_grpo (not dapo) by the number of accumulation
+// steps; that scaling belongs to the caller's accumulation loop, not to these functions.
 type Aggregation func(perToken, mask *Node) *Node
 
 // GRPOMean is TRL loss_type "grpo" (the course's agg "seq_mean"): the mean over each sequence's
@@ -145,6 +147,9 @@ func KLk3(logps, refLogps, mask *Node) *Node {
 // GSPO = SequenceRatio+GRPOMean, RLOO = GRPOMean with leave-one-out advantages.
 func Loss(in Inputs, p Params, ratio Ratio, agg Aggregation) (*Node, Metrics) {
 	logps := in.LogProbs
+	if p.Beta != 0 && in.RefLogProbs == nil {
+		panic("grpo: Params.Beta ≠ 0 needs Inputs.RefLogProbs (the reference model's per-token log-probs)")
+	}
 	rho := ratio(logps, in.OldLogProbs, in.Mask)
 	perToken := ClippedSurrogate(rho, in.Advantages, p.EpsLow, p.EpsHigh)
 	if !slices.Equal(perToken.Shape().Dimensions, logps.Shape().Dimensions) {

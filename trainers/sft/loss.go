@@ -43,3 +43,11 @@ func MeanTokenAccuracy(correct, mask *Node) *Node {
 	c := step.FloatMask(correct, dtypes.Float64)
 	return StopGradient(step.TokenMean(c, mask))
 }
+
+// MeanTokenEntropy is TRL's entropy metric: the mean over completion tokens of the predictive
+// entropy −Σ_v p_v·log p_v, p = softmax(logits). logits [B,T,V], mask [B,T] → scalar (no gradient).
+func MeanTokenEntropy(logits, mask *Node) *Node {
+	lp := LogSoftmax(StopGradient(logits), -1)
+	entropy := Neg(ReduceSum(Mul(Exp(lp), lp), -1)) // [B,T]
+	return StopGradient(step.TokenMean(entropy, mask))
+}

@@ -101,3 +101,14 @@ func TestMeanTokenAccuracy_ArgmaxCorrect(t *testing.T) {
 		t.Errorf("mean_token_accuracy = %v, want 0.5", got)
 	}
 }
+
+// Entropy of a uniform distribution over V tokens is ln V; a one-hot-like one is ≈ 0; padding is
+// ignored.
+func TestMeanTokenEntropy(t *testing.T) {
+	logits := [][][]float64{{{0, 0, 0, 0}, {50, 0, 0, 0}, {1, 2, 3, 4}}}
+	mask := [][]bool{{true, true, false}}
+	out := run(t, func(in []*Node) []*Node { return []*Node{MeanTokenEntropy(in[0], in[1])} }, logits, mask)
+	if got, want := out[0][0], math.Log(4)/2; !near(got, want, 1e-12) {
+		t.Errorf("entropy = %v, want (ln 4 + 0)/2 = %v", got, want)
+	}
+}
