@@ -10,7 +10,8 @@ import (
 // implements it by hand; pretokenize_test.go checks it against regexp on random text.
 const qwenPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
-// Character classes of the pattern. \s is Unicode White_Space, as in Oniguruma and Rust's regex.
+// Character classes of the pattern. \s is Unicode White_Space, as in Oniguruma and Rust's regex;
+// \p{L} and \p{N} are Unicode 16.0's (see unicode.go).
 const (
 	clsL    = 1 << iota // \p{L}
 	clsN                // \p{N}
@@ -29,9 +30,9 @@ func init() {
 func classOfSlow(r rune) uint8 {
 	var c uint8
 	switch {
-	case unicode.IsLetter(r):
+	case isLetter(r):
 		c = clsL
-	case unicode.IsNumber(r):
+	case isNumber(r):
 		c = clsN
 	case unicode.IsSpace(r): // unicode.IsSpace is exactly the White_Space property
 		c = clsWS

@@ -14,8 +14,6 @@ package tokenizer
 import (
 	"sort"
 	"unicode/utf8"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // Tokenizer turns text into token ids and back. *BPE implements it; so does *HF under the
@@ -98,7 +96,7 @@ func (t *BPE) encode(text string, withAdded bool) []int {
 
 func (t *BPE) normalize(s string) string {
 	if t.nfc {
-		return norm.NFC.String(s)
+		return nfc(s)
 	}
 	return s
 }
