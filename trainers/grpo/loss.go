@@ -39,6 +39,17 @@ func SequenceRatio(logps, oldLogps, mask *Node) *Node {
 	return InsertAxes(Exp(logRatio), -1)
 }
 
+// SequenceTokenRatio is GSPO-token (Zheng et al. 2025 §4.3): the value of SequenceRatio on every
+// token, s_t = sg[s]·π_t/sg[π_t], but with each token's own gradient ∂s_t/∂log π_t = s instead of
+// s/|y| — token-level advantages become possible while the clipping stays sequence-level. [B,T] →
+// [B,T]. (Not in TRL v0.24, whose "sequence" level is SequenceRatio.)
+func SequenceTokenRatio(logps, oldLogps, mask *Node) *Node {
+	logS := StopGradient(step.SeqMean(Sub(logps, StopGradient(oldLogps)), mask)) // [B]
+	dims := logps.Shape().Dimensions
+	tokenPart := step.Masked(Sub(logps, StopGradient(logps)), mask) // value 0, gradient 1
+	return Exp(Add(BroadcastToDims(InsertAxes(logS, -1), dims...), tokenPart))
+}
+
 // Aggregation reduces the per-token loss [B,T] to the scalar loss. Under gradient accumulation
 // TRL v0.24 further divides grpo, bnpo and dr_grpo (not dapo) by the number of accumulation
 // steps; that scaling belongs to the caller's accumulation loop, not to these functions.

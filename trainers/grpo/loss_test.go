@@ -14,12 +14,12 @@ import (
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
-var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
+var lossBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
 
-// run compiles fn and evaluates it on inputs, returning every output as flat float64s.
-func run(t *testing.T, fn func(in []*Node) []*Node, inputs ...any) [][]float64 {
+// evalGraph compiles fn and evaluates it on inputs, returning every output as flat float64s.
+func evalGraph(t *testing.T, fn func(in []*Node) []*Node, inputs ...any) [][]float64 {
 	t.Helper()
-	e, err := step.NewEval(testBackend(), fn)
+	e, err := step.NewEval(lossBackend(), fn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func run(t *testing.T, fn func(in []*Node) []*Node, inputs ...any) [][]float64 {
 	return res
 }
 
-func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
+func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 
 // Phase 12's group: 12⏎, 7⏎, 1⏎, 12⏎ for 3×4= under the SFT TinyLM, padded to T = 3.
 var (
@@ -77,7 +77,7 @@ func courseAdvantages(rewards []float64, mode string) []float64 {
 // ascent returns −∂L/∂logps (the course's "coefficient × weight" per token) and the loss.
 func ascent(t *testing.T, logps, old, ref, mask [][]float64, adv []float64, p Params, ratio Ratio, agg Aggregation) (loss float64, grad []float64) {
 	t.Helper()
-	out := run(t, func(in []*Node) []*Node {
+	out := evalGraph(t, func(in []*Node) []*Node {
 		var refNode *Node
 		if p.Beta != 0 {
 			refNode = in[2]
@@ -125,7 +125,7 @@ func TestGRPOLoss_TokenWeightsTable(t *testing.T) {
 					}
 					continue
 				}
-				if !near(got, want, 1e-15) || round4(got) != c.course[i] {
+				if !within(got, want, 1e-15) || round4(got) != c.course[i] {
 					t.Errorf("%s: response %d token %d weight %v, want %v (course prints %v)", c.name, i, tok, got, want, c.course[i])
 				}
 			}
@@ -217,7 +217,7 @@ func TestGRPOLoss_GradientIsCourseCoefficient(t *testing.T) {
 		want := courseCoefficients(logps, old, ref, mask, adv, p, c.sequence, c.course)
 		clippedSeen := false
 		for i := range want {
-			if !near(got[i], want[i], 1e-15) {
+			if !within(got[i], want[i], 1e-15) {
 				t.Errorf("%s: token %d: −∂L/∂logp = %v, course coefficient %v", c.name, i, got[i], want[i])
 			}
 			if mask[i/T][i%T] != 0 && math.Abs(want[i]-courseCoefficients(logps, old, ref, mask, adv, Params{EpsLow: 9, EpsHigh: 9, Beta: p.Beta}, c.sequence, c.course)[i]) > 1e-12 {
@@ -236,19 +236,19 @@ func TestGRPOLoss_GradientIsCourseCoefficient(t *testing.T) {
 func TestSequenceRatio_GeometricMean(t *testing.T) {
 	logr := [][]float64{{0.10, -0.05, 0.02}}
 	zeros := [][]float64{{0, 0, 0}}
-	out := run(t, func(in []*Node) []*Node {
+	out := evalGraph(t, func(in []*Node) []*Node {
 		s := SequenceRatio(in[0], in[1], in[2])
 		return []*Node{s, TokenRatio(in[0], in[1], in[2]), Gradient(ReduceAllSum(s), in[0])[0]}
 	}, logr, zeros, [][]float64{{1, 1, 1}})
 	s := math.Exp(0.07 / 3)
-	if got := out[0][0]; !near(got, s, 1e-15) || !near(got, 1.02360, 1e-4) || len(out[0]) != 1 {
+	if got := out[0][0]; !within(got, s, 1e-15) || !within(got, 1.02360, 1e-4) || len(out[0]) != 1 {
 		t.Errorf("sequence ratio = %v, want exp(mean log ratio) = %v (course 1.0236), shape [1,1]", out[0], s)
 	}
 	for i, want := range []float64{1.1052, 0.9512, 1.0202} {
 		if got := out[1][i]; round4(got) != want {
 			t.Errorf("token ratio %d = %v, want %v", i, got, want)
 		}
-		if got := out[2][i]; !near(got, s/3, 1e-15) {
+		if got := out[2][i]; !within(got, s/3, 1e-15) {
 			t.Errorf("∂s/∂log π_%d = %v, want s/|y| = %v", i, got, s/3)
 		}
 	}
@@ -260,14 +260,14 @@ func TestClippedSurrogate_ClipHigher(t *testing.T) {
 	for _, c := range []struct {
 		epsHigh, want float64
 	}{{0.2, 0}, {0.28, 1}} { // want: −∂ℓ/∂ρ = 0 (clipped) or A = 1
-		out := run(t, func(in []*Node) []*Node {
+		out := evalGraph(t, func(in []*Node) []*Node {
 			loss := ReduceAllSum(ClippedSurrogate(in[0], in[1], 0.2, c.epsHigh))
 			return []*Node{loss, Neg(Gradient(loss, in[0])[0])}
 		}, [][]float64{{1.25}}, []float64{1})
-		if got, want := out[1][0], c.want; !near(got, want, 1e-15) {
+		if got, want := out[1][0], c.want; !within(got, want, 1e-15) {
 			t.Errorf("ε_high=%v: −∂ℓ/∂ρ = %v, want %v", c.epsHigh, got, want)
 		}
-		if got, want := out[0][0], -math.Min(1.25, 1+c.epsHigh); !near(got, want, 1e-15) {
+		if got, want := out[0][0], -math.Min(1.25, 1+c.epsHigh); !within(got, want, 1e-15) {
 			t.Errorf("ε_high=%v: ℓ = %v, want %v", c.epsHigh, got, want)
 		}
 	}
@@ -279,7 +279,7 @@ func TestGRPOLoss_ZeroLossNonZeroGradient(t *testing.T) {
 	logps := [][]float64{{-0.5, -1}, {-0.2, -0.3}, {-1.5, -0.1}, {-0.7, -0.9}}
 	mask := [][]float64{{1, 1}, {1, 1}, {1, 1}, {1, 1}}
 	adv := []float64{1, -1, 1, -1}
-	out := run(t, func(in []*Node) []*Node {
+	out := evalGraph(t, func(in []*Node) []*Node {
 		l, _ := Loss(Inputs{LogProbs: in[0], OldLogProbs: StopGradient(in[0]), Mask: in[1], Advantages: in[2]},
 			Params{EpsLow: 0.2, EpsHigh: 0.2}, TokenRatio, GRPOMean)
 		return []*Node{l, Neg(Gradient(l, in[0])[0])}
@@ -288,7 +288,7 @@ func TestGRPOLoss_ZeroLossNonZeroGradient(t *testing.T) {
 		t.Errorf("loss = %v, want exactly 0", got)
 	}
 	for i, got := range out[1] {
-		if want := adv[i/2] / 8; !near(got, want, 1e-15) {
+		if want := adv[i/2] / 8; !within(got, want, 1e-15) {
 			t.Errorf("token %d: −∂L/∂logp = %v, want A/(G·|y|) = %v", i, got, want)
 		}
 	}
@@ -316,23 +316,23 @@ func TestGRPOLoss_ZeroAdvantageGroupHasZeroGradient(t *testing.T) {
 func TestAggregations_Denominators(t *testing.T) {
 	ones := [][]float64{{1, 1, 1}, {1, 1, 1}}
 	mask := [][]float64{{1, 1, 1}, {1, 1, 0}}
-	out := run(t, func(in []*Node) []*Node {
+	out := evalGraph(t, func(in []*Node) []*Node {
 		n := Scalar(in[0].Graph(), in[0].DType(), 10)
 		return []*Node{DrGRPOMean(4)(in[0], in[1]), BNPOMean(in[0], in[1]), GRPOMean(in[0], in[1]), DAPOMean(n)(in[0], in[1])}
 	}, ones, mask)
 	for i, want := range []float64{5.0 / (2 * 4), 1, 1, 5.0 / 10} {
-		if got := out[i][0]; !near(got, want, 1e-15) {
+		if got := out[i][0]; !within(got, want, 1e-15) {
 			t.Errorf("aggregation %d = %v, want %v", i, got, want)
 		}
 	}
 	// Micro-batches {row 0, row 1} with DAPO's N = 5 sum to BNPO of the whole batch.
 	x := [][]float64{{0.3, -1.2, 0.5}, {2.0, 0.7, 9.9}}
-	full := run(t, func(in []*Node) []*Node { return []*Node{BNPOMean(in[0], in[1])} }, x, mask)
-	micro := run(t, func(in []*Node) []*Node {
+	full := evalGraph(t, func(in []*Node) []*Node { return []*Node{BNPOMean(in[0], in[1])} }, x, mask)
+	micro := evalGraph(t, func(in []*Node) []*Node {
 		n := Scalar(in[0].Graph(), in[0].DType(), 5)
 		return []*Node{Add(DAPOMean(n)(in[0], in[2]), DAPOMean(n)(in[1], in[3]))}
 	}, x[:1], x[1:], mask[:1], mask[1:])
-	if !near(micro[0][0], full[0][0], 1e-15) {
+	if !within(micro[0][0], full[0][0], 1e-15) {
 		t.Errorf("Σ DAPO micro-batches = %v, want BNPO of the full batch %v", micro[0][0], full[0][0])
 	}
 }
@@ -345,7 +345,7 @@ func TestGRPOLoss_Metrics(t *testing.T) {
 	ref := [][]float64{{0, 0, 0}, {0.1, 0, -0.2}}
 	mask := [][]float64{{1, 1, 0}, {1, 1, 1}}
 	adv := []float64{-1, 1}
-	out := run(t, func(in []*Node) []*Node {
+	out := evalGraph(t, func(in []*Node) []*Node {
 		_, m := Loss(Inputs{LogProbs: in[0], OldLogProbs: in[1], RefLogProbs: in[2], Mask: in[3], Advantages: in[4]},
 			Params{EpsLow: 0.2, EpsHigh: 0.2, Beta: 0.1}, TokenRatio, GRPOMean)
 		_, s := Loss(Inputs{LogProbs: in[0], OldLogProbs: in[1], Mask: in[3], Advantages: in[4]},
@@ -356,7 +356,7 @@ func TestGRPOLoss_Metrics(t *testing.T) {
 	kl := (k3(math.Log(0.7), 0) + k3(0, 0) + k3(math.Log(1.3), 0.1) + k3(math.Log(0.9), 0) + k3(0, -0.2)) / 5
 	// Sequence level: row 0 s = √0.7 < 0.99 with A < 0 → low; row 1 s = ∛1.17 > 1.01 with A > 0 → high.
 	for i, want := range []float64{0.2, 0.2, 0.4, kl, 0.5, 0.5, 0} {
-		if got := out[i][0]; !near(got, want, 1e-15) {
+		if got := out[i][0]; !within(got, want, 1e-15) {
 			t.Errorf("metric %d = %v, want %v", i, got, want)
 		}
 	}
@@ -367,7 +367,7 @@ func TestGRPOLoss_Metrics(t *testing.T) {
 func TestClippedSurrogate_PerTokenMatchesPPOClipTerm(t *testing.T) {
 	ratios := [][]float64{{0.5, 0.8, 1.0, 1.2, 1.5}, {0.5, 0.8, 1.0, 1.2, 1.5}, {0.7, 0.9, 1.1, 1.3, 1.0}}
 	adv := [][]float64{{1, 1, 1, 1, 1}, {-1, -1, -1, -1, -1}, {0.3, -2, 0, 0.4, -0.1}}
-	out := run(t, func(in []*Node) []*Node {
+	out := evalGraph(t, func(in []*Node) []*Node {
 		logRatio := Log(in[0])
 		loss := ReduceAllSum(ClippedSurrogate(Exp(logRatio), in[1], 0.2, 0.2))
 		return []*Node{Neg(Gradient(loss, logRatio)[0]), ClippedSurrogate(in[0], in[1], 0.2, 0.2)}
@@ -376,10 +376,10 @@ func TestClippedSurrogate_PerTokenMatchesPPOClipTerm(t *testing.T) {
 		for j := range ratios[i] {
 			obj, coef := rl.PPOClipTerm(ratios[i][j], adv[i][j], 0.2)
 			k := i*len(ratios[i]) + j
-			if got := out[0][k]; !near(got, coef, 1e-15) {
+			if got := out[0][k]; !within(got, coef, 1e-15) {
 				t.Errorf("ρ=%v A=%v: −∂ℓ/∂log ρ = %v, PPOClipTerm coefficient %v", ratios[i][j], adv[i][j], got, coef)
 			}
-			if got := -out[1][k]; !near(got, obj, 1e-15) {
+			if got := -out[1][k]; !within(got, obj, 1e-15) {
 				t.Errorf("ρ=%v A=%v: −ℓ = %v, PPOClipTerm objective %v", ratios[i][j], adv[i][j], got, obj)
 			}
 		}
@@ -396,9 +396,33 @@ func TestSequenceSumMean_ReinforceWeights(t *testing.T) {
 			if groupMask[i][tok] == 0 {
 				want = 0
 			}
-			if got := grad[i*3+tok]; !near(got, want, 1e-15) {
+			if got := grad[i*3+tok]; !within(got, want, 1e-15) {
 				t.Errorf("sequence %d token %d: weight %v, want %v", i, tok, got, want)
 			}
 		}
+	}
+}
+
+// GSPO-token has GSPO's value on every token but passes each token the full s (not s/|y|).
+func TestSequenceTokenRatio_ValueAndGradient(t *testing.T) {
+	logps := [][]float64{{0.10, -0.05, 0.02}, {0.3, 0, 0}}
+	zeros := [][]float64{{0, 0, 0}, {0, 0, 0}}
+	mask := [][]float64{{1, 1, 1}, {1, 0, 0}}
+	out := evalGraph(t, func(in []*Node) []*Node {
+		r := SequenceTokenRatio(in[0], in[1], in[2])
+		return []*Node{r, Gradient(ReduceAllSum(step.Masked(r, in[2])), in[0])[0]}
+	}, logps, zeros, mask)
+	s0, s1 := math.Exp(0.07/3), math.Exp(0.3)
+	for i, want := range []float64{s0, s0, s0, s1} {
+		k := []int{0, 1, 2, 3}[i]
+		if got := out[0][k]; !within(got, want, 1e-15) {
+			t.Errorf("ratio[%d] = %v, want %v", k, got, want)
+		}
+		if got := out[1][k]; !within(got, want, 1e-15) {
+			t.Errorf("∂ratio/∂log π[%d] = %v, want s = %v", k, got, want)
+		}
+	}
+	if got := out[1][4]; got != 0 {
+		t.Errorf("padding gradient = %v, want 0", got)
 	}
 }
