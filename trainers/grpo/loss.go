@@ -1,7 +1,8 @@
 // Package grpo is Group Relative Policy Optimization (Shao et al. 2024, DeepSeekMath,
 // arXiv:2402.03300) as TRL v0.24's GRPOTrainer computes its loss, with the variants of the
-// course's phase 12 as named functions: the importance ratio level (TokenRatio, or SequenceRatio =
-// GSPO) and the aggregation (GRPOMean, BNPOMean, DAPOMean, DrGRPOMean).
+// course's phase 12 as named functions: the importance ratio level (TokenRatio, SequenceRatio =
+// GSPO, SequenceTokenRatio = GSPO-token) and the aggregation (GRPOMean, BNPOMean, DAPOMean,
+// DrGRPOMean, and SequenceSumMean for plain REINFORCE).
 //
 // Inputs are per-token tensors [B,T]: logps (current policy, with gradient), oldLogps (the
 // sampling policy π_old; pass StopGradient(logps) when μ = 1, which makes the ratio 1 but keeps

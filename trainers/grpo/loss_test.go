@@ -3,6 +3,7 @@ package grpo
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -424,5 +425,47 @@ func TestSequenceTokenRatio_ValueAndGradient(t *testing.T) {
 	}
 	if got := out[1][4]; got != 0 {
 		t.Errorf("padding gradient = %v, want 0", got)
+	}
+}
+
+// Finite differences of the whole loss off-policy with the KL term, for both ratio levels, at a
+// point away from the clip boundaries.
+func TestGRPOLoss_FiniteDifferences(t *testing.T) {
+	logps := []float64{-0.4, -1.1, -0.2, -0.9, -0.5, -2.0}
+	for _, ratio := range []Ratio{TokenRatio, SequenceRatio} {
+		fn := func(in []*Node) []*Node {
+			g := in[0].Graph()
+			lp := Reshape(in[0], 2, 3)
+			old := Const(g, [][]float64{{-0.35, -1.2, -0.25}, {-0.8, -0.45, 0}})
+			ref := Const(g, [][]float64{{-0.5, -0.9, -0.3}, {-1.0, -0.6, 0}})
+			mask := Const(g, [][]float64{{1, 1, 1}, {1, 1, 0}})
+			adv := Const(g, []float64{0.8, -0.6})
+			l, _ := Loss(Inputs{LogProbs: lp, OldLogProbs: old, RefLogProbs: ref, Mask: mask, Advantages: adv},
+				Params{EpsLow: 0.2, EpsHigh: 0.28, Beta: 0.04}, ratio, GRPOMean)
+			return []*Node{l, Gradient(l, in[0])[0]}
+		}
+		e, err := step.NewEval(lossBackend(), fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eval := func(x []float64) (float64, []float64) {
+			outs, err := e.Run(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return step.Float64s(outs[0])[0], step.Float64s(outs[1])
+		}
+		_, grad := eval(logps)
+		const h = 1e-6
+		for i := range logps {
+			xp, xm := slices.Clone(logps), slices.Clone(logps)
+			xp[i] += h
+			xm[i] -= h
+			lp, _ := eval(xp)
+			lm, _ := eval(xm)
+			if fd := (lp - lm) / (2 * h); !within(grad[i], fd, 1e-8) {
+				t.Errorf("token %d: autodiff %v, finite difference %v", i, grad[i], fd)
+			}
+		}
 	}
 }
