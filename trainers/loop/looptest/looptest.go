@@ -1,0 +1,92 @@
+// Package looptest sets up tiny training runs for the trainers' tests: a random tiny Qwen2
+// checkpoint with a real (cut-down) Qwen tokenizer, a dataset file, a backend and a config.
+package looptest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/mult"
+	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/internal/tinymodel"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+)
+
+// Model writes a tiny random checkpoint into a temporary directory and returns its path.
+func Model(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "model")
+	if err := tinymodel.Write(dir, tinymodel.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Load loads the checkpoint at dir for training.
+func Load(t testing.TB, dir string, bf16 bool) *loop.Model {
+	t.Helper()
+	m, err := loop.LoadModel(dir, bf16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// MultFile writes n multiplication rows of kind drawn with seed as JSONL and returns the path.
+func MultFile(t testing.TB, kind mult.Kind, n int, seed int64) string {
+	t.Helper()
+	format, rows, err := mult.Rows(kind, n, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), string(kind)+".jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := data.WriteJSONL(f, format, rows); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Read reads a dataset file.
+func Read(t testing.TB, path string) *data.Dataset {
+	t.Helper()
+	d, err := data.ReadFile(path, data.FormatAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Backend is the pure-Go backend.
+func Backend(t testing.TB) backends.Backend {
+	t.Helper()
+	b, err := backend.New(backend.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Common sets the options every test run shares on c: a temporary output directory, a constant
+// learning rate lr, no warmup, batch × accumulation, steps optimizer steps, logging every step.
+func Common(t testing.TB, c *config.Training, lr float64, batch, accum, steps int) {
+	c.OutputDir = filepath.Join(t.TempDir(), "out")
+	c.LearningRate = lr
+	c.LRSchedulerType = "constant"
+	c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps = batch, accum
+	c.MaxSteps = steps
+	c.LoggingSteps = 1
+	c.SaveSteps = 0
+}
+
+// ReadErr reads a dataset file and returns the reader's error.
+func ReadErr(path string) (*data.Dataset, error) { return data.ReadFile(path, data.FormatAuto) }

@@ -1,0 +1,215 @@
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/data/tokenizer"
+	"github.com/posttrain/posttrain/models/qwen2"
+)
+
+// Model is a Qwen2 checkpoint loaded for training: its weights as variables of Ctx at the HF
+// scopes (qwen2.VarScope), in the compute dtype, plus its tokenizer and chat template.
+//
+// Under bf16 the variables at the HF scopes hold bfloat16 copies that the forward and backward
+// passes read, and the float32 master weights live at MasterScope+scope; the optimizer updates
+// the masters (and its float32 state) and rewrites the bfloat16 copies from them after each step.
+type Model struct {
+	Dir       string // the checkpoint directory the weights were read from
+	Config    *qwen2.Config
+	Ctx       *context.Context
+	DType     dtypes.DType // compute dtype: Float32, or BFloat16 with float32 masters
+	Tokenizer *tokenizer.BPE
+	Template  *chat.Template // nil when the checkpoint has no chat template
+}
+
+// MasterScope holds the float32 master weights under bf16.
+const MasterScope = "/posttrain/master"
+
+// LoadModel reads a checkpoint directory (config.json, safetensors weights, tokenizer.json,
+// tokenizer_config.json) for training; bf16 selects bfloat16 compute with float32 masters.
+func LoadModel(dir string, bf16 bool) (*Model, error) {
+	ctx, cfg, err := qwen2.Load(dir, dtypes.Float32)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", dir, err)
+	}
+	if tok.VocabSize() > cfg.VocabSize {
+		return nil, fmt.Errorf("model %s: the tokenizer has %d tokens but the model's vocab_size is %d", dir, tok.VocabSize(), cfg.VocabSize)
+	}
+	m := &Model{Dir: dir, Config: cfg, Ctx: ctx, DType: dtypes.Float32, Tokenizer: tok}
+	if m.Template, err = chat.Load(dir); err != nil && !errors.Is(err, fs.ErrNotExist) && !hasNoTemplate(dir) {
+		return nil, fmt.Errorf("model %s: %w", dir, err)
+	}
+	if bf16 {
+		if err := m.toBF16(); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// hasNoTemplate reports whether dir's tokenizer_config.json carries no chat template at all (a
+// base model), which is not an error until conversational data needs one.
+func hasNoTemplate(dir string) bool {
+	cfg, err := tokenizer.LoadConfig(dir)
+	return err == nil && cfg.ChatTemplate == ""
+}
+
+// Params returns the model's weight variables (at the HF scopes) in HF order.
+func (m *Model) Params() ([]*context.Variable, []string, error) {
+	var vars []*context.Variable
+	var names []string
+	for _, s := range m.Config.Tensors() {
+		scope, name := qwen2.VarScope(s.Name)
+		v := m.Ctx.GetVariableByScopeAndName(scope, name)
+		if v == nil {
+			return nil, nil, fmt.Errorf("model: no variable for %s", s.Name)
+		}
+		vars, names = append(vars, v), append(names, s.Name)
+	}
+	return vars, names, nil
+}
+
+// Master returns the float32 master variable of a weight (the weight itself in float32 mode).
+func (m *Model) Master(v *context.Variable) *context.Variable {
+	if m.DType == dtypes.Float32 {
+		return v
+	}
+	return m.Ctx.GetVariableByScopeAndName(MasterScope+v.Scope(), v.Name())
+}
+
+// toBF16 moves every float32 weight to its master variable and puts a bfloat16 copy in its place.
+func (m *Model) toBF16() error {
+	vars, _, err := m.Params()
+	if err != nil {
+		return err
+	}
+	for _, v := range vars {
+		f32, err := v.Value()
+		if err != nil {
+			return err
+		}
+		m.Ctx.InAbsPath(MasterScope+v.Scope()).Checked(false).VariableWithValue(v.Name(), f32).SetTrainable(false)
+		if err := v.SetValuePreservingOld(toBF16(f32)); err != nil {
+			return err
+		}
+	}
+	m.DType = dtypes.BFloat16
+	return nil
+}
+
+func toBF16(t *tensors.Tensor) *tensors.Tensor {
+	f, _ := qwen2.Float32s(t)
+	bf := make([]bfloat16.BFloat16, len(f))
+	for i, x := range f {
+		bf[i] = bfloat16.FromFloat32(x)
+	}
+	return tensors.FromFlatDataAndDimensions(bf, t.Shape().Dimensions...)
+}
+
+// SetWeights overwrites the weights (masters under bf16, and their bfloat16 copies) with float32
+// tensors keyed by HF name, e.g. read from a checkpoint's model.safetensors.
+func (m *Model) SetWeights(byName map[string]*tensors.Tensor) error {
+	vars, names, err := m.Params()
+	if err != nil {
+		return err
+	}
+	for i, v := range vars {
+		t, ok := byName[names[i]]
+		if !ok {
+			return fmt.Errorf("model: weight %s is missing", names[i])
+		}
+		if !slices.Equal(t.Shape().Dimensions, v.Shape().Dimensions) {
+			return fmt.Errorf("model: weight %s has shape %v, want %v", names[i], t.Shape().Dimensions, v.Shape().Dimensions)
+		}
+		if err := m.Master(v).SetValue(t); err != nil {
+			return err
+		}
+		if m.DType == dtypes.BFloat16 {
+			if err := v.SetValue(toBF16(t)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// masterContext returns a context holding the float32 weights at the HF scopes, for saving.
+func (m *Model) masterContext() (*context.Context, error) {
+	if m.DType == dtypes.Float32 {
+		return m.Ctx, nil
+	}
+	vars, _, err := m.Params()
+	if err != nil {
+		return nil, err
+	}
+	out := context.New()
+	for _, v := range vars {
+		t, err := m.Master(v).Value()
+		if err != nil {
+			return nil, err
+		}
+		out.InAbsPath(v.Scope()).Checked(false).VariableWithValue(v.Name(), t)
+	}
+	return out, nil
+}
+
+// Save writes the model (float32 weights) as a HF checkpoint into dir, which must exist: weights,
+// config.json and generation_config.json derived from the source checkpoint, tokenizer files.
+func (m *Model) Save(dir string) error {
+	ctx, err := m.masterContext()
+	if err != nil {
+		return err
+	}
+	return qwen2.WriteModel(dir, ctx, m.Config, qwen2.SaveOptions{DType: "F32", TokenizerPath: m.Dir, BaseDir: m.Dir})
+}
+
+// EOS is the end-of-sequence token text from tokenizer_config.json ("<|im_end|>" for Qwen
+// instruct models), appended to standard (non-conversational) completions as TRL does.
+func (m *Model) EOS() (string, int, error) {
+	eos := m.Tokenizer.Config().EOSToken
+	if eos == "" {
+		return "", 0, errors.New("the tokenizer has no eos_token (tokenizer_config.json)")
+	}
+	id, ok := m.Tokenizer.TokenToID(eos)
+	if !ok {
+		return "", 0, fmt.Errorf("eos_token %q is not a token", eos)
+	}
+	return eos, id, nil
+}
+
+// Standard renders a conversational dataset with the model's chat template (TRL's
+// maybe_apply_chat_template) and returns it with addEOS = false (the template closes every turn);
+// a standard dataset is returned as is with addEOS = true.
+func (m *Model) Standard(d *data.Dataset) (out *data.Dataset, addEOS bool, err error) {
+	if !d.Conversational {
+		return d, true, nil
+	}
+	if m.Template == nil {
+		return nil, false, fmt.Errorf("%s: conversational data needs a chat template, and %s has none", d.Path, m.Dir)
+	}
+	out, err = data.ApplyChatTemplate(m.Template, d, chat.Options{})
+	return out, false, err
+}
+
+// Specials are the special-token strings that must not appear doubled in a rendered example.
+func (m *Model) Specials() []string {
+	if m.Template != nil {
+		return m.Template.SpecialStrings()
+	}
+	eos, _, _ := m.EOS()
+	return []string{eos}
+}

@@ -1,0 +1,208 @@
+package loop
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// Scopes of the optimizer's float32 state, beside the model's weights in the same context.
+const (
+	GradScope     = "/posttrain/grad"       // gradients summed over the micro-batches of a step
+	ExpAvgScope   = "/posttrain/exp_avg"    // AdamW first moment (PyTorch's exp_avg)
+	ExpAvgSqScope = "/posttrain/exp_avg_sq" // AdamW second moment (exp_avg_sq)
+)
+
+// AdamW are PyTorch's torch.optim.AdamW hyper-parameters (HF Trainer's default optimizer).
+type AdamW struct {
+	Beta1, Beta2, Epsilon, WeightDecay float64
+	MaxGradNorm                        float64 // > 0: clip the global gradient norm (clip_grad_norm_)
+}
+
+// optimizer holds the compiled micro-batch (gradient accumulation) and update graphs.
+//
+// A step is: for each micro-batch, accumulate += ∂(loss_micro)/∂θ (the trainer's loss is already
+// divided by the whole accumulated batch's size, so the sum is the full batch's gradient); then
+// update: clip the summed gradient by its global norm, apply AdamW to the float32 masters, refresh
+// the bfloat16 copies, zero the accumulators.
+type optimizer struct {
+	model   *Model
+	hp      AdamW
+	params  []*context.Variable // compute weights (HF scopes)
+	names   []string            // their HF names
+	decay   []bool              // weight decay applies (HF: not to biases and norm weights)
+	grads   []*context.Variable
+	expAvg  []*context.Variable
+	expAvg2 []*context.Variable
+	accum   *context.Exec
+	update  *context.Exec
+	steps   int // AdamW updates done (PyTorch's state["step"])
+}
+
+// LossFunc builds a micro-batch's loss, divided by norm (the accumulated batch's size, a float32
+// scalar), and its metric scalars, from the graph inputs Method.Batch returned.
+type LossFunc func(ctx *context.Context, inputs []*Node, norm *Node) (loss *Node, metrics []*Node)
+
+func newOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc) (*optimizer, error) {
+	o := &optimizer{model: m, hp: hp}
+	var err error
+	if o.params, o.names, err = m.Params(); err != nil {
+		return nil, err
+	}
+	for i, v := range o.params {
+		n := o.names[i]
+		o.decay = append(o.decay, !strings.HasSuffix(n, ".bias") && !strings.Contains(n, "norm"))
+		shape := shapes.Make(dtypes.Float32, v.Shape().Dimensions...)
+		zeros := func(scope string) *context.Variable {
+			if x := m.Ctx.GetVariableByScopeAndName(scope+v.Scope(), v.Name()); x != nil {
+				return x
+			}
+			return m.Ctx.InAbsPath(scope+v.Scope()).Checked(false).
+				VariableWithValue(v.Name(), tensors.FromShape(shape)).SetTrainable(false)
+		}
+		o.grads = append(o.grads, zeros(GradScope))
+		o.expAvg = append(o.expAvg, zeros(ExpAvgScope))
+		o.expAvg2 = append(o.expAvg2, zeros(ExpAvgSqScope))
+	}
+	err = catch("build training graphs", func() error {
+		var e error
+		if o.accum, e = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
+			return o.accumGraph(ctx, lossFn, inputs)
+		}); e != nil {
+			return e
+		}
+		o.accum.SetMaxCache(-1)
+		o.update, e = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
+			return o.updateGraph(inputs)
+		})
+		return e
+	})
+	return o, err
+}
+
+// accumGraph is one micro-batch: loss → gradients → added to the accumulators. inputs are the
+// trainer's, then norm.
+func (o *optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, inputs []*Node) []*Node {
+	norm := inputs[len(inputs)-1]
+	loss, metrics := lossFn(ctx, inputs[:len(inputs)-1], norm)
+	if loss == nil || !loss.Shape().IsScalar() {
+		panic(fmt.Sprintf("the loss must be a scalar, got %v", loss))
+	}
+	g := loss.Graph()
+	values := make([]*Node, len(o.params))
+	for i, v := range o.params {
+		values[i] = v.ValueGraph(g)
+	}
+	grads := Gradient(loss, values...)
+	for i, acc := range o.grads {
+		acc.SetValueGraph(Add(acc.ValueGraph(g), ConvertDType(grads[i], dtypes.Float32)))
+	}
+	out := []*Node{ConvertDType(StopGradient(loss), dtypes.Float64)}
+	for i, m := range metrics {
+		if m == nil || !m.Shape().IsScalar() {
+			panic(fmt.Sprintf("metric %d must be a scalar, got %v", i, m))
+		}
+		out = append(out, ConvertDType(StopGradient(m), dtypes.Float64))
+	}
+	return out
+}
+
+// updateGraph is PyTorch's AdamW step (torch/optim/adamw.py, single-tensor path) on the float32
+// masters, after clip_grad_norm_ on the accumulated gradients g:
+//
+//	θ ← θ·(1 − lr·wd)                        (decoupled weight decay; not biases/norms, as HF)
+//	m ← β1·m + (1−β1)·g,  v ← β2·v + (1−β2)·g²
+//	θ ← θ − (lr/(1−β1ᵗ))·m / (√v/√(1−β2ᵗ) + ε)
+//
+// inputs: stepSize = lr/(1−β1ᵗ), bc2Sqrt = √(1−β2ᵗ), decayFactor = 1 − lr·wd, computed on the
+// host in float64 so that the LR schedule never recompiles. Returns the pre-clip global norm.
+func (o *optimizer) updateGraph(inputs []*Node) []*Node {
+	stepSize, bc2Sqrt, decayFactor := inputs[0], inputs[1], inputs[2]
+	g := stepSize.Graph()
+	grads := make([]*Node, len(o.grads))
+	for i, acc := range o.grads {
+		grads[i] = acc.ValueGraph(g)
+	}
+	norm := step.GlobalNorm(grads, dtypes.Float32)
+	if o.hp.MaxGradNorm > 0 {
+		grads = step.ClipByGlobalNorm(grads, norm, o.hp.MaxGradNorm)
+	}
+	b1, b2 := o.hp.Beta1, o.hp.Beta2
+	for i, v := range o.params {
+		master := o.model.Master(v)
+		theta := master.ValueGraph(g)
+		if o.decay[i] && o.hp.WeightDecay > 0 {
+			theta = Mul(theta, decayFactor)
+		}
+		m := Add(MulScalar(o.expAvg[i].ValueGraph(g), b1), MulScalar(grads[i], 1-b1))
+		v2 := Add(MulScalar(o.expAvg2[i].ValueGraph(g), b2), MulScalar(Square(grads[i]), 1-b2))
+		denom := AddScalar(Div(Sqrt(v2), bc2Sqrt), o.hp.Epsilon)
+		theta = Sub(theta, Mul(stepSize, Div(m, denom)))
+		o.expAvg[i].SetValueGraph(m)
+		o.expAvg2[i].SetValueGraph(v2)
+		master.SetValueGraph(theta)
+		if master != v {
+			v.SetValueGraph(ConvertDType(theta, v.DType()))
+		}
+		o.grads[i].SetValueGraph(ZerosLike(grads[i]))
+	}
+	return []*Node{norm}
+}
+
+// micro runs one micro-batch and returns its loss and metrics.
+func (o *optimizer) micro(inputs []any, norm float64) (loss float64, metrics []float64, err error) {
+	var outs []*tensors.Tensor
+	err = catch("train micro-batch", func() error {
+		var e error
+		outs, e = o.accum.Exec(append(inputs, float32(norm))...)
+		return e
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, t := range outs[1:] {
+		metrics = append(metrics, step.ScalarValue(t))
+	}
+	return step.ScalarValue(outs[0]), metrics, nil
+}
+
+// apply runs the AdamW update with learning rate lr and returns the pre-clip gradient norm.
+func (o *optimizer) apply(lr float64) (float64, error) {
+	t := float64(o.steps + 1)
+	stepSize := lr / (1 - math.Pow(o.hp.Beta1, t))
+	bc2Sqrt := math.Sqrt(1 - math.Pow(o.hp.Beta2, t))
+	decay := 1 - lr*o.hp.WeightDecay
+	var outs []*tensors.Tensor
+	err := catch("optimizer update", func() error {
+		var e error
+		outs, e = o.update.Exec(float32(stepSize), float32(bc2Sqrt), float32(decay))
+		return e
+	})
+	if err != nil {
+		return 0, err
+	}
+	o.steps++
+	return step.ScalarValue(outs[0]), nil
+}
+
+// catch runs fn and turns a GoMLX panic into an error prefixed with what.
+func catch(what string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: %v", what, r)
+		}
+	}()
+	if e := fn(); e != nil {
+		return fmt.Errorf("%s: %w", what, e)
+	}
+	return nil
+}

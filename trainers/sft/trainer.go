@@ -1,0 +1,238 @@
+package sft
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// Trainer is SFT as a loop.Method: TRL's SFTTrainer on language-modelling ("text" or "messages")
+// or prompt-completion data, the loss NLLOverTokens over the scored tokens of the whole
+// accumulated batch.
+type Trainer struct {
+	model    *loop.Model
+	examples []example
+}
+
+// example is one tokenized row: its ids (truncated to max_length) and which tokens are scored.
+type example struct {
+	ids    []int32
+	scored []bool // scored[t]: ids[t] counts in the loss (never t = 0)
+	units  int
+}
+
+// New tokenizes d for SFT as TRL does:
+//   - prompt-completion: loss on the completion tokens only unless completion_only_loss is false;
+//   - language modelling: loss on every token, or with assistant_only_loss on the assistant turns
+//     of "messages" (their content and closing end-of-turn token, from data/chat's spans);
+//   - conversational rows are rendered with the model's chat template; standard rows get EOS
+//     appended (unless already there); rows are truncated to max_length (keeping the start).
+//
+// A row that cannot be used is an error naming its file and line.
+func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
+	if d.Format != data.LanguageModeling && d.Format != data.PromptCompletion {
+		return nil, fmt.Errorf("%s: sft needs language_modeling (text/messages) or prompt_completion rows, got %s", d.Path, d.Format)
+	}
+	if cfg.AssistantOnlyLoss && !(d.Format == data.LanguageModeling && d.Conversational) {
+		return nil, fmt.Errorf("%s: assistant_only_loss needs conversational \"messages\" rows", d.Path)
+	}
+	t := &Trainer{model: m}
+	var rows []data.Row
+	addEOS := false
+	if cfg.AssistantOnlyLoss {
+		rows = d.Rows
+	} else {
+		std, eos, err := m.Standard(d)
+		if err != nil {
+			return nil, err
+		}
+		rows, addEOS = std.Rows, eos
+	}
+	completionOnly := cfg.CompletionOnlyLoss == nil || *cfg.CompletionOnlyLoss
+	for _, r := range rows {
+		ex, err := t.tokenize(d.Format, r, addEOS, completionOnly, cfg.AssistantOnlyLoss)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
+		}
+		if cfg.MaxLength > 0 && len(ex.ids) > cfg.MaxLength {
+			ex.ids, ex.scored = ex.ids[:cfg.MaxLength], ex.scored[:cfg.MaxLength]
+		}
+		ex.scored[0] = false
+		for _, s := range ex.scored {
+			if s {
+				ex.units++
+			}
+		}
+		t.examples = append(t.examples, ex)
+	}
+	return t, nil
+}
+
+func (t *Trainer) tokenize(f data.Format, r data.Row, addEOS, completionOnly, assistantOnly bool) (example, error) {
+	m := t.model
+	eos, _, err := m.EOS()
+	if err != nil {
+		return example{}, err
+	}
+	withEOS := func(s string) string {
+		if addEOS && !strings.HasSuffix(s, eos) {
+			return s + eos
+		}
+		return s
+	}
+	if assistantOnly {
+		tk, err := m.Template.Tokenize(m.Tokenizer, r.Text.Messages, chat.Options{})
+		if err != nil {
+			return example{}, err
+		}
+		return example{ids: int32s(tk.IDs), scored: tk.Mask}, nil
+	}
+	if f == data.LanguageModeling {
+		text := withEOS(r.Text.String)
+		if err := chat.CheckDoubledText(text, m.Specials()); err != nil {
+			return example{}, err
+		}
+		ids := m.Tokenizer.Encode(text)
+		return example{ids: int32s(ids), scored: trues(len(ids))}, nil
+	}
+	prompt, full := r.Prompt.String, r.Prompt.String+withEOS(r.Completion.String)
+	if err := chat.CheckDoubledText(full, m.Specials()); err != nil {
+		return example{}, err
+	}
+	pids, ids := m.Tokenizer.Encode(prompt), m.Tokenizer.Encode(full)
+	if !slices.Equal(pids, ids[:min(len(pids), len(ids))]) {
+		return example{}, fmt.Errorf("the prompt's tokens are not a prefix of prompt+completion's (a token spans the boundary)")
+	}
+	if len(ids) == len(pids) {
+		return example{}, fmt.Errorf("empty completion")
+	}
+	scored := trues(len(ids))
+	if completionOnly {
+		clear(scored[:len(pids)])
+	}
+	return example{ids: int32s(ids), scored: scored}, nil
+}
+
+func int32s(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+func trues(n int) []bool {
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = true
+	}
+	return out
+}
+
+// NumExamples implements loop.Method.
+func (t *Trainer) NumExamples() int { return len(t.examples) }
+
+// Units implements loop.Method: the example's scored tokens (TRL's num_items_in_batch).
+func (t *Trainer) Units(i int) float64 { return float64(t.examples[i].units) }
+
+// Tokens implements loop.Method.
+func (t *Trainer) Tokens(i int) int { return len(t.examples[i].ids) }
+
+// Batch implements loop.Method: ids, pos, mask, loss mask [B,T], right-padded to a bucket.
+func (t *Trainer) Batch(idx []int) ([]any, error) {
+	rows, scored := make([][]int32, len(idx)), make([][]bool, len(idx))
+	for k, i := range idx {
+		rows[k], scored[k] = t.examples[i].ids, t.examples[i].scored
+	}
+	return loop.PadRowsMasked(rows, scored, loop.Bucket(loop.MaxLen(rows))).Inputs(), nil
+}
+
+// MetricNames implements loop.Method.
+func (t *Trainer) MetricNames() []string { return []string{"mean_token_accuracy", "entropy"} }
+
+// Finish implements loop.Finisher: TRL's means over the micro-batches and the cumulative
+// num_tokens.
+func (t *Trainer) Finish(w loop.Window) map[string]float64 {
+	return map[string]float64{
+		"mean_token_accuracy": w.Mean("mean_token_accuracy"),
+		"entropy":             w.Mean("entropy"),
+		"num_tokens":          float64(w.TokensSeen),
+	}
+}
+
+// Loss implements loop.Method: NLLOverTokens(lp, loss mask, norm), plus TRL's
+// mean_token_accuracy and entropy over the scored tokens.
+func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
+	ids, pos, mask, scored := in[0], in[1], in[2], in[3]
+	cfg := t.model.Config
+	lp, correct, entropy := HeadStats(ctx, cfg, qwen2.Hidden(ctx, cfg, ids, pos, mask), ids)
+	loss := NLLOverTokens(lp, scored, norm)
+	return loss, []*Node{MeanTokenAccuracy(correct, scored), StopGradient(step.TokenMean(entropy, scored))}
+}
+
+// HeadStats is qwen2.TargetLogProbs plus, from the same chunks of logits, whether the argmax
+// predicts the token and the entropy of the predictive distribution: ids [B,S], hidden [B,S,D]
+// → lp [B,S] float32 (0 at t = 0), correct [B,S] bool, entropy [B,S] float32 (no gradient).
+func HeadStats(ctx *context.Context, cfg *qwen2.Config, hidden, ids *Node) (lp, correct, entropy *Node) {
+	g := ids.Graph()
+	b, s := ids.Shape().Dim(0), ids.Shape().Dim(1)
+	h := Slice(hidden, AxisRange(), AxisRange(0, s-1)) // [B,S-1,D]: predicts t+1
+	next := ConvertDType(Slice(ids, AxisRange(), AxisRange(1, s)), dtypes.Int32)
+	var lps, oks, ents []*Node
+	qwen2.ForEachChunk(h, qwen2.ChunkLen(b, s-1, cfg.VocabSize), func(start, end int, hc *Node) {
+		logits := qwen2.Logits(ctx, cfg, hc) // [B,c,V]
+		lsm := LogSoftmax(logits, -1)
+		tgt := Slice(next, AxisRange(), AxisRange(start, end))
+		idx := shapes.Make(dtypes.Int32, b, end-start)
+		at := Stack([]*Node{Iota(g, idx, 0), Iota(g, idx, 1), tgt}, -1)
+		lps = append(lps, Gather(lsm, at))
+		oks = append(oks, ArgmaxCorrect(logits, tgt))
+		sl := StopGradient(lsm)
+		ents = append(ents, Neg(ReduceSum(Mul(Exp(sl), sl), -1)))
+	})
+	cat := func(parts []*Node, first *Node) *Node { return Concatenate(append([]*Node{first}, parts...), 1) }
+	zero := Zeros(g, shapes.Make(dtypes.Float32, b, 1))
+	return cat(lps, zero), cat(oks, Zeros(g, shapes.Make(dtypes.Bool, b, 1))), cat(ents, zero)
+}
+
+// NLL returns the mean negative log-likelihood over the scored tokens of every example (e.g. a
+// held-out set), computed in micro-batches of batch rows with the model's current weights.
+func (t *Trainer) NLL(backend backends.Backend, batch int) (float64, error) {
+	cfg := t.model.Config
+	ev, err := step.NewContextEval(backend, t.model.Ctx.Reuse(), func(ctx *context.Context, in []*Node) []*Node {
+		lp := qwen2.TokenLogProbs(ctx, cfg, in[0], in[1], in[2])
+		m := ConvertDType(in[3], lp.DType())
+		return []*Node{ConvertDType(ReduceAllSum(Mul(lp, m)), dtypes.Float64), ConvertDType(ReduceAllSum(m), dtypes.Float64)}
+	})
+	if err != nil {
+		return 0, err
+	}
+	sum, count := 0.0, 0.0
+	for lo := 0; lo < len(t.examples); lo += batch {
+		idx := make([]int, 0, batch)
+		for i := lo; i < min(lo+batch, len(t.examples)); i++ {
+			idx = append(idx, i)
+		}
+		in, _ := t.Batch(idx)
+		outs, err := ev.Run(in...)
+		if err != nil {
+			return 0, err
+		}
+		sum += step.ScalarValue(outs[0])
+		count += step.ScalarValue(outs[1])
+	}
+	return -sum / max(count, 1), nil
+}

@@ -1,0 +1,99 @@
+package sft_test
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/posttrain/posttrain/data/mult"
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/sft"
+)
+
+// SFT on the course's multiplication rows lowers the NLL of held-out rows' completions, logs
+// TRL's SFT metrics every step, and leaves a loadable model in OUTPUT_DIR.
+func TestSFT_LowersHeldOutNLL(t *testing.T) {
+	dir := looptest.Model(t)
+	m := looptest.Load(t, dir, false)
+	b := looptest.Backend(t)
+	cfg := config.DefaultSFT()
+	looptest.Common(t, &cfg.Training, 1e-2, 8, 1, 12)
+	train, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 48, 1)), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 16, 2)), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := held.NLL(b, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := loop.Run(context.Background(), m, train, loop.Options{Config: cfg, Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := held.NLL(b, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("held-out NLL %.4f → %.4f (ln V = %.4f); last line %v", before, after, math.Log(512), res.Last)
+	if !(after < before-1) {
+		t.Errorf("held-out NLL %.4f → %.4f: want a drop of more than 1 nat", before, after)
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 12 {
+		t.Fatalf("%d metrics lines, want 12", len(recs))
+	}
+	for _, k := range []string{"loss", "grad_norm", "learning_rate", "mean_token_accuracy", "entropy", "num_tokens"} {
+		if _, ok := recs[0].Metrics[k]; !ok {
+			t.Errorf("metrics line lacks %q: %v", k, recs[0])
+		}
+	}
+	for _, name := range []string{"config.json", "model.safetensors", "tokenizer.json", "training_args.yaml", "checkpoint-12/trainer_state.json", "checkpoint-12/optimizer.safetensors"} {
+		if _, err := os.Stat(filepath.Join(cfg.OutputDir, name)); err != nil {
+			t.Errorf("output: %v", err)
+		}
+	}
+	reloaded := looptest.Load(t, cfg.OutputDir, false)
+	again, err := sft.New(reloaded, looptest.Read(t, looptest.MultFile(t, mult.SFT, 16, 2)), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := again.NLL(b, 16); err != nil || got != after {
+		t.Errorf("NLL of the saved model = %v (err %v), want %v", got, err, after)
+	}
+}
+
+// A malformed row is an error naming the file and line.
+func TestSFT_MalformedRowNamesLine(t *testing.T) {
+	m := looptest.Load(t, looptest.Model(t), false)
+	path := filepath.Join(t.TempDir(), "bad.jsonl")
+	rows := `{"prompt": "2×3=", "completion": "6"}` + "\n" + `{"prompt": "2×4=", "completion": 8}` + "\n"
+	if err := os.WriteFile(path, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := looptest.ReadErr(path)
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
+		t.Fatalf("error %v, want one naming bad.jsonl:2", err)
+	}
+	// A row the trainer cannot use (doubled end-of-turn token) names its line too.
+	rows = `{"prompt": "2×3=", "completion": "6"}` + "\n" + `{"prompt": "2×4=", "completion": "8<|im_end|>\n<|im_end|>"}` + "\n"
+	if err := os.WriteFile(path, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sft.New(m, looptest.Read(t, path), config.DefaultSFT())
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
+		t.Fatalf("error %v, want one naming bad.jsonl:2", err)
+	}
+}
