@@ -14,7 +14,7 @@ import (
 )
 
 // Load reads a tokenizer from path: a tokenizer.json (optionally gzip-compressed, *.gz), or a
-// model directory holding one. A tokenizer_config.json (and chat_template.jinja) in the same
+// model directory holding one (tokenizer.json, else tokenizer.json.gz). A tokenizer_config.json (and chat_template.jinja) in the same
 // directory is read into Config and checked against the tokenizer; it is optional.
 func Load(path string) (*BPE, error) {
 	file, dir, err := resolve(path)
@@ -50,7 +50,13 @@ func resolve(path string) (file, dir string, err error) {
 		return "", "", fmt.Errorf("load tokenizer: %w", err)
 	}
 	if st.IsDir() {
-		return filepath.Join(path, "tokenizer.json"), path, nil
+		file := filepath.Join(path, "tokenizer.json")
+		if _, err := os.Stat(file + ".gz"); err == nil {
+			if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+				file += ".gz"
+			}
+		}
+		return file, path, nil
 	}
 	return path, filepath.Dir(path), nil
 }

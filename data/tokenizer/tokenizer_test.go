@@ -101,3 +101,33 @@ func TestEncode_GoldenQwen25(t *testing.T) {
 		t.Errorf("Qwen2.5 VocabSize = %d, want %d", got, want)
 	}
 }
+
+// Encode is safe for concurrent use: goroutines sharing one tokenizer (and its word cache, here
+// starting empty) get the golden ids. Run with -race to check the cache's locking.
+func TestEncode_Concurrent(t *testing.T) {
+	tok, cases := testTokenizer(t)
+	fresh := *tok
+	m := *tok.model
+	m.cache = newWordCache()
+	fresh.model = &m
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range cases {
+				c := cases[(i+g*97)%len(cases)]
+				if got := fresh.Encode(c.Text); !slices.Equal(got, c.IDs) {
+					errs <- c.Text
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for s := range errs {
+		t.Errorf("concurrent Encode(%q) differs from the golden ids", s)
+	}
+}
