@@ -154,3 +154,35 @@ func TestTokenHelpers_MaskedInfinity(t *testing.T) {
 		}
 	}
 }
+
+// float32 variables and loss (the Qwen2 path): both optimizers move θ, GradNorm is reported.
+func TestStep_Float32(t *testing.T) {
+	for _, opt := range []Optimizer{Plain, AdamW} {
+		ctx := context.New()
+		v := ctx.In("model").VariableWithValue("w", []float32{1, -2})
+		s, err := New(testBackend(), ctx, Config{Optimizer: opt, LearningRate: 0.1, MaxGradNorm: 1},
+			func(ctx *context.Context, in []*Node) (*Node, []*Node) {
+				return ReduceAllSum(Square(Sub(v.ValueGraph(in[0].Graph()), in[0]))), nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Run([]float32{0, 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(r.GradNorm-math.Sqrt(20)) > 1e-5 || r.Loss != 5 {
+			t.Errorf("%v: Run = %+v, want loss 5 and grad norm √20", opt, r)
+		}
+		got := tensors.MustCopyFlatData[float32](v.MustValue())
+		if !(got[0] < 1 && got[1] > -2) {
+			t.Errorf("%v: θ = %v, want it to move toward 0 from [1 -2]", opt, got)
+		}
+		if err := s.SetLearningRate(0.01); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Run([]float32{0, 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
