@@ -1,0 +1,135 @@
+package grpo
+
+import (
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// The Qwen2 side of the GRPO step. A rollout batch is laid out as TRL lays it out
+// (grpo_trainer.py L1379-1384): prompts left-padded to P, completions right-padded to C, so every
+// completion starts at position P:
+//
+//	ids, pos, attn [B,P+C] int32   (attn 1 = real token)
+//	mask           [B,C]   float32 (1 = completion token the loss counts)
+//
+// Only the C completion positions go through the LM head (TRL's logits_to_keep = C+1 minus the
+// last logit): the hidden state at P-1+t predicts completion token t.
+
+// CompletionLogProbs returns, for the completion tokens of a rollout batch, the log-probs of the
+// tempered policy log softmax(logits/T)[y_t] [B,C] float32 (TRL divides the logits by the sampling
+// temperature before scoring, L789-850, so the ratio compares like with like, TRL #4159) and the
+// entropy of that distribution −Σ_v p_v log p_v [B,C] (detached, for the entropy metric). The
+// head runs chunk by chunk, so at most qwen2.ChunkElements logits exist at once.
+func CompletionLogProbs(ctx *context.Context, cfg *qwen2.Config, ids, pos, attn *Node, completionLen int, temperature float64) (logps, entropy *Node) {
+	g := ids.Graph()
+	b, s := ids.Shape().Dim(0), ids.Shape().Dim(1)
+	p := s - completionLen
+	hidden := qwen2.Hidden(ctx, cfg, ids, pos, attn)                                 // [B,S,D]
+	h := Slice(hidden, AxisRange(), AxisRange(p-1, s-1))                             // [B,C,D]: predicts P..S-1
+	targets := ConvertDType(Slice(ids, AxisRange(), AxisRange(p, s)), dtypes.Int32) // [B,C]
+	var lps, ents []*Node
+	qwen2.ForEachChunk(h, qwen2.ChunkLen(b, completionLen, cfg.VocabSize), func(start, end int, hc *Node) {
+		logits := qwen2.Logits(ctx, cfg, hc) // [B,c,V] float32
+		if temperature != 1 {
+			logits = DivScalar(logits, temperature)
+		}
+		lsm := LogSoftmax(logits, -1) // [B,c,V]
+		idx := shapes.Make(dtypes.Int32, b, end-start)
+		tgt := Slice(targets, AxisRange(), AxisRange(start, end))
+		at := Stack([]*Node{Iota(g, idx, 0), Iota(g, idx, 1), tgt}, -1) // [B,c,3]: (row, position, token)
+		lps = append(lps, Gather(lsm, at))                              // [B,c]
+		d := StopGradient(lsm)
+		ents = append(ents, Neg(ReduceSum(Mul(Exp(d), d), -1))) // [B,c]
+	})
+	if len(lps) == 1 {
+		return lps[0], ents[0]
+	}
+	return Concatenate(lps, 1), Concatenate(ents, 1)
+}
+
+// lossSpec is what the compiled GRPO step needs to know about the run; all of it is fixed for
+// the run, so it is captured as Go values (one graph per batch shape).
+type lossSpec struct {
+	Model         *qwen2.Config
+	CompletionLen int
+	Temperature   float64
+	Params        Params
+	Ratio         Ratio
+	Agg           func(numTokens *Node) Aggregation
+	// OffPolicy: the old log-probs input is π_old's (recomputed after generation); otherwise the
+	// detached current log-probs are used, so ρ = 1 and only its gradient survives (TRL #2995).
+	OffPolicy bool
+}
+
+// Indices of the step metrics returned by lossGraph, after the loss and the gradient norm.
+const (
+	mClipLow = iota
+	mClipHigh
+	mClipRegion
+	mKL
+	mEntropy
+	mSampleDiffMean
+	mSampleDiffMax
+	numStepMetrics
+)
+
+// stepMetricNames are TRL's names of the step metrics, in lossGraph's order.
+var stepMetricNames = [numStepMetrics]string{
+	"clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "kl", "entropy",
+	"sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max",
+}
+
+// lossGraph is the step.LossFn of a GRPO update. inputs: ids, pos, attn [B,P+C] int32; mask [B,C]
+// float32; advantages [B] float32; old, ref, sampling log-probs [B,C] float32; numTokens scalar
+// float32 (completion tokens of the optimizer step, for loss_type dapo).
+func (sp *lossSpec) lossGraph(ctx *context.Context, in []*Node) (*Node, []*Node) {
+	ids, pos, attn, mask, adv, old, ref, sampled, numTokens := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8]
+	logps, entropy := CompletionLogProbs(ctx, sp.Model, ids, pos, attn, sp.CompletionLen, sp.Temperature)
+	if !sp.OffPolicy {
+		old = StopGradient(logps)
+	}
+	inputs := Inputs{LogProbs: logps, OldLogProbs: old, Mask: mask, Advantages: adv}
+	if sp.Params.Beta != 0 {
+		inputs.RefLogProbs = ref
+	}
+	loss, m := Loss(inputs, sp.Params, sp.Ratio, sp.Agg(numTokens))
+	// |sampling − training| log-prob per token, both before any update of this generation batch:
+	// the current policy when on-policy, π_old (recomputed right after generation) otherwise.
+	training := StopGradient(logps)
+	if sp.OffPolicy {
+		training = old
+	}
+	diff := step.Masked(Abs(Sub(training, sampled)), mask)
+	f64 := func(x *Node) *Node { return ConvertDType(x, dtypes.Float64) }
+	metrics := make([]*Node, numStepMetrics)
+	metrics[mClipLow], metrics[mClipHigh], metrics[mClipRegion], metrics[mKL] = m.ClipRatioLow, m.ClipRatioHigh, m.ClipRatioRegion, m.KL
+	metrics[mEntropy] = f64(step.TokenMean(entropy, mask))
+	metrics[mSampleDiffMean] = f64(step.TokenMean(diff, mask))
+	metrics[mSampleDiffMax] = f64(ReduceAllMax(diff))
+	return loss, metrics
+}
+
+// scoreGraph is the forward-only graph of old and reference log-probs: inputs ids, pos, attn →
+// the completion log-probs [B,C] at the sampling temperature.
+func (sp *lossSpec) scoreGraph(ctx *context.Context, in []*Node) []*Node {
+	lp, _ := CompletionLogProbs(ctx, sp.Model, in[0], in[1], in[2], sp.CompletionLen, sp.Temperature)
+	return []*Node{lp}
+}
+
+// aggregation returns TRL's loss_type as a function of the step's completion-token count.
+func aggregation(lossType string, maxCompletionLength int) func(numTokens *Node) Aggregation {
+	switch lossType {
+	case "grpo":
+		return func(*Node) Aggregation { return GRPOMean }
+	case "bnpo":
+		return func(*Node) Aggregation { return BNPOMean }
+	case "dr_grpo":
+		return func(*Node) Aggregation { return DrGRPOMean(maxCompletionLength) }
+	}
+	return DAPOMean // "dapo", TRL v0.24's default
+}

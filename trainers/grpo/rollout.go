@@ -1,0 +1,170 @@
+package grpo
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/posttrain/posttrain/models/qwen2"
+)
+
+// Prompt is one prompt of the training set: the text handed to the reward functions (the chat
+// template's rendering for conversational data), its token ids, and the dataset's other columns.
+type Prompt struct {
+	Text    string
+	IDs     []int32
+	Columns map[string]any
+}
+
+// Rollout is one generation batch: len(Completions) = prompts × num_generations, the G samples of
+// a prompt consecutive (TRL's RepeatSampler order), with everything the update needs.
+type Rollout struct {
+	Prompts     []*Prompt  // one per completion (repeated G times)
+	Completions [][]int32  // generated ids, the stop token included when one ended the row
+	Texts       []string   // completions decoded without special tokens
+	SampledLogp [][]float64 // log-prob of each generated token under the sampler (tempered, whole vocabulary)
+	Truncated   []bool     // reached max_completion_length without a stop token
+	// Mask[i][t] = 1 for the completion tokens the loss counts: every generated token up to and
+	// including the first stop token (TRL L1301-1305), none of a truncated completion when
+	// mask_truncated_completions is set (DAPO's overlong filtering, TRL L1391-1395).
+	Mask [][]float32
+
+	Rewards     []float64            // weighted nansum over reward functions
+	FuncRewards map[string][]float64 // per reward function (NaN = not applicable)
+	Advantages  []float64
+	GroupStd    []float64 // std the advantage of each completion was scaled by (TRL's std_rewards)
+
+	OldLogp, RefLogp [][]float32 // [N][C], when computed
+}
+
+// newRollout builds the rollout of generations for prompts (each repeated numGenerations times).
+func newRollout(prompts []*Prompt, gens []qwen2.Generation, maskTruncated bool) *Rollout {
+	r := &Rollout{Prompts: prompts}
+	for _, g := range gens {
+		r.Completions = append(r.Completions, g.IDs)
+		r.Texts = append(r.Texts, g.Text)
+		r.SampledLogp = append(r.SampledLogp, g.LogProbs)
+		r.Truncated = append(r.Truncated, g.Truncated)
+		m := make([]float32, len(g.IDs))
+		if !(maskTruncated && g.Truncated) {
+			for t := range m {
+				m[t] = 1
+			}
+		}
+		r.Mask = append(r.Mask, m)
+	}
+	return r
+}
+
+// Len is the number of completions.
+func (r *Rollout) Len() int { return len(r.Completions) }
+
+// Batch is the padded tensors of rows [lo,hi) of a rollout, in the layout of CompletionLogProbs.
+type Batch struct {
+	IDs, Pos, Attn [][]int32
+	Mask           [][]float32
+	Sampled        [][]float32
+	PromptLen      int // P
+	CompletionLen  int // C
+}
+
+// batch lays out rows [lo,hi) with prompts left-padded to promptLen and completions right-padded
+// to completionLen (pad id 0, attention 0). Position ids are HF's cumsum(attn)−1.
+func (r *Rollout) batch(lo, hi, promptLen, completionLen int) (*Batch, error) {
+	b := &Batch{PromptLen: promptLen, CompletionLen: completionLen}
+	for i := lo; i < hi; i++ {
+		p, c := r.Prompts[i].IDs, r.Completions[i]
+		if len(p) > promptLen || len(c) > completionLen {
+			return nil, fmt.Errorf("grpo batch: row %d has %d prompt and %d completion tokens, over the %d+%d layout", i, len(p), len(c), promptLen, completionLen)
+		}
+		s := promptLen + completionLen
+		ids, attn := make([]int32, s), make([]int32, s)
+		copy(ids[promptLen-len(p):], p)
+		copy(ids[promptLen:], c)
+		for t := promptLen - len(p); t < promptLen+len(c); t++ {
+			attn[t] = 1
+		}
+		mask, sampled := make([]float32, completionLen), make([]float32, completionLen)
+		copy(mask, r.Mask[i])
+		for t, lp := range r.SampledLogp[i] {
+			sampled[t] = float32(lp)
+		}
+		b.IDs, b.Attn = append(b.IDs, ids), append(b.Attn, attn)
+		b.Mask, b.Sampled = append(b.Mask, mask), append(b.Sampled, sampled)
+	}
+	b.Pos = qwen2.PositionIDs(b.Attn)
+	return b, nil
+}
+
+// maxPromptLen is the longest prompt of the rollout.
+func (r *Rollout) maxPromptLen() int {
+	n := 0
+	for _, p := range r.Prompts {
+		n = max(n, len(p.IDs))
+	}
+	return n
+}
+
+// rows returns rows [lo,hi) of a [N][C] float32 table as a fresh [hi-lo][C] table, zeros when nil.
+func rows(t [][]float32, lo, hi, c int) [][]float32 {
+	out := make([][]float32, hi-lo)
+	for i := range out {
+		out[i] = make([]float32, c)
+		if t != nil {
+			copy(out[i], t[lo+i])
+		}
+	}
+	return out
+}
+
+// maskedTokens counts the completion tokens the loss sees in rows [lo,hi).
+func (r *Rollout) maskedTokens(lo, hi int) int {
+	n := 0
+	for _, m := range r.Mask[lo:hi] {
+		for _, v := range m {
+			n += int(v)
+		}
+	}
+	return n
+}
+
+// lengthStats are TRL's completion-length metrics (grpo_trainer.py L1329-1346).
+func (r *Rollout) lengthStats() map[string]float64 {
+	var all, term []float64
+	for i, c := range r.Completions {
+		all = append(all, float64(len(c)))
+		if !r.Truncated[i] {
+			term = append(term, float64(len(c)))
+		}
+	}
+	m := map[string]float64{}
+	put := func(prefix string, xs []float64) {
+		if len(xs) == 0 {
+			m[prefix+"mean_length"], m[prefix+"min_length"], m[prefix+"max_length"] = 0, 0, 0
+			return
+		}
+		m[prefix+"mean_length"], m[prefix+"min_length"], m[prefix+"max_length"] = mean(xs), slices.Min(xs), slices.Max(xs)
+	}
+	put("completions/", all)
+	m["completions/mean_terminated_length"], m["completions/min_terminated_length"], m["completions/max_terminated_length"] = 0, 0, 0
+	if len(term) > 0 {
+		m["completions/mean_terminated_length"] = mean(term)
+		m["completions/min_terminated_length"] = slices.Min(term)
+		m["completions/max_terminated_length"] = slices.Max(term)
+	}
+	clipped := 0.0
+	for _, t := range r.Truncated {
+		if t {
+			clipped++
+		}
+	}
+	m["completions/clipped_ratio"] = clipped / float64(len(r.Truncated))
+	return m
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}

@@ -1,0 +1,368 @@
+package grpo
+
+import (
+	stdctx "context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/schedule"
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// Setup is what a GRPO run needs besides its configuration: the policy (weights in Model, which
+// the run updates in place), the tokenized prompts and the reward functions.
+type Setup struct {
+	Config      *config.GRPO // resolved and validated (config.FromCommand or Resolve+Validate)
+	Backend     backends.Backend
+	Model       *context.Context
+	ModelConfig *qwen2.Config
+	// Decoder turns completion ids into the text the reward functions see (special tokens skipped).
+	Decoder qwen2.TextDecoder
+	// StopIDs are every end-of-sequence id (config.json and generation_config.json, TRL #7039).
+	StopIDs []int
+	Prompts []*Prompt
+	Rewards []Reward
+	// Logger receives events and guard-rail warnings; nil means slog.Default().
+	Logger *slog.Logger
+	// Progress, when set, shows a progress bar / log lines there.
+	Progress io.Writer
+	// OnStep, when set, is called after every optimizer step (tests, the demo).
+	OnStep func(StepInfo)
+}
+
+// StepInfo is what one optimizer step reports to Setup.OnStep.
+type StepInfo struct {
+	Step     int
+	Loss     float64
+	GradNorm float64
+	Metrics  map[string]float64 // the step's graph metrics (TRL names)
+	Rollout  *Rollout           // the generation batch the step trained on
+}
+
+// Trainer runs GRPO on a Qwen2 policy.
+type Trainer struct {
+	s         Setup
+	cfg       *config.GRPO
+	log       *slog.Logger
+	spec      *lossSpec
+	gen       *qwen2.Generator
+	update    *step.Step
+	oldEval   *step.Eval // off-policy runs: π_old log-probs after generation
+	refEval   *step.Eval // β ≠ 0: the frozen initial weights' log-probs
+	sched     schedule.Schedule
+	promptLen int // P of the batch layout
+
+	stepBatch, genBatch, stepsPerGen int
+	totalSteps                       int
+	order                            []int // shuffled prompt order of the current epoch
+	epoch, offset                    int
+	round                            int
+	tokensSeen                       int64
+}
+
+// New checks the setup and compiles nothing yet (graphs are built on first use).
+func New(s Setup) (*Trainer, error) {
+	cfg := s.Config
+	switch {
+	case cfg == nil || s.Backend == nil || s.Model == nil || s.ModelConfig == nil:
+		return nil, errors.New("grpo: config, backend and model are required")
+	case len(s.Prompts) == 0:
+		return nil, errors.New("grpo: no prompts")
+	case len(s.Rewards) == 0:
+		return nil, errors.New("grpo: no reward function")
+	case cfg.StepsPerGeneration%cfg.GradientAccumulationSteps != 0:
+		return nil, fmt.Errorf("grpo: steps_per_generation (%d) must be a multiple of gradient_accumulation_steps (%d)",
+			cfg.StepsPerGeneration, cfg.GradientAccumulationSteps)
+	}
+	t := &Trainer{s: s, cfg: cfg, log: s.Logger}
+	if t.log == nil {
+		t.log = slog.Default()
+	}
+	t.stepBatch = cfg.PerDeviceTrainBatchSize * cfg.GradientAccumulationSteps
+	t.genBatch = cfg.PerDeviceTrainBatchSize * cfg.StepsPerGeneration
+	t.stepsPerGen = cfg.NumIterations * cfg.StepsPerGeneration / cfg.GradientAccumulationSteps
+	t.totalSteps = cfg.TotalSteps(len(s.Prompts) * cfg.NumGenerations)
+	for _, p := range s.Prompts {
+		if len(p.IDs) == 0 {
+			return nil, fmt.Errorf("grpo: prompt %q has no tokens", p.Text)
+		}
+		if len(p.IDs) > cfg.MaxPromptLength { // TRL truncates prompts on the left
+			p.IDs = p.IDs[len(p.IDs)-cfg.MaxPromptLength:]
+		}
+		t.promptLen = max(t.promptLen, len(p.IDs))
+	}
+	t.promptLen = (t.promptLen + 7) / 8 * 8 // one graph for every batch of the run
+	var err error
+	if t.sched, err = cfg.Schedule(t.totalSteps); err != nil {
+		return nil, fmt.Errorf("grpo: %w", err)
+	}
+	t.spec = &lossSpec{
+		Model: s.ModelConfig, CompletionLen: cfg.MaxCompletionLength, Temperature: cfg.Temperature,
+		Params:    Params{EpsLow: cfg.Epsilon, EpsHigh: cfg.EpsilonHigh, Beta: cfg.Beta},
+		Ratio:     TokenRatio,
+		Agg:       aggregation(cfg.LossType, cfg.MaxCompletionLength),
+		OffPolicy: OffPolicy(cfg),
+	}
+	if cfg.ImportanceSamplingLevel == "sequence" {
+		t.spec.Ratio = SequenceRatio
+	}
+	if err := t.compile(); err != nil {
+		return nil, err
+	}
+	SetRandomRewardSeed(uint64(cfg.Seed))
+	return t, nil
+}
+
+// OffPolicy is TRL's rule for recomputing the old log-probs after generation (grpo_trainer.py
+// L1413-1440): only when a generation batch is used for more than one optimizer step, i.e. when
+// gradient_accumulation_steps % (steps_per_generation · num_iterations) ≠ 0. Otherwise the update
+// is on-policy and the detached current log-probs serve as π_old (ratio 1).
+func OffPolicy(cfg *config.GRPO) bool {
+	return cfg.GradientAccumulationSteps%(cfg.StepsPerGeneration*cfg.NumIterations) != 0
+}
+
+// compile creates the update step, the generator and the forward-only scorers.
+func (t *Trainer) compile() error {
+	c := t.cfg
+	var err error
+	t.update, err = step.New(t.s.Backend, t.s.Model, step.Config{
+		Optimizer: step.AdamW, LearningRate: t.sched.LR(0), Beta1: c.AdamBeta1, Beta2: c.AdamBeta2,
+		Epsilon: c.AdamEpsilon, WeightDecay: c.WeightDecay, MaxGradNorm: c.MaxGradNorm,
+	}, t.spec.lossGraph)
+	if err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	t.gen = qwen2.NewGenerator(t.s.Backend, t.s.Model, t.s.ModelConfig)
+	if t.spec.OffPolicy {
+		if t.oldEval, err = step.NewContextEval(t.s.Backend, t.s.Model, t.spec.scoreGraph); err != nil {
+			return fmt.Errorf("grpo: old log-probs: %w", err)
+		}
+	}
+	if c.Beta != 0 { // the reference is the initial policy, frozen in a second context
+		ref, err := CloneWeights(t.s.Model)
+		if err != nil {
+			return err
+		}
+		if t.refEval, err = step.NewContextEval(t.s.Backend, ref, t.spec.scoreGraph); err != nil {
+			return fmt.Errorf("grpo: reference log-probs: %w", err)
+		}
+	}
+	return nil
+}
+
+// CloneWeights copies the model weights of ctx (the variables under /model and /lm_head) into a
+// new context, not trainable: a frozen reference policy.
+func CloneWeights(ctx *context.Context) (*context.Context, error) {
+	ref := context.New()
+	n := 0
+	for v := range ctx.IterVariables() {
+		scope := v.Scope()
+		if !(hasPrefix(scope, "/model") || hasPrefix(scope, "/lm_head")) {
+			continue
+		}
+		val, err := v.Value()
+		if err != nil {
+			return nil, fmt.Errorf("grpo: reference weights: %s/%s: %w", scope, v.Name(), err)
+		}
+		c, err := val.LocalClone()
+		if err != nil {
+			return nil, fmt.Errorf("grpo: reference weights: %s/%s: %w", scope, v.Name(), err)
+		}
+		ref.InAbsPath(scope).Checked(false).VariableWithValue(v.Name(), c).SetTrainable(false)
+		n++
+	}
+	if n == 0 {
+		return nil, errors.New("grpo: reference weights: the model context has no /model variables")
+	}
+	return ref, nil
+}
+
+func hasPrefix(scope, p string) bool {
+	return scope == p || len(scope) > len(p) && scope[:len(p)] == p && scope[len(p)] == '/'
+}
+
+// TotalSteps is the number of optimizer steps the run makes.
+func (t *Trainer) TotalSteps() int { return t.totalSteps }
+
+// nextPrompts returns the prompts of the next generation batch, each repeated num_generations
+// times (TRL's RepeatSampler): distinct prompts in a per-epoch shuffled order seeded by the run's
+// seed, continuing into the next epoch when this one runs out.
+func (t *Trainer) nextPrompts() []*Prompt {
+	n := t.genBatch / t.cfg.NumGenerations
+	var out []*Prompt
+	for len(out) < n*t.cfg.NumGenerations {
+		if t.order == nil || t.offset >= len(t.order) {
+			if t.order != nil {
+				t.epoch++
+			}
+			rng := rand.New(rand.NewPCG(uint64(t.cfg.Seed), uint64(t.epoch)))
+			t.order, t.offset = rng.Perm(len(t.s.Prompts)), 0
+		}
+		p := t.s.Prompts[t.order[t.offset]]
+		t.offset++
+		for range t.cfg.NumGenerations {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// timings of one generation round.
+type timings struct{ generation, scoring time.Duration }
+
+// rollout generates, scores and prepares one generation batch.
+func (t *Trainer) rollout() (*Rollout, timings, error) {
+	var tm timings
+	prompts := t.nextPrompts()
+	ids := make([][]int32, len(prompts))
+	for i, p := range prompts {
+		ids[i] = p.IDs
+	}
+	t0 := time.Now()
+	gens, err := t.gen.Generate(ids, qwen2.GenerateOptions{
+		SampleOptions: qwen2.SampleOptions{Temperature: t.cfg.Temperature, TopK: t.cfg.TopK, TopP: t.cfg.TopP},
+		MaxNewTokens:  t.cfg.MaxCompletionLength,
+		Seed:          uint64(t.cfg.Seed)*1_000_003 + uint64(t.round),
+		StopIDs:       t.s.StopIDs,
+		Tokenizer:     t.s.Decoder,
+	})
+	if err != nil {
+		return nil, tm, fmt.Errorf("grpo: generate: %w", err)
+	}
+	tm.generation = time.Since(t0)
+	t.round++
+	t0 = time.Now()
+	r := newRollout(prompts, gens, t.cfg.MaskTruncatedCompletions)
+	if err := scoreRewards(r, t.s.Rewards); err != nil {
+		return nil, tm, fmt.Errorf("grpo: %w", err)
+	}
+	scale := rl.ScaleRewards(t.cfg.ScaleRewards)
+	if err := advantages(r, t.cfg.NumGenerations, scale, t.cfg.Advantage); err != nil {
+		return nil, tm, fmt.Errorf("grpo: %w", err)
+	}
+	if t.oldEval != nil {
+		if r.OldLogp, err = t.score(t.oldEval, r); err != nil {
+			return nil, tm, fmt.Errorf("grpo: old log-probs: %w", err)
+		}
+	}
+	if t.refEval != nil {
+		if r.RefLogp, err = t.score(t.refEval, r); err != nil {
+			return nil, tm, fmt.Errorf("grpo: reference log-probs: %w", err)
+		}
+	}
+	tm.scoring = time.Since(t0)
+	for i, c := range r.Completions {
+		t.tokensSeen += int64(len(r.Prompts[i].IDs) + len(c))
+	}
+	return r, tm, nil
+}
+
+// score runs a forward-only log-prob graph over the rollout, stepBatch rows at a time.
+func (t *Trainer) score(e *step.Eval, r *Rollout) ([][]float32, error) {
+	c := t.cfg.MaxCompletionLength
+	var out [][]float32
+	for lo := 0; lo < r.Len(); lo += t.stepBatch {
+		b, err := r.batch(lo, lo+t.stepBatch, t.promptLen, c)
+		if err != nil {
+			return nil, err
+		}
+		outs, err := e.Run(b.IDs, b.Pos, b.Attn)
+		if err != nil {
+			return nil, err
+		}
+		flat := step.Float64s(outs[0])
+		for i := range t.stepBatch {
+			row := make([]float32, c)
+			for j := range row {
+				row[j] = float32(flat[i*c+j])
+			}
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
+// trainStep runs one optimizer step on rows [lo, lo+stepBatch) of the rollout.
+func (t *Trainer) trainStep(r *Rollout, lo int) (step.Result, error) {
+	hi, c := lo+t.stepBatch, t.cfg.MaxCompletionLength
+	b, err := r.batch(lo, hi, t.promptLen, c)
+	if err != nil {
+		return step.Result{}, err
+	}
+	adv := make([]float32, hi-lo)
+	for i := range adv {
+		adv[i] = float32(r.Advantages[lo+i])
+	}
+	numTokens := float32(r.maskedTokens(lo, hi))
+	return t.update.Run(b.IDs, b.Pos, b.Attn, b.Mask, adv, rows(r.OldLogp, lo, hi, c), rows(r.RefLogp, lo, hi, c), b.Sampled, numTokens)
+}
+
+// Train runs the configured number of optimizer steps. It stops early, without error, when ctx is
+// cancelled; the model holds the weights of the last completed step.
+func (t *Trainer) Train(ctx stdctx.Context) (*Summary, error) {
+	logs, err := newRunLog(t)
+	if err != nil {
+		return nil, err
+	}
+	defer logs.close()
+	t.log.Info("grpo: start", "steps", t.totalSteps, "prompts", len(t.s.Prompts), "num_generations", t.cfg.NumGenerations,
+		"generation_batch", t.genBatch, "step_batch", t.stepBatch, "off_policy", t.spec.OffPolicy, "beta", t.cfg.Beta,
+		"loss_type", t.cfg.LossType, "advantage", t.cfg.Advantage)
+	globalStep := 0
+	for globalStep < t.totalSteps {
+		if ctx.Err() != nil {
+			break
+		}
+		r, tm, err := t.rollout()
+		if err != nil {
+			return logs.summary, err
+		}
+		logs.addRollout(r, t.s.Rewards, tm, t.tokensSeen)
+		for k := 0; k < t.stepsPerGen && globalStep < t.totalSteps; k++ {
+			lo := (k % (t.cfg.StepsPerGeneration / t.cfg.GradientAccumulationSteps)) * t.stepBatch
+			if err := t.update.SetLearningRate(t.sched.LR(globalStep)); err != nil {
+				return logs.summary, err
+			}
+			t0 := time.Now()
+			res, err := t.trainStep(r, lo)
+			if err != nil {
+				return logs.summary, fmt.Errorf("grpo: step %d: %w", globalStep+1, err)
+			}
+			globalStep++
+			info := StepInfo{Step: globalStep, Loss: res.Loss, GradNorm: res.GradNorm, Metrics: map[string]float64{}, Rollout: r}
+			for i, name := range stepMetricNames {
+				if name == "kl" && t.cfg.Beta == 0 {
+					continue
+				}
+				info.Metrics[name] = res.Metrics[i]
+			}
+			logs.addStep(info, t.sched.LR(globalStep-1), time.Since(t0), t.stepBatch)
+			if t.s.OnStep != nil {
+				t.s.OnStep(info)
+			}
+			if globalStep%t.cfg.LoggingSteps == 0 || globalStep == t.totalSteps {
+				if err := logs.flush(globalStep, t.epochAt(globalStep), r); err != nil {
+					return logs.summary, err
+				}
+			}
+		}
+	}
+	logs.done()
+	return logs.summary, nil
+}
+
+// epochAt is the fractional epoch after step (HF's epoch: steps / steps per epoch).
+func (t *Trainer) epochAt(step int) float64 {
+	perEpoch := float64(len(t.s.Prompts)*t.cfg.NumGenerations) / float64(t.stepBatch)
+	return float64(step) / max(perEpoch, 1)
+}
