@@ -29,8 +29,8 @@ func CompletionLogProbs(ctx *context.Context, cfg *qwen2.Config, ids, pos, attn 
 	g := ids.Graph()
 	b, s := ids.Shape().Dim(0), ids.Shape().Dim(1)
 	p := s - completionLen
-	hidden := qwen2.Hidden(ctx, cfg, ids, pos, attn)                                 // [B,S,D]
-	h := Slice(hidden, AxisRange(), AxisRange(p-1, s-1))                             // [B,C,D]: predicts P..S-1
+	hidden := qwen2.Hidden(ctx, cfg, ids, pos, attn)                                // [B,S,D]
+	h := Slice(hidden, AxisRange(), AxisRange(p-1, s-1))                            // [B,C,D]: predicts P..S-1
 	targets := ConvertDType(Slice(ids, AxisRange(), AxisRange(p, s)), dtypes.Int32) // [B,C]
 	var lps, ents []*Node
 	qwen2.ForEachChunk(h, qwen2.ChunkLen(b, completionLen, cfg.VocabSize), func(start, end int, hc *Node) {

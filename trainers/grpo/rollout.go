@@ -18,11 +18,11 @@ type Prompt struct {
 // Rollout is one generation batch: len(Completions) = prompts × num_generations, the G samples of
 // a prompt consecutive (TRL's RepeatSampler order), with everything the update needs.
 type Rollout struct {
-	Prompts     []*Prompt  // one per completion (repeated G times)
-	Completions [][]int32  // generated ids, the stop token included when one ended the row
-	Texts       []string   // completions decoded without special tokens
+	Prompts     []*Prompt   // one per completion (repeated G times)
+	Completions [][]int32   // generated ids, the stop token included when one ended the row
+	Texts       []string    // completions decoded without special tokens
 	SampledLogp [][]float64 // log-prob of each generated token under the sampler (tempered, whole vocabulary)
-	Truncated   []bool     // reached max_completion_length without a stop token
+	Truncated   []bool      // reached max_completion_length without a stop token
 	// Mask[i][t] = 1 for the completion tokens the loss counts: every generated token up to and
 	// including the first stop token (TRL L1301-1305), none of a truncated completion when
 	// mask_truncated_completions is set (DAPO's overlong filtering, TRL L1391-1395).
