@@ -34,13 +34,19 @@ type Metrics struct {
 	RewardsRejected *Node // rewards/rejected = β·(log π(y_l) − log π_ref(y_l))
 	Accuracies      *Node // rewards/accuracies = 1 if rewards/chosen > rewards/rejected
 	Margins         *Node // rewards/margins  = rewards/chosen − rewards/rejected
+	LogpsChosen     *Node // logps/chosen   = log π(y_w) (as given: summed, or length-normalised for IPO)
+	LogpsRejected   *Node // logps/rejected = log π(y_l)
 }
 
-// Means returns the batch means, in the order rewards/chosen, rewards/rejected,
-// rewards/accuracies, rewards/margins (dpo_trainer.py L1782-1805).
+// MetricNames are TRL's names of Means' entries, in order (dpo_trainer.py L1782-1805).
+var MetricNames = []string{"rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins",
+	"logps/chosen", "logps/rejected"}
+
+// Means returns the batch means, in the order of MetricNames.
 func (m Metrics) Means() []*Node {
 	return []*Node{ReduceAllMean(m.RewardsChosen), ReduceAllMean(m.RewardsRejected),
-		ReduceAllMean(m.Accuracies), ReduceAllMean(m.Margins)}
+		ReduceAllMean(m.Accuracies), ReduceAllMean(m.Margins),
+		ReduceAllMean(m.LogpsChosen), ReduceAllMean(m.LogpsRejected)}
 }
 
 // metrics computes the implicit rewards β·log π/π_ref, detached (TRL logs them, never trains on them).
@@ -52,6 +58,8 @@ func metrics(policyChosen, policyRejected, refChosen, refRejected *Node, beta fl
 		RewardsRejected: rejected,
 		Accuracies:      ConvertDType(GreaterThan(chosen, rejected), chosen.DType()),
 		Margins:         Sub(chosen, rejected),
+		LogpsChosen:     StopGradient(policyChosen),
+		LogpsRejected:   StopGradient(policyRejected),
 	}
 }
 

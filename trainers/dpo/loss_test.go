@@ -76,9 +76,14 @@ func TestDPOLoss_InitIsLn2(t *testing.T) {
 			t.Errorf("rejected token %d: ∂L/∂logp = %v, want %v", i, got, want)
 		}
 	}
-	for i, name := range []string{"rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins"} {
+	for i, name := range MetricNames[:4] {
 		if got := out[3+i][0]; got != 0 {
 			t.Errorf("%s = %v, want 0 at the start", name, got)
+		}
+	}
+	for i, want := range []float64{math.Log(0.16), math.Log(0.32)} {
+		if got := out[7+i][0]; !within(got, want, 1e-15) {
+			t.Errorf("%s = %v, want %v", MetricNames[4+i], got, want)
 		}
 	}
 }
