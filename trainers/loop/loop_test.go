@@ -1,0 +1,175 @@
+package loop_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+
+	"github.com/posttrain/posttrain/data/mult"
+	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/models/safetensors"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/sft"
+)
+
+// sftRun trains a fresh copy of the model at dir on data with cfg.
+func sftRun(t *testing.T, ctx context.Context, dir, data string, cfg *config.SFT, opts loop.Options) (*loop.Result, error) {
+	t.Helper()
+	m := looptest.Load(t, dir, cfg.BF16)
+	tr, err := sft.New(m, looptest.Read(t, data), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Config, opts.Backend = cfg, looptest.Backend(t)
+	return loop.Run(ctx, m, tr, opts)
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// 4 steps straight give bit-identical weights, optimizer state and metrics lines to 2 steps, an
+// interruption (the Ctrl-C path: the context is cancelled, a checkpoint is saved) and a resumed
+// run of 2 more steps. The run crosses an epoch boundary (20 rows, 8 per step) with a partial
+// last micro-batch. Bit-exact because the resumed run replays the same float32 computations on
+// the same inputs: weights and AdamW moments are saved as float32, AdamW's step count, the data
+// cursor and the unlogged metric sums are in trainer_state.json, and the data order is a
+// function of (seed, pass).
+func TestRun_ResumeEqualsStraight(t *testing.T) {
+	dir := looptest.Model(t)
+	data := looptest.MultFile(t, mult.SFT, 20, 3)
+	cfg := config.DefaultSFT()
+	looptest.Common(t, &cfg.Training, 1e-3, 4, 2, 4)
+	cfg.LoggingSteps, cfg.LRSchedulerType, cfg.WarmupSteps = 3, "linear", 1
+	straight := cfg.OutputDir
+	if _, err := sftRun(t, context.Background(), dir, data, cfg, loop.Options{}); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.OutputDir = filepath.Join(t.TempDir(), "resumed")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	res, err := sftRun(t, ctx, dir, data, cfg, loop.Options{AfterStep: func(step int) {
+		if step == 2 {
+			cancel(checkpoint.ErrInterrupted)
+		}
+	}})
+	if !errors.Is(err, loop.ErrInterrupted) || res == nil || !res.Interrupted || res.Steps != 2 {
+		t.Fatalf("interrupted run: result %+v, error %v; want interrupted after step 2", res, err)
+	}
+	cfg.Resume = true
+	if res, err = sftRun(t, context.Background(), dir, data, cfg, loop.Options{}); err != nil || res.Steps != 4 {
+		t.Fatalf("resumed run: %+v, %v", res, err)
+	}
+	for _, name := range []string{"model.safetensors", "checkpoint-4/optimizer.safetensors", runlog.MetricsName} {
+		if !bytes.Equal(readFile(t, filepath.Join(straight, name)), readFile(t, filepath.Join(cfg.OutputDir, name))) {
+			t.Errorf("%s differs between the straight and the resumed run", name)
+		}
+	}
+	st, err := checkpoint.Load(filepath.Join(cfg.OutputDir, "checkpoint-4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Data != (checkpoint.DataPosition{Epoch: 1, Offset: 8}) || len(st.LogHistory) != 2 {
+		t.Errorf("checkpoint-4: data position %+v, %d log lines; want {1 8} and 2", st.Data, len(st.LogHistory))
+	}
+}
+
+// Gradient accumulation normalises by the tokens of the whole accumulated batch: 2 micro-batches
+// of 2 rows give the loss, gradient norm and update of one batch of 4 rows, to float32 round-off
+// (the sums are grouped differently). The rows have 3 to 5 completion tokens, so averaging per
+// micro-batch (the bug the HF blog "Fixing Gradient Accumulation" describes) would differ.
+func TestRun_AccumulationEqualsBigBatch(t *testing.T) {
+	dir := looptest.Model(t)
+	data := looptest.MultFile(t, mult.SFT, 8, 4)
+	run := func(batch, accum int) (runlog.Record, map[string]*safetensors.Tensor) {
+		cfg := config.DefaultSFT()
+		looptest.Common(t, &cfg.Training, 1e-3, batch, accum, 2)
+		res, err := sftRun(t, context.Background(), dir, data, cfg, loop.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := safetensors.ReadModelDir(cfg.OutputDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Last, w
+	}
+	big, wBig := run(4, 1)
+	acc, wAcc := run(2, 2)
+	for _, k := range []string{"loss", "grad_norm", "mean_token_accuracy", "num_tokens"} {
+		if got, want := acc.Metrics[k], big.Metrics[k]; math.Abs(got-want) > 1e-6*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s: accumulated %v, big batch %v", k, got, want)
+		}
+	}
+	worst := 0.0
+	for name, tb := range wBig {
+		fb, _ := tb.Float32s()
+		fa, _ := wAcc[name].Float32s()
+		for i := range fb {
+			worst = math.Max(worst, math.Abs(float64(fa[i]-fb[i])))
+		}
+	}
+	t.Logf("max |Δweight| = %.3g after 2 steps (lr 1e-3)", worst)
+	// AdamW's first steps move every weight by about lr·g/|g|, which amplifies the round-off of
+	// gradients near zero; 1e-5 is 1% of one step.
+	if worst > 1e-5 {
+		t.Errorf("weights differ by %.3g, want ≤ 1e-5", worst)
+	}
+}
+
+// Under --bf16 the forward/backward run on bfloat16 copies while AdamW updates float32 masters:
+// the loss goes down, the saved model is float32 and equals the masters.
+func TestRun_BF16(t *testing.T) {
+	dir := looptest.Model(t)
+	m := looptest.Load(t, dir, true)
+	vars, _, err := m.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vars[0].DType() != dtypes.BFloat16 || m.Master(vars[0]).DType() != dtypes.Float32 {
+		t.Fatalf("bf16 model: weight %s, master %s", vars[0].DType(), m.Master(vars[0]).DType())
+	}
+	cfg := config.DefaultSFT()
+	looptest.Common(t, &cfg.Training, 1e-2, 8, 1, 4)
+	cfg.BF16 = true
+	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 32, 5)), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t)}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := recs[0].Metrics["loss"], recs[len(recs)-1].Metrics["loss"]
+	if !(last < first) {
+		t.Errorf("bf16 loss %v → %v, want it to go down", first, last)
+	}
+	w, err := safetensors.ReadModelDir(cfg.OutputDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "model.embed_tokens.weight"
+	master, _ := m.Master(m.Ctx.GetVariableByScopeAndName("/model/embed_tokens", "weight")).Value()
+	want := master.Value().([][]float32)
+	got, _ := w[name].Float32s()
+	if w[name].DType != "F32" || got[5] != want[0][5] {
+		t.Errorf("saved %s: %s %v, want F32 %v (the master)", name, w[name].DType, got[5], want[0][5])
+	}
+}
