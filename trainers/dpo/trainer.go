@@ -1,0 +1,122 @@
+package dpo
+
+import (
+	"fmt"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+)
+
+// Trainer is DPO as a loop.Method (TRL's DPOTrainer): each pair's chosen and rejected completions
+// follow its prompt; a micro-batch of B pairs is one forward pass over 2B rows (chosen rows, then
+// rejected rows, as TRL's concatenated_forward). The reference log-probs come from the starting
+// weights, computed once for the whole dataset before training (TRL's precompute_ref_log_probs),
+// so no second copy of the weights is resident.
+type Trainer struct {
+	model             *loop.Model
+	cfg               *config.DPO
+	chosen, rejected  []loop.Encoded
+	refChosen, refRej []float32 // per pair: Σ (sigmoid) or mean (ipo) of the reference log-probs
+}
+
+// New tokenizes d (preference rows; conversational ones rendered with the model's chat template)
+// and computes the reference log-probs with the model's current weights on backend.
+func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.DPO) (*Trainer, error) {
+	if d.Format != data.Preference {
+		return nil, fmt.Errorf("%s: dpo needs preference rows (prompt, chosen, rejected), got %s", d.Path, d.Format)
+	}
+	if cfg.LossType != "sigmoid" && cfg.LossType != "ipo" {
+		return nil, fmt.Errorf("dpo: loss_type %q is not implemented; valid: sigmoid, ipo", cfg.LossType)
+	}
+	std, addEOS, err := m.Standard(d)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trainer{model: m, cfg: cfg}
+	l := loop.Lengths{MaxPrompt: cfg.MaxPromptLength, Max: cfg.MaxLength}
+	for _, r := range std.Rows {
+		c, err := m.EncodePair(r.Prompt.String, r.Chosen.String, addEOS, l)
+		if err == nil {
+			var rj loop.Encoded
+			if rj, err = m.EncodePair(r.Prompt.String, r.Rejected.String, addEOS, l); err == nil {
+				t.chosen, t.rejected = append(t.chosen, c), append(t.rejected, rj)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
+		}
+	}
+	batch := cfg.PerDeviceTrainBatchSize
+	sums, means, err := loop.SequenceLogProbs(backend, m, append(append([]loop.Encoded{}, t.chosen...), t.rejected...), batch)
+	if err != nil {
+		return nil, fmt.Errorf("dpo reference log-probs: %w", err)
+	}
+	ref := sums
+	if cfg.LossType == "ipo" {
+		ref = means
+	}
+	n := len(t.chosen)
+	t.refChosen, t.refRej = ref[:n], ref[n:]
+	return t, nil
+}
+
+// NumExamples implements loop.Method: the number of pairs.
+func (t *Trainer) NumExamples() int { return len(t.chosen) }
+
+// Units implements loop.Method: DPO's loss is a mean over pairs.
+func (t *Trainer) Units(int) float64 { return 1 }
+
+// Tokens implements loop.Method.
+func (t *Trainer) Tokens(i int) int { return len(t.chosen[i].IDs) + len(t.rejected[i].IDs) }
+
+// Batch implements loop.Method: ids, pos, mask, completion mask [2B,T] and the reference
+// log-probs [2B], chosen rows first.
+func (t *Trainer) Batch(idx []int) ([]any, error) {
+	rows := make([]loop.Encoded, 0, 2*len(idx))
+	ref := make([]float32, 0, 2*len(idx))
+	for _, i := range idx {
+		rows, ref = append(rows, t.chosen[i]), append(ref, t.refChosen[i])
+	}
+	for _, i := range idx {
+		rows, ref = append(rows, t.rejected[i]), append(ref, t.refRej[i])
+	}
+	return append(loop.EncodedRows(rows).Inputs(), ref), nil
+}
+
+// MetricNames implements loop.Method: TRL's DPO metrics (dpo_trainer.py L1782-1805).
+func (t *Trainer) MetricNames() []string {
+	return []string{"rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen", "logps/rejected"}
+}
+
+// Loss implements loop.Method: SigmoidLoss (with label_smoothing) or IPOLoss of the pairs, times
+// B/norm so that the micro-batches of a step average over all its pairs.
+func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
+	ids, pos, mask, scored, ref := in[0], in[1], in[2], in[3], in[4]
+	b := ids.Shape().Dim(0) / 2
+	lp := qwen2.TokenLogProbs(ctx, t.model.Config, ids, pos, mask)
+	var seq *Node
+	if t.cfg.LossType == "ipo" {
+		seq = MeanLogProbs(lp, scored)
+	} else {
+		seq = SeqLogProbs(lp, scored)
+	}
+	half := func(x *Node, k int) *Node { return Slice(x, AxisRange(k*b, (k+1)*b)) }
+	pc, pr, rc, rr := half(seq, 0), half(seq, 1), half(ref, 0), half(ref, 1)
+	var loss *Node
+	var m Metrics
+	if t.cfg.LossType == "ipo" {
+		loss, m = IPOLoss(pc, pr, rc, rr, t.cfg.Beta)
+	} else {
+		loss, m = SigmoidLoss(pc, pr, rc, rr, t.cfg.Beta, t.cfg.LabelSmoothing)
+	}
+	share := Div(Scalar(ids.Graph(), dtypes.Float32, float64(b)), norm)
+	metrics := append(m.Means(), ReduceAllMean(StopGradient(pc)), ReduceAllMean(StopGradient(pr)))
+	return Mul(loss, ConvertDType(share, loss.DType())), metrics
+}

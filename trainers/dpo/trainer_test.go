@@ -1,0 +1,72 @@
+package dpo_test
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/posttrain/posttrain/data/mult"
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/dpo"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+)
+
+func run(t *testing.T, cfg *config.DPO, pairs int) []runlog.Record {
+	t.Helper()
+	m := looptest.Load(t, looptest.Model(t), false)
+	b := looptest.Backend(t)
+	tr, err := dpo.New(b, m, looptest.Read(t, looptest.MultFile(t, mult.DPO, pairs, 7)), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// DPO's first step starts from policy = reference: loss ln 2, zero margins (the TRL invariant);
+// training on the multiplication pairs then makes the margins grow.
+func TestDPO_StepOneIsLn2AndMarginsGrow(t *testing.T) {
+	cfg := config.DefaultDPO()
+	looptest.Common(t, &cfg.Training, 5e-3, 4, 2, 6)
+	recs := run(t, cfg, 16)
+	first, last := recs[0].Metrics, recs[len(recs)-1].Metrics
+	t.Logf("step 1: %v", first)
+	t.Logf("step %d: %v", recs[len(recs)-1].Step, last)
+	if got := first["loss"]; math.Abs(got-math.Ln2) > 1e-5 {
+		t.Errorf("step 1 loss = %.8f, want ln 2 = %.8f", got, math.Ln2)
+	}
+	if got := first["rewards/margins"]; math.Abs(got) > 1e-5 {
+		t.Errorf("step 1 rewards/margins = %g, want 0", got)
+	}
+	for _, k := range []string{"rewards/chosen", "rewards/rejected", "rewards/accuracies", "logps/chosen", "logps/rejected", "grad_norm", "learning_rate"} {
+		if _, ok := first[k]; !ok {
+			t.Errorf("metrics lack %q", k)
+		}
+	}
+	if !(last["rewards/margins"] > 0.05 && last["loss"] < math.Ln2-0.01) {
+		t.Errorf("after %d steps: margins %v, loss %v; want margins > 0.05 and loss below ln 2", len(recs), last["rewards/margins"], last["loss"])
+	}
+}
+
+// IPO's first step is (0 − 1/(2β))² = 25 at β = 0.1, and its loss goes down.
+func TestDPO_IPOStepOne(t *testing.T) {
+	cfg := config.DefaultDPO()
+	cfg.LossType = "ipo"
+	looptest.Common(t, &cfg.Training, 5e-3, 4, 1, 3)
+	recs := run(t, cfg, 8)
+	if got := recs[0].Metrics["loss"]; math.Abs(got-25) > 1e-3 {
+		t.Errorf("step 1 IPO loss = %v, want 25", got)
+	}
+	if !(recs[2].Metrics["loss"] < recs[0].Metrics["loss"]) {
+		t.Errorf("IPO loss %v → %v, want it to go down", recs[0].Metrics["loss"], recs[2].Metrics["loss"])
+	}
+}
