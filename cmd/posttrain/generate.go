@@ -1,0 +1,180 @@
+package main
+
+// `posttrain generate`: continue a prompt (or a chat turn, with the model's chat template) with a
+// Qwen2 checkpoint, greedy or sampled, with the KV cache.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/data/tokenizer"
+	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/hub"
+	"github.com/posttrain/posttrain/models/qwen2"
+)
+
+// generateConfig holds the flags of `posttrain generate`.
+type generateConfig struct {
+	Model        string // local directory or HF repo id
+	Prompt       string
+	Chat         bool   // render [system,] user with the chat template, add_generation_prompt
+	System       string // system message (with --chat)
+	Sample       qwen2.SampleOptions
+	MaxNewTokens int
+	Seed         uint64
+	IgnoreEOS    bool
+	JSON         bool
+	ComputeDType string
+	Backend      string
+}
+
+// generateOutput is the --json output.
+type generateOutput struct {
+	Prompt    string    `json:"prompt"` // the text that was tokenized (rendered with --chat)
+	PromptIDs []int     `json:"prompt_ids"`
+	IDs       []int32   `json:"ids"`
+	Text      string    `json:"text"`
+	LogProbs  []float64 `json:"logprobs"` // log softmax(logits/T) of each generated token
+	Truncated bool      `json:"truncated"`
+	EOSIDs    []int     `json:"eos_token_ids"`
+	Stats     struct {
+		PrefillSeconds  float64 `json:"prefill_seconds"`
+		DecodeSeconds   float64 `json:"decode_seconds"`
+		TokensPerSecond float64 `json:"decode_tokens_per_second"`
+	} `json:"stats"`
+}
+
+func init() {
+	addCommand(&cli.Command{
+		Name:  "generate",
+		Usage: "continue a prompt with a Qwen2 checkpoint (greedy, or sampled with temperature/top-k/top-p) and print the completion",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Required: true, Usage: "checkpoint directory or HuggingFace repo id"},
+			&cli.StringFlag{Name: "prompt", Required: true, Usage: "prompt text (the user message with --chat)"},
+			&cli.BoolFlag{Name: "chat", Usage: "render the prompt as a user turn with the model's chat template (add_generation_prompt)"},
+			&cli.StringFlag{Name: "system", Usage: "system message (with --chat)"},
+			&cli.IntFlag{Name: "max-new-tokens", Value: 128, Usage: "most tokens to generate"},
+			&cli.FloatFlag{Name: "temperature", Usage: "sampling temperature; 0 is greedy (argmax)"},
+			&cli.FloatFlag{Name: "top-p", Value: 1, Usage: "nucleus sampling: keep the most probable tokens up to this mass (1: off)"},
+			&cli.IntFlag{Name: "top-k", Usage: "keep the k most probable tokens (0: off)"},
+			&cli.Uint64Flag{Name: "seed", Usage: "sampling seed"},
+			&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at the checkpoint's eos ids"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON: prompt ids, generated ids, text, log-probs, truncated, timings"},
+			&cli.StringFlag{Name: "compute-dtype", Value: "float32", Usage: "dtype of weights and activations: float32 or bfloat16"},
+			&cli.StringFlag{Name: "backend", Usage: "GoMLX backend (default $GOMLX_BACKEND, else " + backend.Default + "); e.g. xla:cuda"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
+			}
+			c := generateConfig{Model: cmd.String("model"), Prompt: cmd.String("prompt"), Chat: cmd.Bool("chat"),
+				System: cmd.String("system"), MaxNewTokens: cmd.Int("max-new-tokens"), Seed: cmd.Uint64("seed"),
+				Sample:    qwen2.SampleOptions{Temperature: cmd.Float("temperature"), TopP: cmd.Float("top-p"), TopK: cmd.Int("top-k")},
+				IgnoreEOS: cmd.Bool("ignore-eos"), JSON: cmd.Bool("json"), ComputeDType: cmd.String("compute-dtype"),
+				Backend: cmd.String("backend")}
+			if err := c.validate(); err != nil {
+				return usageError{fmt.Errorf("%s: %w", cmd.FullName(), err)}
+			}
+			if err := runGenerate(ctx, c, cmd.Root().Writer); err != nil {
+				return fmt.Errorf("%s: %w", cmd.FullName(), err)
+			}
+			return nil
+		},
+	})
+}
+
+func (c generateConfig) validate() error {
+	switch {
+	case c.MaxNewTokens < 1:
+		return fmt.Errorf("--max-new-tokens must be at least 1, got %d", c.MaxNewTokens)
+	case c.Sample.Temperature < 0:
+		return fmt.Errorf("--temperature must not be negative, got %g", c.Sample.Temperature)
+	case c.Sample.TopP <= 0 || c.Sample.TopP > 1:
+		return fmt.Errorf("--top-p must be in (0, 1], got %g", c.Sample.TopP)
+	case c.Sample.TopK < 0:
+		return fmt.Errorf("--top-k must not be negative, got %d", c.Sample.TopK)
+	case c.System != "" && !c.Chat:
+		return fmt.Errorf("--system needs --chat")
+	}
+	_, err := qwen2.ParseDType(c.ComputeDType)
+	if err != nil {
+		return fmt.Errorf("--compute-dtype: %w", err)
+	}
+	return nil
+}
+
+// runGenerate tokenizes the prompt, generates and prints the completion (or JSON) to w.
+func runGenerate(ctx context.Context, c generateConfig, w io.Writer) error {
+	dtype, err := qwen2.ParseDType(c.ComputeDType)
+	if err != nil {
+		return err
+	}
+	dir, err := hub.Resolve(ctx, c.Model, hub.Options{})
+	if err != nil {
+		return err
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return err
+	}
+	out := generateOutput{Prompt: c.Prompt}
+	if c.Chat {
+		if out.Prompt, err = renderChat(dir, c.System, c.Prompt); err != nil {
+			return err
+		}
+	}
+	out.PromptIDs = tok.Encode(out.Prompt)
+	mctx, cfg, err := qwen2.Load(dir, dtype)
+	if err != nil {
+		return err
+	}
+	if out.EOSIDs, err = qwen2.EOSTokenIDs(dir, cfg); err != nil {
+		return err
+	}
+	b, err := backend.New(backend.Resolve(c.Backend))
+	if err != nil {
+		return err
+	}
+	defer b.Finalize()
+	g := qwen2.NewGenerator(b, mctx, cfg)
+	defer g.Finalize()
+	prompt := make([]int32, len(out.PromptIDs))
+	for i, id := range out.PromptIDs {
+		prompt[i] = int32(id)
+	}
+	gens, err := g.Generate([][]int32{prompt}, qwen2.GenerateOptions{SampleOptions: c.Sample, MaxNewTokens: c.MaxNewTokens,
+		Seed: c.Seed, StopIDs: out.EOSIDs, IgnoreEOS: c.IgnoreEOS, Tokenizer: tok})
+	if err != nil {
+		return err
+	}
+	gen, st := gens[0], g.Stats()
+	if !c.JSON {
+		_, err = fmt.Fprintln(w, gen.Text)
+		return err
+	}
+	out.IDs, out.Text, out.LogProbs, out.Truncated = gen.IDs, gen.Text, gen.LogProbs, gen.Truncated
+	out.Stats.PrefillSeconds, out.Stats.DecodeSeconds = st.Prefill.Seconds(), st.Decode.Seconds()
+	if st.Decode > 0 {
+		out.Stats.TokensPerSecond = float64(st.DecodeSteps) / st.Decode.Seconds()
+	}
+	return json.NewEncoder(w).Encode(out)
+}
+
+// renderChat renders [system,] user with the chat template of the checkpoint in dir.
+func renderChat(dir, system, prompt string) (string, error) {
+	tmpl, err := chat.Load(dir)
+	if err != nil {
+		return "", err
+	}
+	var msgs []chat.Message
+	if system != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: system})
+	}
+	msgs = append(msgs, chat.Message{Role: "user", Content: prompt})
+	return tmpl.Render(msgs, chat.Options{AddGenerationPrompt: true})
+}
