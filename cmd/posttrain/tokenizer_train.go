@@ -29,7 +29,7 @@ func init() {
 		UsageText: "posttrain tokenizer-train --vocab-size N [--min-frequency F] (--corpus FILE.txt | --demo) -o DIR",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "vocab-size", Value: bpetrain.DemoVocabSize, Usage: "tokens in all: 256 bytes + merges + 3 special tokens (training stops earlier when no pair is left)"},
-			&cli.IntFlag{Name: "min-frequency", Value: 2, Usage: "do not merge a pair seen fewer times"},
+			&cli.IntFlag{Name: "min-frequency", Value: bpetrain.DemoMinFrequency, Usage: "do not merge a pair seen fewer times"},
 			&cli.StringFlag{Name: "corpus", Usage: "UTF-8 text file to learn from"},
 			&cli.BoolFlag{Name: "demo", Usage: "learn from the built-in corpus: multiplication conversations in the chat template, and the numbers 0-400"},
 			&cli.IntFlag{Name: "model-max-length", Value: bpetrain.DefaultModelMaxLength, Usage: "tokenizer_config.json model_max_length"},

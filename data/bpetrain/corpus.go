@@ -16,8 +16,22 @@ import (
 //go:embed qwen25_chat_template.jinja
 var ChatTemplate string
 
-// DemoVocabSize is the vocabulary size of the demo tokenizer.
-const DemoVocabSize = 512
+// The demo tokenizer's settings. The demo corpus runs out of pairs first: the demo tokenizer has
+// 352 tokens (256 bytes, 93 merged words and pieces, 3 special tokens).
+const (
+	DemoVocabSize    = 512
+	DemoMinFrequency = 2
+)
+
+// Demo trains the demo tokenizer: DemoCorpus with DemoVocabSize and DemoMinFrequency. Save it to
+// get the files `posttrain tokenizer-train --demo` writes.
+func Demo() (*Result, error) {
+	texts, err := DemoCorpus()
+	if err != nil {
+		return nil, err
+	}
+	return Train(Config{VocabSize: DemoVocabSize, MinFrequency: DemoMinFrequency}, texts)
+}
 
 // DemoCorpus returns the demo's training texts, the same on every call: every multiplication
 // problem a×b of the course's range (a, b in [mult.Lo, mult.Hi]) as a conversation — the user's

@@ -26,11 +26,7 @@ var demo struct {
 func demoDir(t *testing.T) (string, *Result) {
 	t.Helper()
 	demo.once.Do(func() {
-		var texts []string
-		if texts, demo.err = DemoCorpus(); demo.err != nil {
-			return
-		}
-		if demo.res, demo.err = Train(Config{VocabSize: DemoVocabSize, MinFrequency: 2}, texts); demo.err != nil {
+		if demo.res, demo.err = Demo(); demo.err != nil {
 			return
 		}
 		if demo.dir, demo.err = os.MkdirTemp("", "bpetrain-demo"); demo.err != nil {

@@ -79,8 +79,12 @@ func New(cfg Config) (*Trainer, error) {
 }
 
 // Feed counts the words of one text, as HuggingFace's trainer sees a sequence: the special tokens
-// are cut out (they are never part of a word), each piece is NFC-normalized and pre-tokenized.
-// Invalid UTF-8 is an error: HuggingFace accepts only strings.
+// are cut out, each piece is NFC-normalized and pre-tokenized. Invalid UTF-8 is an error:
+// HuggingFace accepts only strings.
+//
+// One difference from HuggingFace on purpose: its trainer counts an added token found in the text
+// as one more word and so spends merges on "<|" + "im", "<|im" + "_", ...; here the specials are
+// not counted, since encoding always matches them whole and those merges would never be used.
 func (t *Trainer) Feed(text string) error {
 	if !utf8.ValidString(text) {
 		return errors.New("text is not valid UTF-8")
