@@ -19,7 +19,12 @@ build-static:
 run:
 	$(GO) run ./cmd/posttrain toy course
 
-test: fmt-check vet unit
+test: fmt-check vet unit gpu-check-cpu
+
+# scripts/gpu-check.sh end to end on the CPU (pure-Go backend, tiny preset), so the GPU check cannot rot.
+.PHONY: gpu-check-cpu
+gpu-check-cpu: build
+	bash scripts/gpu-check.sh --cpu --bin $(BIN) --out out/gpu-check-cpu
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

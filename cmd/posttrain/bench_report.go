@@ -1,0 +1,412 @@
+package main
+
+// `posttrain bench report`: gathers the stage records of scripts/gpu-check.sh into one JSON report
+// (stage status, the log-prob check against HuggingFace transformers, throughput side by side with
+// PyTorch) and prints a summary. Written in Go so that the CPU run needs no Python.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v3"
+)
+
+func benchReportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "report",
+		Usage: "write the gpu-check report (JSON) from stage records and print a summary",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "stages", Required: true, Usage: "JSON lines, one per stage: {name, status, rc, seconds, result, note}"},
+			&cli.StringFlag{Name: "out", Required: true, Usage: "report file to write"},
+			&cli.StringSliceFlag{Name: "info", Usage: "KEY=VALUE recorded under info (repeatable)"},
+			&cli.Float64Flag{Name: "tol-float32", Value: 2e-3, Usage: "largest accepted |Δ log-prob| in float32"},
+			&cli.Float64Flag{Name: "tol-bfloat16", Value: 0.15, Usage: "largest accepted |Δ log-prob| in bfloat16"},
+			&cli.BoolFlag{Name: "strict", Usage: "exit with status 1 when a stage failed or a check did not pass"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			info := map[string]string{}
+			for _, kv := range cmd.StringSlice("info") {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					return usageError{fmt.Errorf("%s: --info %q: want KEY=VALUE", cmd.FullName(), kv)}
+				}
+				info[k] = v
+			}
+			rep, err := buildGPUReport(cmd.String("stages"), info, map[string]float64{
+				"float32": cmd.Float64("tol-float32"), "bfloat16": cmd.Float64("tol-bfloat16")})
+			if err != nil {
+				return fmt.Errorf("%s: %w", cmd.FullName(), err)
+			}
+			data, err := json.MarshalIndent(rep, "", "  ")
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Dir(cmd.String("out")), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(cmd.String("out"), append(data, '\n'), 0o644); err != nil {
+				return err
+			}
+			printGPUSummary(cmd.Root().Writer, rep)
+			if cmd.Bool("strict") && !rep.OK {
+				return errors.New("not every stage passed (see the report)")
+			}
+			return nil
+		},
+	}
+}
+
+// stageRecord is one line of the stages file, as scripts/gpu-check.sh writes it.
+type stageRecord struct {
+	Name    string  `json:"name"`
+	Status  string  `json:"status"` // ok, failed, timeout, skipped
+	RC      int     `json:"rc"`
+	Seconds float64 `json:"seconds"`
+	Note    string  `json:"note,omitempty"`
+	Result  string  `json:"result,omitempty"` // path of the stage's JSON output, if any
+	// Data is the parsed result (filled by the report).
+	Data any `json:"data,omitempty"`
+}
+
+type logprobCheck struct {
+	Tokens      int     `json:"tokens"`
+	MaxAbsDiff  float64 `json:"max_abs_diff"`
+	MeanAbsDiff float64 `json:"mean_abs_diff"`
+	LossGo      float64 `json:"loss_posttrain"`
+	LossHF      float64 `json:"loss_transformers"`
+	Tolerance   float64 `json:"tolerance"`
+	Pass        bool    `json:"pass"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// sideBySide is one workload measured on both sides; Ratio = posttrain speed / PyTorch speed
+// (> 1: posttrain is faster).
+type sideBySide struct {
+	Workload  string   `json:"workload"`
+	Metric    string   `json:"metric"`
+	Posttrain *float64 `json:"posttrain"`
+	PyTorch   *float64 `json:"pytorch"`
+	Ratio     *float64 `json:"posttrain_over_pytorch"`
+	// MFU of the training part where a peak was given.
+	PosttrainMFU *float64 `json:"posttrain_mfu,omitempty"`
+	PyTorchMFU   *float64 `json:"pytorch_mfu,omitempty"`
+	higherBetter bool
+}
+
+type gpuReport struct {
+	Schema     string                   `json:"schema"`
+	Date       string                   `json:"date"`
+	Info       map[string]string        `json:"info"`
+	OK         bool                     `json:"ok"`
+	Failed     []string                 `json:"failed_stages"`
+	Stages     []stageRecord            `json:"stages"`
+	LogProbs   map[string]*logprobCheck `json:"logprob_check"`
+	Throughput []sideBySide             `json:"throughput"`
+}
+
+func buildGPUReport(stagesPath string, info map[string]string, tol map[string]float64) (*gpuReport, error) {
+	f, err := os.Open(stagesPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rep := &gpuReport{Schema: "posttrain-gpu-check/1", Date: time.Now().UTC().Format(time.RFC3339), Info: info,
+		LogProbs: map[string]*logprobCheck{}, Failed: []string{}}
+	byName := map[string]*stageRecord{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var s stageRecord
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", stagesPath, line, err)
+		}
+		if s.Result != "" && s.Status == "ok" {
+			if data, err := os.ReadFile(s.Result); err != nil {
+				s.Status, s.Note = "failed", "no result: "+err.Error()
+			} else if err := json.Unmarshal(data, &s.Data); err != nil {
+				s.Status, s.Note = "failed", "result is not JSON: "+err.Error()
+			}
+		}
+		rep.Stages = append(rep.Stages, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	for i := range rep.Stages {
+		s := &rep.Stages[i]
+		byName[s.Name] = s
+		if s.Status != "ok" && s.Status != "skipped" {
+			rep.Failed = append(rep.Failed, s.Name)
+		}
+	}
+	rep.OK = len(rep.Failed) == 0 && len(rep.Stages) > 0
+	for _, dt := range []string{"float32", "bfloat16"} {
+		g, h := byName["score_go_"+dt], byName["score_hf_"+dt]
+		if g == nil || h == nil || g.Status != "ok" || h.Status != "ok" {
+			continue
+		}
+		c := compareLogProbs(g.Data, h.Data)
+		c.Tolerance = tol[dt]
+		c.Pass = c.Error == "" && c.MaxAbsDiff <= c.Tolerance
+		rep.LogProbs[dt] = c
+		if !c.Pass {
+			rep.OK = false
+			rep.Failed = append(rep.Failed, "logprob_check_"+dt)
+		}
+	}
+	rep.Throughput = throughputTable(byName)
+	return rep, nil
+}
+
+// compareLogProbs compares the token_logprobs of two score outputs at the same positions.
+func compareLogProbs(goOut, hfOut any) *logprobCheck {
+	c := &logprobCheck{}
+	g, h := asMap(goOut), asMap(hfOut)
+	gl, hl := asMatrix(g["token_logprobs"]), asMatrix(h["token_logprobs"])
+	gp, hp := asMatrix(g["token_positions"]), asMatrix(h["token_positions"])
+	c.LossGo, _ = g["loss"].(float64)
+	c.LossHF, _ = h["loss"].(float64)
+	if len(gl) == 0 || len(gl) != len(hl) || len(gp) != len(hp) {
+		c.Error = fmt.Sprintf("rows differ: %d posttrain, %d transformers", len(gl), len(hl))
+		return c
+	}
+	sum := 0.0
+	for r := range gl {
+		if len(gl[r]) != len(hl[r]) || (gp != nil && !floatsEqual(gp[r], hp[r])) {
+			c.Error = fmt.Sprintf("row %d: the scored positions differ", r)
+			return c
+		}
+		for t := range gl[r] {
+			d := math.Abs(gl[r][t] - hl[r][t])
+			if math.IsNaN(d) {
+				c.Error = fmt.Sprintf("row %d token %d: NaN", r, t)
+				d = math.Inf(1)
+			}
+			c.MaxAbsDiff = math.Max(c.MaxAbsDiff, d)
+			sum += d
+			c.Tokens++
+		}
+	}
+	if c.Tokens > 0 {
+		c.MeanAbsDiff = sum / float64(c.Tokens)
+	}
+	return c
+}
+
+func floatsEqual(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func asMatrix(v any) [][]float64 {
+	rows, _ := v.([]any)
+	var out [][]float64
+	for _, r := range rows {
+		cols, _ := r.([]any)
+		row := make([]float64, 0, len(cols))
+		for _, x := range cols {
+			f, _ := x.(float64)
+			row = append(row, f)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// num returns m[key] as a number, nil when absent.
+func num(m map[string]any, key string) *float64 {
+	if f, ok := m[key].(float64); ok {
+		return &f
+	}
+	return nil
+}
+
+func stageData(byName map[string]*stageRecord, name string) map[string]any {
+	if s := byName[name]; s != nil && s.Status == "ok" {
+		return asMap(s.Data)
+	}
+	return nil
+}
+
+func throughputTable(byName map[string]*stageRecord) []sideBySide {
+	var rows []sideBySide
+	add := func(r sideBySide) {
+		if r.Posttrain == nil && r.PyTorch == nil {
+			return
+		}
+		if r.Posttrain != nil && r.PyTorch != nil && *r.Posttrain > 0 && *r.PyTorch > 0 {
+			x := *r.Posttrain / *r.PyTorch
+			if !r.higherBetter {
+				x = 1 / x
+			}
+			r.Ratio = &x
+		}
+		rows = append(rows, r)
+	}
+	// Decoding: one row per batch size found on either side.
+	gd, hd := stageData(byName, "decode_go"), stageData(byName, "decode_hf")
+	perBatch := map[int]*sideBySide{}
+	for side, d := range []map[string]any{gd, hd} {
+		runs, _ := d["runs"].([]any)
+		for _, r := range runs {
+			m := asMap(r)
+			b, ok := m["batch"].(float64)
+			if !ok {
+				continue
+			}
+			row := perBatch[int(b)]
+			if row == nil {
+				row = &sideBySide{Workload: fmt.Sprintf("decode batch %d", int(b)), Metric: "tokens/s", higherBetter: true}
+				perBatch[int(b)] = row
+			}
+			if side == 0 {
+				row.Posttrain = num(m, "tokens_per_s")
+			} else {
+				row.PyTorch = num(m, "tokens_per_s")
+			}
+		}
+	}
+	batches := make([]int, 0, len(perBatch))
+	for b := range perBatch {
+		batches = append(batches, b)
+	}
+	sort.Ints(batches)
+	for _, b := range batches {
+		add(*perBatch[b])
+	}
+	if gs, hs := stageData(byName, "sft_go"), stageData(byName, "sft_hf"); gs != nil || hs != nil {
+		name := "sft step"
+		if d := firstNonNil(gs, hs); d != nil {
+			if b, s := num(d, "batch"), num(d, "seq_len"); b != nil && s != nil {
+				name = fmt.Sprintf("sft step %d×%d", int(*b), int(*s))
+			}
+		}
+		add(sideBySide{Workload: name, Metric: "tokens/s", Posttrain: num(gs, "tokens_per_s"), PyTorch: num(hs, "tokens_per_s"),
+			PosttrainMFU: num(gs, "mfu"), PyTorchMFU: num(hs, "mfu"), higherBetter: true})
+	}
+	if gg, hg := stageData(byName, "grpo_go"), stageData(byName, "grpo_hf"); gg != nil || hg != nil {
+		name := "grpo step"
+		if d := firstNonNil(gg, hg); d != nil {
+			if p, g, c := num(d, "prompts"), num(d, "generations"), num(d, "new_tokens"); p != nil && g != nil && c != nil {
+				name = fmt.Sprintf("grpo step %d×%d×%d", int(*p), int(*g), int(*c))
+			}
+		}
+		add(sideBySide{Workload: name, Metric: "seconds", Posttrain: num(gg, "step_s"), PyTorch: num(hg, "step_s"),
+			PosttrainMFU: num(gg, "train_mfu"), PyTorchMFU: num(hg, "train_mfu")})
+		add(sideBySide{Workload: name + ": generation", Metric: "seconds", Posttrain: num(gg, "generate_s"), PyTorch: num(hg, "generate_s")})
+		add(sideBySide{Workload: name + ": update", Metric: "seconds", Posttrain: num(gg, "train_s"), PyTorch: num(hg, "train_s")})
+	}
+	return rows
+}
+
+func firstNonNil(ms ...map[string]any) map[string]any {
+	for _, m := range ms {
+		if m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+func fmtNum(p *float64, format string) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
+func printGPUSummary(w io.Writer, rep *gpuReport) {
+	fmt.Fprintf(w, "gpu-check %s", rep.Date)
+	keys := make([]string, 0, len(rep.Info))
+	for k := range rep.Info {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "\n  %s: %s", k, rep.Info[k])
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "stages:")
+	for _, s := range rep.Stages {
+		note := ""
+		if s.Note != "" {
+			note = " — " + s.Note
+		}
+		fmt.Fprintf(w, "  %-18s %-8s %7.1fs%s\n", s.Name, s.Status, s.Seconds, note)
+	}
+	if len(rep.LogProbs) > 0 {
+		fmt.Fprintln(w, "log-probs vs transformers Qwen2ForCausalLM (same checkpoint, same device):")
+		for _, dt := range []string{"float32", "bfloat16"} {
+			c := rep.LogProbs[dt]
+			if c == nil {
+				continue
+			}
+			verdict := "pass"
+			if !c.Pass {
+				verdict = "FAIL"
+			}
+			errNote := ""
+			if c.Error != "" {
+				errNote = " (" + c.Error + ")"
+			}
+			fmt.Fprintf(w, "  %-8s max |Δ| %.3g, mean |Δ| %.3g over %d tokens, loss %.6f vs %.6f, tolerance %.3g: %s%s\n",
+				dt, c.MaxAbsDiff, c.MeanAbsDiff, c.Tokens, c.LossGo, c.LossHF, c.Tolerance, verdict, errNote)
+		}
+	}
+	if len(rep.Throughput) > 0 {
+		fmt.Fprintln(w, "throughput (posttrain | pytorch+transformers | posttrain/pytorch speed):")
+		for _, r := range rep.Throughput {
+			format := "%.1f"
+			if r.Metric == "seconds" {
+				format = "%.3f"
+			}
+			mfu := ""
+			if r.PosttrainMFU != nil || r.PyTorchMFU != nil {
+				mfu = fmt.Sprintf("  MFU %s | %s", fmtNum(scale(r.PosttrainMFU, 100), "%.1f%%"), fmtNum(scale(r.PyTorchMFU, 100), "%.1f%%"))
+			}
+			fmt.Fprintf(w, "  %-34s %12s | %12s %-9s | %s%s\n", r.Workload, fmtNum(r.Posttrain, format), fmtNum(r.PyTorch, format),
+				r.Metric, fmtNum(r.Ratio, "%.2f×"), mfu)
+		}
+	}
+	if rep.OK {
+		fmt.Fprintln(w, "result: ok")
+	} else {
+		fmt.Fprintf(w, "result: NOT ok (failed: %s)\n", strings.Join(rep.Failed, ", "))
+	}
+}
+
+func scale(p *float64, k float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	x := *p * k
+	return &x
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The workloads run end to end on the tiny fixture with the pure-Go backend and print their JSON.
+func TestBench_WorkloadsOnTinyFixture(t *testing.T) {
+	model := tinyFixture + "/model"
+	for _, c := range []struct {
+		args []string
+		keys []string
+	}{
+		{[]string{"bench", "decode", "--batch", "1,3", "--prompt-len", "5", "--new-tokens", "4"}, []string{"runs"}},
+		{[]string{"bench", "sft", "--batch", "2", "--seq-len", "12", "--steps", "2", "--peak-tflops", "1"}, []string{"tokens_per_s", "mfu"}},
+		{[]string{"bench", "grpo", "--prompts", "2", "--generations", "3", "--prompt-len", "4", "--new-tokens", "3", "--micro-batch", "3"},
+			[]string{"step_s", "generate_s", "train_s"}},
+	} {
+		args := append(c.args, "--model", model, "--dtype", "float32", "--backend", "go")
+		out, err := runCLI(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatalf("%v: output is not JSON: %v\n%s", c.args, err, out)
+		}
+		if m["params"].(float64) != 158272 || m["flops_per_token"].(float64) != 6*158272 {
+			t.Errorf("%v: params %v, flops/token %v", c.args, m["params"], m["flops_per_token"])
+		}
+		for _, k := range c.keys {
+			if m[k] == nil {
+				t.Errorf("%v: no %q in %s", c.args, k, out)
+			}
+		}
+		if c.args[1] == "decode" {
+			runs := m["runs"].([]any)
+			if len(runs) != 2 || runs[1].(map[string]any)["tokens"].(float64) != 3*4 {
+				t.Errorf("decode runs: %v", runs)
+			}
+		}
+		if c.args[1] == "grpo" && m["updates"].(float64) != 2 {
+			t.Errorf("grpo: %v updates, want 2 micro-batches of 3", m["updates"])
+		}
+	}
+}
+
+func TestBench_Inputs(t *testing.T) {
+	out, err := runCLI(t, "bench", "inputs", "--vocab", "50", "--rows", "4", "--len", "16", "--seed", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b benchBatchJSON
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.InputIDs) != 4 || b.CompletionStart != 4 {
+		t.Fatalf("got %d rows, completion_start %d", len(b.InputIDs), b.CompletionStart)
+	}
+	// Row 0 full, row 1 left-padded, row 2 right-padded, row 3 left-padded more.
+	if b.AttentionMask[0][0] != 1 || b.AttentionMask[1][0] != 0 || b.AttentionMask[1][15] != 1 ||
+		b.AttentionMask[2][0] != 1 || b.AttentionMask[2][15] != 0 || b.AttentionMask[3][5] != 0 {
+		t.Errorf("masks: %v", b.AttentionMask)
+	}
+	for r, row := range b.InputIDs {
+		for _, id := range row {
+			if id < 0 || id >= 50 {
+				t.Fatalf("row %d: id %d outside the vocabulary", r, id)
+			}
+		}
+	}
+}
+
+func TestBench_WarmupNewTokensKeepsTheCacheBucket(t *testing.T) {
+	for _, c := range []struct{ plen, n, want int }{{64, 64, 2}, {8, 8, 2}, {5, 4, 2}, {64, 200, 193}, {100, 30, 2}} {
+		got := warmupNewTokens(c.plen, c.n)
+		if got != c.want || benchBucketLen(benchBucketLen(c.plen)+got) != benchBucketLen(benchBucketLen(c.plen)+c.n) {
+			t.Errorf("warmupNewTokens(%d, %d) = %d, want %d", c.plen, c.n, got, c.want)
+		}
+	}
+}
+
+func TestBench_GroupAdvantages(t *testing.T) {
+	adv := groupAdvantages([]float64{1, 0, 0.5, 0.5, 0.5, 0.5}, 3)
+	// Group 1: mean 0.5, sample std 0.5; group 2: all equal → 0.
+	want := []float64{0.5 / 0.5001, -0.5 / 0.5001, 0, 0, 0, 0}
+	for i := range want {
+		if math.Abs(float64(adv[i])-want[i]) > 1e-6 {
+			t.Errorf("adv[%d] = %g, want %g", i, adv[i], want[i])
+		}
+	}
+	if r := grpoReward([]int32{2, 3, 4, 7}); r != 0.5 {
+		t.Errorf("reward %g, want 0.5", r)
+	}
+}
+
+// writeStages writes stage records and their results into dir and returns the stages file.
+func writeStages(t *testing.T, dir string, stages map[string]string, order []string, status map[string]string) string {
+	t.Helper()
+	var lines []string
+	for _, name := range order {
+		st := status[name]
+		if st == "" {
+			st = "ok"
+		}
+		rec := stageRecord{Name: name, Status: st, Seconds: 1.5}
+		if res, ok := stages[name]; ok {
+			rec.Result = filepath.Join(dir, name+".json")
+			if err := os.WriteFile(rec.Result, []byte(res), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, _ := json.Marshal(rec)
+		lines = append(lines, string(b))
+	}
+	path := filepath.Join(dir, "stages.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestBench_Report(t *testing.T) {
+	dir := t.TempDir()
+	results := map[string]string{
+		"score_go_float32":  `{"token_positions":[[1,2],[3]],"token_logprobs":[[-1.0,-2.0],[-3.0]],"loss":2.0}`,
+		"score_hf_float32":  `{"token_positions":[[1,2],[3]],"token_logprobs":[[-1.0005,-2.0],[-2.999]],"loss":2.0002}`,
+		"score_go_bfloat16": `{"token_positions":[[1,2],[3]],"token_logprobs":[[-1.0,-2.0],[-3.0]],"loss":2.0}`,
+		"score_hf_bfloat16": `{"token_positions":[[1,2],[3]],"token_logprobs":[[-1.5,-2.0],[-3.0]],"loss":2.1}`,
+		"decode_go":         `{"runs":[{"batch":1,"tokens_per_s":100},{"batch":64,"tokens_per_s":3000}]}`,
+		"decode_hf":         `{"runs":[{"batch":1,"tokens_per_s":200},{"batch":64,"tokens_per_s":1500}]}`,
+		"sft_go":            `{"batch":8,"seq_len":512,"tokens_per_s":5000,"mfu":0.1}`,
+		"sft_hf":            `{"batch":8,"seq_len":512,"tokens_per_s":10000,"mfu":0.2}`,
+		"grpo_go":           `{"prompts":64,"generations":8,"new_tokens":64,"step_s":4,"generate_s":3,"train_s":1}`,
+	}
+	order := []string{"probe", "score_go_float32", "score_hf_float32", "score_go_bfloat16", "score_hf_bfloat16",
+		"decode_go", "decode_hf", "sft_go", "sft_hf", "grpo_go", "grpo_hf"}
+	stages := writeStages(t, dir, results, order, map[string]string{"grpo_hf": "skipped"})
+	outPath := filepath.Join(dir, "out", "report.json")
+	out, err := runCLI(t, "bench", "report", "--stages", stages, "--out", outPath, "--info", "mode=test", "--tol-bfloat16", "0.1", "--strict")
+	if err == nil || !strings.Contains(out, "logprob_check_bfloat16") {
+		t.Fatalf("a bfloat16 difference of 0.5 must fail the strict report: err %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep gpuReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	f32, b16 := rep.LogProbs["float32"], rep.LogProbs["bfloat16"]
+	if f32 == nil || !f32.Pass || math.Abs(f32.MaxAbsDiff-1e-3) > 1e-9 || f32.Tokens != 3 || b16 == nil || b16.Pass || b16.MaxAbsDiff != 0.5 {
+		t.Errorf("log-prob checks: float32 %+v, bfloat16 %+v", f32, b16)
+	}
+	if rep.OK || rep.Info["mode"] != "test" || len(rep.Stages) != len(order) {
+		t.Errorf("ok %v, info %v, %d stages", rep.OK, rep.Info, len(rep.Stages))
+	}
+	ratios := map[string]float64{}
+	for _, r := range rep.Throughput {
+		if r.Ratio != nil {
+			ratios[r.Workload] = *r.Ratio
+		}
+	}
+	want := map[string]float64{"decode batch 1": 0.5, "decode batch 64": 2, "sft step 8×512": 0.5}
+	for k, v := range want {
+		if math.Abs(ratios[k]-v) > 1e-12 {
+			t.Errorf("%s: ratio %v, want %v (all: %v)", k, ratios[k], v, ratios)
+		}
+	}
+	if _, ok := ratios["grpo step 64×8×64"]; ok {
+		t.Errorf("grpo has no PyTorch side, so no ratio")
+	}
+	for _, s := range []string{"decode batch 64", "2.00×", "MFU 10.0% | 20.0%", "result: NOT ok"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("summary lacks %q:\n%s", s, out)
+		}
+	}
+
+	// A failed stage fails the report; a skipped one does not.
+	stages = writeStages(t, dir, map[string]string{"decode_go": results["decode_go"]}, []string{"decode_go", "sft_go", "sft_hf"},
+		map[string]string{"sft_go": "failed", "sft_hf": "skipped"})
+	if _, err := runCLI(t, "bench", "report", "--stages", stages, "--out", outPath, "--strict"); err == nil {
+		t.Error("a failed stage must fail the strict report")
+	}
+	stages = writeStages(t, dir, map[string]string{"decode_go": results["decode_go"]}, []string{"decode_go", "sft_hf"},
+		map[string]string{"sft_hf": "skipped"})
+	if out, err := runCLI(t, "bench", "report", "--stages", stages, "--out", outPath, "--strict"); err != nil || !strings.Contains(out, "result: ok") {
+		t.Errorf("skipped stages only: err %v\n%s", err, out)
+	}
+}
