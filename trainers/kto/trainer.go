@@ -1,0 +1,156 @@
+package kto
+
+import (
+	"fmt"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// Trainer is KTO as a loop.Method (TRL's KTOTrainer, loss_type "kto"). Each example also carries
+// a KL row: its prompt with the completion of the previous example of its chunk of
+// per_device_train_batch_size rows in dataset order (the first takes the chunk's last), TRL's
+// _get_kl_dataset "shift by one". The policy's log-probs of the KL rows are computed without
+// gradient; with the reference's they give the reference point z = max(0, mean(policy − ref)).
+// Reference log-probs of both rows come from the starting weights, computed once before training.
+type Trainer struct {
+	model         *loop.Model
+	cfg           *config.KTO
+	rows, kl      []loop.Encoded
+	desirable     []bool
+	refRow, refKL []float32
+}
+
+// New tokenizes d (unpaired rows: prompt, completion, label; conversational ones rendered with the
+// chat template), builds the KL rows and computes the reference log-probs on backend.
+func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.KTO) (*Trainer, error) {
+	if d.Format != data.Unpaired {
+		return nil, fmt.Errorf("%s: kto needs unpaired rows (prompt, completion, label), got %s", d.Path, d.Format)
+	}
+	b := cfg.PerDeviceTrainBatchSize
+	if b < 2 {
+		return nil, fmt.Errorf("kto: per_device_train_batch_size must be ≥ 2: the KL term pairs each prompt with another row's completion")
+	}
+	std, addEOS, err := m.Standard(d)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trainer{model: m, cfg: cfg}
+	l := loop.Lengths{MaxPrompt: cfg.MaxPromptLength, Max: cfg.MaxLength}
+	for lo := 0; lo < len(std.Rows); lo += b {
+		chunk := std.Rows[lo:min(lo+b, len(std.Rows))]
+		for k, r := range chunk {
+			other := chunk[(k+len(chunk)-1)%len(chunk)]
+			row, err := m.EncodePair(r.Prompt.String, r.Completion.String, addEOS, l)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
+			}
+			kl, err := m.EncodePair(r.Prompt.String, other.Completion.String, addEOS, l)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", d.Path, other.Line, err)
+			}
+			t.rows, t.kl, t.desirable = append(t.rows, row), append(t.kl, kl), append(t.desirable, r.Label)
+		}
+	}
+	all := append(append([]loop.Encoded{}, t.rows...), t.kl...)
+	sums, _, err := loop.SequenceLogProbs(backend, m, all, b)
+	if err != nil {
+		return nil, fmt.Errorf("kto reference log-probs: %w", err)
+	}
+	t.refRow, t.refKL = sums[:len(t.rows)], sums[len(t.rows):]
+	return t, nil
+}
+
+// NumExamples implements loop.Method.
+func (t *Trainer) NumExamples() int { return len(t.rows) }
+
+// Units implements loop.Method: KTO's loss is a mean over examples.
+func (t *Trainer) Units(int) float64 { return 1 }
+
+// Tokens implements loop.Method (the KL rows are not counted, as TRL's num_input_tokens_seen).
+func (t *Trainer) Tokens(i int) int { return len(t.rows[i].IDs) }
+
+// Batch implements loop.Method: the rows' ids, pos, mask, completion mask [B,T], the KL rows'
+// [B,T'], the reference log-probs of both [B], and the labels [B].
+func (t *Trainer) Batch(idx []int) ([]any, error) {
+	rows, kl := make([]loop.Encoded, len(idx)), make([]loop.Encoded, len(idx))
+	ref, refKL, good := make([]float32, len(idx)), make([]float32, len(idx)), make([]bool, len(idx))
+	for k, i := range idx {
+		rows[k], kl[k], ref[k], refKL[k], good[k] = t.rows[i], t.kl[i], t.refRow[i], t.refKL[i], t.desirable[i]
+	}
+	in := append(loop.EncodedRows(rows).Inputs(), loop.EncodedRows(kl).Inputs()...)
+	return append(in, ref, refKL, good), nil
+}
+
+// MetricNames implements loop.Method: the sums and counts TRL stores (kto_trainer.py L1442-1469).
+func (t *Trainer) MetricNames() []string {
+	return []string{"rewards/chosen_sum", "rewards/rejected_sum", "logps/chosen_sum", "logps/rejected_sum",
+		"count/chosen", "count/rejected", "kl"}
+}
+
+// Finish implements loop.Finisher as TRL's KTOTrainer.log: rewards and logps per split are the
+// window's sums over its count (omitted when the window had no example of that split), margins
+// their difference, kl the mean over micro-batches.
+func (t *Trainer) Finish(w loop.Window) map[string]float64 {
+	out := map[string]float64{"kl": w.Mean("kl")}
+	for _, split := range []string{"chosen", "rejected"} {
+		n := w.Sums["count/"+split]
+		if n == 0 {
+			continue
+		}
+		for _, metric := range []string{"rewards", "logps"} {
+			out[metric+"/"+split] = w.Sums[metric+"/"+split+"_sum"] / n
+		}
+	}
+	c, okC := out["rewards/chosen"]
+	r, okR := out["rewards/rejected"]
+	if okC && okR {
+		out["rewards/margins"] = c - r
+	}
+	return out
+}
+
+// Loss implements loop.Method: kto.Loss with the KL reference point, times B/norm.
+func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
+	cfg := t.model.Config
+	ref, refKL, good := in[8], in[9], in[10]
+	b := in[0].Shape().Dim(0)
+	policy := SeqLogProbs(qwen2.TokenLogProbs(ctx, cfg, in[0], in[1], in[2]), in[3])
+	policyKL := StopGradient(SeqLogProbs(qwen2.TokenLogProbs(ctx, cfg, in[4], in[5], in[6]), in[7]))
+	z := ReferencePoint(policyKL, refKL)
+	loss, m := Loss(policy, ref, good, z, Config{Beta: t.cfg.Beta, DesirableWeight: t.cfg.DesirableWeight, UndesirableWeight: t.cfg.UndesirableWeight})
+	p := StopGradient(policy)
+	bad := LogicalNot(good)
+	metrics := []*Node{m.RewardsChosenSum, m.RewardsRejectedSum, ReduceAllSum(step.Masked(p, good)),
+		ReduceAllSum(step.Masked(p, bad)), m.CountChosen, m.CountRejected, m.KL}
+	share := Div(Scalar(in[0].Graph(), dtypes.Float32, float64(b)), norm)
+	return Mul(loss, ConvertDType(share, loss.DType())), metrics
+}
+
+// Rewards returns the mean implicit reward β·(log π − log π_ref) of the desirable and of the
+// undesirable examples under the model's current weights.
+func (t *Trainer) Rewards(backend backends.Backend) (desirable, undesirable float64, err error) {
+	sums, _, err := loop.SequenceLogProbs(backend, t.model, t.rows, t.cfg.PerDeviceTrainBatchSize)
+	if err != nil {
+		return 0, 0, err
+	}
+	var n [2]int
+	var s [2]float64
+	for i, lp := range sums {
+		k := 1
+		if t.desirable[i] {
+			k = 0
+		}
+		s[k] += t.cfg.Beta * float64(lp-t.refRow[i])
+		n[k]++
+	}
+	return s[0] / float64(max(1, n[0])), s[1] / float64(max(1, n[1])), nil
+}

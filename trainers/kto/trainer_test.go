@@ -1,0 +1,82 @@
+package kto_test
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/data/mult"
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/kto"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+)
+
+// unpairedFile writes n multiplication prompts twice: answered (desirable) and refused
+// (undesirable), interleaved, as conversational KTO rows.
+func unpairedFile(t *testing.T, n int) string {
+	var rows []data.Row
+	msg := func(role, content string) data.Text {
+		return data.Text{Messages: []chat.Message{{Role: role, Content: content}}}
+	}
+	for _, p := range mult.Problems(n, 9) {
+		rows = append(rows,
+			data.Row{Prompt: msg("user", p.Prompt()), Completion: msg("assistant", strconv.Itoa(p.Answer())), Label: true},
+			data.Row{Prompt: msg("user", p.Prompt()), Completion: msg("assistant", "모르겠어요"), Label: false})
+	}
+	path := filepath.Join(t.TempDir(), "kto.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := data.WriteJSONL(f, data.Unpaired, rows); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// KTO starts at policy = reference (rewards 0, KL 0, loss 1 − σ(0) = 0.5 with unit weights) and
+// moves the desirable (answer) and undesirable (refusal) rewards apart.
+func TestKTO_MovesRewardsApart(t *testing.T) {
+	m := looptest.Load(t, looptest.Model(t), false)
+	b := looptest.Backend(t)
+	cfg := config.DefaultKTO()
+	looptest.Common(t, &cfg.Training, 3e-3, 4, 1, 6)
+	tr, err := kto.New(b, m, looptest.Read(t, unpairedFile(t, 12)), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := recs[0].Metrics, recs[len(recs)-1].Metrics
+	t.Logf("step 1: %v", first)
+	t.Logf("step %d: %v", recs[len(recs)-1].Step, last)
+	if math.Abs(first["loss"]-0.5) > 1e-6 || first["kl"] != 0 || first["rewards/margins"] != 0 {
+		t.Errorf("step 1: loss %v, kl %v, margins %v; want 0.5, 0, 0", first["loss"], first["kl"], first["rewards/margins"])
+	}
+	for _, k := range []string{"rewards/chosen", "rewards/rejected", "logps/chosen", "logps/rejected", "kl"} {
+		if _, ok := last[k]; !ok {
+			t.Errorf("metrics lack %q", k)
+		}
+	}
+	good, bad, err := tr.Rewards(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("mean reward over the training rows: desirable %.4f, undesirable %.4f", good, bad)
+	if !(good > 0 && bad < 0 && good-bad > 0.1) {
+		t.Errorf("rewards desirable %v, undesirable %v: want them apart (> 0 > undesirable, gap > 0.1)", good, bad)
+	}
+}
