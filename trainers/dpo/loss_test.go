@@ -2,37 +2,12 @@ package dpo
 
 import (
 	"math"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
-	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/internal/graphtest"
 )
-
-var lossBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
-
-// evalGraph compiles fn and evaluates it on inputs, returning every output as flat float64s.
-func evalGraph(t *testing.T, fn func(in []*Node) []*Node, inputs ...any) [][]float64 {
-	t.Helper()
-	e, err := step.NewEval(lossBackend(), fn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outs, err := e.Run(inputs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := make([][]float64, len(outs))
-	for i, o := range outs {
-		res[i] = step.Float64s(o)
-	}
-	return res
-}
-
-func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
@@ -59,20 +34,20 @@ func sigmoidGraph(beta, ls float64) func(in []*Node) []*Node {
 
 // Phase 10 hand_check: "처음: m = 0, DPO loss = log 2 = 0.6931, gradient 계수 β·σ(0) = 0.05".
 func TestDPOLoss_InitIsLn2(t *testing.T) {
-	out := evalGraph(t, sigmoidGraph(0.1, 0),
+	out := graphtest.Eval(t, sigmoidGraph(0.1, 0),
 		[][]float64{chosen12}, [][]float64{rejected7}, [][]float64{maskFull}, [][]float64{maskTwoTok},
 		[][]float64{chosen12}, [][]float64{rejected7})
-	if got, want := out[0][0], math.Log(2); !within(got, want, 1e-12) {
+	if got, want := out[0][0], math.Log(2); !graphtest.Within(got, want, 1e-12) {
 		t.Errorf("loss = %v, want ln 2 = %v", got, want)
 	}
 	// Every token of y_w gets +β·σ(0) = 0.05 (ascent), every token of y_l −0.05, padding 0.
 	for i, got := range out[1] {
-		if !within(got, 0.05, 1e-12) {
+		if !graphtest.Within(got, 0.05, 1e-12) {
 			t.Errorf("chosen token %d: coefficient %v, want 0.05", i, got)
 		}
 	}
 	for i, want := range []float64{0.05, 0.05, 0} {
-		if got := out[2][i]; !within(got, want, 1e-12) {
+		if got := out[2][i]; !graphtest.Within(got, want, 1e-12) {
 			t.Errorf("rejected token %d: ∂L/∂logp = %v, want %v", i, got, want)
 		}
 	}
@@ -82,7 +57,7 @@ func TestDPOLoss_InitIsLn2(t *testing.T) {
 		}
 	}
 	for i, want := range []float64{math.Log(0.16), math.Log(0.32)} {
-		if got := out[7+i][0]; !within(got, want, 1e-15) {
+		if got := out[7+i][0]; !graphtest.Within(got, want, 1e-15) {
 			t.Errorf("%s = %v, want %v", MetricNames[4+i], got, want)
 		}
 	}
@@ -95,7 +70,7 @@ func TestDPOLoss_GradientIsCourseCoefficient(t *testing.T) {
 	pr := []float64{-2.5, -0.9, -0.1}
 	rc := []float64{-1.5, -0.3, -3.0}
 	rr := []float64{-2.0, -1.4, -0.2}
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		loss, m := SigmoidLoss(in[0], in[1], in[2], in[3], beta, 0)
 		g := Gradient(loss, in[0], in[1], in[2])
 		return append([]*Node{loss, g[0], g[1], g[2], m.RewardsChosen, m.Accuracies, m.Margins}, m.Means()...)
@@ -105,16 +80,16 @@ func TestDPOLoss_GradientIsCourseCoefficient(t *testing.T) {
 		m := (pc[i] - rc[i]) - (pr[i] - rr[i])
 		wantLoss += -math.Log(sigmoid(beta*m)) / 3
 		coef := beta * sigmoid(-beta*m) / 3 // mean over 3 pairs
-		if got := -out[1][i]; !within(got, coef, 1e-14) {
+		if got := -out[1][i]; !graphtest.Within(got, coef, 1e-14) {
 			t.Errorf("pair %d: −∂L/∂log π(y_w) = %v, want β·σ(−βm)/B = %v", i, got, coef)
 		}
-		if got := out[2][i]; !within(got, coef, 1e-14) {
+		if got := out[2][i]; !graphtest.Within(got, coef, 1e-14) {
 			t.Errorf("pair %d: ∂L/∂log π(y_l) = %v, want %v", i, got, coef)
 		}
 		if got := out[3][i]; got != 0 {
 			t.Errorf("pair %d: reference log-probs got gradient %v, want 0 (detached)", i, got)
 		}
-		if got, want := out[4][i], beta*(pc[i]-rc[i]); !within(got, want, 1e-15) {
+		if got, want := out[4][i], beta*(pc[i]-rc[i]); !graphtest.Within(got, want, 1e-15) {
 			t.Errorf("pair %d: rewards/chosen = %v, want %v", i, got, want)
 		}
 		wantAcc := 0.0
@@ -124,11 +99,11 @@ func TestDPOLoss_GradientIsCourseCoefficient(t *testing.T) {
 		if got := out[5][i]; got != wantAcc {
 			t.Errorf("pair %d: accuracy = %v, want %v", i, got, wantAcc)
 		}
-		if got, want := out[6][i], beta*m; !within(got, want, 1e-15) {
+		if got, want := out[6][i], beta*m; !graphtest.Within(got, want, 1e-15) {
 			t.Errorf("pair %d: margin = %v, want %v", i, got, want)
 		}
 	}
-	if got := out[0][0]; !within(got, wantLoss, 1e-14) {
+	if got := out[0][0]; !graphtest.Within(got, wantLoss, 1e-14) {
 		t.Errorf("loss = %v, want %v", got, wantLoss)
 	}
 }
@@ -137,20 +112,20 @@ func TestDPOLoss_GradientIsCourseCoefficient(t *testing.T) {
 func TestDPOLoss_LabelSmoothing(t *testing.T) {
 	const beta, ls = 0.5, 0.2
 	for _, m := range []float64{0, 1.3, -2.1} {
-		out := evalGraph(t, func(in []*Node) []*Node {
+		out := graphtest.Eval(t, func(in []*Node) []*Node {
 			loss, _ := SigmoidLoss(in[0], in[1], in[2], in[3], beta, ls)
 			return []*Node{loss, Gradient(loss, in[0])[0]}
 		}, []float64{m}, []float64{0}, []float64{0}, []float64{0})
 		want := -(1-ls)*math.Log(sigmoid(beta*m)) - ls*math.Log(sigmoid(-beta*m))
-		if got := out[0][0]; !within(got, want, 1e-14) {
+		if got := out[0][0]; !graphtest.Within(got, want, 1e-14) {
 			t.Errorf("m=%v: loss = %v, want %v", m, got, want)
 		}
 		wantGrad := -(1-ls)*beta*sigmoid(-beta*m) + ls*beta*sigmoid(beta*m)
-		if got := out[1][0]; !within(got, wantGrad, 1e-14) {
+		if got := out[1][0]; !graphtest.Within(got, wantGrad, 1e-14) {
 			t.Errorf("m=%v: ∂L/∂m = %v, want %v", m, got, wantGrad)
 		}
 	}
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		loss, _ := SigmoidLoss(in[0], in[1], in[2], in[3], 0.1, 0.5)
 		return []*Node{Gradient(loss, in[0])[0]}
 	}, []float64{0}, []float64{0}, []float64{0}, []float64{0})
@@ -165,7 +140,7 @@ func TestIPOLoss_LengthNormalisedTarget(t *testing.T) {
 	pol := [][]float64{{-0.5, -1.0, -0.3}, {-0.2, -0.4, 0}}
 	ref := [][]float64{{-0.6, -1.0, -0.5}, {-0.2, -0.1, 0}}
 	mask := [][]float64{{1, 1, 1}, {1, 1, 0}}
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		p, r := MeanLogProbs(in[0], in[2]), MeanLogProbs(in[1], in[2])
 		// pair 0: chosen = row 0, rejected = row 1
 		pc, pr := Slice(p, AxisRange(0, 1)), Slice(p, AxisRange(1, 2))
@@ -175,12 +150,12 @@ func TestIPOLoss_LengthNormalisedTarget(t *testing.T) {
 	}, pol, ref, mask)
 	meanC := (-0.5 - 1.0 - 0.3) / 3
 	meanR := (-0.2 - 0.4) / 2
-	if got := out[1]; !within(got[0], meanC, 1e-15) || !within(got[1], meanR, 1e-15) {
+	if got := out[1]; !graphtest.Within(got[0], meanC, 1e-15) || !graphtest.Within(got[1], meanR, 1e-15) {
 		t.Fatalf("MeanLogProbs = %v, want [%v %v]", got, meanC, meanR)
 	}
 	m := (meanC - (-0.6-1.0-0.5)/3) - (meanR - (-0.2-0.1)/2)
 	want := (m - 1/(2*beta)) * (m - 1/(2*beta))
-	if got := out[0][0]; !within(got, want, 1e-12) {
+	if got := out[0][0]; !graphtest.Within(got, want, 1e-12) {
 		t.Errorf("IPO loss = %v, want (m − 1/(2β))² = %v", got, want)
 	}
 }
@@ -195,16 +170,10 @@ func TestDPOLoss_FiniteDifferences(t *testing.T) {
 			Const(p.Graph(), []float64{-2.2}), 0.3, 0.1)
 		return []*Node{loss, Gradient(loss, in[0])[0]}
 	}
-	e, err := step.NewEval(lossBackend(), fn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := graphtest.Compile(t, fn)
 	eval := func(x []float64) []float64 {
-		outs, err := e.Run([][]float64{x})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return append(step.Float64s(outs[0]), step.Float64s(outs[1])...)
+		outs := run([][]float64{x})
+		return append(outs[0], outs[1]...)
 	}
 	base := eval(pc)
 	const h = 1e-6
@@ -213,7 +182,7 @@ func TestDPOLoss_FiniteDifferences(t *testing.T) {
 		xp[i] += h
 		xm[i] -= h
 		fd := (eval(xp)[0] - eval(xm)[0]) / (2 * h)
-		if got := base[1+i]; !within(got, fd, 1e-8) {
+		if got := base[1+i]; !graphtest.Within(got, fd, 1e-8) {
 			t.Errorf("token %d: autodiff %v, finite difference %v", i, got, fd)
 		}
 	}

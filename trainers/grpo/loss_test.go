@@ -4,38 +4,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
-	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/trainers/internal/graphtest"
 	"github.com/posttrain/posttrain/trainers/rl"
 	"github.com/posttrain/posttrain/trainers/step"
 )
-
-var lossBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
-
-// evalGraph compiles fn and evaluates it on inputs, returning every output as flat float64s.
-func evalGraph(t *testing.T, fn func(in []*Node) []*Node, inputs ...any) [][]float64 {
-	t.Helper()
-	e, err := step.NewEval(lossBackend(), fn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outs, err := e.Run(inputs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := make([][]float64, len(outs))
-	for i, o := range outs {
-		res[i] = step.Float64s(o)
-	}
-	return res
-}
-
-func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 
 // Phase 12's group: 12⏎, 7⏎, 1⏎, 12⏎ for 3×4= under the SFT TinyLM, padded to T = 3.
 var (
@@ -78,7 +54,7 @@ func courseAdvantages(rewards []float64, mode string) []float64 {
 // ascent returns −∂L/∂logps (the course's "coefficient × weight" per token) and the loss.
 func ascent(t *testing.T, logps, old, ref, mask [][]float64, adv []float64, p Params, ratio Ratio, agg Aggregation) (loss float64, grad []float64) {
 	t.Helper()
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		var refNode *Node
 		if p.Beta != 0 {
 			refNode = in[2]
@@ -126,7 +102,7 @@ func TestGRPOLoss_TokenWeightsTable(t *testing.T) {
 					}
 					continue
 				}
-				if !within(got, want, 1e-15) || round4(got) != c.course[i] {
+				if !graphtest.Within(got, want, 1e-15) || round4(got) != c.course[i] {
 					t.Errorf("%s: response %d token %d weight %v, want %v (course prints %v)", c.name, i, tok, got, want, c.course[i])
 				}
 			}
@@ -218,7 +194,7 @@ func TestGRPOLoss_GradientIsCourseCoefficient(t *testing.T) {
 		want := courseCoefficients(logps, old, ref, mask, adv, p, c.sequence, c.course)
 		clippedSeen := false
 		for i := range want {
-			if !within(got[i], want[i], 1e-15) {
+			if !graphtest.Within(got[i], want[i], 1e-15) {
 				t.Errorf("%s: token %d: −∂L/∂logp = %v, course coefficient %v", c.name, i, got[i], want[i])
 			}
 			if mask[i/T][i%T] != 0 && math.Abs(want[i]-courseCoefficients(logps, old, ref, mask, adv, Params{EpsLow: 9, EpsHigh: 9, Beta: p.Beta}, c.sequence, c.course)[i]) > 1e-12 {
@@ -237,19 +213,19 @@ func TestGRPOLoss_GradientIsCourseCoefficient(t *testing.T) {
 func TestSequenceRatio_GeometricMean(t *testing.T) {
 	logr := [][]float64{{0.10, -0.05, 0.02}}
 	zeros := [][]float64{{0, 0, 0}}
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		s := SequenceRatio(in[0], in[1], in[2])
 		return []*Node{s, TokenRatio(in[0], in[1], in[2]), Gradient(ReduceAllSum(s), in[0])[0]}
 	}, logr, zeros, [][]float64{{1, 1, 1}})
 	s := math.Exp(0.07 / 3)
-	if got := out[0][0]; !within(got, s, 1e-15) || !within(got, 1.02360, 1e-4) || len(out[0]) != 1 {
+	if got := out[0][0]; !graphtest.Within(got, s, 1e-15) || !graphtest.Within(got, 1.02360, 1e-4) || len(out[0]) != 1 {
 		t.Errorf("sequence ratio = %v, want exp(mean log ratio) = %v (course 1.0236), shape [1,1]", out[0], s)
 	}
 	for i, want := range []float64{1.1052, 0.9512, 1.0202} {
 		if got := out[1][i]; round4(got) != want {
 			t.Errorf("token ratio %d = %v, want %v", i, got, want)
 		}
-		if got := out[2][i]; !within(got, s/3, 1e-15) {
+		if got := out[2][i]; !graphtest.Within(got, s/3, 1e-15) {
 			t.Errorf("∂s/∂log π_%d = %v, want s/|y| = %v", i, got, s/3)
 		}
 	}
@@ -261,14 +237,14 @@ func TestClippedSurrogate_ClipHigher(t *testing.T) {
 	for _, c := range []struct {
 		epsHigh, want float64
 	}{{0.2, 0}, {0.28, 1}} { // want: −∂ℓ/∂ρ = 0 (clipped) or A = 1
-		out := evalGraph(t, func(in []*Node) []*Node {
+		out := graphtest.Eval(t, func(in []*Node) []*Node {
 			loss := ReduceAllSum(ClippedSurrogate(in[0], in[1], 0.2, c.epsHigh))
 			return []*Node{loss, Neg(Gradient(loss, in[0])[0])}
 		}, [][]float64{{1.25}}, []float64{1})
-		if got, want := out[1][0], c.want; !within(got, want, 1e-15) {
+		if got, want := out[1][0], c.want; !graphtest.Within(got, want, 1e-15) {
 			t.Errorf("ε_high=%v: −∂ℓ/∂ρ = %v, want %v", c.epsHigh, got, want)
 		}
-		if got, want := out[0][0], -math.Min(1.25, 1+c.epsHigh); !within(got, want, 1e-15) {
+		if got, want := out[0][0], -math.Min(1.25, 1+c.epsHigh); !graphtest.Within(got, want, 1e-15) {
 			t.Errorf("ε_high=%v: ℓ = %v, want %v", c.epsHigh, got, want)
 		}
 	}
@@ -280,7 +256,7 @@ func TestGRPOLoss_ZeroLossNonZeroGradient(t *testing.T) {
 	logps := [][]float64{{-0.5, -1}, {-0.2, -0.3}, {-1.5, -0.1}, {-0.7, -0.9}}
 	mask := [][]float64{{1, 1}, {1, 1}, {1, 1}, {1, 1}}
 	adv := []float64{1, -1, 1, -1}
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		l, _ := Loss(Inputs{LogProbs: in[0], OldLogProbs: StopGradient(in[0]), Mask: in[1], Advantages: in[2]},
 			Params{EpsLow: 0.2, EpsHigh: 0.2}, TokenRatio, GRPOMean)
 		return []*Node{l, Neg(Gradient(l, in[0])[0])}
@@ -289,7 +265,7 @@ func TestGRPOLoss_ZeroLossNonZeroGradient(t *testing.T) {
 		t.Errorf("loss = %v, want exactly 0", got)
 	}
 	for i, got := range out[1] {
-		if want := adv[i/2] / 8; !within(got, want, 1e-15) {
+		if want := adv[i/2] / 8; !graphtest.Within(got, want, 1e-15) {
 			t.Errorf("token %d: −∂L/∂logp = %v, want A/(G·|y|) = %v", i, got, want)
 		}
 	}
@@ -317,23 +293,23 @@ func TestGRPOLoss_ZeroAdvantageGroupHasZeroGradient(t *testing.T) {
 func TestAggregations_Denominators(t *testing.T) {
 	ones := [][]float64{{1, 1, 1}, {1, 1, 1}}
 	mask := [][]float64{{1, 1, 1}, {1, 1, 0}}
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		n := Scalar(in[0].Graph(), in[0].DType(), 10)
 		return []*Node{DrGRPOMean(4)(in[0], in[1]), BNPOMean(in[0], in[1]), GRPOMean(in[0], in[1]), DAPOMean(n)(in[0], in[1])}
 	}, ones, mask)
 	for i, want := range []float64{5.0 / (2 * 4), 1, 1, 5.0 / 10} {
-		if got := out[i][0]; !within(got, want, 1e-15) {
+		if got := out[i][0]; !graphtest.Within(got, want, 1e-15) {
 			t.Errorf("aggregation %d = %v, want %v", i, got, want)
 		}
 	}
 	// Micro-batches {row 0, row 1} with DAPO's N = 5 sum to BNPO of the whole batch.
 	x := [][]float64{{0.3, -1.2, 0.5}, {2.0, 0.7, 9.9}}
-	full := evalGraph(t, func(in []*Node) []*Node { return []*Node{BNPOMean(in[0], in[1])} }, x, mask)
-	micro := evalGraph(t, func(in []*Node) []*Node {
+	full := graphtest.Eval(t, func(in []*Node) []*Node { return []*Node{BNPOMean(in[0], in[1])} }, x, mask)
+	micro := graphtest.Eval(t, func(in []*Node) []*Node {
 		n := Scalar(in[0].Graph(), in[0].DType(), 5)
 		return []*Node{Add(DAPOMean(n)(in[0], in[2]), DAPOMean(n)(in[1], in[3]))}
 	}, x[:1], x[1:], mask[:1], mask[1:])
-	if !within(micro[0][0], full[0][0], 1e-15) {
+	if !graphtest.Within(micro[0][0], full[0][0], 1e-15) {
 		t.Errorf("Σ DAPO micro-batches = %v, want BNPO of the full batch %v", micro[0][0], full[0][0])
 	}
 }
@@ -346,7 +322,7 @@ func TestGRPOLoss_Metrics(t *testing.T) {
 	ref := [][]float64{{0, 0, 0}, {0.1, 0, -0.2}}
 	mask := [][]float64{{1, 1, 0}, {1, 1, 1}}
 	adv := []float64{-1, 1}
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		_, m := Loss(Inputs{LogProbs: in[0], OldLogProbs: in[1], RefLogProbs: in[2], Mask: in[3], Advantages: in[4]},
 			Params{EpsLow: 0.2, EpsHigh: 0.2, Beta: 0.1}, TokenRatio, GRPOMean)
 		_, s := Loss(Inputs{LogProbs: in[0], OldLogProbs: in[1], Mask: in[3], Advantages: in[4]},
@@ -357,7 +333,7 @@ func TestGRPOLoss_Metrics(t *testing.T) {
 	kl := (k3(math.Log(0.7), 0) + k3(0, 0) + k3(math.Log(1.3), 0.1) + k3(math.Log(0.9), 0) + k3(0, -0.2)) / 5
 	// Sequence level: row 0 s = √0.7 < 0.99 with A < 0 → low; row 1 s = ∛1.17 > 1.01 with A > 0 → high.
 	for i, want := range []float64{0.2, 0.2, 0.4, kl, 0.5, 0.5, 0} {
-		if got := out[i][0]; !within(got, want, 1e-15) {
+		if got := out[i][0]; !graphtest.Within(got, want, 1e-15) {
 			t.Errorf("metric %d = %v, want %v", i, got, want)
 		}
 	}
@@ -368,7 +344,7 @@ func TestGRPOLoss_Metrics(t *testing.T) {
 func TestClippedSurrogate_PerTokenMatchesPPOClipTerm(t *testing.T) {
 	ratios := [][]float64{{0.5, 0.8, 1.0, 1.2, 1.5}, {0.5, 0.8, 1.0, 1.2, 1.5}, {0.7, 0.9, 1.1, 1.3, 1.0}}
 	adv := [][]float64{{1, 1, 1, 1, 1}, {-1, -1, -1, -1, -1}, {0.3, -2, 0, 0.4, -0.1}}
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		logRatio := Log(in[0])
 		loss := ReduceAllSum(ClippedSurrogate(Exp(logRatio), in[1], 0.2, 0.2))
 		return []*Node{Neg(Gradient(loss, logRatio)[0]), ClippedSurrogate(in[0], in[1], 0.2, 0.2)}
@@ -377,10 +353,10 @@ func TestClippedSurrogate_PerTokenMatchesPPOClipTerm(t *testing.T) {
 		for j := range ratios[i] {
 			obj, coef := rl.PPOClipTerm(ratios[i][j], adv[i][j], 0.2)
 			k := i*len(ratios[i]) + j
-			if got := out[0][k]; !within(got, coef, 1e-15) {
+			if got := out[0][k]; !graphtest.Within(got, coef, 1e-15) {
 				t.Errorf("ρ=%v A=%v: −∂ℓ/∂log ρ = %v, PPOClipTerm coefficient %v", ratios[i][j], adv[i][j], got, coef)
 			}
-			if got := -out[1][k]; !within(got, obj, 1e-15) {
+			if got := -out[1][k]; !graphtest.Within(got, obj, 1e-15) {
 				t.Errorf("ρ=%v A=%v: −ℓ = %v, PPOClipTerm objective %v", ratios[i][j], adv[i][j], got, obj)
 			}
 		}
@@ -397,7 +373,7 @@ func TestSequenceSumMean_ReinforceWeights(t *testing.T) {
 			if groupMask[i][tok] == 0 {
 				want = 0
 			}
-			if got := grad[i*3+tok]; !within(got, want, 1e-15) {
+			if got := grad[i*3+tok]; !graphtest.Within(got, want, 1e-15) {
 				t.Errorf("sequence %d token %d: weight %v, want %v", i, tok, got, want)
 			}
 		}
@@ -409,17 +385,17 @@ func TestSequenceTokenRatio_ValueAndGradient(t *testing.T) {
 	logps := [][]float64{{0.10, -0.05, 0.02}, {0.3, 0, 0}}
 	zeros := [][]float64{{0, 0, 0}, {0, 0, 0}}
 	mask := [][]float64{{1, 1, 1}, {1, 0, 0}}
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		r := SequenceTokenRatio(in[0], in[1], in[2])
 		return []*Node{r, Gradient(ReduceAllSum(step.Masked(r, in[2])), in[0])[0]}
 	}, logps, zeros, mask)
 	s0, s1 := math.Exp(0.07/3), math.Exp(0.3)
 	for i, want := range []float64{s0, s0, s0, s1} {
 		k := []int{0, 1, 2, 3}[i]
-		if got := out[0][k]; !within(got, want, 1e-15) {
+		if got := out[0][k]; !graphtest.Within(got, want, 1e-15) {
 			t.Errorf("ratio[%d] = %v, want %v", k, got, want)
 		}
-		if got := out[1][k]; !within(got, want, 1e-15) {
+		if got := out[1][k]; !graphtest.Within(got, want, 1e-15) {
 			t.Errorf("∂ratio/∂log π[%d] = %v, want s = %v", k, got, want)
 		}
 	}
@@ -444,16 +420,10 @@ func TestGRPOLoss_FiniteDifferences(t *testing.T) {
 				Params{EpsLow: 0.2, EpsHigh: 0.28, Beta: 0.04}, ratio, GRPOMean)
 			return []*Node{l, Gradient(l, in[0])[0]}
 		}
-		e, err := step.NewEval(lossBackend(), fn)
-		if err != nil {
-			t.Fatal(err)
-		}
+		run := graphtest.Compile(t, fn)
 		eval := func(x []float64) (float64, []float64) {
-			outs, err := e.Run(x)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return step.Float64s(outs[0])[0], step.Float64s(outs[1])
+			outs := run(x)
+			return outs[0][0], outs[1]
 		}
 		_, grad := eval(logps)
 		const h = 1e-6
@@ -463,7 +433,7 @@ func TestGRPOLoss_FiniteDifferences(t *testing.T) {
 			xm[i] -= h
 			lp, _ := eval(xp)
 			lm, _ := eval(xm)
-			if fd := (lp - lm) / (2 * h); !within(grad[i], fd, 1e-8) {
+			if fd := (lp - lm) / (2 * h); !graphtest.Within(grad[i], fd, 1e-8) {
 				t.Errorf("token %d: autodiff %v, finite difference %v", i, grad[i], fd)
 			}
 		}

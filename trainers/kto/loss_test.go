@@ -2,37 +2,12 @@ package kto
 
 import (
 	"math"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
-	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/internal/graphtest"
 )
-
-var lossBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
-
-// evalGraph compiles fn and evaluates it on inputs, returning every output as flat float64s.
-func evalGraph(t *testing.T, fn func(in []*Node) []*Node, inputs ...any) [][]float64 {
-	t.Helper()
-	e, err := step.NewEval(lossBackend(), fn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outs, err := e.Run(inputs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := make([][]float64, len(outs))
-	for i, o := range outs {
-		res[i] = step.Float64s(o)
-	}
-	return res
-}
-
-func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
@@ -42,11 +17,11 @@ func TestKTOLoss_InitCoefficient(t *testing.T) {
 	cfg := Config{Beta: 0.1, DesirableWeight: 1, UndesirableWeight: 1}
 	logps := []float64{math.Log(0.16), math.Log(0.32), math.Log(0.04), math.Log(0.24), math.Log(0.3), math.Log(0.2)}
 	desirable := []bool{true, false, false, true, false, false} // KTO_LABELS
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		loss, _ := Loss(in[0], in[1], in[2], in[3], cfg)
 		return []*Node{loss, Neg(Gradient(loss, in[0])[0])}
 	}, logps, logps, desirable, 0.0)
-	if got := out[0][0]; !within(got, 0.5, 1e-15) {
+	if got := out[0][0]; !graphtest.Within(got, 0.5, 1e-15) {
 		t.Errorf("loss = %v, want 1 − σ(0) = 0.5", got)
 	}
 	for i, good := range desirable {
@@ -54,7 +29,7 @@ func TestKTOLoss_InitCoefficient(t *testing.T) {
 		if !good {
 			want = -want
 		}
-		if got := out[1][i]; !within(got, want, 1e-15) {
+		if got := out[1][i]; !graphtest.Within(got, want, 1e-15) {
 			t.Errorf("example %d: −∂L/∂log π = %v, want ±β·v(1−v)/6 = %v", i, got, want)
 		}
 	}
@@ -69,7 +44,7 @@ func TestKTOLoss_CoefficientAndReferencePoint(t *testing.T) {
 	desirable := []float64{1, 0, 1, 0}
 	for _, zIn := range []float64{0.3, -0.7} {
 		z := math.Max(0, zIn)
-		out := evalGraph(t, func(in []*Node) []*Node {
+		out := graphtest.Eval(t, func(in []*Node) []*Node {
 			loss, m := Loss(in[0], in[1], in[2], in[3], cfg)
 			g := Gradient(loss, in[0], in[1], in[3])
 			return []*Node{loss, Neg(g[0]), g[1], g[2], m.RewardsChosenSum, m.RewardsRejectedSum,
@@ -89,21 +64,21 @@ func TestKTOLoss_CoefficientAndReferencePoint(t *testing.T) {
 			}
 			wantLoss += w * (1 - v) / 4
 			coef := w * cfg.Beta * v * (1 - v) * sign / 4
-			if got := out[1][i]; !within(got, coef, 1e-15) {
+			if got := out[1][i]; !graphtest.Within(got, coef, 1e-15) {
 				t.Errorf("z=%v example %d: −∂L/∂log π = %v, want %v", zIn, i, got, coef)
 			}
 			if got := out[2][i]; got != 0 {
 				t.Errorf("z=%v example %d: π_ref got gradient %v, want 0", zIn, i, got)
 			}
 		}
-		if got := out[0][0]; !within(got, wantLoss, 1e-15) {
+		if got := out[0][0]; !graphtest.Within(got, wantLoss, 1e-15) {
 			t.Errorf("z=%v: loss = %v, want %v", zIn, got, wantLoss)
 		}
 		if got := out[3][0]; got != 0 {
 			t.Errorf("z=%v: z got gradient %v, want 0 (detached)", zIn, got)
 		}
 		for i, want := range []float64{chosenSum, rejectedSum, 2, 2, z} {
-			if got := out[4+i][0]; !within(got, want, 1e-15) {
+			if got := out[4+i][0]; !graphtest.Within(got, want, 1e-15) {
 				t.Errorf("z=%v: metric %d = %v, want %v", zIn, i, got, want)
 			}
 		}
@@ -119,16 +94,16 @@ func TestKTOReferencePoint_ClampedMean(t *testing.T) {
 		{[]float64{-1, -2}, []float64{-1.5, -2.1}, 0.3},
 		{[]float64{-1, -2}, []float64{-0.5, -2.1}, 0},
 	} {
-		out := evalGraph(t, func(in []*Node) []*Node {
+		out := graphtest.Eval(t, func(in []*Node) []*Node {
 			z := ReferencePoint(in[0], in[1])
 			return []*Node{z, Gradient(ReduceAllSum(Mul(z, in[0])), in[0])[0]}
 		}, c.pol, c.ref)
-		if got := out[0][0]; !within(got, c.want, 1e-15) {
+		if got := out[0][0]; !graphtest.Within(got, c.want, 1e-15) {
 			t.Errorf("ReferencePoint(%v, %v) = %v, want %v", c.pol, c.ref, got, c.want)
 		}
 		// ∂(Σ z·π)/∂π = z alone when z is detached.
 		for i, gr := range out[1] {
-			if !within(gr, c.want, 1e-15) {
+			if !graphtest.Within(gr, c.want, 1e-15) {
 				t.Errorf("∂(Σ z·π)/∂π[%d] = %v, want z = %v (no gradient through z)", i, gr, c.want)
 			}
 		}

@@ -2,53 +2,28 @@ package sft
 
 import (
 	"math"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
-	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/internal/graphtest"
 )
-
-var lossBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
-
-// evalGraph compiles fn and evaluates it on inputs, returning every output as flat float64s.
-func evalGraph(t *testing.T, fn func(in []*Node) []*Node, inputs ...any) [][]float64 {
-	t.Helper()
-	e, err := step.NewEval(lossBackend(), fn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outs, err := e.Run(inputs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := make([][]float64, len(outs))
-	for i, o := range outs {
-		res[i] = step.Float64s(o)
-	}
-	return res
-}
-
-func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 
 // NLL is the mean −log π over completion tokens: each token's gradient is −1/N, padding gets 0
 // (and may hold −∞ without producing NaN).
 func TestNLL_MaskedMean(t *testing.T) {
 	logps := [][]float64{{math.Log(0.4), math.Log(0.5), math.Log(0.8)}, {math.Log(0.4), math.Log(0.8), math.Inf(-1)}}
 	mask := [][]bool{{true, true, true}, {true, true, false}}
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		loss := NLL(in[0], in[1])
 		return []*Node{loss, Gradient(loss, in[0])[0]}
 	}, logps, mask)
 	want := -(math.Log(0.16) + math.Log(0.32)) / 5
-	if got := out[0][0]; !within(got, want, 1e-15) {
+	if got := out[0][0]; !graphtest.Within(got, want, 1e-15) {
 		t.Errorf("NLL = %v, want %v", got, want)
 	}
 	for i, w := range []float64{-0.2, -0.2, -0.2, -0.2, -0.2, 0} {
-		if got := out[1][i]; !within(got, w, 1e-15) {
+		if got := out[1][i]; !graphtest.Within(got, w, 1e-15) {
 			t.Errorf("∂L/∂logp[%d] = %v, want %v", i, got, w)
 		}
 	}
@@ -60,27 +35,27 @@ func TestNLLOverTokens_AccumulationEqualsFullBatch(t *testing.T) {
 	a := [][]float64{{-0.1, -0.2, -0.3}}
 	b := [][]float64{{-1.0, 0}}
 	ma, mb := [][]float64{{1, 1, 1}}, [][]float64{{1, 0}}
-	full := evalGraph(t, func(in []*Node) []*Node {
+	full := graphtest.Eval(t, func(in []*Node) []*Node {
 		// The full batch padded to T = 3.
 		lp := Const(in[0].Graph(), [][]float64{{-0.1, -0.2, -0.3}, {-1.0, 0, 0}})
 		m := Const(lp.Graph(), [][]float64{{1, 1, 1}, {1, 0, 0}})
 		loss := NLL(lp, m)
 		return []*Node{loss}
 	}, a)
-	micro := evalGraph(t, func(in []*Node) []*Node {
+	micro := graphtest.Eval(t, func(in []*Node) []*Node {
 		n := Const(in[0].Graph(), 4.0)
 		la, lb := NLLOverTokens(in[0], in[2], n), NLLOverTokens(in[1], in[3], n)
 		g := Gradient(Add(la, lb), in[0], in[1])
 		return []*Node{Add(la, lb), g[0], g[1], Add(NLL(in[0], in[2]), NLL(in[1], in[3]))}
 	}, a, b, ma, mb)
-	if got, want := micro[0][0], full[0][0]; !within(got, want, 1e-15) {
+	if got, want := micro[0][0], full[0][0]; !graphtest.Within(got, want, 1e-15) {
 		t.Errorf("Σ micro-batch losses = %v, want the full-batch NLL %v", got, want)
 	}
-	if got, want := micro[3][0], full[0][0]; within(got, want, 1e-3) {
+	if got, want := micro[3][0], full[0][0]; graphtest.Within(got, want, 1e-3) {
 		t.Errorf("per-micro-batch means %v should differ from the full batch %v (the test would not catch the bug)", got, want)
 	}
 	for i, w := range []float64{-0.25, -0.25, -0.25, -0.25, 0} {
-		if got := append(micro[1], micro[2]...)[i]; !within(got, w, 1e-15) {
+		if got := append(micro[1], micro[2]...)[i]; !graphtest.Within(got, w, 1e-15) {
 			t.Errorf("token %d: gradient %v, want −1/4", i, got)
 		}
 	}
@@ -90,7 +65,7 @@ func TestMeanTokenAccuracy_ArgmaxCorrect(t *testing.T) {
 	logits := [][][]float64{{{0.1, 2, 0}, {3, 0, 0}, {0, 0, 1}}}
 	targets := [][]int32{{1, 2, 0}} // right, wrong, wrong-but-masked
 	mask := [][]bool{{true, true, false}}
-	out := evalGraph(t, func(in []*Node) []*Node {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		c := ArgmaxCorrect(in[0], in[1])
 		return []*Node{c, MeanTokenAccuracy(c, in[2])}
 	}, logits, targets, mask)
@@ -107,8 +82,8 @@ func TestMeanTokenAccuracy_ArgmaxCorrect(t *testing.T) {
 func TestMeanTokenEntropy(t *testing.T) {
 	logits := [][][]float64{{{0, 0, 0, 0}, {50, 0, 0, 0}, {1, 2, 3, 4}}}
 	mask := [][]bool{{true, true, false}}
-	out := evalGraph(t, func(in []*Node) []*Node { return []*Node{MeanTokenEntropy(in[0], in[1])} }, logits, mask)
-	if got, want := out[0][0], math.Log(4)/2; !within(got, want, 1e-12) {
+	out := graphtest.Eval(t, func(in []*Node) []*Node { return []*Node{MeanTokenEntropy(in[0], in[1])} }, logits, mask)
+	if got, want := out[0][0], math.Log(4)/2; !graphtest.Within(got, want, 1e-12) {
 		t.Errorf("entropy = %v, want (ln 4 + 0)/2 = %v", got, want)
 	}
 }
