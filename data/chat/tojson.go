@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/exec"
+
+	"github.com/posttrain/posttrain/internal/pyfmt"
 )
 
 // jsonOptions are the keyword arguments of transformers' tojson filter:
@@ -222,8 +224,8 @@ func writeASCIIRune(b *strings.Builder, r rune) {
 	fmt.Fprintf(b, `\u%04x`, r)
 }
 
-// pyFloatJSON formats f as Python's float.__repr__ (and json's NaN/Infinity spellings): the
-// shortest round-tripping digits, fixed notation when -4 <= exponent < 16, else d.ddde±XX.
+// pyFloatJSON formats f as json.dumps does: Python's float.__repr__ for finite f, and json's
+// NaN/Infinity spellings (repr's are nan/inf).
 func pyFloatJSON(f float64) string {
 	switch {
 	case math.IsNaN(f):
@@ -233,37 +235,5 @@ func pyFloatJSON(f float64) string {
 	case math.IsInf(f, -1):
 		return "-Infinity"
 	}
-	return PyFloatRepr(f)
-}
-
-// PyFloatRepr is Python's repr(float) for finite f.
-func PyFloatRepr(f float64) string {
-	e := strconv.FormatFloat(f, 'e', -1, 64) // [-]d[.ddd]e±XX
-	sign := ""
-	if e[0] == '-' {
-		sign, e = "-", e[1:]
-	}
-	mant, expStr, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(expStr)
-	digits := strings.Replace(mant, ".", "", 1)
-	if exp < -4 || exp >= 16 {
-		m := digits[:1]
-		if len(digits) > 1 {
-			m += "." + digits[1:]
-		}
-		es := "+"
-		if exp < 0 {
-			es, exp = "-", -exp
-		}
-		return fmt.Sprintf("%s%se%s%02d", sign, m, es, exp)
-	}
-	decpt := exp + 1 // digits before the decimal point
-	switch {
-	case decpt <= 0:
-		return sign + "0." + strings.Repeat("0", -decpt) + digits
-	case decpt >= len(digits):
-		return sign + digits + strings.Repeat("0", decpt-len(digits)) + ".0"
-	default:
-		return sign + digits[:decpt] + "." + digits[decpt:]
-	}
+	return pyfmt.Repr(f)
 }

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// Expected strings are Python 3's repr(float) / json.dumps output.
-func TestPyFloatRepr(t *testing.T) {
+// Expected strings are Python 3's json.dumps output: repr(float), but NaN/Infinity for nan/inf.
+func TestPyFloatJSON(t *testing.T) {
 	for _, tc := range []struct {
 		f    float64
 		want string
@@ -18,9 +18,10 @@ func TestPyFloatRepr(t *testing.T) {
 		{1234567890123456, "1234567890123456.0"}, {1e16, "1e+16"}, {1.25e100, "1.25e+100"},
 		{math.MaxFloat64, "1.7976931348623157e+308"}, {5e-324, "5e-324"}, {2.5, "2.5"}, {-3.75, "-3.75"},
 		{1.0 / 3, "0.3333333333333333"}, {100, "100.0"},
+		{math.NaN(), "NaN"}, {math.Inf(1), "Infinity"}, {math.Inf(-1), "-Infinity"},
 	} {
-		if got := PyFloatRepr(tc.f); got != tc.want {
-			t.Errorf("PyFloatRepr(%v) = %q, want %q", tc.f, got, tc.want)
+		if got := pyFloatJSON(tc.f); got != tc.want {
+			t.Errorf("pyFloatJSON(%v) = %q, want %q", tc.f, got, tc.want)
 		}
 	}
 }
