@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
@@ -143,13 +145,15 @@ func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (ge
 		gens[r].Truncated = true
 	}
 	tok, pos := make([][]int32, rows), make([][]int32, rows)
+	next, nextLP := make([]int, n), make([]float64, n)
 	for step := 0; ; step++ {
+		sampleRows(logits, vocab, done, opts.SampleOptions, rngs, next, nextLP)
 		for r := range rows {
 			tok[r] = []int32{0}
 			if r >= n || done[r] {
 				continue
 			}
-			id, lp := SampleToken(logits[r*vocab:(r+1)*vocab], opts.SampleOptions, rngs[r])
+			id, lp := next[r], nextLP[r]
 			gens[r].IDs, gens[r].LogProbs = append(gens[r].IDs, int32(id)), append(gens[r].LogProbs, lp)
 			tok[r][0] = int32(id)
 			g.stats.NewTokens++
@@ -177,6 +181,25 @@ func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (ge
 		}
 	}
 	return gens, nil
+}
+
+// sampleRows draws the next token of every unfinished row from logits [rows·V] into ids and lps,
+// rows in parallel: each row has its own random stream, so the result does not depend on timing.
+func sampleRows(logits []float32, vocab int, done []bool, opts SampleOptions, rngs []*rand.Rand, ids []int, lps []float64) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for r := range done {
+		if done[r] {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ids[r], lps[r] = SampleToken(logits[r*vocab:(r+1)*vocab], opts, rngs[r])
+		}()
+	}
+	wg.Wait()
 }
 
 func (g *Generator) validate(prompts [][]int32, opts GenerateOptions) error {
