@@ -10,9 +10,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/internal/jsondiff"
 )
 
 // The corridor experiments' reference files live with the package that computes them
@@ -76,7 +77,7 @@ func TestToyCorridor_JSONMatchesGolden(t *testing.T) {
 			if err := json.Unmarshal([]byte(readCorridorFile(t, fmt.Sprintf("golden/phase%02d.json", tc.phase))), &want); err != nil {
 				t.Fatal(err)
 			}
-			for _, d := range jsonDiff("", got, want, 1e-12) {
+			for _, d := range jsondiff.Diff("", got, want, 1e-12) {
 				t.Error(d)
 			}
 		})
@@ -146,56 +147,4 @@ func TestToyCorridor_BadFlags(t *testing.T) {
 			t.Errorf("toy %v: got error %v, want a usage error containing %q", tc.args, err, tc.want)
 		}
 	}
-}
-
-// jsonDiff lists differences between decoded JSON values: same object keys, numbers within tol.
-func jsonDiff(path string, got, want any, tol float64) []string {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return []string{fmt.Sprintf("%s: got %T, want an object", path, got)}
-		}
-		keys := map[string]bool{}
-		for k := range w {
-			keys[k] = true
-		}
-		for k := range g {
-			keys[k] = true
-		}
-		var sorted, diffs []string
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
-		for _, k := range sorted {
-			gv, gok := g[k]
-			wv, wok := w[k]
-			if !gok || !wok {
-				diffs = append(diffs, fmt.Sprintf("%s.%s: in output %v, in golden %v", path, k, gok, wok))
-				continue
-			}
-			diffs = append(diffs, jsonDiff(path+"."+k, gv, wv, tol)...)
-		}
-		return diffs
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return []string{fmt.Sprintf("%s: got %v, want %v", path, got, want)}
-		}
-		var diffs []string
-		for i := range w {
-			diffs = append(diffs, jsonDiff(fmt.Sprintf("%s[%d]", path, i), g[i], w[i], tol)...)
-		}
-		return diffs
-	case float64:
-		if g, ok := got.(float64); !ok || !(math.Abs(g-w) <= tol) {
-			return []string{fmt.Sprintf("%s: got %v, want %.17g", path, got, w)}
-		}
-		return nil
-	}
-	if got != want {
-		return []string{fmt.Sprintf("%s: got %v, want %v", path, got, want)}
-	}
-	return nil
 }

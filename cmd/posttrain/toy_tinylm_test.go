@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/internal/jsondiff"
 )
 
 // The TinyLM reference files live with the oracle (toy/tinylm/testdata, copied from the course).
@@ -73,7 +75,7 @@ func TestToyTinyLM_JSONMatchesGolden(t *testing.T) {
 			if err := json.Unmarshal([]byte(readTinyLMFile(t, fmt.Sprintf("phase%02d.json", tc.phase))), &want); err != nil {
 				t.Fatal(err)
 			}
-			for _, d := range jsonDiff("", merged, want, 1e-12) {
+			for _, d := range jsondiff.Diff("", merged, want, 1e-12) {
 				t.Error(d)
 			}
 		})

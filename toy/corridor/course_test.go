@@ -3,12 +3,12 @@ package corridor
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/internal/jsondiff"
 )
 
 // phaseRun runs one phase at the course's defaults.
@@ -75,63 +75,9 @@ func TestPhases_MatchGolden(t *testing.T) {
 			if err := json.Unmarshal(readTestdata(t, fmt.Sprintf("golden/phase%02d.json", p.phase)), &wantV); err != nil {
 				t.Fatal(err)
 			}
-			for _, d := range CompareJSON("", gotV, wantV, 1e-12) {
+			for _, d := range jsondiff.Diff("", gotV, wantV, 1e-12) {
 				t.Error(d)
 			}
 		})
-	}
-}
-
-// CompareJSON lists the differences between two decoded JSON values: object keys must match,
-// numbers agree to tol (absolute).
-func CompareJSON(path string, got, want any, tol float64) []string {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return []string{fmt.Sprintf("%s: got %T, want object", path, got)}
-		}
-		var diffs []string
-		keys := make([]string, 0, len(w)+len(g))
-		for k := range w {
-			keys = append(keys, k)
-		}
-		for k := range g {
-			if _, ok := w[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			gv, gok := g[k]
-			wv, wok := w[k]
-			if !gok || !wok {
-				diffs = append(diffs, fmt.Sprintf("%s.%s: present in got=%v want=%v", path, k, gok, wok))
-				continue
-			}
-			diffs = append(diffs, CompareJSON(path+"."+k, gv, wv, tol)...)
-		}
-		return diffs
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return []string{fmt.Sprintf("%s: got %v, want %v", path, got, want)}
-		}
-		var diffs []string
-		for i := range w {
-			diffs = append(diffs, CompareJSON(fmt.Sprintf("%s[%d]", path, i), g[i], w[i], tol)...)
-		}
-		return diffs
-	case float64:
-		g, ok := got.(float64)
-		if !ok || !(math.Abs(g-w) <= tol) {
-			return []string{fmt.Sprintf("%s: got %v, want %.17g", path, got, w)}
-		}
-		return nil
-	default:
-		if got != want {
-			return []string{fmt.Sprintf("%s: got %v, want %v", path, got, want)}
-		}
-		return nil
 	}
 }
