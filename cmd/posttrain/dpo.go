@@ -1,0 +1,24 @@
+package main
+
+// `posttrain dpo`: Direct Preference Optimization with TRL v0.24's DPOConfig options.
+
+import (
+	"github.com/gomlx/gomlx/backends"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/dpo"
+	"github.com/posttrain/posttrain/trainers/loop"
+)
+
+func init() {
+	addCommand(trainCommand("dpo",
+		"direct preference optimization: --model M --dataset FILE --output-dir DIR",
+		"Trains on preference rows (prompt, chosen, rejected) with the sigmoid (--label-smoothing for\n"+
+			"cDPO) or ipo loss. Reference log-probs are computed once, before training, from the starting\n"+
+			"weights. Writes metrics.jsonl (rewards/chosen, rewards/margins, ...), checkpoint-N/ and the\n"+
+			"final model to --output-dir.",
+		func(b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
+			return dpo.New(b, m, d, cfg.(*config.DPO))
+		}))
+}

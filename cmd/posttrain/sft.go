@@ -1,0 +1,24 @@
+package main
+
+// `posttrain sft`: supervised fine-tuning with TRL v0.24's SFTConfig options (trainers/config).
+
+import (
+	"github.com/gomlx/gomlx/backends"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/sft"
+)
+
+func init() {
+	addCommand(trainCommand("sft",
+		"supervised fine-tuning: --model M --dataset FILE --output-dir DIR",
+		"Trains on prompt-completion rows (loss on the completion tokens, as TRL) or language-modelling\n"+
+			"rows (text or messages; --assistant-only-loss for assistant turns only). Conversational rows\n"+
+			"are rendered with the model's chat template. Writes metrics.jsonl, checkpoint-N/ every\n"+
+			"--save-steps and the final model to --output-dir; --resume continues the latest checkpoint.",
+		func(_ backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
+			return sft.New(m, d, cfg.(*config.SFT))
+		}))
+}

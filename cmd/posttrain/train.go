@@ -1,0 +1,102 @@
+package main
+
+// Shared by `posttrain sft|dpo|kto`: flags from the method's TRL config (trainers/config), model
+// and dataset loading, the shared training loop (trainers/loop) with Ctrl-C checkpointing.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/urfave/cli/v3"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/models/hub"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+)
+
+// trainMethod builds a method's loop.Method from the loaded model and dataset.
+type trainMethod func(b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error)
+
+// trainCommand is `posttrain <method> --model M --dataset FILE --output-dir DIR [flags]`.
+func trainCommand(method, usage, description string, build trainMethod) *cli.Command {
+	defaults, err := config.New(method)
+	if err != nil {
+		panic(err)
+	}
+	return &cli.Command{
+		Name:        method,
+		Usage:       usage,
+		Description: description,
+		Flags:       config.Flags(defaults),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
+			}
+			cfg, _ := config.New(method)
+			if err := config.FromCommand(cmd, cfg); err != nil {
+				return usageError{err}
+			}
+			if err := runTrain(ctx, cmd, cfg, build); err != nil {
+				return fmt.Errorf("%s: %w", cmd.FullName(), err)
+			}
+			return nil
+		},
+	}
+}
+
+// runTrain loads everything, trains, and prints where the model went. Ctrl-C saves a checkpoint
+// and returns an error naming it (a second Ctrl-C exits at once).
+func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build trainMethod) error {
+	c := cfg.Common()
+	errw := cmd.Root().ErrWriter
+	logger := slog.New(slog.NewTextHandler(errw, nil))
+	ctx, stop := checkpoint.NotifyContext(ctx, logger)
+	defer stop()
+	dir, err := hub.Resolve(ctx, c.Model, hub.Options{})
+	if err != nil {
+		return err
+	}
+	b, err := backend.New(backend.Resolve(c.Backend))
+	if err != nil {
+		return err
+	}
+	defer b.Finalize()
+	m, err := loop.LoadModel(dir, c.BF16)
+	if err != nil {
+		return err
+	}
+	d, err := data.ReadFile(c.Dataset, data.FormatAuto)
+	if err != nil {
+		return err
+	}
+	method, err := build(b, m, d, cfg)
+	if err != nil {
+		return err
+	}
+	res, err := loop.Run(ctx, m, method, loop.Options{Config: cfg, Backend: b, Progress: progressWriter(errw), Logger: logger})
+	if errors.Is(err, loop.ErrInterrupted) {
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(cmd.Root().Writer, "%s: %d steps; loss %.4g; model in %s, metrics in %s/metrics.jsonl\n",
+		cfg.Method(), res.Steps, res.Last.Metrics["loss"], c.OutputDir, c.OutputDir)
+	return err
+}
+
+// progressWriter is where the progress bar goes: the error stream (a bar only on a terminal).
+func progressWriter(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok {
+		return f
+	}
+	return w
+}
