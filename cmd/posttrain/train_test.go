@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+)
+
+// multData writes `posttrain data mult --kind kind -n n` into dir and returns the file.
+func multData(t *testing.T, dir, kind, n string) string {
+	t.Helper()
+	path := filepath.Join(dir, kind+".jsonl")
+	if _, err := runCLI(t, "data", "mult", "--kind", kind, "-n", n, "-o", path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func metricsLines(t *testing.T, dir string) []runlog.Record {
+	t.Helper()
+	recs, err := runlog.ReadMetrics(filepath.Join(dir, runlog.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// `posttrain sft` takes --config YAML with TRL's keys (flags win), writes the resolved config,
+// metrics and the model, and --resume continues from the latest checkpoint.
+func TestSFTCommand_ConfigAndResume(t *testing.T) {
+	dir := t.TempDir()
+	model, data, out := looptest.Model(t), multData(t, dir, "sft", "16"), filepath.Join(dir, "out")
+	yaml := filepath.Join(dir, "sft.yaml")
+	if err := os.WriteFile(yaml, []byte("learning_rate: 0.005\nper_device_train_batch_size: 4\nlogging_steps: 1\nmax_steps: 9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := runCLI(t, "sft", "--config", yaml, "--model", model, "--dataset", data, "--output-dir", out, "--max-steps", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "sft: 2 steps;") {
+		t.Errorf("output %q, want it to start with \"sft: 2 steps;\"", got)
+	}
+	args, err := os.ReadFile(filepath.Join(out, "training_args.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"learning_rate: 0.005", "max_steps: 2", "per_device_train_batch_size: 4"} {
+		if !strings.Contains(string(args), want) {
+			t.Errorf("training_args.yaml lacks %q:\n%s", want, args)
+		}
+	}
+	if _, err := runCLI(t, "sft", "--config", yaml, "--model", model, "--dataset", data, "--output-dir", out, "--max-steps", "3", "--resume"); err != nil {
+		t.Fatal(err)
+	}
+	if recs := metricsLines(t, out); len(recs) != 3 || recs[2].Step != 3 {
+		t.Errorf("metrics after resume: %v, want steps 1, 2, 3", recs)
+	}
+}
+
+// `posttrain dpo`, `posttrain kto` and `posttrain eval mult` run end to end on a tiny checkpoint;
+// a malformed dataset row is a one-line error naming file:line.
+func TestDPOKTOEvalCommands(t *testing.T) {
+	dir := t.TempDir()
+	model := looptest.Model(t)
+	for _, kind := range []string{"dpo", "kto"} {
+		out := filepath.Join(dir, kind)
+		got, err := runCLI(t, kind, "--model", model, "--dataset", multData(t, dir, kind, "4"), "--output-dir", out,
+			"--max-steps", "1", "--per-device-train-batch-size", "4", "--logging-steps", "1")
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		if !strings.HasPrefix(got, kind+": 1 steps;") {
+			t.Errorf("%s output %q", kind, got)
+		}
+		if recs := metricsLines(t, out); len(recs) != 1 {
+			t.Errorf("%s: %d metrics lines, want 1", kind, len(recs))
+		} else if _, ok := recs[0].Metrics["rewards/chosen"]; !ok {
+			t.Errorf("%s metrics lack rewards/chosen: %v", kind, recs[0])
+		}
+	}
+	got, err := runCLI(t, "eval", "mult", "--model", model, "--n", "4", "--seed", "3", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res evalMultResult
+	if err := json.Unmarshal([]byte(got), &res); err != nil || res.N != 4 || res.Correct < 0 || res.Correct > 4 {
+		t.Errorf("eval mult printed %q (%v)", got, err)
+	}
+
+	bad := filepath.Join(dir, "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(`{"prompt": "a", "chosen": "b", "rejected": "c"}`+"\n"+`{"prompt": "a", "chosen": "b"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runCLI(t, "dpo", "--model", model, "--dataset", bad, "--output-dir", filepath.Join(dir, "bad"))
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
+		t.Errorf("malformed row: error %v, want one naming bad.jsonl:2", err)
+	}
+}
