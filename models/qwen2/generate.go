@@ -115,7 +115,7 @@ type stepper interface {
 }
 
 // run is the host loop shared by the cached and uncached paths: pad, sample, stop.
-func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (gens []Generation, err error) {
+func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (_ []Generation, err error) {
 	defer st.close()
 	if err := g.validate(prompts, opts); err != nil {
 		return nil, err
@@ -136,32 +136,11 @@ func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (ge
 	}
 	g.stats.Prefill = time.Since(t0)
 	t0 = time.Now()
-	stop := stopSet(g.cfg, opts)
-	gens = make([]Generation, n)
-	rngs := make([]*rand.Rand, n)
-	done := make([]bool, n)
-	for r := range rngs {
-		rngs[r] = rowRand(opts.Seed, r)
-		gens[r].Truncated = true
-	}
-	tok, pos := make([][]int32, rows), make([][]int32, rows)
-	next, nextLP := make([]int, n), make([]float64, n)
+	ds := newDecodeState(n, opts.Seed, stopSet(g.cfg, opts))
+	pos := make([][]int32, rows)
 	for step := 0; ; step++ {
-		sampleRows(logits, vocab, done, opts.SampleOptions, rngs, next, nextLP)
-		for r := range rows {
-			tok[r] = []int32{0}
-			if r >= n || done[r] {
-				continue
-			}
-			id, lp := next[r], nextLP[r]
-			gens[r].IDs, gens[r].LogProbs = append(gens[r].IDs, int32(id)), append(gens[r].LogProbs, lp)
-			tok[r][0] = int32(id)
-			g.stats.NewTokens++
-			if stop[id] {
-				done[r], gens[r].Truncated = true, false
-			}
-		}
-		if step+1 == opts.MaxNewTokens || !slices.Contains(done, false) {
+		tok := ds.step(logits, vocab, opts.SampleOptions, rows)
+		if step+1 == opts.MaxNewTokens || ds.finished() {
 			break
 		}
 		slot := plen + step // where this step's token goes
@@ -174,14 +153,59 @@ func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (ge
 		}
 		g.stats.DecodeSteps++
 	}
-	g.stats.Decode = time.Since(t0)
+	g.stats.Decode, g.stats.NewTokens = time.Since(t0), ds.newTokens
 	if opts.Tokenizer != nil {
-		for r := range gens {
-			gens[r].Text = opts.Tokenizer.Decode(toInts(gens[r].IDs), true)
+		for r := range ds.gens {
+			ds.gens[r].Text = opts.Tokenizer.Decode(toInts(ds.gens[r].IDs), true)
 		}
 	}
-	return gens, nil
+	return ds.gens, nil
 }
+
+// decodeState is the host side of a generation: each row's output so far, its random stream and
+// whether it has stopped.
+type decodeState struct {
+	gens      []Generation
+	rngs      []*rand.Rand
+	done      []bool
+	stop      map[int]bool
+	next      []int
+	nextLP    []float64
+	newTokens int
+}
+
+func newDecodeState(n int, seed uint64, stop map[int]bool) *decodeState {
+	d := &decodeState{gens: make([]Generation, n), rngs: make([]*rand.Rand, n), done: make([]bool, n), stop: stop,
+		next: make([]int, n), nextLP: make([]float64, n)}
+	for r := range n {
+		d.rngs[r] = rowRand(seed, r)
+		d.gens[r].Truncated = true
+	}
+	return d
+}
+
+// step samples the next token of every unfinished row from logits [rows·V], records it and
+// returns the tokens to feed [rows][1] (0 for finished and padding rows).
+func (d *decodeState) step(logits []float32, vocab int, opts SampleOptions, rows int) [][]int32 {
+	sampleRows(logits, vocab, d.done, opts, d.rngs, d.next, d.nextLP)
+	tok := make([][]int32, rows)
+	for r := range rows {
+		tok[r] = []int32{0}
+		if r >= len(d.done) || d.done[r] {
+			continue
+		}
+		id := d.next[r]
+		d.gens[r].IDs, d.gens[r].LogProbs = append(d.gens[r].IDs, int32(id)), append(d.gens[r].LogProbs, d.nextLP[r])
+		tok[r][0] = int32(id)
+		d.newTokens++
+		if d.stop[id] {
+			d.done[r], d.gens[r].Truncated = true, false
+		}
+	}
+	return tok
+}
+
+func (d *decodeState) finished() bool { return !slices.Contains(d.done, false) }
 
 // sampleRows draws the next token of every unfinished row from logits [rows·V] into ids and lps,
 // rows in parallel: each row has its own random stream, so the result does not depend on timing.
