@@ -101,8 +101,8 @@ func (g *Generator) Generate(prompts [][]int32, opts GenerateOptions) ([]Generat
 }
 
 // GenerateUncached is Generate recomputing the full forward pass over the whole sequence at each
-// step, without a cache: the reference the cached path is tested against (O(steps²), one graph
-// per length).
+// step, without a cache: the reference the cached path is tested against (O(steps²) work, one
+// graph per length bucket).
 func (g *Generator) GenerateUncached(prompts [][]int32, opts GenerateOptions) ([]Generation, error) {
 	return g.run(prompts, opts, &fullStepper{g: g})
 }

@@ -71,7 +71,8 @@ func (s *cachedStepper) freeCaches() {
 
 func (s *cachedStepper) close() { s.freeCaches() }
 
-// fullStepper recomputes the whole left-padded sequence at every step (no cache).
+// fullStepper recomputes the whole sequence at every step (no cache): the left-padded prompt and
+// the tokens so far, right-padded to a length bucket so that graphs are compiled per bucket.
 type fullStepper struct {
 	g         *Generator
 	ids, mask [][]int32
@@ -96,14 +97,22 @@ func (s *fullStepper) forward() ([]float32, error) {
 	g := s.g
 	if g.full == nil {
 		exec, err := newExec(g.backend, g.ctx, func(ctx *context.Context, in []*Node) []*Node {
-			return []*Node{lastLogitsGraph(ctx, g.cfg, in[0], in[1], in[2])}
+			return []*Node{lastLogitsGraph(ctx, g.cfg, in[0], in[1], in[2], in[3])}
 		})
 		if err != nil {
 			return nil, err
 		}
 		g.full = exec
 	}
-	outs, err := execute(g.full, tensors.FromValue(s.ids), tensors.FromValue(PositionIDs(s.mask)), tensors.FromValue(s.mask))
+	n := len(s.ids[0])
+	padded := bucketLen(n)
+	ids, mask, last := make([][]int32, len(s.ids)), make([][]int32, len(s.ids)), make([]int32, len(s.ids))
+	for r := range s.ids {
+		ids[r] = append(slices.Clone(s.ids[r]), make([]int32, padded-n)...)
+		mask[r] = append(slices.Clone(s.mask[r]), make([]int32, padded-n)...)
+		last[r] = int32(n - 1)
+	}
+	outs, err := execute(g.full, tensors.FromValue(ids), tensors.FromValue(PositionIDs(mask)), tensors.FromValue(mask), tensors.FromValue(last))
 	if err != nil {
 		return nil, err
 	}

@@ -91,9 +91,9 @@ func decodeGraph(ctx *context.Context, cfg *Config, tok, pos, slot, keyValid *No
 }
 
 // lastLogitsGraph is the uncached reference: the full forward pass over ids [B,S] and the logits
-// of the last position [B,V].
-func lastLogitsGraph(ctx *context.Context, cfg *Config, ids, pos, mask *Node) *Node {
-	b, s := ids.Shape().Dim(0), ids.Shape().Dim(1)
-	h := Hidden(ctx, cfg, ids, pos, mask)                                         // [B,S,D]
-	return Logits(ctx, cfg, Reshape(Slice(h, AxisRange(), AxisElem(s-1)), b, -1)) // [B,V]
+// at position last [B] (int32) of each row [B,V].
+func lastLogitsGraph(ctx *context.Context, cfg *Config, ids, pos, mask, last *Node) *Node {
+	h := Hidden(ctx, cfg, ids, pos, mask)                            // [B,S,D]
+	at := Stack([]*Node{Iota(h.Graph(), last.Shape(), 0), last}, -1) // [B,2]: (row, position)
+	return Logits(ctx, cfg, Gather(h, at))                           // [B,V]
 }
