@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 )
@@ -95,6 +97,57 @@ func runCourse(w io.Writer) error {
 		if err := e.Course(w); err != nil {
 			return fmt.Errorf("toy course: phase %d (%s): %w", e.Phase, e.Command.Name, err)
 		}
+	}
+	return nil
+}
+
+// Flags and errors shared by the corridor and TinyLM experiments.
+
+func jsonFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "json", Usage: "print one JSON object (phase, args, results) instead of the course's lines"}
+}
+
+func seedFlag() cli.Flag {
+	return &cli.Int64Flag{Name: "seed", Value: 0, Usage: "seed of the experiment's random.Random"}
+}
+
+func writeLines(w io.Writer, lines []string) error {
+	_, err := io.WriteString(w, strings.Join(lines, "\n")+"\n")
+	return err
+}
+
+func intFlag(name string, value int, usage string) cli.Flag {
+	return &cli.IntFlag{Name: name, Value: value, Usage: usage}
+}
+
+func floatFlag(name string, value float64, usage string) cli.Flag {
+	return &cli.FloatFlag{Name: name, Value: value, Usage: usage}
+}
+
+// parseFloatList parses --p's comma-separated list of numbers.
+func parseFloatList(cmd *cli.Command, flag string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(cmd.String(flag), ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("toy %s: --%s wants comma-separated numbers like 0.5,0.7,1.0; %q is not a number",
+				cmd.Name, flag, strings.TrimSpace(f))}
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// toyUsageError makes a flag parse error a usage error (exit status 2) naming the experiment.
+func toyUsageError(ctx context.Context, cmd *cli.Command, err error, isSubcommand bool) error {
+	return usageError{fmt.Errorf("toy %s: %w (see --help)", cmd.Name, err)}
+}
+
+// noToyArgs rejects positional arguments: an experiment's settings are flags.
+func noToyArgs(cmd *cli.Command) error {
+	if cmd.Args().Len() > 0 {
+		return usageError{fmt.Errorf("toy %s: unexpected argument %q (settings are flags, see --help)",
+			cmd.Name, cmd.Args().First())}
 	}
 	return nil
 }

@@ -9,8 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/posttrain/posttrain/toy/corridor"
 	"github.com/urfave/cli/v3"
@@ -25,6 +23,71 @@ type corridorConfig interface {
 // corridorExec reads a phase's flags, runs it and returns its result and its JSON "args".
 type corridorExec func(cmd *cli.Command) (corridor.Result, corridor.Object, error)
 
+// corridorFlag is a flag bound to one field of a phase's config: it is declared with the field's
+// value in the course's defaults, and read stores the flag's value into the field.
+type corridorFlag struct {
+	flag cli.Flag
+	read func(cmd *cli.Command) error
+}
+
+func seedVar(p *int64) corridorFlag {
+	return corridorFlag{seedFlag(), func(cmd *cli.Command) error { *p = cmd.Int64("seed"); return nil }}
+}
+
+func intVar(p *int, name, usage string) corridorFlag {
+	return corridorFlag{intFlag(name, *p, usage), func(cmd *cli.Command) error { *p = cmd.Int(name); return nil }}
+}
+
+func floatVar(p *float64, name, usage string) corridorFlag {
+	return corridorFlag{floatFlag(name, *p, usage), func(cmd *cli.Command) error { *p = cmd.Float(name); return nil }}
+}
+
+// floatListVar is a comma-separated list of numbers; value is its default as the help shows it.
+func floatListVar(p *[]float64, name, value, usage string) corridorFlag {
+	return corridorFlag{&cli.StringFlag{Name: name, Value: value, Usage: usage}, func(cmd *cli.Command) error {
+		xs, err := parseFloatList(cmd, name)
+		*p = xs
+		return err
+	}}
+}
+
+// addCorridorToy registers one corridor phase as `posttrain toy <name>`, plus its course lines
+// (run at defaults()). bind lists the phase's flags, bound to the fields of the config it is given.
+func addCorridorToy[C corridorConfig, R corridor.Result](phase int, name, usage string,
+	defaults func() C, bind func(c *C) []corridorFlag, run func(C) (R, error)) {
+	d := defaults()
+	flags := []cli.Flag{jsonFlag()}
+	for _, f := range bind(&d) {
+		flags = append(flags, f.flag)
+	}
+	exec := func(cmd *cli.Command) (corridor.Result, corridor.Object, error) {
+		c := defaults()
+		for _, f := range bind(&c) {
+			if err := f.read(cmd); err != nil {
+				return nil, nil, err
+			}
+		}
+		return runCorridor(cmd, c, run)
+	}
+	addToy(toyExperiment{
+		Phase: phase,
+		Command: &cli.Command{
+			Name:         name,
+			Usage:        fmt.Sprintf("course phase %d: %s", phase, usage),
+			Flags:        flags,
+			Action:       corridorAction(phase, exec),
+			OnUsageError: toyUsageError,
+		},
+		Course: func(w io.Writer) error {
+			r, err := run(defaults())
+			if err != nil {
+				return err
+			}
+			return writeLines(w, r.Lines())
+		},
+	})
+}
+
 // runCorridor validates c (a bad value is a usage error naming its flag) and runs the phase.
 func runCorridor[C corridorConfig, R corridor.Result](cmd *cli.Command, c C, run func(C) (R, error)) (corridor.Result, corridor.Object, error) {
 	if err := c.Validate(); err != nil {
@@ -37,39 +100,10 @@ func runCorridor[C corridorConfig, R corridor.Result](cmd *cli.Command, c C, run
 	return r, c.Args(), nil
 }
 
-// addCorridorToy registers one corridor phase as `posttrain toy <name>`, plus its course lines.
-func addCorridorToy(phase int, name, usage string, flags []cli.Flag, exec corridorExec,
-	course func() (corridor.Result, error)) {
-	flags = append([]cli.Flag{
-		&cli.BoolFlag{Name: "json", Usage: "print one JSON object (phase, args, results) instead of the course's lines"},
-		&cli.Int64Flag{Name: "seed", Value: 0, Usage: "seed of the experiment's random.Random"},
-	}, flags...)
-	addToy(toyExperiment{
-		Phase: phase,
-		Command: &cli.Command{
-			Name:   name,
-			Usage:  fmt.Sprintf("course phase %d: %s", phase, usage),
-			Flags:  flags,
-			Action: corridorAction(phase, exec),
-			OnUsageError: func(ctx context.Context, cmd *cli.Command, err error, isSubcommand bool) error {
-				return usageError{fmt.Errorf("toy %s: %w (see --help)", cmd.Name, err)}
-			},
-		},
-		Course: func(w io.Writer) error {
-			r, err := course()
-			if err != nil {
-				return err
-			}
-			return writeLines(w, r.Lines())
-		},
-	})
-}
-
 func corridorAction(phase int, exec corridorExec) cli.ActionFunc {
 	return func(ctx context.Context, cmd *cli.Command) error {
-		if cmd.Args().Len() > 0 {
-			return usageError{fmt.Errorf("toy %s: unexpected argument %q (settings are flags, see --help)",
-				cmd.Name, cmd.Args().First())}
+		if err := noToyArgs(cmd); err != nil {
+			return err
 		}
 		r, args, err := exec(cmd)
 		if err != nil {
@@ -90,33 +124,6 @@ func corridorAction(phase int, exec corridorExec) cli.ActionFunc {
 	}
 }
 
-func writeLines(w io.Writer, lines []string) error {
-	_, err := io.WriteString(w, strings.Join(lines, "\n")+"\n")
-	return err
-}
-
-func intFlag(name string, value int, usage string) cli.Flag {
-	return &cli.IntFlag{Name: name, Value: value, Usage: usage}
-}
-
-func floatFlag(name string, value float64, usage string) cli.Flag {
-	return &cli.FloatFlag{Name: name, Value: value, Usage: usage}
-}
-
-// parseFloatList parses --p's comma-separated list of numbers.
-func parseFloatList(cmd *cli.Command, flag string) ([]float64, error) {
-	var out []float64
-	for _, f := range strings.Split(cmd.String(flag), ",") {
-		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("toy %s: --%s wants comma-separated numbers like 0.5,0.7,1.0; %q is not a number",
-				cmd.Name, flag, strings.TrimSpace(f))}
-		}
-		out = append(out, x)
-	}
-	return out, nil
-}
-
 func init() {
 	addReturnToy()
 	addBellmanToy()
@@ -124,46 +131,35 @@ func init() {
 }
 
 func addReturnToy() {
-	d1 := corridor.DefaultPhase1()
-	addCorridorToy(1, "return", "returns G_t (식 (1.1)-(1.2)) and a Monte Carlo estimate of J (식 (1.3))", []cli.Flag{
-		intFlag("episodes", d1.Episodes, "Monte Carlo episodes per estimate of J"),
-		floatFlag("gamma", d1.Gamma, "discount γ of J"),
-		&cli.StringFlag{Name: "p", Value: "0.5,0.7,1.0", Usage: "comma-separated P(→) of the policies whose J is estimated"},
-		intFlag("demo-seeds", d1.DemoSeeds, "random-policy demo episodes, with seeds 0..N-1"),
-	}, func(cmd *cli.Command) (corridor.Result, corridor.Object, error) {
-		p, err := parseFloatList(cmd, "p")
-		if err != nil {
-			return nil, nil, err
-		}
-		return runCorridor(cmd, corridor.Phase1Config{Seed: cmd.Int64("seed"), Episodes: cmd.Int("episodes"),
-			Gamma: cmd.Float("gamma"), P: p, DemoSeeds: cmd.Int("demo-seeds")}, corridor.RunPhase1)
-	}, func() (corridor.Result, error) { return corridor.RunPhase1(d1) })
+	addCorridorToy(1, "return", "returns G_t (식 (1.1)-(1.2)) and a Monte Carlo estimate of J (식 (1.3))",
+		corridor.DefaultPhase1, func(c *corridor.Phase1Config) []corridorFlag {
+			return []corridorFlag{seedVar(&c.Seed),
+				intVar(&c.Episodes, "episodes", "Monte Carlo episodes per estimate of J"),
+				floatVar(&c.Gamma, "gamma", "discount γ of J"),
+				floatListVar(&c.P, "p", "0.5,0.7,1.0", "comma-separated P(→) of the policies whose J is estimated"),
+				intVar(&c.DemoSeeds, "demo-seeds", "random-policy demo episodes, with seeds 0..N-1")}
+		}, corridor.RunPhase1)
 }
 
 func addBellmanToy() {
-	d2 := corridor.DefaultPhase2()
-	addCorridorToy(2, "bellman", "Bellman evaluation (식 (2.3)-(2.4)), Monte Carlo and TD(0) (식 (2.5)-(2.6))", []cli.Flag{
-		floatFlag("p", d2.P, "P(→) of the evaluated policy"),
-		intFlag("episodes", d2.Episodes, "TD(0) episodes"),
-		floatFlag("alpha", d2.Alpha, "TD(0) step size α"),
-		floatFlag("gamma", d2.Gamma, "discount γ"),
-		intFlag("sweeps", d2.Sweeps, "iterative policy evaluation sweeps"),
-	}, func(cmd *cli.Command) (corridor.Result, corridor.Object, error) {
-		return runCorridor(cmd, corridor.Phase2Config{Seed: cmd.Int64("seed"), P: cmd.Float("p"),
-			Episodes: cmd.Int("episodes"), Alpha: cmd.Float("alpha"), Gamma: cmd.Float("gamma"),
-			Sweeps: cmd.Int("sweeps")}, corridor.RunPhase2)
-	}, func() (corridor.Result, error) { return corridor.RunPhase2(d2) })
+	addCorridorToy(2, "bellman", "Bellman evaluation (식 (2.3)-(2.4)), Monte Carlo and TD(0) (식 (2.5)-(2.6))",
+		corridor.DefaultPhase2, func(c *corridor.Phase2Config) []corridorFlag {
+			return []corridorFlag{seedVar(&c.Seed),
+				floatVar(&c.P, "p", "P(→) of the evaluated policy"),
+				intVar(&c.Episodes, "episodes", "TD(0) episodes"),
+				floatVar(&c.Alpha, "alpha", "TD(0) step size α"),
+				floatVar(&c.Gamma, "gamma", "discount γ"),
+				intVar(&c.Sweeps, "sweeps", "iterative policy evaluation sweeps")}
+		}, corridor.RunPhase2)
 }
 
 func addQLearningToy() {
-	d3 := corridor.DefaultPhase3()
-	addCorridorToy(3, "qlearning", "tabular Q-learning with ε-greedy (식 (3.2)-(3.3)) against Q* (식 (3.1))", []cli.Flag{
-		intFlag("episodes", d3.Episodes, "training episodes"),
-		floatFlag("alpha", d3.Alpha, "step size α"),
-		floatFlag("gamma", d3.Gamma, "discount γ (also of Q*)"),
-		floatFlag("epsilon", d3.Epsilon, "exploration probability ε"),
-	}, func(cmd *cli.Command) (corridor.Result, corridor.Object, error) {
-		return runCorridor(cmd, corridor.Phase3Config{Seed: cmd.Int64("seed"), Episodes: cmd.Int("episodes"),
-			Alpha: cmd.Float("alpha"), Gamma: cmd.Float("gamma"), Epsilon: cmd.Float("epsilon")}, corridor.RunPhase3)
-	}, func() (corridor.Result, error) { return corridor.RunPhase3(d3) })
+	addCorridorToy(3, "qlearning", "tabular Q-learning with ε-greedy (식 (3.2)-(3.3)) against Q* (식 (3.1))",
+		corridor.DefaultPhase3, func(c *corridor.Phase3Config) []corridorFlag {
+			return []corridorFlag{seedVar(&c.Seed),
+				intVar(&c.Episodes, "episodes", "training episodes"),
+				floatVar(&c.Alpha, "alpha", "step size α"),
+				floatVar(&c.Gamma, "gamma", "discount γ (also of Q*)"),
+				floatVar(&c.Epsilon, "epsilon", "exploration probability ε")}
+		}, corridor.RunPhase3)
 }

@@ -143,7 +143,7 @@ func orNull[T any](p *T) any {
 // addLMToy registers t as `posttrain toy <name>` and its phase's lines for `toy course`.
 func addLMToy(t lmToy) {
 	flags := append([]cli.Flag{
-		&cli.BoolFlag{Name: "json", Usage: "print one JSON object (phase, args, results) instead of the course's lines"},
+		jsonFlag(),
 		&cli.BoolFlag{Name: "check", Usage: "also run the float64 oracle (toy/tinylm) and fail if the results differ by more than 1e-9"},
 		&cli.StringFlag{Name: "backend", Usage: "GoMLX backend (default $GOMLX_BACKEND, else " + backend.Default + "); e.g. xla:cuda"},
 	}, t.flags...)
@@ -151,13 +151,11 @@ func addLMToy(t lmToy) {
 		Phase: t.phase,
 		Order: t.order,
 		Command: &cli.Command{
-			Name:   t.name,
-			Usage:  fmt.Sprintf("course phase %d: %s (GoMLX trainer path)", t.phase, t.usage),
-			Flags:  flags,
-			Action: func(ctx context.Context, cmd *cli.Command) error { return lmAction(cmd, t) },
-			OnUsageError: func(ctx context.Context, cmd *cli.Command, err error, isSubcommand bool) error {
-				return usageError{fmt.Errorf("toy %s: %w (see --help)", cmd.Name, err)}
-			},
+			Name:         t.name,
+			Usage:        fmt.Sprintf("course phase %d: %s (GoMLX trainer path)", t.phase, t.usage),
+			Flags:        flags,
+			Action:       func(ctx context.Context, cmd *cli.Command) error { return lmAction(cmd, t) },
+			OnUsageError: toyUsageError,
 		},
 		Course: func(w io.Writer) error {
 			// The defaults: a command parsed with no flags set.
@@ -177,9 +175,8 @@ func addLMToy(t lmToy) {
 }
 
 func lmAction(cmd *cli.Command, t lmToy) error {
-	if cmd.Args().Len() > 0 {
-		return usageError{fmt.Errorf("toy %s: unexpected argument %q (settings are flags, see --help)",
-			cmd.Name, cmd.Args().First())}
+	if err := noToyArgs(cmd); err != nil {
+		return err
 	}
 	b, err := backend.New(backend.Resolve(cmd.String("backend")))
 	if err != nil {

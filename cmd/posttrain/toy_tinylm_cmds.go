@@ -38,10 +38,6 @@ func orZero(p *float64) float64 {
 	return *p
 }
 
-func seedFlag() cli.Flag {
-	return &cli.Int64Flag{Name: "seed", Value: 0, Usage: "seed of the experiment's random.Random"}
-}
-
 func addLMReinforceToy() {
 	d := tinylm.DefaultReinforceKL(0)
 	addLMToy(lmToy{
