@@ -9,7 +9,8 @@
 #
 # Options: --cpu, --bin PATH (default bin/posttrain), --out DIR (default $OUT, else out/gpu-check),
 # --budget SECONDS (whole run), --keep (keep the work directory). Every size below can be set from
-# the environment (PRESET, BACKEND, BENCH_DTYPE, DECODE_BATCH, SFT_BATCH, ...; see "Settings").
+# the environment (PRESET, BACKEND, BENCH_DTYPE, DECODE_BATCH, SFT_BATCH, ...; see "Settings"), and
+# ONLY=REGEX runs only the stages whose names match (the others are recorded as skipped).
 #
 # It needs a posttrain binary built with cgo (the XLA backend in): `go build -o bin/posttrain
 # ./cmd/posttrain`; nothing is downloaded (GOMLX_NO_AUTO_INSTALL=1). The PyTorch + transformers
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
     --out) OUT_DIR=$2; shift ;;
     --budget) BUDGET=$2; shift ;;
     --keep) KEEP=1 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -116,6 +117,10 @@ needs() {
 stage() {
   local name=$1 limit=$2 kind=$3 left rc=0 t0 t1 secs result=""
   shift 3
+  if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then
+    record "$name" skipped 0 0 "" "not selected (ONLY=$ONLY)"
+    return 0
+  fi
   left=$((DEADLINE - $(date +%s)))
   if [ "$left" -lt 10 ]; then
     record "$name" skipped 0 0 "" "time budget spent"
@@ -135,7 +140,10 @@ stage() {
     record "$name" timeout "$rc" "$secs" "" "no result within ${limit}s"
     tail -n 5 "$WORK/$name.err" | sed 's/^/    /' >&2
   else
-    record "$name" failed "$rc" "$secs" "" "$(grep -v '^\s*$' "$WORK/$name.err" | tail -n 1 | cut -c1-300)"
+    local last
+    last=$(grep -v '^[[:space:]]*$' "$WORK/$name.err" | tail -n 1 || true)
+    [ "${#last}" -gt 400 ] && last="${last:0:180} … ${last: -200}"
+    record "$name" failed "$rc" "$secs" "" "$last"
     tail -n 5 "$WORK/$name.err" | sed 's/^/    /' >&2
   fi
 }
@@ -225,55 +233,49 @@ HFREF=(python3 "$ROOT/scripts/gpu/hf_reference.py")
 FIX=$ROOT/models/testdata/qwen2-tiny
 stage probe "$T_PROBE" json "${PT[@]}" score --model "$FIX/model" --input "$FIX/inputs/left_pad.json" --backend "$BACKEND"
 
-M32=$WORK/model-float32
-M16=$WORK/model-bfloat16
-stage init_float32 "$T_INIT" text "${PT[@]}" init --preset "$PRESET" --seed "$SEED" --dtype float32 --out "$M32"
-stage init_bfloat16 "$T_INIT" text "${PT[@]}" init --preset "$PRESET" --seed "$SEED" --dtype bfloat16 --out "$M16"
-MB=$M32
-[ "$BENCH_DTYPE" = bfloat16 ] && MB=$M16
-INIT_B=init_$BENCH_DTYPE
+# One checkpoint stored in bfloat16 serves both checks: float32 runs load it exactly (upcast).
+M=$WORK/model
+stage init "$T_INIT" text "${PT[@]}" init --preset "$PRESET" --seed "$SEED" --dtype bfloat16 --out "$M"
 
-VOCAB=$(sed -n 's/.*"vocab_size": *\([0-9]*\).*/\1/p' "$M32/config.json" 2>/dev/null | head -n 1 || true)
-if needs inputs init_float32; then
+VOCAB=$(sed -n 's/.*"vocab_size": *\([0-9]*\).*/\1/p' "$M/config.json" 2>/dev/null | head -n 1 || true)
+if needs inputs init; then
   stage inputs 30 json "$BIN" bench inputs --vocab "${VOCAB:-0}" --rows "$SCORE_ROWS" --len "$SCORE_LEN" --seed "$SEED"
 fi
 
 # Log-probs: posttrain and transformers on the same checkpoint, input and device.
 for dt in float32 bfloat16; do
-  m=$M32
-  [ $dt = bfloat16 ] && m=$M16
-  if needs score_go_$dt probe init_$dt inputs; then
-    stage score_go_$dt "$T_SCORE" json "${PT[@]}" score --model "$m" --input "$WORK/inputs.out" --compute-dtype $dt --backend "$BACKEND"
+  if needs score_go_$dt probe inputs; then
+    stage score_go_$dt "$T_SCORE" json "${PT[@]}" score --model "$M" --input "$WORK/inputs.out" --compute-dtype $dt --backend "$BACKEND"
   fi
-  if needs score_hf_$dt init_$dt inputs; then
-    hf_stage score_hf_$dt "$T_HF_SCORE" json "${HFREF[@]}" score --model "$m" --input "$WORK/inputs.out" --dtype $dt
+  if needs score_hf_$dt inputs; then
+    hf_stage score_hf_$dt "$T_HF_SCORE" json "${HFREF[@]}" score --model "$M" --input "$WORK/inputs.out" --dtype $dt
   fi
 done
 
 # Throughput, each workload on both sides.
-if needs decode_go probe "$INIT_B"; then
-  stage decode_go "$T_DECODE" json "${PT[@]}" bench decode --model "$MB" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
+if needs decode_go probe init; then
+  stage decode_go "$T_DECODE" json "${PT[@]}" bench decode --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
     --batch "$DECODE_BATCH" --prompt-len "$DECODE_PROMPT" --new-tokens "$DECODE_NEW" --seed "$SEED"
 fi
-if needs decode_hf "$INIT_B"; then
-  hf_stage decode_hf "$T_HF_BENCH" json "${HFREF[@]}" decode --model "$MB" --dtype "$BENCH_DTYPE" \
+if needs decode_hf init; then
+  hf_stage decode_hf "$T_HF_BENCH" json "${HFREF[@]}" decode --model "$M" --dtype "$BENCH_DTYPE" \
     --batch "$DECODE_BATCH" --prompt-len "$DECODE_PROMPT" --new-tokens "$DECODE_NEW" --seed "$SEED"
 fi
-if needs sft_go probe "$INIT_B"; then
-  stage sft_go "$T_SFT" json "${PT[@]}" bench sft --model "$MB" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
+if needs sft_go probe init; then
+  stage sft_go "$T_SFT" json "${PT[@]}" bench sft --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
     --batch "$SFT_BATCH" --seq-len "$SFT_LEN" --steps "$SFT_STEPS" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
 fi
-if needs sft_hf "$INIT_B"; then
-  hf_stage sft_hf "$T_HF_BENCH" json "${HFREF[@]}" sft --model "$MB" --dtype "$BENCH_DTYPE" \
+if needs sft_hf init; then
+  hf_stage sft_hf "$T_HF_BENCH" json "${HFREF[@]}" sft --model "$M" --dtype "$BENCH_DTYPE" \
     --batch "$SFT_BATCH" --seq-len "$SFT_LEN" --steps "$SFT_STEPS" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
 fi
-if needs grpo_go probe "$INIT_B"; then
-  stage grpo_go "$T_GRPO" json "${PT[@]}" bench grpo --model "$MB" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
+if needs grpo_go probe init; then
+  stage grpo_go "$T_GRPO" json "${PT[@]}" bench grpo --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
     --prompts "$GRPO_PROMPTS" --generations "$GRPO_GENS" --prompt-len "$GRPO_PROMPT" --new-tokens "$GRPO_NEW" \
     --micro-batch "$GRPO_MICRO" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
 fi
-if needs grpo_hf "$INIT_B"; then
-  hf_stage grpo_hf "$T_HF_BENCH" json "${HFREF[@]}" grpo --model "$MB" --dtype "$BENCH_DTYPE" \
+if needs grpo_hf init; then
+  hf_stage grpo_hf "$T_HF_BENCH" json "${HFREF[@]}" grpo --model "$M" --dtype "$BENCH_DTYPE" \
     --prompts "$GRPO_PROMPTS" --generations "$GRPO_GENS" --prompt-len "$GRPO_PROMPT" --new-tokens "$GRPO_NEW" \
     --micro-batch "$GRPO_MICRO" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
 fi
@@ -282,6 +284,7 @@ fi
 INFO+=(--info "elapsed_s=$(($(date +%s) - START))")
 rc=0
 "$BIN" bench report --stages "$STAGES" --out "$OUT_DIR/report.json" "${INFO[@]}" --strict \
+  --probe-expected "$FIX/expected/left_pad.float64.json" \
   >"$OUT_DIR/summary.txt" 2>>"$LOG" || rc=$?
 tail -c 8000000 "$LOG" >"$OUT_DIR/gpu-check.log"
 cat "$OUT_DIR/summary.txt"

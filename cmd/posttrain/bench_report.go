@@ -31,6 +31,8 @@ func benchReportCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "info", Usage: "KEY=VALUE recorded under info (repeatable)"},
 			&cli.Float64Flag{Name: "tol-float32", Value: 2e-3, Usage: "largest accepted |Δ log-prob| in float32"},
 			&cli.Float64Flag{Name: "tol-bfloat16", Value: 0.15, Usage: "largest accepted |Δ log-prob| in bfloat16"},
+			&cli.StringFlag{Name: "probe-expected", Usage: "expected score output (JSON) of the probe stage, e.g. the tiny fixture's float64 reference"},
+			&cli.Float64Flag{Name: "tol-probe", Value: 1e-4, Usage: "largest accepted |Δ log-prob| of the probe against --probe-expected"},
 			&cli.BoolFlag{Name: "strict", Usage: "exit with status 1 when a stage failed or a check did not pass"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -46,6 +48,11 @@ func benchReportCommand() *cli.Command {
 				"float32": cmd.Float64("tol-float32"), "bfloat16": cmd.Float64("tol-bfloat16")})
 			if err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
+			}
+			if path := cmd.String("probe-expected"); path != "" {
+				if err := rep.checkProbe(path, cmd.Float64("tol-probe")); err != nil {
+					return fmt.Errorf("%s: %w", cmd.FullName(), err)
+				}
 			}
 			data, err := json.MarshalIndent(rep, "", "  ")
 			if err != nil {
@@ -83,7 +90,7 @@ type logprobCheck struct {
 	MaxAbsDiff  float64 `json:"max_abs_diff"`
 	MeanAbsDiff float64 `json:"mean_abs_diff"`
 	LossGo      float64 `json:"loss_posttrain"`
-	LossHF      float64 `json:"loss_transformers"`
+	LossRef     float64 `json:"loss_reference"`
 	Tolerance   float64 `json:"tolerance"`
 	Pass        bool    `json:"pass"`
 	Error       string  `json:"error,omitempty"`
@@ -171,6 +178,39 @@ func buildGPUReport(stagesPath string, info map[string]string, tol map[string]fl
 	return rep, nil
 }
 
+// probeCheck is the key of the probe's check in the report's logprob_check.
+const probeCheck = "probe_tiny_fixture_vs_float64"
+
+// checkProbe compares the probe stage's score output with an expected one (when the probe ran).
+func (rep *gpuReport) checkProbe(expectedPath string, tol float64) error {
+	var probe *stageRecord
+	for i := range rep.Stages {
+		if rep.Stages[i].Name == "probe" && rep.Stages[i].Status == "ok" {
+			probe = &rep.Stages[i]
+		}
+	}
+	if probe == nil {
+		return nil
+	}
+	data, err := os.ReadFile(expectedPath)
+	if err != nil {
+		return err
+	}
+	var want any
+	if err := json.Unmarshal(data, &want); err != nil {
+		return fmt.Errorf("%s: %w", expectedPath, err)
+	}
+	c := compareLogProbs(probe.Data, want)
+	c.Tolerance = tol
+	c.Pass = c.Error == "" && c.MaxAbsDiff <= tol
+	rep.LogProbs[probeCheck] = c
+	if !c.Pass {
+		rep.OK = false
+		rep.Failed = append(rep.Failed, "logprob_check_probe")
+	}
+	return nil
+}
+
 // compareLogProbs compares the token_logprobs of two score outputs at the same positions.
 func compareLogProbs(goOut, hfOut any) *logprobCheck {
 	c := &logprobCheck{}
@@ -178,7 +218,7 @@ func compareLogProbs(goOut, hfOut any) *logprobCheck {
 	gl, hl := asMatrix(g["token_logprobs"]), asMatrix(h["token_logprobs"])
 	gp, hp := asMatrix(g["token_positions"]), asMatrix(h["token_positions"])
 	c.LossGo, _ = g["loss"].(float64)
-	c.LossHF, _ = h["loss"].(float64)
+	c.LossRef, _ = h["loss"].(float64)
 	if len(gl) == 0 || len(gl) != len(hl) || len(gp) != len(hp) {
 		c.Error = fmt.Sprintf("rows differ: %d posttrain, %d transformers", len(gl), len(hl))
 		return c
@@ -363,8 +403,8 @@ func printGPUSummary(w io.Writer, rep *gpuReport) {
 		fmt.Fprintf(w, "  %-18s %-8s %7.1fs%s\n", s.Name, s.Status, s.Seconds, note)
 	}
 	if len(rep.LogProbs) > 0 {
-		fmt.Fprintln(w, "log-probs vs transformers Qwen2ForCausalLM (same checkpoint, same device):")
-		for _, dt := range []string{"float32", "bfloat16"} {
+		fmt.Fprintln(w, "log-probs (posttrain vs transformers Qwen2ForCausalLM on the same checkpoint and device; probe: vs the fixture's float64 reference):")
+		for _, dt := range []string{probeCheck, "float32", "bfloat16"} {
 			c := rep.LogProbs[dt]
 			if c == nil {
 				continue
@@ -377,8 +417,8 @@ func printGPUSummary(w io.Writer, rep *gpuReport) {
 			if c.Error != "" {
 				errNote = " (" + c.Error + ")"
 			}
-			fmt.Fprintf(w, "  %-8s max |Δ| %.3g, mean |Δ| %.3g over %d tokens, loss %.6f vs %.6f, tolerance %.3g: %s%s\n",
-				dt, c.MaxAbsDiff, c.MeanAbsDiff, c.Tokens, c.LossGo, c.LossHF, c.Tolerance, verdict, errNote)
+			fmt.Fprintf(w, "  %s: max |Δ| %.3g, mean |Δ| %.3g over %d tokens, loss %.6f vs %.6f, tolerance %.3g: %s%s\n",
+				dt, c.MaxAbsDiff, c.MeanAbsDiff, c.Tokens, c.LossGo, c.LossRef, c.Tolerance, verdict, errNote)
 		}
 	}
 	if len(rep.Throughput) > 0 {

@@ -194,3 +194,27 @@ func TestBench_Report(t *testing.T) {
 		t.Errorf("skipped stages only: err %v\n%s", err, out)
 	}
 }
+
+// The probe's log-probs are checked against an expected score output when one is given.
+func TestBench_ReportProbeCheck(t *testing.T) {
+	dir := t.TempDir()
+	expected := filepath.Join(dir, "expected.json")
+	if err := os.WriteFile(expected, []byte(`{"token_positions":[[7,8]],"token_logprobs":[[-6.9,-7.0]],"loss":6.95}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outPath := filepath.Join(dir, "report.json")
+	for _, c := range []struct {
+		probe string
+		pass  bool
+	}{
+		{`{"token_positions":[[7,8]],"token_logprobs":[[-6.90001,-7.0]],"loss":6.95}`, true},
+		{`{"token_positions":[[7,8]],"token_logprobs":[[-6.901,-7.0]],"loss":6.95}`, false},
+		{`{"token_positions":[[6,8]],"token_logprobs":[[-6.9,-7.0]],"loss":6.95}`, false},
+	} {
+		stages := writeStages(t, dir, map[string]string{"probe": c.probe}, []string{"probe"}, nil)
+		out, err := runCLI(t, "bench", "report", "--stages", stages, "--out", outPath, "--probe-expected", expected, "--strict")
+		if (err == nil) != c.pass || !strings.Contains(out, probeCheck) {
+			t.Errorf("probe %s: err %v, want pass %v\n%s", c.probe, err, c.pass, out)
+		}
+	}
+}
