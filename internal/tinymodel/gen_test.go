@@ -28,19 +28,20 @@ func TestTokenizerFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := derive(t, raw)
-	path := filepath.Join("files", "tokenizer.json")
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
+	for name, got := range map[string][]byte{"tokenizer.json": derive(t, raw), "tokenizer_config.json": tokenizerConfig()} {
+		path := filepath.Join("files", name)
+		if os.Getenv("UPDATE_GOLDEN") != "" {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the tokenizer derived from the fixture; rerun with UPDATE_GOLDEN=1 and review", path)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from what the generator writes; rerun with UPDATE_GOLDEN=1 and review", path)
+		}
 	}
 }
 

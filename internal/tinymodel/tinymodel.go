@@ -9,17 +9,14 @@
 package tinymodel
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	"github.com/gomlx/gomlx/pkg/ml/context"
-
 	"github.com/posttrain/posttrain/models/qwen2"
-	"github.com/posttrain/posttrain/models/safetensors"
 )
 
 // NumMerges is the number of Qwen merges kept: ids 0..255+NumMerges, then the 3 special tokens.
@@ -37,8 +34,13 @@ const (
 	IMEnd
 )
 
-//go:embed files/tokenizer.json
-var tokenizerJSON []byte
+// The tokenizer files, also usable as `posttrain init --preset tiny --tokenizer internal/tinymodel/files`.
+var (
+	//go:embed files/tokenizer.json
+	tokenizerJSON []byte
+	//go:embed files/tokenizer_config.json
+	tokenizerConfigJSON []byte
+)
 
 // ChatTemplate is ChatML as Qwen2.5 renders it for plain user/assistant/system messages.
 const ChatTemplate = "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
@@ -52,17 +54,15 @@ type Options struct {
 // Default is a 2-layer model of width 32 (≈ 41k parameters).
 var Default = Options{Hidden: 32, Intermediate: 64, Layers: 2, Heads: 4, KVHeads: 2, Seed: 1}
 
-// Config returns the model configuration of o.
-func (o Options) Config() map[string]any {
-	return map[string]any{
-		"architectures": []string{"Qwen2ForCausalLM"}, "model_type": "qwen2",
-		"vocab_size": VocabSize, "hidden_size": o.Hidden, "intermediate_size": o.Intermediate,
-		"num_hidden_layers": o.Layers, "num_attention_heads": o.Heads, "num_key_value_heads": o.KVHeads,
-		"hidden_act": "silu", "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": true,
-		"max_position_embeddings": 4096, "initializer_range": 0.02, "torch_dtype": "float32",
-		"bos_token_id": EndOfText, "eos_token_id": IMEnd, "use_sliding_window": false,
-		"attention_dropout": 0.0, "rope_scaling": nil, "use_cache": true,
-	}
+// Config returns the model configuration of o (zero fields from Default).
+func (o Options) Config() *qwen2.Config {
+	o = o.withDefaults()
+	bos := EndOfText
+	return &qwen2.Config{ModelType: "qwen2", VocabSize: VocabSize, HiddenSize: o.Hidden,
+		IntermediateSize: o.Intermediate, NumHiddenLayers: o.Layers, NumAttentionHeads: o.Heads,
+		NumKeyValueHeads: o.KVHeads, HeadDim: o.Hidden / o.Heads, RMSNormEps: 1e-6, RopeTheta: 1e6,
+		TieWordEmbeddings: true, MaxPositionEmbeddings: 4096, HiddenAct: "silu", TorchDType: "float32",
+		InitializerRange: 0.02, BOSTokenID: &bos, EOSTokenIDs: []int{IMEnd}}
 }
 
 func (o Options) withDefaults() Options {
@@ -82,48 +82,31 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Write creates dir (if needed) and writes a random tiny checkpoint into it: config.json,
-// generation_config.json, model.safetensors (float32, HF's initialisation from o.Seed),
-// tokenizer.json and tokenizer_config.json.
+// Write writes a random tiny checkpoint into dir with qwen2.InitCheckpoint (HF's initialisation
+// from o.Seed, float32): model.safetensors, config.json, generation_config.json (eos
+// <|im_end|> and <|endoftext|>, as Qwen2.5-Instruct), tokenizer.json and tokenizer_config.json.
 func Write(dir string, o Options) error {
 	o = o.withDefaults()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	cfg := o.Config()
+	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("tinymodel: %w", err)
 	}
-	cfgJSON, err := json.MarshalIndent(o.Config(), "", "  ")
-	if err != nil {
-		return err
-	}
-	cfg, err := qwen2.ParseConfig(cfgJSON)
+	tok, err := os.MkdirTemp("", "tinymodel-tokenizer-")
 	if err != nil {
 		return fmt.Errorf("tinymodel: %w", err)
 	}
-	ctx := context.New()
-	if err := qwen2.InitWeights(ctx, cfg, o.Seed, dtypes.Float32); err != nil {
-		return err
-	}
-	tensors, err := qwen2.ExportWeights(ctx, cfg, "F32")
-	if err != nil {
-		return err
-	}
-	if err := safetensors.WriteModelDir(dir, tensors, 0); err != nil {
-		return err
-	}
-	genJSON, _ := json.MarshalIndent(map[string]any{"bos_token_id": EndOfText, "eos_token_id": []int{IMEnd, EndOfText}}, "", "  ")
-	files := map[string][]byte{
-		qwen2.ConfigFileName:     append(cfgJSON, '\n'),
-		"generation_config.json": append(genJSON, '\n'),
-		"tokenizer.json":         tokenizerJSON,
-		"tokenizer_config.json":  tokenizerConfig(),
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+	defer os.RemoveAll(tok)
+	for name, data := range map[string][]byte{"tokenizer.json": tokenizerJSON, "tokenizer_config.json": tokenizerConfigJSON} {
+		if err := os.WriteFile(filepath.Join(tok, name), data, 0o644); err != nil {
 			return fmt.Errorf("tinymodel: %w", err)
 		}
 	}
-	return nil
+	bos := EndOfText
+	gen := &qwen2.GenerationConfig{BOSTokenID: &bos, EOSTokenIDs: []int{IMEnd, EndOfText}}
+	return qwen2.InitCheckpoint(dir, cfg, o.Seed, qwen2.SaveOptions{TokenizerPath: tok, Generation: gen})
 }
 
+// tokenizerConfig is files/tokenizer_config.json: Qwen's special tokens and ChatTemplate.
 func tokenizerConfig() []byte {
 	decoder := map[string]any{}
 	for i, s := range specials {
@@ -135,6 +118,10 @@ func tokenizerConfig() []byte {
 		"chat_template": ChatTemplate, "model_max_length": 4096, "tokenizer_class": "Qwen2Tokenizer",
 		"errors": "replace", "split_special_tokens": false, "clean_up_tokenization_spaces": false,
 	}
-	b, _ := json.MarshalIndent(cfg, "", "  ")
-	return append(b, '\n')
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(cfg)
+	return buf.Bytes()
 }
