@@ -15,10 +15,7 @@ import (
 // TrainDPO is phase 10's train_dpo through trainers/dpo: Epochs full-batch plain steps of lr on
 // the mean sigmoid DPO loss over prefs (식 (10.3)). It returns the policy with its mirror synced.
 func TrainDPO(b backends.Backend, prefs []tinylm.Preference, cfg tinylm.PrefConfig) (*Policy, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	p, err := NewPolicy(b)
+	p, err := newPolicy(b, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -70,10 +67,7 @@ func RunDPO(b backends.Backend, cfg tinylm.PrefConfig) (tinylm.DPOResult, error)
 // z = max(0, KL(π‖π_ref)) of each prompt is computed exactly on the host mirror (detached), then
 // one plain step of lr on the mean KTO loss over labels (식 (10.4)).
 func TrainKTO(b backends.Backend, labels []tinylm.KTOLabel, cfg tinylm.PrefConfig) (*Policy, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	p, err := NewPolicy(b)
+	p, err := newPolicy(b, cfg)
 	if err != nil {
 		return nil, err
 	}

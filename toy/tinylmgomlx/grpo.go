@@ -92,14 +92,11 @@ func allEqual(xs []float64) bool {
 // TrainGRPO is the course's train_grpo through trainers/grpo + step: every iteration samples the
 // groups, then takes Epochs passes over them, one plain step of lr/|prompts| per group.
 func TrainGRPO(b backends.Backend, cfg tinylm.GRPOConfig) (*Policy, []tinylm.Sample, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
-	}
-	loss, err := variantLoss(cfg.Variant)
+	p, err := newPolicy(b, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := NewPolicy(b)
+	loss, err := variantLoss(cfg.Variant)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -66,6 +66,14 @@ func NewPolicy(b backends.Backend) (*Policy, error) {
 	return p, nil
 }
 
+// newPolicy validates a trainer's cfg up front, then returns a fresh SFT policy (NewPolicy).
+func newPolicy(b backends.Backend, cfg interface{ Validate() error }) (*Policy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return NewPolicy(b)
+}
+
 // TokenLogProbs is log π(y_t | x, y<t) computed in the graph (식 (8.2)): the logit row of each
 // token's prefix (table [R,V], rows [B,T] int32) → LogSoftmax over the vocabulary → the entry of
 // the token (tokens [B,T] int32). Output [B,T] in the table's dtype; padding positions hold the

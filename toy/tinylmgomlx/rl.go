@@ -57,10 +57,7 @@ func onPolicyLoss(agg grpo.Aggregation) func(lps, refs, masks, extra []*Node) (*
 // from the graph, subtracts the prompt's mean score, and takes one plain step of lr on
 // −mean_b A_b·log π(y_b|x_b) (식 (8.3)-(8.4), grpo.SequenceSumMean at ratio 1).
 func TrainReinforceKL(b backends.Backend, cfg tinylm.ReinforceKLConfig) (*Policy, []tinylm.Sample, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
-	}
-	p, err := NewPolicy(b)
+	p, err := newPolicy(b, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -112,10 +109,7 @@ func RunReinforceKL(b backends.Backend, cfg tinylm.ReinforceKLConfig) (tinylm.Re
 // a host table critic and GAE (γ = 1, rl.GAE), then Epochs PPO-clip steps over the batch: the
 // per-token advantages in grpo.Loss with TokenRatio and BNPOMean (weight 1/tokens in the batch).
 func RLHFPPO(b backends.Backend, rm *tinylm.RewardModel, cfg tinylm.RLHFConfig) (*Policy, []tinylm.Sample, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
-	}
-	p, err := NewPolicy(b)
+	p, err := newPolicy(b, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
