@@ -28,13 +28,14 @@ type AdamW struct {
 	MaxGradNorm                        float64 // > 0: clip the global gradient norm (clip_grad_norm_)
 }
 
-// optimizer holds the compiled micro-batch (gradient accumulation) and update graphs.
+// Optimizer is the update machinery of the loop, usable on its own (e.g. by GRPO's update
+// phase): compiled micro-batch (gradient accumulation) and update graphs over a Model.
 //
 // A step is: for each micro-batch, accumulate += ∂(loss_micro)/∂θ (the trainer's loss is already
 // divided by the whole accumulated batch's size, so the sum is the full batch's gradient); then
 // update: clip the summed gradient by its global norm, apply AdamW to the float32 masters, refresh
 // the bfloat16 copies, zero the accumulators.
-type optimizer struct {
+type Optimizer struct {
 	model   *Model
 	hp      AdamW
 	params  []*context.Variable // compute weights (HF scopes)
@@ -52,8 +53,11 @@ type optimizer struct {
 // scalar), and its metric scalars, from the graph inputs Method.Batch returned.
 type LossFunc func(ctx *context.Context, inputs []*Node, norm *Node) (loss *Node, metrics []*Node)
 
-func newOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc) (*optimizer, error) {
-	o := &optimizer{model: m, hp: hp}
+// NewOptimizer creates the float32 gradient accumulators and AdamW moments of m's weights in
+// m.Ctx (zero, or kept if they exist) and prepares the graphs; lossFn is compiled per input shape
+// on the first Micro call with that shape.
+func NewOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc) (*Optimizer, error) {
+	o := &Optimizer{model: m, hp: hp}
 	var err error
 	if o.params, o.names, err = m.Params(); err != nil {
 		return nil, err
@@ -91,7 +95,7 @@ func newOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc)
 
 // accumGraph is one micro-batch: loss → gradients → added to the accumulators. inputs are the
 // trainer's, then norm.
-func (o *optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, inputs []*Node) []*Node {
+func (o *Optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, inputs []*Node) []*Node {
 	norm := inputs[len(inputs)-1]
 	loss, metrics := lossFn(ctx, inputs[:len(inputs)-1], norm)
 	if loss == nil || !loss.Shape().IsScalar() {
@@ -125,7 +129,7 @@ func (o *optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, inputs []*
 //
 // inputs: stepSize = lr/(1−β1ᵗ), bc2Sqrt = √(1−β2ᵗ), decayFactor = 1 − lr·wd, computed on the
 // host in float64 so that the LR schedule never recompiles. Returns the pre-clip global norm.
-func (o *optimizer) updateGraph(inputs []*Node) []*Node {
+func (o *Optimizer) updateGraph(inputs []*Node) []*Node {
 	stepSize, bc2Sqrt, decayFactor := inputs[0], inputs[1], inputs[2]
 	g := stepSize.Graph()
 	grads := make([]*Node, len(o.grads))
@@ -158,8 +162,9 @@ func (o *optimizer) updateGraph(inputs []*Node) []*Node {
 	return []*Node{norm}
 }
 
-// micro runs one micro-batch and returns its loss and metrics.
-func (o *optimizer) micro(inputs []any, norm float64) (loss float64, metrics []float64, err error) {
+// Micro runs one micro-batch: it adds the gradient of lossFn(inputs, norm) to the accumulators
+// and returns the loss and metrics (computed before any update of this step).
+func (o *Optimizer) Micro(inputs []any, norm float64) (loss float64, metrics []float64, err error) {
 	var outs []*tensors.Tensor
 	err = catch("train micro-batch", func() error {
 		var e error
@@ -175,8 +180,9 @@ func (o *optimizer) micro(inputs []any, norm float64) (loss float64, metrics []f
 	return step.ScalarValue(outs[0]), metrics, nil
 }
 
-// apply runs the AdamW update with learning rate lr and returns the pre-clip gradient norm.
-func (o *optimizer) apply(lr float64) (float64, error) {
+// Apply runs the AdamW update on the accumulated gradients with learning rate lr, zeroes the
+// accumulators, and returns the global gradient norm before clipping.
+func (o *Optimizer) Apply(lr float64) (float64, error) {
 	t := float64(o.steps + 1)
 	stepSize := lr / (1 - math.Pow(o.hp.Beta1, t))
 	bc2Sqrt := math.Sqrt(1 - math.Pow(o.hp.Beta2, t))
@@ -192,6 +198,15 @@ func (o *optimizer) apply(lr float64) (float64, error) {
 	}
 	o.steps++
 	return step.ScalarValue(outs[0]), nil
+}
+
+// Steps is the number of updates applied (AdamW's t).
+func (o *Optimizer) Steps() int { return o.steps }
+
+// Close frees the compiled graphs.
+func (o *Optimizer) Close() {
+	o.accum.Finalize()
+	o.update.Finalize()
 }
 
 // catch runs fn and turns a GoMLX panic into an error prefixed with what.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/qwen2"
@@ -56,8 +57,8 @@ func (t *trainer) save() error {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	defer cleanup()
-	files[OptimizerName] = t.writeOptimizer
-	ex, _ := json.Marshal(extra{OptimizerSteps: t.opt.steps, Window: t.win})
+	files[OptimizerName] = t.opt.WriteState
+	ex, _ := json.Marshal(extra{OptimizerSteps: t.opt.Steps(), Window: t.win})
 	st := &checkpoint.State{
 		GlobalStep: t.step, Epoch: t.epochFloat(), MaxSteps: t.total, NumTrainEpochs: t.cfg.NumTrainEpochs,
 		LoggingSteps: t.cfg.LoggingSteps, SaveSteps: t.cfg.SaveSteps,
@@ -87,15 +88,15 @@ func (t *trainer) saveFinal() error {
 	return checkpoint.WriteFiles(t.cfg.OutputDir, files)
 }
 
-func (t *trainer) writeOptimizer(path string) error {
+// WriteState writes the AdamW moments to path as safetensors (exp_avg.<HF name>, exp_avg_sq.<HF
+// name>, float32); AdamW's step count goes to trainer_state.json.
+func (o *Optimizer) WriteState(path string) error {
 	var out []*safetensors.Tensor
-	for i, name := range t.opt.names {
+	for i, name := range o.names {
 		for _, s := range []struct {
 			prefix string
-			v      interface {
-				Value() (*tensors.Tensor, error)
-			}
-		}{{"exp_avg.", t.opt.expAvg[i]}, {"exp_avg_sq.", t.opt.expAvg2[i]}} {
+			v      *context.Variable
+		}{{"exp_avg.", o.expAvg[i]}, {"exp_avg_sq.", o.expAvg2[i]}} {
 			v, err := s.v.Value()
 			if err != nil {
 				return err
@@ -108,6 +109,34 @@ func (t *trainer) writeOptimizer(path string) error {
 		}
 	}
 	return safetensors.WriteFile(path, out, map[string]string{"format": "pt"})
+}
+
+// ReadState restores the AdamW moments written by WriteState and sets the step count to steps.
+func (o *Optimizer) ReadState(path string, steps int) error {
+	opt, _, err := safetensors.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for i, name := range o.names {
+		for _, s := range []struct {
+			key string
+			v   *context.Variable
+		}{{"exp_avg." + name, o.expAvg[i]}, {"exp_avg_sq." + name, o.expAvg2[i]}} {
+			st, ok := opt[s.key]
+			if !ok {
+				return fmt.Errorf("%s: tensor %s is missing", path, s.key)
+			}
+			f, err := st.Float32s()
+			if err != nil {
+				return err
+			}
+			if err := s.v.SetValue(tensors.FromFlatDataAndDimensions(f, st.Shape...)); err != nil {
+				return err
+			}
+		}
+	}
+	o.steps = steps
+	return nil
 }
 
 // resume restores the weights, the optimizer state and the position from a checkpoint.
@@ -133,27 +162,8 @@ func (t *trainer) resume(dir string) error {
 	if err := t.m.SetWeights(byName); err != nil {
 		return err
 	}
-	opt, _, err := safetensors.ReadFile(filepath.Join(dir, OptimizerName))
-	if err != nil {
+	if err := t.opt.ReadState(filepath.Join(dir, OptimizerName), ex.OptimizerSteps); err != nil {
 		return err
-	}
-	for i, name := range t.opt.names {
-		for _, s := range []struct {
-			key string
-			v   interface{ SetValue(*tensors.Tensor) error }
-		}{{"exp_avg." + name, t.opt.expAvg[i]}, {"exp_avg_sq." + name, t.opt.expAvg2[i]}} {
-			st, ok := opt[s.key]
-			if !ok {
-				return fmt.Errorf("%s: tensor %s is missing", OptimizerName, s.key)
-			}
-			f, err := st.Float32s()
-			if err != nil {
-				return err
-			}
-			if err := s.v.SetValue(tensors.FromFlatDataAndDimensions(f, st.Shape...)); err != nil {
-				return err
-			}
-		}
 	}
 	if st.Data.Offset < 0 || st.Data.Offset > t.n {
 		return fmt.Errorf("data position %d is outside the %d examples (is this the same dataset?)", st.Data.Offset, t.n)
@@ -161,7 +171,6 @@ func (t *trainer) resume(dir string) error {
 	t.step, t.epoch, t.offset = st.GlobalStep, st.Data.Epoch, st.Data.Offset
 	t.order = Order(t.n, t.cfg.Seed, t.epoch)
 	t.tokensSeen, t.history, t.lastSaved = st.NumInputTokensSeen, st.LogHistory, st.GlobalStep
-	t.opt.steps = ex.OptimizerSteps
 	t.win = ex.Window
 	if t.win.Sums == nil {
 		t.win.Sums = map[string]float64{}

@@ -20,7 +20,7 @@ type trainer struct {
 	opts    Options
 	cfg     *config.Training
 	logger  *slog.Logger
-	opt     *optimizer
+	opt     *Optimizer
 	sched   schedule.Schedule
 	n       int // examples
 	total   int // optimizer steps of the run
@@ -70,7 +70,7 @@ func newTrainer(m *Model, method Method, opts Options) (*trainer, error) {
 		return nil, err
 	}
 	hp := AdamW{Beta1: cfg.AdamBeta1, Beta2: cfg.AdamBeta2, Epsilon: cfg.AdamEpsilon, WeightDecay: cfg.WeightDecay, MaxGradNorm: cfg.MaxGradNorm}
-	if t.opt, err = newOptimizer(opts.Backend, m, hp, method.Loss); err != nil {
+	if t.opt, err = NewOptimizer(opts.Backend, m, hp, method.Loss); err != nil {
 		return nil, err
 	}
 	t.win.Sums = map[string]float64{}
@@ -83,8 +83,7 @@ func (t *trainer) close() {
 		t.metrics.Close()
 	}
 	if t.opt != nil {
-		t.opt.accum.Finalize()
-		t.opt.update.Finalize()
+		t.opt.Close()
 	}
 }
 
@@ -184,7 +183,7 @@ func (t *trainer) trainStep() error {
 		if err != nil {
 			return err
 		}
-		l, ms, err := t.opt.micro(inputs, max(norm, 1))
+		l, ms, err := t.opt.Micro(inputs, max(norm, 1))
 		if err != nil {
 			return err
 		}
@@ -198,7 +197,7 @@ func (t *trainer) trainStep() error {
 		}
 		t.offset += len(mb)
 	}
-	gnorm, err := t.opt.apply(t.sched.LR(t.step))
+	gnorm, err := t.opt.Apply(t.sched.LR(t.step))
 	if err != nil {
 		return err
 	}
