@@ -2,6 +2,7 @@ package sft_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -95,5 +96,44 @@ func TestSFT_MalformedRowNamesLine(t *testing.T) {
 	_, err = sft.New(m, looptest.Read(t, path), config.DefaultSFT())
 	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
 		t.Fatalf("error %v, want one naming bad.jsonl:2", err)
+	}
+}
+
+// Which tokens SFT scores, as TRL: the completion of prompt-completion rows (EOS appended to
+// standard ones; the chat template's "<|im_end|>\n" closes conversational ones), every token of
+// language-modelling rows, or with assistant_only_loss the assistant turns' content and
+// end-of-turn token.
+func TestSFT_ScoredTokens(t *testing.T) {
+	m := looptest.Load(t, looptest.Model(t), false)
+	dir := t.TempDir()
+	write := func(name, rows string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(rows), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	messages := `{"messages": [{"role": "user", "content": "2×3?"}, {"role": "assistant", "content": "6"}]}` + "\n"
+	cases := []struct {
+		name, rows    string
+		assistantOnly bool
+		want          func(tokens int) int
+	}{
+		{"standard prompt-completion", `{"prompt": "2×3=", "completion": "6"}` + "\n", false, func(int) int { return 2 }}, // 6 <|im_end|>
+		{"conversational prompt-completion", `{"prompt": [{"role": "user", "content": "2×3?"}], "completion": [{"role": "assistant", "content": "6"}]}` + "\n", false,
+			func(int) int { return 3 }}, // 6 <|im_end|> \n
+		{"messages, all tokens", messages, false, func(n int) int { return n - 1 }},
+		{"messages, assistant only", messages, true, func(int) int { return 2 }}, // 6 <|im_end|>
+	}
+	for i, c := range cases {
+		cfg := config.DefaultSFT()
+		cfg.AssistantOnlyLoss = c.assistantOnly
+		tr, err := sft.New(m, looptest.Read(t, write(fmt.Sprintf("%d.jsonl", i), c.rows)), cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got, want := tr.Units(0), float64(c.want(tr.Tokens(0))); got != want {
+			t.Errorf("%s: %v scored tokens of %d, want %v", c.name, got, tr.Tokens(0), want)
+		}
 	}
 }
