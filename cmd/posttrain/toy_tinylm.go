@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/internal/pyfmt"
 	"github.com/posttrain/posttrain/toy/tinylm"
 	"github.com/posttrain/posttrain/toy/tinylmgomlx"
 )
@@ -54,28 +55,13 @@ type kv struct {
 }
 type kvs []kv
 
-// MarshalJSON writes the pairs in order.
+// MarshalJSON writes the pairs in order (pyfmt.Dict).
 func (o kvs) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	d := make(pyfmt.Dict, len(o))
 	for i, e := range o {
-		k, err := json.Marshal(e.Key)
-		if err != nil {
-			return nil, err
-		}
-		v, err := json.Marshal(e.Value)
-		if err != nil {
-			return nil, err
-		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
+		d[i] = pyfmt.Item(e)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return d.MarshalJSON()
 }
 
 // Optional settings are string flags whose empty default means "the course's value" (None in

@@ -1,8 +1,6 @@
 package corridor
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -82,28 +80,13 @@ type Field struct {
 // Object is a JSON object that keeps its keys in order (like a Python dict).
 type Object []Field
 
-// MarshalJSON writes the fields in order.
+// MarshalJSON writes the fields in order (pyfmt.Dict).
 func (o Object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	d := make(pyfmt.Dict, len(o))
 	for i, f := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, err := json.Marshal(f.Key)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := json.Marshal(f.Value)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.Key, err)
-		}
-		b.Write(v)
+		d[i] = pyfmt.Item(f)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return d.MarshalJSON()
 }
 
 // stateObject is {"1": v[1], "2": v[2], "3": v[3]}.

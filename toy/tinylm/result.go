@@ -1,9 +1,10 @@
 package tinylm
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
+
+	"github.com/posttrain/posttrain/internal/pyfmt"
 )
 
 // TraceLen is how many sampled responses a result keeps (the goldens' samples_head).
@@ -83,27 +84,11 @@ func Evaluate(lm, ref *TinyLM) PromptResults {
 
 // marshalObject writes a JSON object from n ordered (key, value) pairs.
 func marshalObject(n int, kv func(i int) (string, any)) ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i := range n {
-		k, v := kv(i)
-		kb, err := json.Marshal(k)
-		if err != nil {
-			return nil, err
-		}
-		vb, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.Write(kb)
-		b.WriteString(": ")
-		b.Write(vb)
+	d := make(pyfmt.Dict, n)
+	for i := range d {
+		d[i].Key, d[i].Value = kv(i)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return d.MarshalJSON()
 }
 
 // errPositive is returned by the Validate methods.
