@@ -173,3 +173,34 @@ func TestRun_BF16(t *testing.T) {
 		t.Errorf("saved %s: %s %v, want F32 %v (the master)", name, w[name].DType, got[5], want[0][5])
 	}
 }
+
+// Checkpoints every save_steps, pruned to save_total_limit; each is a loadable HF model directory
+// with the optimizer state and trainer_state.json.
+func TestRun_SaveStepsAndTotalLimit(t *testing.T) {
+	dir := looptest.Model(t)
+	cfg := config.DefaultSFT()
+	looptest.Common(t, &cfg.Training, 1e-3, 4, 1, 5)
+	cfg.SaveSteps, cfg.SaveTotalLimit, cfg.LoggingSteps = 2, 2, 2
+	res, err := sftRun(t, context.Background(), dir, looptest.MultFile(t, mult.SFT, 8, 6), cfg, loop.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Checkpoints) != 3 { // 2, 4 and the final 5
+		t.Errorf("wrote %v, want checkpoints 2, 4, 5", res.Checkpoints)
+	}
+	cps, err := checkpoint.List(cfg.OutputDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cps) != 2 || cps[0].Step != 4 || cps[1].Step != 5 {
+		t.Fatalf("kept %v, want checkpoint-4 and checkpoint-5", cps)
+	}
+	st, err := checkpoint.Load(cps[1].Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GlobalStep != 5 || len(st.LogHistory) != 3 { // logged at 2, 4 and the last step
+		t.Errorf("trainer_state: step %d, %d log lines; want 5 and 3", st.GlobalStep, len(st.LogHistory))
+	}
+	looptest.Load(t, cps[0].Dir, false) // an HF model directory: config, weights, tokenizer
+}
