@@ -42,12 +42,29 @@ func SampleToken(logits []float32, opts SampleOptions, rng *rand.Rand) (token in
 		token = argmax64(x)
 		return token, x[token] - lse
 	}
+	usesTopK, usesTopP := opts.TopK > 0 && opts.TopK < len(x), opts.TopP > 0 && opts.TopP < 1
+	if !usesTopK && !usesTopP {
+		token = drawAll(x, lse, rng.Float64())
+		return token, x[token] - lse
+	}
 	kept := topK(x, opts.TopK)
-	if opts.TopP > 0 && opts.TopP < 1 {
+	if usesTopP {
 		kept = topP(x, kept, opts.TopP)
 	}
 	token = draw(x, kept, rng.Float64())
 	return token, x[token] - lse
+}
+
+// drawAll is draw over the whole vocabulary, with lse = log Σ exp(x).
+func drawAll(x []float64, lse, u float64) int {
+	cum := 0.0
+	for i, v := range x {
+		cum += math.Exp(v - lse)
+		if u < cum {
+			return i
+		}
+	}
+	return len(x) - 1 // u ≥ the rounded total
 }
 
 // logSumExp is log Σ exp(x) computed stably.
@@ -112,17 +129,29 @@ func topK(x []float64, k int) []int {
 }
 
 // topP returns the ids of kept (ascending) that survive nucleus filtering at p. Probabilities
-// are softmax(x) over kept. Tokens below (1−p)/|kept| in probability are dropped without sorting:
-// together they weigh less than 1−p and come first in ascending order, so HF would drop them too.
+// are softmax(x) over kept. Only the most probable tokens are sorted: tokens are binned by how far
+// their logit is below the maximum (topPBinsPerNat bins per nat), and the least probable bins
+// whose total weight stays ≤ 1−p are dropped unsorted — they come first in ascending order and
+// their cumulative probability never exceeds 1−p, so HF drops them too.
 func topP(x []float64, kept []int, p float64) []int {
 	probs := softmaxOver(x, kept)
-	eps := (1 - p) / float64(len(kept))
-	cum := 0.0
-	var cand []int // indices into kept
+	xmax := math.Inf(-1)
+	for _, i := range kept {
+		xmax = max(xmax, x[i])
+	}
+	bin := func(j int) int { return min(topPBins-1, int((xmax-x[kept[j]])*topPBinsPerNat)) }
+	var mass [topPBins]float64
 	for j, pr := range probs {
-		if pr < eps {
-			cum += pr
-		} else {
+		mass[bin(j)] += pr
+	}
+	cut, cum := topPBins, 0.0 // bins ≥ cut are dropped; cum is their weight
+	for cut > 1 && cum+mass[cut-1] <= 1-p {
+		cut--
+		cum += mass[cut]
+	}
+	var cand []int // indices into kept
+	for j := range probs {
+		if bin(j) < cut {
 			cand = append(cand, j)
 		}
 	}
@@ -149,6 +178,12 @@ func topP(x []float64, kept []int, p float64) []int {
 	slices.Sort(out)
 	return out
 }
+
+// topP's bins: 4 per nat below the largest logit, the last one open-ended (≥ 32 nats below).
+const (
+	topPBinsPerNat = 4
+	topPBins       = 128
+)
 
 // softmaxOver is softmax(x[ids]) in ids order.
 func softmaxOver(x []float64, ids []int) []float64 {

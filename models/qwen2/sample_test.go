@@ -36,12 +36,15 @@ func hfTopP(x []float64, kept []int, p float64) []int {
 
 func TestTopP_MatchesFullSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := range 200 {
-		v := 1 + rng.IntN(300)
+	for trial := range 300 {
+		v := 1 + rng.IntN([]int{30, 300, 5000}[trial%3])
 		x := make([]float64, v)
 		scale := []float64{0.1, 1, 5, 20}[trial%4]
 		for i := range x {
 			x[i] = rng.NormFloat64() * scale
+			if trial%5 == 0 { // ties, and logits on topP's bin edges
+				x[i] = math.Round(x[i]*4) / 4
+			}
 		}
 		all := topK(x, 0)
 		for _, p := range []float64{0.01, 0.5, 0.9, 0.95, 0.999} {
@@ -75,27 +78,34 @@ func TestSampleToken_Greedy(t *testing.T) {
 // Draws follow the truncated, renormalized distribution; the log-prob is the tempered one.
 func TestSampleToken_Frequencies(t *testing.T) {
 	logits := []float32{2, 1, 0, -1, -8}
-	opts := SampleOptions{Temperature: 2, TopK: 3}
-	x := []float64{1, 0.5, 0, -0.5, -4}
+	x := []float64{1, 0.5, 0, -0.5, -4} // logits / T
 	lse := logSumExp(x)
-	keptZ := math.Exp(1) + math.Exp(0.5) + 1
-	rng := rand.New(rand.NewPCG(5, 6))
-	counts := make([]int, len(logits))
-	const n = 200000
-	for range n {
-		tok, lp := SampleToken(logits, opts, rng)
-		counts[tok]++
-		if math.Abs(lp-(x[tok]-lse)) > 1e-12 {
-			t.Fatalf("token %d: log-prob %v, want %v", tok, lp, x[tok]-lse)
+	for _, c := range []struct {
+		opts SampleOptions
+		kept int // the first kept tokens are sampled
+	}{{SampleOptions{Temperature: 2, TopK: 3}, 3}, {SampleOptions{Temperature: 2}, 5}, {SampleOptions{Temperature: 2, TopP: 0.6}, 2}} {
+		keptZ := 0.0
+		for i := range c.kept {
+			keptZ += math.Exp(x[i])
 		}
-	}
-	for i, c := range counts {
-		want := 0.0
-		if i < 3 {
-			want = math.Exp(x[i]) / keptZ
+		rng := rand.New(rand.NewPCG(5, 6))
+		counts := make([]int, len(logits))
+		const n = 200000
+		for range n {
+			tok, lp := SampleToken(logits, c.opts, rng)
+			counts[tok]++
+			if math.Abs(lp-(x[tok]-lse)) > 1e-12 {
+				t.Fatalf("%+v token %d: log-prob %v, want %v", c.opts, tok, lp, x[tok]-lse)
+			}
 		}
-		if got := float64(c) / n; math.Abs(got-want) > 0.005 {
-			t.Errorf("token %d: frequency %.4f, want %.4f", i, got, want)
+		for i, cnt := range counts {
+			want := 0.0
+			if i < c.kept {
+				want = math.Exp(x[i]) / keptZ
+			}
+			if got := float64(cnt) / n; math.Abs(got-want) > 0.005 {
+				t.Errorf("%+v token %d: frequency %.4f, want %.4f", c.opts, i, got, want)
+			}
 		}
 	}
 }
