@@ -126,12 +126,16 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 // interrupted saves a checkpoint of the current step (unless it was just saved) and stops.
 func (t *trainer) interrupted(res *Result, ctx context.Context) (*Result, error) {
 	t.prog.Done()
+	res.Steps, res.Last, res.Interrupted = t.step, t.last, true
+	if t.step == 0 {
+		return res, fmt.Errorf("%w before the first step (%v): nothing saved", ErrInterrupted, context.Cause(ctx))
+	}
 	if t.step > t.lastSaved {
 		if err := t.save(); err != nil {
 			return nil, err
 		}
 	}
-	res.Steps, res.Last, res.Checkpoints, res.Interrupted = t.step, t.last, t.saved, true
+	res.Checkpoints = t.saved
 	dir := checkpoint.Dir(t.cfg.OutputDir, t.step)
 	return res, fmt.Errorf("%w at step %d (%v): saved %s; continue with --resume", ErrInterrupted, t.step, context.Cause(ctx), dir)
 }
