@@ -55,14 +55,8 @@ type kv struct {
 }
 type kvs []kv
 
-// MarshalJSON writes the pairs in order (pyfmt.Dict).
-func (o kvs) MarshalJSON() ([]byte, error) {
-	d := make(pyfmt.Dict, len(o))
-	for i, e := range o {
-		d[i] = pyfmt.Item(e)
-	}
-	return d.MarshalJSON()
-}
+// MarshalJSON writes the pairs in order.
+func (o kvs) MarshalJSON() ([]byte, error) { return pyfmt.MarshalItems(o) }
 
 // Optional settings are string flags whose empty default means "the course's value" (None in
 // the golden's args). urfave/cli's IsSet is not used: it stays true across runs in one process.

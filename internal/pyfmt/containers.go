@@ -4,7 +4,29 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
+
+// RoundList is repr([round(x, n) for x in xs]): "[0.729, 0.81]".
+func RoundList(xs []float64, n int) string {
+	r := make([]float64, len(xs))
+	for i, x := range xs {
+		r[i] = Round(x, n)
+	}
+	return List(r)
+}
+
+// Str is Python's repr of a str that holds no quote, backslash or control character: 'text'.
+func Str(s string) string { return "'" + s + "'" }
+
+// StrList is repr of a list of such strs (see Str): "['→', '←']".
+func StrList(xs []string) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = Str(x)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
 
 // Item is one key of a Dict.
 type Item struct {
@@ -17,10 +39,19 @@ type Item struct {
 type Dict []Item
 
 // MarshalJSON writes {"key":value,...} in order; a value's error is wrapped with its key.
-func (d Dict) MarshalJSON() ([]byte, error) {
+func (d Dict) MarshalJSON() ([]byte, error) { return MarshalItems(d) }
+
+// MarshalItems writes items as a Dict does. It serves a package's own ordered-object type of Item's
+// shape (a local type keeps unkeyed literals vet-clean): func (o Object) MarshalJSON() ([]byte,
+// error) { return pyfmt.MarshalItems(o) }.
+func MarshalItems[T ~struct {
+	Key   string
+	Value any
+}](items []T) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for i, it := range d {
+	for i, x := range items {
+		it := Item(x)
 		if i > 0 {
 			b.WriteByte(',')
 		}

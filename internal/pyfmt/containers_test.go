@@ -29,3 +29,31 @@ func TestDict_ErrorNamesKey(t *testing.T) {
 		t.Errorf("json.Marshal(Dict with NaN) error = %v, want one naming key loss", err)
 	}
 }
+
+// A package's own type of Item's shape marshals as a Dict.
+func TestMarshalItems_OwnType(t *testing.T) {
+	type field struct {
+		Key   string
+		Value any
+	}
+	got, err := MarshalItems([]field{{"b", 2.5}, {"a", []string{"x"}}})
+	if want := `{"b":2.5,"a":["x"]}`; err != nil || string(got) != want {
+		t.Errorf("MarshalItems = %s, %v; want %s", got, err, want)
+	}
+}
+
+// Expected strings are what CPython 3.11 prints.
+func TestContainerReprs(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{RoundList([]float64{0.7290001, 0.81, -0.00004}, 3), "[0.729, 0.81, -0.0]"},
+		{RoundList([]float64{2.675, 1}, 2), "[2.67, 1.0]"},
+		{RoundList(nil, 2), "[]"},
+		{Str("12⏎"), "'12⏎'"},
+		{StrList([]string{"→", "←"}), "['→', '←']"},
+		{StrList(nil), "[]"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %s, want %s", c.got, c.want)
+		}
+	}
+}

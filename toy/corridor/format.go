@@ -25,24 +25,6 @@ func roundedStates(v *StateValues, n int) string {
 	return stateDict(func(s int) string { return pyfmt.RoundRepr(v[s], n) })
 }
 
-// roundedList is repr([round(x, n) for x in xs]).
-func roundedList(xs []float64, n int) string {
-	r := make([]float64, len(xs))
-	for i, x := range xs {
-		r[i] = pyfmt.Round(x, n)
-	}
-	return pyfmt.List(r)
-}
-
-// strList is Python's repr of a list of str (no quotes or backslashes inside): "['→', '←']".
-func strList(xs []string) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = "'" + x + "'"
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
 // padRight is Python's f'{s:5s}': s left-aligned in width code points.
 func padRight(s string, width int) string {
 	if n := utf8.RuneCountInString(s); n < width {
@@ -80,14 +62,8 @@ type Field struct {
 // Object is a JSON object that keeps its keys in order (like a Python dict).
 type Object []Field
 
-// MarshalJSON writes the fields in order (pyfmt.Dict).
-func (o Object) MarshalJSON() ([]byte, error) {
-	d := make(pyfmt.Dict, len(o))
-	for i, f := range o {
-		d[i] = pyfmt.Item(f)
-	}
-	return d.MarshalJSON()
-}
+// MarshalJSON writes the fields in order.
+func (o Object) MarshalJSON() ([]byte, error) { return pyfmt.MarshalItems(o) }
 
 // stateObject is {"1": v[1], "2": v[2], "3": v[3]}.
 func stateObject(v *StateValues) Object {

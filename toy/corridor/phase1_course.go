@@ -108,7 +108,7 @@ func (r *Phase1Result) Lines() []string {
 		lines = append(lines, fmt.Sprintf("%s 보상 %s → G_0 = %s (손계산 %s)", padRight(h.Name, 5),
 			pyfmt.List(h.Rewards), pyfmt.Fixed(h.G0, 3, false), pyfmt.Repr(h.HandG0)))
 	}
-	lines = append(lines, "←→→→ 의 G_0..G_3 = "+roundedList(r.HandCheck[1].Backward, 3))
+	lines = append(lines, "←→→→ 의 G_0..G_3 = "+pyfmt.RoundList(r.HandCheck[1].Backward, 3))
 	for _, g := range r.Gamma {
 		lines = append(lines, fmt.Sprintf("γ=%s: 최단 %s  우회 %s  차이 %s", pyfmt.Repr(g.Gamma),
 			pyfmt.Fixed(g.Short, 3, false), pyfmt.Fixed(g.Detour, 3, false), pyfmt.Fixed(g.Short-g.Detour, 3, false)))

@@ -65,7 +65,7 @@ func (r *Phase3Result) Lines() []string {
 	for _, s := range NonTerminal {
 		lines = append(lines, qTableLine(s, r.Q[s], r.QStar[s]))
 	}
-	return append(lines, "greedy 정책: "+strList(r.greedyArrows()))
+	return append(lines, "greedy 정책: "+pyfmt.StrList(r.greedyArrows()))
 }
 
 // Results is phase 3's JSON results: the whole Q table, Q* keyed "s,a", the greedy arrows.

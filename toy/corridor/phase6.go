@@ -140,7 +140,7 @@ func (r *Phase6Result) Lines() []string {
 	h := r.HandCheck
 	return []string{
 		"δ = " + pyfmt.List(h.Deltas),
-		"A(λ=1) = " + roundedList(h.A1, 4) + " | A(λ=0.5) = " + roundedList(h.AHalf, 4),
+		"A(λ=1) = " + pyfmt.RoundList(h.A1, 4) + " | A(λ=0.5) = " + pyfmt.RoundList(h.AHalf, 4),
 		fmt.Sprintf("2에서 ← 를 δ = −0.45 로 평가 → P(→|2) = %s (REINFORCE는 이 걸음의 ←를 강화했다)",
 			pyfmt.Fixed(h.Step.PRight(2), 4, false)),
 		"A2C 뒤 P(→|s) = " + roundedStates(&r.PRight, 3) + " | critic V = " + roundedStates(&r.V, 3),

@@ -140,7 +140,7 @@ func RunPhase7(c Phase7Config) (*Phase7Result, error) {
 // Lines is what phase 7 prints.
 func (r *Phase7Result) Lines() []string {
 	demo := func(h []float64) string {
-		return roundedList(h[:min(6, len(h))], 3) + " … " + pyfmt.RoundRepr(h[len(h)-1], 3)
+		return pyfmt.RoundList(h[:min(6, len(h))], 3) + " … " + pyfmt.RoundRepr(h[len(h)-1], 3)
 	}
 	f := r.ClipFraction
 	return []string{
@@ -148,8 +148,8 @@ func (r *Phase7Result) Lines() []string {
 		"epoch별 P(→|2), clip 없음: " + demo(r.DemoNoClip),
 		fmt.Sprintf("PPO %d회 반복 뒤 P(→|s) = %s | critic V = %s", r.Config.Iterations,
 			roundedStates(&r.PRight, 3), roundedStates(&r.V, 3)),
-		"clip된 샘플 비율 (처음 3회, 마지막 3회): " + roundedList(f[:min(3, len(f))], 2) + " " +
-			roundedList(f[max(0, len(f)-3):], 2),
+		"clip된 샘플 비율 (처음 3회, 마지막 3회): " + pyfmt.RoundList(f[:min(3, len(f))], 2) + " " +
+			pyfmt.RoundList(f[max(0, len(f)-3):], 2),
 	}
 }
 

@@ -47,7 +47,7 @@ func HandCheck8(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "log π(12⏎ | 3×4=) = %s 합 %s\n", pyRoundList(logps, 4), pyfmt.RoundRepr(sum(logps), 4))
+	fmt.Fprintf(w, "log π(12⏎ | 3×4=) = %s 합 %s\n", pyfmt.RoundList(logps, 4), pyfmt.RoundRepr(sum(logps), 4))
 	grads := NewGrads()
 	grads.AddSeq(lm, x, y, 1.0*Verify(x, y))
 	lm.Apply(grads, 1.0)
@@ -127,7 +127,7 @@ func HandCheck11(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "A([1,0,0,1]) = %s | A([1,0,0,0]) = %s\n", pyRoundList(a1001, 3), pyRoundList(a1000, 3))
+	fmt.Fprintf(w, "A([1,0,0,1]) = %s | A([1,0,0,0]) = %s\n", pyfmt.RoundList(a1001, 3), pyfmt.RoundList(a1000, 3))
 	ys := [][]int{MustParse("12⏎"), MustParse("7⏎"), MustParse("1⏎"), MustParse("12⏎")}
 	shown := make([]string, len(ys))
 	rs := make([]float64, len(ys))
@@ -137,7 +137,7 @@ func HandCheck11(w io.Writer) error {
 	if err := assert(rs[0] == 1 && rs[1] == 0 && rs[2] == 0 && rs[3] == 1, "rewards [1,0,0,1]"); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "그룹: %s 보상: %s\n", pyStrList(shown), pyfmt.List(rs))
+	fmt.Fprintf(w, "그룹: %s 보상: %s\n", pyfmt.StrList(shown), pyfmt.List(rs))
 	return nil
 }
 
@@ -182,13 +182,13 @@ func HandCheck12(w io.Writer) error {
 		return err
 	}
 	for _, row := range table {
-		fmt.Fprintf(w, "%-22s 토큰당 가중치 %s\n", row.name, pyRoundList(row.w, 4))
+		fmt.Fprintf(w, "%-22s 토큰당 가중치 %s\n", row.name, pyfmt.RoundList(row.w, 4))
 	}
 	tok := make([]float64, len(logr))
 	for i, l := range logr {
 		tok[i] = math.Exp(l)
 	}
-	fmt.Fprintf(w, "GSPO 응답 ratio = %s | 토큰 ratio = %s\n", pyfmt.RoundRepr(s, 4), pyRoundList(tok, 4))
+	fmt.Fprintf(w, "GSPO 응답 ratio = %s | 토큰 ratio = %s\n", pyfmt.RoundRepr(s, 4), pyfmt.RoundList(tok, 4))
 	return nil
 }
 

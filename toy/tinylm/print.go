@@ -12,34 +12,13 @@ import (
 // trainers print through the same code as this oracle. Numbers are formatted as CPython does
 // (round then repr, or fixed point).
 
-// pyStr is Python's repr of a str without quotes or backslashes: 'text'.
-func pyStr(s string) string { return "'" + s + "'" }
-
 // pyDict is repr({k: round(v, n) ...}) in order.
 func pyDict(s Scores, n int) string {
 	parts := make([]string, len(s))
 	for i, e := range s {
-		parts[i] = pyStr(e.Key) + ": " + pyfmt.RoundRepr(e.Value, n)
+		parts[i] = pyfmt.Str(e.Key) + ": " + pyfmt.RoundRepr(e.Value, n)
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-// pyRoundList is repr([round(x, n) for x in xs]).
-func pyRoundList(xs []float64, n int) string {
-	r := make([]float64, len(xs))
-	for i, x := range xs {
-		r[i] = pyfmt.Round(x, n)
-	}
-	return pyfmt.List(r)
-}
-
-// pyStrList is repr of a list of str.
-func pyStrList(xs []string) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = pyStr(x)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 func f3(x float64) string { return pyfmt.Fixed(x, 3, false) }
