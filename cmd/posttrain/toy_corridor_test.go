@@ -35,9 +35,11 @@ func runApp(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func readCorridorFile(t *testing.T, name string) string {
+// readTestdata returns the file name under dir (corridorTestdata, tinylmTestdata); a missing file
+// fails the test.
+func readTestdata(t *testing.T, dir, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(corridorTestdata, name))
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestToyCorridor_PrintsCourseLines(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := readCorridorFile(t, fmt.Sprintf("expected/phase%02d.txt", tc.phase)); got != want {
+			if want := readTestdata(t, corridorTestdata, fmt.Sprintf("expected/phase%02d.txt", tc.phase)); got != want {
 				t.Errorf("toy %s printed\n%s\nwant\n%s", tc.name, got, want)
 			}
 		})
@@ -74,7 +76,7 @@ func TestToyCorridor_JSONMatchesGolden(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &got); err != nil {
 				t.Fatalf("--json output is not JSON: %v\n%s", err, out)
 			}
-			if err := json.Unmarshal([]byte(readCorridorFile(t, fmt.Sprintf("golden/phase%02d.json", tc.phase))), &want); err != nil {
+			if err := json.Unmarshal([]byte(readTestdata(t, corridorTestdata, fmt.Sprintf("golden/phase%02d.json", tc.phase))), &want); err != nil {
 				t.Fatal(err)
 			}
 			for _, d := range jsondiff.Diff("", got, want, 1e-12) {
@@ -92,7 +94,7 @@ func TestToyCourse_StartsWithCorridorPhases(t *testing.T) {
 	}
 	var want strings.Builder
 	for _, tc := range corridorToys {
-		want.WriteString(readCorridorFile(t, fmt.Sprintf("expected/phase%02d.txt", tc.phase)))
+		want.WriteString(readTestdata(t, corridorTestdata, fmt.Sprintf("expected/phase%02d.txt", tc.phase)))
 	}
 	if !strings.HasPrefix(got, want.String()) {
 		t.Errorf("toy course printed\n%s\nwant it to start with\n%s", got, want.String())

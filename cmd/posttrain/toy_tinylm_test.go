@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,15 +13,6 @@ import (
 
 // The TinyLM reference files live with the oracle (toy/tinylm/testdata, copied from the course).
 var tinylmTestdata = filepath.Join("..", "..", "toy", "tinylm", "testdata")
-
-func readTinyLMFile(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(tinylmTestdata, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 // phase → the commands whose outputs, concatenated, are the phase's course lines.
 var tinylmToys = []struct {
@@ -42,7 +32,7 @@ func TestToyTinyLM_PrintsCourseLines(t *testing.T) {
 				}
 				got.WriteString(out)
 			}
-			if want := readTinyLMFile(t, fmt.Sprintf("phase%02d.txt", tc.phase)); got.String() != want {
+			if want := readTestdata(t, tinylmTestdata, fmt.Sprintf("phase%02d.txt", tc.phase)); got.String() != want {
 				t.Errorf("toy %v printed\n%s\nwant\n%s", tc.names, got.String(), want)
 			}
 		})
@@ -72,7 +62,7 @@ func TestToyTinyLM_JSONMatchesGolden(t *testing.T) {
 				}
 			}
 			var want any
-			if err := json.Unmarshal([]byte(readTinyLMFile(t, fmt.Sprintf("phase%02d.json", tc.phase))), &want); err != nil {
+			if err := json.Unmarshal([]byte(readTestdata(t, tinylmTestdata, fmt.Sprintf("phase%02d.json", tc.phase))), &want); err != nil {
 				t.Fatal(err)
 			}
 			for _, d := range jsondiff.Diff("", merged, want, 1e-12) {
@@ -109,7 +99,7 @@ func TestToyTinyLM_NonDefaultFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := strings.Join(strings.SplitAfter(readTinyLMFile(t, "phase10.txt"), "\n")[:5], ""); out != want {
+	if want := strings.Join(strings.SplitAfter(readTestdata(t, tinylmTestdata, "phase10.txt"), "\n")[:5], ""); out != want {
 		t.Errorf("toy dpo after a non-default run printed\n%s\nwant\n%s", out, want)
 	}
 }
@@ -141,10 +131,10 @@ func TestToyTinyLM_BadFlags(t *testing.T) {
 func TestToyCourse_AllPhases(t *testing.T) {
 	var want strings.Builder
 	for p := 1; p <= 7; p++ {
-		want.WriteString(readCorridorFile(t, fmt.Sprintf("expected/phase%02d.txt", p)))
+		want.WriteString(readTestdata(t, corridorTestdata, fmt.Sprintf("expected/phase%02d.txt", p)))
 	}
 	for p := 8; p <= 12; p++ {
-		want.WriteString(readTinyLMFile(t, fmt.Sprintf("phase%02d.txt", p)))
+		want.WriteString(readTestdata(t, tinylmTestdata, fmt.Sprintf("phase%02d.txt", p)))
 	}
 	got, err := runApp(t, "toy", "course")
 	if err != nil {
