@@ -31,6 +31,7 @@ type generateConfig struct {
 	JSON         bool
 	ComputeDType string
 	Backend      string
+	KVUpdate     string // auto, where, dynamic (qwen2.ParseKVUpdate)
 }
 
 // generateOutput is the --json output.
@@ -67,12 +68,13 @@ func init() {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON: prompt ids, generated ids, text, log-probs, truncated, timings"},
 			&cli.StringFlag{Name: "compute-dtype", Value: "float32", Usage: "dtype of weights and activations: float32 or bfloat16"},
 			&cli.StringFlag{Name: "backend", Usage: "GoMLX backend (default $GOMLX_BACKEND, else " + backend.Default + "); e.g. xla:cuda"},
+			&cli.StringFlag{Name: "kv-update", Value: "auto", Usage: "how a decode step writes the KV cache: auto (DynamicUpdateSlice where the backend has it), where, dynamic"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
 			}
-			c := generateConfig{Model: cmd.String("model"), Prompt: cmd.String("prompt"), Chat: cmd.Bool("chat"),
+			c := generateConfig{KVUpdate: cmd.String("kv-update"), Model: cmd.String("model"), Prompt: cmd.String("prompt"), Chat: cmd.Bool("chat"),
 				System: cmd.String("system"), MaxNewTokens: cmd.Int("max-new-tokens"), Seed: cmd.Uint64("seed"),
 				Sample:    qwen2.SampleOptions{Temperature: cmd.Float("temperature"), TopP: cmd.Float("top-p"), TopK: cmd.Int("top-k")},
 				IgnoreEOS: cmd.Bool("ignore-eos"), JSON: cmd.Bool("json"), ComputeDType: cmd.String("compute-dtype"),
@@ -101,8 +103,10 @@ func (c generateConfig) validate() error {
 	case c.System != "" && !c.Chat:
 		return fmt.Errorf("--system needs --chat")
 	}
-	_, err := qwen2.ParseDType(c.ComputeDType)
-	if err != nil {
+	if _, err := qwen2.ParseKVUpdate(c.KVUpdate); err != nil {
+		return fmt.Errorf("--kv-update: %w", err)
+	}
+	if _, err := qwen2.ParseDType(c.ComputeDType); err != nil {
 		return fmt.Errorf("--compute-dtype: %w", err)
 	}
 	return nil
@@ -143,6 +147,9 @@ func runGenerate(ctx context.Context, c generateConfig, w io.Writer) error {
 	defer b.Finalize()
 	g := qwen2.NewGenerator(b, mctx, cfg)
 	defer g.Finalize()
+	if g.KVUpdate, err = qwen2.ParseKVUpdate(c.KVUpdate); err != nil {
+		return err
+	}
 	prompt := make([]int32, len(out.PromptIDs))
 	for i, id := range out.PromptIDs {
 		prompt[i] = int32(id)

@@ -64,13 +64,19 @@ func TestGenerate_CLI(t *testing.T) {
 		t.Errorf("plain output %q (%v), want the JSON text %q and a newline", text, err, greedy.Text)
 	}
 
-	chatRun := runGenerateJSON(t, "--model", dir, "--prompt", "Hi", "--chat", "--system", "Be brief.", "--max-new-tokens", "1")
+	chatRun := runGenerateJSON(t, "--model", dir, "--prompt", "Hi", "--chat", "--system", "Be brief.", "--max-new-tokens", "1", "--kv-update", "where")
 	wantPrompt := "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
 	if chatRun.Prompt != wantPrompt || chatRun.PromptIDs[0] != 151644 {
 		t.Errorf("chat prompt %q ids %v, want %q starting with <|im_start|> (151644)", chatRun.Prompt, chatRun.PromptIDs, wantPrompt)
 	}
 
 	sample := []string{"--model", dir, "--prompt", "Hello", "--max-new-tokens", "2", "--ignore-eos", "--temperature", "1", "--top-p", "0.9", "--top-k", "50"}
+	// The pure-Go backend has no DynamicUpdateSlice: asking for it is a clear error.
+	if _, err := runCLI(t, "generate", "--model", dir, "--prompt", "Hi", "--max-new-tokens", "2", "--kv-update", "dynamic"); err == nil ||
+		!strings.Contains(err.Error(), "DynamicUpdateSlice") {
+		t.Errorf("--kv-update dynamic on the go backend: got %v, want an error naming DynamicUpdateSlice", err)
+	}
+
 	// Reproducibility for a seed is tested in models/qwen2; here the flags must reach the sampler.
 	a := runGenerateJSON(t, append(sample, "--seed", "1")...)
 	c := runGenerateJSON(t, append(sample, "--seed", "2")...)
@@ -92,6 +98,7 @@ func TestGenerate_CLIErrors(t *testing.T) {
 		{[]string{"--top-k", "-2"}, "--top-k", true},
 		{[]string{"--system", "x"}, "--system needs --chat", true},
 		{[]string{"--compute-dtype", "float16"}, "valid: float32, bfloat16", true},
+		{[]string{"--kv-update", "inplace"}, "valid: auto, where, dynamic", true},
 		{nil, "tokenizer.json", false}, // the fixture checkpoint has no tokenizer
 	} {
 		_, err := runCLI(t, append([]string{"generate", "--model", model, "--prompt", "x"}, c.args...)...)

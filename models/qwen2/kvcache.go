@@ -1,6 +1,8 @@
 package qwen2
 
 import (
+	"fmt"
+
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
@@ -26,6 +28,19 @@ const (
 	// KVUpdateDynamic writes the slot in place with DynamicUpdateSlice.
 	KVUpdateDynamic
 )
+
+// ParseKVUpdate parses "auto" (or ""), "where" or "dynamic".
+func ParseKVUpdate(s string) (KVUpdate, error) {
+	switch s {
+	case "", "auto":
+		return KVUpdateAuto, nil
+	case "where":
+		return KVUpdateWhere, nil
+	case "dynamic":
+		return KVUpdateDynamic, nil
+	}
+	return KVUpdateAuto, fmt.Errorf("KV cache update %q is not supported; valid: auto, where, dynamic", s)
+}
 
 // resolve picks the concrete update for backend b.
 func (u KVUpdate) resolve(b backends.Backend) KVUpdate {
