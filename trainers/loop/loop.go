@@ -8,7 +8,6 @@ package loop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -90,9 +89,6 @@ func Run(ctx context.Context, m *Model, method Method, opts Options) (*Result, e
 	defer t.close()
 	return t.run(ctx)
 }
-
-// errStop ends a run early without error.
-var errStop = errors.New("stop")
 
 func describe(c *config.Training, n, total int) string {
 	return fmt.Sprintf("%d examples, %d steps, batch %d × %d accumulation", n, total, c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps)
