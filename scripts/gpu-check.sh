@@ -58,7 +58,7 @@ if [ "$MODE" = cpu ]; then
   : "${SFT_BATCH:=2}" "${SFT_LEN:=32}" "${SFT_STEPS:=2}"
   : "${GRPO_PROMPTS:=2}" "${GRPO_GENS:=4}" "${GRPO_PROMPT:=8}" "${GRPO_NEW:=8}" "${GRPO_MICRO:=4}"
   : "${PEAK_TFLOPS:=0}" "${TOL_PROBE:=1e-4}" "${TOL_F32:=2e-3}" "${TOL_BF16:=0.15}"
-  T_PROBE=60 T_INIT=60 T_SCORE=60 T_HF_SCORE=120 T_DECODE=60 T_SFT=60 T_GRPO=60 T_HF_BENCH=120
+  : "${T_PROBE:=60}" "${T_INIT:=60}" "${T_SCORE:=60}" "${T_HF_SCORE:=120}" "${T_DECODE:=60}" "${T_SFT:=60}" "${T_GRPO:=60}" "${T_HF_BENCH:=120}"
 else
   : "${PRESET:=qwen2.5-0.5b}" "${BACKEND:=}" "${BENCH_DTYPE:=bfloat16}" "${BUDGET:=450}"
   : "${SCORE_ROWS:=4}" "${SCORE_LEN:=128}"
@@ -71,7 +71,7 @@ else
   # libraries honour NVIDIA_TF32_OVERRIDE=0 (set for the float32 checks below): tolerances allow it,
   # and the report's max |Δ| shows which one ran (~1e-6 full float32, ~1e-3 TF32).
   : "${TOL_PROBE:=2e-3}" "${TOL_F32:=5e-3}" "${TOL_BF16:=0.15}"
-  T_PROBE=90 T_INIT=90 T_SCORE=90 T_HF_SCORE=120 T_DECODE=150 T_SFT=120 T_GRPO=180 T_HF_BENCH=120
+  : "${T_PROBE:=90}" "${T_INIT:=90}" "${T_SCORE:=90}" "${T_HF_SCORE:=120}" "${T_DECODE:=90}" "${T_SFT:=120}" "${T_GRPO:=180}" "${T_HF_BENCH:=120}"
 fi
 SEED=${SEED:-1}
 START=$(date +%s)
@@ -280,10 +280,14 @@ if needs grpo_hf init; then
     --micro-batch "$GRPO_MICRO" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
 fi
 
-if needs decode_go probe init; then
-  stage decode_go "$T_DECODE" json "${PT[@]}" bench decode --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
-    --batch "$DECODE_BATCH" --prompt-len "$DECODE_PROMPT" --new-tokens "$DECODE_NEW" --seed "$SEED"
-fi
+# posttrain decodes one batch size per stage (each compiles its own graphs anyway), so a hang at one
+# size keeps the others' figures.
+for bs in ${DECODE_BATCH//,/ }; do
+  if needs decode_go_b$bs probe init; then
+    stage decode_go_b$bs "$T_DECODE" json "${PT[@]}" bench decode --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
+      --batch "$bs" --prompt-len "$DECODE_PROMPT" --new-tokens "$DECODE_NEW" --seed "$SEED"
+  fi
+done
 if needs decode_hf init; then
   hf_stage decode_hf "$T_HF_BENCH" json "${HFREF[@]}" decode --model "$M" --dtype "$BENCH_DTYPE" \
     --batch "$DECODE_BATCH" --prompt-len "$DECODE_PROMPT" --new-tokens "$DECODE_NEW" --seed "$SEED"

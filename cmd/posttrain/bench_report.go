@@ -312,10 +312,21 @@ func throughputTable(byName map[string]*stageRecord) []sideBySide {
 		rows = append(rows, r)
 	}
 	// Decoding: one row per batch size found on either side.
-	gd, hd := stageData(byName, "decode_go"), stageData(byName, "decode_hf")
+	// Decoding: the runs of every stage named decode_go* (posttrain) or decode_hf* (PyTorch), so a
+	// workload may be split into one stage per batch size.
 	perBatch := map[int]*sideBySide{}
-	for side, d := range []map[string]any{gd, hd} {
-		runs, _ := d["runs"].([]any)
+	for name, st := range byName {
+		side := -1
+		switch {
+		case strings.HasPrefix(name, "decode_go"):
+			side = 0
+		case strings.HasPrefix(name, "decode_hf"):
+			side = 1
+		}
+		if side < 0 || st.Status != "ok" {
+			continue
+		}
+		runs, _ := asMap(st.Data)["runs"].([]any)
 		for _, r := range runs {
 			m := asMap(r)
 			b, ok := m["batch"].(float64)
