@@ -15,7 +15,7 @@ func init() {
 	addCommand(trainCommand("sft",
 		"supervised fine-tuning: --model M --dataset FILE --output-dir DIR",
 		"Trains on prompt-completion rows (loss on the completion tokens, as TRL) or language-modelling\n"+
-			"rows (text or messages; --assistant-only-loss for assistant turns only). Conversational rows\n"+
+			"rows (text, or messages: assistant turns only unless --assistant-only-loss=false). Conversational rows\n"+
 			"are rendered with the model's chat template. Writes metrics.jsonl, checkpoint-N/ every\n"+
 			"--save-steps and the final model to --output-dir; --resume continues the latest checkpoint.",
 		func(_ backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {

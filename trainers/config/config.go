@@ -112,7 +112,7 @@ type SFT struct {
 	Training           `yaml:",inline"`
 	MaxLength          int   `yaml:"max_length" usage:"truncate tokenized examples to this many tokens"`
 	CompletionOnlyLoss *bool `yaml:"completion_only_loss" usage:"loss on completion tokens only (default: on for prompt-completion data)"`
-	AssistantOnlyLoss  bool  `yaml:"assistant_only_loss" usage:"loss on assistant tokens only (messages data)"`
+	AssistantOnlyLoss  *bool `yaml:"assistant_only_loss" usage:"loss on assistant tokens only (default: on for conversational messages data; false = every token, TRL's default)"`
 }
 
 // DefaultSFT returns SFTConfig's v0.24 defaults.

@@ -22,7 +22,7 @@ func TestDefaults_MatchTRL(t *testing.T) {
 		"bf16": false,
 	}
 	methods := map[string]map[string]any{
-		"sft": {"learning_rate": 2e-5, "max_length": 1024, "completion_only_loss": (*bool)(nil), "assistant_only_loss": false},
+		"sft": {"learning_rate": 2e-5, "max_length": 1024, "completion_only_loss": (*bool)(nil), "assistant_only_loss": (*bool)(nil)},
 		"dpo": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": "sigmoid", "label_smoothing": 0.0,
 			"max_length": 1024, "max_prompt_length": 512, "precompute_ref_log_probs": false},
 		"kto": {"learning_rate": 1e-6, "beta": 0.1, "desirable_weight": 1.0, "undesirable_weight": 1.0,

@@ -36,8 +36,12 @@ type example struct {
 
 // New tokenizes d for SFT as TRL does:
 //   - prompt-completion: loss on the completion tokens only unless completion_only_loss is false;
-//   - language modelling: loss on every token, or with assistant_only_loss on the assistant turns
-//     of "messages" (their content and closing end-of-turn token, from data/chat's spans);
+//   - language modelling: "messages" rows train on the assistant turns only (their content and
+//     closing end-of-turn token, from data/chat's spans) unless assistant_only_loss is false;
+//     "text" rows and messages with assistant_only_loss=false train on every token. TRL v0.24
+//     defaults assistant_only_loss to False (every token); completion-only is the default here
+//     because training on the system and user turns is rarely what a chat SFT run wants;
+//     --assistant-only-loss=false restores TRL's behaviour;
 //   - conversational rows are rendered with the model's chat template; standard rows get EOS
 //     appended (unless already there); rows are truncated to max_length (keeping the start).
 //
@@ -46,13 +50,18 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 	if d.Format != data.LanguageModeling && d.Format != data.PromptCompletion {
 		return nil, fmt.Errorf("%s: sft needs language_modeling (text/messages) or prompt_completion rows, got %s", d.Path, d.Format)
 	}
-	if cfg.AssistantOnlyLoss && !(d.Format == data.LanguageModeling && d.Conversational) {
+	messages := d.Format == data.LanguageModeling && d.Conversational
+	assistantOnly := messages
+	if cfg.AssistantOnlyLoss != nil {
+		assistantOnly = *cfg.AssistantOnlyLoss
+	}
+	if assistantOnly && !messages {
 		return nil, fmt.Errorf("%s: assistant_only_loss needs conversational \"messages\" rows", d.Path)
 	}
 	t := &Trainer{model: m}
 	var rows []data.Row
 	addEOS := false
-	if cfg.AssistantOnlyLoss {
+	if assistantOnly {
 		rows = d.Rows
 	} else {
 		std, eos, err := m.Standard(d)
@@ -63,7 +72,7 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 	}
 	completionOnly := cfg.CompletionOnlyLoss == nil || *cfg.CompletionOnlyLoss
 	for _, r := range rows {
-		ex, err := t.tokenize(d.Format, r, addEOS, completionOnly, cfg.AssistantOnlyLoss)
+		ex, err := t.tokenize(d.Format, r, addEOS, completionOnly, assistantOnly)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
 		}

@@ -101,8 +101,8 @@ func TestSFT_MalformedRowNamesLine(t *testing.T) {
 
 // Which tokens SFT scores, as TRL: the completion of prompt-completion rows (EOS appended to
 // standard ones; the chat template's "<|im_end|>\n" closes conversational ones), every token of
-// language-modelling rows, or with assistant_only_loss the assistant turns' content and
-// end-of-turn token.
+// "text" rows, the assistant turns' content and end-of-turn token of "messages" rows by default,
+// and every token of "messages" rows with assistant_only_loss=false (TRL's default).
 func TestSFT_ScoredTokens(t *testing.T) {
 	m := looptest.Load(t, looptest.Model(t), false)
 	dir := t.TempDir()
@@ -114,16 +114,19 @@ func TestSFT_ScoredTokens(t *testing.T) {
 		return path
 	}
 	messages := `{"messages": [{"role": "user", "content": "2×3?"}, {"role": "assistant", "content": "6"}]}` + "\n"
+	yes, no := true, false
 	cases := []struct {
 		name, rows    string
-		assistantOnly bool
+		assistantOnly *bool // nil: the default
 		want          func(tokens int) int
 	}{
-		{"standard prompt-completion", `{"prompt": "2×3=", "completion": "6"}` + "\n", false, func(int) int { return 2 }}, // 6 <|im_end|>
-		{"conversational prompt-completion", `{"prompt": [{"role": "user", "content": "2×3?"}], "completion": [{"role": "assistant", "content": "6"}]}` + "\n", false,
+		{"standard prompt-completion", `{"prompt": "2×3=", "completion": "6"}` + "\n", nil, func(int) int { return 2 }}, // 6 <|im_end|>
+		{"conversational prompt-completion", `{"prompt": [{"role": "user", "content": "2×3?"}], "completion": [{"role": "assistant", "content": "6"}]}` + "\n", nil,
 			func(int) int { return 3 }}, // 6 <|im_end|> \n
-		{"messages, all tokens", messages, false, func(n int) int { return n - 1 }},
-		{"messages, assistant only", messages, true, func(int) int { return 2 }}, // 6 <|im_end|>
+		{"text, all tokens", `{"text": "2×3=6"}` + "\n", nil, func(n int) int { return n - 1 }},
+		{"messages, all tokens", messages, &no, func(n int) int { return n - 1 }},
+		{"messages, assistant only by default", messages, nil, func(int) int { return 2 }}, // 6 <|im_end|>
+		{"messages, assistant only", messages, &yes, func(int) int { return 2 }},
 	}
 	for i, c := range cases {
 		cfg := config.DefaultSFT()
