@@ -447,6 +447,7 @@ func printGPUSummary(w io.Writer, rep *gpuReport) {
 				r.Metric, fmtNum(r.Ratio, "%.2f×"), mfu)
 		}
 	}
+	printTrainerSummary(w, rep.Stages)
 	if rep.OK {
 		fmt.Fprintln(w, "result: ok")
 	} else {
@@ -460,4 +461,37 @@ func scale(p *float64, k float64) *float64 {
 	}
 	x := *p * k
 	return &x
+}
+
+// trainerKeys are the metrics shown for the trainer stages (their last metrics.jsonl line).
+var trainerKeys = []string{"step", "loss", "grad_norm", "num_tokens", "timing_s/generation", "timing_s/update",
+	"tokens_per_s/generation", "tokens_per_s/update", "reward"}
+
+// printTrainerSummary prints the last metrics line of each trainer_* stage that has them.
+func printTrainerSummary(w io.Writer, stages []stageRecord) {
+	header := false
+	for _, s := range stages {
+		if !strings.HasPrefix(s.Name, "trainer_") || s.Status != "ok" {
+			continue
+		}
+		ms, _ := asMap(s.Data)["metrics"].([]any)
+		if len(ms) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "trainers (posttrain sft/grpo, last metrics line; stage time includes loading, compilation and saving):")
+			header = true
+		}
+		last := asMap(ms[len(ms)-1])
+		var parts []string
+		for _, k := range trainerKeys {
+			switch v := last[k].(type) {
+			case float64:
+				parts = append(parts, fmt.Sprintf("%s %.4g", k, v))
+			case string:
+				parts = append(parts, k+" "+v)
+			}
+		}
+		fmt.Fprintf(w, "  %-18s %6.1fs  %s\n", s.Name, s.Seconds, strings.Join(parts, ", "))
+	}
 }

@@ -138,9 +138,10 @@ func TestBench_Report(t *testing.T) {
 		"sft_go":            `{"batch":8,"seq_len":512,"tokens_per_s":5000,"mfu":0.1}`,
 		"sft_hf":            `{"batch":8,"seq_len":512,"tokens_per_s":10000,"mfu":0.2}`,
 		"grpo_go":           `{"prompts":64,"generations":8,"new_tokens":64,"step_s":4,"generate_s":3,"train_s":1}`,
+		"trainer_grpo":      `{"metrics":[{"step":1,"loss":0.5},{"step":2,"loss":0.25,"timing_s/update":1.5}]}`,
 	}
 	order := []string{"probe", "score_go_float32", "score_hf_float32", "score_go_bfloat16", "score_hf_bfloat16",
-		"decode_go_b1", "decode_go_b64", "decode_hf", "sft_go", "sft_hf", "grpo_go", "grpo_hf"}
+		"decode_go_b1", "decode_go_b64", "decode_hf", "sft_go", "sft_hf", "grpo_go", "grpo_hf", "trainer_grpo"}
 	stages := writeStages(t, dir, results, order, map[string]string{"grpo_hf": "skipped"})
 	outPath := filepath.Join(dir, "out", "report.json")
 	out, err := runCLI(t, "bench", "report", "--stages", stages, "--out", outPath, "--info", "mode=test", "--tol-bfloat16", "0.1", "--strict")
@@ -177,7 +178,7 @@ func TestBench_Report(t *testing.T) {
 	if _, ok := ratios["grpo step 64×8×64"]; ok {
 		t.Errorf("grpo has no PyTorch side, so no ratio")
 	}
-	for _, s := range []string{"decode batch 64", "2.00×", "MFU 10.0% | 20.0%", "result: NOT ok"} {
+	for _, s := range []string{"decode batch 64", "2.00×", "MFU 10.0% | 20.0%", "result: NOT ok", "step 2, loss 0.25, timing_s/update 1.5"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("summary lacks %q:\n%s", s, out)
 		}
