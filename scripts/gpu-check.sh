@@ -58,7 +58,7 @@ if [ "$MODE" = cpu ]; then
   : "${SFT_BATCH:=2}" "${SFT_LEN:=32}" "${SFT_STEPS:=2}"
   : "${GRPO_PROMPTS:=2}" "${GRPO_GENS:=4}" "${GRPO_PROMPT:=8}" "${GRPO_NEW:=8}" "${GRPO_MICRO:=4}"
   : "${PEAK_TFLOPS:=0}" "${TOL_PROBE:=1e-4}" "${TOL_F32:=2e-3}" "${TOL_BF16:=0.15}"
-  : "${TRAINER_TOKENIZER:=$ROOT/internal/tinymodel/files}" "${TRAINER_BF16:=}"
+  : "${TOKENIZER:=$ROOT/internal/tinymodel/files}" "${TRAINER_BF16:=}"
   : "${TRAINER_SFT_ARGS:=--max-steps 3 --per-device-train-batch-size 8}"
   : "${TRAINER_GRPO_ARGS:=--max-steps 2 --per-device-train-batch-size 8 --num-generations 4 --max-completion-length 8}"
   : "${T_PROBE:=60}" "${T_INIT:=60}" "${T_SCORE:=60}" "${T_HF_SCORE:=120}" "${T_DECODE:=60}" "${T_SFT:=60}" "${T_GRPO:=60}" "${T_HF_BENCH:=120}" "${T_TRAINER:=60}"
@@ -74,9 +74,9 @@ else
   # libraries honour NVIDIA_TF32_OVERRIDE=0 (set for the float32 checks below): tolerances allow it,
   # and the report's max |Δ| shows which one ran (~1e-6 full float32, ~1e-3 TF32).
   : "${TOL_PROBE:=2e-3}" "${TOL_F32:=5e-3}" "${TOL_BF16:=0.15}"
-  # The real trainers (optional, last): the Qwen2.5 tokenizer; GRPO at 64 prompts × 8 completions
+  # The real trainers (optional, last): GRPO at 64 prompts × 8 completions
   # × 64 tokens per step in 8 accumulated micro-batches of 64, as the bench step.
-  : "${TRAINER_TOKENIZER:=$ROOT/data/tokenizer/testdata}" "${TRAINER_BF16:=--bf16}"
+  : "${TOKENIZER:=$ROOT/data/tokenizer/testdata}" "${TRAINER_BF16:=--bf16}"
   : "${TRAINER_SFT_ARGS:=--max-steps 5 --per-device-train-batch-size 8 --max-length 512}"
   : "${TRAINER_GRPO_ARGS:=--max-steps 2 --per-device-train-batch-size 64 --gradient-accumulation-steps 8 --num-generations 8 --max-completion-length 64}"
   : "${T_PROBE:=90}" "${T_INIT:=90}" "${T_SCORE:=90}" "${T_HF_SCORE:=120}" "${T_DECODE:=90}" "${T_SFT:=120}" "${T_GRPO:=180}" "${T_HF_BENCH:=120}" "${T_TRAINER:=180}"
@@ -253,9 +253,10 @@ FIX=$ROOT/models/testdata/qwen2-tiny
 F32_ENV=(env NVIDIA_TF32_OVERRIDE=0)
 stage probe "$T_PROBE" json "${F32_ENV[@]}" "${PT[@]}" score --model "$FIX/model" --input "$FIX/inputs/left_pad.json" --backend "$BACKEND"
 
-# One checkpoint stored in bfloat16 serves both checks: float32 runs load it exactly (upcast).
+# One checkpoint stored in bfloat16 serves every stage: float32 runs load it exactly (upcast). The
+# tokenizer is for the trainers (Qwen2.5's keeps the preset's vocabulary of 151,936).
 M=$WORK/model
-stage init "$T_INIT" text "${PT[@]}" init --preset "$PRESET" --seed "$SEED" --dtype bfloat16 --out "$M"
+stage init "$T_INIT" text "${PT[@]}" init --preset "$PRESET" --seed "$SEED" --dtype bfloat16 --tokenizer "$TOKENIZER" --out "$M"
 
 VOCAB=$(sed -n 's/.*"vocab_size": *\([0-9]*\).*/\1/p' "$M/config.json" 2>/dev/null | head -n 1 || true)
 if needs inputs init; then
@@ -310,21 +311,18 @@ fi
 
 # The real trainers on the same backend (posttrain sft / grpo: data, tokenizer, chat template,
 # training loop, checkpoint), budget permitting: their metrics.jsonl is the stage's result.
-MT=$WORK/model-tokenizer
-stage trainer_init "$T_INIT" text "${PT[@]}" init --preset "$PRESET" --seed "$SEED" --dtype bfloat16 \
-  --tokenizer "$TRAINER_TOKENIZER" --out "$MT"
-if needs trainer_data trainer_init; then
+if needs trainer_data init; then
   stage trainer_data 30 text bash -c '"$1" data mult --kind sft -n 256 -o "$2" && "$1" data mult --kind grpo -n 256 -o "$3"' \
     _ "$BIN" "$WORK/sft.jsonl" "$WORK/grpo.jsonl"
 fi
 # shellcheck disable=SC2086 # TRAINER_*_ARGS are lists of flags
 if needs trainer_sft probe trainer_data; then
-  stage trainer_sft "$T_TRAINER" "jsonl:$WORK/run-sft/metrics.jsonl" "${PT[@]}" sft --model "$MT" --dataset "$WORK/sft.jsonl" \
+  stage trainer_sft "$T_TRAINER" "jsonl:$WORK/run-sft/metrics.jsonl" "${PT[@]}" sft --model "$M" --dataset "$WORK/sft.jsonl" \
     --output-dir "$WORK/run-sft" --logging-steps 1 --save-steps 0 --seed "$SEED" --backend "$BACKEND" $TRAINER_BF16 $TRAINER_SFT_ARGS
 fi
 # shellcheck disable=SC2086
 if needs trainer_grpo probe trainer_data; then
-  stage trainer_grpo "$T_TRAINER" "jsonl:$WORK/run-grpo/metrics.jsonl" "${PT[@]}" grpo --model "$MT" --dataset "$WORK/grpo.jsonl" \
+  stage trainer_grpo "$T_TRAINER" "jsonl:$WORK/run-grpo/metrics.jsonl" "${PT[@]}" grpo --model "$M" --dataset "$WORK/grpo.jsonl" \
     --reward mult_correct --output-dir "$WORK/run-grpo" --logging-steps 1 --save-steps 0 --seed "$SEED" --backend "$BACKEND" \
     $TRAINER_BF16 $TRAINER_GRPO_ARGS
 fi
