@@ -89,7 +89,7 @@ type benchInfo struct {
 	FLOPsPerToken float64 `json:"flops_per_token"`
 }
 
-func loadBench(ctx context.Context, cmd *cli.Command, workload string) (*benchEnv, error) {
+func loadBenchModel(ctx context.Context, cmd *cli.Command, workload string) (*benchEnv, error) {
 	if cmd.Args().Len() > 0 {
 		return nil, usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
 	}
@@ -132,7 +132,7 @@ func writeBenchJSON(w io.Writer, v any) error {
 }
 
 // parseInts reads a comma-separated list of positive integers.
-func parseInts(s string) ([]int, error) {
+func benchParseInts(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
@@ -152,7 +152,7 @@ func parseInts(s string) ([]int, error) {
 
 // randomIDs draws rows × n token ids uniformly from the vocabulary, avoiding the stop ids so that a
 // prompt never contains an end of sequence.
-func randomIDs(rng *rand.Rand, cfg *qwen2.Config, rows, n int) [][]int32 {
+func benchRandomIDs(rng *rand.Rand, cfg *qwen2.Config, rows, n int) [][]int32 {
 	out := make([][]int32, rows)
 	for r := range out {
 		out[r] = make([]int32, n)
@@ -235,7 +235,7 @@ func benchDecodeCommand() *cli.Command {
 			&cli.IntFlag{Name: "new-tokens", Value: 64, Usage: "tokens generated per row (EOS ignored)"},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			batches, err := parseInts(cmd.String("batch"))
+			batches, err := benchParseInts(cmd.String("batch"))
 			if err != nil {
 				return usageError{fmt.Errorf("%s: --batch: %w", cmd.FullName(), err)}
 			}
@@ -243,7 +243,7 @@ func benchDecodeCommand() *cli.Command {
 			if plen < 1 || newTok < 2 {
 				return usageError{fmt.Errorf("%s: need --prompt-len ≥ 1 and --new-tokens ≥ 2", cmd.FullName())}
 			}
-			env, err := loadBench(ctx, cmd, "decode")
+			env, err := loadBenchModel(ctx, cmd, "decode")
 			if err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}
@@ -257,7 +257,7 @@ func benchDecodeCommand() *cli.Command {
 	}
 }
 
-type decodeRun struct {
+type benchDecodeRun struct {
 	Batch     int     `json:"batch"`
 	Rows      int     `json:"rows"` // compiled batch bucket
 	PromptLen int     `json:"prompt_len"`
@@ -274,9 +274,9 @@ type decodeRun struct {
 	DecodeTokensPerS float64 `json:"decode_tokens_per_s"`
 }
 
-type decodeResult struct {
+type benchDecodeResult struct {
 	benchInfo
-	Runs []decodeRun `json:"runs"`
+	Runs []benchDecodeRun `json:"runs"`
 }
 
 // benchBucketLen mirrors qwen2's length buckets (powers of two from 8 to 256, then multiples of
@@ -292,9 +292,9 @@ func benchBucketLen(n int) int {
 	return b
 }
 
-// warmupNewTokens is the fewest new tokens (≥ 2: one prefill and one decode step) whose cache
+// benchWarmupNewTokens is the fewest new tokens (≥ 2: one prefill and one decode step) whose cache
 // bucket is that of newTok.
-func warmupNewTokens(plen, newTok int) int {
+func benchWarmupNewTokens(plen, newTok int) int {
 	want := benchBucketLen(benchBucketLen(plen) + newTok)
 	for n := 2; n < newTok; n++ {
 		if benchBucketLen(benchBucketLen(plen)+n) == want {
@@ -304,14 +304,14 @@ func warmupNewTokens(plen, newTok int) int {
 	return newTok
 }
 
-func benchDecode(cmd *cli.Command, env *benchEnv, batches []int, plen, newTok int, seed uint64) (*decodeResult, error) {
+func benchDecode(cmd *cli.Command, env *benchEnv, batches []int, plen, newTok int, seed uint64) (*benchDecodeResult, error) {
 	rng := rand.New(rand.NewPCG(seed, 0xdec0de))
 	gen := qwen2.NewGenerator(env.backend, env.ctx, env.cfg)
 	defer gen.Finalize()
-	res := &decodeResult{benchInfo: env.info}
+	res := &benchDecodeResult{benchInfo: env.info}
 	for _, bs := range batches {
-		prompts := randomIDs(rng, env.cfg, bs, plen)
-		opts := qwen2.GenerateOptions{MaxNewTokens: warmupNewTokens(plen, newTok), IgnoreEOS: true, Seed: seed}
+		prompts := benchRandomIDs(rng, env.cfg, bs, plen)
+		opts := qwen2.GenerateOptions{MaxNewTokens: benchWarmupNewTokens(plen, newTok), IgnoreEOS: true, Seed: seed}
 		t0 := time.Now()
 		if _, err := gen.Generate(prompts, opts); err != nil {
 			return nil, fmt.Errorf("batch %d warm-up: %w", bs, err)
@@ -325,7 +325,7 @@ func benchDecode(cmd *cli.Command, env *benchEnv, batches []int, plen, newTok in
 		}
 		total := time.Since(t0)
 		st := gen.Stats()
-		run := decodeRun{Batch: bs, Rows: st.Rows, PromptLen: plen, NewTokens: newTok, CacheLen: st.CacheLen,
+		run := benchDecodeRun{Batch: bs, Rows: st.Rows, PromptLen: plen, NewTokens: newTok, CacheLen: st.CacheLen,
 			WarmupS: warm.Seconds(), PrefillS: st.Prefill.Seconds(), DecodeS: st.Decode.Seconds(), TotalS: total.Seconds()}
 		for _, g := range gens {
 			run.Tokens += len(g.IDs)
@@ -359,7 +359,7 @@ func benchSFTCommand() *cli.Command {
 			if rows < 1 || seq < 2 || steps < 1 || warm < 1 {
 				return usageError{fmt.Errorf("%s: need --batch ≥ 1, --seq-len ≥ 2, --steps ≥ 1, --warmup ≥ 1", cmd.FullName())}
 			}
-			env, err := loadBench(ctx, cmd, "sft")
+			env, err := loadBenchModel(ctx, cmd, "sft")
 			if err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}
@@ -373,7 +373,7 @@ func benchSFTCommand() *cli.Command {
 	}
 }
 
-type trainTiming struct {
+type benchTrainTiming struct {
 	TokensPerStep int       `json:"tokens_per_step"`
 	WarmupS       float64   `json:"warmup_s"` // the warm-up steps, compilation included
 	StepS         []float64 `json:"step_s"`
@@ -384,15 +384,15 @@ type trainTiming struct {
 	MFU           float64   `json:"mfu,omitempty"`
 }
 
-type sftResult struct {
+type benchSFTResult struct {
 	benchInfo
 	Batch  int `json:"batch"`
 	SeqLen int `json:"seq_len"`
-	trainTiming
+	benchTrainTiming
 	Losses []float64 `json:"losses"`
 }
 
-func (t *trainTiming) finish(flopsPerToken, peak float64) {
+func (t *benchTrainTiming) finish(flopsPerToken, peak float64) {
 	t.MeanStepS = 0
 	for _, s := range t.StepS {
 		t.MeanStepS += s / float64(len(t.StepS))
@@ -406,7 +406,7 @@ func (t *trainTiming) finish(flopsPerToken, peak float64) {
 	}
 }
 
-func benchSFT(cmd *cli.Command, env *benchEnv, rows, seq, steps, warm int, lr, peak float64, seed uint64) (*sftResult, error) {
+func benchSFT(cmd *cli.Command, env *benchEnv, rows, seq, steps, warm int, lr, peak float64, seed uint64) (*benchSFTResult, error) {
 	cfg := env.cfg
 	st, err := step.New(env.backend, env.ctx, step.Config{Optimizer: step.AdamW, LearningRate: lr, MaxGradNorm: 1},
 		func(ctx *mlctx.Context, in []*Node) (*Node, []*Node) {
@@ -416,14 +416,14 @@ func benchSFT(cmd *cli.Command, env *benchEnv, rows, seq, steps, warm int, lr, p
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5f7))
-	ids := randomIDs(rng, cfg, rows, seq)
+	ids := benchRandomIDs(rng, cfg, rows, seq)
 	mask := make([][]int32, rows)
 	for r := range mask {
 		mask[r] = slices.Repeat([]int32{1}, seq)
 	}
 	args := []any{tensors.FromValue(ids), tensors.FromValue(qwen2.PositionIDs(mask)), tensors.FromValue(mask),
 		tensors.FromValue(qwen2.ScoredMask(mask, nil))}
-	res := &sftResult{benchInfo: env.info, Batch: rows, SeqLen: seq}
+	res := &benchSFTResult{benchInfo: env.info, Batch: rows, SeqLen: seq}
 	res.TokensPerStep = rows * seq
 	t0 := time.Now()
 	for range warm {
@@ -476,7 +476,7 @@ func benchGRPOCommand() *cli.Command {
 			if p.Prompts < 1 || p.Generations < 2 || p.PromptLen < 1 || p.NewTokens < 2 || p.MicroBatch < 1 || p.Temperature <= 0 {
 				return usageError{fmt.Errorf("%s: need --prompts ≥ 1, --generations ≥ 2, --prompt-len ≥ 1, --new-tokens ≥ 2, --micro-batch ≥ 1, --temperature > 0", cmd.FullName())}
 			}
-			env, err := loadBench(ctx, cmd, "grpo")
+			env, err := loadBenchModel(ctx, cmd, "grpo")
 			if err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}
@@ -496,7 +496,7 @@ type grpoBenchParams struct {
 	Seed                                                   uint64
 }
 
-type grpoResult struct {
+type benchGRPOResult struct {
 	benchInfo
 	Prompts     int `json:"prompts"`
 	Generations int `json:"generations"`
@@ -525,8 +525,8 @@ type grpoResult struct {
 	CompletionsLen int       `json:"completion_len"`
 }
 
-// grpoReward is a synthetic reward: the fraction of even token ids in the completion.
-func grpoReward(ids []int32) float64 {
+// benchGRPOReward is a synthetic reward: the fraction of even token ids in the completion.
+func benchGRPOReward(ids []int32) float64 {
 	even := 0
 	for _, id := range ids {
 		if id%2 == 0 {
@@ -536,9 +536,9 @@ func grpoReward(ids []int32) float64 {
 	return float64(even) / float64(max(1, len(ids)))
 }
 
-// groupAdvantages standardises rewards within each group of g consecutive completions:
+// benchGroupAdvantages standardises rewards within each group of g consecutive completions:
 // (r − mean)/(std + 1e-4), std the sample standard deviation (TRL's scale_rewards="group").
-func groupAdvantages(rewards []float64, g int) []float32 {
+func benchGroupAdvantages(rewards []float64, g int) []float32 {
 	adv := make([]float32, len(rewards))
 	for lo := 0; lo < len(rewards); lo += g {
 		grp := rewards[lo:min(lo+g, len(rewards))]
@@ -560,14 +560,14 @@ func groupAdvantages(rewards []float64, g int) []float32 {
 	return adv
 }
 
-func benchGRPO(cmd *cli.Command, env *benchEnv, p grpoBenchParams) (*grpoResult, error) {
+func benchGRPO(cmd *cli.Command, env *benchEnv, p grpoBenchParams) (*benchGRPOResult, error) {
 	cfg := env.cfg
 	plen, clen := p.PromptLen, p.NewTokens
 	n := p.Prompts * p.Generations
-	res := &grpoResult{benchInfo: env.info, Prompts: p.Prompts, Generations: p.Generations, PromptLen: plen, NewTokens: clen,
+	res := &benchGRPOResult{benchInfo: env.info, Prompts: p.Prompts, Generations: p.Generations, PromptLen: plen, NewTokens: clen,
 		MicroBatch: min(p.MicroBatch, n), CompletionsLen: clen}
 	rng := rand.New(rand.NewPCG(p.Seed, 0x6790))
-	base := randomIDs(rng, cfg, p.Prompts, plen)
+	base := benchRandomIDs(rng, cfg, p.Prompts, plen)
 	prompts := make([][]int32, 0, n)
 	for _, pr := range base {
 		for range p.Generations {
@@ -623,7 +623,7 @@ func benchGRPO(cmd *cli.Command, env *benchEnv, p grpoBenchParams) (*grpoResult,
 	// Warm-up: the sampling graphs on a short generation of the same buckets, one update.
 	t0 := time.Now()
 	warm := sample
-	warm.MaxNewTokens = warmupNewTokens(plen, clen)
+	warm.MaxNewTokens = benchWarmupNewTokens(plen, clen)
 	wg, err := gen.Generate(prompts, warm)
 	if err != nil {
 		return nil, fmt.Errorf("warm-up generation: %w", err)
@@ -653,11 +653,11 @@ func benchGRPO(cmd *cli.Command, env *benchEnv, p grpoBenchParams) (*grpoResult,
 		if len(g.IDs) != clen {
 			return nil, fmt.Errorf("completion %d has %d tokens, want %d", i, len(g.IDs), clen)
 		}
-		rewards[i] = grpoReward(g.IDs)
+		rewards[i] = benchGRPOReward(g.IDs)
 		res.GeneratedToks += len(g.IDs)
 		res.MeanReward += rewards[i] / float64(n)
 	}
-	adv := groupAdvantages(rewards, p.Generations)
+	adv := benchGroupAdvantages(rewards, p.Generations)
 	res.RewardS = time.Since(t0).Seconds()
 	t0 = time.Now()
 	if err := update(gens, adv, n); err != nil {

@@ -44,7 +44,7 @@ func benchReportCommand() *cli.Command {
 				}
 				info[k] = v
 			}
-			rep, err := buildGPUReport(cmd.String("stages"), info, map[string]float64{
+			rep, err := buildBenchReport(cmd.String("stages"), info, map[string]float64{
 				"float32": cmd.Float64("tol-float32"), "bfloat16": cmd.Float64("tol-bfloat16")})
 			if err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
@@ -64,7 +64,7 @@ func benchReportCommand() *cli.Command {
 			if err := os.WriteFile(cmd.String("out"), append(data, '\n'), 0o644); err != nil {
 				return err
 			}
-			printGPUSummary(cmd.Root().Writer, rep)
+			printBenchSummary(cmd.Root().Writer, rep)
 			if cmd.Bool("strict") && !rep.OK {
 				return errors.New("not every stage passed (see the report)")
 			}
@@ -73,8 +73,8 @@ func benchReportCommand() *cli.Command {
 	}
 }
 
-// stageRecord is one line of the stages file, as scripts/gpu-check.sh writes it.
-type stageRecord struct {
+// benchStage is one line of the stages file, as scripts/gpu-check.sh writes it.
+type benchStage struct {
 	Name    string  `json:"name"`
 	Status  string  `json:"status"` // ok, failed, timeout, skipped
 	RC      int     `json:"rc"`
@@ -85,7 +85,7 @@ type stageRecord struct {
 	Data any `json:"data,omitempty"`
 }
 
-type logprobCheck struct {
+type benchLogprobCheck struct {
 	Tokens      int     `json:"tokens"`
 	MaxAbsDiff  float64 `json:"max_abs_diff"`
 	MeanAbsDiff float64 `json:"mean_abs_diff"`
@@ -96,9 +96,9 @@ type logprobCheck struct {
 	Error       string  `json:"error,omitempty"`
 }
 
-// sideBySide is one workload measured on both sides; Ratio = posttrain speed / PyTorch speed
+// benchSideBySide is one workload measured on both sides; Ratio = posttrain speed / PyTorch speed
 // (> 1: posttrain is faster).
-type sideBySide struct {
+type benchSideBySide struct {
 	Workload  string   `json:"workload"`
 	Metric    string   `json:"metric"`
 	Posttrain *float64 `json:"posttrain"`
@@ -110,33 +110,33 @@ type sideBySide struct {
 	higherBetter bool
 }
 
-type gpuReport struct {
-	Schema     string                   `json:"schema"`
-	Date       string                   `json:"date"`
-	Info       map[string]string        `json:"info"`
-	OK         bool                     `json:"ok"`
-	Failed     []string                 `json:"failed_stages"`
-	Stages     []stageRecord            `json:"stages"`
-	LogProbs   map[string]*logprobCheck `json:"logprob_check"`
-	Throughput []sideBySide             `json:"throughput"`
+type benchGPUReport struct {
+	Schema     string                        `json:"schema"`
+	Date       string                        `json:"date"`
+	Info       map[string]string             `json:"info"`
+	OK         bool                          `json:"ok"`
+	Failed     []string                      `json:"failed_stages"`
+	Stages     []benchStage                  `json:"stages"`
+	LogProbs   map[string]*benchLogprobCheck `json:"logprob_check"`
+	Throughput []benchSideBySide             `json:"throughput"`
 }
 
-func buildGPUReport(stagesPath string, info map[string]string, tol map[string]float64) (*gpuReport, error) {
+func buildBenchReport(stagesPath string, info map[string]string, tol map[string]float64) (*benchGPUReport, error) {
 	f, err := os.Open(stagesPath)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	rep := &gpuReport{Schema: "posttrain-gpu-check/1", Date: time.Now().UTC().Format(time.RFC3339), Info: info,
-		LogProbs: map[string]*logprobCheck{}, Failed: []string{}}
-	byName := map[string]*stageRecord{}
+	rep := &benchGPUReport{Schema: "posttrain-gpu-check/1", Date: time.Now().UTC().Format(time.RFC3339), Info: info,
+		LogProbs: map[string]*benchLogprobCheck{}, Failed: []string{}}
+	byName := map[string]*benchStage{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for line := 1; sc.Scan(); line++ {
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
 		}
-		var s stageRecord
+		var s benchStage
 		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", stagesPath, line, err)
 		}
@@ -165,7 +165,7 @@ func buildGPUReport(stagesPath string, info map[string]string, tol map[string]fl
 		if g == nil || h == nil || g.Status != "ok" || h.Status != "ok" {
 			continue
 		}
-		c := compareLogProbs(g.Data, h.Data)
+		c := benchCompareLogProbs(g.Data, h.Data)
 		c.Tolerance = tol[dt]
 		c.Pass = c.Error == "" && c.MaxAbsDiff <= c.Tolerance
 		rep.LogProbs[dt] = c
@@ -174,16 +174,16 @@ func buildGPUReport(stagesPath string, info map[string]string, tol map[string]fl
 			rep.Failed = append(rep.Failed, "logprob_check_"+dt)
 		}
 	}
-	rep.Throughput = throughputTable(byName)
+	rep.Throughput = benchThroughputTable(byName)
 	return rep, nil
 }
 
-// probeCheck is the key of the probe's check in the report's logprob_check.
-const probeCheck = "probe_tiny_fixture_vs_float64"
+// benchProbeCheck is the key of the probe's check in the report's logprob_check.
+const benchProbeCheck = "probe_tiny_fixture_vs_float64"
 
 // checkProbe compares the probe stage's score output with an expected one (when the probe ran).
-func (rep *gpuReport) checkProbe(expectedPath string, tol float64) error {
-	var probe *stageRecord
+func (rep *benchGPUReport) checkProbe(expectedPath string, tol float64) error {
+	var probe *benchStage
 	for i := range rep.Stages {
 		if rep.Stages[i].Name == "probe" && rep.Stages[i].Status == "ok" {
 			probe = &rep.Stages[i]
@@ -200,10 +200,10 @@ func (rep *gpuReport) checkProbe(expectedPath string, tol float64) error {
 	if err := json.Unmarshal(data, &want); err != nil {
 		return fmt.Errorf("%s: %w", expectedPath, err)
 	}
-	c := compareLogProbs(probe.Data, want)
+	c := benchCompareLogProbs(probe.Data, want)
 	c.Tolerance = tol
 	c.Pass = c.Error == "" && c.MaxAbsDiff <= tol
-	rep.LogProbs[probeCheck] = c
+	rep.LogProbs[benchProbeCheck] = c
 	if !c.Pass {
 		rep.OK = false
 		rep.Failed = append(rep.Failed, "logprob_check_probe")
@@ -211,12 +211,12 @@ func (rep *gpuReport) checkProbe(expectedPath string, tol float64) error {
 	return nil
 }
 
-// compareLogProbs compares the token_logprobs of two score outputs at the same positions.
-func compareLogProbs(goOut, hfOut any) *logprobCheck {
-	c := &logprobCheck{}
-	g, h := asMap(goOut), asMap(hfOut)
-	gl, hl := asMatrix(g["token_logprobs"]), asMatrix(h["token_logprobs"])
-	gp, hp := asMatrix(g["token_positions"]), asMatrix(h["token_positions"])
+// benchCompareLogProbs compares the token_logprobs of two score outputs at the same positions.
+func benchCompareLogProbs(goOut, hfOut any) *benchLogprobCheck {
+	c := &benchLogprobCheck{}
+	g, h := benchAsMap(goOut), benchAsMap(hfOut)
+	gl, hl := benchAsMatrix(g["token_logprobs"]), benchAsMatrix(h["token_logprobs"])
+	gp, hp := benchAsMatrix(g["token_positions"]), benchAsMatrix(h["token_positions"])
 	c.LossGo, _ = g["loss"].(float64)
 	c.LossRef, _ = h["loss"].(float64)
 	if len(gl) == 0 || len(gl) != len(hl) || len(gp) != len(hp) {
@@ -225,7 +225,7 @@ func compareLogProbs(goOut, hfOut any) *logprobCheck {
 	}
 	sum := 0.0
 	for r := range gl {
-		if len(gl[r]) != len(hl[r]) || (gp != nil && !floatsEqual(gp[r], hp[r])) {
+		if len(gl[r]) != len(hl[r]) || (gp != nil && !benchFloatsEqual(gp[r], hp[r])) {
 			c.Error = fmt.Sprintf("row %d: the scored positions differ", r)
 			return c
 		}
@@ -246,7 +246,7 @@ func compareLogProbs(goOut, hfOut any) *logprobCheck {
 	return c
 }
 
-func floatsEqual(a, b []float64) bool {
+func benchFloatsEqual(a, b []float64) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -258,7 +258,7 @@ func floatsEqual(a, b []float64) bool {
 	return true
 }
 
-func asMap(v any) map[string]any {
+func benchAsMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	if m == nil {
 		return map[string]any{}
@@ -266,7 +266,7 @@ func asMap(v any) map[string]any {
 	return m
 }
 
-func asMatrix(v any) [][]float64 {
+func benchAsMatrix(v any) [][]float64 {
 	rows, _ := v.([]any)
 	var out [][]float64
 	for _, r := range rows {
@@ -282,23 +282,23 @@ func asMatrix(v any) [][]float64 {
 }
 
 // num returns m[key] as a number, nil when absent.
-func num(m map[string]any, key string) *float64 {
+func benchNum(m map[string]any, key string) *float64 {
 	if f, ok := m[key].(float64); ok {
 		return &f
 	}
 	return nil
 }
 
-func stageData(byName map[string]*stageRecord, name string) map[string]any {
+func benchStageData(byName map[string]*benchStage, name string) map[string]any {
 	if s := byName[name]; s != nil && s.Status == "ok" {
-		return asMap(s.Data)
+		return benchAsMap(s.Data)
 	}
 	return nil
 }
 
-func throughputTable(byName map[string]*stageRecord) []sideBySide {
-	var rows []sideBySide
-	add := func(r sideBySide) {
+func benchThroughputTable(byName map[string]*benchStage) []benchSideBySide {
+	var rows []benchSideBySide
+	add := func(r benchSideBySide) {
 		if r.Posttrain == nil && r.PyTorch == nil {
 			return
 		}
@@ -314,7 +314,7 @@ func throughputTable(byName map[string]*stageRecord) []sideBySide {
 	// Decoding: one row per batch size found on either side.
 	// Decoding: the runs of every stage named decode_go* (posttrain) or decode_hf* (PyTorch), so a
 	// workload may be split into one stage per batch size.
-	perBatch := map[int]*sideBySide{}
+	perBatch := map[int]*benchSideBySide{}
 	for name, st := range byName {
 		side := -1
 		switch {
@@ -326,22 +326,22 @@ func throughputTable(byName map[string]*stageRecord) []sideBySide {
 		if side < 0 || st.Status != "ok" {
 			continue
 		}
-		runs, _ := asMap(st.Data)["runs"].([]any)
+		runs, _ := benchAsMap(st.Data)["runs"].([]any)
 		for _, r := range runs {
-			m := asMap(r)
+			m := benchAsMap(r)
 			b, ok := m["batch"].(float64)
 			if !ok {
 				continue
 			}
 			row := perBatch[int(b)]
 			if row == nil {
-				row = &sideBySide{Workload: fmt.Sprintf("decode batch %d", int(b)), Metric: "tokens/s", higherBetter: true}
+				row = &benchSideBySide{Workload: fmt.Sprintf("decode batch %d", int(b)), Metric: "tokens/s", higherBetter: true}
 				perBatch[int(b)] = row
 			}
 			if side == 0 {
-				row.Posttrain = num(m, "tokens_per_s")
+				row.Posttrain = benchNum(m, "tokens_per_s")
 			} else {
-				row.PyTorch = num(m, "tokens_per_s")
+				row.PyTorch = benchNum(m, "tokens_per_s")
 			}
 		}
 	}
@@ -353,32 +353,32 @@ func throughputTable(byName map[string]*stageRecord) []sideBySide {
 	for _, b := range batches {
 		add(*perBatch[b])
 	}
-	if gs, hs := stageData(byName, "sft_go"), stageData(byName, "sft_hf"); gs != nil || hs != nil {
+	if gs, hs := benchStageData(byName, "sft_go"), benchStageData(byName, "sft_hf"); gs != nil || hs != nil {
 		name := "sft step"
-		if d := firstNonNil(gs, hs); d != nil {
-			if b, s := num(d, "batch"), num(d, "seq_len"); b != nil && s != nil {
+		if d := benchFirstNonNil(gs, hs); d != nil {
+			if b, s := benchNum(d, "batch"), benchNum(d, "seq_len"); b != nil && s != nil {
 				name = fmt.Sprintf("sft step %d×%d", int(*b), int(*s))
 			}
 		}
-		add(sideBySide{Workload: name, Metric: "tokens/s", Posttrain: num(gs, "tokens_per_s"), PyTorch: num(hs, "tokens_per_s"),
-			PosttrainMFU: num(gs, "mfu"), PyTorchMFU: num(hs, "mfu"), higherBetter: true})
+		add(benchSideBySide{Workload: name, Metric: "tokens/s", Posttrain: benchNum(gs, "tokens_per_s"), PyTorch: benchNum(hs, "tokens_per_s"),
+			PosttrainMFU: benchNum(gs, "mfu"), PyTorchMFU: benchNum(hs, "mfu"), higherBetter: true})
 	}
-	if gg, hg := stageData(byName, "grpo_go"), stageData(byName, "grpo_hf"); gg != nil || hg != nil {
+	if gg, hg := benchStageData(byName, "grpo_go"), benchStageData(byName, "grpo_hf"); gg != nil || hg != nil {
 		name := "grpo step"
-		if d := firstNonNil(gg, hg); d != nil {
-			if p, g, c := num(d, "prompts"), num(d, "generations"), num(d, "new_tokens"); p != nil && g != nil && c != nil {
+		if d := benchFirstNonNil(gg, hg); d != nil {
+			if p, g, c := benchNum(d, "prompts"), benchNum(d, "generations"), benchNum(d, "new_tokens"); p != nil && g != nil && c != nil {
 				name = fmt.Sprintf("grpo step %d×%d×%d", int(*p), int(*g), int(*c))
 			}
 		}
-		add(sideBySide{Workload: name, Metric: "seconds", Posttrain: num(gg, "step_s"), PyTorch: num(hg, "step_s"),
-			PosttrainMFU: num(gg, "train_mfu"), PyTorchMFU: num(hg, "train_mfu")})
-		add(sideBySide{Workload: name + ": generation", Metric: "seconds", Posttrain: num(gg, "generate_s"), PyTorch: num(hg, "generate_s")})
-		add(sideBySide{Workload: name + ": update", Metric: "seconds", Posttrain: num(gg, "train_s"), PyTorch: num(hg, "train_s")})
+		add(benchSideBySide{Workload: name, Metric: "seconds", Posttrain: benchNum(gg, "step_s"), PyTorch: benchNum(hg, "step_s"),
+			PosttrainMFU: benchNum(gg, "train_mfu"), PyTorchMFU: benchNum(hg, "train_mfu")})
+		add(benchSideBySide{Workload: name + ": generation", Metric: "seconds", Posttrain: benchNum(gg, "generate_s"), PyTorch: benchNum(hg, "generate_s")})
+		add(benchSideBySide{Workload: name + ": update", Metric: "seconds", Posttrain: benchNum(gg, "train_s"), PyTorch: benchNum(hg, "train_s")})
 	}
 	return rows
 }
 
-func firstNonNil(ms ...map[string]any) map[string]any {
+func benchFirstNonNil(ms ...map[string]any) map[string]any {
 	for _, m := range ms {
 		if m != nil {
 			return m
@@ -387,14 +387,14 @@ func firstNonNil(ms ...map[string]any) map[string]any {
 	return nil
 }
 
-func fmtNum(p *float64, format string) string {
+func benchFmtNum(p *float64, format string) string {
 	if p == nil {
 		return "—"
 	}
 	return fmt.Sprintf(format, *p)
 }
 
-func printGPUSummary(w io.Writer, rep *gpuReport) {
+func printBenchSummary(w io.Writer, rep *benchGPUReport) {
 	fmt.Fprintf(w, "gpu-check %s", rep.Date)
 	keys := make([]string, 0, len(rep.Info))
 	for k := range rep.Info {
@@ -415,7 +415,7 @@ func printGPUSummary(w io.Writer, rep *gpuReport) {
 	}
 	if len(rep.LogProbs) > 0 {
 		fmt.Fprintln(w, "log-probs (posttrain vs transformers Qwen2ForCausalLM on the same checkpoint and device; probe: vs the fixture's float64 reference):")
-		for _, dt := range []string{probeCheck, "float32", "bfloat16"} {
+		for _, dt := range []string{benchProbeCheck, "float32", "bfloat16"} {
 			c := rep.LogProbs[dt]
 			if c == nil {
 				continue
@@ -441,13 +441,13 @@ func printGPUSummary(w io.Writer, rep *gpuReport) {
 			}
 			mfu := ""
 			if r.PosttrainMFU != nil || r.PyTorchMFU != nil {
-				mfu = fmt.Sprintf("  MFU %s | %s", fmtNum(scale(r.PosttrainMFU, 100), "%.1f%%"), fmtNum(scale(r.PyTorchMFU, 100), "%.1f%%"))
+				mfu = fmt.Sprintf("  MFU %s | %s", benchFmtNum(benchScale(r.PosttrainMFU, 100), "%.1f%%"), benchFmtNum(benchScale(r.PyTorchMFU, 100), "%.1f%%"))
 			}
-			fmt.Fprintf(w, "  %-34s %12s | %12s %-9s | %s%s\n", r.Workload, fmtNum(r.Posttrain, format), fmtNum(r.PyTorch, format),
-				r.Metric, fmtNum(r.Ratio, "%.2f×"), mfu)
+			fmt.Fprintf(w, "  %-34s %12s | %12s %-9s | %s%s\n", r.Workload, benchFmtNum(r.Posttrain, format), benchFmtNum(r.PyTorch, format),
+				r.Metric, benchFmtNum(r.Ratio, "%.2f×"), mfu)
 		}
 	}
-	printTrainerSummary(w, rep.Stages)
+	printBenchTrainers(w, rep.Stages)
 	if rep.OK {
 		fmt.Fprintln(w, "result: ok")
 	} else {
@@ -455,7 +455,7 @@ func printGPUSummary(w io.Writer, rep *gpuReport) {
 	}
 }
 
-func scale(p *float64, k float64) *float64 {
+func benchScale(p *float64, k float64) *float64 {
 	if p == nil {
 		return nil
 	}
@@ -463,18 +463,18 @@ func scale(p *float64, k float64) *float64 {
 	return &x
 }
 
-// trainerKeys are the metrics shown for the trainer stages (their last metrics.jsonl line).
-var trainerKeys = []string{"step", "loss", "grad_norm", "num_tokens", "timing_s/generation", "timing_s/update",
+// benchTrainerKeys are the metrics shown for the trainer stages (their last metrics.jsonl line).
+var benchTrainerKeys = []string{"step", "loss", "grad_norm", "num_tokens", "timing_s/generation", "timing_s/update",
 	"tokens_per_s/generation", "tokens_per_s/update", "reward"}
 
-// printTrainerSummary prints the last metrics line of each trainer_* stage that has them.
-func printTrainerSummary(w io.Writer, stages []stageRecord) {
+// printBenchTrainers prints the last metrics line of each trainer_* stage that has them.
+func printBenchTrainers(w io.Writer, stages []benchStage) {
 	header := false
 	for _, s := range stages {
 		if !strings.HasPrefix(s.Name, "trainer_") || s.Status != "ok" {
 			continue
 		}
-		ms, _ := asMap(s.Data)["metrics"].([]any)
+		ms, _ := benchAsMap(s.Data)["metrics"].([]any)
 		if len(ms) == 0 {
 			continue
 		}
@@ -482,9 +482,9 @@ func printTrainerSummary(w io.Writer, stages []stageRecord) {
 			fmt.Fprintln(w, "trainers (posttrain sft/grpo, last metrics line; stage time includes loading, compilation and saving):")
 			header = true
 		}
-		last := asMap(ms[len(ms)-1])
+		last := benchAsMap(ms[len(ms)-1])
 		var parts []string
-		for _, k := range trainerKeys {
+		for _, k := range benchTrainerKeys {
 			switch v := last[k].(type) {
 			case float64:
 				parts = append(parts, fmt.Sprintf("%s %.4g", k, v))

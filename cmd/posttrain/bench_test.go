@@ -78,15 +78,15 @@ func TestBench_Inputs(t *testing.T) {
 
 func TestBench_WarmupNewTokensKeepsTheCacheBucket(t *testing.T) {
 	for _, c := range []struct{ plen, n, want int }{{64, 64, 2}, {8, 8, 2}, {5, 4, 2}, {64, 200, 193}, {100, 30, 2}} {
-		got := warmupNewTokens(c.plen, c.n)
+		got := benchWarmupNewTokens(c.plen, c.n)
 		if got != c.want || benchBucketLen(benchBucketLen(c.plen)+got) != benchBucketLen(benchBucketLen(c.plen)+c.n) {
-			t.Errorf("warmupNewTokens(%d, %d) = %d, want %d", c.plen, c.n, got, c.want)
+			t.Errorf("benchWarmupNewTokens(%d, %d) = %d, want %d", c.plen, c.n, got, c.want)
 		}
 	}
 }
 
 func TestBench_GroupAdvantages(t *testing.T) {
-	adv := groupAdvantages([]float64{1, 0, 0.5, 0.5, 0.5, 0.5}, 3)
+	adv := benchGroupAdvantages([]float64{1, 0, 0.5, 0.5, 0.5, 0.5}, 3)
 	// Group 1: mean 0.5, sample std 0.5; group 2: all equal → 0.
 	want := []float64{0.5 / 0.5001, -0.5 / 0.5001, 0, 0, 0, 0}
 	for i := range want {
@@ -94,7 +94,7 @@ func TestBench_GroupAdvantages(t *testing.T) {
 			t.Errorf("adv[%d] = %g, want %g", i, adv[i], want[i])
 		}
 	}
-	if r := grpoReward([]int32{2, 3, 4, 7}); r != 0.5 {
+	if r := benchGRPOReward([]int32{2, 3, 4, 7}); r != 0.5 {
 		t.Errorf("reward %g, want 0.5", r)
 	}
 }
@@ -108,7 +108,7 @@ func writeStages(t *testing.T, dir string, stages map[string]string, order []str
 		if st == "" {
 			st = "ok"
 		}
-		rec := stageRecord{Name: name, Status: st, Seconds: 1.5}
+		rec := benchStage{Name: name, Status: st, Seconds: 1.5}
 		if res, ok := stages[name]; ok {
 			rec.Result = filepath.Join(dir, name+".json")
 			if err := os.WriteFile(rec.Result, []byte(res), 0o644); err != nil {
@@ -152,7 +152,7 @@ func TestBench_Report(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep gpuReport
+	var rep benchGPUReport
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestBench_ReportProbeCheck(t *testing.T) {
 	} {
 		stages := writeStages(t, dir, map[string]string{"probe": c.probe}, []string{"probe"}, nil)
 		out, err := runCLI(t, "bench", "report", "--stages", stages, "--out", outPath, "--probe-expected", expected, "--strict")
-		if (err == nil) != c.pass || !strings.Contains(out, probeCheck) {
+		if (err == nil) != c.pass || !strings.Contains(out, benchProbeCheck) {
 			t.Errorf("probe %s: err %v, want pass %v\n%s", c.probe, err, c.pass, out)
 		}
 	}
