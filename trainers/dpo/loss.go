@@ -93,3 +93,16 @@ func IPOLoss(policyChosenMean, policyRejectedMean, refChosenMean, refRejectedMea
 	losses := Square(AddScalar(m, -1/(2*beta)))
 	return ReduceAllMean(losses), metrics(policyChosenMean, policyRejectedMean, refChosenMean, refRejectedMean, beta)
 }
+
+// HingeLoss is the SLiC hinge loss (Zhao et al. 2023, arXiv:2305.10425; TRL loss_type "hinge"),
+// mean over the B pairs:
+//
+//	L = max(0, 1 − β·m),   m = Margin(…)
+//
+// as TRL computes it (`torch.relu(1 - self.beta * logits)`): β plays the role of 1/δ, the margin
+// the chosen response must win by; pairs already past it give no gradient.
+func HingeLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) (*Node, Metrics) {
+	m := Margin(policyChosen, policyRejected, refChosen, refRejected)
+	losses := MaxScalar(OneMinus(MulScalar(m, beta)), 0)
+	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}

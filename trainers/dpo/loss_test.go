@@ -187,3 +187,22 @@ func TestDPOLoss_FiniteDifferences(t *testing.T) {
 		}
 	}
 }
+
+// TRL's hinge: L = relu(1 − β·m); inside the margin ∂L/∂m = −β, past it (β·m ≥ 1) no gradient.
+func TestHingeLoss_MarginAndGradient(t *testing.T) {
+	const beta = 0.5
+	for _, c := range []struct{ m, wantLoss, wantGrad float64 }{
+		{0, 1, -beta}, {1.2, 0.4, -beta}, {-2, 2, -beta}, {3, 0, 0},
+	} {
+		out := graphtest.Eval(t, func(in []*Node) []*Node {
+			loss, _ := HingeLoss(in[0], in[1], in[2], in[3], beta)
+			return []*Node{loss, Gradient(loss, in[0])[0]}
+		}, []float64{c.m}, []float64{0}, []float64{0}, []float64{0})
+		if got := out[0][0]; !graphtest.Within(got, c.wantLoss, 1e-15) {
+			t.Errorf("m=%v: loss = %v, want %v", c.m, got, c.wantLoss)
+		}
+		if got := out[1][0]; !graphtest.Within(got, c.wantGrad, 1e-15) {
+			t.Errorf("m=%v: ∂L/∂m = %v, want %v", c.m, got, c.wantGrad)
+		}
+	}
+}

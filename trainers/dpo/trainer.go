@@ -32,8 +32,8 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.D
 	if d.Format != data.Preference {
 		return nil, fmt.Errorf("%s: dpo needs preference rows (prompt, chosen, rejected), got %s", d.Path, d.Format)
 	}
-	if cfg.LossType != "sigmoid" && cfg.LossType != "ipo" {
-		return nil, fmt.Errorf("dpo: loss_type %q is not implemented; valid: sigmoid, ipo", cfg.LossType)
+	if cfg.LossType != "sigmoid" && cfg.LossType != "ipo" && cfg.LossType != "hinge" {
+		return nil, fmt.Errorf("dpo: loss_type %q is not implemented; valid: sigmoid, ipo, hinge", cfg.LossType)
 	}
 	std, addEOS, err := m.Standard(d)
 	if err != nil {
@@ -95,7 +95,7 @@ func (t *Trainer) MetricNames() []string {
 	return []string{"rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen", "logps/rejected"}
 }
 
-// Loss implements loop.Method: SigmoidLoss (with label_smoothing) or IPOLoss of the pairs, times
+// Loss implements loop.Method: SigmoidLoss (with label_smoothing), IPOLoss or HingeLoss of the pairs, times
 // B/norm so that the micro-batches of a step average over all its pairs.
 func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
 	ids, pos, mask, scored, ref := in[0], in[1], in[2], in[3], in[4]
@@ -111,9 +111,12 @@ func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*
 	pc, pr, rc, rr := half(seq, 0), half(seq, 1), half(ref, 0), half(ref, 1)
 	var loss *Node
 	var m Metrics
-	if t.cfg.LossType == "ipo" {
+	switch t.cfg.LossType {
+	case "ipo":
 		loss, m = IPOLoss(pc, pr, rc, rr, t.cfg.Beta)
-	} else {
+	case "hinge":
+		loss, m = HingeLoss(pc, pr, rc, rr, t.cfg.Beta)
+	default:
 		loss, m = SigmoidLoss(pc, pr, rc, rr, t.cfg.Beta, t.cfg.LabelSmoothing)
 	}
 	share := Div(Scalar(ids.Graph(), dtypes.Float32, float64(b)), norm)
