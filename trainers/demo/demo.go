@@ -1,0 +1,232 @@
+// Package demo is `posttrain demo`: GRPO with a verifier reward really learning, on a laptop CPU,
+// in minutes, with nothing downloaded. It
+//
+//  1. trains a small byte-level BPE tokenizer on multiplication conversations (data/bpetrain) and
+//     writes a randomly initialised Qwen2-architecture model with it, in HuggingFace layout;
+//  2. SFTs it (trainers/sft through the shared loop) on every problem a×b, a and b in [2, MaxFactor],
+//     stopped early so that accuracy has headroom;
+//  3. runs GRPO (trainers/grpo) from the SFT model on the prompts of the GRPO problems with the
+//     course's verifier reward mult_correct, and, as a control from the same start, GRPO with the
+//     seeded "random" reward;
+//
+// and reports greedy exact-match accuracy after each stage on the GRPO problems and on the
+// held-out problems GRPO never sees, each with its binomial standard error, and, when several GRPO
+// seeds are run, the spread over seeds (run-to-run noise).
+package demo
+
+import (
+	stdctx "context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/gomlx/gomlx/backends"
+
+	"github.com/posttrain/posttrain/data/mult"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/grpo"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/sft"
+)
+
+// Options size the demo; Default is the tuned configuration.
+type Options struct {
+	OutputDir string
+	Seed      int
+	MaxFactor int // problems a×b with a, b in [2, MaxFactor] (the course: 19)
+	HeldOut   int // held-out problems
+	Shape     ModelShape
+
+	SFTSteps, SFTBatch int
+	SFTLearningRate    float64
+
+	GRPOSteps, GRPOPrompts, NumGenerations int // GRPOPrompts distinct prompts per step
+	GRPOLearningRate, Temperature, Beta    float64
+	// ReuseSFT skips the tokenizer, init and SFT stages when OutputDir/sft holds a model
+	// (tuning GRPO on a fixed SFT start).
+	ReuseSFT bool
+	// GRPOSeeds > 1 repeats the verifier-reward GRPO run with seeds Seed+1, Seed+2, ... to measure
+	// the run-to-run spread.
+	GRPOSeeds int
+}
+
+// Default is the configuration the README's numbers come from.
+var Default = Options{
+	OutputDir: filepath.Join("runs", "demo"), Seed: 1, MaxFactor: 12, HeldOut: 40,
+	Shape:    ModelShape{Hidden: 128, Intermediate: 256, Layers: 2, Heads: 4, KVHeads: 2},
+	SFTSteps: 120, SFTBatch: 32, SFTLearningRate: 3e-3,
+	GRPOSteps: 60, GRPOPrompts: 4, NumGenerations: 16, GRPOLearningRate: 3e-4, Temperature: 1,
+	GRPOSeeds: 1,
+}
+
+// Stage is one row of the summary.
+type Stage struct {
+	Name           string
+	Dir            string
+	HeldOut, Train Accuracy
+	Reward         float64 // last logged mean reward (GRPO stages)
+	Wall           time.Duration
+	// Several GRPO seeds: mean and sample std over the seeds of the accuracy on the GRPO problems
+	// and on the held-out ones (the run-to-run noise).
+	Seeds                                 int
+	TrainMean, TrainStd, HeldMean, HeldSD float64
+}
+
+// Report is the demo's result.
+type Report struct {
+	Stages []Stage
+	Wall   time.Duration
+}
+
+// Env is where the demo runs.
+type Env struct {
+	Backend  backends.Backend
+	Logger   *slog.Logger
+	Progress io.Writer // progress bars of the training stages; nil: none
+}
+
+// Run runs every stage and returns the report.
+func Run(ctx stdctx.Context, o Options, env Env) (*Report, error) {
+	start := time.Now()
+	if env.Logger == nil {
+		env.Logger = slog.Default()
+	}
+	split, err := NewSplit(o.MaxFactor, o.HeldOut, uint64(o.Seed))
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{}
+	eval := func(name, dir string, t0 time.Time) (*Stage, error) {
+		st := Stage{Name: name, Dir: dir, Wall: time.Since(t0)}
+		if st.HeldOut, err = Evaluate(env.Backend, dir, split.HeldOut); err != nil {
+			return nil, fmt.Errorf("demo: evaluate %s: %w", name, err)
+		}
+		if st.Train, err = Evaluate(env.Backend, dir, split.Train); err != nil {
+			return nil, fmt.Errorf("demo: evaluate %s: %w", name, err)
+		}
+		env.Logger.Info("demo: "+name, "held_out", st.HeldOut.String(), "train", st.Train.String(), "wall", st.Wall.Round(time.Second))
+		rep.Stages = append(rep.Stages, st)
+		return &rep.Stages[len(rep.Stages)-1], nil
+	}
+	t0 := time.Now()
+	sftDir := filepath.Join(o.OutputDir, "sft")
+	if _, err := os.Stat(filepath.Join(sftDir, "config.json")); err != nil || !o.ReuseSFT {
+		base, err := WriteBase(o.OutputDir, o.Shape, uint64(o.Seed))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := eval("init (random weights)", base, t0); err != nil {
+			return nil, err
+		}
+		t0 = time.Now()
+		if err := runSFT(ctx, o, env, base, sftDir, append(append([]mult.Problem(nil), split.Train...), split.HeldOut...)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := eval("SFT", sftDir, t0); err != nil {
+		return nil, err
+	}
+	if o.GRPOSteps == 0 {
+		rep.Wall = time.Since(start)
+		return rep, nil
+	}
+	var trains, helds []Accuracy
+	for k := range max(1, o.GRPOSeeds) {
+		t0 = time.Now()
+		name, dir := "GRPO mult_correct", filepath.Join(o.OutputDir, "grpo")
+		if k > 0 {
+			name, dir = name+" seed "+strconv.Itoa(o.Seed+k), dir+"-seed"+strconv.Itoa(o.Seed+k)
+		}
+		reward, err := runGRPO(ctx, o, env, sftDir, dir, "mult_correct", o.Seed+k, split)
+		if err != nil {
+			return nil, err
+		}
+		st, err := eval(name, dir, t0)
+		if err != nil {
+			return nil, err
+		}
+		st.Reward = reward
+		trains, helds = append(trains, st.Train), append(helds, st.HeldOut)
+	}
+	t0 = time.Now()
+	dir := filepath.Join(o.OutputDir, "grpo-random")
+	reward, err := runGRPO(ctx, o, env, sftDir, dir, "random", o.Seed, split)
+	if err != nil {
+		return nil, err
+	}
+	st, err := eval("GRPO random (control)", dir, t0)
+	if err != nil {
+		return nil, err
+	}
+	st.Reward = reward
+	if len(trains) > 1 {
+		st := &rep.Stages[len(rep.Stages)-1-len(trains)] // the first GRPO stage
+		st.Seeds = len(trains)
+		st.TrainMean, st.TrainStd = seedStats(trains)
+		st.HeldMean, st.HeldSD = seedStats(helds)
+	}
+	rep.Wall = time.Since(start)
+	return rep, nil
+}
+
+func seedStats(as []Accuracy) (mean, std float64) {
+	for _, a := range as {
+		mean += a.P()
+	}
+	mean /= float64(len(as))
+	for _, a := range as {
+		std += (a.P() - mean) * (a.P() - mean)
+	}
+	return mean, math.Sqrt(std / float64(len(as)-1))
+}
+
+// runSFT fine-tunes base on the training problems' answers into dir.
+func runSFT(ctx stdctx.Context, o Options, env Env, base, dir string, problems []mult.Problem) error {
+	cfg := config.DefaultSFT()
+	cfg.Model, cfg.Dataset, cfg.OutputDir = base, "demo:sft", dir
+	cfg.MaxSteps, cfg.PerDeviceTrainBatchSize, cfg.LearningRate = o.SFTSteps, o.SFTBatch, o.SFTLearningRate
+	cfg.LRSchedulerType, cfg.WarmupRatio, cfg.WeightDecay = "constant_with_warmup", 0.05, 0
+	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed, cfg.MaxLength = 10, 0, o.Seed, 128
+	cfg.Resolve()
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("demo sft: %w", err)
+	}
+	m, err := loop.LoadModel(base, false)
+	if err != nil {
+		return err
+	}
+	tr, err := sft.New(m, SFTDataset(problems), cfg)
+	if err != nil {
+		return fmt.Errorf("demo sft: %w", err)
+	}
+	if _, err := loop.Run(ctx, m, tr, loop.Options{Config: cfg, Backend: env.Backend, Progress: env.Progress, Logger: env.Logger}); err != nil {
+		return fmt.Errorf("demo sft: %w", err)
+	}
+	return nil
+}
+
+// runGRPO trains from the SFT model on the training prompts with one reward function into dir
+// and returns the last logged mean reward.
+func runGRPO(ctx stdctx.Context, o Options, env Env, from, dir, reward string, seed int, split Split) (float64, error) {
+	cfg := config.DefaultGRPO()
+	cfg.Model, cfg.Dataset, cfg.OutputDir, cfg.RewardFuncs = from, "demo:grpo", dir, []string{reward}
+	cfg.NumGenerations, cfg.PerDeviceTrainBatchSize = o.NumGenerations, o.GRPOPrompts*o.NumGenerations
+	cfg.MaxCompletionLength, cfg.Temperature = 4, o.Temperature
+	cfg.Beta = o.Beta
+	cfg.MaxSteps, cfg.LearningRate, cfg.LRSchedulerType, cfg.WeightDecay = o.GRPOSteps, o.GRPOLearningRate, "constant", 0
+	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed = 5, 0, seed
+	cfg.Resolve()
+	if err := cfg.Validate(); err != nil {
+		return 0, fmt.Errorf("demo grpo: %w", err)
+	}
+	sum, err := grpo.Run(ctx, cfg, from, grpo.RunOptions{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress, Rows: PromptRows(split.Train)})
+	if err != nil {
+		return 0, fmt.Errorf("demo grpo (%s): %w", reward, err)
+	}
+	return sum.Last.Metrics["reward"], nil
+}

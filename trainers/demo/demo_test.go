@@ -1,0 +1,72 @@
+package demo
+
+import (
+	stdctx "context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/posttrain/posttrain/data/mult"
+	"github.com/posttrain/posttrain/internal/backend"
+)
+
+func TestNewSplit_DisjointAndSeeded(t *testing.T) {
+	a, err := NewSplit(12, 40, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.HeldOut) != 40 || len(a.Train) != 121-40 {
+		t.Fatalf("split %d/%d, want 40/81", len(a.HeldOut), len(a.Train))
+	}
+	seen := map[mult.Problem]bool{}
+	for _, p := range a.Train {
+		seen[p] = true
+	}
+	for _, p := range a.HeldOut {
+		if seen[p] {
+			t.Errorf("%v is both held out and trained on", p)
+		}
+	}
+	b, _ := NewSplit(12, 40, 1)
+	c, _ := NewSplit(12, 40, 2)
+	if a.HeldOut[0] != b.HeldOut[0] || a.HeldOut[5] != b.HeldOut[5] {
+		t.Error("the same seed gave a different split")
+	}
+	if a.HeldOut[0] == c.HeldOut[0] && a.HeldOut[1] == c.HeldOut[1] && a.HeldOut[2] == c.HeldOut[2] {
+		t.Error("another seed gave the same split")
+	}
+	if _, err := NewSplit(12, 121, 1); err == nil {
+		t.Error("holding out every problem must be an error")
+	}
+}
+
+// A miniature demo runs every stage end to end (tokenizer, init, SFT, GRPO, control) and leaves
+// HF checkpoints with metrics.jsonl; the learning itself is measured by `posttrain demo`.
+func TestRun_Miniature(t *testing.T) {
+	o := Default
+	o.OutputDir = t.TempDir()
+	o.MaxFactor, o.HeldOut = 4, 3
+	o.Shape = ModelShape{Hidden: 16, Intermediate: 32, Layers: 1, Heads: 2, KVHeads: 1}
+	o.SFTSteps, o.SFTBatch, o.GRPOSteps, o.GRPOPrompts, o.NumGenerations = 3, 4, 2, 2, 4
+	rep, err := Run(stdctx.Background(), o, Env{Backend: backend.MustNew(backend.Default)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range rep.Stages {
+		names = append(names, s.Name)
+		if s.HeldOut.N != 3 || s.Train.N != 6 {
+			t.Errorf("%s evaluated on %d/%d problems, want 3 held out and 6 trained", s.Name, s.HeldOut.N, s.Train.N)
+		}
+	}
+	if got := strings.Join(names, "|"); got != "init (random weights)|SFT|GRPO mult_correct|GRPO random (control)" {
+		t.Errorf("stages %s", got)
+	}
+	for _, f := range []string{"tokenizer/tokenizer.json", "base/config.json", "sft/model.safetensors", "grpo/metrics.jsonl",
+		"grpo/completions.jsonl", "grpo/model.safetensors", "grpo-random/metrics.jsonl"} {
+		if _, err := os.Stat(filepath.Join(o.OutputDir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package demo
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/bpetrain"
+	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/data/mult"
+	"github.com/posttrain/posttrain/data/tokenizer"
+	"github.com/posttrain/posttrain/models/qwen2"
+)
+
+// Split is the demo's division of the multiplication problems a×b (a, b in [2, maxFactor]; the
+// course uses 19) into the problems GRPO trains on and held-out ones GRPO never samples, by a
+// seeded shuffle of the ordered pairs. SFT sees the answers of both (a model this small does not
+// learn products it was never shown: held-out accuracy stays at 0 without them).
+type Split struct {
+	Train, HeldOut []mult.Problem
+}
+
+// NewSplit shuffles the problems a×b, a and b in [mult.Lo, maxFactor], with seed and holds out the
+// first heldOut.
+func NewSplit(maxFactor, heldOut int, seed uint64) (Split, error) {
+	if maxFactor < mult.Lo+1 || maxFactor > mult.Hi {
+		return Split{}, fmt.Errorf("demo: the largest factor must be in [%d, %d], got %d", mult.Lo+1, mult.Hi, maxFactor)
+	}
+	var all []mult.Problem
+	for a := mult.Lo; a <= maxFactor; a++ {
+		for b := mult.Lo; b <= maxFactor; b++ {
+			all = append(all, mult.Problem{A: a, B: b})
+		}
+	}
+	if heldOut < 1 || heldOut >= len(all) {
+		return Split{}, fmt.Errorf("demo: held-out problems must be in [1, %d), got %d", len(all), heldOut)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0xd3e0))
+	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	return Split{HeldOut: all[:heldOut], Train: all[heldOut:]}, nil
+}
+
+// SystemPrompt replaces Qwen2.5's default system prompt ("You are Qwen, created by Alibaba
+// Cloud. ...", which the template inserts when a conversation has none) to keep the sequences
+// short: 25 prompt tokens instead of 41.
+const SystemPrompt = "calc"
+
+func userMessage(p mult.Problem) []chat.Message {
+	return []chat.Message{{Role: "system", Content: SystemPrompt}, {Role: "user", Content: p.Prompt()}}
+}
+
+// SFTDataset is the conversational prompt-completion dataset of problems (answer = a·b).
+func SFTDataset(ps []mult.Problem) *data.Dataset {
+	d := &data.Dataset{Path: "demo-sft", Format: data.PromptCompletion, Conversational: true}
+	for i, p := range ps {
+		d.Rows = append(d.Rows, data.Row{Line: i + 1, Prompt: data.Text{Messages: userMessage(p)},
+			Completion: data.Text{Messages: []chat.Message{{Role: "assistant", Content: strconv.Itoa(p.Answer())}}}})
+	}
+	return d
+}
+
+// PromptRows are the conversational prompt-only rows of problems with their "answer" column, as
+// `posttrain data mult --kind grpo` writes them.
+func PromptRows(ps []mult.Problem) []data.Row {
+	rows := make([]data.Row, len(ps))
+	for i, p := range ps {
+		rows[i] = data.Row{Line: i + 1, Prompt: data.Text{Messages: userMessage(p)},
+			Columns: map[string]any{"answer": strconv.Itoa(p.Answer())}}
+	}
+	return rows
+}
+
+// ModelShape sizes the demo's Qwen2-architecture model.
+type ModelShape struct {
+	Hidden, Intermediate, Layers, Heads, KVHeads int
+}
+
+// WriteBase trains the demo's byte-level BPE tokenizer on bpetrain.DemoCorpus (HF layout in
+// dir/tokenizer) and writes a randomly initialised Qwen2 checkpoint with it to dir/base.
+func WriteBase(dir string, shape ModelShape, seed uint64) (string, error) {
+	texts, err := bpetrain.DemoCorpus()
+	if err != nil {
+		return "", err
+	}
+	res, err := bpetrain.Train(bpetrain.Config{VocabSize: bpetrain.DemoVocabSize, MinFrequency: 2}, texts)
+	if err != nil {
+		return "", fmt.Errorf("demo tokenizer: %w", err)
+	}
+	tokDir := filepath.Join(dir, "tokenizer")
+	if err := os.MkdirAll(tokDir, 0o755); err != nil {
+		return "", err
+	}
+	if err := res.Save(tokDir); err != nil {
+		return "", fmt.Errorf("demo tokenizer: %w", err)
+	}
+	tok, err := tokenizer.Load(tokDir)
+	if err != nil {
+		return "", fmt.Errorf("demo tokenizer: %w", err)
+	}
+	cfg, err := qwen2.Preset("tiny")
+	if err != nil {
+		return "", err
+	}
+	cfg.VocabSize = tok.VocabSize()
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = shape.Hidden, shape.Intermediate, shape.Layers
+	cfg.NumAttentionHeads, cfg.NumKeyValueHeads = shape.Heads, shape.KVHeads
+	cfg.HeadDim = shape.Hidden / shape.Heads
+	cfg.MaxPositionEmbeddings = 512
+	eos, ok := tok.TokenToID(tok.Config().EOSToken)
+	if !ok {
+		return "", fmt.Errorf("demo tokenizer: eos_token %q is not a token", tok.Config().EOSToken)
+	}
+	pad, _ := tok.TokenToID("<|endoftext|>")
+	cfg.BOSTokenID, cfg.EOSTokenIDs = &pad, []int{eos}
+	if err := cfg.Validate(); err != nil {
+		return "", fmt.Errorf("demo model: %w", err)
+	}
+	base := filepath.Join(dir, "base")
+	gen := &qwen2.GenerationConfig{BOSTokenID: &pad, EOSTokenIDs: []int{eos}, PadTokenID: &pad}
+	if err := qwen2.InitCheckpoint(base, cfg, seed, qwen2.SaveOptions{TokenizerPath: tokDir, Generation: gen}); err != nil {
+		return "", err
+	}
+	return base, nil
+}
