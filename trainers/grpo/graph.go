@@ -60,7 +60,8 @@ type lossSpec struct {
 	Temperature   float64
 	Params        Params
 	Ratio         Ratio
-	Agg           func(numTokens *Node) Aggregation
+	LossType      string // TRL loss_type: grpo, bnpo, dr_grpo, dapo
+	GradAccum     int    // micro-batches per optimizer step
 	// OffPolicy: the old log-probs input is π_old's (recomputed after generation); otherwise the
 	// detached current log-probs are used, so ρ = 1 and only its gradient survives (TRL #2995).
 	OffPolicy bool
@@ -84,11 +85,12 @@ var stepMetricNames = [numStepMetrics]string{
 	"sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max",
 }
 
-// lossGraph is the step.LossFn of a GRPO update. inputs: ids, pos, attn [B,P+C] int32; mask [B,C]
-// float32; advantages [B] float32; old, ref, sampling log-probs [B,C] float32; numTokens scalar
-// float32 (completion tokens of the optimizer step, for loss_type dapo).
-func (sp *lossSpec) lossGraph(ctx *context.Context, in []*Node) (*Node, []*Node) {
-	ids, pos, attn, mask, adv, old, ref, sampled, numTokens := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8]
+// lossGraph is the loop.LossFunc of a GRPO micro-batch. inputs: ids, pos, attn [B,P+C] int32;
+// mask [B,C] float32; advantages [B] float32; old, ref, sampling log-probs [B,C] float32. norm is
+// the optimizer step's normaliser (see aggregate), so that the micro-batch losses of a step sum
+// to the loss of the whole accumulated batch.
+func (sp *lossSpec) lossGraph(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
+	ids, pos, attn, mask, adv, old, ref, sampled := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
 	logps, entropy := CompletionLogProbs(ctx, sp.Model, ids, pos, attn, sp.CompletionLen, sp.Temperature)
 	if !sp.OffPolicy {
 		old = StopGradient(logps)
@@ -97,7 +99,7 @@ func (sp *lossSpec) lossGraph(ctx *context.Context, in []*Node) (*Node, []*Node)
 	if sp.Params.Beta != 0 {
 		inputs.RefLogProbs = ref
 	}
-	loss, m := Loss(inputs, sp.Params, sp.Ratio, sp.Agg(numTokens))
+	loss, m := Loss(inputs, sp.Params, sp.Ratio, sp.aggregate(norm))
 	// |sampling − training| log-prob per token, both before any update of this generation batch:
 	// the current policy when on-policy, π_old (recomputed right after generation) otherwise.
 	training := StopGradient(logps)
@@ -121,15 +123,41 @@ func (sp *lossSpec) scoreGraph(ctx *context.Context, in []*Node) []*Node {
 	return []*Node{lp}
 }
 
-// aggregation returns TRL's loss_type as a function of the step's completion-token count.
-func aggregation(lossType string, maxCompletionLength int) func(numTokens *Node) Aggregation {
-	switch lossType {
+// aggregate is TRL's loss_type for one micro-batch of an accumulated step (TRL divides grpo, bnpo
+// and dr_grpo by the number of accumulation steps, and dapo by the accumulated batch's token
+// count, num_items_in_batch):
+//
+//	grpo     Σ_b mean_t ℓ_bt / norm            norm = sequences of the step (= GRPOMean / GA)
+//	bnpo     BNPOMean / GA                     (token mean of each micro-batch)
+//	dr_grpo  DrGRPOMean(L) / GA
+//	dapo     DAPOMean(norm)                    norm = completion tokens of the step
+func (sp *lossSpec) aggregate(norm *Node) Aggregation {
+	ga := float64(max(1, sp.GradAccum))
+	switch sp.LossType {
 	case "grpo":
-		return func(*Node) Aggregation { return GRPOMean }
+		return func(perToken, mask *Node) *Node {
+			rows := float64(perToken.Shape().Dim(0))
+			n := ConvertDType(StopGradient(norm), perToken.DType())
+			return Div(MulScalar(GRPOMean(perToken, mask), rows), n)
+		}
 	case "bnpo":
-		return func(*Node) Aggregation { return BNPOMean }
+		return func(perToken, mask *Node) *Node { return DivScalar(BNPOMean(perToken, mask), ga) }
 	case "dr_grpo":
-		return func(*Node) Aggregation { return DrGRPOMean(maxCompletionLength) }
+		return func(perToken, mask *Node) *Node {
+			return DivScalar(DrGRPOMean(sp.CompletionLen)(perToken, mask), ga)
+		}
 	}
-	return DAPOMean // "dapo", TRL v0.24's default
+	return DAPOMean(norm) // "dapo", TRL v0.24's default
+}
+
+// stepNorm is the host-side normaliser of aggregate for a step of the given rows and completion
+// tokens.
+func (sp *lossSpec) stepNorm(rows, tokens int) float64 {
+	switch sp.LossType {
+	case "grpo":
+		return float64(rows)
+	case "dapo":
+		return float64(max(tokens, 1))
+	}
+	return 1
 }

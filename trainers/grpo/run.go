@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"slices"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
@@ -18,6 +16,7 @@ import (
 	"github.com/posttrain/posttrain/data/tokenizer"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
 )
 
 // MultDataset is the --dataset value that generates the course's multiplication prompts
@@ -109,27 +108,18 @@ type RunOptions struct {
 }
 
 // Run is `posttrain grpo`: it loads the checkpoint in modelDir (HF layout: weights, config,
-// tokenizer, chat template), renders and tokenizes the prompts, trains, and writes the final
-// model into OUTPUT_DIR with training_args.yaml, metrics.jsonl and completions.jsonl.
+// tokenizer, chat template), renders and tokenizes the prompts, trains (resuming when asked), and
+// writes the final model into OUTPUT_DIR with training_args.yaml, metrics.jsonl,
+// completions.jsonl and the checkpoints.
 func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions) (*Summary, error) {
 	if cfg.BF16 {
 		return nil, errors.New("grpo: bf16 is not supported yet; train in float32")
 	}
-	if cfg.Resume || cfg.ResumeFromCheckpoint != "" {
-		return nil, errors.New("grpo: resuming is not supported yet (TRL does not checkpoint rollouts either); start a new run from the saved model")
-	}
-	mctx, mcfg, err := qwen2.Load(modelDir, dtypes.Float32)
+	m, err := loop.LoadModel(modelDir, false)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer.Load(modelDir)
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", modelDir, err)
-	}
-	tpl, err := chat.Load(modelDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("model %s: %w", modelDir, err)
-	}
+	mcfg, tok, tpl := m.Config, m.Tokenizer, m.Template
 	stop, err := StopIDs(modelDir, mcfg, tok)
 	if err != nil {
 		return nil, err
@@ -151,7 +141,7 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 	if _, err := config.WriteResolved(cfg); err != nil {
 		return nil, err
 	}
-	t, err := New(Setup{Config: cfg, Backend: opts.Backend, Model: mctx, ModelConfig: mcfg, Decoder: tok, StopIDs: stop,
+	t, err := New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Decoder: tok, StopIDs: stop,
 		Prompts: prompts, Rewards: rewards, Logger: opts.Logger, Progress: opts.Progress, OnStep: opts.OnStep})
 	if err != nil {
 		return nil, err
@@ -160,7 +150,7 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 	if err != nil {
 		return sum, err
 	}
-	if err := qwen2.WriteModel(cfg.OutputDir, mctx, mcfg, qwen2.SaveOptions{TokenizerPath: modelDir, BaseDir: modelDir}); err != nil {
+	if err := m.Save(cfg.OutputDir); err != nil {
 		return sum, fmt.Errorf("grpo: save the final model: %w", err)
 	}
 	return sum, nil

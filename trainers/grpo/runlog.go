@@ -1,6 +1,7 @@
 package grpo
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -42,20 +43,20 @@ type runLog struct {
 	start       time.Time
 }
 
-func newRunLog(t *Trainer) (*runLog, error) {
+func newRunLog(t *Trainer, startStep int) (*runLog, error) {
 	l := &runLog{t: t, window: map[string][]float64{}, streak: map[string]int{}, summary: &Summary{}, start: time.Now()}
 	if dir := t.cfg.OutputDir; dir != "" {
 		var err error
-		if l.metrics, err = runlog.OpenMetrics(dir, 0); err != nil {
+		if l.metrics, err = runlog.OpenMetrics(dir, startStep); err != nil {
 			return nil, fmt.Errorf("grpo: %w", err)
 		}
-		if l.completions, err = runlog.OpenCompletions(dir, 0); err != nil {
+		if l.completions, err = runlog.OpenCompletions(dir, startStep); err != nil {
 			l.close()
 			return nil, fmt.Errorf("grpo: %w", err)
 		}
 	}
 	if t.s.Progress != nil {
-		l.progress = runlog.NewProgress(t.s.Progress, t.totalSteps, 0)
+		l.progress = runlog.NewProgress(t.s.Progress, t.totalSteps, startStep)
 	}
 	return l, nil
 }
@@ -100,8 +101,8 @@ func (l *runLog) addStep(info StepInfo, lr float64, took time.Duration, rows int
 }
 
 // flush writes the window's averages as one metrics line, the last rollout's completions, and
-// checks the guard rails.
-func (l *runLog) flush(step int, epoch float64, r *Rollout) error {
+// checks the guard rails. It returns the metrics line.
+func (l *runLog) flush(step int, epoch float64, r *Rollout) (json.RawMessage, error) {
 	rec := runlog.Record{Step: step, Epoch: epoch, Metrics: map[string]float64{}}
 	for k, vs := range l.window {
 		rec.Metrics[k] = mean(vs)
@@ -111,21 +112,22 @@ func (l *runLog) flush(step int, epoch float64, r *Rollout) error {
 	}
 	l.window = map[string][]float64{}
 	l.summary.Steps, l.summary.Last, l.summary.Elapsed = step, rec, time.Since(l.start)
+	line, _ := rec.MarshalJSON()
 	if l.metrics != nil {
 		if _, err := l.metrics.Write(rec); err != nil {
-			return fmt.Errorf("grpo: %w", err)
+			return nil, fmt.Errorf("grpo: %w", err)
 		}
 	}
 	if l.completions != nil {
 		if err := l.completions.Write(completionLines(step, r, l.t.s.Rewards)...); err != nil {
-			return fmt.Errorf("grpo: %w", err)
+			return nil, fmt.Errorf("grpo: %w", err)
 		}
 	}
 	if l.progress != nil {
 		l.progress.Log(rec)
 	}
 	l.guard(step, rec)
-	return nil
+	return line, nil
 }
 
 // guard warns loudly when a run is silently not learning (see GuardThreshold).

@@ -2,30 +2,34 @@ package grpo
 
 import (
 	stdctx "context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
 	"github.com/posttrain/posttrain/trainers/schedule"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
-// Setup is what a GRPO run needs besides its configuration: the policy (weights in Model, which
-// the run updates in place), the tokenized prompts and the reward functions.
+// Setup is what a GRPO run needs besides its configuration: the policy (its weights, which the
+// run updates in place through the shared loop's AdamW, loop.Optimizer), the tokenized prompts and
+// the reward functions.
 type Setup struct {
-	Config      *config.GRPO // resolved and validated (config.FromCommand or Resolve+Validate)
-	Backend     backends.Backend
-	Model       *context.Context
-	ModelConfig *qwen2.Config
+	Config  *config.GRPO // resolved and validated (config.FromCommand or Resolve+Validate)
+	Backend backends.Backend
+	// Model holds the policy; only Config and Ctx are needed (plus Dir and Tokenizer for saving
+	// checkpoints with the tokenizer files).
+	Model *loop.Model
 	// Decoder turns completion ids into the text the reward functions see (special tokens skipped).
 	Decoder qwen2.TextDecoder
 	// StopIDs are every end-of-sequence id (config.json and generation_config.json, TRL #7039).
@@ -56,7 +60,7 @@ type Trainer struct {
 	log       *slog.Logger
 	spec      *lossSpec
 	gen       *qwen2.Generator
-	update    *step.Step
+	opt       *loop.Optimizer
 	oldEval   *step.Eval // off-policy runs: π_old log-probs after generation
 	refEval   *step.Eval // β ≠ 0: the frozen initial weights' log-probs
 	sched     schedule.Schedule
@@ -68,13 +72,15 @@ type Trainer struct {
 	epoch, offset                    int
 	round                            int
 	tokensSeen                       int64
+	globalStep                       int
+	history                          []json.RawMessage // logged lines, for trainer_state.json
 }
 
 // New checks the setup and compiles nothing yet (graphs are built on first use).
 func New(s Setup) (*Trainer, error) {
 	cfg := s.Config
 	switch {
-	case cfg == nil || s.Backend == nil || s.Model == nil || s.ModelConfig == nil:
+	case cfg == nil || s.Backend == nil || s.Model == nil || s.Model.Ctx == nil || s.Model.Config == nil:
 		return nil, errors.New("grpo: config, backend and model are required")
 	case len(s.Prompts) == 0:
 		return nil, errors.New("grpo: no prompts")
@@ -107,10 +113,11 @@ func New(s Setup) (*Trainer, error) {
 		return nil, fmt.Errorf("grpo: %w", err)
 	}
 	t.spec = &lossSpec{
-		Model: s.ModelConfig, CompletionLen: cfg.MaxCompletionLength, Temperature: cfg.Temperature,
+		Model: s.Model.Config, CompletionLen: cfg.MaxCompletionLength, Temperature: cfg.Temperature,
 		Params:    Params{EpsLow: cfg.Epsilon, EpsHigh: cfg.EpsilonHigh, Beta: cfg.Beta},
 		Ratio:     TokenRatio,
-		Agg:       aggregation(cfg.LossType, cfg.MaxCompletionLength),
+		LossType:  cfg.LossType,
+		GradAccum: cfg.GradientAccumulationSteps,
 		OffPolicy: OffPolicy(cfg),
 	}
 	if cfg.ImportanceSamplingLevel == "sequence" {
@@ -131,25 +138,23 @@ func OffPolicy(cfg *config.GRPO) bool {
 	return cfg.GradientAccumulationSteps%(cfg.StepsPerGeneration*cfg.NumIterations) != 0
 }
 
-// compile creates the update step, the generator and the forward-only scorers.
+// compile creates the optimizer, the generator and the forward-only scorers.
 func (t *Trainer) compile() error {
-	c := t.cfg
+	c, m := t.cfg, t.s.Model
 	var err error
-	t.update, err = step.New(t.s.Backend, t.s.Model, step.Config{
-		Optimizer: step.AdamW, LearningRate: t.sched.LR(0), Beta1: c.AdamBeta1, Beta2: c.AdamBeta2,
-		Epsilon: c.AdamEpsilon, WeightDecay: c.WeightDecay, MaxGradNorm: c.MaxGradNorm,
-	}, t.spec.lossGraph)
+	t.opt, err = loop.NewOptimizer(t.s.Backend, m, loop.AdamW{Beta1: c.AdamBeta1, Beta2: c.AdamBeta2,
+		Epsilon: c.AdamEpsilon, WeightDecay: c.WeightDecay, MaxGradNorm: c.MaxGradNorm}, t.spec.lossGraph)
 	if err != nil {
 		return fmt.Errorf("grpo: %w", err)
 	}
-	t.gen = qwen2.NewGenerator(t.s.Backend, t.s.Model, t.s.ModelConfig)
+	t.gen = qwen2.NewGenerator(t.s.Backend, m.Ctx, m.Config)
 	if t.spec.OffPolicy {
-		if t.oldEval, err = step.NewContextEval(t.s.Backend, t.s.Model, t.spec.scoreGraph); err != nil {
+		if t.oldEval, err = step.NewContextEval(t.s.Backend, m.Ctx, t.spec.scoreGraph); err != nil {
 			return fmt.Errorf("grpo: old log-probs: %w", err)
 		}
 	}
 	if c.Beta != 0 { // the reference is the initial policy, frozen in a second context
-		ref, err := CloneWeights(t.s.Model)
+		ref, err := CloneWeights(m.Ctx)
 		if err != nil {
 			return err
 		}
@@ -201,12 +206,12 @@ func (t *Trainer) nextPrompts() []*Prompt {
 	n := t.genBatch / t.cfg.NumGenerations
 	var out []*Prompt
 	for len(out) < n*t.cfg.NumGenerations {
-		if t.order == nil || t.offset >= len(t.order) {
-			if t.order != nil {
-				t.epoch++
-			}
-			rng := rand.New(rand.NewPCG(uint64(t.cfg.Seed), uint64(t.epoch)))
-			t.order, t.offset = rng.Perm(len(t.s.Prompts)), 0
+		if t.order == nil { // the first pass, or a resumed one at its saved offset
+			t.order = loop.Order(len(t.s.Prompts), t.cfg.Seed, t.epoch)
+		}
+		if t.offset >= len(t.order) {
+			t.epoch, t.offset = t.epoch+1, 0
+			t.order = loop.Order(len(t.s.Prompts), t.cfg.Seed, t.epoch)
 		}
 		p := t.s.Prompts[t.order[t.offset]]
 		t.offset++
@@ -267,12 +272,12 @@ func (t *Trainer) rollout() (*Rollout, timings, error) {
 	return r, tm, nil
 }
 
-// score runs a forward-only log-prob graph over the rollout, stepBatch rows at a time.
+// score runs a forward-only log-prob graph over the rollout, one micro-batch of rows at a time.
 func (t *Trainer) score(e *step.Eval, r *Rollout) ([][]float32, error) {
-	c := t.cfg.MaxCompletionLength
+	c, mb := t.cfg.MaxCompletionLength, t.cfg.PerDeviceTrainBatchSize
 	var out [][]float32
-	for lo := 0; lo < r.Len(); lo += t.stepBatch {
-		b, err := r.batch(lo, lo+t.stepBatch, t.promptLen, c)
+	for lo := 0; lo < r.Len(); lo += mb {
+		b, err := r.batch(lo, lo+mb, t.promptLen, c)
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +286,7 @@ func (t *Trainer) score(e *step.Eval, r *Rollout) ([][]float32, error) {
 			return nil, err
 		}
 		flat := step.Float64s(outs[0])
-		for i := range t.stepBatch {
+		for i := range mb {
 			row := make([]float32, c)
 			for j := range row {
 				row[j] = float32(flat[i*c+j])
@@ -292,25 +297,56 @@ func (t *Trainer) score(e *step.Eval, r *Rollout) ([][]float32, error) {
 	return out, nil
 }
 
-// trainStep runs one optimizer step on rows [lo, lo+stepBatch) of the rollout.
-func (t *Trainer) trainStep(r *Rollout, lo int) (step.Result, error) {
-	hi, c := lo+t.stepBatch, t.cfg.MaxCompletionLength
-	b, err := r.batch(lo, hi, t.promptLen, c)
-	if err != nil {
-		return step.Result{}, err
+// trainStep runs one optimizer step on rows [lo, lo+stepBatch) of the rollout: one Micro per
+// micro-batch of per_device_train_batch_size rows (gradients summed, each loss already divided by
+// the step's normaliser), then the AdamW update. Metrics are averaged over the micro-batches,
+// sampling_logp_difference/max is their maximum.
+func (t *Trainer) trainStep(r *Rollout, lo int, lr float64) (loss, gradNorm float64, metrics []float64, err error) {
+	c, mb := t.cfg.MaxCompletionLength, t.cfg.PerDeviceTrainBatchSize
+	norm := t.spec.stepNorm(t.stepBatch, r.maskedTokens(lo, lo+t.stepBatch))
+	metrics = make([]float64, numStepMetrics)
+	for m := lo; m < lo+t.stepBatch; m += mb {
+		b, err := r.batch(m, m+mb, t.promptLen, c)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		adv := make([]float32, mb)
+		for i := range adv {
+			adv[i] = float32(r.Advantages[m+i])
+		}
+		l, ms, err := t.opt.Micro([]any{b.IDs, b.Pos, b.Attn, b.Mask, adv, rows(r.OldLogp, m, m+mb, c),
+			rows(r.RefLogp, m, m+mb, c), b.Sampled}, norm)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		loss += l
+		for i, v := range ms {
+			if i == mSampleDiffMax {
+				metrics[i] = max(metrics[i], v)
+			} else {
+				metrics[i] += v / float64(t.cfg.GradientAccumulationSteps)
+			}
+		}
 	}
-	adv := make([]float32, hi-lo)
-	for i := range adv {
-		adv[i] = float32(r.Advantages[lo+i])
-	}
-	numTokens := float32(r.maskedTokens(lo, hi))
-	return t.update.Run(b.IDs, b.Pos, b.Attn, b.Mask, adv, rows(r.OldLogp, lo, hi, c), rows(r.RefLogp, lo, hi, c), b.Sampled, numTokens)
+	gradNorm, err = t.opt.Apply(lr)
+	return loss, gradNorm, metrics, err
 }
 
-// Train runs the configured number of optimizer steps. It stops early, without error, when ctx is
-// cancelled; the model holds the weights of the last completed step.
+// Train runs the configured number of optimizer steps, resuming first when the configuration asks
+// (resume / resume_from_checkpoint) and saving OUTPUT_DIR/checkpoint-N every save_steps. When ctx
+// is cancelled it saves a checkpoint of the last completed step and returns an error wrapping
+// loop.ErrInterrupted.
 func (t *Trainer) Train(ctx stdctx.Context) (*Summary, error) {
-	logs, err := newRunLog(t)
+	dir, err := checkpoint.ResumeDir(t.cfg.OutputDir, t.cfg.Resume, t.cfg.ResumeFromCheckpoint)
+	if err != nil {
+		return nil, err
+	}
+	if dir != "" {
+		if err := t.resume(dir); err != nil {
+			return nil, err
+		}
+	}
+	logs, err := newRunLog(t, t.globalStep)
 	if err != nil {
 		return nil, err
 	}
@@ -318,47 +354,65 @@ func (t *Trainer) Train(ctx stdctx.Context) (*Summary, error) {
 	t.log.Info("grpo: start", "steps", t.totalSteps, "prompts", len(t.s.Prompts), "num_generations", t.cfg.NumGenerations,
 		"generation_batch", t.genBatch, "step_batch", t.stepBatch, "off_policy", t.spec.OffPolicy, "beta", t.cfg.Beta,
 		"loss_type", t.cfg.LossType, "advantage", t.cfg.Advantage)
-	globalStep := 0
-	for globalStep < t.totalSteps {
+	saved := t.globalStep
+	for t.globalStep < t.totalSteps {
 		if ctx.Err() != nil {
-			break
+			if t.globalStep > saved {
+				if _, err := t.save(); err != nil {
+					return logs.summary, err
+				}
+			}
+			return logs.summary, fmt.Errorf("grpo: stopped at step %d: %w", t.globalStep, loop.ErrInterrupted)
 		}
 		r, tm, err := t.rollout()
 		if err != nil {
 			return logs.summary, err
 		}
 		logs.addRollout(r, t.s.Rewards, tm, t.tokensSeen)
-		for k := 0; k < t.stepsPerGen && globalStep < t.totalSteps; k++ {
-			lo := (k % (t.cfg.StepsPerGeneration / t.cfg.GradientAccumulationSteps)) * t.stepBatch
-			if err := t.update.SetLearningRate(t.sched.LR(globalStep)); err != nil {
+		for k := 0; k < t.stepsPerGen && t.globalStep < t.totalSteps; k++ {
+			if err := t.optimizerStep(r, k, logs); err != nil {
 				return logs.summary, err
 			}
-			t0 := time.Now()
-			res, err := t.trainStep(r, lo)
-			if err != nil {
-				return logs.summary, fmt.Errorf("grpo: step %d: %w", globalStep+1, err)
-			}
-			globalStep++
-			info := StepInfo{Step: globalStep, Loss: res.Loss, GradNorm: res.GradNorm, Metrics: map[string]float64{}, Rollout: r}
-			for i, name := range stepMetricNames {
-				if name == "kl" && t.cfg.Beta == 0 {
-					continue
-				}
-				info.Metrics[name] = res.Metrics[i]
-			}
-			logs.addStep(info, t.sched.LR(globalStep-1), time.Since(t0), t.stepBatch)
-			if t.s.OnStep != nil {
-				t.s.OnStep(info)
-			}
-			if globalStep%t.cfg.LoggingSteps == 0 || globalStep == t.totalSteps {
-				if err := logs.flush(globalStep, t.epochAt(globalStep), r); err != nil {
+			if t.cfg.SaveSteps > 0 && t.globalStep%t.cfg.SaveSteps == 0 {
+				if _, err := t.save(); err != nil {
 					return logs.summary, err
 				}
+				saved = t.globalStep
 			}
 		}
 	}
 	logs.done()
 	return logs.summary, nil
+}
+
+// optimizerStep runs the k-th optimizer step on a generation batch and logs it.
+func (t *Trainer) optimizerStep(r *Rollout, k int, logs *runLog) error {
+	lo := (k % (t.cfg.StepsPerGeneration / t.cfg.GradientAccumulationSteps)) * t.stepBatch
+	lr := t.sched.LR(t.globalStep)
+	t0 := time.Now()
+	loss, gradNorm, ms, err := t.trainStep(r, lo, lr)
+	if err != nil {
+		return fmt.Errorf("grpo: step %d: %w", t.globalStep+1, err)
+	}
+	t.globalStep++
+	info := StepInfo{Step: t.globalStep, Loss: loss, GradNorm: gradNorm, Metrics: map[string]float64{}, Rollout: r}
+	for i, name := range stepMetricNames {
+		if name != "kl" || t.cfg.Beta != 0 {
+			info.Metrics[name] = ms[i]
+		}
+	}
+	logs.addStep(info, lr, time.Since(t0), t.stepBatch)
+	if t.s.OnStep != nil {
+		t.s.OnStep(info)
+	}
+	if t.globalStep%t.cfg.LoggingSteps == 0 || t.globalStep == t.totalSteps {
+		line, err := logs.flush(t.globalStep, t.epochAt(t.globalStep), r)
+		if err != nil {
+			return err
+		}
+		t.history = append(t.history, line)
+	}
+	return nil
 }
 
 // epochAt is the fractional epoch after step (HF's epoch: steps / steps per epoch).

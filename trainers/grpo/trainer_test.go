@@ -17,6 +17,7 @@ import (
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
 )
 
 // The tests run GRPO on a tiny random Qwen2 (vocabulary of 16 "letters" a..p, id 0 = 'a' is the
@@ -38,7 +39,7 @@ func (letters) Decode(ids []int, skipSpecial bool) string {
 	return b.String()
 }
 
-func tinyModel(t *testing.T, seed uint64) (*context.Context, *qwen2.Config) {
+func tinyModel(t *testing.T, seed uint64) *loop.Model {
 	t.Helper()
 	cfg, err := qwen2.ParseConfig([]byte(`{"model_type":"qwen2","vocab_size":16,"hidden_size":16,"intermediate_size":32,
 		"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"rms_norm_eps":1e-6,"rope_theta":10000,
@@ -50,7 +51,7 @@ func tinyModel(t *testing.T, seed uint64) (*context.Context, *qwen2.Config) {
 	if err := qwen2.InitWeights(ctx, cfg, seed, dtypes.Float32); err != nil {
 		t.Fatal(err)
 	}
-	return ctx, cfg
+	return &loop.Model{Config: cfg, Ctx: ctx, DType: dtypes.Float32}
 }
 
 // tinyConfig is a small on-policy run: 4 prompts × 4 generations per step.
@@ -104,9 +105,8 @@ func trainRun(t *testing.T, c *config.GRPO, rw Reward, logger *slog.Logger) []St
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, mcfg := tinyModel(t, 3)
 	var infos []StepInfo
-	tr, err := New(Setup{Config: c, Backend: backend.MustNew(backend.Default), Model: ctx, ModelConfig: mcfg,
+	tr, err := New(Setup{Config: c, Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{rw}, Logger: logger,
 		OnStep: func(s StepInfo) { infos = append(infos, s) }})
 	if err != nil {
@@ -220,12 +220,12 @@ func TestGRPO_ZeroStdGroupAddsNothing(t *testing.T) {
 	for i := 4; i < 8; i++ { // the second group
 		r.Advantages[i] = 0
 	}
-	res, err := tr.trainStep(r, 0)
+	_, gradNorm, _, err := tr.trainStep(r, 0, c.LearningRate)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(res.GradNorm-mixed) > 1e-5*mixed {
-		t.Errorf("grad norm %g with the constant group, %g with its advantages zeroed; want equal", mixed, res.GradNorm)
+	if math.Abs(gradNorm-mixed) > 1e-5*mixed {
+		t.Errorf("grad norm %g with the constant group, %g with its advantages zeroed; want equal", mixed, gradNorm)
 	}
 }
 
@@ -254,8 +254,7 @@ func firstLetter() Reward {
 // newTiny builds a trainer on the tiny model without running it.
 func newTiny(t *testing.T, c *config.GRPO, rw Reward) *Trainer {
 	t.Helper()
-	ctx, mcfg := tinyModel(t, 3)
-	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: ctx, ModelConfig: mcfg,
+	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{rw}})
 	if err != nil {
 		t.Fatal(err)
@@ -283,11 +282,11 @@ func TestGRPO_MaskTruncatedCompletions(t *testing.T) {
 				}
 			}
 		}
-		res, err := tr.trainStep(r, 0)
+		_, gradNorm, _, err := tr.trainStep(r, 0, c.LearningRate)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.GradNorm, r
+		return gradNorm, r
 	}
 	masked, r := step(true)
 	cut := 0
