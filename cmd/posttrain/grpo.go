@@ -7,11 +7,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/grpo"
@@ -46,6 +46,10 @@ func runGRPO(ctx context.Context, cfg *config.GRPO, cmd *cli.Command) error {
 	if _, err := grpo.LookupRewards(cfg.RewardFuncs, cfg.RewardWeights); err != nil {
 		return usageError{err}
 	}
+	errw := cmd.Root().ErrWriter
+	logger := slog.New(slog.NewTextHandler(errw, nil))
+	ctx, stop := checkpoint.NotifyContext(ctx, logger) // Ctrl-C saves a checkpoint; --resume continues
+	defer stop()
 	dir, err := hub.Resolve(ctx, cfg.Model, hub.Options{})
 	if err != nil {
 		return err
@@ -55,20 +59,11 @@ func runGRPO(ctx context.Context, cfg *config.GRPO, cmd *cli.Command) error {
 		return err
 	}
 	defer b.Finalize()
-	logger := slog.New(slog.NewTextHandler(cmd.Root().ErrWriter, nil))
-	sum, err := grpo.Run(ctx, cfg, dir, grpo.RunOptions{Backend: b, Logger: logger, Progress: grpoProgressWriter(cmd)})
+	sum, err := grpo.Run(ctx, cfg, dir, grpo.RunOptions{Backend: b, Logger: logger, Progress: progressWriter(errw)})
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(cmd.Root().Writer, "grpo: %d steps in %s; reward %.4g; model and metrics.jsonl in %s\n",
 		sum.Steps, sum.Elapsed.Round(1e7), sum.Last.Metrics["reward"], cfg.OutputDir)
 	return err
-}
-
-// grpoProgressWriter is where the progress bar goes: the command's error stream.
-func grpoProgressWriter(cmd *cli.Command) *os.File {
-	if f, ok := cmd.Root().ErrWriter.(*os.File); ok {
-		return f
-	}
-	return os.Stderr
 }
