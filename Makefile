@@ -19,6 +19,11 @@ build-static:
 run:
 	$(GO) run ./cmd/posttrain toy course
 
+# GRPO learning multiplication on the CPU in minutes, no download (README: "The demo").
+.PHONY: demo
+demo:
+	$(GO) run ./cmd/posttrain demo
+
 test: fmt-check vet unit gpu-check-cpu
 
 # scripts/gpu-check.sh end to end on the CPU (pure-Go backend, tiny preset), so the GPU check cannot rot.

@@ -18,7 +18,7 @@ import (
 // Split is the demo's division of the multiplication problems a×b (a, b in [2, maxFactor]; the
 // course uses 19) into the problems GRPO trains on and held-out ones GRPO never samples, by a
 // seeded shuffle of the ordered pairs. SFT sees the answers of both (a model this small does not
-// learn products it was never shown: held-out accuracy stays at 0 without them).
+// learn products it was never shown: without them held-out accuracy stays at chance).
 type Split struct {
 	Train, HeldOut []mult.Problem
 }
