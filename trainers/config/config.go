@@ -197,7 +197,7 @@ type GRPO struct {
 	NumIterations            int       `yaml:"num_iterations" usage:"updates per generated batch (μ)"`
 	StepsPerGeneration       int       `yaml:"steps_per_generation" usage:"optimizer micro-steps per generation; 0 = gradient_accumulation_steps"`
 	MaskTruncatedCompletions bool      `yaml:"mask_truncated_completions" usage:"exclude completions cut at max_completion_length from the loss (DAPO)"`
-	LogCompletions           bool      `yaml:"log_completions" usage:"write sampled completions to OUTPUT_DIR/completions.jsonl every logging step"`
+	LogCompletions           bool      `yaml:"log_completions" usage:"also print a few sampled completions to the log every logging step (OUTPUT_DIR/completions.jsonl always gets them)"`
 }
 
 // DefaultGRPO returns GRPOConfig's v0.24 defaults.

@@ -19,8 +19,21 @@ const (
 	GuardLogs      = 3
 )
 
-// maxLoggedCompletions bounds the completions written to completions.jsonl per logging step.
-const maxLoggedCompletions = 64
+// maxLoggedCompletions bounds the completions written to completions.jsonl per logging step;
+// numCompletionsToPrint those also logged with --log-completions.
+const (
+	maxLoggedCompletions  = 64
+	numCompletionsToPrint = 4
+)
+
+// tail is the last n runes of s.
+func tail(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n:])
+}
 
 // Summary is what a run reports at its end.
 type Summary struct {
@@ -125,6 +138,12 @@ func (l *runLog) flush(step int, epoch float64, r *Rollout) (json.RawMessage, er
 	}
 	if l.progress != nil {
 		l.progress.Log(rec)
+	}
+	if l.t.cfg.LogCompletions { // TRL's num_completions_to_print, on the log
+		for i := range min(r.Len(), numCompletionsToPrint) {
+			l.t.log.Info("grpo: completion", "step", step, "prompt", tail(r.Prompts[i].Text, 80), "completion", r.Texts[i],
+				"reward", r.Rewards[i], "advantage", r.Advantages[i])
+		}
 	}
 	l.guard(step, rec)
 	return line, nil
