@@ -16,7 +16,6 @@ import (
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/rl"
 	"github.com/posttrain/posttrain/trainers/schedule"
 	"github.com/posttrain/posttrain/trainers/step"
 )
@@ -198,104 +197,6 @@ func hasPrefix(scope, p string) bool {
 
 // TotalSteps is the number of optimizer steps the run makes.
 func (t *Trainer) TotalSteps() int { return t.totalSteps }
-
-// nextPrompts returns the prompts of the next generation batch, each repeated num_generations
-// times (TRL's RepeatSampler): distinct prompts in a per-epoch shuffled order seeded by the run's
-// seed, continuing into the next epoch when this one runs out.
-func (t *Trainer) nextPrompts() []*Prompt {
-	n := t.genBatch / t.cfg.NumGenerations
-	var out []*Prompt
-	for len(out) < n*t.cfg.NumGenerations {
-		if t.order == nil { // the first pass, or a resumed one at its saved offset
-			t.order = loop.Order(len(t.s.Prompts), t.cfg.Seed, t.epoch)
-		}
-		if t.offset >= len(t.order) {
-			t.epoch, t.offset = t.epoch+1, 0
-			t.order = loop.Order(len(t.s.Prompts), t.cfg.Seed, t.epoch)
-		}
-		p := t.s.Prompts[t.order[t.offset]]
-		t.offset++
-		for range t.cfg.NumGenerations {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// timings of one generation round.
-type timings struct{ generation, scoring time.Duration }
-
-// rollout generates, scores and prepares one generation batch.
-func (t *Trainer) rollout() (*Rollout, timings, error) {
-	var tm timings
-	prompts := t.nextPrompts()
-	ids := make([][]int32, len(prompts))
-	for i, p := range prompts {
-		ids[i] = p.IDs
-	}
-	t0 := time.Now()
-	gens, err := t.gen.Generate(ids, qwen2.GenerateOptions{
-		SampleOptions: qwen2.SampleOptions{Temperature: t.cfg.Temperature, TopK: t.cfg.TopK, TopP: t.cfg.TopP},
-		MaxNewTokens:  t.cfg.MaxCompletionLength,
-		Seed:          uint64(t.cfg.Seed)*1_000_003 + uint64(t.round),
-		StopIDs:       t.s.StopIDs,
-		Tokenizer:     t.s.Decoder,
-	})
-	if err != nil {
-		return nil, tm, fmt.Errorf("grpo: generate: %w", err)
-	}
-	tm.generation = time.Since(t0)
-	t.round++
-	t0 = time.Now()
-	r := newRollout(prompts, gens, t.cfg.MaskTruncatedCompletions)
-	if err := scoreRewards(r, t.s.Rewards); err != nil {
-		return nil, tm, fmt.Errorf("grpo: %w", err)
-	}
-	scale := rl.ScaleRewards(t.cfg.ScaleRewards)
-	if err := advantages(r, t.cfg.NumGenerations, scale, t.cfg.Advantage); err != nil {
-		return nil, tm, fmt.Errorf("grpo: %w", err)
-	}
-	if t.oldEval != nil {
-		if r.OldLogp, err = t.score(t.oldEval, r); err != nil {
-			return nil, tm, fmt.Errorf("grpo: old log-probs: %w", err)
-		}
-	}
-	if t.refEval != nil {
-		if r.RefLogp, err = t.score(t.refEval, r); err != nil {
-			return nil, tm, fmt.Errorf("grpo: reference log-probs: %w", err)
-		}
-	}
-	tm.scoring = time.Since(t0)
-	for i, c := range r.Completions {
-		t.tokensSeen += int64(len(r.Prompts[i].IDs) + len(c))
-	}
-	return r, tm, nil
-}
-
-// score runs a forward-only log-prob graph over the rollout, one micro-batch of rows at a time.
-func (t *Trainer) score(e *step.Eval, r *Rollout) ([][]float32, error) {
-	c, mb := t.cfg.MaxCompletionLength, t.cfg.PerDeviceTrainBatchSize
-	var out [][]float32
-	for lo := 0; lo < r.Len(); lo += mb {
-		b, err := r.batch(lo, lo+mb, t.promptLen, c)
-		if err != nil {
-			return nil, err
-		}
-		outs, err := e.Run(b.IDs, b.Pos, b.Attn)
-		if err != nil {
-			return nil, err
-		}
-		flat := step.Float64s(outs[0])
-		for i := range mb {
-			row := make([]float32, c)
-			for j := range row {
-				row[j] = float32(flat[i*c+j])
-			}
-			out = append(out, row)
-		}
-	}
-	return out, nil
-}
 
 // trainStep runs one optimizer step on rows [lo, lo+stepBatch) of the rollout: one Micro per
 // micro-batch of per_device_train_batch_size rows (gradients summed, each loss already divided by
