@@ -382,3 +382,26 @@ func lastMetrics(t *testing.T, dir string) map[string]any {
 	}
 	return m
 }
+
+// Every completion cut at max_completion_length (no stop token can end it) sets
+// completions/clipped_ratio to 1, and the guard rail warns after GuardLogs logging steps.
+func TestGRPO_ClippedRatioGuardRail(t *testing.T) {
+	c := tinyConfig(t)
+	c.MaxSteps, c.LoggingSteps, c.MaxCompletionLength = GuardLogs, 1, 2
+	var logBuf bytes.Buffer
+	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
+		Decoder: letters{}, StopIDs: []int{tinyVocab + 1}, Prompts: tinyPrompts(), Rewards: []Reward{firstLetter()},
+		Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Train(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastMetrics(t, c.OutputDir)["completions/clipped_ratio"]; got != 1.0 {
+		t.Errorf("completions/clipped_ratio = %v, want 1", got)
+	}
+	if !strings.Contains(logBuf.String(), "completions/clipped_ratio") {
+		t.Errorf("no guard-rail warning about completions/clipped_ratio:\n%s", logBuf.String())
+	}
+}
