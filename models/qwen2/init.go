@@ -49,8 +49,20 @@ func InitTensors(cfg *Config, seed uint64, dtype string) ([]*safetensors.Tensor,
 	if dtype != "F32" && dtype != "BF16" && dtype != "F16" {
 		return nil, fmt.Errorf("qwen2 init: dtype %q is not supported; valid: F32, BF16, F16", dtype)
 	}
-	rng := rand.New(rand.NewPCG(seed, initRandSeed2))
 	var out []*safetensors.Tensor
+	drawInit(cfg, seed, func(s TensorSpec, data []float32) error {
+		out = append(out, safetensors.FromFloat32s(s.Name, s.Shape, data, dtype))
+		return nil
+	})
+	return out, nil
+}
+
+// drawInit draws HF's Qwen2 initialisation of every tensor of cfg, in HF order, from one float32
+// stream seeded by seed — linear and embedding weights ~ N(0, initializer_range²), biases 0, norm
+// weights 1 — and hands each to emit (which may keep data). InitTensors and InitWeights share it,
+// so a checkpoint written by `posttrain init` equals a model initialised in memory.
+func drawInit(cfg *Config, seed uint64, emit func(s TensorSpec, data []float32) error) error {
+	rng := rand.New(rand.NewPCG(seed, initRandSeed2))
 	for _, s := range cfg.Tensors() {
 		n := 1
 		for _, d := range s.Shape {
@@ -68,9 +80,11 @@ func InitTensors(cfg *Config, seed uint64, dtype string) ([]*safetensors.Tensor,
 				data[i] = float32(rng.NormFloat64() * cfg.InitializerRange)
 			}
 		}
-		out = append(out, safetensors.FromFloat32s(s.Name, s.Shape, data, dtype))
+		if err := emit(s, data); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // InitCheckpoint writes a randomly initialised checkpoint of cfg to dir (see InitTensors and

@@ -2,7 +2,6 @@ package qwen2
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -148,29 +147,12 @@ func InitWeights(ctx *context.Context, cfg *Config, seed uint64, dtype dtypes.DT
 	if dtype != dtypes.Float32 && dtype != dtypes.BFloat16 {
 		return fmt.Errorf("qwen2: compute dtype %s is not supported; valid: float32, bfloat16", dtype)
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	for _, s := range cfg.Tensors() {
-		n := 1
-		for _, d := range s.Shape {
-			n *= d
-		}
-		data := make([]float32, n)
-		switch {
-		case strings.HasSuffix(s.Name, "norm.weight"):
-			for i := range data {
-				data[i] = 1
-			}
-		case strings.HasSuffix(s.Name, ".bias"):
-		default:
-			for i := range data {
-				data[i] = float32(rng.NormFloat64() * cfg.InitializerRange)
-			}
-		}
+	return drawInit(cfg, seed, func(s TensorSpec, data []float32) error {
 		if err := setVariable(ctx, s.Name, fromFloat32s(data, s.Shape, dtype)); err != nil {
 			return fmt.Errorf("qwen2 init: tensor %q: %w", s.Name, err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // ExportWeights returns the model's variables as safetensors tensors with HF names, in HF order,
