@@ -88,7 +88,8 @@ func run(args []string, stdout, stderr *os.File) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "posttrain: %v\n", err)
+	// Errors often start with the command's full name ("posttrain sft: ..."): print it once.
+	fmt.Fprintf(stderr, "posttrain: %s\n", strings.TrimPrefix(err.Error(), "posttrain "))
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2
