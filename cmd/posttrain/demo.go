@@ -25,15 +25,18 @@ func init() {
 		Name:  "demo",
 		Usage: "learn multiplication on a CPU in minutes: BPE tokenizer → small Qwen2 → SFT → GRPO (verifier) vs GRPO (random reward)",
 		Description: "Writes everything under --output-dir: tokenizer/, base/ (random init), sft/, grpo/ and grpo-random/\n" +
-			"(HF checkpoints with metrics.jsonl; see `posttrain plot DIR/grpo`). Prints greedy exact-match\n" +
-			"accuracy on held-out problems after each stage, ± the binomial standard error.",
+			"(HF checkpoints with metrics.jsonl; see `posttrain plot DIR/grpo`). Prints greedy accuracy, strict\n" +
+			"(exactly the product) and correct (its first integer), on the GRPO and the held-out problems after\n" +
+			"each stage, ± the binomial standard error.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output-dir", Value: d.OutputDir, Usage: "directory for the runs"},
 			&cli.IntFlag{Name: "seed", Value: d.Seed, Usage: "seed of the split, the initialisation, SFT and GRPO"},
 			&cli.IntFlag{Name: "max-factor", Value: d.MaxFactor, Usage: "problems a×b with a, b in [2, N]"},
 			&cli.IntFlag{Name: "intermediate-size", Value: d.Shape.Intermediate, Usage: "MLP width"},
-			&cli.IntFlag{Name: "held-out", Value: d.HeldOut, Usage: "problems held out of the 324 for evaluation"},
-			&cli.IntFlag{Name: "sft-steps", Value: d.SFTSteps, Usage: "SFT optimizer steps (few enough to leave headroom)"},
+			&cli.IntFlag{Name: "held-out", Value: d.HeldOut, Usage: "problems GRPO never samples, for evaluation"},
+			&cli.StringFlag{Name: "sft-format", Value: d.SFTFormat, Usage: "SFT answers: bare (\"72\") or mixed (7 in 10 \"72.\", 3 bare)"},
+			&cli.StringFlag{Name: "reward", Value: d.Reward, Usage: "GRPO verifier reward: mult_strict (exactly the product) or mult_correct (its first integer)"},
+			&cli.IntFlag{Name: "sft-steps", Value: d.SFTSteps, Usage: "SFT optimizer steps"},
 			&cli.FloatFlag{Name: "sft-learning-rate", Value: d.SFTLearningRate, Usage: "SFT learning rate"},
 			&cli.IntFlag{Name: "sft-batch", Value: d.SFTBatch, Usage: "SFT batch size"},
 			&cli.IntFlag{Name: "grpo-steps", Value: d.GRPOSteps, Usage: "GRPO optimizer steps"},
@@ -60,6 +63,7 @@ func init() {
 			o.MaxFactor, o.Shape.Intermediate = int(cmd.Int("max-factor")), int(cmd.Int("intermediate-size"))
 			o.Temperature, o.Beta, o.ReuseSFT = cmd.Float("temperature"), cmd.Float("beta"), cmd.Bool("reuse-sft")
 			o.NumGenerations, o.GRPOPrompts = int(cmd.Int("num-generations")), int(cmd.Int("grpo-prompts"))
+			o.SFTFormat, o.Reward = cmd.String("sft-format"), cmd.String("reward")
 			if err := runDemo(ctx, o, cmd); err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}
@@ -86,24 +90,25 @@ func runDemo(ctx context.Context, o demo.Options, cmd *cli.Command) error {
 // printDemo writes the summary table.
 func printDemo(w io.Writer, o demo.Options, rep *demo.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "stage\tGRPO problems\theld-out problems\treward\twall\n")
+	fmt.Fprintf(tw, "stage\tGRPO problems strict\tcorrect\theld-out strict\tcorrect\treward\twall\n")
 	for _, s := range rep.Stages {
 		reward := "-"
 		if strings.HasPrefix(s.Name, "GRPO") {
 			reward = fmt.Sprintf("%.3f", s.Reward)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Train, s.HeldOut, reward, s.Wall.Round(time.Second))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Train.Strict, s.Train.Correct, s.HeldOut.Strict, s.HeldOut.Correct,
+			reward, s.Wall.Round(time.Second))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, s := range rep.Stages {
 		if s.Seeds > 1 {
-			fmt.Fprintf(w, "%s over %d seeds: GRPO problems %.1f%% ± %.1f, held-out %.1f%% ± %.1f (mean ± std over seeds)\n",
-				s.Name, s.Seeds, 100*s.TrainMean, 100*s.TrainStd, 100*s.HeldMean, 100*s.HeldSD)
+			fmt.Fprintf(w, "%s over %d seeds (%s verifier): GRPO problems %.1f%% ± %.1f, held-out %.1f%% ± %.1f (mean ± std over seeds)\n",
+				s.Name, s.Seeds, o.Reward, 100*s.TrainMean, 100*s.TrainStd, 100*s.HeldMean, 100*s.HeldSD)
 		}
 	}
-	fmt.Fprintf(w, "accuracy: greedy exact match (mult_correct) ± binomial standard error; reward: mean over the last logging window\n")
+	fmt.Fprintf(w, "accuracy: greedy answers; strict: exactly the product (mult_strict), correct: its first integer (mult_correct); ± binomial standard error; reward: mean over the last logging window\n")
 	_, err := fmt.Fprintf(w, "total %s; curves: posttrain plot %s\n", rep.Wall.Round(time.Second), filepath.Join(o.OutputDir, "grpo"))
 	return err
 }

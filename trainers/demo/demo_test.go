@@ -56,11 +56,14 @@ func TestRun_Miniature(t *testing.T) {
 	var names []string
 	for _, s := range rep.Stages {
 		names = append(names, s.Name)
-		if s.HeldOut.N != 3 || s.Train.N != 6 {
-			t.Errorf("%s evaluated on %d/%d problems, want 3 held out and 6 trained", s.Name, s.HeldOut.N, s.Train.N)
+		if s.HeldOut.Strict.N != 3 || s.Train.Strict.N != 6 || s.HeldOut.Correct.N != 3 || s.Train.Correct.N != 6 {
+			t.Errorf("%s evaluated on %+v/%+v problems, want 3 held out and 6 trained", s.Name, s.HeldOut, s.Train)
+		}
+		if s.HeldOut.Strict.Correct > s.HeldOut.Correct.Correct || s.Train.Strict.Correct > s.Train.Correct.Correct {
+			t.Errorf("%s: more strict than correct answers: %+v %+v", s.Name, s.HeldOut, s.Train)
 		}
 	}
-	if got := strings.Join(names, "|"); got != "init (random weights)|SFT|GRPO mult_correct|GRPO random (control)" {
+	if got := strings.Join(names, "|"); got != "init (random weights)|SFT|GRPO mult_strict|GRPO random (control)" {
 		t.Errorf("stages %s", got)
 	}
 	for _, f := range []string{"tokenizer/tokenizer.json", "base/config.json", "sft/model.safetensors", "grpo/metrics.jsonl",
@@ -68,5 +71,42 @@ func TestRun_Miniature(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(o.OutputDir, f)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// The mixed format answers every problem in both forms, MixedSentences in MixedCopies with the
+// sentence suffix: the format is not a property of the problem.
+func TestSFTDataset_Formats(t *testing.T) {
+	ps := []mult.Problem{{A: 3, B: 4}, {A: 7, B: 8}}
+	bare, err := SFTDataset(ps, FormatBare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bare.Rows) != 2 || bare.Rows[1].Completion.Messages[0].Content != "56" {
+		t.Errorf("bare: %d rows, second %+v", len(bare.Rows), bare.Rows[1].Completion)
+	}
+	mixed, err := SFTDataset(ps, FormatMixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mixed.Rows) != 2*MixedCopies {
+		t.Fatalf("mixed: %d rows, want %d", len(mixed.Rows), 2*MixedCopies)
+	}
+	counts := map[string]int{}
+	for _, r := range mixed.Rows {
+		counts[r.Completion.Messages[0].Content]++
+	}
+	want := map[string]int{"12": MixedCopies - MixedSentences, "12" + SentenceSuffix: MixedSentences,
+		"56": MixedCopies - MixedSentences, "56" + SentenceSuffix: MixedSentences}
+	for k, n := range want {
+		if counts[k] != n {
+			t.Errorf("mixed: %q %d times, want %d (all: %v)", k, counts[k], n, counts)
+		}
+	}
+	if c := "12" + SentenceSuffix; mult.Strict(c, "12") || !mult.Correct(c, "12") {
+		t.Errorf("%q: the sentence form must pass mult_correct and fail mult_strict", c)
+	}
+	if _, err := SFTDataset(ps, "json"); err == nil {
+		t.Error("an unknown format must be an error")
 	}
 }

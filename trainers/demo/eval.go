@@ -34,29 +34,44 @@ func (a Accuracy) String() string {
 	return fmt.Sprintf("%5.1f%% ± %.1f (%d/%d)", 100*a.P(), 100*a.StdErr(), a.Correct, a.N)
 }
 
+// Scores are a checkpoint's greedy accuracies on a problem set under the two verifiers: Strict
+// (mult.Strict: the answer is exactly a·b) and Correct (mult.Correct, the course's: the first
+// integer of the answer is a·b, whatever the format).
+type Scores struct {
+	Strict, Correct Accuracy
+}
+
+// Of is the accuracy under the verifier a reward function stands for: Strict for mult_strict,
+// else Correct.
+func (s Scores) Of(reward string) Accuracy {
+	if reward == "mult_strict" {
+		return s.Strict
+	}
+	return s.Correct
+}
+
 // Evaluate answers every problem greedily with the checkpoint in dir (its chat template, every
-// EOS id, at most 6 new tokens) and scores the answers with the course's verifier (mult.Correct:
-// the first integer of the answer is a·b).
-func Evaluate(b backends.Backend, dir string, ps []mult.Problem) (Accuracy, error) {
+// EOS id, at most 6 new tokens) and scores the answers with both verifiers.
+func Evaluate(b backends.Backend, dir string, ps []mult.Problem) (Scores, error) {
 	ctx, cfg, err := qwen2.Load(dir, dtypes.Float32)
 	if err != nil {
-		return Accuracy{}, err
+		return Scores{}, err
 	}
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
-		return Accuracy{}, err
+		return Scores{}, err
 	}
 	tpl, err := chat.Load(dir)
 	if err != nil {
-		return Accuracy{}, err
+		return Scores{}, err
 	}
 	stop, err := grpo.StopIDs(dir, cfg, tok)
 	if err != nil {
-		return Accuracy{}, err
+		return Scores{}, err
 	}
 	prompts, err := grpo.PromptsFromRows(PromptRows(ps), tpl, tok)
 	if err != nil {
-		return Accuracy{}, err
+		return Scores{}, err
 	}
 	ids := make([][]int32, len(prompts))
 	for i, p := range prompts {
@@ -66,13 +81,17 @@ func Evaluate(b backends.Backend, dir string, ps []mult.Problem) (Accuracy, erro
 	defer gen.Finalize()
 	gens, err := gen.Generate(ids, qwen2.GenerateOptions{MaxNewTokens: 6, StopIDs: stop, Tokenizer: tok})
 	if err != nil {
-		return Accuracy{}, err
+		return Scores{}, err
 	}
-	acc := Accuracy{N: len(ps)}
+	s := Scores{Strict: Accuracy{N: len(ps)}, Correct: Accuracy{N: len(ps)}}
 	for i, g := range gens {
-		if mult.Correct(g.Text, strconv.Itoa(ps[i].Answer())) {
-			acc.Correct++
+		gold := strconv.Itoa(ps[i].Answer())
+		if mult.Strict(g.Text, gold) {
+			s.Strict.Correct++
+		}
+		if mult.Correct(g.Text, gold) {
+			s.Correct.Correct++
 		}
 	}
-	return acc, nil
+	return s, nil
 }

@@ -52,14 +52,40 @@ func userMessage(p mult.Problem) []chat.Message {
 	return []chat.Message{{Role: "system", Content: SystemPrompt}, {Role: "user", Content: p.Prompt()}}
 }
 
-// SFTDataset is the conversational prompt-completion dataset of problems (answer = a·b).
-func SFTDataset(ps []mult.Problem) *data.Dataset {
-	d := &data.Dataset{Path: "demo-sft", Format: data.PromptCompletion, Conversational: true}
-	for i, p := range ps {
-		d.Rows = append(d.Rows, data.Row{Line: i + 1, Prompt: data.Text{Messages: userMessage(p)},
-			Completion: data.Text{Messages: []chat.Message{{Role: "assistant", Content: strconv.Itoa(p.Answer())}}}})
+// SFT answer formats: FormatBare answers every problem with the bare product ("72"); FormatMixed
+// answers each problem MixedCopies times, MixedSentences of them in the sentence form
+// "72"+SentenceSuffix and the rest bare, so the format is a habit shared by every problem (the
+// verifier mult_correct accepts both forms, mult_strict only the bare one).
+const (
+	FormatBare     = "bare"
+	FormatMixed    = "mixed"
+	SentenceSuffix = "."
+	MixedCopies    = 10
+	MixedSentences = 7
+)
+
+// SFTDataset is the conversational prompt-completion dataset of problems (answer = a·b) in format.
+func SFTDataset(ps []mult.Problem, format string) (*data.Dataset, error) {
+	copies, sentences := 1, 0
+	switch format {
+	case FormatBare:
+	case FormatMixed:
+		copies, sentences = MixedCopies, MixedSentences
+	default:
+		return nil, fmt.Errorf("demo: SFT format must be %q or %q, got %q", FormatBare, FormatMixed, format)
 	}
-	return d
+	d := &data.Dataset{Path: "demo-sft", Format: data.PromptCompletion, Conversational: true}
+	for _, p := range ps {
+		for k := range copies {
+			answer := strconv.Itoa(p.Answer())
+			if k < sentences {
+				answer += SentenceSuffix
+			}
+			d.Rows = append(d.Rows, data.Row{Line: len(d.Rows) + 1, Prompt: data.Text{Messages: userMessage(p)},
+				Completion: data.Text{Messages: []chat.Message{{Role: "assistant", Content: answer}}}})
+		}
+	}
+	return d, nil
 }
 
 // PromptRows are the conversational prompt-only rows of problems with their "answer" column, as
