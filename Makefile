@@ -15,7 +15,6 @@ build:
 build-static:
 	CGO_ENABLED=0 $(GO) build -tags noxla -o bin/posttrain-static ./cmd/posttrain
 
-# The README's main job on an embedded default: no download needed.
 # The README's main job on an embedded default, no download: `posttrain demo` (about 12 minutes
 # on 2 cores). `make course` prints the course's 74 lines in seconds.
 run: demo
