@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,23 +11,7 @@ import (
 func TestScore_CLIGeneration(t *testing.T) {
 	for name, n := range map[string]int{"left_pad": 5, "single": 8} {
 		t.Run(name, func(t *testing.T) {
-			out, err := runCLI(t, "score", "--model", filepath.Join(tinyFixture, "model"),
-				"--input", filepath.Join(tinyFixture, "inputs", name+".json"), "--gen", strconv.Itoa(n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got map[string]any
-			if err := json.Unmarshal([]byte(out), &got); err != nil {
-				t.Fatalf("output is not JSON: %v\n%s", err, out)
-			}
-			data, err := os.ReadFile(filepath.Join(tinyFixture, "expected", name+".float64.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var full map[string]any
-			if err := json.Unmarshal(data, &full); err != nil {
-				t.Fatal(err)
-			}
+			got, full := scoreFixture(t, name, "--gen", strconv.Itoa(n))
 			gen := full["generation"].(map[string]any)
 			want := map[string]any{}
 			for _, k := range []string{"max_new_tokens", "tokens_cache", "tokens_nocache", "agree", "logprobs_cache", "logprobs_nocache"} {

@@ -67,29 +67,36 @@ func compareJSON(t *testing.T, path string, got, want any, tol float64) {
 	}
 }
 
+// scoreFixture runs `posttrain score` on the qwen2-tiny input name with extra flags and returns its
+// JSON output and the float64 reference file of that input.
+func scoreFixture(t *testing.T, name string, flags ...string) (got, want map[string]any) {
+	t.Helper()
+	args := append([]string{"score", "--model", filepath.Join(tinyFixture, "model"),
+		"--input", filepath.Join(tinyFixture, "inputs", name+".json")}, flags...)
+	out, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(filepath.Join(tinyFixture, "expected", name+".float64.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	return got, want
+}
+
 // The printed JSON has the keys of the expected files and their values (float64 reference).
 func TestScore_CLIMatchesExpected(t *testing.T) {
 	keys := []string{"token_positions", "token_ids", "token_logprobs", "seq_logprob", "n_completion_tokens", "loss",
 		"last_index", "last_logits_first8", "last_argmax", "logits_checksum", "grad"}
 	for _, name := range []string{"left_pad", "right_pad", "single"} {
 		t.Run(name, func(t *testing.T) {
-			out, err := runCLI(t, "score", "--model", filepath.Join(tinyFixture, "model"),
-				"--input", filepath.Join(tinyFixture, "inputs", name+".json"), "--grad")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got map[string]any
-			if err := json.Unmarshal([]byte(out), &got); err != nil {
-				t.Fatalf("output is not JSON: %v\n%s", err, out)
-			}
-			data, err := os.ReadFile(filepath.Join(tinyFixture, "expected", name+".float64.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var full map[string]any
-			if err := json.Unmarshal(data, &full); err != nil {
-				t.Fatal(err)
-			}
+			got, full := scoreFixture(t, name, "--grad")
 			want := map[string]any{}
 			for _, k := range keys {
 				want[k] = full[k]

@@ -136,7 +136,7 @@ type DPO struct {
 	LabelSmoothing        float64 `yaml:"label_smoothing" usage:"cDPO label smoothing in [0, 0.5) (sigmoid loss only)"`
 	MaxLength             int     `yaml:"max_length" usage:"truncate prompt+completion to this many tokens"`
 	MaxPromptLength       int     `yaml:"max_prompt_length" usage:"truncate prompts to this many tokens"`
-	PrecomputeRefLogProbs bool    `yaml:"precompute_ref_log_probs" usage:"compute reference log-probs for the whole dataset before training"`
+	PrecomputeRefLogProbs bool    `yaml:"precompute_ref_log_probs" usage:"accepted for TRL compatibility: posttrain always computes the reference log-probs once, before training, from the starting weights (no second resident copy)"`
 }
 
 // DefaultDPO returns DPOConfig's v0.24 defaults.
