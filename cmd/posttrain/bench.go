@@ -61,7 +61,7 @@ func benchModelFlags(defaultDType string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "model", Required: true, Usage: "checkpoint directory or HuggingFace repo id"},
 		&cli.StringFlag{Name: "dtype", Value: defaultDType, Usage: "dtype of weights and activations: float32 or bfloat16"},
-		&cli.StringFlag{Name: "backend", Usage: "GoMLX backend (default $GOMLX_BACKEND, else " + backend.Default + "); e.g. xla:cuda"},
+		backendFlag(),
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the synthetic data and of sampling"},
 	}
 }
@@ -279,25 +279,12 @@ type benchDecodeResult struct {
 	Runs []benchDecodeRun `json:"runs"`
 }
 
-// benchBucketLen mirrors qwen2's length buckets (powers of two from 8 to 256, then multiples of
-// 128) so the warm-up call can be short and still compile the timed call's graphs.
-func benchBucketLen(n int) int {
-	if n > 256 {
-		return (n + 127) / 128 * 128
-	}
-	b := 8
-	for b < n {
-		b *= 2
-	}
-	return b
-}
-
 // benchWarmupNewTokens is the fewest new tokens (≥ 2: one prefill and one decode step) whose cache
 // bucket is that of newTok.
 func benchWarmupNewTokens(plen, newTok int) int {
-	want := benchBucketLen(benchBucketLen(plen) + newTok)
+	want := qwen2.BucketLen(qwen2.BucketLen(plen) + newTok)
 	for n := 2; n < newTok; n++ {
-		if benchBucketLen(benchBucketLen(plen)+n) == want {
+		if qwen2.BucketLen(qwen2.BucketLen(plen)+n) == want {
 			return n
 		}
 	}

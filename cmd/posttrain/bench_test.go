@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // The workloads run end to end on the tiny fixture with the pure-Go backend and print their JSON.
@@ -79,7 +81,7 @@ func TestBench_Inputs(t *testing.T) {
 func TestBench_WarmupNewTokensKeepsTheCacheBucket(t *testing.T) {
 	for _, c := range []struct{ plen, n, want int }{{64, 64, 2}, {8, 8, 2}, {5, 4, 2}, {64, 200, 193}, {100, 30, 2}} {
 		got := benchWarmupNewTokens(c.plen, c.n)
-		if got != c.want || benchBucketLen(benchBucketLen(c.plen)+got) != benchBucketLen(benchBucketLen(c.plen)+c.n) {
+		if got != c.want || qwen2.BucketLen(qwen2.BucketLen(c.plen)+got) != qwen2.BucketLen(qwen2.BucketLen(c.plen)+c.n) {
 			t.Errorf("benchWarmupNewTokens(%d, %d) = %d, want %d", c.plen, c.n, got, c.want)
 		}
 	}

@@ -49,7 +49,7 @@ func init() {
 			&cli.IntFlag{Name: "grpo-seeds", Value: d.GRPOSeeds, Usage: "verifier GRPO runs with consecutive seeds, to measure run-to-run noise"},
 			&cli.IntFlag{Name: "hidden-size", Value: d.Shape.Hidden, Usage: "model width"},
 			&cli.IntFlag{Name: "layers", Value: d.Shape.Layers, Usage: "decoder layers"},
-			&cli.StringFlag{Name: "backend", Usage: "GoMLX backend (default $GOMLX_BACKEND, else " + backend.Default + ")"},
+			backendFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {

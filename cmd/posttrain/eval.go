@@ -19,8 +19,6 @@ import (
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/data/tokenizer"
-	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/grpo"
 )
@@ -64,7 +62,7 @@ func init() {
 				&cli.IntFlag{Name: "seed", Value: 1, Usage: "seed of the problem draw (the course's training data uses 0)"},
 				&cli.IntFlag{Name: "max-new-tokens", Value: 8, Usage: "most tokens generated per answer"},
 				&cli.IntFlag{Name: "batch", Value: 64, Usage: "prompts generated together"},
-				&cli.StringFlag{Name: "backend", Usage: "GoMLX backend (default $GOMLX_BACKEND, else " + backend.Default + "); e.g. xla:cuda"},
+				backendFlag(),
 				&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -86,11 +84,7 @@ func init() {
 }
 
 func runEvalMult(ctx context.Context, c evalMultConfig, w io.Writer) error {
-	dir, err := hub.Resolve(ctx, c.Model, hub.Options{})
-	if err != nil {
-		return err
-	}
-	b, err := backend.New(backend.Resolve(c.Backend))
+	dir, b, err := openModel(ctx, c.Model, c.Backend)
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,6 @@ import (
 
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/tokenizer"
-	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -67,7 +65,7 @@ func init() {
 			&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at the checkpoint's eos ids"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON: prompt ids, generated ids, text, log-probs, truncated, timings"},
 			&cli.StringFlag{Name: "compute-dtype", Value: "float32", Usage: "dtype of weights and activations: float32 or bfloat16"},
-			&cli.StringFlag{Name: "backend", Usage: "GoMLX backend (default $GOMLX_BACKEND, else " + backend.Default + "); e.g. xla:cuda"},
+			backendFlag(),
 			&cli.StringFlag{Name: "kv-update", Value: "auto", Usage: "how a decode step writes the KV cache: auto (DynamicUpdateSlice where the backend has it), where, dynamic"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -118,10 +116,11 @@ func runGenerate(ctx context.Context, c generateConfig, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, err := hub.Resolve(ctx, c.Model, hub.Options{})
+	dir, b, err := openModel(ctx, c.Model, c.Backend)
 	if err != nil {
 		return err
 	}
+	defer b.Finalize()
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		return err
@@ -140,11 +139,6 @@ func runGenerate(ctx context.Context, c generateConfig, w io.Writer) error {
 	if out.EOSIDs, err = qwen2.EOSTokenIDs(dir, cfg); err != nil {
 		return err
 	}
-	b, err := backend.New(backend.Resolve(c.Backend))
-	if err != nil {
-		return err
-	}
-	defer b.Finalize()
 	g := qwen2.NewGenerator(b, mctx, cfg)
 	defer g.Finalize()
 	if g.KVUpdate, err = qwen2.ParseKVUpdate(c.KVUpdate); err != nil {

@@ -10,9 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
-	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/grpo"
 )
@@ -50,11 +48,7 @@ func runGRPO(ctx context.Context, cfg *config.GRPO, cmd *cli.Command) error {
 	logger := slog.New(slog.NewTextHandler(errw, nil))
 	ctx, stop := checkpoint.NotifyContext(ctx, logger) // Ctrl-C saves a checkpoint; --resume continues
 	defer stop()
-	dir, err := hub.Resolve(ctx, cfg.Model, hub.Options{})
-	if err != nil {
-		return err
-	}
-	b, err := backend.New(backend.Resolve(cfg.Backend))
+	dir, b, err := openModel(ctx, cfg.Model, cfg.Backend)
 	if err != nil {
 		return err
 	}

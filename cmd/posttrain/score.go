@@ -12,8 +12,6 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -43,7 +41,7 @@ func init() {
 			&cli.BoolFlag{Name: "grad", Usage: "also print the L2 norm of the loss gradient per tensor (grad.l2, grad.global_l2)"},
 			&cli.IntFlag{Name: "gen", Usage: "also generate `N` greedy tokens per row with and without the KV cache (generation.tokens_cache, tokens_nocache)"},
 			&cli.StringFlag{Name: "compute-dtype", Value: "float32", Usage: "dtype of weights and activations: float32 or bfloat16"},
-			&cli.StringFlag{Name: "backend", Usage: "GoMLX backend (default $GOMLX_BACKEND, else " + backend.Default + "); e.g. xla:cuda"},
+			backendFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
@@ -75,19 +73,15 @@ func runScore(ctx context.Context, c scoreConfig, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, err := hub.Resolve(ctx, c.Model, hub.Options{})
-	if err != nil {
-		return err
-	}
-	mctx, cfg, err := qwen2.Load(dir, dtype)
-	if err != nil {
-		return err
-	}
-	b, err := backend.New(backend.Resolve(c.Backend))
+	dir, b, err := openModel(ctx, c.Model, c.Backend)
 	if err != nil {
 		return err
 	}
 	defer b.Finalize()
+	mctx, cfg, err := qwen2.Load(dir, dtype)
+	if err != nil {
+		return err
+	}
 	res, err := qwen2.Score(b, mctx, cfg, batch, c.Grad)
 	if err != nil {
 		return err

@@ -125,7 +125,7 @@ func addLMToy(t lmToy) {
 	flags := append([]cli.Flag{
 		jsonFlag(),
 		&cli.BoolFlag{Name: "check", Usage: "also run the float64 oracle (toy/tinylm) and fail if the results differ by more than 1e-9"},
-		&cli.StringFlag{Name: "backend", Usage: "GoMLX backend (default $GOMLX_BACKEND, else " + backend.Default + "); e.g. xla:cuda"},
+		backendFlag(),
 	}, t.flags...)
 	addToy(toyExperiment{
 		Phase: t.phase,

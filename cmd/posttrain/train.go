@@ -15,9 +15,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
-	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 )
@@ -60,11 +58,7 @@ func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build tr
 	logger := slog.New(slog.NewTextHandler(errw, nil))
 	ctx, stop := checkpoint.NotifyContext(ctx, logger)
 	defer stop()
-	dir, err := hub.Resolve(ctx, c.Model, hub.Options{})
-	if err != nil {
-		return err
-	}
-	b, err := backend.New(backend.Resolve(c.Backend))
+	dir, b, err := openModel(ctx, c.Model, c.Backend)
 	if err != nil {
 		return err
 	}

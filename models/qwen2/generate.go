@@ -121,8 +121,8 @@ func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (_ 
 		return nil, err
 	}
 	n, vocab := len(prompts), g.cfg.VocabSize
-	rows, plen := bucketRows(n), bucketLen(maxLen(prompts))
-	clen := bucketLen(plen + opts.MaxNewTokens)
+	rows, plen := bucketRows(n), BucketLen(maxLen(prompts))
+	clen := BucketLen(plen + opts.MaxNewTokens)
 	ids, mask := leftPad(prompts, rows, plen)
 	keyValid := make([][]int32, rows)
 	for r := range keyValid {
@@ -277,8 +277,9 @@ func bucketRows(n int) int {
 	return b
 }
 
-// bucketLen is the length bucket: the next power of two from 8 to 256, then multiples of 128.
-func bucketLen(n int) int {
+// BucketLen is the length bucket of the KV cache and the uncached reference: the next power of
+// two from 8 to 256, then multiples of 128.
+func BucketLen(n int) int {
 	if n > 256 {
 		return (n + 127) / 128 * 128
 	}

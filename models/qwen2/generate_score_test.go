@@ -90,8 +90,8 @@ func TestGenerate_Errors(t *testing.T) {
 
 func TestBuckets(t *testing.T) {
 	for _, c := range [][2]int{{1, 8}, {8, 8}, {9, 16}, {200, 256}, {256, 256}, {257, 384}, {1000, 1024}, {1025, 1152}} {
-		if got := bucketLen(c[0]); got != c[1] {
-			t.Errorf("bucketLen(%d) = %d, want %d", c[0], got, c[1])
+		if got := BucketLen(c[0]); got != c[1] {
+			t.Errorf("BucketLen(%d) = %d, want %d", c[0], got, c[1])
 		}
 	}
 	for _, c := range [][2]int{{1, 1}, {2, 2}, {3, 4}, {5, 8}, {16, 16}} {

@@ -105,7 +105,7 @@ func (s *fullStepper) forward() ([]float32, error) {
 		g.full = exec
 	}
 	n := len(s.ids[0])
-	padded := bucketLen(n)
+	padded := BucketLen(n)
 	ids, mask, last := make([][]int32, len(s.ids)), make([][]int32, len(s.ids)), make([]int32, len(s.ids))
 	for r := range s.ids {
 		ids[r] = append(slices.Clone(s.ids[r]), make([]int32, padded-n)...)
