@@ -12,15 +12,11 @@ import (
 	"strconv"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/data/tokenizer"
-	"github.com/posttrain/posttrain/models/qwen2"
-	"github.com/posttrain/posttrain/trainers/grpo"
+	"github.com/posttrain/posttrain/trainers/eval"
 )
 
 // evalMultConfig holds the flags of `posttrain eval mult`.
@@ -103,49 +99,21 @@ func runEvalMult(ctx context.Context, c evalMultConfig, w io.Writer) error {
 	return err
 }
 
-// evalMult answers every problem greedily with the checkpoint in dir and counts the answers the
-// mult_correct verifier accepts.
+// evalMult answers every problem greedily with the checkpoint in dir (trainers/eval) and counts
+// the answers the mult_correct verifier accepts.
 func evalMult(b backends.Backend, dir string, problems []mult.Problem, maxNew, batch int) (int, error) {
-	ctx, cfg, err := qwen2.Load(dir, dtypes.Float32)
-	if err != nil {
-		return 0, err
-	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		return 0, err
-	}
-	tpl, err := chat.Load(dir)
-	if err != nil {
-		return 0, err
-	}
-	stop, err := grpo.StopIDs(dir, cfg, tok)
-	if err != nil {
-		return 0, err
-	}
-	rows := make([]data.Row, len(problems))
+	prompts := make([][]chat.Message, len(problems))
 	for i, p := range problems {
-		rows[i].Prompt = data.Text{Messages: []chat.Message{{Role: "user", Content: p.Prompt()}}}
+		prompts[i] = []chat.Message{{Role: "user", Content: p.Prompt()}}
 	}
-	prompts, err := grpo.PromptsFromRows(rows, tpl, tok)
+	answers, err := eval.Greedy(b, dir, prompts, maxNew, batch)
 	if err != nil {
 		return 0, err
 	}
-	gen := qwen2.NewGenerator(b, ctx, cfg)
-	defer gen.Finalize()
 	correct := 0
-	for lo := 0; lo < len(prompts); lo += batch {
-		var ids [][]int32
-		for _, p := range prompts[lo:min(lo+batch, len(prompts))] {
-			ids = append(ids, p.IDs)
-		}
-		gens, err := gen.Generate(ids, qwen2.GenerateOptions{MaxNewTokens: maxNew, StopIDs: stop, Tokenizer: tok})
-		if err != nil {
-			return 0, err
-		}
-		for k, g := range gens {
-			if mult.Correct(g.Text, strconv.Itoa(problems[lo+k].Answer())) {
-				correct++
-			}
+	for i, text := range answers {
+		if mult.Correct(text, strconv.Itoa(problems[i].Answer())) {
+			correct++
 		}
 	}
 	return correct, nil

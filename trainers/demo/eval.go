@@ -6,13 +6,10 @@ import (
 	"strconv"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/data/tokenizer"
-	"github.com/posttrain/posttrain/models/qwen2"
-	"github.com/posttrain/posttrain/trainers/grpo"
+	"github.com/posttrain/posttrain/trainers/eval"
 )
 
 // Accuracy is greedy exact-match accuracy on a problem set, with its binomial standard error
@@ -51,45 +48,23 @@ func (s Scores) Of(reward string) Accuracy {
 }
 
 // Evaluate answers every problem greedily with the checkpoint in dir (its chat template, every
-// EOS id, at most 6 new tokens) and scores the answers with both verifiers.
+// EOS id, at most 6 new tokens; trainers/eval) and scores the answers with both verifiers.
 func Evaluate(b backends.Backend, dir string, ps []mult.Problem) (Scores, error) {
-	ctx, cfg, err := qwen2.Load(dir, dtypes.Float32)
-	if err != nil {
-		return Scores{}, err
+	prompts := make([][]chat.Message, len(ps))
+	for i, p := range ps {
+		prompts[i] = userMessage(p)
 	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		return Scores{}, err
-	}
-	tpl, err := chat.Load(dir)
-	if err != nil {
-		return Scores{}, err
-	}
-	stop, err := grpo.StopIDs(dir, cfg, tok)
-	if err != nil {
-		return Scores{}, err
-	}
-	prompts, err := grpo.PromptsFromRows(PromptRows(ps), tpl, tok)
-	if err != nil {
-		return Scores{}, err
-	}
-	ids := make([][]int32, len(prompts))
-	for i, p := range prompts {
-		ids[i] = p.IDs
-	}
-	gen := qwen2.NewGenerator(b, ctx, cfg)
-	defer gen.Finalize()
-	gens, err := gen.Generate(ids, qwen2.GenerateOptions{MaxNewTokens: 6, StopIDs: stop, Tokenizer: tok})
+	answers, err := eval.Greedy(b, dir, prompts, 6, 0)
 	if err != nil {
 		return Scores{}, err
 	}
 	s := Scores{Strict: Accuracy{N: len(ps)}, Correct: Accuracy{N: len(ps)}}
-	for i, g := range gens {
+	for i, text := range answers {
 		gold := strconv.Itoa(ps[i].Answer())
-		if mult.Strict(g.Text, gold) {
+		if mult.Strict(text, gold) {
 			s.Strict.Correct++
 		}
-		if mult.Correct(g.Text, gold) {
+		if mult.Correct(text, gold) {
 			s.Correct.Correct++
 		}
 	}

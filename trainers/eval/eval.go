@@ -1,0 +1,65 @@
+// Package eval answers prompts greedily with a checkpoint, the way the trainers' held-out
+// evaluations (posttrain eval, the demo) score a model: the checkpoint's own chat template
+// (add_generation_prompt), every EOS id it declares, batched KV-cache generation.
+package eval
+
+import (
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/data/tokenizer"
+	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/trainers/grpo"
+)
+
+// Greedy returns the greedy completion text (special tokens skipped) of every conversational
+// prompt with the checkpoint in dir, generating at most maxNew tokens, batch prompts at a time
+// (batch ≤ 0: all at once).
+func Greedy(b backends.Backend, dir string, prompts [][]chat.Message, maxNew, batch int) ([]string, error) {
+	ctx, cfg, err := qwen2.Load(dir, dtypes.Float32)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	tpl, err := chat.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	stop, err := grpo.StopIDs(dir, cfg, tok)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]data.Row, len(prompts))
+	for i, msgs := range prompts {
+		rows[i] = data.Row{Line: i + 1, Prompt: data.Text{Messages: msgs}}
+	}
+	rendered, err := grpo.PromptsFromRows(rows, tpl, tok)
+	if err != nil {
+		return nil, err
+	}
+	if batch <= 0 {
+		batch = max(len(rendered), 1)
+	}
+	gen := qwen2.NewGenerator(b, ctx, cfg)
+	defer gen.Finalize()
+	out := make([]string, 0, len(rendered))
+	for lo := 0; lo < len(rendered); lo += batch {
+		var ids [][]int32
+		for _, p := range rendered[lo:min(lo+batch, len(rendered))] {
+			ids = append(ids, p.IDs)
+		}
+		gens, err := gen.Generate(ids, qwen2.GenerateOptions{MaxNewTokens: maxNew, StopIDs: stop, Tokenizer: tok})
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range gens {
+			out = append(out, g.Text)
+		}
+	}
+	return out, nil
+}
