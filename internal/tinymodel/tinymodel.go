@@ -49,6 +49,9 @@ const ChatTemplate = "{%- for message in messages %}{{- '<|im_start|>' + message
 type Options struct {
 	Hidden, Intermediate, Layers, Heads, KVHeads int
 	Seed                                         uint64
+	// InitRange is the std of the random weights (0: HF's 0.02, which makes a near-uniform model
+	// whose greedy answers hardly depend on the prompt; tests of prompt handling use ~1).
+	InitRange float64
 }
 
 // Default is a 2-layer model of width 32 (≈ 41k parameters).
@@ -62,7 +65,7 @@ func (o Options) Config() *qwen2.Config {
 		IntermediateSize: o.Intermediate, NumHiddenLayers: o.Layers, NumAttentionHeads: o.Heads,
 		NumKeyValueHeads: o.KVHeads, HeadDim: o.Hidden / o.Heads, RMSNormEps: 1e-6, RopeTheta: 1e6,
 		TieWordEmbeddings: true, MaxPositionEmbeddings: 4096, HiddenAct: "silu", TorchDType: "float32",
-		InitializerRange: 0.02, BOSTokenID: &bos, EOSTokenIDs: []int{IMEnd}}
+		InitializerRange: o.InitRange, BOSTokenID: &bos, EOSTokenIDs: []int{IMEnd}}
 }
 
 func (o Options) withDefaults() Options {
@@ -78,6 +81,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Seed == 0 {
 		o.Seed = d.Seed
+	}
+	if o.InitRange == 0 {
+		o.InitRange = 0.02
 	}
 	return o
 }
