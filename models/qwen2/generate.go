@@ -3,10 +3,7 @@ package qwen2
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
@@ -23,7 +20,8 @@ type GenerateOptions struct {
 	// MaxNewTokens is the most tokens generated per row (≥ 1).
 	MaxNewTokens int
 	// Seed selects the random streams when sampling; row r draws from its own stream of (Seed, r),
-	// so the same seed reproduces every row exactly. Vary it between calls (e.g. seed + step).
+	// so the same seed reproduces every row exactly, on every backend. Vary it between calls
+	// (e.g. seed + step).
 	Seed uint64
 	// StopIDs end a row when generated (the id is kept in Generation.IDs); nil means the
 	// config's eos_token_id. Use EOSTokenIDs for the union with generation_config.json.
@@ -44,9 +42,9 @@ type Generation struct {
 	IDs  []int32 // generated tokens, the stop token included when one ended the row
 	Text string  // IDs decoded without special tokens, when a tokenizer was given
 	// LogProbs[i] = log softmax(logits/T)[IDs[i]] over the whole vocabulary, T the temperature
-	// (1 when greedy), computed in float64 from the float32 logits: the tempered model
-	// distribution the sampler drew from, before top-k/top-p truncation. At T = 1 these are the
-	// log-probs Score gives for the same sequence.
+	// (1 when greedy), computed in float32 in the sampling graph: the tempered model distribution
+	// the sampler drew from, before top-k/top-p truncation. At T = 1 these are the log-probs Score
+	// gives for the same sequence.
 	LogProbs []float64
 	// Truncated is true when the row reached MaxNewTokens without a stop token.
 	Truncated bool
@@ -71,9 +69,32 @@ type Generator struct {
 	// KVUpdate selects how the cache is written (default KVUpdateAuto); set before the first call.
 	KVUpdate KVUpdate
 
-	prefill, decode, full *context.Exec
-	decodeHow             KVUpdate // the update the decode graphs were built with
-	stats                 GenerateStats
+	execs map[execKey]*context.Exec
+	stats GenerateStats
+}
+
+// execKey names one of the Generator's compiled graphs: the prompt pass, the decode step or the
+// uncached reference, by sampler variant and (decode step) cache update.
+type execKey struct {
+	graph string
+	mode  drawMode
+	how   KVUpdate
+}
+
+// exec returns the graph of key, building it with fn the first time.
+func (g *Generator) exec(key execKey, fn func(*context.Context, []*graph.Node) []*graph.Node) (*context.Exec, error) {
+	if e := g.execs[key]; e != nil {
+		return e, nil
+	}
+	e, err := newExec(g.backend, g.ctx, fn)
+	if err != nil {
+		return nil, err
+	}
+	if g.execs == nil {
+		g.execs = map[execKey]*context.Exec{}
+	}
+	g.execs[key] = e
+	return e, nil
 }
 
 // NewGenerator returns a Generator for the model whose weights ctx holds.
@@ -86,31 +107,30 @@ func (g *Generator) Stats() GenerateStats { return g.stats }
 
 // Finalize frees the compiled graphs.
 func (g *Generator) Finalize() {
-	for _, e := range []*context.Exec{g.prefill, g.decode, g.full} {
-		if e != nil {
-			e.Finalize()
-		}
+	for _, e := range g.execs {
+		e.Finalize()
 	}
-	g.prefill, g.decode, g.full = nil, nil, nil
+	g.execs = nil
 }
 
 // Generate continues each prompt (token ids, unpadded, of any lengths) with the KV cache: the
 // prompts are left-padded into one batch, run once, then one decode step per new token.
 func (g *Generator) Generate(prompts [][]int32, opts GenerateOptions) ([]Generation, error) {
-	return g.run(prompts, opts, &cachedStepper{g: g, how: g.KVUpdate.resolve(g.backend)})
+	return g.run(prompts, opts, &cachedStepper{g: g, how: g.KVUpdate.resolve(g.backend), mode: opts.mode(g.cfg.VocabSize)})
 }
 
 // GenerateUncached is Generate recomputing the full forward pass over the whole sequence at each
 // step, without a cache: the reference the cached path is tested against (O(steps²) work, one
 // graph per length bucket).
 func (g *Generator) GenerateUncached(prompts [][]int32, opts GenerateOptions) ([]Generation, error) {
-	return g.run(prompts, opts, &fullStepper{g: g})
+	return g.run(prompts, opts, &fullStepper{g: g, mode: opts.mode(g.cfg.VocabSize)})
 }
 
-// stepper produces the next-token logits [B·V] (row-major) of a left-padded batch.
+// stepper draws the next token of every row of a left-padded batch, with the sampler's runtime
+// inputs (sampleParams), and returns the tokens [B] and their log-probs [B].
 type stepper interface {
-	start(ids, pos, mask, keyValid [][]int32) ([]float32, error)
-	next(tok, pos [][]int32, slot int, keyValid [][]int32) ([]float32, error)
+	start(ids, pos, mask, keyValid [][]int32, sample []any) ([]int32, []float32, error)
+	next(tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error)
 	close()
 }
 
@@ -120,7 +140,7 @@ func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (_ 
 	if err := g.validate(prompts, opts); err != nil {
 		return nil, err
 	}
-	n, vocab := len(prompts), g.cfg.VocabSize
+	n := len(prompts)
 	rows, plen := bucketRows(n), BucketLen(maxLen(prompts))
 	clen := BucketLen(plen + opts.MaxNewTokens)
 	ids, mask := leftPad(prompts, rows, plen)
@@ -130,16 +150,17 @@ func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (_ 
 	}
 	g.stats = GenerateStats{Rows: rows, PromptLen: plen, CacheLen: clen}
 	t0 := time.Now()
-	logits, err := st.start(ids, PositionIDs(mask), mask, keyValid)
+	sample := func(step int) []any { return sampleParams(opts.SampleOptions, opts.Seed, step, rows, g.cfg.VocabSize) }
+	drawn, lps, err := st.start(ids, PositionIDs(mask), mask, keyValid, sample(0))
 	if err != nil {
 		return nil, err
 	}
 	g.stats.Prefill = time.Since(t0)
 	t0 = time.Now()
-	ds := newDecodeState(n, opts.Seed, stopSet(g.cfg, opts))
+	ds := newDecodeState(n, stopSet(g.cfg, opts))
 	pos := make([][]int32, rows)
 	for step := 0; ; step++ {
-		tok := ds.step(logits, vocab, opts.SampleOptions, rows)
+		tok := ds.step(drawn, lps, rows)
 		if step+1 == opts.MaxNewTokens || ds.finished() {
 			break
 		}
@@ -148,7 +169,7 @@ func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (_ 
 			pos[r] = []int32{int32(countReal(mask[r]) + step)}
 			keyValid[r][slot] = 1
 		}
-		if logits, err = st.next(tok, pos, slot, keyValid); err != nil {
+		if drawn, lps, err = st.next(tok, pos, slot, keyValid, sample(step+1)); err != nil {
 			return nil, err
 		}
 		g.stats.DecodeSteps++
@@ -162,43 +183,37 @@ func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (_ 
 	return ds.gens, nil
 }
 
-// decodeState is the host side of a generation: each row's output so far, its random stream and
-// whether it has stopped.
+// decodeState is the host side of a generation: each row's output so far and whether it has
+// stopped.
 type decodeState struct {
 	gens      []Generation
-	rngs      []*rand.Rand
 	done      []bool
 	stop      map[int]bool
-	next      []int
-	nextLP    []float64
 	newTokens int
 }
 
-func newDecodeState(n int, seed uint64, stop map[int]bool) *decodeState {
-	d := &decodeState{gens: make([]Generation, n), rngs: make([]*rand.Rand, n), done: make([]bool, n), stop: stop,
-		next: make([]int, n), nextLP: make([]float64, n)}
+func newDecodeState(n int, stop map[int]bool) *decodeState {
+	d := &decodeState{gens: make([]Generation, n), done: make([]bool, n), stop: stop}
 	for r := range n {
-		d.rngs[r] = rowRand(seed, r)
 		d.gens[r].Truncated = true
 	}
 	return d
 }
 
-// step samples the next token of every unfinished row from logits [rows·V], records it and
-// returns the tokens to feed [rows][1] (0 for finished and padding rows).
-func (d *decodeState) step(logits []float32, vocab int, opts SampleOptions, rows int) [][]int32 {
-	sampleRows(logits, vocab, d.done, opts, d.rngs, d.next, d.nextLP)
+// step records the drawn tokens [rows] and log-probs of every unfinished row and returns the
+// tokens to feed [rows][1] (0 for finished and padding rows).
+func (d *decodeState) step(drawn []int32, lps []float32, rows int) [][]int32 {
 	tok := make([][]int32, rows)
 	for r := range rows {
 		tok[r] = []int32{0}
 		if r >= len(d.done) || d.done[r] {
 			continue
 		}
-		id := d.next[r]
-		d.gens[r].IDs, d.gens[r].LogProbs = append(d.gens[r].IDs, int32(id)), append(d.gens[r].LogProbs, d.nextLP[r])
-		tok[r][0] = int32(id)
+		id := drawn[r]
+		d.gens[r].IDs, d.gens[r].LogProbs = append(d.gens[r].IDs, id), append(d.gens[r].LogProbs, float64(lps[r]))
+		tok[r][0] = id
 		d.newTokens++
-		if d.stop[id] {
+		if d.stop[int(id)] {
 			d.done[r], d.gens[r].Truncated = true, false
 		}
 	}
@@ -206,25 +221,6 @@ func (d *decodeState) step(logits []float32, vocab int, opts SampleOptions, rows
 }
 
 func (d *decodeState) finished() bool { return !slices.Contains(d.done, false) }
-
-// sampleRows draws the next token of every unfinished row from logits [rows·V] into ids and lps,
-// rows in parallel: each row has its own random stream, so the result does not depend on timing.
-func sampleRows(logits []float32, vocab int, done []bool, opts SampleOptions, rngs []*rand.Rand, ids []int, lps []float64) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for r := range done {
-		if done[r] {
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			ids[r], lps[r] = SampleToken(logits[r*vocab:(r+1)*vocab], opts, rngs[r])
-		}()
-	}
-	wg.Wait()
-}
 
 func (g *Generator) validate(prompts [][]int32, opts GenerateOptions) error {
 	if len(prompts) == 0 {
@@ -374,8 +370,16 @@ func newExec(b backends.Backend, ctx *context.Context, fn func(*context.Context,
 	return exec, nil
 }
 
-// hostLogits copies logits [B,V] to the host and frees the tensor.
-func hostLogits(t *tensors.Tensor) ([]float32, error) {
-	defer func() { _ = t.FinalizeAll() }()
-	return Float32s(t)
+// hostDraws copies the drawn tokens [B] and their log-probs [B] to the host and frees them.
+func hostDraws(tok, lp *tensors.Tensor) ([]int32, []float32, error) {
+	defer func() { _ = tok.FinalizeAll(); _ = lp.FinalizeAll() }()
+	var ids []int32
+	var lps []float32
+	err := gomlxfix.Call(func() {
+		ids, lps = tensors.MustCopyFlatData[int32](tok), tensors.MustCopyFlatData[float32](lp)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("qwen2 generate: %w", err)
+	}
+	return ids, lps, nil
 }

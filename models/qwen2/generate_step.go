@@ -12,54 +12,51 @@ import (
 type cachedStepper struct {
 	g      *Generator
 	how    KVUpdate
+	mode   drawMode
 	caches []*tensors.Tensor // 2·layers [B,L,KV,hd], keys then values per layer
 }
 
-func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32) ([]float32, error) {
+func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
 	g := s.g
-	if g.prefill == nil {
-		exec, err := newExec(g.backend, g.ctx, func(ctx *context.Context, in []*Node) []*Node {
-			return prefillGraph(ctx, g.cfg, in[0], in[1], in[2], in[3])
-		})
-		if err != nil {
-			return nil, err
-		}
-		g.prefill = exec
-	}
-	outs, err := execute(g.prefill, tensors.FromValue(ids), tensors.FromValue(pos), tensors.FromValue(mask), tensors.FromValue(keyValid))
+	exec, err := g.exec(execKey{graph: "prefill", mode: s.mode}, func(ctx *context.Context, in []*Node) []*Node {
+		logits, caches := prefillGraph(ctx, g.cfg, in[0], in[1], in[2], in[3])
+		tok, lp := sampleGraph(logits, in[4:], s.mode)
+		return append([]*Node{tok, lp}, caches...)
+	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s.caches = outs[1:]
-	return hostLogits(outs[0])
+	args := append([]any{tensors.FromValue(ids), tensors.FromValue(pos), tensors.FromValue(mask), tensors.FromValue(keyValid)}, sample...)
+	outs, err := execute(exec, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.caches = outs[2:]
+	return hostDraws(outs[0], outs[1])
 }
 
-func (s *cachedStepper) next(tok, pos [][]int32, slot int, keyValid [][]int32) ([]float32, error) {
+func (s *cachedStepper) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
 	g := s.g
-	if g.decode == nil || g.decodeHow != s.how {
-		if g.decode != nil {
-			g.decode.Finalize()
-		}
-		how := s.how
-		exec, err := newExec(g.backend, g.ctx, func(ctx *context.Context, in []*Node) []*Node {
-			return decodeGraph(ctx, g.cfg, in[0], in[1], in[2], in[3], in[4:], how)
-		})
-		if err != nil {
-			return nil, err
-		}
-		g.decode, g.decodeHow = exec, how
+	nCache := 2 * g.cfg.NumHiddenLayers
+	exec, err := g.exec(execKey{graph: "decode", mode: s.mode, how: s.how}, func(ctx *context.Context, in []*Node) []*Node {
+		logits, caches := decodeGraph(ctx, g.cfg, in[0], in[1], in[2], in[3], in[4:4+nCache], s.how)
+		tok, lp := sampleGraph(logits, in[4+nCache:], s.mode)
+		return append([]*Node{tok, lp}, caches...)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	args := []any{tensors.FromValue(tok), tensors.FromValue(pos), tensors.FromScalar(int32(slot)), tensors.FromValue(keyValid)}
 	for _, c := range s.caches {
 		args = append(args, c)
 	}
-	outs, err := execute(g.decode, args...)
+	outs, err := execute(exec, append(args, sample...)...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.freeCaches()
-	s.caches = outs[1:]
-	return hostLogits(outs[0])
+	s.caches = outs[2:]
+	return hostDraws(outs[0], outs[1])
 }
 
 func (s *cachedStepper) freeCaches() {
@@ -75,34 +72,33 @@ func (s *cachedStepper) close() { s.freeCaches() }
 // the tokens so far, right-padded to a length bucket so that graphs are compiled per bucket.
 type fullStepper struct {
 	g         *Generator
+	mode      drawMode
 	ids, mask [][]int32
 }
 
-func (s *fullStepper) start(ids, _, mask, _ [][]int32) ([]float32, error) {
+func (s *fullStepper) start(ids, _, mask, _ [][]int32, sample []any) ([]int32, []float32, error) {
 	for r := range ids {
 		s.ids, s.mask = append(s.ids, slices.Clone(ids[r])), append(s.mask, slices.Clone(mask[r]))
 	}
-	return s.forward()
+	return s.forward(sample)
 }
 
-func (s *fullStepper) next(tok, _ [][]int32, _ int, _ [][]int32) ([]float32, error) {
+func (s *fullStepper) next(tok, _ [][]int32, _ int, _ [][]int32, sample []any) ([]int32, []float32, error) {
 	for r := range s.ids {
 		s.ids[r] = append(s.ids[r], tok[r][0])
 		s.mask[r] = append(s.mask[r], 1)
 	}
-	return s.forward()
+	return s.forward(sample)
 }
 
-func (s *fullStepper) forward() ([]float32, error) {
+func (s *fullStepper) forward(sample []any) ([]int32, []float32, error) {
 	g := s.g
-	if g.full == nil {
-		exec, err := newExec(g.backend, g.ctx, func(ctx *context.Context, in []*Node) []*Node {
-			return []*Node{lastLogitsGraph(ctx, g.cfg, in[0], in[1], in[2], in[3])}
-		})
-		if err != nil {
-			return nil, err
-		}
-		g.full = exec
+	exec, err := g.exec(execKey{graph: "full", mode: s.mode}, func(ctx *context.Context, in []*Node) []*Node {
+		tok, lp := sampleGraph(lastLogitsGraph(ctx, g.cfg, in[0], in[1], in[2], in[3]), in[4:], s.mode)
+		return []*Node{tok, lp}
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	n := len(s.ids[0])
 	padded := BucketLen(n)
@@ -112,11 +108,12 @@ func (s *fullStepper) forward() ([]float32, error) {
 		mask[r] = append(slices.Clone(s.mask[r]), make([]int32, padded-n)...)
 		last[r] = int32(n - 1)
 	}
-	outs, err := execute(g.full, tensors.FromValue(ids), tensors.FromValue(PositionIDs(mask)), tensors.FromValue(mask), tensors.FromValue(last))
+	args := append([]any{tensors.FromValue(ids), tensors.FromValue(PositionIDs(mask)), tensors.FromValue(mask), tensors.FromValue(last)}, sample...)
+	outs, err := execute(exec, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return hostLogits(outs[0])
+	return hostDraws(outs[0], outs[1])
 }
 
 func (s *fullStepper) close() {}

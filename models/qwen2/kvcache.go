@@ -69,10 +69,10 @@ func writeSlot(cache, x, slot *Node, how KVUpdate) *Node {
 // prefillGraph runs the left-padded prompts ids [B,P] (positions pos, mask [B,P]) and returns the
 // logits of the last position [B,V] and the caches [B,L,KV,hd] with the prompt's keys and values in
 // slots 0..P-1 and zeros after; L is the length of keyValid [B,L] (only its shape is used).
-func prefillGraph(ctx *context.Context, cfg *Config, ids, pos, mask, keyValid *Node) []*Node {
+func prefillGraph(ctx *context.Context, cfg *Config, ids, pos, mask, keyValid *Node) (logits *Node, caches []*Node) {
 	b, p := ids.Shape().Dim(0), ids.Shape().Dim(1)
 	l := keyValid.Shape().Dim(1)
-	caches := make([]*Node, 2*cfg.NumHiddenLayers)
+	caches = make([]*Node, 2*cfg.NumHiddenLayers)
 	extend := func(x *Node) *Node { // [B,P,KV,hd] → [B,L,KV,hd]
 		if l == p {
 			return x
@@ -86,13 +86,13 @@ func prefillGraph(ctx *context.Context, cfg *Config, ids, pos, mask, keyValid *N
 	}
 	h := Decoder(ctx, cfg, ids, pos, AttentionMask(mask), kv)    // [B,P,D]
 	last := Reshape(Slice(h, AxisRange(), AxisElem(p-1)), b, -1) // [B,D]
-	return append([]*Node{Logits(ctx, cfg, last)}, caches...)    // [B,V], caches
+	return Logits(ctx, cfg, last), caches                        // [B,V], caches
 }
 
 // decodeGraph runs one token per row, tok [B,1] at positions pos [B,1], writing its keys and
 // values into slot (scalar int32) of caches and attending to the slots where keyValid [B,L] is 1
 // (the slot itself included). It returns the logits [B,V] and the updated caches.
-func decodeGraph(ctx *context.Context, cfg *Config, tok, pos, slot, keyValid *Node, caches []*Node, how KVUpdate) []*Node {
+func decodeGraph(ctx *context.Context, cfg *Config, tok, pos, slot, keyValid *Node, caches []*Node, how KVUpdate) (logits *Node, updated []*Node) {
 	b, l := keyValid.Shape().Dim(0), keyValid.Shape().Dim(1)
 	out := make([]*Node, len(caches))
 	kv := func(layer int, k, v *Node) (*Node, *Node) {
@@ -102,7 +102,7 @@ func decodeGraph(ctx *context.Context, cfg *Config, tok, pos, slot, keyValid *No
 	}
 	allowed := Reshape(NotEqual(keyValid, ZerosLike(keyValid)), b, 1, l) // [B,1,L]
 	h := Decoder(ctx, cfg, tok, pos, allowed, kv)                        // [B,1,D]
-	return append([]*Node{Logits(ctx, cfg, Reshape(h, b, -1))}, out...)  // [B,V], caches
+	return Logits(ctx, cfg, Reshape(h, b, -1)), out                      // [B,V], caches
 }
 
 // lastLogitsGraph is the uncached reference: the full forward pass over ids [B,S] and the logits

@@ -1,82 +1,241 @@
 package qwen2
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
 	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
-// hfTopP is HF's TopPLogitsWarper by the book: sort ascending, drop while the cumulative
-// probability is ≤ 1−p, keep the most probable. It returns the kept ids ascending.
-func hfTopP(x []float64, kept []int, p float64) []int {
-	probs := softmaxOver(x, kept)
-	order := make([]int, len(kept))
+// The in-graph sampler is checked against a float64 reference written from the definitions:
+// the same hash noise, HF's warpers by full sorts, the argmax of x + g over the kept tokens.
+
+// refHash32 is lowbias32 with Go's shifts.
+func refHash32(x uint32) uint32 {
+	x ^= x >> 16
+	x *= hashMul1
+	x ^= x >> 15
+	x *= hashMul2
+	return x ^ x>>16
+}
+
+// refUniform is u for (key, v), computed as the graph does (exact in float32 and float64).
+func refUniform(key uint32, v int) float64 {
+	h := refHash32(key ^ refHash32(uint32(v)))
+	return (float64(h>>(32-noiseBits)) + 0.5) / (1 << noiseBits)
+}
+
+// refKept returns, ascending, the ids HF's top-k then top-p keep from x (tempered logits): top-k
+// keeps the values ≥ the k-th largest; top-p keeps v when the tokens strictly more probable than
+// v (among those top-k kept) hold less than p. ambiguous reports a token whose top-p mass lies
+// within 1e-5 of p, where float32 sums may decide either way.
+func refKept(x []float64, k int, p float64) (kept []int, ambiguous bool) {
+	order := make([]int, len(x)) // by descending x
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool {
-		if probs[order[a]] != probs[order[b]] {
-			return probs[order[a]] < probs[order[b]]
+	sort.SliceStable(order, func(a, b int) bool { return x[order[a]] > x[order[b]] })
+	n := len(x)
+	if k > 0 && k < len(x) {
+		n = k
+		for n < len(x) && x[order[n]] == x[order[k-1]] {
+			n++
 		}
-		return kept[order[a]] > kept[order[b]]
+	}
+	order = order[:n]
+	if p <= 0 || p >= 1 {
+		kept = slices.Clone(order)
+		slices.Sort(kept)
+		return kept, false
+	}
+	probs := make([]float64, n)
+	z := 0.0
+	for i, id := range order {
+		probs[i] = math.Exp(x[id] - x[order[0]])
+		z += probs[i]
+	}
+	above := 0.0 // mass strictly more probable than order[i]
+	for i := 0; i < n; {
+		j := i // order[i:j] tie
+		for j < n && x[order[j]] == x[order[i]] {
+			j++
+		}
+		if math.Abs(above-p) < 1e-5 {
+			ambiguous = true
+		}
+		if above < p {
+			kept = append(kept, order[i:j]...)
+		}
+		for _, pr := range probs[i:j] {
+			above += pr / z
+		}
+		i = j
+	}
+	slices.Sort(kept)
+	return kept, ambiguous
+}
+
+// refDraw is one row's draw: the token, its tempered log-prob, and the gap between the best and
+// second-best perturbed scores (a tie within float32 rounding may go either way).
+func refDraw(logits []float32, key uint32, opts SampleOptions) (tok int, lp, gap float64, ambiguous bool) {
+	temp := opts.Temperature
+	if opts.Greedy() {
+		temp = 1
+	}
+	x := make([]float64, len(logits))
+	for i, l := range logits {
+		x[i] = float64(l) / temp
+	}
+	kept := make([]int, len(x))
+	for i := range kept {
+		kept[i] = i
+	}
+	if opts.mode(len(x)) == drawTruncated {
+		kept, ambiguous = refKept(x, opts.TopK, opts.TopP)
+	}
+	best, second := math.Inf(-1), math.Inf(-1)
+	for _, v := range kept {
+		s := x[v]
+		if !opts.Greedy() {
+			s -= math.Log(-math.Log(refUniform(key, v)))
+		}
+		if s > best {
+			best, second, tok = s, best, v
+		} else if s > second {
+			second = s
+		}
+	}
+	return tok, x[tok] - logSumExp(x), best - second, ambiguous
+}
+
+// drawOnDevice runs sampleGraph on logits [B][V] with keys (one per row) and returns the tokens
+// and log-probs.
+func drawOnDevice(t *testing.T, logits [][]float32, keys []uint32, opts SampleOptions) ([]int32, []float32) {
+	t.Helper()
+	vocab := len(logits[0])
+	mode := opts.mode(vocab)
+	e, err := graph.NewExec(testBackendOrSkip(t), func(in []*graph.Node) (*graph.Node, *graph.Node) {
+		return sampleGraph(in[0], in[1:], mode)
 	})
-	var out []int
-	cum := 0.0
-	for i, j := range order {
-		cum += probs[j]
-		if cum > 1-p || i == len(order)-1 {
-			out = append(out, kept[j])
-		}
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(out)
-	return out
+	defer e.Finalize()
+	params := sampleParams(opts, 0, 0, len(logits), vocab)
+	params[0] = tensors.FromValue(keys)
+	outs, err := e.Exec(append([]any{tensors.FromValue(logits)}, params...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tensors.MustCopyFlatData[int32](outs[0]), tensors.MustCopyFlatData[float32](outs[1])
 }
 
-func TestTopP_MatchesFullSort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := range 300 {
-		v := 1 + rng.IntN([]int{30, 300, 5000}[trial%3])
-		x := make([]float64, v)
-		scale := []float64{0.1, 1, 5, 20}[trial%4]
-		for i := range x {
-			x[i] = rng.NormFloat64() * scale
-			if trial%5 == 0 { // ties, and logits on topP's bin edges
-				x[i] = math.Round(x[i]*4) / 4
-			}
-		}
-		all := topK(x, 0)
-		for _, p := range []float64{0.01, 0.5, 0.9, 0.95, 0.999} {
-			if got, want := topP(x, all, p), hfTopP(x, all, p); !slices.Equal(got, want) {
-				t.Fatalf("trial %d V=%d p=%g: got %v, want %v", trial, v, p, got, want)
-			}
+var samplerCases = []SampleOptions{
+	{},
+	{Temperature: 1},
+	{Temperature: 0.7},
+	{Temperature: 1.5, TopK: 5},
+	{Temperature: 1, TopP: 0.9},
+	{Temperature: 0.6, TopK: 50, TopP: 0.95},
+	{Temperature: 1, TopK: 1},
+	{Temperature: 2, TopP: 0.3},
+}
+
+// Every row's token is the reference's, except where the reference itself is within float32
+// rounding of a tie; log-probs agree to float32 accuracy.
+func TestSampleGraph_MatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, vocab := range []int{7, 300, 5000} {
+		for ci, opts := range samplerCases {
+			t.Run(fmt.Sprintf("V%d/%+v", vocab, opts), func(t *testing.T) {
+				const rows = 64
+				logits, keys := make([][]float32, rows), make([]uint32, rows)
+				for r := range logits {
+					scale := []float64{0.3, 1, 4, 12}[r%4]
+					logits[r] = make([]float32, vocab)
+					for v := range logits[r] {
+						logits[r][v] = float32(rng.NormFloat64() * scale)
+						if r%8 == 7 { // ties
+							logits[r][v] = float32(math.Round(float64(logits[r][v])))
+						}
+					}
+					keys[r] = rng.Uint32()
+				}
+				toks, lps := drawOnDevice(t, logits, keys, opts)
+				skipped := 0
+				for r := range rows {
+					want, wantLP, gap, amb := refDraw(logits[r], keys[r], opts)
+					if amb || gap < 1e-4 {
+						skipped++
+						continue
+					}
+					if int(toks[r]) != want {
+						t.Errorf("case %d row %d: token %d, reference %d (gap %.3g)", ci, r, toks[r], want, gap)
+						continue
+					}
+					if d := math.Abs(float64(lps[r]) - wantLP); d > 2e-5*max(1, math.Abs(wantLP)) {
+						t.Errorf("case %d row %d: log-prob %v, reference %v", ci, r, lps[r], wantLP)
+					}
+				}
+				if skipped > rows/8 {
+					t.Errorf("%d of %d rows were near-ties: the comparison is too weak", skipped, rows)
+				}
+			})
 		}
 	}
 }
 
-func TestTopK_KeepsTies(t *testing.T) {
-	x := []float64{1, 3, 2, 3, 0, 2}
+// Top-k keeps every token tied with the k-th; top-p keeps tokens tied at the cut; the kept sets
+// are what the draws come from.
+func TestSampleGraph_KeptSets(t *testing.T) {
+	logits := []float32{1, 3, 2, 3, 0, 2}
 	for _, c := range []struct {
-		k    int
+		opts SampleOptions
 		want []int
-	}{{1, []int{1, 3}}, {2, []int{1, 3}}, {3, []int{1, 2, 3, 5}}, {0, []int{0, 1, 2, 3, 4, 5}}, {6, []int{0, 1, 2, 3, 4, 5}}} {
-		if got := topK(x, c.k); !slices.Equal(got, c.want) {
-			t.Errorf("k=%d: got %v, want %v", c.k, got, c.want)
+	}{
+		{SampleOptions{Temperature: 1, TopK: 1}, []int{1, 3}},
+		{SampleOptions{Temperature: 1, TopK: 2}, []int{1, 3}},
+		{SampleOptions{Temperature: 1, TopK: 3}, []int{1, 2, 3, 5}},
+		{SampleOptions{Temperature: 1, TopP: 0.5}, []int{1, 3}},
+		{SampleOptions{Temperature: 1, TopP: 0.9}, []int{1, 2, 3, 5}},
+		{SampleOptions{Temperature: 1, TopK: 3, TopP: 0.99}, []int{1, 2, 3, 5}},
+	} {
+		x := make([]float64, len(logits))
+		for i, l := range logits {
+			x[i] = float64(l)
+		}
+		if ref, _ := refKept(x, c.opts.TopK, c.opts.TopP); !slices.Equal(ref, c.want) {
+			t.Fatalf("%+v: reference keeps %v, the test expects %v", c.opts, ref, c.want)
+		}
+		const rows = 4000
+		batch, keys := make([][]float32, rows), make([]uint32, rows)
+		for r := range batch {
+			batch[r], keys[r] = logits, uint32(r)*2654435761
+		}
+		toks, _ := drawOnDevice(t, batch, keys, c.opts)
+		seen := map[int]bool{}
+		for _, tok := range toks {
+			seen[int(tok)] = true
+		}
+		var got []int
+		for v := range seen {
+			got = append(got, v)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%+v: drew %v, want exactly %v", c.opts, got, c.want)
 		}
 	}
 }
 
-func TestSampleToken_Greedy(t *testing.T) {
-	tok, lp := SampleToken([]float32{0, 2, 1, 2}, SampleOptions{}, nil)
-	want := 2 - math.Log(1+2*math.E*math.E+math.E)
-	if tok != 1 || math.Abs(lp-want) > 1e-12 {
-		t.Errorf("got token %d log-prob %v, want 1 (lowest of the tied maxima) and %v", tok, lp, want)
-	}
-}
-
-// Draws follow the truncated, renormalized distribution; the log-prob is the tempered one.
-func TestSampleToken_Frequencies(t *testing.T) {
+// Draws follow the truncated, renormalised distribution (so the hash noise is uniform enough);
+// the log-prob is the tempered one.
+func TestSampleGraph_Frequencies(t *testing.T) {
 	logits := []float32{2, 1, 0, -1, -8}
 	x := []float64{1, 0.5, 0, -0.5, -4} // logits / T
 	lse := logSumExp(x)
@@ -88,14 +247,17 @@ func TestSampleToken_Frequencies(t *testing.T) {
 		for i := range c.kept {
 			keptZ += math.Exp(x[i])
 		}
-		rng := rand.New(rand.NewPCG(5, 6))
+		const n = 50000
+		batch, keys := make([][]float32, n), make([]uint32, n)
+		for r := range batch {
+			batch[r], keys[r] = logits, sampleKey(9, r, 0)
+		}
+		toks, lps := drawOnDevice(t, batch, keys, c.opts)
 		counts := make([]int, len(logits))
-		const n = 200000
-		for range n {
-			tok, lp := SampleToken(logits, c.opts, rng)
+		for r, tok := range toks {
 			counts[tok]++
-			if math.Abs(lp-(x[tok]-lse)) > 1e-12 {
-				t.Fatalf("%+v token %d: log-prob %v, want %v", c.opts, tok, lp, x[tok]-lse)
+			if math.Abs(float64(lps[r])-(x[tok]-lse)) > 1e-6 {
+				t.Fatalf("%+v token %d: log-prob %v, want %v", c.opts, tok, lps[r], x[tok]-lse)
 			}
 		}
 		for i, cnt := range counts {
@@ -103,17 +265,41 @@ func TestSampleToken_Frequencies(t *testing.T) {
 			if i < c.kept {
 				want = math.Exp(x[i]) / keptZ
 			}
-			if got := float64(cnt) / n; math.Abs(got-want) > 0.005 {
+			// 4.5 standard errors of a frequency near ½ at n = 50,000.
+			if got := float64(cnt) / n; math.Abs(got-want) > 0.01 {
 				t.Errorf("%+v token %d: frequency %.4f, want %.4f", c.opts, i, got, want)
 			}
 		}
 	}
 }
 
-func TestRowRand_Independent(t *testing.T) {
-	a, b, a2 := rowRand(1, 0), rowRand(1, 1), rowRand(1, 0)
-	x, y, z := a.Uint64(), b.Uint64(), a2.Uint64()
-	if x == y || x != z || rowRand(2, 0).Uint64() == x {
-		t.Errorf("streams: (1,0)=%x (1,1)=%x (1,0) again=%x", x, y, z)
+func TestSampleKey_Independent(t *testing.T) {
+	k := sampleKey(1, 0, 0)
+	for _, other := range []uint32{sampleKey(1, 1, 0), sampleKey(2, 0, 0), sampleKey(1, 0, 1), sampleKey(0, 0, 0)} {
+		if other == k {
+			t.Errorf("key collision: %x", k)
+		}
+	}
+	if sampleKey(1, 0, 0) != k {
+		t.Error("sampleKey is not a function of its arguments")
+	}
+}
+
+// The noise in the graph is bit-for-bit the reference's.
+func TestUniformNoise_MatchesReference(t *testing.T) {
+	keys := []uint32{0, 1, 0xdeadbeef, 0xffffffff}
+	const vocab = 1000
+	e, err := graph.NewExec(testBackendOrSkip(t), func(k *graph.Node) *graph.Node { return uniformNoise(k, vocab) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Finalize()
+	got := tensors.MustCopyFlatData[float32](e.MustExec(keys)[0])
+	for r, key := range keys {
+		for v := range vocab {
+			if want := refUniform(key, v); float64(got[r*vocab+v]) != want || want <= 0 || want >= 1 {
+				t.Fatalf("key %x token %d: u = %v, want %v in (0, 1)", key, v, got[r*vocab+v], want)
+			}
+		}
 	}
 }

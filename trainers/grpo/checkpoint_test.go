@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/backend"
@@ -82,6 +83,16 @@ func TestGRPO_GradientAccumulationEqualsBigBatch(t *testing.T) {
 		two.LossType, two.MaxSteps = lossType, 2
 		two.PerDeviceTrainBatchSize, two.GradientAccumulationSteps = 8, 2
 		got := trainTo(t, two)
+		// k_proj's bias has an exact zero gradient (it adds q·b to every score of a query, which
+		// softmax ignores), so its gradient is rounding noise that AdamW's g/(|g|+ε) turns into
+		// steps of up to lr; it says nothing about accumulation. Measured: 2.8e-6 there, 2.4e-7
+		// (2 ulp) on every other weight.
+		for k := range got {
+			if strings.HasSuffix(k, "k_proj.bias") {
+				delete(got, k)
+				delete(want, k)
+			}
+		}
 		if d := maxAbsDiff(got, want); d > 1e-6 {
 			t.Errorf("%s: GA 2×8 and batch 16 differ by %g", lossType, d)
 		}
