@@ -60,7 +60,7 @@ if [ "$MODE" = cpu ]; then
   : "${PEAK_TFLOPS:=0}" "${TOL_PROBE:=1e-4}" "${TOL_F32:=2e-3}" "${TOL_BF16:=0.15}"
   : "${TOKENIZER:=$ROOT/internal/tinymodel/files}"
   : "${TRAINER_SFT_ARGS:=--max-steps 3 --per-device-train-batch-size 8}"
-  : "${TRAINER_GRPO_ARGS:=--max-steps 2 --per-device-train-batch-size 8 --num-generations 4 --max-completion-length 8}"
+  : "${TRAINER_GRPO_ARGS:=--bf16 --max-steps 2 --per-device-train-batch-size 8 --num-generations 4 --max-completion-length 8}"
   : "${T_PROBE:=60}" "${T_INIT:=60}" "${T_SCORE:=60}" "${T_HF_SCORE:=120}" "${T_DECODE:=60}" "${T_SFT:=60}" "${T_GRPO:=60}" "${T_HF_BENCH:=120}" "${T_TRAINER:=60}"
 else
   : "${PRESET:=qwen2.5-0.5b}" "${BACKEND:=}" "${BENCH_DTYPE:=bfloat16}" "${BUDGET:=450}"
@@ -74,11 +74,11 @@ else
   # libraries honour NVIDIA_TF32_OVERRIDE=0 (set for the float32 checks below): tolerances allow it,
   # and the report's max |Δ| shows which one ran (~1e-6 full float32, ~1e-3 TF32).
   : "${TOL_PROBE:=2e-3}" "${TOL_F32:=5e-3}" "${TOL_BF16:=0.15}"
-  # The real trainers (optional, last): SFT in bf16; GRPO (float32: its --bf16 is not supported
-  # yet) at 64 prompts × 8 completions × 64 tokens per step in 8 accumulated micro-batches of 64.
+  # The real trainers (optional, last), both in bf16 with float32 masters; GRPO at 64 prompts × 8
+  # completions × 64 tokens per step in 8 accumulated micro-batches of 64.
   : "${TOKENIZER:=$ROOT/data/tokenizer/testdata}"
   : "${TRAINER_SFT_ARGS:=--bf16 --max-steps 5 --per-device-train-batch-size 8 --max-length 512}"
-  : "${TRAINER_GRPO_ARGS:=--max-steps 2 --per-device-train-batch-size 64 --gradient-accumulation-steps 8 --num-generations 8 --max-completion-length 64}"
+  : "${TRAINER_GRPO_ARGS:=--bf16 --max-steps 2 --per-device-train-batch-size 64 --gradient-accumulation-steps 8 --num-generations 8 --max-completion-length 64}"
   : "${T_PROBE:=90}" "${T_INIT:=90}" "${T_SCORE:=90}" "${T_HF_SCORE:=120}" "${T_DECODE:=90}" "${T_SFT:=120}" "${T_GRPO:=180}" "${T_HF_BENCH:=120}" "${T_TRAINER:=180}"
 fi
 SEED=${SEED:-1}

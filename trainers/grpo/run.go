@@ -112,10 +112,7 @@ type RunOptions struct {
 // writes the final model into OUTPUT_DIR with training_args.yaml, metrics.jsonl,
 // completions.jsonl and the checkpoints.
 func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions) (*Summary, error) {
-	if cfg.BF16 {
-		return nil, errors.New("grpo: bf16 is not supported yet; train in float32")
-	}
-	m, err := loop.LoadModel(modelDir, false)
+	m, err := loop.LoadModel(modelDir, cfg.BF16)
 	if err != nil {
 		return nil, err
 	}

@@ -405,3 +405,66 @@ func TestGRPO_ClippedRatioGuardRail(t *testing.T) {
 		t.Errorf("no guard-rail warning about completions/clipped_ratio:\n%s", logBuf.String())
 	}
 }
+
+// --bf16: rollouts, scoring and the loss run on bfloat16 weights while AdamW updates float32
+// masters; the rewarded token still gets more frequent, the sampler's and the trainer's
+// log-probs agree to bf16 precision, and the weights stay bf16 with float32 masters.
+func TestGRPO_BF16(t *testing.T) {
+	c := tinyConfig(t)
+	c.MaxSteps, c.LoggingSteps, c.BF16, c.Beta = 12, 4, true, 0.04
+	c.Resolve()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m := tinyModel(t, 3)
+	if err := m.ToBF16(); err != nil {
+		t.Fatal(err)
+	}
+	var infos []StepInfo
+	tr, err := New(Setup{Config: c, Backend: backend.MustNew(backend.Default), Model: m,
+		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')},
+		OnStep: func(s StepInfo) { infos = append(infos, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Train(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	vars, _, err := m.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vars[0].DType() != dtypes.BFloat16 || m.Master(vars[0]).DType() != dtypes.Float32 {
+		t.Errorf("after training: weight %s, master %s; want bfloat16 and float32", vars[0].DType(), m.Master(vars[0]).DType())
+	}
+	count := func(ss []StepInfo) float64 {
+		n, k := 0, 0
+		for _, s := range ss {
+			for _, txt := range s.Rollout.Texts {
+				n, k = n+len(txt), k+strings.Count(txt, "c")
+			}
+		}
+		return float64(k) / float64(max(n, 1))
+	}
+	before, after := count(infos[:2]), count(infos[len(infos)-2:])
+	t.Logf("bf16: frequency of 'c' %.3f → %.3f; sampling logp difference max %g", before, after,
+		infos[0].Metrics["sampling/sampling_logp_difference/max"])
+	if !(after > before+0.2) {
+		t.Errorf("bf16: frequency of 'c' went from %.3f to %.3f, want a rise of more than 0.2", before, after)
+	}
+	if d := infos[0].Metrics["sampling/sampling_logp_difference/max"]; !(d < 0.05) {
+		t.Errorf("bf16: max |sampling − training log-prob| = %g, want < 0.05", d)
+	}
+	// The same first rollout in float32: its log-probs differ by bf16 rounding, so bf16 ran.
+	f32 := tinyConfig(t)
+	f32Step := trainRun(t, f32, countReward('c'), nil)[0].Rollout
+	diff := 0.0
+	for i, lps := range infos[0].Rollout.SampledLogp {
+		for j := range min(len(lps), len(f32Step.SampledLogp[i])) {
+			diff = max(diff, math.Abs(lps[j]-f32Step.SampledLogp[i][j]))
+		}
+	}
+	if !(diff > 1e-4) {
+		t.Errorf("bf16 and float32 rollouts' log-probs differ by at most %g: bf16 compute did not run", diff)
+	}
+}

@@ -54,7 +54,7 @@ func LoadModel(dir string, bf16 bool) (*Model, error) {
 		return nil, fmt.Errorf("model %s: %w", dir, err)
 	}
 	if bf16 {
-		if err := m.toBF16(); err != nil {
+		if err := m.ToBF16(); err != nil {
 			return nil, err
 		}
 	}
@@ -91,8 +91,12 @@ func (m *Model) Master(v *context.Variable) *context.Variable {
 	return m.Ctx.GetVariableByScopeAndName(MasterScope+v.Scope(), v.Name())
 }
 
-// toBF16 moves every float32 weight to its master variable and puts a bfloat16 copy in its place.
-func (m *Model) toBF16() error {
+// ToBF16 switches a float32 model to bf16 compute: every weight moves to its float32 master
+// variable and a bfloat16 copy takes its place. A model already in bf16 is left as is.
+func (m *Model) ToBF16() error {
+	if m.DType == dtypes.BFloat16 {
+		return nil
+	}
 	vars, _, err := m.Params()
 	if err != nil {
 		return err
