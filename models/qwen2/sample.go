@@ -19,8 +19,8 @@ import (
 // a draw is a pure function of the logits and the key: the same on every backend, reproducible,
 // and checked token for token against a float64 reference on the host (sample_test.go).
 // Top-k and top-p (HF's warpers, in HF's order: temperature, top-k, top-p) mask x to −∞ outside
-// the kept set before the argmax; GoMLX has no sort, so each kept set is found by bisecting a
-// threshold on d_v = max(x) − x_v (see keepTopK, keepTopP).
+// the kept set before the argmax; GoMLX has no sort, so each kept set is a cut-off on
+// d_v = max(x) − x_v found by a digit-by-digit histogram search (see truncate).
 
 // SampleOptions choose how a next token is drawn from a row of logits, in HF's warper order:
 // temperature, then top-k, then top-p.
@@ -40,24 +40,18 @@ type SampleOptions struct {
 func (o SampleOptions) Greedy() bool { return o.Temperature <= 0 }
 
 // drawMode selects the sampler's graph variant; each is compiled once and serves every value of
-// the runtime parameters (sampleParams).
-type drawMode int
-
-const (
-	drawGreedy    drawMode = iota // argmax of the logits
-	drawFull                      // Gumbel-max over the whole tempered distribution
-	drawTruncated                 // Gumbel-max over the top-k/top-p set
-)
+// the runtime parameters (sampleParams). The zero value is greedy.
+type drawMode struct {
+	noise      bool // Gumbel-max draw; otherwise the argmax of the logits
+	topK, topP bool // the warpers that can remove tokens
+}
 
 // mode is the graph variant that draws with these options at vocabulary size v.
 func (o SampleOptions) mode(v int) drawMode {
-	switch {
-	case o.Greedy():
-		return drawGreedy
-	case o.TopK > 0 && o.TopK < v || o.TopP > 0 && o.TopP < 1:
-		return drawTruncated
+	if o.Greedy() {
+		return drawMode{}
 	}
-	return drawFull
+	return drawMode{noise: true, topK: o.TopK > 0 && o.TopK < v, topP: o.TopP > 0 && o.TopP < 1}
 }
 
 // sampleParams are the runtime inputs of the in-graph sampler, so that one compiled graph serves
@@ -141,14 +135,12 @@ func sampleGraph(logits *Node, p []*Node, mode drawMode) (tok, logProb *Node) {
 	b, vocab := logits.Shape().Dim(0), logits.Shape().Dim(1)
 	x := Div(ConvertDType(logits, dtypes.Float32), temp) // [B,V] tempered logits
 	score := x
-	if mode != drawGreedy {
+	if mode.noise {
 		gumbel := Neg(Log(Neg(Log(uniformNoise(keys, vocab))))) // [B,V] −log(−log u)
 		score = Add(x, gumbel)
 	}
-	if mode == drawTruncated {
-		d := MinScalar(Sub(ReduceAndKeep(x, ReduceMax, -1), x), maxNatsBelow) // [B,V] ≥ 0
-		keep := keepTopP(d, keepTopK(d, topK), topP)
-		score = Where(keep, score, BroadcastToDims(Infinity(g, dtypes.Float32, -1), b, vocab))
+	if mode.topK || mode.topP {
+		score = Where(truncate(x, topK, topP, mode), score, BroadcastToDims(Infinity(g, dtypes.Float32, -1), b, vocab))
 	}
 	tok = ArgMax(score, -1, dtypes.Int32) // [B], ties to the lowest id
 	chosen := Equal(Iota(g, shapes.Make(dtypes.Int32, b, vocab), 1), BroadcastToDims(Reshape(tok, b, 1), b, vocab))
@@ -158,47 +150,89 @@ func sampleGraph(logits *Node, p []*Node, mode drawMode) (tok, logProb *Node) {
 	return tok, Sub(xTok, lse)
 }
 
-// The threshold searches work on d = max(x) − x clipped at maxNatsBelow: a token that far below
-// the best one has probability < e⁻⁶⁴ ≈ 1.6e-28 relative to it. bisectSteps halvings of
-// [0, maxNatsBelow] reach adjacent float32 values for every d ≥ 2⁻⁹ and a bracket of 2⁻³⁴ below.
+// Top-k and top-p both keep the tokens whose d is at most a cut-off. d is quantised to
+// q = ⌊d·2^quantBits⌋ (int32; d ≤ maxNatsBelow, so q < 2^qBits): tokens closer than
+// 2⁻²⁰ ≈ 9.5e-7 nats count as tied, and ties at the cut are all kept. The cut-off is found digit
+// by digit, most significant first: one pass over [B,V] per digit with a histogram of its values
+// (a scatter-add), instead of a sort. A token more than maxNatsBelow below the best one has
+// probability < e⁻⁶⁴ ≈ 1.6e-28 relative to it, and shares the last q.
 const (
 	maxNatsBelow = 64
-	bisectSteps  = 40
+	quantBits    = 20
+	qBits        = 27 // bits of q: 64·2²⁰ = 2²⁶ needs 27
 )
 
-// keepTopK is the mask [B,V] of HF's top-k: d ≤ d_(k), the k-th smallest d of the row, so ties
-// with the k-th are kept. Bisection keeps count(d ≤ hi) ≥ k and count(d ≤ lo) < k.
-func keepTopK(d, k *Node) *Node {
-	g := d.Graph()
-	b := d.Shape().Dim(0)
-	count := func(t *Node) *Node { // [B]: how many d ≤ t (t [B])
-		return ReduceSum(ConvertDType(LessOrEqual(d, Reshape(t, b, 1)), dtypes.Int32), -1)
+// digitBits is the width of one search digit at vocabulary size v: 9 bits (3 passes, 512-bin
+// histograms) for real vocabularies, fewer for tiny ones, whose histograms would cost more than
+// their passes.
+func digitBits(v int) int {
+	bits := 2
+	for bits < 9 && 1<<bits < v {
+		bits++
 	}
-	lo, hi := Zeros(g, shapes.Make(dtypes.Float32, b)), BroadcastToDims(Scalar(g, dtypes.Float32, maxNatsBelow), b)
-	for range bisectSteps {
-		mid := MulScalar(Add(lo, hi), 0.5)
-		enough := GreaterOrEqual(count(mid), BroadcastToDims(k, b))
-		lo, hi = Where(enough, lo, mid), Where(enough, mid, hi)
-	}
-	return LessOrEqual(d, Reshape(hi, b, 1))
+	return bits
 }
 
-// keepTopP is the mask [B,V] of HF's top-p over the tokens already kept: with p_v = softmax(−d)
-// over them, v stays when F(d_v) = Σ_{kept u: d_u < d_v} p_u < topP. F grows with d, so the kept
-// set is d ≤ t for the largest such t; bisection keeps F(lo) < topP ≤ F(hi).
-func keepTopP(d, kept, topP *Node) *Node {
-	g := d.Graph()
-	b := d.Shape().Dim(0)
-	w := Where(kept, Exp(Neg(d)), ZerosLike(d))                                                                  // [B,V] unnormalised probabilities
-	w = Div(w, ReduceAndKeep(w, ReduceSum, -1))                                                                  // [B,V] p_v over the kept tokens
-	below := func(t *Node) *Node { return ReduceSum(Where(LessThan(d, Reshape(t, b, 1)), w, ZerosLike(w)), -1) } // F(t) [B]
-	lo, hi := Zeros(g, shapes.Make(dtypes.Float32, b)), BroadcastToDims(Scalar(g, dtypes.Float32, 2*maxNatsBelow), b)
-	for range bisectSteps + 1 {
-		mid := MulScalar(Add(lo, hi), 0.5)
-		under := LessThan(below(mid), BroadcastToDims(topP, b))
-		lo, hi = Where(under, mid, lo), Where(under, hi, mid)
+// truncate is the mask [B,V] of the tokens top-k then top-p keep from the tempered logits x
+// [B,V], for the warpers mode enables; topK is an int32 scalar, topP a float32 scalar.
+func truncate(x, topK, topP *Node, mode drawMode) *Node {
+	b := x.Shape().Dim(0)
+	d := MinScalar(Sub(ReduceAndKeep(x, ReduceMax, -1), x), maxNatsBelow) // [B,V] nats below the best
+	q := ConvertDType(Floor(MulScalar(d, 1<<quantBits)), dtypes.Int32)    // [B,V]
+	kept := BroadcastToDims(Const(x.Graph(), true), q.Shape().Dimensions...)
+	if mode.topK { // HF's TopKLogitsWarper: q ≤ the k-th smallest q, ties with it kept.
+		k := BroadcastToDims(ConvertDType(topK, dtypes.Float32), b)
+		kept = LessOrEqual(q, Reshape(cutoff(q, OnesLike(d), k), b, 1))
 	}
-	return And(kept, LessOrEqual(d, Reshape(lo, b, 1)))
+	if mode.topP { // HF's TopPLogitsWarper over the top-k set, p_v = softmax(−d) there: v stays
+		// when the tokens strictly more probable hold < topP: q_v ≤ q* = min{q : Σ_{q_u ≤ q} p_u ≥ topP}.
+		w := Where(kept, Exp(Neg(d)), ZerosLike(d))
+		w = Div(w, ReduceAndKeep(w, ReduceSum, -1)) // [B,V]
+		kept = And(kept, LessOrEqual(q, Reshape(cutoff(q, w, BroadcastToDims(topP, b)), b, 1)))
+	}
+	return kept
+}
+
+// cutoff returns q* [B] int32 = min{q : Σ_{v: q_v ≤ q} w_v ≥ target} for each row of q [B,V]
+// (int32 in [0, 2^qBits)), weights w [B,V] (float32 ≥ 0) and target [B]; when the row's total
+// stays below target, q* is the largest code (every token kept). One histogram pass per digit of
+// q, most significant first, over the tokens that share the digits chosen so far.
+func cutoff(q, w, target *Node) *Node {
+	g := q.Graph()
+	b, vocab := q.Shape().Dim(0), q.Shape().Dim(1)
+	width := digitBits(vocab)
+	bins := 1 << width
+	levels := (qBits + width - 1) / width
+	rowBase := MulScalar(Iota(g, shapes.Make(dtypes.Int32, b, vocab), 0), bins) // [B,V] row·bins
+	binIota := Iota(g, shapes.Make(dtypes.Int32, b, bins), 1)
+	in := BroadcastToDims(Const(g, true), b, vocab)   // [B,V] tokens under the digits chosen so far
+	prefix := Zeros(g, shapes.Make(dtypes.Int32, b))  // [B] the digits chosen so far, as a number
+	below := Zeros(g, shapes.Make(dtypes.Float32, b)) // [B] weight of the tokens below the prefix
+	for level := range levels {
+		high := DivScalar(q, 1<<(width*(levels-1-level)))          // [B,V] q's digits down to this one
+		digit := Sub(high, MulScalar(DivScalar(high, bins), bins)) // [B,V] this digit
+		at := Reshape(Add(rowBase, digit), b*vocab, 1)             // [B·V,1] flat histogram bins
+		hist := ScatterSum(Zeros(g, shapes.Make(dtypes.Float32, b*bins)), at, Reshape(Where(in, w, ZerosLike(w)), b*vocab), false, false)
+		hist = Reshape(hist, b, bins)                     // [B,bins]
+		cum := Add(prefixSum(hist), Reshape(below, b, 1)) // [B,bins] weight up to and including each bin
+		chosen := ReduceSum(ConvertDType(LessThan(cum, Reshape(target, b, 1)), dtypes.Int32), 1)
+		chosen = MinScalar(chosen, bins-1) // [B] the first bin reaching target
+		below = Add(below, ReduceSum(Where(LessThan(binIota, Reshape(chosen, b, 1)), hist, ZerosLike(hist)), 1))
+		prefix = Add(MulScalar(prefix, bins), chosen)
+		in = And(in, Equal(digit, Reshape(chosen, b, 1)))
+	}
+	return prefix
+}
+
+// prefixSum is the inclusive cumulative sum of h [B,n] along its last axis, in log₂ n shifted
+// additions (the pure-Go backend's CumSum is a reduce-window, O(n²) per row).
+func prefixSum(h *Node) *Node {
+	b, n := h.Shape().Dim(0), h.Shape().Dim(1)
+	for s := 1; s < n; s *= 2 {
+		shifted := Concatenate([]*Node{Zeros(h.Graph(), shapes.Make(h.DType(), b, s)), Slice(h, AxisRange(), AxisRange(0, n-s))}, 1)
+		h = Add(h, shifted)
+	}
+	return h
 }
 
 // logSumExp is log Σ exp(x) computed stably.

@@ -30,20 +30,27 @@ func refUniform(key uint32, v int) float64 {
 	return (float64(h>>(32-noiseBits)) + 0.5) / (1 << noiseBits)
 }
 
-// refKept returns, ascending, the ids HF's top-k then top-p keep from x (tempered logits): top-k
-// keeps the values ≥ the k-th largest; top-p keeps v when the tokens strictly more probable than
-// v (among those top-k kept) hold less than p. ambiguous reports a token whose top-p mass lies
-// within 1e-5 of p, where float32 sums may decide either way.
-func refKept(x []float64, k int, p float64) (kept []int, ambiguous bool) {
-	order := make([]int, len(x)) // by descending x
+// refKept returns, ascending, the ids HF's top-k then top-p keep from the tempered logits x
+// (float32, as the graph computes them), deciding on the quantised distances q = ⌊d·2²⁰⌋,
+// d = min(max x − x, 64) in float32: top-k keeps q ≤ the k-th smallest q; top-p keeps v when the
+// tokens with a smaller q (among those top-k kept) hold less than p. ambiguous reports a q group
+// whose mass above lies within 1e-5 of p, where float32 sums may decide either way.
+func refKept(x []float32, k int, p float64) (kept []int, ambiguous bool) {
+	m := slices.Max(x)
+	q, d := make([]int32, len(x)), make([]float32, len(x))
+	for i, v := range x {
+		d[i] = min(m-v, maxNatsBelow)
+		q[i] = int32(math.Floor(float64(d[i] * (1 << quantBits))))
+	}
+	order := make([]int, len(x)) // by ascending q
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return x[order[a]] > x[order[b]] })
+	sort.SliceStable(order, func(a, b int) bool { return q[order[a]] < q[order[b]] })
 	n := len(x)
 	if k > 0 && k < len(x) {
 		n = k
-		for n < len(x) && x[order[n]] == x[order[k-1]] {
+		for n < len(x) && q[order[n]] == q[order[k-1]] {
 			n++
 		}
 	}
@@ -56,13 +63,13 @@ func refKept(x []float64, k int, p float64) (kept []int, ambiguous bool) {
 	probs := make([]float64, n)
 	z := 0.0
 	for i, id := range order {
-		probs[i] = math.Exp(x[id] - x[order[0]])
+		probs[i] = math.Exp(-float64(d[id]))
 		z += probs[i]
 	}
-	above := 0.0 // mass strictly more probable than order[i]
+	above := 0.0 // mass of the tokens with a smaller q than order[i]
 	for i := 0; i < n; {
-		j := i // order[i:j] tie
-		for j < n && x[order[j]] == x[order[i]] {
+		j := i // order[i:j] share one q
+		for j < n && q[order[j]] == q[order[i]] {
 			j++
 		}
 		if math.Abs(above-p) < 1e-5 {
@@ -83,20 +90,21 @@ func refKept(x []float64, k int, p float64) (kept []int, ambiguous bool) {
 // refDraw is one row's draw: the token, its tempered log-prob, and the gap between the best and
 // second-best perturbed scores (a tie within float32 rounding may go either way).
 func refDraw(logits []float32, key uint32, opts SampleOptions) (tok int, lp, gap float64, ambiguous bool) {
-	temp := opts.Temperature
+	temp := float32(opts.Temperature)
 	if opts.Greedy() {
 		temp = 1
 	}
-	x := make([]float64, len(logits))
+	x32, x := make([]float32, len(logits)), make([]float64, len(logits))
 	for i, l := range logits {
-		x[i] = float64(l) / temp
+		x32[i] = l / temp
+		x[i] = float64(x32[i])
 	}
 	kept := make([]int, len(x))
 	for i := range kept {
 		kept[i] = i
 	}
-	if opts.mode(len(x)) == drawTruncated {
-		kept, ambiguous = refKept(x, opts.TopK, opts.TopP)
+	if m := opts.mode(len(x)); m.topK || m.topP {
+		kept, ambiguous = refKept(x32, opts.TopK, opts.TopP)
 	}
 	best, second := math.Inf(-1), math.Inf(-1)
 	for _, v := range kept {
@@ -205,11 +213,7 @@ func TestSampleGraph_KeptSets(t *testing.T) {
 		{SampleOptions{Temperature: 1, TopP: 0.9}, []int{1, 2, 3, 5}},
 		{SampleOptions{Temperature: 1, TopK: 3, TopP: 0.99}, []int{1, 2, 3, 5}},
 	} {
-		x := make([]float64, len(logits))
-		for i, l := range logits {
-			x[i] = float64(l)
-		}
-		if ref, _ := refKept(x, c.opts.TopK, c.opts.TopP); !slices.Equal(ref, c.want) {
+		if ref, _ := refKept(logits, c.opts.TopK, c.opts.TopP); !slices.Equal(ref, c.want) {
 			t.Fatalf("%+v: reference keeps %v, the test expects %v", c.opts, ref, c.want)
 		}
 		const rows = 4000
