@@ -253,6 +253,12 @@ FIX=$ROOT/models/testdata/qwen2-tiny
 F32_ENV=(env NVIDIA_TF32_OVERRIDE=0)
 stage probe "$T_PROBE" json "${F32_ENV[@]}" "${PT[@]}" score --model "$FIX/model" --input "$FIX/inputs/left_pad.json" --backend "$BACKEND"
 
+# sample: the in-graph sampler (hash noise, Gumbel-max, top-k/top-p search) and the KV-cache writes
+# on the backend draw the pure-Go backend's tokens on the tiny fixture, for every sampler variant.
+if needs sample probe; then
+  stage sample "$T_PROBE" json "${F32_ENV[@]}" "${PT[@]}" bench sample --model "$FIX/model" --backend "$BACKEND" --seed "$SEED"
+fi
+
 # One checkpoint stored in bfloat16 serves every stage: float32 runs load it exactly (upcast). The
 # tokenizer is for the trainers (Qwen2.5's keeps the preset's vocabulary of 151,936).
 M=$WORK/model

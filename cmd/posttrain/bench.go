@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
@@ -45,7 +46,7 @@ func init() {
 		Usage:  "measure decoding, SFT and GRPO steps on synthetic data (JSON on stdout; used by scripts/gpu-check.sh)",
 		Hidden: true,
 		Commands: []*cli.Command{
-			benchInputsCommand(), benchDecodeCommand(), benchSFTCommand(), benchGRPOCommand(), benchReportCommand(),
+			benchInputsCommand(), benchDecodeCommand(), benchSFTCommand(), benchGRPOCommand(), benchSampleCommand(), benchReportCommand(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
@@ -68,6 +69,8 @@ func benchModelFlags(defaultDType string) []cli.Flag {
 
 // benchEnv is a loaded model on a backend.
 type benchEnv struct {
+	dir     string       // the checkpoint directory
+	dtype   dtypes.DType // weights and activations
 	ctx     *mlctx.Context
 	cfg     *qwen2.Config
 	backend backends.Backend
@@ -112,7 +115,7 @@ func loadBenchModel(ctx context.Context, cmd *cli.Command, workload string) (*be
 		return nil, err
 	}
 	n := cfg.NumParameters()
-	env := &benchEnv{ctx: mctx, cfg: cfg, backend: b, info: benchInfo{
+	env := &benchEnv{dir: dir, dtype: dtype, ctx: mctx, cfg: cfg, backend: b, info: benchInfo{
 		Workload: workload, Backend: cfgName, BackendDesc: b.Description(), DType: strings.ToLower(dtype.String()),
 		Params: n, Layers: cfg.NumHiddenLayers, Hidden: cfg.HiddenSize, Vocab: cfg.VocabSize,
 		LoadS: time.Since(t0).Seconds(), FLOPsPerToken: 6 * float64(n),

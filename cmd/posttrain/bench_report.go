@@ -447,6 +447,7 @@ func printBenchSummary(w io.Writer, rep *benchGPUReport) {
 				r.Metric, benchFmtNum(r.Ratio, "%.2f×"), mfu)
 		}
 	}
+	printBenchSample(w, rep.Stages)
 	printBenchTrainers(w, rep.Stages)
 	if rep.OK {
 		fmt.Fprintln(w, "result: ok")
@@ -493,5 +494,19 @@ func printBenchTrainers(w io.Writer, stages []benchStage) {
 			}
 		}
 		fmt.Fprintf(w, "  %-18s %6.1fs  %s\n", s.Name, s.Seconds, strings.Join(parts, ", "))
+	}
+}
+
+// printBenchSample prints the sample stage's comparison of drawn tokens with the reference backend.
+func printBenchSample(w io.Writer, stages []benchStage) {
+	for _, s := range stages {
+		m := benchAsMap(s.Data)
+		if s.Name != "sample" || m == nil {
+			continue
+		}
+		tok, eq, lp := benchNum(m, "tokens"), benchNum(m, "tokens_equal"), benchNum(m, "max_logprob_diff")
+		ref, _ := m["reference_backend"].(string)
+		fmt.Fprintf(w, "sampler (tiny fixture, every variant, vs %s): %s of %s tokens equal, max |Δ log-prob| %s\n",
+			ref, benchFmtNum(eq, "%.0f"), benchFmtNum(tok, "%.0f"), benchFmtNum(lp, "%.3g"))
 	}
 }

@@ -20,6 +20,7 @@ func TestBench_WorkloadsOnTinyFixture(t *testing.T) {
 	}{
 		{[]string{"bench", "decode", "--batch", "1,3", "--prompt-len", "5", "--new-tokens", "4"}, []string{"runs"}},
 		{[]string{"bench", "sft", "--batch", "2", "--seq-len", "12", "--steps", "2", "--peak-tflops", "1"}, []string{"tokens_per_s", "mfu"}},
+		{[]string{"bench", "sample", "--rows", "2", "--new-tokens", "5"}, []string{"cases", "tokens_equal"}},
 		{[]string{"bench", "grpo", "--prompts", "2", "--generations", "3", "--prompt-len", "4", "--new-tokens", "3", "--micro-batch", "3"},
 			[]string{"step_s", "generate_s", "train_s"}},
 	} {
@@ -45,6 +46,9 @@ func TestBench_WorkloadsOnTinyFixture(t *testing.T) {
 			if len(runs) != 2 || runs[1].(map[string]any)["tokens"].(float64) != 3*4 {
 				t.Errorf("decode runs: %v", runs)
 			}
+		}
+		if c.args[1] == "sample" && (m["tokens"].(float64) != 5*2*5 || m["tokens_equal"] != m["tokens"]) {
+			t.Errorf("sample: %v of %v tokens equal, want 50 of 50 (5 variants × 2 rows × 5)", m["tokens_equal"], m["tokens"])
 		}
 		if c.args[1] == "grpo" && m["updates"].(float64) != 2 {
 			t.Errorf("grpo: %v updates, want 2 micro-batches of 3", m["updates"])
@@ -220,5 +224,20 @@ func TestBench_ReportProbeCheck(t *testing.T) {
 		if (err == nil) != c.pass || !strings.Contains(out, benchProbeCheck) {
 			t.Errorf("probe %s: err %v, want pass %v\n%s", c.probe, err, c.pass, out)
 		}
+	}
+}
+
+// Rows are compared up to their first different token; the first difference is named.
+func TestBenchSample_CountsUpToFirstDifference(t *testing.T) {
+	gen := func(ids []int32, lps ...float64) qwen2.Generation { return qwen2.Generation{IDs: ids, LogProbs: lps} }
+	var r benchSampleResult
+	r.add("x", []qwen2.Generation{gen([]int32{1, 2, 3}, -1, -2, -3), gen([]int32{4, 5, 6}, -1, -1, -1)},
+		[]qwen2.Generation{gen([]int32{1, 2, 3}, -1, -2.5, -3), gen([]int32{4, 7, 6}, -1, -1, -1)})
+	c := r.Cases[0]
+	if c.Tokens != 6 || c.TokensEqual != 4 || c.RowsEqual != 1 || c.MaxLPDiff != 0.5 {
+		t.Errorf("got %+v, want 6 tokens, 4 equal, 1 row equal, max |Δ| 0.5", c)
+	}
+	if !strings.Contains(r.FirstDiff, "x row 1 token 1") {
+		t.Errorf("first difference %q, want row 1 token 1", r.FirstDiff)
 	}
 }
