@@ -232,6 +232,9 @@ func (g *Generator) validate(prompts [][]int32, opts GenerateOptions) error {
 	if opts.TopK < 0 || opts.TopP < 0 {
 		return fmt.Errorf("qwen2 generate: top-k (%d) and top-p (%g) must not be negative", opts.TopK, opts.TopP)
 	}
+	if opts.MinP < 0 || opts.MinP > 1 {
+		return fmt.Errorf("qwen2 generate: min-p must be in [0, 1], got %g", opts.MinP)
+	}
 	for r, p := range prompts {
 		if len(p) == 0 {
 			return fmt.Errorf("qwen2 generate: prompt %d is empty", r)

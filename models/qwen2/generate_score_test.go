@@ -81,6 +81,7 @@ func TestGenerate_Errors(t *testing.T) {
 		{[][]int32{{1, 1024}}, GenerateOptions{MaxNewTokens: 1}, "outside the vocabulary"},
 		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 40000}, "max_position_embeddings"},
 		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 1, SampleOptions: SampleOptions{Temperature: 1, TopK: -1}}, "negative"},
+		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 1, SampleOptions: SampleOptions{Temperature: 1, MinP: 2}}, "min-p"},
 	} {
 		if _, err := g.Generate(c.prompts, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v %+v: got %v, want an error containing %q", c.prompts, c.opts, err, c.want)

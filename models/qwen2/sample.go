@@ -18,8 +18,8 @@ import (
 // which picks v with probability softmax(x)_v. u_v is a counter-based hash of (row key, v), so
 // a draw is a pure function of the logits and the key: the same on every backend, reproducible,
 // and checked token for token against a float64 reference on the host (sample_test.go).
-// Top-k and top-p (HF's warpers, in HF's order: temperature, top-k, top-p) mask x to −∞ outside
-// the kept set before the argmax; GoMLX has no sort, so each kept set is a cut-off on
+// Top-k, top-p and min-p (HF's warpers, in HF's order: temperature, top-k, top-p, min-p) mask x
+// to −∞ outside the kept set before the argmax; GoMLX has no sort, so each kept set is a cut-off on
 // d_v = max(x) − x_v found by a digit-by-digit histogram search (see truncate).
 
 // SampleOptions choose how a next token is drawn from a row of logits, in HF's warper order:
@@ -34,6 +34,9 @@ type SampleOptions struct {
 	// TopPLogitsWarper: token v is kept when the tokens strictly more probable than v hold less
 	// than TopP; tokens tied at the cut are all kept); 0 or ≥ 1 keeps all.
 	TopP float64
+	// MinP keeps, after top-k and top-p, the tokens whose probability is at least MinP times the
+	// most probable one's (HF's MinPLogitsWarper); 0 keeps all.
+	MinP float64
 }
 
 // Greedy reports whether the options pick the argmax without drawing.
@@ -42,8 +45,8 @@ func (o SampleOptions) Greedy() bool { return o.Temperature <= 0 }
 // drawMode selects the sampler's graph variant; each is compiled once and serves every value of
 // the runtime parameters (sampleParams). The zero value is greedy.
 type drawMode struct {
-	noise      bool // Gumbel-max draw; otherwise the argmax of the logits
-	topK, topP bool // the warpers that can remove tokens
+	noise            bool // Gumbel-max draw; otherwise the argmax of the logits
+	topK, topP, minP bool // the warpers that can remove tokens
 }
 
 // mode is the graph variant that draws with these options at vocabulary size v.
@@ -51,13 +54,13 @@ func (o SampleOptions) mode(v int) drawMode {
 	if o.Greedy() {
 		return drawMode{}
 	}
-	return drawMode{noise: true, topK: o.TopK > 0 && o.TopK < v, topP: o.TopP > 0 && o.TopP < 1}
+	return drawMode{noise: true, topK: o.TopK > 0 && o.TopK < v, topP: o.TopP > 0 && o.TopP < 1, minP: o.MinP > 0}
 }
 
 // sampleParams are the runtime inputs of the in-graph sampler, so that one compiled graph serves
-// every temperature, top-k and top-p: keys [B] uint32 (one per row and step, see sampleKey), the
-// temperature and topP as float32 scalars and topK as an int32 scalar (disabled ones set to
-// keep everything: k = V, p = 1).
+// every temperature, top-k, top-p and min-p: keys [B] uint32 (one per row and step, see
+// sampleKey), the temperature and topP as float32 scalars, topK as an int32 scalar (disabled ones
+// set to keep everything: k = V, p = 1) and min-p as the largest kept d = −ln MinP (float32).
 func sampleParams(opts SampleOptions, seed uint64, step, rows, vocab int) []any {
 	keys := make([]uint32, rows)
 	for r := range keys {
@@ -75,11 +78,15 @@ func sampleParams(opts SampleOptions, seed uint64, step, rows, vocab int) []any 
 	if p <= 0 || p >= 1 {
 		p = 1
 	}
-	return []any{tensors.FromValue(keys), tensors.FromScalar(temp), tensors.FromScalar(k), tensors.FromScalar(p)}
+	minPD := float32(math.Inf(1))
+	if opts.MinP > 0 {
+		minPD = float32(-math.Log(opts.MinP))
+	}
+	return []any{tensors.FromValue(keys), tensors.FromScalar(temp), tensors.FromScalar(k), tensors.FromScalar(p), tensors.FromScalar(minPD)}
 }
 
 // numSampleParams is len(sampleParams(...)): the inputs each generation graph takes after its own.
-const numSampleParams = 4
+const numSampleParams = 5
 
 // sampleKey is row r's key at decode step `step` of a generation seeded with seed: rows draw
 // independently of each other and of the batch size, so a row's tokens depend only on (seed,
@@ -126,11 +133,12 @@ func hash32(x *Node) *Node {
 }
 
 // sampleGraph draws one token per row from logits [B,V] (any float dtype) with the runtime
-// parameters p = (keys, temperature, topK, topP) of sampleParams, by the variant mode. It returns
-// the tokens [B] int32 and their log-probs [B] float32, log softmax(logits/T)[token] over the
-// whole vocabulary: the tempered model distribution, before top-k/top-p (T = 1 when greedy).
+// parameters p = (keys, temperature, topK, topP, min-p's largest d) of sampleParams, by the
+// variant mode. It returns the tokens [B] int32 and their log-probs [B] float32,
+// log softmax(logits/T)[token] over the whole vocabulary: the tempered model distribution, before
+// top-k/top-p/min-p (T = 1 when greedy).
 func sampleGraph(logits *Node, p []*Node, mode drawMode) (tok, logProb *Node) {
-	keys, temp, topK, topP := p[0], p[1], p[2], p[3]
+	keys, temp, topK, topP, minPD := p[0], p[1], p[2], p[3], p[4]
 	g := logits.Graph()
 	b, vocab := logits.Shape().Dim(0), logits.Shape().Dim(1)
 	x := Div(ConvertDType(logits, dtypes.Float32), temp) // [B,V] tempered logits
@@ -139,8 +147,8 @@ func sampleGraph(logits *Node, p []*Node, mode drawMode) (tok, logProb *Node) {
 		gumbel := Neg(Log(Neg(Log(uniformNoise(keys, vocab))))) // [B,V] −log(−log u)
 		score = Add(x, gumbel)
 	}
-	if mode.topK || mode.topP {
-		score = Where(truncate(x, topK, topP, mode), score, BroadcastToDims(Infinity(g, dtypes.Float32, -1), b, vocab))
+	if mode.topK || mode.topP || mode.minP {
+		score = Where(truncate(x, topK, topP, minPD, mode), score, BroadcastToDims(Infinity(g, dtypes.Float32, -1), b, vocab))
 	}
 	tok = ArgMax(score, -1, dtypes.Int32) // [B], ties to the lowest id
 	chosen := Equal(Iota(g, shapes.Make(dtypes.Int32, b, vocab), 1), BroadcastToDims(Reshape(tok, b, 1), b, vocab))
@@ -173,9 +181,10 @@ func digitBits(v int) int {
 	return bits
 }
 
-// truncate is the mask [B,V] of the tokens top-k then top-p keep from the tempered logits x
-// [B,V], for the warpers mode enables; topK is an int32 scalar, topP a float32 scalar.
-func truncate(x, topK, topP *Node, mode drawMode) *Node {
+// truncate is the mask [B,V] of the tokens top-k, top-p then min-p keep from the tempered logits
+// x [B,V], for the warpers mode enables; topK is an int32 scalar, topP and minPD (−ln MinP)
+// float32 scalars.
+func truncate(x, topK, topP, minPD *Node, mode drawMode) *Node {
 	b := x.Shape().Dim(0)
 	d := MinScalar(Sub(ReduceAndKeep(x, ReduceMax, -1), x), maxNatsBelow) // [B,V] nats below the best
 	q := ConvertDType(Floor(MulScalar(d, 1<<quantBits)), dtypes.Int32)    // [B,V]
@@ -189,6 +198,9 @@ func truncate(x, topK, topP *Node, mode drawMode) *Node {
 		w := Where(kept, Exp(Neg(d)), ZerosLike(d))
 		w = Div(w, ReduceAndKeep(w, ReduceSum, -1)) // [B,V]
 		kept = And(kept, LessOrEqual(q, Reshape(cutoff(q, w, BroadcastToDims(topP, b)), b, 1)))
+	}
+	if mode.minP { // HF's MinPLogitsWarper: p_v ≥ MinP·max p, i.e. d_v ≤ −ln MinP (the best token is kept)
+		kept = And(kept, LessOrEqual(d, BroadcastToDims(minPD, d.Shape().Dimensions...)))
 	}
 	return kept
 }

@@ -35,7 +35,28 @@ func refUniform(key uint32, v int) float64 {
 // d = min(max x − x, 64) in float32: top-k keeps q ≤ the k-th smallest q; top-p keeps v when the
 // tokens with a smaller q (among those top-k kept) hold less than p. ambiguous reports a q group
 // whose mass above lies within 1e-5 of p, where float32 sums may decide either way.
-func refKept(x []float32, k int, p float64) (kept []int, ambiguous bool) {
+func refKept(x []float32, k int, p, minP float64) (kept []int, ambiguous bool) {
+	kept, ambiguous = refKeptTopKP(x, k, p)
+	if minP <= 0 {
+		return kept, ambiguous
+	}
+	// min-p (HF's MinPLogitsWarper) on what is left: p_v ≥ minP·max p ⇔ d_v ≤ −ln minP.
+	m, limit := slices.Max(x), -math.Log(minP)
+	var out []int
+	for _, v := range kept {
+		d := float64(min(m-x[v], maxNatsBelow))
+		if math.Abs(d-limit) < 1e-5 {
+			ambiguous = true
+		}
+		if d <= limit {
+			out = append(out, v)
+		}
+	}
+	return out, ambiguous
+}
+
+// refKeptTopKP is refKept's top-k and top-p.
+func refKeptTopKP(x []float32, k int, p float64) (kept []int, ambiguous bool) {
 	m := slices.Max(x)
 	q, d := make([]int32, len(x)), make([]float32, len(x))
 	for i, v := range x {
@@ -103,8 +124,8 @@ func refDraw(logits []float32, key uint32, opts SampleOptions) (tok int, lp, gap
 	for i := range kept {
 		kept[i] = i
 	}
-	if m := opts.mode(len(x)); m.topK || m.topP {
-		kept, ambiguous = refKept(x32, opts.TopK, opts.TopP)
+	if m := opts.mode(len(x)); m.topK || m.topP || m.minP {
+		kept, ambiguous = refKept(x32, opts.TopK, opts.TopP, opts.MinP)
 	}
 	best, second := math.Inf(-1), math.Inf(-1)
 	for _, v := range kept {
@@ -152,6 +173,8 @@ var samplerCases = []SampleOptions{
 	{Temperature: 0.6, TopK: 50, TopP: 0.95},
 	{Temperature: 1, TopK: 1},
 	{Temperature: 2, TopP: 0.3},
+	{Temperature: 1, MinP: 0.1},
+	{Temperature: 0.8, TopK: 40, TopP: 0.9, MinP: 0.05},
 }
 
 // Every row's token is the reference's, except where the reference itself is within float32
@@ -212,8 +235,11 @@ func TestSampleGraph_KeptSets(t *testing.T) {
 		{SampleOptions{Temperature: 1, TopP: 0.5}, []int{1, 3}},
 		{SampleOptions{Temperature: 1, TopP: 0.9}, []int{1, 2, 3, 5}},
 		{SampleOptions{Temperature: 1, TopK: 3, TopP: 0.99}, []int{1, 2, 3, 5}},
+		{SampleOptions{Temperature: 1, MinP: 0.3}, []int{1, 2, 3, 5}}, // e⁻¹ ≥ 0.3 > e⁻²
+		{SampleOptions{Temperature: 1, MinP: 0.5}, []int{1, 3}},
+		{SampleOptions{Temperature: 1, TopP: 0.5, MinP: 0.01}, []int{1, 3}},
 	} {
-		if ref, _ := refKept(logits, c.opts.TopK, c.opts.TopP); !slices.Equal(ref, c.want) {
+		if ref, _ := refKept(logits, c.opts.TopK, c.opts.TopP, c.opts.MinP); !slices.Equal(ref, c.want) {
 			t.Fatalf("%+v: reference keeps %v, the test expects %v", c.opts, ref, c.want)
 		}
 		const rows = 4000
@@ -246,7 +272,7 @@ func TestSampleGraph_Frequencies(t *testing.T) {
 	for _, c := range []struct {
 		opts SampleOptions
 		kept int // the first kept tokens are sampled
-	}{{SampleOptions{Temperature: 2, TopK: 3}, 3}, {SampleOptions{Temperature: 2}, 5}, {SampleOptions{Temperature: 2, TopP: 0.6}, 2}} {
+	}{{SampleOptions{Temperature: 2, TopK: 3}, 3}, {SampleOptions{Temperature: 2}, 5}, {SampleOptions{Temperature: 2, TopP: 0.6}, 2}, {SampleOptions{Temperature: 2, MinP: 0.5}, 2}} {
 		keptZ := 0.0
 		for i := range c.kept {
 			keptZ += math.Exp(x[i])
