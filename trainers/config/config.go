@@ -134,14 +134,16 @@ type DPO struct {
 	Beta                  float64 `yaml:"beta" usage:"β: strength of the implicit KL penalty to the reference model"`
 	LossType              string  `yaml:"loss_type" enum:"sigmoid|ipo|hinge" usage:"DPO loss variant"`
 	LabelSmoothing        float64 `yaml:"label_smoothing" usage:"cDPO label smoothing in [0, 0.5) (sigmoid loss only)"`
-	MaxLength             int     `yaml:"max_length" usage:"truncate prompt+completion to this many tokens"`
-	MaxPromptLength       int     `yaml:"max_prompt_length" usage:"truncate prompts to this many tokens"`
+	MaxLength             int     `yaml:"max_length" usage:"truncate prompt+completion to this many tokens, as truncation_mode says"`
+	MaxPromptLength       int     `yaml:"max_prompt_length" usage:"truncate prompts to their last this many tokens"`
+	MaxCompletionLength   int     `yaml:"max_completion_length" usage:"truncate completions to their first this many tokens; 0 = no limit"`
+	TruncationMode        string  `yaml:"truncation_mode" enum:"keep_end|keep_start" usage:"which end of prompt+completion max_length keeps (keep_end can drop the whole prompt)"`
 	PrecomputeRefLogProbs bool    `yaml:"precompute_ref_log_probs" usage:"accepted for TRL compatibility: posttrain always computes the reference log-probs once, before training, from the starting weights (no second resident copy)"`
 }
 
 // DefaultDPO returns DPOConfig's v0.24 defaults.
 func DefaultDPO() *DPO {
-	c := &DPO{Training: DefaultTraining(), Beta: 0.1, LossType: "sigmoid", MaxLength: 1024, MaxPromptLength: 512}
+	c := &DPO{Training: DefaultTraining(), Beta: 0.1, LossType: "sigmoid", MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
 	c.LearningRate = 1e-6
 	return c
 }
@@ -154,17 +156,19 @@ func (*DPO) Resolve() {}
 
 // KTO is TRL's KTOConfig subset that posttrain implements.
 type KTO struct {
-	Training          `yaml:",inline"`
-	Beta              float64 `yaml:"beta" usage:"β: strength of the implicit KL penalty to the reference model"`
-	DesirableWeight   float64 `yaml:"desirable_weight" usage:"loss weight of desirable (label true) examples"`
-	UndesirableWeight float64 `yaml:"undesirable_weight" usage:"loss weight of undesirable (label false) examples"`
-	MaxLength         int     `yaml:"max_length" usage:"truncate prompt+completion to this many tokens"`
-	MaxPromptLength   int     `yaml:"max_prompt_length" usage:"truncate prompts to this many tokens"`
+	Training            `yaml:",inline"`
+	Beta                float64 `yaml:"beta" usage:"β: strength of the implicit KL penalty to the reference model"`
+	DesirableWeight     float64 `yaml:"desirable_weight" usage:"loss weight of desirable (label true) examples"`
+	UndesirableWeight   float64 `yaml:"undesirable_weight" usage:"loss weight of undesirable (label false) examples"`
+	MaxLength           int     `yaml:"max_length" usage:"truncate prompt+completion to this many tokens: first the prompt to max_prompt_length, then the completion"`
+	MaxPromptLength     int     `yaml:"max_prompt_length" usage:"length a prompt is cut to when prompt+completion exceeds max_length"`
+	MaxCompletionLength int     `yaml:"max_completion_length" usage:"accepted for TRL compatibility: TRL's KTOTrainer applies it to encoder-decoder models only, so it has no effect here"`
+	TruncationMode      string  `yaml:"truncation_mode" enum:"keep_end|keep_start" usage:"which end of a too-long prompt is kept"`
 }
 
 // DefaultKTO returns KTOConfig's v0.24 defaults.
 func DefaultKTO() *KTO {
-	c := &KTO{Training: DefaultTraining(), Beta: 0.1, DesirableWeight: 1, UndesirableWeight: 1, MaxLength: 1024, MaxPromptLength: 512}
+	c := &KTO{Training: DefaultTraining(), Beta: 0.1, DesirableWeight: 1, UndesirableWeight: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
 	c.LearningRate = 1e-6
 	return c
 }

@@ -31,7 +31,7 @@ func (c *DPO) Validate() error {
 	case c.LabelSmoothing > 0 && c.LossType != "sigmoid":
 		return bad(c, "label_smoothing", fmt.Sprintf("applies to loss_type sigmoid only, not %s", c.LossType))
 	}
-	return validateLengths(c, c.MaxLength, c.MaxPromptLength)
+	return validateLengths(c, c.MaxLength, c.MaxPromptLength, c.MaxCompletionLength)
 }
 
 // Validate implements Config.
@@ -47,7 +47,7 @@ func (c *KTO) Validate() error {
 	case !(c.UndesirableWeight > 0) || math.IsInf(c.UndesirableWeight, 0):
 		return bad(c, "undesirable_weight", fmt.Sprintf("must be > 0, got %g", c.UndesirableWeight))
 	}
-	return validateLengths(c, c.MaxLength, c.MaxPromptLength)
+	return validateLengths(c, c.MaxLength, c.MaxPromptLength, c.MaxCompletionLength)
 }
 
 // Validate implements Config.
@@ -104,8 +104,10 @@ func (c *GRPO) Validate() error {
 	return nil
 }
 
-func validateLengths(c Config, maxLength, maxPromptLength int) error {
+func validateLengths(c Config, maxLength, maxPromptLength, maxCompletionLength int) error {
 	switch {
+	case maxCompletionLength < 0:
+		return bad(c, "max_completion_length", fmt.Sprintf("must be ≥ 0 (0 = no limit), got %d", maxCompletionLength))
 	case maxLength < 1:
 		return bad(c, "max_length", fmt.Sprintf("must be ≥ 1, got %d", maxLength))
 	case maxPromptLength < 1:

@@ -40,18 +40,17 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.D
 		return nil, err
 	}
 	t := &Trainer{model: m, cfg: cfg}
-	l := loop.Lengths{MaxPrompt: cfg.MaxPromptLength, Max: cfg.MaxLength}
+	l := loop.Lengths{MaxPrompt: cfg.MaxPromptLength, MaxCompletion: cfg.MaxCompletionLength, Max: cfg.MaxLength, Mode: cfg.TruncationMode}
 	for _, r := range std.Rows {
 		c, err := m.EncodePair(r.Prompt.String, r.Chosen.String, addEOS, l)
-		if err == nil {
-			var rj loop.Encoded
-			if rj, err = m.EncodePair(r.Prompt.String, r.Rejected.String, addEOS, l); err == nil {
-				t.chosen, t.rejected = append(t.chosen, c), append(t.rejected, rj)
-			}
-		}
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
+			return nil, fmt.Errorf("%s:%d: chosen: %w", d.Path, r.Line, err)
 		}
+		rj, err := m.EncodePair(r.Prompt.String, r.Rejected.String, addEOS, l)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: rejected: %w", d.Path, r.Line, err)
+		}
+		t.chosen, t.rejected = append(t.chosen, c), append(t.rejected, rj)
 	}
 	batch := cfg.PerDeviceTrainBatchSize
 	sums, means, err := loop.SequenceLogProbs(backend, m, append(append([]loop.Encoded{}, t.chosen...), t.rejected...), batch)

@@ -44,7 +44,8 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.K
 		return nil, err
 	}
 	t := &Trainer{model: m, cfg: cfg}
-	l := loop.Lengths{MaxPrompt: cfg.MaxPromptLength, Max: cfg.MaxLength}
+	// TRL's KTOTrainer ignores max_completion_length for decoder-only models (TruncateKTO).
+	l := loop.Lengths{MaxPrompt: cfg.MaxPromptLength, Max: cfg.MaxLength, Mode: cfg.TruncationMode, KTO: true}
 	for lo := 0; lo < len(std.Rows); lo += b {
 		chunk := std.Rows[lo:min(lo+b, len(std.Rows))]
 		for k, r := range chunk {
@@ -55,7 +56,7 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.K
 			}
 			kl, err := m.EncodePair(r.Prompt.String, other.Completion.String, addEOS, l)
 			if err != nil {
-				return nil, fmt.Errorf("%s:%d: %w", d.Path, other.Line, err)
+				return nil, fmt.Errorf("%s:%d: KL row (this prompt with the completion of line %d): %w", d.Path, r.Line, other.Line, err)
 			}
 			t.rows, t.kl, t.desirable = append(t.rows, row), append(t.kl, kl), append(t.desirable, r.Label)
 		}
