@@ -23,7 +23,7 @@ import (
 // d_v = max(x) − x_v found by a digit-by-digit histogram search (see truncate).
 
 // SampleOptions choose how a next token is drawn from a row of logits, in HF's warper order:
-// temperature, then top-k, then top-p.
+// temperature, then top-k, then top-p, then min-p.
 type SampleOptions struct {
 	// Temperature divides the logits; 0 (or less) means greedy: the argmax, ties to the lowest id.
 	Temperature float64
@@ -84,9 +84,6 @@ func sampleParams(opts SampleOptions, seed uint64, step, rows, vocab int) []any 
 	}
 	return []any{tensors.FromValue(keys), tensors.FromScalar(temp), tensors.FromScalar(k), tensors.FromScalar(p), tensors.FromScalar(minPD)}
 }
-
-// numSampleParams is len(sampleParams(...)): the inputs each generation graph takes after its own.
-const numSampleParams = 5
 
 // sampleKey is row r's key at decode step `step` of a generation seeded with seed: rows draw
 // independently of each other and of the batch size, so a row's tokens depend only on (seed,
