@@ -80,7 +80,7 @@ func benchSampleCommand() *cli.Command {
 	}
 }
 
-// benchSampleCases are the sampler's graph variants: greedy, temperature, top-k, top-p, both, min-p.
+// benchSampleCases are the sampler's graph variants: greedy, temperature, top-k, top-p, both, min-p, repetition penalty.
 var benchSampleCases = []struct {
 	name string
 	opts qwen2.SampleOptions
@@ -91,6 +91,7 @@ var benchSampleCases = []struct {
 	{"top_p_0.9", qwen2.SampleOptions{Temperature: 1, TopP: 0.9}},
 	{"top_k_50_top_p_0.95_t1.3", qwen2.SampleOptions{Temperature: 1.3, TopK: 50, TopP: 0.95}},
 	{"min_p_0.1", qwen2.SampleOptions{Temperature: 1, MinP: 0.1}},
+	{"repetition_1.3_top_p_0.9", qwen2.SampleOptions{Temperature: 1, TopP: 0.9, RepetitionPenalty: 1.3}},
 }
 
 type benchSampleCase struct {

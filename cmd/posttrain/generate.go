@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/urfave/cli/v3"
 
@@ -61,6 +62,7 @@ func init() {
 			&cli.FloatFlag{Name: "temperature", Usage: "sampling temperature; 0 is greedy (argmax)"},
 			&cli.FloatFlag{Name: "top-p", Value: 1, Usage: "nucleus sampling: keep the most probable tokens up to this mass (1: off)"},
 			&cli.IntFlag{Name: "top-k", Usage: "keep the k most probable tokens (0: off)"},
+			&cli.FloatFlag{Name: "repetition-penalty", Value: 1, Usage: "divide positive (multiply negative) logits of tokens already in the prompt or output by this (1: off)"},
 			&cli.FloatFlag{Name: "min-p", Usage: "keep the tokens at least this fraction as probable as the most probable one, after top-k/top-p (0: off)"},
 			&cli.Uint64Flag{Name: "seed", Usage: "sampling seed"},
 			&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at the checkpoint's eos ids"},
@@ -75,7 +77,8 @@ func init() {
 			}
 			c := generateConfig{KVUpdate: cmd.String("kv-update"), Model: cmd.String("model"), Prompt: cmd.String("prompt"), Chat: cmd.Bool("chat"),
 				System: cmd.String("system"), MaxNewTokens: cmd.Int("max-new-tokens"), Seed: cmd.Uint64("seed"),
-				Sample:    qwen2.SampleOptions{Temperature: cmd.Float("temperature"), TopP: cmd.Float("top-p"), TopK: cmd.Int("top-k"), MinP: cmd.Float("min-p")},
+				Sample: qwen2.SampleOptions{Temperature: cmd.Float("temperature"), TopP: cmd.Float("top-p"), TopK: cmd.Int("top-k"), MinP: cmd.Float("min-p"),
+					RepetitionPenalty: cmd.Float("repetition-penalty")},
 				IgnoreEOS: cmd.Bool("ignore-eos"), JSON: cmd.Bool("json"), ComputeDType: cmd.String("compute-dtype"),
 				Backend: cmd.String("backend")}
 			if err := c.validate(); err != nil {
@@ -99,6 +102,8 @@ func (c generateConfig) validate() error {
 		return fmt.Errorf("--top-p must be in (0, 1], got %g", c.Sample.TopP)
 	case c.Sample.MinP < 0 || c.Sample.MinP > 1:
 		return fmt.Errorf("--min-p must be in [0, 1], got %g", c.Sample.MinP)
+	case !(c.Sample.RepetitionPenalty > 0) || math.IsInf(c.Sample.RepetitionPenalty, 0):
+		return fmt.Errorf("--repetition-penalty must be > 0, got %g", c.Sample.RepetitionPenalty)
 	case c.Sample.TopK < 0:
 		return fmt.Errorf("--top-k must not be negative, got %d", c.Sample.TopK)
 	case c.System != "" && !c.Chat:

@@ -70,7 +70,7 @@ func TestGenerate_CLI(t *testing.T) {
 		t.Errorf("chat prompt %q ids %v, want %q starting with <|im_start|> (151644)", chatRun.Prompt, chatRun.PromptIDs, wantPrompt)
 	}
 
-	sample := []string{"--model", dir, "--prompt", "Hello", "--max-new-tokens", "2", "--ignore-eos", "--temperature", "1", "--top-p", "0.9", "--top-k", "50", "--min-p", "0.05"}
+	sample := []string{"--model", dir, "--prompt", "Hello", "--max-new-tokens", "2", "--ignore-eos", "--temperature", "1", "--top-p", "0.9", "--top-k", "50", "--min-p", "0.05", "--repetition-penalty", "1.2"}
 	// The pure-Go backend has no DynamicUpdateSlice: asking for it is a clear error.
 	if _, err := runCLI(t, "generate", "--model", dir, "--prompt", "Hi", "--max-new-tokens", "2", "--kv-update", "dynamic"); err == nil ||
 		!strings.Contains(err.Error(), "DynamicUpdateSlice") {
@@ -97,6 +97,7 @@ func TestGenerate_CLIErrors(t *testing.T) {
 		{[]string{"--top-p", "0"}, "--top-p", true},
 		{[]string{"--top-k", "-2"}, "--top-k", true},
 		{[]string{"--min-p", "1.5"}, "--min-p", true},
+		{[]string{"--repetition-penalty", "0"}, "--repetition-penalty", true},
 		{[]string{"--system", "x"}, "--system needs --chat", true},
 		{[]string{"--compute-dtype", "float16"}, "valid: float32, bfloat16", true},
 		{[]string{"--kv-update", "inplace"}, "valid: auto, where, dynamic", true},

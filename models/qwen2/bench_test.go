@@ -130,7 +130,7 @@ func BenchmarkSample(b *testing.B) {
 		{"top-p", SampleOptions{Temperature: 1, TopP: 0.9}}, {"top-k+top-p", SampleOptions{Temperature: 1, TopK: 50, TopP: 0.9}}} {
 		b.Run("graph/"+c.name, func(b *testing.B) {
 			mode := c.opts.mode(vocab)
-			e, err := NewExec(testBackendOrSkip(b), func(in []*Node) (*Node, *Node) { return sampleGraph(in[0], in[1:], mode) })
+			e, err := NewExec(testBackendOrSkip(b), func(in []*Node) (*Node, *Node) { return sampleGraph(in[0], in[1:], mode, nil) })
 			if err != nil {
 				b.Fatal(err)
 			}

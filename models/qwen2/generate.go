@@ -3,6 +3,7 @@ package qwen2
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -234,6 +235,9 @@ func (g *Generator) validate(prompts [][]int32, opts GenerateOptions) error {
 	}
 	if opts.MinP < 0 || opts.MinP > 1 {
 		return fmt.Errorf("qwen2 generate: min-p must be in [0, 1], got %g", opts.MinP)
+	}
+	if opts.RepetitionPenalty < 0 || math.IsInf(opts.RepetitionPenalty, 0) || math.IsNaN(opts.RepetitionPenalty) {
+		return fmt.Errorf("qwen2 generate: repetition penalty must be ≥ 0 (1 = off), got %g", opts.RepetitionPenalty)
 	}
 	for r, p := range prompts {
 		if len(p) == 0 {

@@ -82,6 +82,7 @@ func TestGenerate_Errors(t *testing.T) {
 		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 40000}, "max_position_embeddings"},
 		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 1, SampleOptions: SampleOptions{Temperature: 1, TopK: -1}}, "negative"},
 		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 1, SampleOptions: SampleOptions{Temperature: 1, MinP: 2}}, "min-p"},
+		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 1, SampleOptions: SampleOptions{RepetitionPenalty: -1}}, "repetition penalty"},
 	} {
 		if _, err := g.Generate(c.prompts, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v %+v: got %v, want an error containing %q", c.prompts, c.opts, err, c.want)
@@ -100,4 +101,60 @@ func TestBuckets(t *testing.T) {
 			t.Errorf("bucketRows(%d) = %d, want %d", c[0], got, c[1])
 		}
 	}
+}
+
+// With a repetition penalty every greedy token is the argmax of Score's last logits after CTRL's
+// penalty on the tokens of the prompt and of the generation so far (l/θ if l > 0, else l·θ), the
+// reported log-probs stay those of the unpenalised distribution, the cached and uncached paths
+// agree, and the fixture's repetitive greedy output changes.
+func TestGenerate_RepetitionPenalty(t *testing.T) {
+	g, cfg := tinyGenerator(t)
+	prompts := PromptsFromBatch(readInput(t, "left_pad"))
+	const theta = 1.5
+	opts := GenerateOptions{MaxNewTokens: 6, IgnoreEOS: true, SampleOptions: SampleOptions{RepetitionPenalty: theta}}
+	cached, uncached := mustGenerate(t, g, true, prompts, opts), mustGenerate(t, g, false, prompts, opts)
+	if !slices.EqualFunc(genIDs(cached), genIDs(uncached), slices.Equal) {
+		t.Errorf("cached %v, uncached %v", genIDs(cached), genIDs(uncached))
+	}
+	plain := mustGenerate(t, g, true, prompts, GenerateOptions{MaxNewTokens: 6, IgnoreEOS: true})
+	if slices.EqualFunc(genIDs(cached), genIDs(plain), slices.Equal) {
+		t.Errorf("the penalty changed nothing: %v", genIDs(plain))
+	}
+	for r, gen := range cached {
+		for i, id := range gen.IDs {
+			seq := append(slices.Clone(prompts[r]), gen.IDs[:i]...)
+			res, err := Score(g.backend, g.ctx, cfg, &Batch{IDs: [][]int32{seq}, Mask: [][]int32{onesMask(len(seq))}}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[int32]bool{}
+			for _, s := range seq {
+				seen[s] = true
+			}
+			x, best := make([]float64, cfg.VocabSize), 0
+			for v, l := range res.LastLogits[0] {
+				x[v] = float64(l)
+				if penalised(res.LastLogits[0], v, seen, theta) > penalised(res.LastLogits[0], best, seen, theta) {
+					best = v
+				}
+			}
+			if int(id) != best {
+				t.Errorf("row %d token %d: %d, the penalised argmax is %d", r, i, id, best)
+			}
+			if want := x[id] - logSumExp(x); math.Abs(gen.LogProbs[i]-want) > 1e-5 {
+				t.Errorf("row %d token %d: log-prob %v, the unpenalised one is %v", r, i, gen.LogProbs[i], want)
+			}
+		}
+	}
+}
+
+// penalised is logit v of l after CTRL's repetition penalty θ when v was seen.
+func penalised(l []float32, v int, seen map[int32]bool, theta float32) float32 {
+	if !seen[int32(v)] {
+		return l[v]
+	}
+	if l[v] > 0 {
+		return l[v] / theta
+	}
+	return l[v] * theta
 }

@@ -10,17 +10,24 @@ import (
 
 // cachedStepper runs the prompt pass then single-token decode steps against the KV cache.
 type cachedStepper struct {
-	g      *Generator
-	how    KVUpdate
-	mode   drawMode
-	caches []*tensors.Tensor // 2·layers [B,L,KV,hd], keys then values per layer
+	g    *Generator
+	how  KVUpdate
+	mode drawMode
+	// caches are the 2·layers [B,L,KV,hd] key and value tensors (keys then values per layer),
+	// then, with a repetition penalty, the [B,V] mask of the tokens seen.
+	caches []*tensors.Tensor
 }
 
 func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
 	g := s.g
 	exec, err := g.exec(execKey{graph: "prefill", mode: s.mode}, func(ctx *context.Context, in []*Node) []*Node {
 		logits, caches := prefillGraph(ctx, g.cfg, in[0], in[1], in[2], in[3])
-		tok, lp := sampleGraph(logits, in[4:], s.mode)
+		var seen *Node
+		if s.mode.penalty {
+			seen = seenTokens(in[0], in[2], g.cfg.VocabSize)
+			caches = append(caches, seen)
+		}
+		tok, lp := sampleGraph(logits, in[4:], s.mode, seen)
 		return append([]*Node{tok, lp}, caches...)
 	})
 	if err != nil {
@@ -37,10 +44,16 @@ func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample []any) 
 
 func (s *cachedStepper) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
 	g := s.g
-	nCache := 2 * g.cfg.NumHiddenLayers
+	nKV := 2 * g.cfg.NumHiddenLayers
+	nCache := len(s.caches)
 	exec, err := g.exec(execKey{graph: "decode", mode: s.mode, how: s.how}, func(ctx *context.Context, in []*Node) []*Node {
-		logits, caches := decodeGraph(ctx, g.cfg, in[0], in[1], in[2], in[3], in[4:4+nCache], s.how)
-		tok, lp := sampleGraph(logits, in[4+nCache:], s.mode)
+		logits, caches := decodeGraph(ctx, g.cfg, in[0], in[1], in[2], in[3], in[4:4+nKV], s.how)
+		var seen *Node
+		if s.mode.penalty {
+			seen = seeToken(in[4+nKV], in[0]) // the token fed in was drawn last step
+			caches = append(caches, seen)
+		}
+		tok, lp := sampleGraph(logits, in[4+nCache:], s.mode, seen)
 		return append([]*Node{tok, lp}, caches...)
 	})
 	if err != nil {
@@ -94,7 +107,11 @@ func (s *fullStepper) next(tok, _ [][]int32, _ int, _ [][]int32, sample []any) (
 func (s *fullStepper) forward(sample []any) ([]int32, []float32, error) {
 	g := s.g
 	exec, err := g.exec(execKey{graph: "full", mode: s.mode}, func(ctx *context.Context, in []*Node) []*Node {
-		tok, lp := sampleGraph(lastLogitsGraph(ctx, g.cfg, in[0], in[1], in[2], in[3]), in[4:], s.mode)
+		var seen *Node
+		if s.mode.penalty {
+			seen = seenTokens(in[0], in[2], g.cfg.VocabSize)
+		}
+		tok, lp := sampleGraph(lastLogitsGraph(ctx, g.cfg, in[0], in[1], in[2], in[3]), in[4:], s.mode, seen)
 		return []*Node{tok, lp}
 	})
 	if err != nil {

@@ -37,6 +37,10 @@ type SampleOptions struct {
 	// MinP keeps, after top-k and top-p, the tokens whose probability is at least MinP times the
 	// most probable one's (HF's MinPLogitsWarper); 0 keeps all.
 	MinP float64
+	// RepetitionPenalty scales the logit l of every token already in the row (its prompt, padding
+	// excluded, and the tokens generated so far) before the temperature: l/θ when l > 0, l·θ
+	// otherwise (HF's RepetitionPenaltyLogitsProcessor, CTRL); 0 or 1 is off.
+	RepetitionPenalty float64
 }
 
 // Greedy reports whether the options pick the argmax without drawing.
@@ -47,20 +51,23 @@ func (o SampleOptions) Greedy() bool { return o.Temperature <= 0 }
 type drawMode struct {
 	noise            bool // Gumbel-max draw; otherwise the argmax of the logits
 	topK, topP, minP bool // the warpers that can remove tokens
+	penalty          bool // repetition penalty: the graphs carry a [B,V] "seen" mask
 }
 
 // mode is the graph variant that draws with these options at vocabulary size v.
 func (o SampleOptions) mode(v int) drawMode {
+	penalty := o.RepetitionPenalty > 0 && o.RepetitionPenalty != 1
 	if o.Greedy() {
-		return drawMode{}
+		return drawMode{penalty: penalty}
 	}
-	return drawMode{noise: true, topK: o.TopK > 0 && o.TopK < v, topP: o.TopP > 0 && o.TopP < 1, minP: o.MinP > 0}
+	return drawMode{noise: true, topK: o.TopK > 0 && o.TopK < v, topP: o.TopP > 0 && o.TopP < 1, minP: o.MinP > 0, penalty: penalty}
 }
 
 // sampleParams are the runtime inputs of the in-graph sampler, so that one compiled graph serves
 // every temperature, top-k, top-p and min-p: keys [B] uint32 (one per row and step, see
 // sampleKey), the temperature and topP as float32 scalars, topK as an int32 scalar (disabled ones
-// set to keep everything: k = V, p = 1) and min-p as the largest kept d = −ln MinP (float32).
+// set to keep everything: k = V, p = 1), min-p as the largest kept d = −ln MinP and the
+// repetition penalty θ (float32).
 func sampleParams(opts SampleOptions, seed uint64, step, rows, vocab int) []any {
 	keys := make([]uint32, rows)
 	for r := range keys {
@@ -82,7 +89,12 @@ func sampleParams(opts SampleOptions, seed uint64, step, rows, vocab int) []any 
 	if opts.MinP > 0 {
 		minPD = float32(-math.Log(opts.MinP))
 	}
-	return []any{tensors.FromValue(keys), tensors.FromScalar(temp), tensors.FromScalar(k), tensors.FromScalar(p), tensors.FromScalar(minPD)}
+	theta := float32(opts.RepetitionPenalty)
+	if theta <= 0 {
+		theta = 1
+	}
+	return []any{tensors.FromValue(keys), tensors.FromScalar(temp), tensors.FromScalar(k), tensors.FromScalar(p),
+		tensors.FromScalar(minPD), tensors.FromScalar(theta)}
 }
 
 // sampleKey is row r's key at decode step `step` of a generation seeded with seed: rows draw
@@ -130,22 +142,29 @@ func hash32(x *Node) *Node {
 }
 
 // sampleGraph draws one token per row from logits [B,V] (any float dtype) with the runtime
-// parameters p = (keys, temperature, topK, topP, min-p's largest d) of sampleParams, by the
-// variant mode. It returns the tokens [B] int32 and their log-probs [B] float32,
+// parameters p = (keys, temperature, topK, topP, min-p's largest d, θ) of sampleParams, by the
+// variant mode; seen [B,V] bool marks the tokens the repetition penalty applies to (nil without
+// it). It returns the tokens [B] int32 and their log-probs [B] float32,
 // log softmax(logits/T)[token] over the whole vocabulary: the tempered model distribution, before
-// top-k/top-p/min-p (T = 1 when greedy).
-func sampleGraph(logits *Node, p []*Node, mode drawMode) (tok, logProb *Node) {
-	keys, temp, topK, topP, minPD := p[0], p[1], p[2], p[3], p[4]
+// the repetition penalty and top-k/top-p/min-p (T = 1 when greedy), which is what a trainer scores.
+func sampleGraph(logits *Node, p []*Node, mode drawMode, seen *Node) (tok, logProb *Node) {
+	keys, temp, topK, topP, minPD, theta := p[0], p[1], p[2], p[3], p[4], p[5]
 	g := logits.Graph()
 	b, vocab := logits.Shape().Dim(0), logits.Shape().Dim(1)
-	x := Div(ConvertDType(logits, dtypes.Float32), temp) // [B,V] tempered logits
+	l := ConvertDType(logits, dtypes.Float32) // [B,V]
+	x := Div(l, temp)                         // [B,V] tempered logits
 	score := x
+	if mode.penalty { // CTRL's penalty on the raw logits, then the temperature
+		penalised := Where(GreaterThan(l, ZerosLike(l)), Div(l, theta), Mul(l, theta))
+		score = Div(Where(seen, penalised, l), temp)
+	}
+	drawn := score // the logits the draw and the warpers see
 	if mode.noise {
 		gumbel := Neg(Log(Neg(Log(uniformNoise(keys, vocab))))) // [B,V] −log(−log u)
-		score = Add(x, gumbel)
+		score = Add(drawn, gumbel)
 	}
 	if mode.topK || mode.topP || mode.minP {
-		score = Where(truncate(x, topK, topP, minPD, mode), score, BroadcastToDims(Infinity(g, dtypes.Float32, -1), b, vocab))
+		score = Where(truncate(drawn, topK, topP, minPD, mode), score, BroadcastToDims(Infinity(g, dtypes.Float32, -1), b, vocab))
 	}
 	tok = ArgMax(score, -1, dtypes.Int32) // [B], ties to the lowest id
 	chosen := Equal(Iota(g, shapes.Make(dtypes.Int32, b, vocab), 1), BroadcastToDims(Reshape(tok, b, 1), b, vocab))
@@ -242,6 +261,23 @@ func prefixSum(h *Node) *Node {
 		h = Add(h, shifted)
 	}
 	return h
+}
+
+// seenTokens is the repetition penalty's mask [B,V]: the tokens of ids [B,S] where mask is 1.
+func seenTokens(ids, mask *Node, vocab int) *Node {
+	g := ids.Graph()
+	b, n := ids.Shape().Dim(0), ids.Shape().Dim(1)
+	rows := MulScalar(Iota(g, shapes.Make(dtypes.Int32, b, n), 0), vocab)
+	at := Reshape(Add(rows, ConvertDType(ids, dtypes.Int32)), b*n, 1)
+	hits := ScatterSum(Zeros(g, shapes.Make(dtypes.Float32, b*vocab)), at, Reshape(ConvertDType(mask, dtypes.Float32), b*n), false, false)
+	return Reshape(GreaterThan(hits, ZerosLike(hits)), b, vocab)
+}
+
+// seeToken adds tok [B,1] to the mask seen [B,V].
+func seeToken(seen, tok *Node) *Node {
+	b, vocab := seen.Shape().Dim(0), seen.Shape().Dim(1)
+	iota := Iota(seen.Graph(), shapes.Make(dtypes.Int32, b, vocab), 1)
+	return Or(seen, Equal(iota, BroadcastToDims(ConvertDType(tok, dtypes.Int32), b, vocab)))
 }
 
 // logSumExp is log Σ exp(x) computed stably.

@@ -110,15 +110,25 @@ func refKeptTopKP(x []float32, k int, p float64) (kept []int, ambiguous bool) {
 
 // refDraw is one row's draw: the token, its tempered log-prob, and the gap between the best and
 // second-best perturbed scores (a tie within float32 rounding may go either way).
-func refDraw(logits []float32, key uint32, opts SampleOptions) (tok int, lp, gap float64, ambiguous bool) {
+// seen (nil without a repetition penalty) marks the penalised tokens.
+func refDraw(logits []float32, key uint32, opts SampleOptions, seen []bool) (tok int, lp, gap float64, ambiguous bool) {
 	temp := float32(opts.Temperature)
 	if opts.Greedy() {
 		temp = 1
 	}
-	x32, x := make([]float32, len(logits)), make([]float64, len(logits))
+	theta := float32(opts.RepetitionPenalty)
+	x32, drawn, x := make([]float32, len(logits)), make([]float64, len(logits)), make([]float64, len(logits))
 	for i, l := range logits {
+		x[i] = float64(l / temp)
+		if seen != nil && seen[i] { // CTRL's penalty on the raw logit, then the temperature
+			if l > 0 {
+				l /= theta
+			} else {
+				l *= theta
+			}
+		}
 		x32[i] = l / temp
-		x[i] = float64(x32[i])
+		drawn[i] = float64(x32[i])
 	}
 	kept := make([]int, len(x))
 	for i := range kept {
@@ -129,7 +139,7 @@ func refDraw(logits []float32, key uint32, opts SampleOptions) (tok int, lp, gap
 	}
 	best, second := math.Inf(-1), math.Inf(-1)
 	for _, v := range kept {
-		s := x[v]
+		s := drawn[v]
 		if !opts.Greedy() {
 			s -= math.Log(-math.Log(refUniform(key, v)))
 		}
@@ -142,14 +152,17 @@ func refDraw(logits []float32, key uint32, opts SampleOptions) (tok int, lp, gap
 	return tok, x[tok] - logSumExp(x), best - second, ambiguous
 }
 
-// drawOnDevice runs sampleGraph on logits [B][V] with keys (one per row) and returns the tokens
-// and log-probs.
-func drawOnDevice(t *testing.T, logits [][]float32, keys []uint32, opts SampleOptions) ([]int32, []float32) {
+// drawOnDevice runs sampleGraph on logits [B][V] with keys (one per row) and, with a repetition
+// penalty, the seen mask [B][V], and returns the tokens and log-probs.
+func drawOnDevice(t *testing.T, logits [][]float32, keys []uint32, opts SampleOptions, seen [][]bool) ([]int32, []float32) {
 	t.Helper()
 	vocab := len(logits[0])
 	mode := opts.mode(vocab)
 	e, err := graph.NewExec(testBackendOrSkip(t), func(in []*graph.Node) (*graph.Node, *graph.Node) {
-		return sampleGraph(in[0], in[1:], mode)
+		if mode.penalty {
+			return sampleGraph(in[0], in[1:len(in)-1], mode, in[len(in)-1])
+		}
+		return sampleGraph(in[0], in[1:], mode, nil)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +170,11 @@ func drawOnDevice(t *testing.T, logits [][]float32, keys []uint32, opts SampleOp
 	defer e.Finalize()
 	params := sampleParams(opts, 0, 0, len(logits), vocab)
 	params[0] = tensors.FromValue(keys)
-	outs, err := e.Exec(append([]any{tensors.FromValue(logits)}, params...)...)
+	args := append([]any{tensors.FromValue(logits)}, params...)
+	if mode.penalty {
+		args = append(args, tensors.FromValue(seen))
+	}
+	outs, err := e.Exec(args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +192,8 @@ var samplerCases = []SampleOptions{
 	{Temperature: 2, TopP: 0.3},
 	{Temperature: 1, MinP: 0.1},
 	{Temperature: 0.8, TopK: 40, TopP: 0.9, MinP: 0.05},
+	{RepetitionPenalty: 1.5},
+	{Temperature: 0.9, TopP: 0.9, RepetitionPenalty: 1.3},
 }
 
 // Every row's token is the reference's, except where the reference itself is within float32
@@ -185,22 +204,27 @@ func TestSampleGraph_MatchesReference(t *testing.T) {
 		for ci, opts := range samplerCases {
 			t.Run(fmt.Sprintf("V%d/%+v", vocab, opts), func(t *testing.T) {
 				const rows = 64
-				logits, keys := make([][]float32, rows), make([]uint32, rows)
+				logits, keys, seen := make([][]float32, rows), make([]uint32, rows), make([][]bool, rows)
 				for r := range logits {
 					scale := []float64{0.3, 1, 4, 12}[r%4]
-					logits[r] = make([]float32, vocab)
+					logits[r], seen[r] = make([]float32, vocab), make([]bool, vocab)
 					for v := range logits[r] {
 						logits[r][v] = float32(rng.NormFloat64() * scale)
 						if r%8 == 7 { // ties
 							logits[r][v] = float32(math.Round(float64(logits[r][v])))
 						}
+						seen[r][v] = rng.IntN(3) == 0
 					}
 					keys[r] = rng.Uint32()
 				}
-				toks, lps := drawOnDevice(t, logits, keys, opts)
+				toks, lps := drawOnDevice(t, logits, keys, opts, seen)
 				skipped := 0
 				for r := range rows {
-					want, wantLP, gap, amb := refDraw(logits[r], keys[r], opts)
+					rowSeen := seen[r]
+					if !opts.mode(vocab).penalty {
+						rowSeen = nil
+					}
+					want, wantLP, gap, amb := refDraw(logits[r], keys[r], opts, rowSeen)
 					if amb || gap < 1e-4 {
 						skipped++
 						continue
@@ -247,7 +271,7 @@ func TestSampleGraph_KeptSets(t *testing.T) {
 		for r := range batch {
 			batch[r], keys[r] = logits, uint32(r)*2654435761
 		}
-		toks, _ := drawOnDevice(t, batch, keys, c.opts)
+		toks, _ := drawOnDevice(t, batch, keys, c.opts, nil)
 		seen := map[int]bool{}
 		for _, tok := range toks {
 			seen[int(tok)] = true
@@ -282,7 +306,7 @@ func TestSampleGraph_Frequencies(t *testing.T) {
 		for r := range batch {
 			batch[r], keys[r] = logits, sampleKey(9, r, 0)
 		}
-		toks, lps := drawOnDevice(t, batch, keys, c.opts)
+		toks, lps := drawOnDevice(t, batch, keys, c.opts, nil)
 		counts := make([]int, len(logits))
 		for r, tok := range toks {
 			counts[tok]++
