@@ -194,6 +194,7 @@ type GRPO struct {
 	Beta                     float64   `yaml:"beta" usage:"KL coefficient; 0 = no reference model is loaded"`
 	Epsilon                  float64   `yaml:"epsilon" usage:"lower clipping range ε of the ratio"`
 	EpsilonHigh              float64   `yaml:"epsilon_high" usage:"upper clipping range; 0 = epsilon (DAPO uses 0.28)"`
+	Delta                    float64   `yaml:"delta" usage:"two-sided clipping (INTELLECT-2): cap the unclipped ratio at delta, > 1 + epsilon_high; 0 = off"`
 	LossType                 string    `yaml:"loss_type" enum:"grpo|bnpo|dr_grpo|dapo" usage:"token aggregation of the loss"`
 	ScaleRewards             string    `yaml:"scale_rewards" enum:"group|batch|none" usage:"divide advantages by the group's or batch's reward std, or not (Dr. GRPO)"`
 	ImportanceSamplingLevel  string    `yaml:"importance_sampling_level" enum:"token|sequence" usage:"ratio per token, or per sequence (GSPO)"`

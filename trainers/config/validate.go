@@ -59,6 +59,10 @@ func (c *GRPO) Validate() error {
 	if spg == 0 {
 		spg = c.GradientAccumulationSteps
 	}
+	epsHigh := c.EpsilonHigh
+	if epsHigh == 0 {
+		epsHigh = c.Epsilon
+	}
 	switch {
 	case len(c.RewardFuncs) == 0:
 		return bad(c, "reward_funcs", "is required: name at least one reward function")
@@ -82,6 +86,8 @@ func (c *GRPO) Validate() error {
 		return bad(c, "epsilon", fmt.Sprintf("must be > 0, got %g", c.Epsilon))
 	case !(c.EpsilonHigh >= 0) || math.IsInf(c.EpsilonHigh, 0):
 		return bad(c, "epsilon_high", fmt.Sprintf("must be ≥ 0 (0 = epsilon), got %g", c.EpsilonHigh))
+	case c.Delta != 0 && !(c.Delta > 1+epsHigh && !math.IsInf(c.Delta, 0)):
+		return bad(c, "delta", fmt.Sprintf("must be 0 (off) or > 1 + epsilon_high = %g, got %g", 1+epsHigh, c.Delta))
 	case c.NumIterations < 1:
 		return bad(c, "num_iterations", fmt.Sprintf("must be ≥ 1, got %d", c.NumIterations))
 	case c.StepsPerGeneration < 0:

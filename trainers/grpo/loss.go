@@ -96,10 +96,14 @@ func DrGRPOMean(maxCompletionLength int) Aggregation {
 	}
 }
 
-// Params are the hyper-parameters the loss needs (TRL GRPOConfig epsilon, epsilon_high, beta).
+// Params are the hyper-parameters the loss needs (TRL GRPOConfig epsilon, epsilon_high, delta,
+// beta).
 type Params struct {
 	EpsLow, EpsHigh float64 // ratio clipped to [1−EpsLow, 1+EpsHigh]
-	Beta            float64 // KL coefficient; 0 = no reference model
+	// Delta > 0 caps the unclipped ratio at Delta (two-sided clipping, TwoSidedClippedSurrogate);
+	// 0 = off (TRL's None).
+	Delta float64
+	Beta  float64 // KL coefficient; 0 = no reference model
 }
 
 // Inputs are the loss's tensors; see the package comment for shapes.
@@ -125,16 +129,46 @@ type Metrics struct {
 // (rl.PPOClipTerm): 0 when clipped (A > 0 and ρ > 1+ε_high, or A < 0 and ρ < 1−ε_low), else
 // −A·∂ρ, ties included (ρ = 1 at the first update takes the unclipped branch).
 func ClippedSurrogate(ratio, advantages *Node, epsLow, epsHigh float64) *Node {
-	a := ConvertDType(StopGradient(advantages), ratio.DType())
+	rho, a := broadcastRatio(ratio, advantages)
+	return minSurrogate(rho, clipRatio(rho, epsLow, epsHigh), a)
+}
+
+// TwoSidedClippedSurrogate is INTELLECT-2's two-sided clipping (Prime Intellect 2025,
+// arXiv:2505.07291; TRL GRPOConfig delta, grpo_trainer.py _compute_loss "Two-sided clipping"): the
+// unclipped term's ratio is capped at δ before the min,
+//
+//	ℓ_t = −min(min(ρ_t, δ)·A, clip(ρ_t, 1−ε_low, 1+ε_high)·A)      (δ > 1+ε_high)
+//
+// For A ≥ 0 nothing changes (the clipped term is already the smaller one above 1+ε_high). For
+// A < 0 and ρ > δ the loss is −δ·A with zero gradient instead of −ρ·A growing with ρ: a token
+// whose probability rose a lot under a negative advantage can no longer dominate the update.
+// Shapes as ClippedSurrogate.
+func TwoSidedClippedSurrogate(ratio, advantages *Node, epsLow, epsHigh, delta float64) *Node {
+	rho, a := broadcastRatio(ratio, advantages)
+	return minSurrogate(MinScalar(rho, delta), clipRatio(rho, epsLow, epsHigh), a)
+}
+
+// broadcastRatio brings the ratio ([B,T] or [B,1]) and the detached advantages ([B] or [B,T]) to
+// one shape [B,T'].
+func broadcastRatio(ratio, advantages *Node) (rho, a *Node) {
+	a = ConvertDType(StopGradient(advantages), ratio.DType())
 	if a.Rank() == 1 {
 		a = InsertAxes(a, -1) // [B] → [B,1]
 	}
 	dims := slices.Clone(ratio.Shape().Dimensions)
 	dims[1] = max(dims[1], a.Shape().Dimensions[1])
-	rho := BroadcastToDims(ratio, dims...)
-	a = BroadcastToDims(a, dims...)
-	clipped := Mul(MinScalar(MaxScalar(rho, 1-epsLow), 1+epsHigh), a)
-	unclipped := Mul(rho, a)
+	return BroadcastToDims(ratio, dims...), BroadcastToDims(a, dims...)
+}
+
+// clipRatio is clip(ρ, 1−ε_low, 1+ε_high).
+func clipRatio(rho *Node, epsLow, epsHigh float64) *Node {
+	return MinScalar(MaxScalar(rho, 1-epsLow), 1+epsHigh)
+}
+
+// minSurrogate is −min(unclipped·A, clipped·A), the clipped term only when strictly smaller.
+func minSurrogate(unclippedRatio, clippedRatio, a *Node) *Node {
+	clipped := Mul(clippedRatio, a)
+	unclipped := Mul(unclippedRatio, a)
 	return Neg(Where(LessThan(clipped, unclipped), clipped, unclipped))
 }
 
@@ -153,7 +187,7 @@ func KLk3(logps, refLogps, mask *Node) *Node {
 //
 //	ℓ_t = −min(ρ_t·A_b, clip(ρ_t, 1−ε_low, 1+ε_high)·A_b) + β·k3_t,   L = agg(ℓ, mask)
 //
-// with ρ from ratio (TokenRatio or SequenceRatio) and agg one of GRPOMean, BNPOMean, DAPOMean(n),
+// (ρ_t in the first term capped at δ when Params.Delta > 0: TwoSidedClippedSurrogate) with ρ from ratio (TokenRatio or SequenceRatio) and agg one of GRPOMean, BNPOMean, DAPOMean(n),
 // DrGRPOMean(L). The course's variants: GRPO = TokenRatio+GRPOMean, DAPO = BNPOMean (one
 // accumulation step) with EpsHigh 0.28, Dr. GRPO = DrGRPOMean(3) with mean-only advantages,
 // GSPO = SequenceRatio+GRPOMean, RLOO = GRPOMean with leave-one-out advantages.
@@ -163,7 +197,13 @@ func Loss(in Inputs, p Params, ratio Ratio, agg Aggregation) (*Node, Metrics) {
 		panic("grpo: Params.Beta ≠ 0 needs Inputs.RefLogProbs (the reference model's per-token log-probs)")
 	}
 	rho := ratio(logps, in.OldLogProbs, in.Mask)
-	perToken := ClippedSurrogate(rho, in.Advantages, p.EpsLow, p.EpsHigh)
+	var perToken *Node
+	if p.Delta > 0 {
+		perToken = TwoSidedClippedSurrogate(rho, in.Advantages, p.EpsLow, p.EpsHigh, p.Delta)
+		rho = MinScalar(rho, p.Delta) // TRL's clip metrics see the capped coef_1
+	} else {
+		perToken = ClippedSurrogate(rho, in.Advantages, p.EpsLow, p.EpsHigh)
+	}
 	if !slices.Equal(perToken.Shape().Dimensions, logps.Shape().Dimensions) {
 		perToken = BroadcastToDims(perToken, logps.Shape().Dimensions...) // sequence ratio: [B,1] → [B,T]
 	}

@@ -250,6 +250,56 @@ func TestClippedSurrogate_ClipHigher(t *testing.T) {
 	}
 }
 
+// Two-sided clipping (INTELLECT-2, TRL delta) by hand, ε = 0.2, δ = 2:
+//
+//	ρ    A    standard −min(ρA, clip(ρ)A)        two-sided −min(min(ρ,δ)A, clip(ρ)A)
+//	3   +1    −min(3, 1.2)   = −1.2, ∂ = 0        −min(2, 1.2)    = −1.2, ∂ = 0
+//	3   −1    −min(−3, −1.2) =  3,   −∂ℓ/∂ρ = −1  −min(−2, −1.2)  =  2,   ∂ = 0  (capped)
+//	1.5 −1    −min(−1.5, −1.2) = 1.5, −∂ℓ/∂ρ = −1  same (ρ < δ)
+//	0.5 −1    −min(−0.5, −0.8) = 0.8, ∂ = 0       same
+//	0.5 +1    −min(0.5, 0.8) = −0.5, −∂ℓ/∂ρ = 1   same
+func TestTwoSidedClippedSurrogate_HandCheck(t *testing.T) {
+	ratios := [][]float64{{3, 3, 1.5, 0.5, 0.5}}
+	adv := [][]float64{{1, -1, -1, -1, 1}}
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
+		two := TwoSidedClippedSurrogate(in[0], in[1], 0.2, 0.2, 2)
+		std := ClippedSurrogate(in[0], in[1], 0.2, 0.2)
+		return []*Node{two, Neg(Gradient(ReduceAllSum(two), in[0])[0]), std, Neg(Gradient(ReduceAllSum(std), in[0])[0])}
+	}, ratios, adv)
+	for _, c := range []struct {
+		name       string
+		got, wantV []float64
+	}{
+		{"two-sided ℓ", out[0], []float64{-1.2, 2, 1.5, 0.8, -0.5}},
+		{"two-sided −∂ℓ/∂ρ", out[1], []float64{0, 0, -1, 0, 1}},
+		{"standard ℓ", out[2], []float64{-1.2, 3, 1.5, 0.8, -0.5}},
+		{"standard −∂ℓ/∂ρ", out[3], []float64{0, -1, -1, 0, 1}},
+	} {
+		for i, want := range c.wantV {
+			if !graphtest.Within(c.got[i], want, 1e-15) {
+				t.Errorf("%s at ρ=%v A=%v: got %v, want %v", c.name, ratios[0][i], adv[0][i], c.got[i], want)
+			}
+		}
+	}
+	// Through Loss: Params.Delta selects the two-sided surrogate; GRPOMean of one row of 5 tokens.
+	logps := [][]float64{{math.Log(3), math.Log(3), math.Log(1.5), math.Log(0.5), math.Log(0.5)}}
+	out = graphtest.Eval(t, func(in []*Node) []*Node {
+		inputs := Inputs{LogProbs: in[0], OldLogProbs: ZerosLike(in[0]), Mask: OnesLike(in[0]), Advantages: in[1]}
+		l, m := Loss(inputs, Params{EpsLow: 0.2, EpsHigh: 0.2, Delta: 2}, TokenRatio, GRPOMean)
+		return []*Node{l, m.ClipRatioHigh, m.ClipRatioLow}
+	}, logps, adv)
+	if got, want := out[0][0], (-1.2+2+1.5+0.8-0.5)/5; !graphtest.Within(got, want, 1e-12) {
+		t.Errorf("Loss with δ = 2: %v, want %v", got, want)
+	}
+	// The clip metrics see the capped ratio (TRL reassigns coef_1): ρ = 3 → 2 is still > 1.2.
+	if got := out[1][0]; !graphtest.Within(got, 0.2, 1e-15) {
+		t.Errorf("clip_ratio/high_mean = %v, want 0.2 (ρ = 3, A > 0)", got)
+	}
+	if got := out[2][0]; !graphtest.Within(got, 0.2, 1e-15) {
+		t.Errorf("clip_ratio/low_mean = %v, want 0.2 (ρ = 0.5, A < 0)", got)
+	}
+}
+
 // TRL #2995: with β = 0 and μ = 1 (old = detached current log-probs) the ratio is 1 and the loss
 // is −mean(A) = 0 for a zero-mean group of equal lengths, yet the gradient is A·w ≠ 0.
 func TestGRPOLoss_ZeroLossNonZeroGradient(t *testing.T) {

@@ -113,7 +113,7 @@ func New(s Setup) (*Trainer, error) {
 	}
 	t.spec = &lossSpec{
 		Model: s.Model.Config, CompletionLen: cfg.MaxCompletionLength, Temperature: cfg.Temperature,
-		Params:    Params{EpsLow: cfg.Epsilon, EpsHigh: cfg.EpsilonHigh, Beta: cfg.Beta},
+		Params:    Params{EpsLow: cfg.Epsilon, EpsHigh: cfg.EpsilonHigh, Delta: cfg.Delta, Beta: cfg.Beta},
 		Ratio:     TokenRatio,
 		LossType:  cfg.LossType,
 		GradAccum: cfg.GradientAccumulationSteps,
