@@ -70,6 +70,29 @@ func PositionIDs(mask [][]int32) [][]int32 {
 	return out
 }
 
+// SegmentPositionIDs are the position ids of packed rows (seg [B,S], 1, 2, … per sequence, 0 =
+// padding): 0, 1, … restarting at each sequence's first token, as TRL's collator builds them from
+// seq_lengths (get_position_ids_from_packed_seq_lengths); pads get 0 (TRL's padding value).
+func SegmentPositionIDs(seg [][]int32) [][]int32 {
+	out := make([][]int32, len(seg))
+	for r, row := range seg {
+		out[r] = make([]int32, len(row))
+		var p int32
+		for t, s := range row {
+			if t > 0 && s == row[t-1] {
+				p++
+			} else {
+				p = 0
+			}
+			if s == 0 {
+				p = 0
+			}
+			out[r][t] = p
+		}
+	}
+	return out
+}
+
 // ScoredMask marks the tokens whose log-prob counts: t ≥ completionStart[b], t ≥ 1 and
 // mask[b,t] = mask[b,t−1] = 1. A nil completionStart scores from t = 1.
 func ScoredMask(mask [][]int32, completionStart []int) [][]float32 {
