@@ -191,6 +191,7 @@ type GRPO struct {
 	Temperature              float64   `yaml:"temperature" usage:"sampling temperature (log-probs are scored at it too)"`
 	TopP                     float64   `yaml:"top_p" usage:"nucleus sampling mass in (0, 1]; 1 = off"`
 	TopK                     int       `yaml:"top_k" usage:"top-k sampling; 0 = off"`
+	MinP                     float64   `yaml:"min_p" usage:"min-p sampling in [0, 1]: keep tokens with probability ≥ min_p × the top one's, after top-k/top-p; 0 = off"`
 	Beta                     float64   `yaml:"beta" usage:"KL coefficient; 0 = no reference model is loaded"`
 	Epsilon                  float64   `yaml:"epsilon" usage:"lower clipping range ε of the ratio"`
 	EpsilonHigh              float64   `yaml:"epsilon_high" usage:"upper clipping range; 0 = epsilon (DAPO uses 0.28)"`

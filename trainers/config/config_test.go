@@ -29,7 +29,7 @@ func TestDefaults_MatchTRL(t *testing.T) {
 		"kto": {"learning_rate": 1e-6, "beta": 0.1, "desirable_weight": 1.0, "undesirable_weight": 1.0,
 			"max_length": 1024, "max_prompt_length": 512, "max_completion_length": 0, "truncation_mode": "keep_end"},
 		"grpo": {"learning_rate": 1e-6, "num_generations": 8, "max_prompt_length": 512, "max_completion_length": 256,
-			"temperature": 1.0, "top_p": 1.0, "top_k": 0, "beta": 0.0, "epsilon": 0.2, "epsilon_high": 0.0, "delta": 0.0,
+			"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "beta": 0.0, "epsilon": 0.2, "epsilon_high": 0.0, "delta": 0.0,
 			"loss_type": "dapo", "scale_rewards": "group", "importance_sampling_level": "token",
 			"num_iterations": 1, "steps_per_generation": 0, "mask_truncated_completions": false,
 			"log_completions": false, "reward_weights": []float64(nil)},
@@ -227,6 +227,8 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 		{"grpo", []string{"--reward", "a", "--delta", "1.2"}, "delta (--delta) must be 0 (off) or > 1 + epsilon_high = 1.2, got 1.2"},
 		{"grpo", []string{"--reward", "a", "--epsilon-high", "0.28", "--delta", "1.25"}, "delta (--delta) must be 0 (off) or > 1 + epsilon_high = 1.28, got 1.25"},
 		{"grpo", []string{"--reward", "a", "--delta", "-2"}, "delta (--delta) must be 0 (off) or > 1 + epsilon_high"},
+		{"grpo", []string{"--reward", "a", "--min-p", "1.5"}, "min_p (--min-p) must be in [0, 1] (0 = off), got 1.5"},
+		{"grpo", []string{"--reward", "a", "--min-p", "-0.1"}, "min_p (--min-p) must be in [0, 1] (0 = off), got -0.1"},
 		{"sft", []string{"--resume", "--resume-from-checkpoint", "x"}, "resume (--resume) and resume_from_checkpoint are exclusive"},
 	}
 	for _, c := range cases {

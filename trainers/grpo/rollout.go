@@ -196,6 +196,15 @@ func (t *Trainer) nextPrompts() []*Prompt {
 	return out
 }
 
+// sampleOptions are the rollout's sampler settings (GRPOConfig temperature, top_k, top_p, min_p;
+// HF applies top-k, then top-p, then min-p). The trainer still scores the completions under the
+// whole tempered distribution, as TRL does, so truncating the sampler makes π_old differ from the
+// sampling distribution by the kept mass (TRL #6789); sampling_logp_difference compares the
+// sampler's full-distribution log-probs and is not affected.
+func (t *Trainer) sampleOptions() qwen2.SampleOptions {
+	return qwen2.SampleOptions{Temperature: t.cfg.Temperature, TopK: t.cfg.TopK, TopP: t.cfg.TopP, MinP: t.cfg.MinP}
+}
+
 // timings of one generation round.
 type timings struct{ generation, scoring time.Duration }
 
@@ -209,7 +218,7 @@ func (t *Trainer) rollout() (*Rollout, timings, error) {
 	}
 	t0 := time.Now()
 	gens, err := t.gen.Generate(ids, qwen2.GenerateOptions{
-		SampleOptions: qwen2.SampleOptions{Temperature: t.cfg.Temperature, TopK: t.cfg.TopK, TopP: t.cfg.TopP},
+		SampleOptions: t.sampleOptions(),
 		MaxNewTokens:  t.cfg.MaxCompletionLength,
 		Seed:          uint64(t.cfg.Seed)*1_000_003 + uint64(t.round),
 		StopIDs:       t.s.StopIDs,
