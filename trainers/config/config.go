@@ -110,14 +110,17 @@ func ceilDiv(a, b int) int {
 // SFT is TRL's SFTConfig subset that posttrain implements.
 type SFT struct {
 	Training           `yaml:",inline"`
-	MaxLength          int   `yaml:"max_length" usage:"truncate tokenized examples to this many tokens"`
-	CompletionOnlyLoss *bool `yaml:"completion_only_loss" usage:"loss on completion tokens only (default: on for prompt-completion data)"`
-	AssistantOnlyLoss  *bool `yaml:"assistant_only_loss" usage:"loss on assistant tokens only (default: on for conversational messages data; false = every token, TRL's default)"`
+	MaxLength          int    `yaml:"max_length" usage:"truncate tokenized examples to this many tokens; with packing, the length of a packed row (wrapped packing cuts across examples instead)"`
+	CompletionOnlyLoss *bool  `yaml:"completion_only_loss" usage:"loss on completion tokens only (default: on for prompt-completion data)"`
+	AssistantOnlyLoss  *bool  `yaml:"assistant_only_loss" usage:"loss on assistant tokens only (default: on for conversational messages data; false = every token, TRL's default)"`
+	Packing            bool   `yaml:"packing" usage:"pack the tokenized examples into rows of max_length tokens (fewer, fuller rows)"`
+	PackingStrategy    string `yaml:"packing_strategy" enum:"bfd|wrapped" usage:"bfd: whole examples (cut to max_length) by best-fit decreasing, attention never crosses examples; wrapped: concatenate and cut every max_length tokens, attention spans the row"`
+	PaddingFree        bool   `yaml:"padding_free" usage:"accepted for TRL compatibility: posttrain's masks already give flash-attention's padding-free numbers, so it changes nothing"`
 }
 
 // DefaultSFT returns SFTConfig's v0.24 defaults.
 func DefaultSFT() *SFT {
-	c := &SFT{Training: DefaultTraining(), MaxLength: 1024}
+	c := &SFT{Training: DefaultTraining(), MaxLength: 1024, PackingStrategy: "bfd"}
 	c.LearningRate = 2e-5
 	return c
 }

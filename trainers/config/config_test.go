@@ -22,7 +22,8 @@ func TestDefaults_MatchTRL(t *testing.T) {
 		"bf16": false,
 	}
 	methods := map[string]map[string]any{
-		"sft": {"learning_rate": 2e-5, "max_length": 1024, "completion_only_loss": (*bool)(nil), "assistant_only_loss": (*bool)(nil)},
+		"sft": {"learning_rate": 2e-5, "max_length": 1024, "completion_only_loss": (*bool)(nil), "assistant_only_loss": (*bool)(nil),
+			"packing": false, "packing_strategy": "bfd", "padding_free": false},
 		"dpo": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": "sigmoid", "label_smoothing": 0.0,
 			"max_length": 1024, "max_prompt_length": 512, "max_completion_length": 0, "truncation_mode": "keep_end",
 			"precompute_ref_log_probs": false},
@@ -230,6 +231,8 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 		{"grpo", []string{"--reward", "a", "--min-p", "1.5"}, "min_p (--min-p) must be in [0, 1] (0 = off), got 1.5"},
 		{"grpo", []string{"--reward", "a", "--min-p", "-0.1"}, "min_p (--min-p) must be in [0, 1] (0 = off), got -0.1"},
 		{"sft", []string{"--resume", "--resume-from-checkpoint", "x"}, "resume (--resume) and resume_from_checkpoint are exclusive"},
+		{"sft", []string{"--packing", "--max-length", "0"}, "max_length (--max-length) must be ≥ 1 with packing (it is the length of a packed row), got 0"},
+		{"sft", []string{"--packing", "--packing-strategy", "bfd_split"}, `packing_strategy (--packing-strategy) must be one of bfd, wrapped, got "bfd_split"`},
 	}
 	for _, c := range cases {
 		_, err := runCmd(t, c.method, append(c.args, required...)...)

@@ -12,6 +12,9 @@ func (c *SFT) Validate() error {
 	if err := validateCommon(c); err != nil {
 		return err
 	}
+	if c.MaxLength < 1 && c.Packing {
+		return bad(c, "max_length", fmt.Sprintf("must be ≥ 1 with packing (it is the length of a packed row), got %d", c.MaxLength))
+	}
 	if c.MaxLength < 1 {
 		return bad(c, "max_length", fmt.Sprintf("must be ≥ 1, got %d", c.MaxLength))
 	}

@@ -24,13 +24,16 @@ import (
 // accumulated batch.
 type Trainer struct {
 	model    *loop.Model
-	examples []example
+	examples []example // tokenized rows, or packed rows when rowLen > 0
+	rowLen   int       // packing: the length of a packed row (max_length); 0 = no packing
 }
 
-// example is one tokenized row: its ids (truncated to max_length) and which tokens are scored.
+// example is one tokenized row (ids truncated to max_length), or one packed row of several.
 type example struct {
 	ids    []int32
-	scored []bool // scored[t]: ids[t] counts in the loss (never t = 0)
+	scored []bool  // scored[t]: ids[t] counts in the loss (never t = 0, nor a segment's first token)
+	seg    []int32 // packed rows: the segment (1, 2, …) of each token; nil unpacked
+	first  bool    // the loss mask of ids[0] as tokenized (wrapped packing scores it after another example)
 	units  int
 }
 
@@ -43,7 +46,9 @@ type example struct {
 //     because training on the system and user turns is rarely what a chat SFT run wants;
 //     --assistant-only-loss=false restores TRL's behaviour;
 //   - conversational rows are rendered with the model's chat template; standard rows get EOS
-//     appended (unless already there); rows are truncated to max_length (keeping the start).
+//     appended (unless already there); rows are truncated to max_length (keeping the start);
+//   - packing: the examples are packed into rows of max_length tokens (pack.go), bfd (each
+//     example cut to max_length, attention within it) or wrapped (not cut, attention across).
 //
 // A row that cannot be used is an error naming its file and line.
 func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
@@ -71,21 +76,33 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 		rows, addEOS = std.Rows, eos
 	}
 	completionOnly := cfg.CompletionOnlyLoss == nil || *cfg.CompletionOnlyLoss
+	wrapped := cfg.Packing && cfg.PackingStrategy == "wrapped"
+	if cfg.Packing && cfg.MaxLength < 1 {
+		return nil, fmt.Errorf("packing needs max_length ≥ 1 (the length of a packed row), got %d", cfg.MaxLength)
+	}
 	for _, r := range rows {
 		ex, err := t.tokenize(d.Format, r, addEOS, completionOnly, assistantOnly)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
 		}
-		if cfg.MaxLength > 0 && len(ex.ids) > cfg.MaxLength {
+		if cfg.MaxLength > 0 && len(ex.ids) > cfg.MaxLength && !wrapped {
 			ex.ids, ex.scored = ex.ids[:cfg.MaxLength], ex.scored[:cfg.MaxLength]
 		}
-		ex.scored[0] = false
+		ex.first, ex.scored[0] = ex.scored[0], false
 		for _, s := range ex.scored {
 			if s {
 				ex.units++
 			}
 		}
 		t.examples = append(t.examples, ex)
+	}
+	if cfg.Packing {
+		t.rowLen = cfg.MaxLength
+		if wrapped {
+			t.examples = packWrapped(t.examples, t.rowLen)
+		} else {
+			t.examples = packBFD(t.examples, t.rowLen)
+		}
 	}
 	return t, nil
 }
@@ -160,8 +177,16 @@ func (t *Trainer) Units(i int) float64 { return float64(t.examples[i].units) }
 // Tokens implements loop.Method.
 func (t *Trainer) Tokens(i int) int { return len(t.examples[i].ids) }
 
-// Batch implements loop.Method: ids, pos, mask, loss mask [B,T], right-padded to a bucket.
+// Batch implements loop.Method: ids, pos, mask, loss mask [B,T], right-padded to a bucket; packed
+// rows: ids, pos, segment ids, loss mask [B,max_length].
 func (t *Trainer) Batch(idx []int) ([]any, error) {
+	if t.rowLen > 0 {
+		rows := make([]example, len(idx))
+		for k, i := range idx {
+			rows[k] = t.examples[i]
+		}
+		return packedBatch(rows, t.rowLen), nil
+	}
 	rows, scored := make([][]int32, len(idx)), make([][]bool, len(idx))
 	for k, i := range idx {
 		rows[k], scored[k] = t.examples[i].ids, t.examples[i].scored
@@ -185,11 +210,20 @@ func (t *Trainer) Finish(w loop.Window) map[string]float64 {
 // Loss implements loop.Method: NLLOverTokens(lp, loss mask, norm), plus TRL's
 // mean_token_accuracy and entropy over the scored tokens.
 func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
-	ids, pos, mask, scored := in[0], in[1], in[2], in[3]
+	ids, scored := in[0], in[3]
 	cfg := t.model.Config
-	lp, correct, entropy := HeadStats(ctx, cfg, qwen2.Hidden(ctx, cfg, ids, pos, mask), ids)
+	lp, correct, entropy := HeadStats(ctx, cfg, t.hidden(ctx, in), ids)
 	loss := NLLOverTokens(lp, scored, norm)
 	return loss, []*Node{MeanTokenAccuracy(correct, scored), StopGradient(step.TokenMean(entropy, scored))}
+}
+
+// hidden runs the decoder on a batch's inputs (ids, pos, mask or segment ids, …): padded rows
+// attend causally to their real tokens, packed rows within each segment.
+func (t *Trainer) hidden(ctx *context.Context, in []*Node) *Node {
+	if t.rowLen > 0 {
+		return qwen2.HiddenSegments(ctx, t.model.Config, in[0], in[1], in[2])
+	}
+	return qwen2.Hidden(ctx, t.model.Config, in[0], in[1], in[2])
 }
 
 // HeadStats is qwen2.TargetLogProbs plus, from the same chunks of logits, whether the argmax
@@ -222,7 +256,7 @@ func HeadStats(ctx *context.Context, cfg *qwen2.Config, hidden, ids *Node) (lp, 
 func (t *Trainer) NLL(backend backends.Backend, batch int) (float64, error) {
 	cfg := t.model.Config
 	ev, err := step.NewContextEval(backend, t.model.Ctx.Reuse(), func(ctx *context.Context, in []*Node) []*Node {
-		lp := qwen2.TokenLogProbs(ctx, cfg, in[0], in[1], in[2])
+		lp := qwen2.TargetLogProbs(ctx, cfg, t.hidden(ctx, in), in[0])
 		m := ConvertDType(in[3], lp.DType())
 		return []*Node{ConvertDType(ReduceAllSum(Mul(lp, m)), dtypes.Float64), ConvertDType(ReduceAllSum(m), dtypes.Float64)}
 	})
