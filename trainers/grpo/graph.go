@@ -70,7 +70,9 @@ type lossSpec struct {
 // Indices of the step metrics returned by lossGraph, after the loss and the gradient norm.
 const (
 	mClipLow = iota
+	mClipLowMin
 	mClipHigh
+	mClipHighMax
 	mClipRegion
 	mKL
 	mEntropy
@@ -79,9 +81,14 @@ const (
 	numStepMetrics
 )
 
-// stepMetricNames are TRL's names of the step metrics, in lossGraph's order.
+// stepMetricNames are TRL's names of the step metrics, in lossGraph's order. TRL logs, per
+// micro-batch, the mean over processes of the low/high clip ratios and also their min (low_min) and
+// max (high_max) over processes (grpo_trainer.py _compute_loss: nanmin/nanmax of the gathered
+// values); posttrain runs one process, so low_min = low_mean and high_max = high_mean, averaged
+// over micro-batches and the logging window like every other metric, as TRL's log() does.
 var stepMetricNames = [numStepMetrics]string{
-	"clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "kl", "entropy",
+	"clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean", "clip_ratio/high_max",
+	"clip_ratio/region_mean", "kl", "entropy",
 	"sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max",
 }
 
@@ -110,6 +117,7 @@ func (sp *lossSpec) lossGraph(ctx *context.Context, in []*Node, norm *Node) (*No
 	f64 := func(x *Node) *Node { return ConvertDType(x, dtypes.Float64) }
 	metrics := make([]*Node, numStepMetrics)
 	metrics[mClipLow], metrics[mClipHigh], metrics[mClipRegion], metrics[mKL] = m.ClipRatioLow, m.ClipRatioHigh, m.ClipRatioRegion, m.KL
+	metrics[mClipLowMin], metrics[mClipHighMax] = m.ClipRatioLow, m.ClipRatioHigh // one process
 	metrics[mEntropy] = f64(step.TokenMean(entropy, mask))
 	metrics[mSampleDiffMean] = f64(step.TokenMean(diff, mask))
 	metrics[mSampleDiffMax] = f64(ReduceAllMax(diff))

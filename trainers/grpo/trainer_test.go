@@ -336,8 +336,17 @@ func TestGRPO_OffPolicyAndReference(t *testing.T) {
 	if r := infos[0].Metrics["clip_ratio/region_mean"]; r != 0 {
 		t.Errorf("clip ratio at the first iteration = %g, want 0", r)
 	}
-	if r := infos[1].Metrics["clip_ratio/region_mean"]; !(r > 0) {
+	m := infos[1].Metrics
+	if r := m["clip_ratio/region_mean"]; !(r > 0) {
 		t.Errorf("clip ratio at the second iteration = %g, want > 0 with ε = 0.01 and lr 0.03", r)
+	}
+	// One process: TRL's min/max over processes are the process's own values.
+	if m["clip_ratio/low_min"] != m["clip_ratio/low_mean"] || m["clip_ratio/high_max"] != m["clip_ratio/high_mean"] {
+		t.Errorf("low_min %g / low_mean %g, high_max %g / high_mean %g: want equal with one process",
+			m["clip_ratio/low_min"], m["clip_ratio/low_mean"], m["clip_ratio/high_max"], m["clip_ratio/high_mean"])
+	}
+	if got := m["clip_ratio/low_mean"] + m["clip_ratio/high_mean"]; math.Abs(got-m["clip_ratio/region_mean"]) > 1e-12 {
+		t.Errorf("low_mean + high_mean = %g, want region_mean %g (disjoint: A < 0 vs A > 0)", got, m["clip_ratio/region_mean"])
 	}
 }
 
@@ -350,7 +359,8 @@ func TestGRPO_MetricsAndCompletionFiles(t *testing.T) {
 	for _, k := range []string{"loss", "grad_norm", "learning_rate", "reward", "reward_std", "rewards/test/mean",
 		"rewards/test/std", "frac_reward_zero_std", "completions/mean_length", "completions/min_length",
 		"completions/max_length", "completions/clipped_ratio", "completions/mean_terminated_length", "entropy",
-		"clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "num_tokens",
+		"clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean", "clip_ratio/high_max",
+		"clip_ratio/region_mean", "num_tokens",
 		"sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max",
 		"timing_s/generation", "timing_s/scoring", "timing_s/update", "tokens_per_s/generation"} {
 		if _, ok := last[k]; !ok {
