@@ -206,6 +206,7 @@ type GRPO struct {
 	NumIterations            int       `yaml:"num_iterations" usage:"updates per generated batch (μ)"`
 	StepsPerGeneration       int       `yaml:"steps_per_generation" usage:"optimizer micro-steps per generation; 0 = gradient_accumulation_steps"`
 	MaskTruncatedCompletions bool      `yaml:"mask_truncated_completions" usage:"exclude completions cut at max_completion_length from the loss (DAPO)"`
+	TopEntropyQuantile       float64   `yaml:"top_entropy_quantile" usage:"keep in the policy loss only the tokens whose entropy is in this top fraction of the micro-batch's completion tokens, in [0, 1] (80/20 paper: 0.2); 1 = all tokens"`
 	LogCompletions           bool      `yaml:"log_completions" usage:"also print a few sampled completions to the log every logging step (OUTPUT_DIR/completions.jsonl always gets them)"`
 }
 
@@ -214,7 +215,7 @@ func DefaultGRPO() *GRPO {
 	c := &GRPO{
 		Training: DefaultTraining(), NumGenerations: 8, MaxPromptLength: 512, MaxCompletionLength: 256,
 		Temperature: 1, TopP: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
-		ImportanceSamplingLevel: "token", Advantage: "grpo", NumIterations: 1,
+		ImportanceSamplingLevel: "token", Advantage: "grpo", NumIterations: 1, TopEntropyQuantile: 1,
 	}
 	c.LearningRate = 1e-6
 	return c

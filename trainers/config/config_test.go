@@ -32,7 +32,7 @@ func TestDefaults_MatchTRL(t *testing.T) {
 		"grpo": {"learning_rate": 1e-6, "num_generations": 8, "max_prompt_length": 512, "max_completion_length": 256,
 			"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "beta": 0.0, "epsilon": 0.2, "epsilon_high": 0.0, "delta": 0.0,
 			"loss_type": "dapo", "scale_rewards": "group", "importance_sampling_level": "token",
-			"num_iterations": 1, "steps_per_generation": 0, "mask_truncated_completions": false,
+			"num_iterations": 1, "steps_per_generation": 0, "mask_truncated_completions": false, "top_entropy_quantile": 1.0,
 			"log_completions": false, "reward_weights": []float64(nil)},
 	}
 	for method, want := range methods {
@@ -230,6 +230,8 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 		{"grpo", []string{"--reward", "a", "--delta", "-2"}, "delta (--delta) must be 0 (off) or > 1 + epsilon_high"},
 		{"grpo", []string{"--reward", "a", "--min-p", "1.5"}, "min_p (--min-p) must be in [0, 1] (0 = off), got 1.5"},
 		{"grpo", []string{"--reward", "a", "--min-p", "-0.1"}, "min_p (--min-p) must be in [0, 1] (0 = off), got -0.1"},
+		{"grpo", []string{"--reward", "a", "--top-entropy-quantile", "1.2"}, "top_entropy_quantile (--top-entropy-quantile) must be in [0, 1] (1 = all tokens), got 1.2"},
+		{"grpo", []string{"--reward", "a", "--top-entropy-quantile", "-0.2"}, "top_entropy_quantile (--top-entropy-quantile) must be in [0, 1] (1 = all tokens), got -0.2"},
 		{"sft", []string{"--resume", "--resume-from-checkpoint", "x"}, "resume (--resume) and resume_from_checkpoint are exclusive"},
 		{"sft", []string{"--packing", "--max-length", "0"}, "max_length (--max-length) must be ≥ 1 with packing (it is the length of a packed row), got 0"},
 		{"sft", []string{"--packing", "--packing-strategy", "bfd_split"}, `packing_strategy (--packing-strategy) must be one of bfd, wrapped, got "bfd_split"`},

@@ -93,6 +93,8 @@ func (c *GRPO) Validate() error {
 		return bad(c, "epsilon_high", fmt.Sprintf("must be ≥ 0 (0 = epsilon), got %g", c.EpsilonHigh))
 	case c.Delta != 0 && !(c.Delta > 1+epsHigh && !math.IsInf(c.Delta, 0)):
 		return bad(c, "delta", fmt.Sprintf("must be 0 (off) or > 1 + epsilon_high = %g, got %g", 1+epsHigh, c.Delta))
+	case !(c.TopEntropyQuantile >= 0 && c.TopEntropyQuantile <= 1):
+		return bad(c, "top_entropy_quantile", fmt.Sprintf("must be in [0, 1] (1 = all tokens), got %g", c.TopEntropyQuantile))
 	case c.NumIterations < 1:
 		return bad(c, "num_iterations", fmt.Sprintf("must be ≥ 1, got %d", c.NumIterations))
 	case c.StepsPerGeneration < 0:

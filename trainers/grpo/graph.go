@@ -65,6 +65,10 @@ type lossSpec struct {
 	// OffPolicy: the old log-probs input is π_old's (recomputed after generation); otherwise the
 	// detached current log-probs are used, so ρ = 1 and only its gradient survives (TRL #2995).
 	OffPolicy bool
+	// EntropyMask applies TRL's top_entropy_quantile (HighEntropyMask with TopEntropyQuantile)
+	// to each micro-batch; off when top_entropy_quantile is 1, leaving the graph as it was.
+	EntropyMask        bool
+	TopEntropyQuantile float64
 }
 
 // Indices of the step metrics returned by lossGraph, after the loss and the gradient norm.
@@ -103,6 +107,12 @@ func (sp *lossSpec) lossGraph(ctx *context.Context, in []*Node, norm *Node) (*No
 		old = StopGradient(logps)
 	}
 	inputs := Inputs{LogProbs: logps, OldLogProbs: old, Mask: mask, Advantages: adv}
+	if sp.EntropyMask {
+		// TRL computes the threshold in _compute_loss, i.e. per micro-batch, from the entropies of
+		// the very forward pass that is differentiated (current weights, all processes gathered;
+		// posttrain has one) — so it is done here, in the graph, not from the scoring pass.
+		inputs.EntropyMask = HighEntropyMask(entropy, mask, sp.TopEntropyQuantile)
+	}
 	if sp.Params.Beta != 0 {
 		inputs.RefLogProbs = ref
 	}

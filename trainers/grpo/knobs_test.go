@@ -3,6 +3,8 @@ package grpo
 import (
 	"reflect"
 	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
 // The GRPOConfig knobs reach the loss: delta selects the two-sided surrogate.
@@ -39,4 +41,67 @@ func TestGRPO_MinPRunSamplingLogpsAgree(t *testing.T) {
 	if reflect.DeepEqual(off.Rollout.Completions, on.Rollout.Completions) {
 		t.Error("min_p 0.3 drew the same completions as min_p 0 with the same seed: not wired to the sampler")
 	}
+}
+
+// top_entropy_quantile at the trainer: ρ = 1 builds the old graph; forcing the entropy mask at
+// ρ = 1 (τ = the minimum entropy, every token kept) gives bit-identical weights after an
+// off-policy run with a reference; ρ = 0.5 drops half of each micro-batch's tokens from the
+// surrogate and changes the update.
+func TestGRPO_TopEntropyQuantile(t *testing.T) {
+	run := func(rho float64, force bool) (map[string][]float32, []StepInfo) {
+		c := tinyConfig(t)
+		c.MaxSteps, c.Beta, c.TopEntropyQuantile = 2, 0.05, rho
+		c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps, c.StepsPerGeneration = 8, 2, 4 // off-policy
+		tr := newTiny(t, c, countReward('c'))
+		if tr.spec.EntropyMask != (rho < 1) {
+			t.Fatalf("ρ = %v: spec.EntropyMask = %v", rho, tr.spec.EntropyMask)
+		}
+		tr.spec.EntropyMask = tr.spec.EntropyMask || force
+		var infos []StepInfo
+		tr.s.OnStep = func(s StepInfo) { infos = append(infos, s) }
+		if _, err := tr.Train(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return modelWeights(t, tr), infos
+	}
+	plain, plainInfos := run(1, false)
+	forced, _ := run(1, true)
+	half, halfInfos := run(0.5, false)
+	if !reflect.DeepEqual(plain, forced) {
+		t.Error("ρ = 1 with the mask forced on changed the weights; want bit-identical (every token kept, ×1)")
+	}
+	if reflect.DeepEqual(plain, half) {
+		t.Error("ρ = 0.5 left the weights unchanged")
+	}
+	// The first step's rollout is the same (same seed, same weights): only the update differs.
+	if !reflect.DeepEqual(plainInfos[0].Rollout.Completions, halfInfos[0].Rollout.Completions) {
+		t.Fatal("ρ changed the first rollout")
+	}
+	if plainInfos[0].GradNorm == halfInfos[0].GradNorm {
+		t.Errorf("grad norm %g at step 1 with ρ = 0.5 and 1; want different", halfInfos[0].GradNorm)
+	}
+	// The entropy metric is over every completion token, mask or not (TRL's masked_batch_mean).
+	if plainInfos[0].Metrics["entropy"] != halfInfos[0].Metrics["entropy"] {
+		t.Errorf("entropy metric %g (ρ = 1) vs %g (ρ = 0.5) at step 1; want equal", plainInfos[0].Metrics["entropy"], halfInfos[0].Metrics["entropy"])
+	}
+}
+
+// modelWeights copies the policy's /model variables.
+func modelWeights(t *testing.T, tr *Trainer) map[string][]float32 {
+	t.Helper()
+	out := map[string][]float32{}
+	for v := range tr.s.Model.Ctx.IterVariables() {
+		if !hasPrefix(v.Scope(), "/model") {
+			continue
+		}
+		val, err := v.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[v.Scope()+"/"+v.Name()] = tensors.MustCopyFlatData[float32](val)
+	}
+	if len(out) == 0 {
+		t.Fatal("no /model variables")
+	}
+	return out
 }

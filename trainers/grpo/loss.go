@@ -109,6 +109,10 @@ type Params struct {
 // Inputs are the loss's tensors; see the package comment for shapes.
 type Inputs struct {
 	LogProbs, OldLogProbs, RefLogProbs, Mask, Advantages *Node
+	// EntropyMask [B,T] (bool or 0/1), when set, multiplies the clipped surrogate before the KL
+	// term is added (TRL top_entropy_quantile: HighEntropyMask); the aggregation still divides by
+	// Mask's tokens. nil = every token.
+	EntropyMask *Node
 }
 
 // Metrics are TRL's per-step GRPO metrics (grpo_trainer.py L1720-1779), detached scalars.
@@ -185,9 +189,10 @@ func KLk3(logps, refLogps, mask *Node) *Node {
 
 // Loss is the GRPO loss (식 (11.2)):
 //
-//	ℓ_t = −min(ρ_t·A_b, clip(ρ_t, 1−ε_low, 1+ε_high)·A_b) + β·k3_t,   L = agg(ℓ, mask)
+//	ℓ_t = −keep_t·min(ρ_t·A_b, clip(ρ_t, 1−ε_low, 1+ε_high)·A_b) + β·k3_t,   L = agg(ℓ, mask)
 //
-// (ρ_t in the first term capped at δ when Params.Delta > 0: TwoSidedClippedSurrogate) with ρ from ratio (TokenRatio or SequenceRatio) and agg one of GRPOMean, BNPOMean, DAPOMean(n),
+// (ρ_t in the first term capped at δ when Params.Delta > 0: TwoSidedClippedSurrogate; keep_t =
+// Inputs.EntropyMask, 1 when nil) with ρ from ratio (TokenRatio or SequenceRatio) and agg one of GRPOMean, BNPOMean, DAPOMean(n),
 // DrGRPOMean(L). The course's variants: GRPO = TokenRatio+GRPOMean, DAPO = BNPOMean (one
 // accumulation step) with EpsHigh 0.28, Dr. GRPO = DrGRPOMean(3) with mean-only advantages,
 // GSPO = SequenceRatio+GRPOMean, RLOO = GRPOMean with leave-one-out advantages.
@@ -206,6 +211,9 @@ func Loss(in Inputs, p Params, ratio Ratio, agg Aggregation) (*Node, Metrics) {
 	}
 	if !slices.Equal(perToken.Shape().Dimensions, logps.Shape().Dimensions) {
 		perToken = BroadcastToDims(perToken, logps.Shape().Dimensions...) // sequence ratio: [B,1] → [B,T]
+	}
+	if in.EntropyMask != nil { // ℓ_t ← keep_t·ℓ_t (TRL: per_token_loss * entropy_mask)
+		perToken = Mul(perToken, ConvertDType(step.BoolMask(in.EntropyMask), perToken.DType()))
 	}
 	kl := ZerosLike(logps)
 	if p.Beta != 0 {

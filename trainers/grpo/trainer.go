@@ -113,11 +113,12 @@ func New(s Setup) (*Trainer, error) {
 	}
 	t.spec = &lossSpec{
 		Model: s.Model.Config, CompletionLen: cfg.MaxCompletionLength, Temperature: cfg.Temperature,
-		Params:    Params{EpsLow: cfg.Epsilon, EpsHigh: cfg.EpsilonHigh, Delta: cfg.Delta, Beta: cfg.Beta},
-		Ratio:     TokenRatio,
-		LossType:  cfg.LossType,
-		GradAccum: cfg.GradientAccumulationSteps,
-		OffPolicy: OffPolicy(cfg),
+		Params:      Params{EpsLow: cfg.Epsilon, EpsHigh: cfg.EpsilonHigh, Delta: cfg.Delta, Beta: cfg.Beta},
+		Ratio:       TokenRatio,
+		LossType:    cfg.LossType,
+		GradAccum:   cfg.GradientAccumulationSteps,
+		OffPolicy:   OffPolicy(cfg),
+		EntropyMask: cfg.TopEntropyQuantile < 1, TopEntropyQuantile: cfg.TopEntropyQuantile,
 	}
 	if cfg.ImportanceSamplingLevel == "sequence" {
 		t.spec.Ratio = SequenceRatio
