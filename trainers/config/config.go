@@ -195,6 +195,7 @@ type GRPO struct {
 	TopP                     float64   `yaml:"top_p" usage:"nucleus sampling mass in (0, 1]; 1 = off"`
 	TopK                     int       `yaml:"top_k" usage:"top-k sampling; 0 = off"`
 	MinP                     float64   `yaml:"min_p" usage:"min-p sampling in [0, 1]: keep tokens with probability ≥ min_p × the top one's, after top-k/top-p; 0 = off"`
+	RepetitionPenalty        float64   `yaml:"repetition_penalty" usage:"divide positive (multiply negative) logits of tokens already in the prompt or completion by this when sampling; > 1 discourages repeats; 1 = off"`
 	Beta                     float64   `yaml:"beta" usage:"KL coefficient; 0 = no reference model is loaded"`
 	Epsilon                  float64   `yaml:"epsilon" usage:"lower clipping range ε of the ratio"`
 	EpsilonHigh              float64   `yaml:"epsilon_high" usage:"upper clipping range; 0 = epsilon (DAPO uses 0.28)"`
@@ -214,7 +215,7 @@ type GRPO struct {
 func DefaultGRPO() *GRPO {
 	c := &GRPO{
 		Training: DefaultTraining(), NumGenerations: 8, MaxPromptLength: 512, MaxCompletionLength: 256,
-		Temperature: 1, TopP: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
+		Temperature: 1, TopP: 1, RepetitionPenalty: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
 		ImportanceSamplingLevel: "token", Advantage: "grpo", NumIterations: 1, TopEntropyQuantile: 1,
 	}
 	c.LearningRate = 1e-6

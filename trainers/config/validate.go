@@ -85,6 +85,8 @@ func (c *GRPO) Validate() error {
 		return bad(c, "top_k", fmt.Sprintf("must be ≥ 0, got %d", c.TopK))
 	case !(c.MinP >= 0 && c.MinP <= 1):
 		return bad(c, "min_p", fmt.Sprintf("must be in [0, 1] (0 = off), got %g", c.MinP))
+	case !(c.RepetitionPenalty > 0) || math.IsInf(c.RepetitionPenalty, 0):
+		return bad(c, "repetition_penalty", fmt.Sprintf("must be > 0 (1 = off), got %g", c.RepetitionPenalty))
 	case !(c.Beta >= 0) || math.IsInf(c.Beta, 0):
 		return bad(c, "beta", fmt.Sprintf("must be ≥ 0, got %g", c.Beta))
 	case !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0):

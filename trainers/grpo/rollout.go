@@ -196,13 +196,15 @@ func (t *Trainer) nextPrompts() []*Prompt {
 	return out
 }
 
-// sampleOptions are the rollout's sampler settings (GRPOConfig temperature, top_k, top_p, min_p;
-// HF applies top-k, then top-p, then min-p). The trainer still scores the completions under the
-// whole tempered distribution, as TRL does, so truncating the sampler makes π_old differ from the
-// sampling distribution by the kept mass (TRL #6789); sampling_logp_difference compares the
-// sampler's full-distribution log-probs and is not affected.
+// sampleOptions are the rollout's sampler settings (GRPOConfig temperature, top_k, top_p, min_p,
+// repetition_penalty; HF applies the penalty to the raw logits, then the temperature, top-k,
+// top-p, min-p). The trainer still scores the completions under the whole tempered, unpenalised
+// distribution, as TRL does, so shaping the sampler makes π_old differ from the sampling
+// distribution (by the kept mass for truncation, TRL #6789); sampling_logp_difference compares the
+// sampler's log-probs of that same distribution and is not affected.
 func (t *Trainer) sampleOptions() qwen2.SampleOptions {
-	return qwen2.SampleOptions{Temperature: t.cfg.Temperature, TopK: t.cfg.TopK, TopP: t.cfg.TopP, MinP: t.cfg.MinP}
+	return qwen2.SampleOptions{Temperature: t.cfg.Temperature, TopK: t.cfg.TopK, TopP: t.cfg.TopP, MinP: t.cfg.MinP,
+		RepetitionPenalty: t.cfg.RepetitionPenalty}
 }
 
 // timings of one generation round.
