@@ -15,7 +15,8 @@ func init() {
 	addCommand(trainCommand("dpo",
 		"direct preference optimization: --model M --dataset FILE --output-dir DIR",
 		"Trains on preference rows (prompt, chosen, rejected) with the sigmoid (--label-smoothing for\n"+
-			"cDPO) or ipo loss. Reference log-probs are computed once, before training, from the starting\n"+
+			"cDPO), ipo or hinge loss; --rpo-alpha adds the chosen completions' NLL (RPO). Reference\n"+
+			"log-probs are computed once, before training, from the starting\n"+
 			"weights. Writes metrics.jsonl (rewards/chosen, rewards/margins, ...), checkpoint-N/ and the\n"+
 			"final model to --output-dir.",
 		func(b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {

@@ -137,6 +137,7 @@ type DPO struct {
 	Beta                  float64 `yaml:"beta" usage:"β: strength of the implicit KL penalty to the reference model"`
 	LossType              string  `yaml:"loss_type" enum:"sigmoid|ipo|hinge" usage:"DPO loss variant"`
 	LabelSmoothing        float64 `yaml:"label_smoothing" usage:"cDPO label smoothing in [0, 0.5) (sigmoid loss only)"`
+	RPOAlpha              float64 `yaml:"rpo_alpha" usage:"RPO: add rpo_alpha × the NLL of the chosen completions to the loss and log nll_loss (the paper uses 1.0); 0 = off (TRL's None)"`
 	MaxLength             int     `yaml:"max_length" usage:"truncate prompt+completion to this many tokens, as truncation_mode says"`
 	MaxPromptLength       int     `yaml:"max_prompt_length" usage:"truncate prompts to their last this many tokens"`
 	MaxCompletionLength   int     `yaml:"max_completion_length" usage:"truncate completions to their first this many tokens; 0 = no limit"`

@@ -24,7 +24,7 @@ func TestDefaults_MatchTRL(t *testing.T) {
 	methods := map[string]map[string]any{
 		"sft": {"learning_rate": 2e-5, "max_length": 1024, "completion_only_loss": (*bool)(nil), "assistant_only_loss": (*bool)(nil),
 			"packing": false, "packing_strategy": "bfd", "padding_free": false},
-		"dpo": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": "sigmoid", "label_smoothing": 0.0,
+		"dpo": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": "sigmoid", "label_smoothing": 0.0, "rpo_alpha": 0.0,
 			"max_length": 1024, "max_prompt_length": 512, "max_completion_length": 0, "truncation_mode": "keep_end",
 			"precompute_ref_log_probs": false},
 		"kto": {"learning_rate": 1e-6, "beta": 0.1, "desirable_weight": 1.0, "undesirable_weight": 1.0,
@@ -217,6 +217,8 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 		{"dpo", []string{"--max-prompt-length", "2048"}, "max_prompt_length (--max-prompt-length) (2048) must be < max_length (1024)"},
 		{"dpo", []string{"--truncation-mode", "keep_middle"}, `truncation_mode (--truncation-mode) must be one of keep_end, keep_start, got "keep_middle"`},
 		{"dpo", []string{"--max-completion-length", "-1"}, "max_completion_length (--max-completion-length) must be ≥ 0 (0 = no limit), got -1"},
+		{"dpo", []string{"--rpo-alpha", "-0.5"}, "rpo_alpha (--rpo-alpha) must be ≥ 0 (0 = off), got -0.5"},
+		{"dpo", []string{"--rpo-alpha", "+Inf"}, "rpo_alpha (--rpo-alpha) must be ≥ 0 (0 = off), got +Inf"},
 		{"kto", []string{"--desirable-weight", "0"}, "desirable_weight (--desirable-weight) must be > 0"},
 		{"kto", []string{"--truncation-mode", "left"}, `truncation_mode (--truncation-mode) must be one of keep_end, keep_start, got "left"`},
 		{"kto", []string{"--max-completion-length", "-3"}, "max_completion_length (--max-completion-length) must be ≥ 0 (0 = no limit), got -3"},

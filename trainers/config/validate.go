@@ -33,6 +33,8 @@ func (c *DPO) Validate() error {
 		return bad(c, "label_smoothing", fmt.Sprintf("must be in [0, 0.5), got %g", c.LabelSmoothing))
 	case c.LabelSmoothing > 0 && c.LossType != "sigmoid":
 		return bad(c, "label_smoothing", fmt.Sprintf("applies to loss_type sigmoid only, not %s", c.LossType))
+	case !(c.RPOAlpha >= 0) || math.IsInf(c.RPOAlpha, 0):
+		return bad(c, "rpo_alpha", fmt.Sprintf("must be ≥ 0 (0 = off), got %g", c.RPOAlpha))
 	}
 	return validateLengths(c, c.MaxLength, c.MaxPromptLength, c.MaxCompletionLength)
 }

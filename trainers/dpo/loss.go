@@ -106,3 +106,49 @@ func HingeLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta 
 	losses := MaxScalar(OneMinus(MulScalar(m, beta)), 0)
 	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
 }
+
+// NLL is the negative log-likelihood of the chosen completions that RPO adds to the DPO loss
+// (Pang et al. 2024, "Iterative Reasoning Preference Optimization", arXiv:2404.19733; TRL
+// rpo_alpha, logged as nll_loss): one per-token mean over all the chosen tokens of the batch, not
+// a mean of per-sequence means,
+//
+//	NLL = −Σ_{b,t} m_bt·log π(y_bt|x_b,y_b,<t) / Σ_{b,t} m_bt
+//
+// logps, mask [B,T] (the chosen rows only) → scalar; 0 when the mask is empty (TRL: NaN). TRL
+// computes it from the policy's logits of the chosen rows in concatenated_forward,
+// `F.cross_entropy(chosen_logits, chosen_labels, ignore_index=0)` with the labels of non-completion
+// positions set to 0, so pass NLLMask's mask to leave out what TRL leaves out.
+func NLL(logps, mask *Node) *Node {
+	m := step.FloatMask(mask, logps.DType())
+	return Div(Neg(ReduceAllSum(Mul(logps, m))), MaxScalar(ReduceAllSum(m), 1))
+}
+
+// NLLMask is the set of tokens TRL's cross-entropy counts: the completion tokens (scored [B,T])
+// whose id (ids [B,T]) is not 0, because TRL marks non-completion labels with the dummy token 0
+// and then passes ignore_index=0, which also drops a genuine token 0 ("!" in Qwen2's vocabulary).
+func NLLMask(ids, scored *Node) *Node {
+	notZero := NotEqual(ids, ZerosLike(ids))
+	return LogicalAnd(step.BoolMask(scored), notZero)
+}
+
+// WithNLL is the RPO loss (TRL get_batch_loss_metrics: `losses = losses + rpo_alpha * nll_loss`,
+// then the mean over pairs), for any loss type:
+//
+//	L_RPO = L + α·NLL
+func WithNLL(loss, nll *Node, alpha float64) *Node {
+	return Add(loss, MulScalar(ConvertDType(nll, loss.DType()), alpha))
+}
+
+// MeanLogits is TRL's logits/chosen (logits/rejected): the mean of the policy's logits over the
+// completion tokens and the whole vocabulary (concatenated_forward:
+// `logits[:num_examples][loss_mask[:num_examples]].mean()`, the [N,V] logits that score the N
+// completion tokens),
+//
+//	logits/chosen = Σ_{b,t} m_bt·Σ_v z_{b,t−1,v} / (V·Σ_{b,t} m_bt)
+//
+// logitSums [B,T] holds Σ_v z at the position that scores token t (qwen2.TargetLogitSums), mask
+// [B,T] the completion tokens; → scalar, detached.
+func MeanLogits(logitSums, mask *Node, vocab int) *Node {
+	m := step.FloatMask(mask, logitSums.DType())
+	return StopGradient(Div(ReduceAllSum(Mul(logitSums, m)), MulScalar(MaxScalar(ReduceAllSum(m), 1), float64(vocab))))
+}

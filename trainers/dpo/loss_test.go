@@ -206,3 +206,69 @@ func TestHingeLoss_MarginAndGradient(t *testing.T) {
 		}
 	}
 }
+
+// RPO's NLL is one per-token mean over all the chosen tokens of the batch (not a mean of
+// per-sequence means), without the tokens whose id is 0 (TRL's ignore_index=0); its gradient is
+// −m/N per token, and WithNLL adds α·NLL to the loss.
+func TestNLL_PerTokenMeanOverTheChosenBatch(t *testing.T) {
+	logps := [][]float64{{0, -1.0, -2.0, -0.4}, {0, -0.1, -0.3, 0}}
+	scored := [][]float64{{0, 1, 1, 1}, {0, 1, 0, 0}}
+	ids := [][]int32{{5, 7, 0, 9}, {4, 3, 8, 0}} // row 0's third token is id 0: TRL ignores it
+	const alpha, dpoLoss = 0.5, 0.7
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
+		nll := NLL(in[0], NLLMask(in[2], in[1]))
+		total := WithNLL(Scalar(nll.Graph(), nll.DType(), dpoLoss), nll, alpha)
+		return []*Node{nll, Gradient(nll, in[0])[0], total, NLL(in[0], in[1])}
+	}, logps, scored, ids)
+	// (1.0 + 0.4 + 0.1) / 3 tokens; the mean of per-row means would be (0.7 + 0.1)/2 = 0.4.
+	if got, want := out[0][0], (1.0+0.4+0.1)/3; !graphtest.Within(got, want, 1e-15) {
+		t.Errorf("NLL = %v, want %v", got, want)
+	}
+	wantGrad := []float64{0, -1.0 / 3, 0, -1.0 / 3, 0, -1.0 / 3, 0, 0}
+	for i, w := range wantGrad {
+		if got := out[1][i]; !graphtest.Within(got, w, 1e-15) {
+			t.Errorf("∂NLL/∂logp[%d] = %v, want %v", i, got, w)
+		}
+	}
+	if got, want := out[2][0], dpoLoss+alpha*0.5; !graphtest.Within(got, want, 1e-15) {
+		t.Errorf("WithNLL = %v, want L + α·NLL = %v", got, want)
+	}
+	if got, want := out[3][0], (1.0+2.0+0.4+0.1)/4; !graphtest.Within(got, want, 1e-15) {
+		t.Errorf("NLL over the plain completion mask = %v, want %v", got, want)
+	}
+}
+
+// logits/chosen is TRL's logits[loss_mask].mean(): the mean over the completion tokens' scoring
+// logits and the whole vocabulary. Here the logits are written out; MeanLogits gets their sums
+// over the vocabulary at the positions that score each token (qwen2.TargetLogitSums' layout).
+func TestMeanLogits_MeanOverTokensAndVocabulary(t *testing.T) {
+	z := [][][]float64{ // [B=2,T=4,V=3]
+		{{0.5, -1, 2}, {3, 0, -0.5}, {1, 1, 1}, {9, 9, 9}},
+		{{-2, 0, 0.25}, {4, -3, 1}, {0, 0.5, 2}, {7, 7, 7}},
+	}
+	scored := [][]float64{{0, 1, 1, 0}, {0, 0, 1, 1}}
+	sums := make([][]float64, 2)
+	want, n := 0.0, 0.0
+	for b := range z {
+		sums[b] = make([]float64, 4)
+		for t := 1; t < 4; t++ {
+			for _, v := range z[b][t-1] {
+				sums[b][t] += v
+				if scored[b][t] == 1 {
+					want += v
+					n++
+				}
+			}
+		}
+	}
+	want /= n // n = 4 tokens × 3 entries
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
+		return []*Node{MeanLogits(in[0], in[1], 3)}
+	}, sums, scored)
+	if got := out[0][0]; !graphtest.Within(got, want, 1e-15) || n != 12 {
+		t.Errorf("MeanLogits = %v over %v entries, want %v over 12", got, n, want)
+	}
+	if !graphtest.Within(want, (0.5-1+2+3+0-0.5+4-3+1+0+0.5+2)/12, 1e-15) {
+		t.Errorf("hand check: %v", want)
+	}
+}

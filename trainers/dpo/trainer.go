@@ -2,6 +2,7 @@ package dpo
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -89,17 +90,26 @@ func (t *Trainer) Batch(idx []int) ([]any, error) {
 	return append(loop.EncodedRows(rows).Inputs(), ref), nil
 }
 
-// MetricNames implements loop.Method: TRL's DPO metrics (dpo_trainer.py L1782-1805).
+// MetricNames implements loop.Method: TRL's DPO metrics (dpo_trainer.py L1782-1805), in the
+// order Loss returns them; nll_loss only with rpo_alpha.
 func (t *Trainer) MetricNames() []string {
-	return []string{"rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen", "logps/rejected"}
+	names := append(slices.Clone(MetricNames), "logits/chosen", "logits/rejected")
+	if t.cfg.RPOAlpha > 0 {
+		names = append(names, "nll_loss")
+	}
+	return names
 }
 
-// Loss implements loop.Method: SigmoidLoss (with label_smoothing), IPOLoss or HingeLoss of the pairs, times
-// B/norm so that the micro-batches of a step average over all its pairs.
+// Loss implements loop.Method: SigmoidLoss (with label_smoothing), IPOLoss or HingeLoss of the
+// pairs, plus rpo_alpha × the chosen rows' NLL (WithNLL), times B/norm so that the micro-batches
+// of a step average over all its pairs. One forward pass gives the log-probs, the NLL and the
+// logits metrics; the logits are summed over the vocabulary without being materialized.
 func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
 	ids, pos, mask, scored, ref := in[0], in[1], in[2], in[3], in[4]
+	cfg := t.model.Config
 	b := ids.Shape().Dim(0) / 2
-	lp := qwen2.TokenLogProbs(ctx, t.model.Config, ids, pos, mask)
+	h := qwen2.Hidden(ctx, cfg, ids, pos, mask)  // [2B,T,D]
+	lp := qwen2.TargetLogProbs(ctx, cfg, h, ids) // [2B,T]
 	var seq *Node
 	if t.cfg.LossType == "ipo" {
 		seq = MeanLogProbs(lp, scored)
@@ -118,7 +128,14 @@ func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*
 	default:
 		loss, m = SigmoidLoss(pc, pr, rc, rr, t.cfg.Beta, t.cfg.LabelSmoothing)
 	}
+	sums := StopGradient(qwen2.TargetLogitSums(ctx, cfg, h)) // [2B,T]
+	metrics := append(m.Means(),
+		MeanLogits(half(sums, 0), half(scored, 0), cfg.VocabSize), MeanLogits(half(sums, 1), half(scored, 1), cfg.VocabSize))
+	if t.cfg.RPOAlpha > 0 {
+		nll := NLL(half(lp, 0), NLLMask(half(ids, 0), half(scored, 0)))
+		loss = WithNLL(loss, nll, t.cfg.RPOAlpha)
+		metrics = append(metrics, StopGradient(nll))
+	}
 	share := Div(Scalar(ids.Graph(), dtypes.Float32, float64(b)), norm)
-	metrics := append(m.Means(), ReduceAllMean(StopGradient(pc)), ReduceAllMean(StopGradient(pr)))
 	return Mul(loss, ConvertDType(share, loss.DType())), metrics
 }

@@ -1,0 +1,118 @@
+package dpo
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/data/mult"
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// direct computes, from the full logits [B,S,V] of rows under m's current weights, TRL's
+// nll_loss (cross-entropy over the completion tokens, ignoring id 0) and logits mean over the
+// completion tokens' scoring logits and the vocabulary, in float64 on the host.
+func direct(t *testing.T, b backends.Backend, m *loop.Model, rows []loop.Encoded) (nll, meanLogits float64) {
+	t.Helper()
+	cfg := m.Config
+	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in []*Node) []*Node {
+		logits := qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, in[0], in[1], in[2])) // [B,S,V]: tiny V
+		return []*Node{logits, LogSoftmax(logits, -1)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := loop.EncodedRows(rows)
+	outs, err := ev.Run(in.Inputs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, lsm := step.Float64s(outs[0]), step.Float64s(outs[1])
+	s, v := len(in.IDs[0]), cfg.VocabSize
+	var sumNLL, nTok, sumZ, nZ float64
+	for b := range in.IDs {
+		for p := 1; p < s; p++ {
+			if in.Loss[b][p] == 0 {
+				continue
+			}
+			at := (b*s + p - 1) * v // the logits at p−1 score the token at p
+			for k := range v {
+				sumZ += z[at+k]
+			}
+			nZ += float64(v)
+			if id := int(in.IDs[b][p]); id != 0 {
+				sumNLL -= lsm[at+id]
+				nTok++
+			}
+		}
+	}
+	return sumNLL / nTok, sumZ / nZ
+}
+
+// At step 1 (the starting weights), rpo_alpha adds exactly rpo_alpha × the chosen rows' NLL to
+// the loss, nll_loss is that NLL, and logits/chosen, logits/rejected are the means of the full
+// logits over the completion tokens and the vocabulary, all computed here from the full [B,S,V]
+// logits of the step's micro-batch.
+func TestDPO_RPOAndLogitsAtStepOne(t *testing.T) {
+	dir, data := looptest.Model(t), looptest.MultFile(t, mult.DPO, 8, 7)
+	const alpha = 1.5
+	b := looptest.Backend(t)
+	run := func(alpha float64) (map[string]float64, *Trainer, *config.DPO) {
+		m := looptest.Load(t, dir, false)
+		cfg := config.DefaultDPO()
+		cfg.RPOAlpha = alpha
+		looptest.Common(t, &cfg.Training, 5e-3, 4, 1, 1)
+		tr, err := New(b, m, looptest.Read(t, data), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs[0].Metrics, tr, cfg
+	}
+	off, _, _ := run(0)
+	on, tr, cfg := run(alpha)
+
+	var chosen, rejected []loop.Encoded
+	for _, i := range loop.Order(tr.NumExamples(), cfg.Seed, 0)[:cfg.PerDeviceTrainBatchSize] {
+		chosen, rejected = append(chosen, tr.chosen[i]), append(rejected, tr.rejected[i])
+	}
+	start := looptest.Load(t, dir, false)
+	nll, logitsChosen := direct(t, b, start, chosen)
+	_, logitsRejected := direct(t, b, start, rejected)
+	t.Logf("step 1: loss %.6f (rpo_alpha 0) → %.6f (%g); NLL %.6f; logits/chosen %.6f, logits/rejected %.6f",
+		off["loss"], on["loss"], alpha, nll, logitsChosen, logitsRejected)
+
+	if got := on["loss"] - off["loss"]; math.Abs(got-alpha*nll) > 1e-5 {
+		t.Errorf("loss(rpo_alpha=%g) − loss(off) = %.7f, want rpo_alpha × NLL = %.7f", alpha, got, alpha*nll)
+	}
+	if got := on["nll_loss"]; math.Abs(got-nll) > 1e-5 {
+		t.Errorf("nll_loss = %.7f, want %.7f", got, nll)
+	}
+	if _, ok := off["nll_loss"]; ok {
+		t.Errorf("nll_loss logged with rpo_alpha off")
+	}
+	for _, metrics := range []map[string]float64{off, on} {
+		if got := metrics["logits/chosen"]; math.Abs(got-logitsChosen) > 1e-6 {
+			t.Errorf("logits/chosen = %.7f, want %.7f", got, logitsChosen)
+		}
+		if got := metrics["logits/rejected"]; math.Abs(got-logitsRejected) > 1e-6 {
+			t.Errorf("logits/rejected = %.7f, want %.7f", got, logitsRejected)
+		}
+	}
+}
