@@ -15,8 +15,9 @@ func init() {
 	addCommand(trainCommand("kto",
 		"Kahneman-Tversky optimization: --model M --dataset FILE --output-dir DIR",
 		"Trains on unpaired rows (prompt, completion, label). The KL reference point uses each prompt\n"+
-			"with the previous row's completion in its batch (TRL's shift by one); reference log-probs\n"+
-			"are computed once, before training. Writes metrics.jsonl (rewards/chosen, rewards/rejected,\n"+
+			"with the previous row's completion in its batch (TRL's shift by one); --loss-type\n"+
+			"apo_zero_unpaired anchors at 0 instead (no KL rows). Reference log-probs are computed\n"+
+			"once, before training. Writes metrics.jsonl (rewards/chosen, rewards/rejected,\n"+
 			"kl, ...), checkpoint-N/ and the final model to --output-dir.",
 		func(b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
 			return kto.New(b, m, d, cfg.(*config.KTO))

@@ -162,6 +162,7 @@ func (*DPO) Resolve() {}
 type KTO struct {
 	Training            `yaml:",inline"`
 	Beta                float64 `yaml:"beta" usage:"β: strength of the implicit KL penalty to the reference model"`
+	LossType            string  `yaml:"loss_type" enum:"kto|apo_zero_unpaired" usage:"KTO loss, or APO-zero's unpaired variant (no KL reference point)"`
 	DesirableWeight     float64 `yaml:"desirable_weight" usage:"loss weight of desirable (label true) examples"`
 	UndesirableWeight   float64 `yaml:"undesirable_weight" usage:"loss weight of undesirable (label false) examples"`
 	MaxLength           int     `yaml:"max_length" usage:"truncate prompt+completion to this many tokens: first the prompt to max_prompt_length, then the completion"`
@@ -172,7 +173,7 @@ type KTO struct {
 
 // DefaultKTO returns KTOConfig's v0.24 defaults.
 func DefaultKTO() *KTO {
-	c := &KTO{Training: DefaultTraining(), Beta: 0.1, DesirableWeight: 1, UndesirableWeight: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
+	c := &KTO{Training: DefaultTraining(), Beta: 0.1, LossType: "kto", DesirableWeight: 1, UndesirableWeight: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
 	c.LearningRate = 1e-6
 	return c
 }

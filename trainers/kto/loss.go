@@ -1,5 +1,6 @@
 // Package kto is Kahneman–Tversky Optimization (Ethayarajh et al. 2024, arXiv:2402.01306) as TRL's
-// KTOTrainer (loss_type "kto"): unpaired completions labelled desirable or undesirable.
+// KTOTrainer: unpaired completions labelled desirable or undesirable, with loss_type "kto" (Loss)
+// or "apo_zero_unpaired" (APOZeroUnpairedLoss).
 package kto
 
 import (
@@ -66,4 +67,47 @@ func Loss(policy, ref, desirable, z *Node, cfg Config) (*Node, Metrics) {
 		KL:                 ReduceAllMean(z),
 	}
 	return loss, m
+}
+
+// APOZeroUnpairedLoss is TRL's loss_type "apo_zero_unpaired" (KTOTrainer.kto_loss), the unpaired
+// variant of APO-zero (D'Oosterlinck et al. 2024, "Anchored Preference Optimization",
+// arXiv:2408.06266, eq. (7)), mean over the B examples as TRL's `losses.nanmean()`:
+//
+//	r_b = log π(y_b|x_b) − log π_ref(y_b|x_b)
+//	desirable:    L_b = w_D·(1 − σ(β·r_b))
+//	undesirable:  L_b = w_U·σ(β·r_b)
+//
+// Desirable completions are pushed above the reference and undesirable ones below it, each anchored
+// at r = 0 rather than at KTO's reference point: TRL sets calculate_KL = False for this loss, builds
+// no KL completions and logs kl = 0 (Metrics.KL here). policy, ref [B]; desirable [B] bool (or 0/1).
+// −∂L_b/∂r_b = ±w·β·v(1−v) with v = σ(β·r_b).
+func APOZeroUnpairedLoss(policy, ref, desirable *Node, cfg Config) (*Node, Metrics) {
+	dtype := policy.DType()
+	r := Sub(policy, StopGradient(ref))
+	good := step.BoolMask(desirable)
+	bad := LogicalNot(good)
+	v := Sigmoid(MulScalar(r, cfg.Beta))
+	lossGood := MulScalar(OneMinus(v), cfg.DesirableWeight)
+	lossBad := MulScalar(v, cfg.UndesirableWeight)
+	loss := ReduceAllMean(Where(good, lossGood, lossBad))
+
+	rewards := StopGradient(MulScalar(r, cfg.Beta))
+	m := Metrics{
+		RewardsChosenSum:   ReduceAllSum(step.Masked(rewards, good)),
+		RewardsRejectedSum: ReduceAllSum(step.Masked(rewards, bad)),
+		CountChosen:        ReduceAllSum(step.FloatMask(good, dtype)),
+		CountRejected:      ReduceAllSum(step.FloatMask(bad, dtype)),
+		KL:                 ScalarZero(policy.Graph(), dtype),
+	}
+	return loss, m
+}
+
+// RowLogitSums is what TRL's logits/chosen_sum and logits/rejected_sum add up per example: its
+// policy logits summed over the vocabulary and every position of the row (prompt and completion;
+// KTOTrainer.forward keeps `completion_logits[chosen_idx, ...]` whole and get_batch_loss_metrics
+// takes its `.nansum()`). logitSums [B,T] is Σ_v z per position (qwen2.LogitSums), mask [B,T] the
+// real (non-padding) positions; → [B], detached. TRL also sums the logits at its padding
+// positions, which depend on the batch; here only the row's own positions count.
+func RowLogitSums(logitSums, mask *Node) *Node {
+	return StopGradient(ReduceSum(Mul(logitSums, step.FloatMask(mask, logitSums.DType())), -1))
 }

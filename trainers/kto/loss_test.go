@@ -109,3 +109,54 @@ func TestKTOReferencePoint_ClampedMean(t *testing.T) {
 		}
 	}
 }
+
+// APO-zero unpaired (TRL loss_type "apo_zero_unpaired"): desirable w_D·(1 − σ(βr)), undesirable
+// w_U·σ(βr), anchored at r = 0; −∂L/∂log π = ±w·β·v(1−v)/B with v = σ(βr); no gradient to π_ref;
+// kl = 0; the same reward sums and counts as KTO.
+func TestAPOZeroUnpairedLoss_HandCheck(t *testing.T) {
+	cfg := Config{Beta: 0.5, DesirableWeight: 1.5, UndesirableWeight: 0.75}
+	pol := []float64{-0.4, -2.0, -1.1, -0.2}
+	ref := []float64{-0.9, -1.5, -1.0, -0.6}
+	desirable := []bool{true, false, true, false}
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
+		loss, m := APOZeroUnpairedLoss(in[0], in[1], in[2], cfg)
+		g := Gradient(loss, in[0], in[1])
+		return []*Node{loss, Neg(g[0]), g[1], m.RewardsChosenSum, m.RewardsRejectedSum, m.CountChosen, m.CountRejected, m.KL}
+	}, pol, ref, desirable)
+	// r = [0.5, −0.5, −0.1, 0.4]; βr = [0.25, −0.25, −0.05, 0.2]
+	wantLoss := (1.5*(1-sigmoid(0.25)) + 0.75*sigmoid(-0.25) + 1.5*(1-sigmoid(-0.05)) + 0.75*sigmoid(0.2)) / 4
+	if got := out[0][0]; !graphtest.Within(got, wantLoss, 1e-15) {
+		t.Errorf("loss = %v, want %v", got, wantLoss)
+	}
+	for i, br := range []float64{0.25, -0.25, -0.05, 0.2} {
+		v := sigmoid(br)
+		w, sign := cfg.DesirableWeight, 1.0
+		if !desirable[i] {
+			w, sign = cfg.UndesirableWeight, -1
+		}
+		if got, want := out[1][i], sign*w*cfg.Beta*v*(1-v)/4; !graphtest.Within(got, want, 1e-15) {
+			t.Errorf("example %d: −∂L/∂log π = %v, want %v", i, got, want)
+		}
+		if got := out[2][i]; got != 0 {
+			t.Errorf("example %d: π_ref got gradient %v, want 0", i, got)
+		}
+	}
+	for i, want := range []float64{0.25 - 0.05, -0.25 + 0.2, 2, 2, 0} {
+		if got := out[3+i][0]; !graphtest.Within(got, want, 1e-15) {
+			t.Errorf("metric %d = %v, want %v", i, got, want)
+		}
+	}
+}
+
+// At the start (π = π_ref) every example's APO-zero loss is ½, as KTO's with z = 0.
+func TestAPOZeroUnpairedLoss_InitIsHalf(t *testing.T) {
+	cfg := Config{Beta: 0.1, DesirableWeight: 1, UndesirableWeight: 1}
+	logps := []float64{-1.2, -0.3, -2.5}
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
+		loss, _ := APOZeroUnpairedLoss(in[0], in[1], in[2], cfg)
+		return []*Node{loss}
+	}, logps, logps, []bool{true, false, false})
+	if got := out[0][0]; !graphtest.Within(got, 0.5, 1e-15) {
+		t.Errorf("loss = %v, want 0.5", got)
+	}
+}

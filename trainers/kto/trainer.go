@@ -15,19 +15,23 @@ import (
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
-// Trainer is KTO as a loop.Method (TRL's KTOTrainer, loss_type "kto"). Each example also carries
-// a KL row: its prompt with the completion of the previous example of its chunk of
+// Trainer is KTO as a loop.Method (TRL's KTOTrainer). With loss_type "kto" each example also
+// carries a KL row: its prompt with the completion of the previous example of its chunk of
 // per_device_train_batch_size rows in dataset order (the first takes the chunk's last), TRL's
 // _get_kl_dataset "shift by one". The policy's log-probs of the KL rows are computed without
 // gradient; with the reference's they give the reference point z = max(0, mean(policy − ref)).
-// Reference log-probs of both rows come from the starting weights, computed once before training.
+// loss_type "apo_zero_unpaired" has no reference point, so no KL rows (TRL: calculate_KL False).
+// Reference log-probs come from the starting weights, computed once before training.
 type Trainer struct {
 	model         *loop.Model
 	cfg           *config.KTO
-	rows, kl      []loop.Encoded
+	rows, kl      []loop.Encoded // kl is empty without a KL term
 	desirable     []bool
 	refRow, refKL []float32
 }
+
+// withKL reports whether the loss uses the KL reference point (TRL's calculate_KL).
+func (t *Trainer) withKL() bool { return t.cfg.LossType != "apo_zero_unpaired" }
 
 // New tokenizes d (unpaired rows: prompt, completion, label; conversational ones rendered with the
 // chat template), builds the KL rows and computes the reference log-probs on backend.
@@ -35,15 +39,18 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.K
 	if d.Format != data.Unpaired {
 		return nil, fmt.Errorf("%s: kto needs unpaired rows (prompt, completion, label), got %s", d.Path, d.Format)
 	}
+	if cfg.LossType != "kto" && cfg.LossType != "apo_zero_unpaired" {
+		return nil, fmt.Errorf("kto: loss_type %q is not implemented; valid: kto, apo_zero_unpaired", cfg.LossType)
+	}
+	t := &Trainer{model: m, cfg: cfg}
 	b := cfg.PerDeviceTrainBatchSize
-	if b < 2 {
+	if t.withKL() && b < 2 {
 		return nil, fmt.Errorf("kto: per_device_train_batch_size must be ≥ 2: the KL term pairs each prompt with another row's completion")
 	}
 	std, addEOS, err := m.Standard(d)
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{model: m, cfg: cfg}
 	// TRL's KTOTrainer ignores max_completion_length for decoder-only models (TruncateKTO).
 	l := loop.Lengths{MaxPrompt: cfg.MaxPromptLength, Max: cfg.MaxLength, Mode: cfg.TruncationMode, KTO: true}
 	for lo := 0; lo < len(std.Rows); lo += b {
@@ -54,11 +61,15 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.K
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
 			}
+			t.rows, t.desirable = append(t.rows, row), append(t.desirable, r.Label)
+			if !t.withKL() {
+				continue
+			}
 			kl, err := m.EncodePair(r.Prompt.String, other.Completion.String, addEOS, l)
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: KL row (this prompt with the completion of line %d): %w", d.Path, r.Line, other.Line, err)
 			}
-			t.rows, t.kl, t.desirable = append(t.rows, row), append(t.kl, kl), append(t.desirable, r.Label)
+			t.kl = append(t.kl, kl)
 		}
 	}
 	all := append(append([]loop.Encoded{}, t.rows...), t.kl...)
@@ -79,25 +90,32 @@ func (t *Trainer) Units(int) float64 { return 1 }
 // Tokens implements loop.Method (the KL rows are not counted, as TRL's num_input_tokens_seen).
 func (t *Trainer) Tokens(i int) int { return len(t.rows[i].IDs) }
 
-// Batch implements loop.Method: the rows' ids, pos, mask, completion mask [B,T], the KL rows'
-// [B,T'], the reference log-probs of both [B], and the labels [B].
+// Batch implements loop.Method: the rows' ids, pos, mask, completion mask [B,T], the reference
+// log-probs [B] and the labels [B]; with the KL term, then the KL rows' [B,T'] and their
+// reference log-probs [B].
 func (t *Trainer) Batch(idx []int) ([]any, error) {
-	rows, kl := make([]loop.Encoded, len(idx)), make([]loop.Encoded, len(idx))
-	ref, refKL, good := make([]float32, len(idx)), make([]float32, len(idx)), make([]bool, len(idx))
+	rows, ref, good := make([]loop.Encoded, len(idx)), make([]float32, len(idx)), make([]bool, len(idx))
 	for k, i := range idx {
-		rows[k], kl[k], ref[k], refKL[k], good[k] = t.rows[i], t.kl[i], t.refRow[i], t.refKL[i], t.desirable[i]
+		rows[k], ref[k], good[k] = t.rows[i], t.refRow[i], t.desirable[i]
 	}
-	in := append(loop.EncodedRows(rows).Inputs(), loop.EncodedRows(kl).Inputs()...)
-	return append(in, ref, refKL, good), nil
+	in := append(loop.EncodedRows(rows).Inputs(), ref, good)
+	if !t.withKL() {
+		return in, nil
+	}
+	kl, refKL := make([]loop.Encoded, len(idx)), make([]float32, len(idx))
+	for k, i := range idx {
+		kl[k], refKL[k] = t.kl[i], t.refKL[i]
+	}
+	return append(append(in, loop.EncodedRows(kl).Inputs()...), refKL), nil
 }
 
 // MetricNames implements loop.Method: the sums and counts TRL stores (kto_trainer.py L1442-1469).
 func (t *Trainer) MetricNames() []string {
 	return []string{"rewards/chosen_sum", "rewards/rejected_sum", "logps/chosen_sum", "logps/rejected_sum",
-		"count/chosen", "count/rejected", "kl"}
+		"logits/chosen_sum", "logits/rejected_sum", "count/chosen", "count/rejected", "kl"}
 }
 
-// Finish implements loop.Finisher as TRL's KTOTrainer.log: rewards and logps per split are the
+// Finish implements loop.Finisher as TRL's KTOTrainer.log: rewards, logps and logits per split are the
 // window's sums over its count (omitted when the window had no example of that split), margins
 // their difference, kl the mean over micro-batches.
 func (t *Trainer) Finish(w loop.Window) map[string]float64 {
@@ -107,7 +125,7 @@ func (t *Trainer) Finish(w loop.Window) map[string]float64 {
 		if n == 0 {
 			continue
 		}
-		for _, metric := range []string{"rewards", "logps"} {
+		for _, metric := range []string{"rewards", "logps", "logits"} {
 			out[metric+"/"+split] = w.Sums[metric+"/"+split+"_sum"] / n
 		}
 	}
@@ -119,20 +137,31 @@ func (t *Trainer) Finish(w loop.Window) map[string]float64 {
 	return out
 }
 
-// Loss implements loop.Method: kto.Loss with the KL reference point, times B/norm.
+// Loss implements loop.Method: kto.Loss with the KL reference point, or APOZeroUnpairedLoss,
+// times B/norm. The logits metrics come from the same forward pass, summed over the vocabulary
+// without materializing the logits.
 func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
 	cfg := t.model.Config
-	ref, refKL, good := in[8], in[9], in[10]
-	b := in[0].Shape().Dim(0)
-	policy := SeqLogProbs(qwen2.TokenLogProbs(ctx, cfg, in[0], in[1], in[2]), in[3])
-	policyKL := StopGradient(SeqLogProbs(qwen2.TokenLogProbs(ctx, cfg, in[4], in[5], in[6]), in[7]))
-	z := ReferencePoint(policyKL, refKL)
-	loss, m := Loss(policy, ref, good, z, Config{Beta: t.cfg.Beta, DesirableWeight: t.cfg.DesirableWeight, UndesirableWeight: t.cfg.UndesirableWeight})
+	ids, pos, mask, scored, ref, good := in[0], in[1], in[2], in[3], in[4], in[5]
+	b := ids.Shape().Dim(0)
+	h := qwen2.Hidden(ctx, cfg, ids, pos, mask)
+	policy := SeqLogProbs(qwen2.TargetLogProbs(ctx, cfg, h, ids), scored)
+	hp := Config{Beta: t.cfg.Beta, DesirableWeight: t.cfg.DesirableWeight, UndesirableWeight: t.cfg.UndesirableWeight}
+	var loss *Node
+	var m Metrics
+	if t.withKL() {
+		policyKL := StopGradient(SeqLogProbs(qwen2.TokenLogProbs(ctx, cfg, in[6], in[7], in[8]), in[9]))
+		loss, m = Loss(policy, ref, good, ReferencePoint(policyKL, in[10]), hp)
+	} else {
+		loss, m = APOZeroUnpairedLoss(policy, ref, good, hp)
+	}
 	p := StopGradient(policy)
+	logits := RowLogitSums(qwen2.LogitSums(ctx, cfg, h), mask)
 	bad := LogicalNot(good)
 	metrics := []*Node{m.RewardsChosenSum, m.RewardsRejectedSum, ReduceAllSum(step.Masked(p, good)),
-		ReduceAllSum(step.Masked(p, bad)), m.CountChosen, m.CountRejected, m.KL}
-	share := Div(Scalar(in[0].Graph(), dtypes.Float32, float64(b)), norm)
+		ReduceAllSum(step.Masked(p, bad)), ReduceAllSum(step.Masked(logits, good)), ReduceAllSum(step.Masked(logits, bad)),
+		m.CountChosen, m.CountRejected, m.KL}
+	share := Div(Scalar(ids.Graph(), dtypes.Float32, float64(b)), norm)
 	return Mul(loss, ConvertDType(share, loss.DType())), metrics
 }
 

@@ -1,14 +1,24 @@
 package kto
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/step"
 )
 
 // The KL rows pair each prompt with the completion of the previous row of its chunk of
@@ -36,5 +46,83 @@ func TestNew_KLRowsShiftByOneInEachChunk(t *testing.T) {
 		if !slices.Equal(kl.IDs[:kl.Start], row.IDs[:row.Start]) || !slices.Equal(kl.IDs[kl.Start:], other.IDs[other.Start:]) {
 			t.Errorf("KL row %d = %v, want prompt %d + completion %d", i, kl, i, j)
 		}
+	}
+}
+
+// logitSum is Σ over the real positions and the vocabulary of the full logits [1,S,V] of row r
+// under m's current weights, in float64 on the host.
+func logitSum(t *testing.T, b backends.Backend, m *loop.Model, r loop.Encoded) float64 {
+	t.Helper()
+	cfg := m.Config
+	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in []*Node) []*Node {
+		return []*Node{qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, in[0], in[1], in[2]))} // [1,S,V]: tiny V
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := ev.Run(loop.EncodedRows([]loop.Encoded{r}).Inputs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := step.Float64s(outs[0])
+	sum := 0.0
+	for _, x := range z[:len(r.IDs)*cfg.VocabSize] { // the row's own positions, not the padding
+		sum += x
+	}
+	return sum
+}
+
+// TRL's KTO logits/chosen (logits/rejected) is the sum of each chosen (rejected) row's logits over
+// its positions and the vocabulary, over their count; at step 1 it is computed here from the full
+// logits at the starting weights, for both loss types.
+func TestKTO_LogitsMetricsAtStepOne(t *testing.T) {
+	dir := looptest.Model(t)
+	b := looptest.Backend(t)
+	var rows string
+	for i := range 8 {
+		rows += fmt.Sprintf(`{"prompt": "%d times %d is ", "completion": "%d", "label": %v}`+"\n", i, i+3, i*(i+3), i%3 != 0)
+	}
+	path := filepath.Join(t.TempDir(), "kto.jsonl")
+	if err := os.WriteFile(path, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, lossType := range []string{"kto", "apo_zero_unpaired"} {
+		m := looptest.Load(t, dir, false)
+		cfg := config.DefaultKTO()
+		cfg.LossType = lossType
+		looptest.Common(t, &cfg.Training, 1e-3, 4, 1, 1)
+		tr, err := New(b, m, looptest.Read(t, path), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := looptest.Load(t, dir, false)
+		var sum [2]float64
+		var n [2]int
+		for _, i := range loop.Order(tr.NumExamples(), cfg.Seed, 0)[:4] {
+			k := 1
+			if tr.desirable[i] {
+				k = 0
+			}
+			sum[k] += logitSum(t, b, start, tr.rows[i])
+			n[k]++
+		}
+		if n[0] == 0 || n[1] == 0 {
+			t.Fatalf("step 1 has %d desirable and %d undesirable rows; the test needs both", n[0], n[1])
+		}
+		if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := recs[0].Metrics
+		for k, split := range []string{"chosen", "rejected"} {
+			want := sum[k] / float64(n[k])
+			if g := got["logits/"+split]; math.Abs(g-want) > 1e-6*math.Max(1, math.Abs(want)) {
+				t.Errorf("%s: logits/%s = %.7f, want %.7f (%d rows)", lossType, split, g, want, n[k])
+			}
+		}
+		t.Logf("%s step 1: logits/chosen %.5f, logits/rejected %.5f", lossType, got["logits/chosen"], got["logits/rejected"])
 	}
 }

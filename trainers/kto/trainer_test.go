@@ -80,3 +80,46 @@ func TestKTO_MovesRewardsApart(t *testing.T) {
 		t.Errorf("rewards desirable %v, undesirable %v: want them apart (> 0 > undesirable, gap > 0.1)", good, bad)
 	}
 }
+
+// APO-zero unpaired needs no KL rows, so per_device_train_batch_size 1 is allowed (kto refuses
+// it); it starts at loss ½ with kl 0 and moves the desirable reward up and the undesirable down.
+func TestKTO_APOZeroUnpairedTrainsWithoutKL(t *testing.T) {
+	m := looptest.Load(t, looptest.Model(t), false)
+	b := looptest.Backend(t)
+	d := looptest.Read(t, unpairedFile(t, 12))
+	cfg := config.DefaultKTO()
+	looptest.Common(t, &cfg.Training, 3e-3, 1, 4, 6)
+	if _, err := kto.New(b, m, d, cfg); err == nil {
+		t.Fatal("loss_type kto with per_device_train_batch_size 1: no error, want one (the KL rows need ≥ 2)")
+	}
+	cfg.LossType = "apo_zero_unpaired"
+	tr, err := kto.New(b, m, d, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := recs[0].Metrics
+	t.Logf("step 1: %v", first)
+	if math.Abs(first["loss"]-0.5) > 1e-6 || first["kl"] != 0 {
+		t.Errorf("step 1: loss %v, kl %v; want 0.5, 0", first["loss"], first["kl"])
+	}
+	for _, r := range recs {
+		if r.Metrics["kl"] != 0 {
+			t.Errorf("step %d: kl %v, want 0 (no KL term)", r.Step, r.Metrics["kl"])
+		}
+	}
+	good, bad, err := tr.Rewards(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("mean reward over the training rows: desirable %.4f, undesirable %.4f", good, bad)
+	if !(good > 0 && bad < 0) {
+		t.Errorf("rewards desirable %v, undesirable %v: want desirable > 0 > undesirable", good, bad)
+	}
+}
