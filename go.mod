@@ -8,7 +8,10 @@ require (
 	github.com/gomlx/gomlx v0.26.0
 	github.com/nikolalohinski/gonja/v2 v2.9.1
 	github.com/urfave/cli/v3 v3.14.0
+	golang.org/x/term v0.48.0
+	golang.org/x/text v0.28.0
 	gonum.org/v1/plot v0.17.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
@@ -32,9 +35,6 @@ require (
 	golang.org/x/exp v0.0.0-20250819193227-8b4c13bb791b // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/term v0.48.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 )
