@@ -82,6 +82,7 @@ else
   : "${T_PROBE:=90}" "${T_INIT:=90}" "${T_SCORE:=90}" "${T_HF_SCORE:=120}" "${T_DECODE:=90}" "${T_SFT:=120}" "${T_GRPO:=180}" "${T_HF_BENCH:=120}" "${T_TRAINER:=180}"
 fi
 SEED=${SEED:-1}
+PARITY_STEPS=${PARITY_STEPS:-5}
 START=$(date +%s)
 DEADLINE=$((START + BUDGET - 15)) # the report needs a few seconds at the end
 
@@ -280,6 +281,15 @@ for dt in float32 bfloat16; do
     hf_stage score_hf_$dt "$T_HF_SCORE" json "${HFREF[@]}" score --model "$M" --input "$WORK/inputs.out" --dtype $dt
   fi
 done
+
+# Training parity on the tiny fixture (float32): the trainers' AdamW loop (gradient, global-norm
+# clipping, HF Trainer's weight-decay groups) and torch.optim.AdamW, step by step.
+if needs parity_go probe; then
+  stage parity_go "$T_PROBE" json "${F32_ENV[@]}" "${PT[@]}" bench parity --model "$FIX/model" --input "$FIX/inputs/left_pad.json" \
+    --backend "$BACKEND" --steps "$PARITY_STEPS"
+fi
+hf_stage parity_hf "$T_HF_SCORE" json "${F32_ENV[@]}" "${HFREF[@]}" parity --model "$FIX/model" --input "$FIX/inputs/left_pad.json" \
+  --steps "$PARITY_STEPS"
 
 # Throughput, each workload on both sides, one after the other.
 # Training workloads first (they matter most), decoding last (GRPO already samples at batch 512).

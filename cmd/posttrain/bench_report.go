@@ -118,6 +118,7 @@ type benchGPUReport struct {
 	Failed     []string                      `json:"failed_stages"`
 	Stages     []benchStage                  `json:"stages"`
 	LogProbs   map[string]*benchLogprobCheck `json:"logprob_check"`
+	Parity     *benchParityCheck             `json:"parity_check,omitempty"`
 	Throughput []benchSideBySide             `json:"throughput"`
 }
 
@@ -172,6 +173,13 @@ func buildBenchReport(stagesPath string, info map[string]string, tol map[string]
 		if !c.Pass {
 			rep.OK = false
 			rep.Failed = append(rep.Failed, "logprob_check_"+dt)
+		}
+	}
+	if g, h := byName["parity_go"], byName["parity_hf"]; g != nil && h != nil && g.Status == "ok" && h.Status == "ok" {
+		rep.Parity = benchCompareParity(g.Data, h.Data, tol["float32"])
+		if !rep.Parity.Pass {
+			rep.OK = false
+			rep.Failed = append(rep.Failed, "parity_check")
 		}
 	}
 	rep.Throughput = benchThroughputTable(byName)
@@ -448,6 +456,17 @@ func printBenchSummary(w io.Writer, rep *benchGPUReport) {
 		}
 	}
 	printBenchSample(w, rep.Stages)
+	if c := rep.Parity; c != nil {
+		verdict := "pass"
+		if !c.Pass {
+			verdict = "FAIL"
+		}
+		if c.Error != "" {
+			verdict += " (" + c.Error + ")"
+		}
+		fmt.Fprintf(w, "training parity (tiny fixture, float32, %d AdamW steps, posttrain vs torch.optim.AdamW): max relative Δ loss %.3g, Δ grad norm %.3g, tolerance %.3g: %s\n",
+			c.Steps, c.MaxRelLoss, c.MaxRelGradNorm, c.Tolerance, verdict)
+	}
 	printBenchTrainers(w, rep.Stages)
 	if rep.OK {
 		fmt.Fprintln(w, "result: ok")
@@ -500,10 +519,10 @@ func printBenchTrainers(w io.Writer, stages []benchStage) {
 // printBenchSample prints the sample stage's comparison of drawn tokens with the reference backend.
 func printBenchSample(w io.Writer, stages []benchStage) {
 	for _, s := range stages {
-		m := benchAsMap(s.Data)
-		if s.Name != "sample" || m == nil {
+		if s.Name != "sample" || s.Status != "ok" {
 			continue
 		}
+		m := benchAsMap(s.Data)
 		tok, eq, lp := benchNum(m, "tokens"), benchNum(m, "tokens_equal"), benchNum(m, "max_logprob_diff")
 		ref, _ := m["reference_backend"].(string)
 		fmt.Fprintf(w, "sampler (tiny fixture, every variant, vs %s): %s of %s tokens equal, max |Δ log-prob| %s\n",

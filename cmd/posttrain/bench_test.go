@@ -241,3 +241,56 @@ func TestBenchSample_CountsUpToFirstDifference(t *testing.T) {
 		t.Errorf("first difference %q, want row 1 token 1", r.FirstDiff)
 	}
 }
+
+// bench parity on the tiny fixture: its first loss is the fixture's HF float64 loss (the probe's
+// 9.692274, before any update), later ones fall; the report compares the two sides step by step.
+func TestBench_Parity(t *testing.T) {
+	out, err := runCLI(t, "bench", "parity", "--model", tinyFixture+"/model", "--input", tinyFixture+"/inputs/left_pad.json",
+		"--backend", "go", "--steps", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res benchParityResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	want := readFixtureLoss(t)
+	if len(res.Losses) != 3 || len(res.GradNorms) != 3 || math.Abs(res.Losses[0]-want) > 1e-5 || !(res.Losses[2] < res.Losses[0]) {
+		t.Errorf("losses %v (first want %v, then falling), grad norms %v", res.Losses, want, res.GradNorms)
+	}
+
+	dir := t.TempDir()
+	outPath := filepath.Join(dir, "report.json")
+	for _, c := range []struct {
+		ref  string
+		pass bool
+	}{
+		{`{"losses":[2.0,1.5],"grad_norms":[10,9]}`, true},
+		{`{"losses":[2.0,1.5003],"grad_norms":[10,9]}`, true}, // 2e-4 relative
+		{`{"losses":[2.0,1.52],"grad_norms":[10,9]}`, false},  // 1.3e-2 relative
+		{`{"losses":[2.0],"grad_norms":[10]}`, false},
+	} {
+		stages := writeStages(t, dir, map[string]string{"parity_go": `{"losses":[2.0,1.5],"grad_norms":[10,9]}`, "parity_hf": c.ref},
+			[]string{"parity_go", "parity_hf"}, nil)
+		out, err := runCLI(t, "bench", "report", "--stages", stages, "--out", outPath, "--tol-float32", "2e-3", "--strict")
+		if (err == nil) != c.pass || !strings.Contains(out, "training parity") {
+			t.Errorf("pytorch %s: err %v, want pass %v\n%s", c.ref, err, c.pass, out)
+		}
+	}
+}
+
+// readFixtureLoss is the loss of the tiny fixture's left_pad batch in its float64 HF reference.
+func readFixtureLoss(t *testing.T) float64 {
+	t.Helper()
+	data, err := os.ReadFile(tinyFixture + "/expected/left_pad.float64.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct {
+		Loss float64 `json:"loss"`
+	}
+	if err := json.Unmarshal(data, &e); err != nil || e.Loss == 0 {
+		t.Fatalf("fixture loss: %v (%v)", e.Loss, err)
+	}
+	return e.Loss
+}

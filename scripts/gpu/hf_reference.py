@@ -10,6 +10,7 @@ stdout with the same keys (progress goes to stderr):
   sft     AdamW steps on rows x seq-len random tokens, tokens/s and MFU against 6*N
   grpo    one GRPO step: sampling, synthetic reward, group advantages, clipped-surrogate updates
           on micro-batches
+  parity  AdamW steps on a batch file (loss and gradient norm per step), as `posttrain bench parity`
 
 The workloads mirror cmd/posttrain/bench.go: pure compute-dtype weights and AdamW state, global
 gradient-norm clipping at 1, EOS ignored during generation, and the reward "fraction of even token
@@ -210,6 +211,49 @@ def cmd_sft(args):
     return res
 
 
+def cmd_parity(args):
+    """AdamW steps on one batch file, as `posttrain bench parity`: the loss is the mean NLL of the
+    scored tokens (cmd_score's rule), gradients are clipped to global norm 1, and torch.optim.AdamW
+    uses HF Trainer's groups (no weight decay on biases and norm weights)."""
+    model, dev, info = load(args)
+    model.train()
+    with open(args.input) as f:
+        batch = json.load(f)
+    ids = torch.tensor(batch["input_ids"], dtype=torch.long)
+    mask = torch.tensor(batch.get("attention_mask") or [[1] * len(r) for r in batch["input_ids"]], dtype=torch.long)
+    rows, seq = ids.shape
+    cs = batch.get("completion_start", 0)
+    starts = cs if isinstance(cs, list) else [cs] * rows
+    pos = mask.cumsum(-1) - 1
+    pos[mask == 0] = 1
+    scored = torch.zeros(rows, seq)
+    for r in range(rows):
+        for t in range(max(1, starts[r]), seq):
+            if mask[r, t] == 1 and mask[r, t - 1] == 1:
+                scored[r, t] = 1
+    n = int(scored.sum())
+    ids, mask, pos, scored = ids.to(dev), mask.to(dev), pos.to(dev), scored.to(dev)
+    named = list(model.named_parameters())
+    decay = [p for name, p in named if not name.endswith(".bias") and "norm" not in name]
+    rest = [p for name, p in named if name.endswith(".bias") or "norm" in name]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay}, {"params": rest, "weight_decay": 0.0}],
+                            lr=args.lr, betas=(0.9, 0.999), eps=1e-8)
+    res = dict(info, steps=args.steps, lr=args.lr, weight_decay=args.weight_decay, max_grad_norm=1.0,
+               scored_tokens=n, losses=[], grad_norms=[])
+    for _ in range(args.steps):
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, :-1].float()
+        lp = logits.log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1)  # [B, S-1]: scores token t at t-1
+        loss = -(lp * scored[:, 1:]).sum() / max(1, n)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        res["losses"].append(float(loss.detach()))
+        res["grad_norms"].append(float(norm))
+    log(f"parity: losses {res['losses']}")
+    return res
+
+
 def completion_logprobs(model, ids, plen, clen):
     try:  # only the completion positions through the LM head, as TRL's logits_to_keep
         logits = model(input_ids=ids, logits_to_keep=clen + 1).logits[:, :-1]
@@ -327,8 +371,13 @@ def main():
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--lr", type=float, default=1e-6)
     p.add_argument("--peak-tflops", type=float, default=0)
+    p = common(sub.add_parser("parity"), "float32")
+    p.add_argument("--input", required=True)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--weight-decay", type=float, default=0.01)
     args = ap.parse_args()
-    res = {"score": cmd_score, "decode": cmd_decode, "sft": cmd_sft, "grpo": cmd_grpo}[args.cmd](args)
+    res = {"score": cmd_score, "decode": cmd_decode, "sft": cmd_sft, "grpo": cmd_grpo, "parity": cmd_parity}[args.cmd](args)
     json.dump(res, sys.stdout)
     sys.stdout.write("\n")
 
