@@ -20,6 +20,13 @@ func init() {
 			"weights. Writes metrics.jsonl (rewards/chosen, rewards/margins, ...), checkpoint-N/ and the\n"+
 			"final model to --output-dir.",
 		func(b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
-			return dpo.New(b, m, d, cfg.(*config.DPO))
+			c := cfg.(*config.DPO)
+			train, err := dpo.New(b, m, d, c)
+			if err != nil {
+				return nil, err
+			}
+			return loop.WithEvalData(train, &c.Training, func(d *data.Dataset) (loop.Method, error) {
+				return dpo.New(b, m, d, c)
+			})
 		}))
 }

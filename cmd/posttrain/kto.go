@@ -20,6 +20,13 @@ func init() {
 			"once, before training. Writes metrics.jsonl (rewards/chosen, rewards/rejected,\n"+
 			"kl, ...), checkpoint-N/ and the final model to --output-dir.",
 		func(b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
-			return kto.New(b, m, d, cfg.(*config.KTO))
+			c := cfg.(*config.KTO)
+			train, err := kto.New(b, m, d, c)
+			if err != nil {
+				return nil, err
+			}
+			return loop.WithEvalData(train, &c.Training, func(d *data.Dataset) (loop.Method, error) {
+				return kto.New(b, m, d, c)
+			})
 		}))
 }

@@ -17,8 +17,16 @@ func init() {
 		"Trains on prompt-completion rows (loss on the completion tokens, as TRL) or language-modelling\n"+
 			"rows (text, or messages: assistant turns only unless --assistant-only-loss=false). Conversational rows\n"+
 			"are rendered with the model's chat template. Writes metrics.jsonl, checkpoint-N/ every\n"+
-			"--save-steps and the final model to --output-dir; --resume continues the latest checkpoint.",
-		func(_ backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
-			return sft.New(m, d, cfg.(*config.SFT))
+			"--save-steps and the final model to --output-dir; --resume continues the latest checkpoint.\n"+
+			"--eval-dataset FILE with --eval-strategy steps|epoch (or --eval-on-start) adds eval_* lines.",
+		func(b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
+			c := cfg.(*config.SFT)
+			train, err := sft.New(m, d, c)
+			if err != nil {
+				return nil, err
+			}
+			return loop.WithEvalData(train, &c.Training, func(d *data.Dataset) (loop.Method, error) {
+				return sft.New(m, d, c)
+			})
 		}))
 }

@@ -35,6 +35,9 @@ type Config interface {
 type Training struct {
 	Model   string `yaml:"model_name_or_path" flag:"model" usage:"model directory or Hub id (HF layout)"`
 	Dataset string `yaml:"dataset_name" flag:"dataset" usage:"training data file (JSONL)"`
+	// TRL's CLI scripts take the eval rows from a split of dataset_name (dataset_test_split);
+	// posttrain reads them from a second file.
+	EvalDataset string `yaml:"eval_dataset" usage:"evaluation data file (JSONL, the same formats as --dataset); evaluated only when eval_strategy is steps or epoch, or with eval_on_start (as HF's Trainer)"`
 
 	OutputDir                 string  `yaml:"output_dir" usage:"directory for checkpoints, metrics.jsonl and the final model"`
 	LearningRate              float64 `yaml:"learning_rate" usage:"initial AdamW learning rate"`
@@ -54,6 +57,10 @@ type Training struct {
 	LoggingSteps              int     `yaml:"logging_steps" usage:"write a metrics.jsonl line every N optimizer steps"`
 	SaveSteps                 int     `yaml:"save_steps" usage:"save OUTPUT_DIR/checkpoint-N every N steps; 0 = only at the end"`
 	SaveTotalLimit            int     `yaml:"save_total_limit" usage:"keep at most N checkpoints, deleting the oldest; 0 = keep all"`
+	EvalStrategy              string  `yaml:"eval_strategy" enum:"no|steps|epoch" usage:"evaluate on eval_dataset every eval_steps steps, or at the end of each epoch; no = never, even with an eval_dataset (HF's Trainer)"`
+	EvalSteps                 int     `yaml:"eval_steps" usage:"evaluate every N optimizer steps with eval_strategy steps; 0 = logging_steps"`
+	PerDeviceEvalBatchSize    int     `yaml:"per_device_eval_batch_size" usage:"examples per evaluation batch"`
+	EvalOnStart               bool    `yaml:"eval_on_start" usage:"evaluate once before the first step (a sanity check)"`
 	BF16                      bool    `yaml:"bf16" usage:"bf16 weights and activations with float32 master weights and optimizer state"`
 	Resume                    bool    `yaml:"resume" usage:"continue from the latest OUTPUT_DIR/checkpoint-N"`
 	ResumeFromCheckpoint      string  `yaml:"resume_from_checkpoint" usage:"continue from this checkpoint directory"`
@@ -76,6 +83,8 @@ func DefaultTraining() Training {
 		Seed:                      42,
 		LoggingSteps:              10,
 		SaveSteps:                 500,
+		EvalStrategy:              "no",
+		PerDeviceEvalBatchSize:    8,
 	}
 }
 
@@ -98,6 +107,21 @@ func (t *Training) TotalSteps(numExamples int) int {
 func (t *Training) Schedule(totalSteps int) (schedule.Schedule, error) {
 	w := schedule.WarmupSteps(t.WarmupSteps, t.WarmupRatio, totalSteps)
 	return schedule.New(schedule.Type(t.LRSchedulerType), t.LearningRate, w, totalSteps)
+}
+
+// Evaluates reports whether the run evaluates on eval_dataset at all: eval_strategy steps or epoch,
+// or eval_on_start. HF's Trainer never evaluates during training with eval_strategy "no".
+func (t *Training) Evaluates() bool {
+	return t.EvalStrategy == "steps" || t.EvalStrategy == "epoch" || t.EvalOnStart
+}
+
+// EvalEvery is the step interval of eval_strategy steps: eval_steps, or logging_steps when 0
+// (TrainingArguments.__post_init__).
+func (t *Training) EvalEvery() int {
+	if t.EvalSteps > 0 {
+		return t.EvalSteps
+	}
+	return t.LoggingSteps
 }
 
 func ceilDiv(a, b int) int {

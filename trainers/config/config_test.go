@@ -19,7 +19,8 @@ func TestDefaults_MatchTRL(t *testing.T) {
 		"max_steps": -1, "warmup_ratio": 0.0, "warmup_steps": 0, "lr_scheduler_type": "linear",
 		"max_grad_norm": 1.0, "weight_decay": 0.0, "adam_beta1": 0.9, "adam_beta2": 0.999,
 		"adam_epsilon": 1e-8, "seed": 42, "logging_steps": 10, "save_steps": 500, "save_total_limit": 0,
-		"bf16": false,
+		"bf16": false, "eval_dataset": "", "eval_strategy": "no", "eval_steps": 0, "per_device_eval_batch_size": 8,
+		"eval_on_start": false,
 	}
 	methods := map[string]map[string]any{
 		"sft": {"learning_rate": 2e-5, "max_length": 1024, "completion_only_loss": (*bool)(nil), "assistant_only_loss": (*bool)(nil),
@@ -238,11 +239,26 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 		{"sft", []string{"--resume", "--resume-from-checkpoint", "x"}, "resume (--resume) and resume_from_checkpoint are exclusive"},
 		{"sft", []string{"--packing", "--max-length", "0"}, "max_length (--max-length) must be ≥ 1 with packing (it is the length of a packed row), got 0"},
 		{"sft", []string{"--packing", "--packing-strategy", "bfd_split"}, `packing_strategy (--packing-strategy) must be one of bfd, wrapped, got "bfd_split"`},
+		{"sft", []string{"--eval-strategy", "steps"}, "eval_strategy (--eval-strategy) steps needs an eval_dataset (--eval-dataset)"},
+		{"kto", []string{"--eval-strategy", "epoch"}, "eval_strategy (--eval-strategy) epoch needs an eval_dataset (--eval-dataset)"},
+		{"sft", []string{"--eval-on-start"}, "eval_on_start (--eval-on-start) needs an eval_dataset (--eval-dataset)"},
+		{"sft", []string{"--eval-dataset", "e", "--eval-strategy", "epochs"}, `eval_strategy (--eval-strategy) must be one of no, steps, epoch, got "epochs"`},
+		{"dpo", []string{"--eval-dataset", "e", "--eval-strategy", "steps", "--eval-steps", "-1"}, "eval_steps (--eval-steps) must be ≥ 0 (0 = logging_steps), got -1"},
+		{"dpo", []string{"--eval-dataset", "e", "--per-device-eval-batch-size", "0"}, "per_device_eval_batch_size (--per-device-eval-batch-size) must be ≥ 1, got 0"},
+		{"grpo", []string{"--reward", "a", "--eval-dataset", "e"}, "eval_dataset (--eval-dataset) is not supported by grpo"},
+		{"grpo", []string{"--reward", "a", "--eval-strategy", "steps"}, "eval_strategy (--eval-strategy) is not supported by grpo"},
+		{"grpo", []string{"--reward", "a", "--eval-on-start"}, "eval_on_start (--eval-on-start) is not supported by grpo"},
 	}
 	for _, c := range cases {
 		_, err := runCmd(t, c.method, append(c.args, required...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %v: got %v, want %q", c.method, c.args, err, c.want)
+		}
+	}
+	// HF's Trainer: an eval set with eval_strategy "no" is accepted and never evaluated.
+	for _, args := range [][]string{{"--eval-dataset", "e"}, {"--eval-dataset", "e", "--eval-strategy", "steps", "--eval-steps", "5"}} {
+		if _, err := runCmd(t, "sft", append(args, required...)...); err != nil {
+			t.Errorf("sft %v: %v", args, err)
 		}
 	}
 	if _, err := runCmd(t, "sft", "--dataset", "d", "--output-dir", "o"); err == nil || !strings.Contains(err.Error(), "model_name_or_path (--model) is required") {

@@ -57,6 +57,9 @@ func (c *KTO) Validate() error {
 
 // Validate implements Config.
 func (c *GRPO) Validate() error {
+	if err := rejectEval(c); err != nil {
+		return err
+	}
 	if err := validateCommon(c); err != nil {
 		return err
 	}
@@ -116,6 +119,27 @@ func (c *GRPO) Validate() error {
 	for _, name := range c.RewardFuncs {
 		if strings.TrimSpace(name) == "" {
 			return bad(c, "reward_funcs", "contains an empty name")
+		}
+	}
+	return nil
+}
+
+// rejectEval refuses the evaluation options for GRPO: its eval metrics (TRL's GRPOTrainer
+// evaluates by generating completions and scoring their rewards) need generation in the eval
+// loop, which posttrain does not have yet.
+func rejectEval(c *GRPO) error {
+	d := DefaultTraining()
+	t := c.Common()
+	for _, o := range []struct {
+		key string
+		set bool
+	}{
+		{"eval_dataset", t.EvalDataset != ""}, {"eval_strategy", t.EvalStrategy != d.EvalStrategy},
+		{"eval_on_start", t.EvalOnStart}, {"eval_steps", t.EvalSteps != d.EvalSteps},
+		{"per_device_eval_batch_size", t.PerDeviceEvalBatchSize != d.PerDeviceEvalBatchSize},
+	} {
+		if o.set {
+			return bad(c, o.key, "is not supported by grpo: GRPO's evaluation generates completions and scores their rewards, which is not implemented; use posttrain eval on the checkpoints")
 		}
 	}
 	return nil
@@ -184,6 +208,14 @@ func validateCommon(c Config) error {
 		return bad(c, "save_total_limit", fmt.Sprintf("must be ≥ 0 (0 = keep all), got %d", t.SaveTotalLimit))
 	case t.Resume && t.ResumeFromCheckpoint != "":
 		return bad(c, "resume", "and resume_from_checkpoint are exclusive: give one")
+	case t.EvalStrategy != "no" && t.EvalDataset == "":
+		return bad(c, "eval_strategy", fmt.Sprintf("%s needs an eval_dataset (--eval-dataset)", t.EvalStrategy))
+	case t.EvalOnStart && t.EvalDataset == "":
+		return bad(c, "eval_on_start", "needs an eval_dataset (--eval-dataset)")
+	case t.EvalSteps < 0:
+		return bad(c, "eval_steps", fmt.Sprintf("must be ≥ 0 (0 = logging_steps), got %d", t.EvalSteps))
+	case t.PerDeviceEvalBatchSize < 1:
+		return bad(c, "per_device_eval_batch_size", fmt.Sprintf("must be ≥ 1, got %d", t.PerDeviceEvalBatchSize))
 	}
 	if err := pos("learning_rate", t.LearningRate); err != nil {
 		return err

@@ -65,6 +65,11 @@ type Options struct {
 	Logger   *slog.Logger
 	// AfterStep, when set, is called after each optimizer step (tests use it to interrupt).
 	AfterStep func(step int)
+	// Eval is the method over the eval set (the trainer built on the eval rows; its reference
+	// log-probs, if any, computed once like the training set's). It is evaluated as the config's
+	// eval_strategy / eval_steps / eval_on_start say; nil or eval_strategy "no" without
+	// eval_on_start: never. A Method made by WithEval sets it too.
+	Eval Method
 }
 
 // Result is the outcome of a run.
@@ -82,6 +87,12 @@ var ErrInterrupted = checkpoint.ErrInterrupted
 // Run trains m with method as configured and returns when max_steps / num_train_epochs are done,
 // or when ctx is cancelled (then a checkpoint is saved and the error wraps ErrInterrupted).
 func Run(ctx context.Context, m *Model, method Method, opts Options) (*Result, error) {
+	if w, ok := method.(*withEval); ok {
+		method = w.Method
+		if opts.Eval == nil {
+			opts.Eval = w.eval
+		}
+	}
 	t, err := newTrainer(m, method, opts)
 	if err != nil {
 		return nil, err

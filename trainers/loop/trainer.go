@@ -26,6 +26,7 @@ type trainer struct {
 	total   int // optimizer steps of the run
 	metrics *runlog.Metrics
 	prog    *runlog.Progress
+	eval    *evaluator // nil: no evaluation (no eval set, or eval_strategy no without eval_on_start)
 
 	// Position: optimizer steps done, data cursor (pass, examples consumed in it), tokens seen.
 	step          int
@@ -73,6 +74,12 @@ func newTrainer(m *Model, method Method, opts Options) (*trainer, error) {
 	if t.opt, err = NewOptimizer(opts.Backend, m, hp, method.Loss); err != nil {
 		return nil, err
 	}
+	if opts.Eval != nil && cfg.Evaluates() {
+		if t.eval, err = newEvaluator(opts.Backend, m, opts.Eval, cfg.PerDeviceEvalBatchSize); err != nil {
+			t.opt.Close()
+			return nil, err
+		}
+	}
 	t.win.Sums = map[string]float64{}
 	t.order = Order(t.n, cfg.Seed, 0)
 	return t, nil
@@ -85,6 +92,9 @@ func (t *trainer) close() {
 	if t.opt != nil {
 		t.opt.Close()
 	}
+	if t.eval != nil {
+		t.eval.close()
+	}
 }
 
 // run is the loop: resume, then steps with logging and checkpoints, then the final save.
@@ -93,16 +103,27 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{OutputDir: t.cfg.OutputDir}
+	if t.eval != nil && t.cfg.EvalOnStart {
+		if err := t.evaluate(); err != nil {
+			return nil, err
+		}
+	}
 	for t.step < t.total {
 		if ctx.Err() != nil {
 			return t.interrupted(res, ctx)
 		}
+		pass := t.epoch
 		if err := t.trainStep(); err != nil {
 			return nil, fmt.Errorf("step %d: %w", t.step+1, err)
 		}
 		t.prog.Step(t.step)
 		if t.step%max(1, t.cfg.LoggingSteps) == 0 || t.step == t.total {
 			if err := t.log(); err != nil {
+				return nil, err
+			}
+		}
+		if t.shouldEvaluate(t.epoch != pass) {
+			if err := t.evaluate(); err != nil {
 				return nil, err
 			}
 		}

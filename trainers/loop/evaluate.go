@@ -1,0 +1,183 @@
+package loop
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// WithEval pairs a training Method with the Method of its eval set (the same trainer built on
+// the eval rows), for callers that hand Run a single Method; Run unwraps it into Options.Eval.
+func WithEval(train, eval Method) Method { return &withEval{Method: train, eval: eval} }
+
+type withEval struct {
+	Method
+	eval Method
+}
+
+// evaluator is the forward-only pass over the eval set (HF's Trainer.evaluate): the eval
+// Method's own Loss graph, without gradients or an update, over the whole set in
+// per_device_eval_batch_size batches in dataset order (HF's SequentialSampler).
+type evaluator struct {
+	method Method
+	batch  int
+	exec   *context.Exec
+}
+
+func newEvaluator(backend backends.Backend, m *Model, method Method, batch int) (*evaluator, error) {
+	if method.NumExamples() == 0 {
+		return nil, fmt.Errorf("eval: no evaluation examples")
+	}
+	e := &evaluator{method: method, batch: batch}
+	err := catch("build evaluation graph", func() error {
+		var err error
+		e.exec, err = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
+			norm := inputs[len(inputs)-1]
+			loss, metrics := method.Loss(ctx, inputs[:len(inputs)-1], norm)
+			out := []*Node{ConvertDType(StopGradient(loss), dtypes.Float64)}
+			for _, x := range metrics {
+				out = append(out, ConvertDType(StopGradient(x), dtypes.Float64))
+			}
+			return out
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.exec.SetMaxCache(-1)
+	return e, nil
+}
+
+// run evaluates the current weights and returns the metrics with HF's "eval_" prefix. The whole
+// eval set is aggregated as the micro-batches of one accumulated training batch: each batch's
+// loss is divided by the set's total Units (its loss tokens for SFT, its rows for DPO/KTO), so
+// eval_loss is the token-weighted (SFT) or example-weighted (DPO, KTO) mean over the set; the
+// other metrics are the trainer's window metrics over the batches (Finisher or mean).
+// tokensSeen is the training tokens so far (TRL logs eval_num_tokens as the train count).
+func (e *evaluator) run(tokensSeen int64) (map[string]float64, error) {
+	start := time.Now()
+	n := e.method.NumExamples()
+	norm := 0.0
+	for i := range n {
+		norm += e.method.Units(i)
+	}
+	names := e.method.MetricNames()
+	w := Window{Sums: map[string]float64{}, TokensSeen: tokensSeen}
+	loss := 0.0
+	for lo := 0; lo < n; lo += e.batch {
+		idx := make([]int, 0, e.batch)
+		for i := lo; i < min(n, lo+e.batch); i++ {
+			idx = append(idx, i)
+		}
+		inputs, err := e.method.Batch(idx)
+		if err != nil {
+			return nil, err
+		}
+		var outs []*tensors.Tensor
+		if err := catch("evaluate", func() error {
+			var err error
+			outs, err = e.exec.Exec(append(inputs, float32(max(norm, 1)))...)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		loss += step.ScalarValue(outs[0])
+		for i, name := range names {
+			w.Sums[name] += step.ScalarValue(outs[i+1])
+		}
+		w.MicroBatches++
+	}
+	out := map[string]float64{"eval_loss": loss}
+	for k, v := range windowMetrics(e.method, w) {
+		out["eval_"+k] = v
+	}
+	// HF's speed_metrics: runtime rounded to 4 decimals, rates to 3.
+	secs := time.Since(start).Seconds()
+	out["eval_runtime"] = math.Round(secs*1e4) / 1e4
+	out["eval_samples_per_second"] = math.Round(float64(n)/secs*1e3) / 1e3
+	out["eval_steps_per_second"] = math.Round(float64(w.MicroBatches)/secs*1e3) / 1e3
+	return out, nil
+}
+
+// windowMetrics are a method's logged metrics over a window: its Finisher, or the plain mean
+// over the micro-batches.
+func windowMetrics(method Method, w Window) map[string]float64 {
+	if f, ok := method.(Finisher); ok {
+		return f.Finish(w)
+	}
+	out := map[string]float64{}
+	for _, name := range method.MetricNames() {
+		out[name] = w.Mean(name)
+	}
+	return out
+}
+
+func (e *evaluator) close() { e.exec.Finalize() }
+
+// shouldEvaluate reports whether the step just done ends with an evaluation, as HF's
+// DefaultFlowCallback decides: eval_strategy steps when the step is a multiple of eval_steps
+// (not at the last step otherwise); epoch when the step ended a pass over the data, or ended
+// training inside a pass (the Trainer's epoch loop still calls on_epoch_end after max_steps).
+func (t *trainer) shouldEvaluate(endedEpoch bool) bool {
+	if t.eval == nil {
+		return false
+	}
+	switch t.cfg.EvalStrategy {
+	case "steps":
+		return t.step%t.cfg.EvalEvery() == 0
+	case "epoch":
+		return endedEpoch || t.step == t.total
+	}
+	return false
+}
+
+// evaluate writes one metrics.jsonl line with the eval metrics at the current step and epoch
+// (HF's Trainer.log adds both to the evaluate() metrics), and shows it.
+func (t *trainer) evaluate() error {
+	ms, err := t.eval.run(t.tokensSeen)
+	if err != nil {
+		return fmt.Errorf("evaluate at step %d: %w", t.step, err)
+	}
+	rec := runlog.Record{Step: t.step, Epoch: t.epochFloat(), Metrics: ms}
+	line, err := t.metrics.Write(rec)
+	if err != nil {
+		return err
+	}
+	t.history = append(t.history, line)
+	t.prog.Log(rec)
+	if t.prog.Terminal {
+		fmt.Fprintf(t.prog, "eval step %d: eval_loss %.4g (%d examples, %.3gs)\n", t.step, ms["eval_loss"], t.eval.method.NumExamples(), ms["eval_runtime"])
+	}
+	return nil
+}
+
+// WithEvalData reads the configuration's eval_dataset when the run evaluates (eval_strategy steps
+// or epoch, or eval_on_start), builds its Method with build (the same trainer constructor as the
+// training set's) and pairs it with train (WithEval). Otherwise it returns train as is: like
+// TRL's scripts, which pass no eval split with eval_strategy "no", the file is not even read.
+func WithEvalData(train Method, c *config.Training, build func(*data.Dataset) (Method, error)) (Method, error) {
+	if c.EvalDataset == "" || !c.Evaluates() {
+		return train, nil
+	}
+	d, err := data.ReadFile(c.EvalDataset, data.FormatAuto)
+	if err != nil {
+		return nil, fmt.Errorf("eval_dataset: %w", err)
+	}
+	eval, err := build(d)
+	if err != nil {
+		return nil, fmt.Errorf("eval_dataset: %w", err)
+	}
+	return WithEval(train, eval), nil
+}
