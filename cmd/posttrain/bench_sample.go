@@ -68,14 +68,12 @@ func benchSampleCommand() *cli.Command {
 				}
 				res.add(c.name, a, b)
 			}
+			res.Strict = res.MaxLogProbDiff <= benchSampleStrictLP
 			benchLog(cmd, "sample: %d of %d tokens equal to %s's, max |Δ log-prob| %.3g", res.TokensEqual, res.Tokens, refName, res.MaxLogProbDiff)
 			if err := writeBenchJSON(cmd.Root().Writer, res); err != nil {
 				return err
 			}
-			if res.TokensEqual != res.Tokens {
-				return fmt.Errorf("%s: %d of %d tokens differ from %s's (first: %s)", cmd.FullName(), res.Tokens-res.TokensEqual, res.Tokens, refName, res.FirstDiff)
-			}
-			return nil
+			return res.verdict(cmd.FullName())
 		},
 	}
 }
@@ -103,9 +101,22 @@ type benchSampleCase struct {
 	Rows        int     `json:"rows"`
 }
 
+// A draw can only differ between backends where two perturbed scores are closer than the logits'
+// difference. With float32 logits that agree to rounding (log-probs within benchSampleStrictLP)
+// such near-ties do not happen in a few hundred tokens, so every token must agree. When the
+// backend's logits differ more (TF32 matrix products on a GPU: ~1e-3), a few near-ties can flip
+// and send a row down another path; then at least benchSampleLooseShare of the tokens must agree,
+// which a broken sampler or KV cache (unrelated tokens) cannot reach. The logits themselves are
+// checked by the score stages.
+const (
+	benchSampleStrictLP   = 1e-5
+	benchSampleLooseShare = 0.9
+)
+
 type benchSampleResult struct {
 	benchInfo
 	Reference      string            `json:"reference_backend"`
+	Strict         bool              `json:"strict"` // logits agree to float32 rounding: every token must agree
 	Cases          []benchSampleCase `json:"cases"`
 	Tokens         int               `json:"tokens"`
 	TokensEqual    int               `json:"tokens_equal"`
@@ -134,4 +145,16 @@ func (r *benchSampleResult) add(name string, a, b []qwen2.Generation) {
 	r.Cases = append(r.Cases, c)
 	r.Tokens, r.TokensEqual = r.Tokens+c.Tokens, r.TokensEqual+c.TokensEqual
 	r.MaxLogProbDiff = max(r.MaxLogProbDiff, c.MaxLPDiff)
+}
+
+// verdict is the command's error: any difference in strict mode, else too few equal tokens.
+func (r *benchSampleResult) verdict(name string) error {
+	if r.TokensEqual == r.Tokens {
+		return nil
+	}
+	if !r.Strict && float64(r.TokensEqual) >= benchSampleLooseShare*float64(r.Tokens) {
+		return nil
+	}
+	return fmt.Errorf("%s: %d of %d tokens differ from %s's with max |Δ log-prob| %.3g (first: %s)",
+		name, r.Tokens-r.TokensEqual, r.Tokens, r.Reference, r.MaxLogProbDiff, r.FirstDiff)
 }

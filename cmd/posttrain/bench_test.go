@@ -294,3 +294,18 @@ func readFixtureLoss(t *testing.T) float64 {
 	}
 	return e.Loss
 }
+
+// Every token must agree when the log-probs agree to float32 rounding; with TF32-sized
+// differences a few flips pass, many do not.
+func TestBenchSample_Verdict(t *testing.T) {
+	for _, c := range []struct {
+		equal int
+		lp    float64
+		pass  bool
+	}{{100, 1e-7, true}, {99, 1e-7, false}, {95, 2e-3, true}, {80, 2e-3, false}, {100, 2e-3, true}} {
+		r := benchSampleResult{Tokens: 100, TokensEqual: c.equal, MaxLogProbDiff: c.lp, Strict: c.lp <= benchSampleStrictLP}
+		if err := r.verdict("x"); (err == nil) != c.pass {
+			t.Errorf("%d of 100 equal at |Δ| %g: err %v, want pass %v", c.equal, c.lp, err, c.pass)
+		}
+	}
+}
