@@ -16,12 +16,14 @@ type Eval struct {
 	run func(inputs ...any) ([]*tensors.Tensor, error)
 }
 
-// NewEval compiles a pure graph function of its inputs.
+// NewEval compiles a pure graph function of its inputs, once per input shape (no limit).
 func NewEval(backend backends.Backend, fn func(inputs []*graph.Node) []*graph.Node) (*Eval, error) {
 	var e *graph.Exec
 	err := catch("eval: build", func() error {
 		var err error
-		e, err = graph.NewExec(backend, fn)
+		if e, err = graph.NewExec(backend, fn); err == nil {
+			e.SetMaxCache(-1) // one graph per input shape, unbounded (see NewContextEval)
+		}
 		return err
 	})
 	if err != nil {
@@ -30,13 +32,18 @@ func NewEval(backend backends.Backend, fn func(inputs []*graph.Node) []*graph.No
 	return &Eval{run: e.Exec}, nil
 }
 
-// NewContextEval compiles a graph function that reads (never updates) the variables of ctx.
+// NewContextEval compiles a graph function that reads (never updates) the variables of ctx, once
+// per input shape (no limit on the number of shapes).
 func NewContextEval(backend backends.Backend, ctx *context.Context,
 	fn func(ctx *context.Context, inputs []*graph.Node) []*graph.Node) (*Eval, error) {
 	var e *context.Exec
 	err := catch("eval: build", func() error {
 		var err error
-		e, err = context.NewExec(backend, ctx, fn)
+		if e, err = context.NewExec(backend, ctx, fn); err == nil {
+			// GoMLX keeps 32 compiled shapes by default and then fails; a long run (GRPO's scoring
+			// of ever new prompt+completion length buckets) can need more.
+			e.SetMaxCache(-1)
+		}
 		return err
 	})
 	if err != nil {

@@ -186,3 +186,26 @@ func TestStep_Float32(t *testing.T) {
 		}
 	}
 }
+
+// An Eval compiles one graph per input shape without GoMLX's default limit of 32 shapes (a GRPO
+// run scores ever new length buckets); the 40th shape still runs.
+func TestEval_ManyShapes(t *testing.T) {
+	ctx := context.New()
+	ctx.InAbsPath("/w").VariableWithValue("x", float32(2))
+	e, err := NewContextEval(testBackend(), ctx, func(ctx *context.Context, in []*Node) []*Node {
+		w := ctx.InAbsPath("/w").GetVariableByScopeAndName("/w", "x").ValueGraph(in[0].Graph())
+		return []*Node{Mul(ReduceAllSum(in[0]), w)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 40; n++ {
+		outs, err := e.Run(make([]float32, n))
+		if err != nil {
+			t.Fatalf("shape %d: %v", n, err)
+		}
+		if got := Float64s(outs[0]); got[0] != 0 {
+			t.Fatalf("shape %d: %v", n, got)
+		}
+	}
+}
