@@ -369,7 +369,9 @@ func newExec(b backends.Backend, ctx *context.Context, fn func(*context.Context,
 		if exec, e = context.NewExec(b, ctx, fn); e != nil {
 			panic(e)
 		}
-		exec.SetMaxCache(128)
+		// One graph per (rows, prompt, cache) bucket: long completions make many cache buckets
+		// (multiples of 128 past 256), so no limit (GoMLX's default fails past 32 shapes).
+		exec.SetMaxCache(-1)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("qwen2 generate: %w", err)
