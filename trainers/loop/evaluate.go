@@ -60,11 +60,17 @@ func newEvaluator(backend backends.Backend, m *Model, method Method, batch int) 
 	return e, nil
 }
 
-// run evaluates the current weights and returns the metrics with HF's "eval_" prefix. The whole
-// eval set is aggregated as the micro-batches of one accumulated training batch: each batch's
-// loss is divided by the set's total Units (its loss tokens for SFT, its rows for DPO/KTO), so
-// eval_loss is the token-weighted (SFT) or example-weighted (DPO, KTO) mean over the set; the
-// other metrics are the trainer's window metrics over the batches (Finisher or mean).
+// run evaluates the current weights and returns the metrics with HF's "eval_" prefix. The other
+// metrics aggregate the eval set as the micro-batches of one accumulated training batch (each
+// batch's graph divides by the set's total Units: its loss tokens for SFT, its rows for DPO/KTO;
+// then the trainer's window metrics, Finisher or mean). eval_loss is HF's evaluation_loop value:
+// each batch's own loss (its mean over its Units, what compute_loss returns without
+// num_items_in_batch) repeated batch-size times and averaged over the examples,
+//
+//	eval_loss = Σ_b n_b·(Σ_{i∈b} ℓ_i / Σ_{i∈b} u_i) / Σ_b n_b,
+//
+// so for SFT it depends on per_device_eval_batch_size exactly as in TRL (DPO and KTO, one unit
+// per row: the mean over the rows). A batch without units (no scored token) adds 0.
 // tokensSeen is the training tokens so far (TRL logs eval_num_tokens as the train count).
 func (e *evaluator) run(tokensSeen int64) (map[string]float64, error) {
 	start := time.Now()
@@ -93,13 +99,19 @@ func (e *evaluator) run(tokensSeen int64) (map[string]float64, error) {
 		}); err != nil {
 			return nil, err
 		}
-		loss += step.ScalarValue(outs[0])
+		units := 0.0
+		for _, i := range idx {
+			units += e.method.Units(i)
+		}
+		if units > 0 { // the graph's loss is Σ_{i∈b} ℓ_i / norm
+			loss += step.ScalarValue(outs[0]) * max(norm, 1) / units * float64(len(idx))
+		}
 		for i, name := range names {
 			w.Sums[name] += step.ScalarValue(outs[i+1])
 		}
 		w.MicroBatches++
 	}
-	out := map[string]float64{"eval_loss": loss}
+	out := map[string]float64{"eval_loss": loss / float64(n)}
 	for k, v := range windowMetrics(e.method, w) {
 		out["eval_"+k] = v
 	}

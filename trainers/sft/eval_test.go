@@ -14,10 +14,11 @@ import (
 	"github.com/posttrain/posttrain/trainers/sft"
 )
 
-// eval_loss is the mean NLL over every scored token of the eval set (one accumulated batch's
-// normalisation), whatever per_device_eval_batch_size: 7 rows in batches of 3 (3, 3, 1) give the
-// NLL that Trainer.NLL computes row by row with qwen2.TargetLogProbs, before training
-// (eval_on_start) and after the last step (eval_strategy epoch ends inside a pass at max_steps).
+// eval_loss is transformers' evaluation_loop value: each eval batch's mean NLL over its scored
+// tokens, weighted by its rows: 7 rows in batches of 3 (3, 3, 1), computed batch by batch with
+// qwen2.TargetLogProbs (Trainer.BatchNLL), before training (eval_on_start) and after the last
+// step (eval_strategy epoch ends inside a pass at max_steps). It differs from the token-weighted
+// mean over the set (checked, so that the test tells the two rules apart).
 func TestSFTEval_LossIsMeanNLL(t *testing.T) {
 	m := looptest.Load(t, looptest.Model(t), false)
 	b := looptest.Backend(t)
@@ -32,17 +33,29 @@ func TestSFTEval_LossIsMeanNLL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := held.NLL(b, 1)
-	if err != nil {
-		t.Fatal(err)
+	hfLoss := func() float64 {
+		sums, counts, err := held.BatchNLL(b, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loss := 0.0
+		for i, rows := range []float64{3, 3, 1} {
+			loss += rows * sums[i] / counts[i]
+		}
+		tokenMean, err := held.NLL(b, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(loss/7-tokenMean) < 1e-4 {
+			t.Fatalf("batch-weighted %.7f and token-weighted %.7f coincide: the test cannot tell the rules apart", loss/7, tokenMean)
+		}
+		return loss / 7
 	}
+	before := hfLoss()
 	if _, err := loop.Run(context.Background(), m, loop.WithEval(train, held), loop.Options{Config: cfg, Backend: b}); err != nil {
 		t.Fatal(err)
 	}
-	after, err := held.NLL(b, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := hfLoss()
 	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +73,7 @@ func TestSFTEval_LossIsMeanNLL(t *testing.T) {
 		got := evals[i].Metrics["eval_loss"]
 		t.Logf("step %d: eval_loss %.7f, NLL %.7f", evals[i].Step, got, want)
 		if math.Abs(got-want) > 1e-5*want {
-			t.Errorf("step %d: eval_loss = %.7f, want the mean NLL %.7f", evals[i].Step, got, want)
+			t.Errorf("step %d: eval_loss = %.7f, want HF's batch-weighted mean NLL %.7f", evals[i].Step, got, want)
 		}
 	}
 	if after > before-0.1 {

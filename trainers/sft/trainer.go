@@ -254,6 +254,20 @@ func HeadStats(ctx *context.Context, cfg *qwen2.Config, hidden, ids *Node) (lp, 
 // NLL returns the mean negative log-likelihood over the scored tokens of every example (e.g. a
 // held-out set), computed in micro-batches of batch rows with the model's current weights.
 func (t *Trainer) NLL(backend backends.Backend, batch int) (float64, error) {
+	sums, counts, err := t.BatchNLL(backend, batch)
+	if err != nil {
+		return 0, err
+	}
+	sum, count := 0.0, 0.0
+	for i := range sums {
+		sum, count = sum+sums[i], count+counts[i]
+	}
+	return sum / max(count, 1), nil
+}
+
+// BatchNLL returns, for each micro-batch of batch rows in example order, the summed negative
+// log-likelihood of its scored tokens and their number, with the model's current weights.
+func (t *Trainer) BatchNLL(backend backends.Backend, batch int) (sums, counts []float64, err error) {
 	cfg := t.model.Config
 	ev, err := step.NewContextEval(backend, t.model.Ctx.Reuse(), func(ctx *context.Context, in []*Node) []*Node {
 		lp := qwen2.TargetLogProbs(ctx, cfg, t.hidden(ctx, in), in[0])
@@ -261,9 +275,8 @@ func (t *Trainer) NLL(backend backends.Backend, batch int) (float64, error) {
 		return []*Node{ConvertDType(ReduceAllSum(Mul(lp, m)), dtypes.Float64), ConvertDType(ReduceAllSum(m), dtypes.Float64)}
 	})
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
-	sum, count := 0.0, 0.0
 	for lo := 0; lo < len(t.examples); lo += batch {
 		idx := make([]int, 0, batch)
 		for i := lo; i < min(lo+batch, len(t.examples)); i++ {
@@ -272,10 +285,9 @@ func (t *Trainer) NLL(backend backends.Backend, batch int) (float64, error) {
 		in, _ := t.Batch(idx)
 		outs, err := ev.Run(in...)
 		if err != nil {
-			return 0, err
+			return nil, nil, err
 		}
-		sum += step.ScalarValue(outs[0])
-		count += step.ScalarValue(outs[1])
+		sums, counts = append(sums, -step.ScalarValue(outs[0])), append(counts, step.ScalarValue(outs[1]))
 	}
-	return -sum / max(count, 1), nil
+	return sums, counts, nil
 }
