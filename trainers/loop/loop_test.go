@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -203,4 +206,60 @@ func TestRun_SaveStepsAndTotalLimit(t *testing.T) {
 		t.Errorf("trainer_state: step %d, %d log lines; want 5 and 3", st.GlobalStep, len(st.LogHistory))
 	}
 	looptest.Load(t, cps[0].Dir, false) // an HF model directory: config, weights, tokenizer
+}
+
+// lengthGate records the micro-batches the loop asks for and refuses examples longer than limit.
+type lengthGate struct {
+	loop.Method
+	batches [][]int
+	limit   int
+}
+
+func (g *lengthGate) Batch(idx []int) ([]any, error) {
+	g.batches = append(g.batches, slices.Clone(idx))
+	for _, i := range idx {
+		if g.Tokens(i) > g.limit {
+			return nil, fmt.Errorf("example %d: %d tokens do not fit", i, g.Tokens(i))
+		}
+	}
+	return g.Method.Batch(idx)
+}
+
+// Before the first step the loop runs the per_device_train_batch_size longest examples once (the
+// largest shape and memory), so a batch that cannot run fails at once, naming its size, and
+// nothing is trained; the weights of a run that passes are those of the unchecked computation
+// (the bit-exact resume and accumulation tests above run through it too).
+func TestRun_PreflightRunsTheLargestBatchFirst(t *testing.T) {
+	dir := looptest.Model(t)
+	data := looptest.MultFile(t, mult.SFT, 12, 5)
+	for _, refuse := range []bool{false, true} {
+		cfg := config.DefaultSFT()
+		looptest.Common(t, &cfg.Training, 1e-3, 4, 1, 2)
+		m := looptest.Load(t, dir, false)
+		tr, err := sft.New(m, looptest.Read(t, data), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		longest := make([]int, tr.NumExamples())
+		for i := range longest {
+			longest[i] = i
+		}
+		slices.SortStableFunc(longest, func(a, b int) int { return tr.Tokens(b) - tr.Tokens(a) })
+		gate := &lengthGate{Method: tr, limit: 1 << 30}
+		if refuse {
+			gate.limit = tr.Tokens(longest[0]) - 1
+		}
+		_, err = loop.Run(context.Background(), m, gate, loop.Options{Config: cfg, Backend: looptest.Backend(t)})
+		if len(gate.batches) == 0 || !slices.Equal(gate.batches[0], longest[:4]) {
+			t.Fatalf("first micro-batch %v, want the 4 longest examples %v", gate.batches, longest[:4])
+		}
+		switch {
+		case !refuse && err != nil:
+			t.Fatal(err)
+		case refuse && (err == nil || !strings.Contains(err.Error(), "largest micro-batch (4 examples of up to")):
+			t.Errorf("error %v, want one naming the largest micro-batch", err)
+		case refuse && len(gate.batches) != 1:
+			t.Errorf("%d micro-batches asked for after the preflight failed, want none", len(gate.batches)-1)
+		}
+	}
 }

@@ -36,6 +36,7 @@ type AdamW struct {
 // update: clip the summed gradient by its global norm, apply AdamW to the float32 masters, refresh
 // the bfloat16 copies, zero the accumulators.
 type Optimizer struct {
+	backend backends.Backend
 	model   *Model
 	hp      AdamW
 	params  []*context.Variable // compute weights (HF scopes)
@@ -46,7 +47,8 @@ type Optimizer struct {
 	expAvg2 []*context.Variable
 	accum   *context.Exec
 	update  *context.Exec
-	steps   int // AdamW updates done (PyTorch's state["step"])
+	zero    *context.Exec // Discard's graph, built on first use
+	steps   int           // AdamW updates done (PyTorch's state["step"])
 }
 
 // LossFunc builds a micro-batch's loss, divided by norm (the accumulated batch's size, a float32
@@ -57,7 +59,7 @@ type LossFunc func(ctx *context.Context, inputs []*Node, norm *Node) (loss *Node
 // m.Ctx (zero, or kept if they exist) and prepares the graphs; lossFn is compiled per input shape
 // on the first Micro call with that shape.
 func NewOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc) (*Optimizer, error) {
-	o := &Optimizer{model: m, hp: hp}
+	o := &Optimizer{backend: backend, model: m, hp: hp}
 	var err error
 	if o.params, o.names, err = m.Params(); err != nil {
 		return nil, err
@@ -200,6 +202,28 @@ func (o *Optimizer) Apply(lr float64) (float64, error) {
 	return step.ScalarValue(outs[0]), nil
 }
 
+// Discard zeroes the accumulated gradients without an update: the weights and the AdamW state
+// are unchanged.
+func (o *Optimizer) Discard() error {
+	return catch("discard gradients", func() error {
+		if o.zero == nil {
+			var e error
+			o.zero, e = context.NewExec(o.backend, o.model.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
+				g := inputs[0].Graph()
+				for _, acc := range o.grads {
+					acc.SetValueGraph(ZerosLike(acc.ValueGraph(g)))
+				}
+				return []*Node{inputs[0]}
+			})
+			if e != nil {
+				return e
+			}
+		}
+		_, e := o.zero.Exec(float32(0))
+		return e
+	})
+}
+
 // Steps is the number of updates applied (AdamW's t).
 func (o *Optimizer) Steps() int { return o.steps }
 
@@ -207,6 +231,9 @@ func (o *Optimizer) Steps() int { return o.steps }
 func (o *Optimizer) Close() {
 	o.accum.Finalize()
 	o.update.Finalize()
+	if o.zero != nil {
+		o.zero.Finalize()
+	}
 }
 
 // catch runs fn and turns a GoMLX panic into an error prefixed with what.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"time"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
@@ -103,6 +105,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{OutputDir: t.cfg.OutputDir}
+	if err := t.preflight(); err != nil {
+		return nil, err
+	}
 	if t.eval != nil && t.cfg.EvalOnStart {
 		if err := t.evaluate(); err != nil {
 			return nil, err
@@ -185,6 +190,38 @@ func (t *trainer) start() error {
 	}
 	t.prog = runlog.NewProgress(w, t.total, t.step)
 	t.logger.Info("training", "run", describe(t.cfg, t.n, t.total), "output_dir", t.cfg.OutputDir)
+	return nil
+}
+
+// preflight runs the largest micro-batch the data can make (the per_device_train_batch_size
+// examples with the most tokens, padded to their length bucket) through the gradient graph once
+// and discards its gradients: that shape is compiled and its memory taken before the first step,
+// so a batch that does not fit fails now, naming its size, not when it comes up hours later
+// (TRL #2927, unsloth #1624: out of memory only when a long sample arrives). The weights, the
+// AdamW state and the data order are untouched.
+func (t *trainer) preflight() error {
+	idx := make([]int, t.n)
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return t.method.Tokens(b) - t.method.Tokens(a) })
+	idx = idx[:min(t.n, t.cfg.PerDeviceTrainBatchSize)]
+	start := time.Now()
+	fail := func(err error) error {
+		return fmt.Errorf("the largest micro-batch (%d examples of up to %d tokens) does not run: %w", len(idx), t.method.Tokens(idx[0]), err)
+	}
+	inputs, err := t.method.Batch(idx)
+	if err != nil {
+		return fail(err)
+	}
+	if _, _, err := t.opt.Micro(inputs, 1); err != nil {
+		return fail(err)
+	}
+	if err := t.opt.Discard(); err != nil {
+		return err
+	}
+	t.logger.Info("preflight: the largest micro-batch runs", "examples", len(idx), "max_tokens", t.method.Tokens(idx[0]),
+		"seconds", time.Since(start).Seconds())
 	return nil
 }
 
