@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// printBenchSummary writes a report as text (summary.txt): stages, log-prob checks, throughput side
+// by side, the sampler and parity checks, the trainers' last metrics and the verdict.
+func printBenchSummary(w io.Writer, rep *benchGPUReport) {
+	fmt.Fprintf(w, "gpu-check %s", rep.Date)
+	keys := make([]string, 0, len(rep.Info))
+	for k := range rep.Info {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "\n  %s: %s", k, rep.Info[k])
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "stages:")
+	for _, s := range rep.Stages {
+		note := ""
+		if s.Note != "" {
+			note = " — " + s.Note
+		}
+		fmt.Fprintf(w, "  %-18s %-8s %7.1fs%s\n", s.Name, s.Status, s.Seconds, note)
+	}
+	if len(rep.LogProbs) > 0 {
+		fmt.Fprintln(w, "log-probs (posttrain vs transformers Qwen2ForCausalLM on the same checkpoint and device; probe: vs the fixture's float64 reference):")
+		for _, dt := range []string{benchProbeCheck, "float32", "bfloat16"} {
+			c := rep.LogProbs[dt]
+			if c == nil {
+				continue
+			}
+			verdict := "pass"
+			if !c.Pass {
+				verdict = "FAIL"
+			}
+			errNote := ""
+			if c.Error != "" {
+				errNote = " (" + c.Error + ")"
+			}
+			fmt.Fprintf(w, "  %s: max |Δ| %.3g, mean |Δ| %.3g over %d tokens, loss %.6f vs %.6f, tolerance %.3g: %s%s\n",
+				dt, c.MaxAbsDiff, c.MeanAbsDiff, c.Tokens, c.LossGo, c.LossRef, c.Tolerance, verdict, errNote)
+		}
+	}
+	if len(rep.Throughput) > 0 {
+		fmt.Fprintln(w, "throughput (posttrain | pytorch+transformers | posttrain/pytorch speed):")
+		for _, r := range rep.Throughput {
+			format := "%.1f"
+			if r.Metric == "seconds" {
+				format = "%.3f"
+			}
+			mfu := ""
+			if r.PosttrainMFU != nil || r.PyTorchMFU != nil {
+				mfu = fmt.Sprintf("  MFU %s | %s", benchFmtNum(benchScale(r.PosttrainMFU, 100), "%.1f%%"), benchFmtNum(benchScale(r.PyTorchMFU, 100), "%.1f%%"))
+			}
+			fmt.Fprintf(w, "  %-34s %12s | %12s %-9s | %s%s\n", r.Workload, benchFmtNum(r.Posttrain, format), benchFmtNum(r.PyTorch, format),
+				r.Metric, benchFmtNum(r.Ratio, "%.2f×"), mfu)
+		}
+	}
+	printBenchSample(w, rep.Stages)
+	if c := rep.Parity; c != nil {
+		verdict := "pass"
+		if !c.Pass {
+			verdict = "FAIL"
+		}
+		if c.Error != "" {
+			verdict += " (" + c.Error + ")"
+		}
+		fmt.Fprintf(w, "training parity (tiny fixture, float32, %d AdamW steps, posttrain vs torch.optim.AdamW): max relative Δ loss %.3g, Δ grad norm %.3g, tolerance %.3g: %s\n",
+			c.Steps, c.MaxRelLoss, c.MaxRelGradNorm, c.Tolerance, verdict)
+	}
+	printBenchTrainers(w, rep.Stages)
+	if rep.OK {
+		fmt.Fprintln(w, "result: ok")
+	} else {
+		fmt.Fprintf(w, "result: NOT ok (failed: %s)\n", strings.Join(rep.Failed, ", "))
+	}
+}
+
+func benchScale(p *float64, k float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	x := *p * k
+	return &x
+}
+
+// benchTrainerKeys are the metrics shown for the trainer stages (their last metrics.jsonl line).
+var benchTrainerKeys = []string{"step", "loss", "grad_norm", "num_tokens", "timing_s/generation", "timing_s/update",
+	"tokens_per_s/generation", "tokens_per_s/update", "reward"}
+
+// printBenchTrainers prints the last metrics line of each trainer_* stage that has them.
+func printBenchTrainers(w io.Writer, stages []benchStage) {
+	header := false
+	for _, s := range stages {
+		if !strings.HasPrefix(s.Name, "trainer_") || s.Status != "ok" {
+			continue
+		}
+		ms, _ := benchAsMap(s.Data)["metrics"].([]any)
+		if len(ms) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "trainers (posttrain sft/grpo, last metrics line; stage time includes loading, compilation and saving):")
+			header = true
+		}
+		last := benchAsMap(ms[len(ms)-1])
+		var parts []string
+		for _, k := range benchTrainerKeys {
+			switch v := last[k].(type) {
+			case float64:
+				parts = append(parts, fmt.Sprintf("%s %.4g", k, v))
+			case string:
+				parts = append(parts, k+" "+v)
+			}
+		}
+		fmt.Fprintf(w, "  %-18s %6.1fs  %s\n", s.Name, s.Seconds, strings.Join(parts, ", "))
+	}
+}
+
+// printBenchSample prints the sample stage's comparison of drawn tokens with the reference backend.
+func printBenchSample(w io.Writer, stages []benchStage) {
+	for _, s := range stages {
+		if s.Name != "sample" || s.Status != "ok" {
+			continue
+		}
+		m := benchAsMap(s.Data)
+		tok, eq, lp := benchNum(m, "tokens"), benchNum(m, "tokens_equal"), benchNum(m, "max_logprob_diff")
+		ref, _ := m["reference_backend"].(string)
+		fmt.Fprintf(w, "sampler (tiny fixture, every variant, vs %s): %s of %s tokens equal, max |Δ log-prob| %s\n",
+			ref, benchFmtNum(eq, "%.0f"), benchFmtNum(tok, "%.0f"), benchFmtNum(lp, "%.3g"))
+	}
+}
