@@ -158,20 +158,22 @@ func (*SFT) Resolve() {}
 // DPO is TRL's DPOConfig subset that posttrain implements.
 type DPO struct {
 	Training              `yaml:",inline"`
-	Beta                  float64 `yaml:"beta" usage:"β: strength of the implicit KL penalty to the reference model"`
-	LossType              string  `yaml:"loss_type" enum:"sigmoid|ipo|hinge" usage:"DPO loss variant"`
-	LabelSmoothing        float64 `yaml:"label_smoothing" usage:"cDPO label smoothing in [0, 0.5) (sigmoid loss only)"`
-	RPOAlpha              float64 `yaml:"rpo_alpha" usage:"RPO: add rpo_alpha × the NLL of the chosen completions to the loss and log nll_loss (the paper uses 1.0); 0 = off (TRL's None)"`
-	MaxLength             int     `yaml:"max_length" usage:"truncate prompt+completion to this many tokens, as truncation_mode says"`
-	MaxPromptLength       int     `yaml:"max_prompt_length" usage:"truncate prompts to their last this many tokens"`
-	MaxCompletionLength   int     `yaml:"max_completion_length" usage:"truncate completions to their first this many tokens; 0 = no limit"`
-	TruncationMode        string  `yaml:"truncation_mode" enum:"keep_end|keep_start" usage:"which end of prompt+completion max_length keeps (keep_end can drop the whole prompt)"`
-	PrecomputeRefLogProbs bool    `yaml:"precompute_ref_log_probs" usage:"accepted for TRL compatibility: posttrain always computes the reference log-probs once, before training, from the starting weights (no second resident copy)"`
+	Beta                  float64   `yaml:"beta" usage:"β: strength of the implicit KL penalty to the reference model"`
+	LossType              []string  `yaml:"loss_type" enum:"sigmoid|ipo|hinge|robust|exo_pair|nca_pair|sppo_hard|aot|aot_pair|discopop|apo_zero|apo_down|sft" usage:"DPO loss variant, or several comma-separated (summed with loss_weights; MPO: sigmoid,bco_pair,sft, but bco_pair is not implemented)"`
+	LossWeights           []float64 `yaml:"loss_weights" usage:"weight of each loss_type in the sum (default: all 1)"`
+	LabelSmoothing        float64   `yaml:"label_smoothing" usage:"label-flip probability ε in [0, 0.5): cDPO for sigmoid (and aot, aot_pair), robust DPO's ε, EXO's ε (0 = 1e-3 with exo_pair, as TRL)"`
+	DiscopopTau           float64   `yaml:"discopop_tau" usage:"DiscoPOP's temperature τ of the log-ratio modulation (loss_type discopop)"`
+	RPOAlpha              float64   `yaml:"rpo_alpha" usage:"RPO: add rpo_alpha × the NLL of the chosen completions to the loss and log nll_loss (the paper uses 1.0); 0 = off (TRL's None)"`
+	MaxLength             int       `yaml:"max_length" usage:"truncate prompt+completion to this many tokens, as truncation_mode says"`
+	MaxPromptLength       int       `yaml:"max_prompt_length" usage:"truncate prompts to their last this many tokens"`
+	MaxCompletionLength   int       `yaml:"max_completion_length" usage:"truncate completions to their first this many tokens; 0 = no limit"`
+	TruncationMode        string    `yaml:"truncation_mode" enum:"keep_end|keep_start" usage:"which end of prompt+completion max_length keeps (keep_end can drop the whole prompt)"`
+	PrecomputeRefLogProbs bool      `yaml:"precompute_ref_log_probs" usage:"accepted for TRL compatibility: posttrain always computes the reference log-probs once, before training, from the starting weights (no second resident copy)"`
 }
 
 // DefaultDPO returns DPOConfig's v0.24 defaults.
 func DefaultDPO() *DPO {
-	c := &DPO{Training: DefaultTraining(), Beta: 0.1, LossType: "sigmoid", MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
+	c := &DPO{Training: DefaultTraining(), Beta: 0.1, LossType: []string{"sigmoid"}, DiscopopTau: 0.05, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
 	c.LearningRate = 1e-6
 	return c
 }

@@ -25,7 +25,8 @@ func TestDefaults_MatchTRL(t *testing.T) {
 	methods := map[string]map[string]any{
 		"sft": {"learning_rate": 2e-5, "max_length": 1024, "completion_only_loss": (*bool)(nil), "assistant_only_loss": (*bool)(nil),
 			"packing": false, "packing_strategy": "bfd", "padding_free": false},
-		"dpo": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": "sigmoid", "label_smoothing": 0.0, "rpo_alpha": 0.0,
+		"dpo": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": []string{"sigmoid"}, "loss_weights": []float64(nil),
+			"label_smoothing": 0.0, "discopop_tau": 0.05, "rpo_alpha": 0.0,
 			"max_length": 1024, "max_prompt_length": 512, "max_completion_length": 0, "truncation_mode": "keep_end",
 			"precompute_ref_log_probs": false},
 		"kto": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": "kto", "desirable_weight": 1.0, "undesirable_weight": 1.0,
@@ -213,8 +214,15 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 	}{
 		{"sft", []string{"--learning-rate", "-1"}, "sft: learning_rate (--learning-rate) must be > 0, got -1"},
 		{"sft", []string{"--lr-scheduler-type", "poly"}, `lr_scheduler_type (--lr-scheduler-type) must be one of linear, cosine, constant, constant_with_warmup, got "poly"`},
-		{"dpo", []string{"--loss-type", "exo_pair"}, "loss_type (--loss-type) must be one of sigmoid, ipo, hinge"},
-		{"dpo", []string{"--label-smoothing", "0.1", "--loss-type", "ipo"}, "label_smoothing (--label-smoothing) applies to loss_type sigmoid only"},
+		{"dpo", []string{"--loss-type", "kto_pair"}, `loss_type (--loss-type) must be one of sigmoid, ipo, hinge, robust, exo_pair, nca_pair, sppo_hard, aot, aot_pair, discopop, apo_zero, apo_down, sft, got "kto_pair"`},
+		{"dpo", []string{"--loss-type", "sigmoid,sppo,sft"}, `loss_type (--loss-type) must be one of sigmoid, ipo, hinge, robust, exo_pair, nca_pair, sppo_hard, aot, aot_pair, discopop, apo_zero, apo_down, sft, got "sppo"`},
+		{"dpo", []string{"--loss-type", "sigmoid,bco_pair,sft"}, "loss_type (--loss-type) bco_pair is not implemented"},
+		{"dpo", []string{"--loss-type", "sigmoid,sft", "--loss-weights", "0.8,0.2,1"}, "loss_weights (--loss-weights) has 3 weights for 2 loss types"},
+		{"dpo", []string{"--loss-weights", "0.5,1"}, "loss_weights (--loss-weights) has 2 weights for 1 loss types"},
+		{"dpo", []string{"--loss-type", "sigmoid,sft", "--loss-weights", "1,NaN"}, "loss_weights (--loss-weights) must be finite, got NaN"},
+		{"dpo", []string{"--loss-type", "discopop", "--discopop-tau", "0"}, "discopop_tau (--discopop-tau) must be > 0, got 0"},
+		{"dpo", []string{"--label-smoothing", "0.1", "--loss-type", "ipo"}, "label_smoothing (--label-smoothing) applies to loss_type sigmoid, robust, exo_pair, aot and aot_pair only, not ipo"},
+		{"dpo", []string{"--label-smoothing", "0.1", "--loss-type", "sigmoid,apo_zero"}, "label_smoothing (--label-smoothing) applies to loss_type sigmoid, robust, exo_pair, aot and aot_pair only, not apo_zero"},
 		{"dpo", []string{"--max-prompt-length", "2048"}, "max_prompt_length (--max-prompt-length) (2048) must be < max_length (1024)"},
 		{"dpo", []string{"--truncation-mode", "keep_middle"}, `truncation_mode (--truncation-mode) must be one of keep_end, keep_start, got "keep_middle"`},
 		{"dpo", []string{"--max-completion-length", "-1"}, "max_completion_length (--max-completion-length) must be ≥ 0 (0 = no limit), got -1"},
@@ -313,5 +321,46 @@ func TestTotalStepsAndSchedule(t *testing.T) {
 	s, err := c.Schedule(20)
 	if err != nil || s.WarmupSteps != 2 || s.BaseLR != 2e-5 || s.TotalSteps != 20 {
 		t.Errorf("Schedule(20) = %+v, %v", s, err)
+	}
+}
+
+// DPO loss_type is a list (TRL DPOConfig: loss_type list[str], loss_weights list[float]): a flag
+// "a,b", a YAML list or a YAML scalar "a,b"; a given flag replaces the default ["sigmoid"].
+func TestDPOLossTypeList_FlagAndYAML(t *testing.T) {
+	cfg, err := runCmd(t, "dpo", append([]string{"--loss-type", "sigmoid, sft", "--loss-weights", "0.8,1"}, required...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cfg.(*DPO)
+	if !reflect.DeepEqual(d.LossType, []string{"sigmoid", "sft"}) || !reflect.DeepEqual(d.LossWeights, []float64{0.8, 1}) {
+		t.Errorf("flags: loss_type %q, loss_weights %v; want [sigmoid sft], [0.8 1]", d.LossType, d.LossWeights)
+	}
+	cfg, err = runCmd(t, "dpo", append([]string{"--loss-type", "ipo"}, required...)...)
+	if d := cfg.(*DPO); err != nil || !reflect.DeepEqual(d.LossType, []string{"ipo"}) {
+		t.Errorf("--loss-type ipo: %q, %v; want [ipo] (the default replaced, not appended to)", d.LossType, err)
+	}
+	for _, doc := range []string{"loss_type: [nca_pair, sft]\nloss_weights: [1, 0.5]\n", "loss_type: nca_pair,sft\nloss_weights: 1,0.5\n"} {
+		d := DefaultDPO()
+		if err := Load("run.yaml", []byte(doc), d); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(d.LossType, []string{"nca_pair", "sft"}) || !reflect.DeepEqual(d.LossWeights, []float64{1, 0.5}) {
+			t.Errorf("%q: loss_type %q, loss_weights %v", doc, d.LossType, d.LossWeights)
+		}
+	}
+	d = DefaultDPO()
+	if err := Load("run.yaml", []byte("loss_type: hinge\n"), d); err != nil || !reflect.DeepEqual(d.LossType, []string{"hinge"}) {
+		t.Errorf("scalar loss_type: %q, %v; want [hinge]", d.LossType, err)
+	}
+	c := DefaultDPO()
+	c.Model, c.Dataset, c.OutputDir = "m", "d", filepath.Join(t.TempDir(), "run")
+	c.LossType, c.LossWeights = []string{"sigmoid", "sft"}, []float64{0.8, 0.2}
+	path, err := WriteResolved(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := DefaultDPO()
+	if err := LoadFile(path, back); err != nil || !reflect.DeepEqual(back, c) {
+		t.Errorf("round trip: %v, %+v", err, back)
 	}
 }

@@ -23,18 +23,37 @@ func (c *SFT) Validate() error {
 
 // Validate implements Config.
 func (c *DPO) Validate() error {
+	if slices.Contains(c.LossType, "bco_pair") {
+		return bad(c, "loss_type", "bco_pair is not implemented: its running mean of the rewards (TRL's RunningMoments) is trainer state that TRL updates on every batch, eval included, and does not checkpoint")
+	}
 	if err := validateCommon(c); err != nil {
 		return err
 	}
 	switch {
+	case len(c.LossType) == 0:
+		return bad(c, "loss_type", "is empty: name at least one loss type")
+	case len(c.LossWeights) > 0 && len(c.LossWeights) != len(c.LossType):
+		return bad(c, "loss_weights", fmt.Sprintf("has %d weights for %d loss types", len(c.LossWeights), len(c.LossType)))
 	case !(c.Beta > 0) || math.IsInf(c.Beta, 0):
 		return bad(c, "beta", fmt.Sprintf("must be > 0, got %g", c.Beta))
 	case !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 0.5):
 		return bad(c, "label_smoothing", fmt.Sprintf("must be in [0, 0.5), got %g", c.LabelSmoothing))
-	case c.LabelSmoothing > 0 && c.LossType != "sigmoid":
-		return bad(c, "label_smoothing", fmt.Sprintf("applies to loss_type sigmoid only, not %s", c.LossType))
+	case !(c.DiscopopTau > 0) || math.IsInf(c.DiscopopTau, 0):
+		return bad(c, "discopop_tau", fmt.Sprintf("must be > 0, got %g", c.DiscopopTau))
 	case !(c.RPOAlpha >= 0) || math.IsInf(c.RPOAlpha, 0):
 		return bad(c, "rpo_alpha", fmt.Sprintf("must be ≥ 0 (0 = off), got %g", c.RPOAlpha))
+	}
+	for _, w := range c.LossWeights {
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			return bad(c, "loss_weights", fmt.Sprintf("must be finite, got %g", w))
+		}
+	}
+	// TRL warns and ignores label_smoothing for the other types; posttrain refuses instead.
+	smoothed := []string{"sigmoid", "robust", "exo_pair", "aot", "aot_pair", "sft"}
+	for _, t := range c.LossType {
+		if c.LabelSmoothing > 0 && !slices.Contains(smoothed, t) {
+			return bad(c, "label_smoothing", fmt.Sprintf("applies to loss_type sigmoid, robust, exo_pair, aot and aot_pair only, not %s", t))
+		}
 	}
 	return validateLengths(c, c.MaxLength, c.MaxPromptLength, c.MaxCompletionLength)
 }
@@ -162,8 +181,17 @@ func validateLengths(c Config, maxLength, maxPromptLength, maxCompletionLength i
 // validateCommon checks the choices of every option and the shared training options.
 func validateCommon(c Config) error {
 	for _, f := range fields(c) {
-		if f.Enum != nil && !slices.Contains(f.Enum, f.Value.String()) {
-			return bad(c, f.Key, fmt.Sprintf("must be one of %s, got %q", strings.Join(f.Enum, ", "), f.Value.String()))
+		if f.Enum == nil {
+			continue
+		}
+		values := []string{f.Value.String()}
+		if list, ok := f.Value.Interface().([]string); ok {
+			values = list // a list option: every entry must be a choice
+		}
+		for _, v := range values {
+			if !slices.Contains(f.Enum, v) {
+				return bad(c, f.Key, fmt.Sprintf("must be one of %s, got %q", strings.Join(f.Enum, ", "), v))
+			}
 		}
 	}
 	t := c.Common()

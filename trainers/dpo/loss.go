@@ -1,5 +1,7 @@
 // Package dpo is Direct Preference Optimization (Rafailov et al. 2023, arXiv:2305.18290) and its
-// TRL variants: conservative DPO (label smoothing) and IPO (Azar et al. 2023, arXiv:2310.12036).
+// TRL variants (DPOConfig loss_type): conservative DPO (label smoothing), IPO (Azar et al. 2023,
+// arXiv:2310.12036), hinge, robust, exo_pair, nca_pair, sppo_hard, aot, aot_pair, discopop,
+// apo_zero, apo_down and sft, one named function each; Combine sums several with loss_weights.
 //
 // Every function takes per-sequence log-probs [B] of the chosen (c) and rejected (r) completions
 // under the policy (π) and the frozen reference (ref); build them from per-token log-probs with
@@ -7,7 +9,11 @@
 package dpo
 
 import (
+	"math"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 
 	"github.com/posttrain/posttrain/trainers/step"
 )
@@ -105,6 +111,155 @@ func HingeLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta 
 	m := Margin(policyChosen, policyRejected, refChosen, refRejected)
 	losses := MaxScalar(OneMinus(MulScalar(m, beta)), 0)
 	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// logRatios are the per-pair log-ratios against the reference, c = log π(y_w) − log π_ref(y_w)
+// and r = log π(y_l) − log π_ref(y_l), [B] each, the reference detached.
+func logRatios(policyChosen, policyRejected, refChosen, refRejected *Node) (c, r *Node) {
+	return Sub(policyChosen, StopGradient(refChosen)), Sub(policyRejected, StopGradient(refRejected))
+}
+
+// smoothedLogistic is cDPO's per-pair −(1−ε)·log σ(z) − ε·log σ(−z) for z [B]; ε = 0 leaves −log σ(z).
+func smoothedLogistic(z *Node, eps float64) *Node {
+	losses := Neg(logSigmoid(z))
+	if eps != 0 {
+		losses = Add(MulScalar(losses, 1-eps), MulScalar(Neg(logSigmoid(Neg(z))), eps))
+	}
+	return losses
+}
+
+// RobustLoss is robust DPO (Chowdhury et al. 2024, arXiv:2403.00409; TRL loss_type "robust"), an
+// unbiased estimate of the DPO loss when each label is flipped with probability ε, mean over B:
+//
+//	L = [−(1−ε)·log σ(β·m) + ε·log σ(−β·m)] / (1 − 2ε),   m = Margin(…), ε ∈ [0, ½)
+//
+// ε = 0 is the sigmoid loss. Unlike cDPO the ε term enters with a plus sign, so L can be negative.
+func RobustLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta, eps float64) (*Node, Metrics) {
+	z := MulScalar(Margin(policyChosen, policyRejected, refChosen, refRejected), beta)
+	losses := Add(MulScalar(Neg(logSigmoid(z)), 1-eps), MulScalar(logSigmoid(Neg(z)), eps))
+	losses = DivScalar(losses, 1-2*eps)
+	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// ExoPairLoss is pairwise EXO (Ji et al. 2024, arXiv:2402.00856, eq. 16; TRL loss_type
+// "exo_pair"), the reverse KL from the ε-smoothed preference label to σ(β·m), mean over B:
+//
+//	L = σ(β·m)·[log σ(β·m) − log(1−ε)] + σ(−β·m)·[log σ(−β·m) − log ε]
+//
+// ε must be in (0, ½); TRL replaces label_smoothing 0 by 1e-3 (the trainer does the same).
+func ExoPairLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta, eps float64) (*Node, Metrics) {
+	z := MulScalar(Margin(policyChosen, policyRejected, refChosen, refRejected), beta)
+	win := Mul(Sigmoid(z), AddScalar(logSigmoid(z), -math.Log(1-eps)))
+	lose := Mul(Sigmoid(Neg(z)), AddScalar(logSigmoid(Neg(z)), -math.Log(eps)))
+	return ReduceAllMean(Add(win, lose)), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// NCAPairLoss is pairwise NCA (Chen et al. 2024, arXiv:2402.05369; TRL loss_type "nca_pair"), on
+// the rewards of each response against the reference rather than their difference, mean over B:
+//
+//	L = −log σ(β·c) − ½·log σ(−β·c) − ½·log σ(−β·r),   c, r = the chosen and rejected log-ratios
+//
+// so the chosen likelihood is pushed up in absolute terms, not only relative to the rejected one.
+func NCAPairLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) (*Node, Metrics) {
+	c, r := logRatios(policyChosen, policyRejected, refChosen, refRejected)
+	bc, br := MulScalar(c, beta), MulScalar(r, beta)
+	losses := Sub(Sub(Neg(logSigmoid(bc)), MulScalar(logSigmoid(Neg(bc)), 0.5)), MulScalar(logSigmoid(Neg(br)), 0.5))
+	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// SPPOHardLoss is SPPO with hard labels (Wu et al. 2024, arXiv:2405.00675, eq. 4.7 with P = 1 for
+// the winner and 0 for the loser; TRL loss_type "sppo_hard"), mean over B:
+//
+//	L = (c − 1/(2β))² + (r + 1/(2β))²,   c, r = the chosen and rejected log-ratios
+//
+// each response's log-ratio is regressed to ±1/(2β) on its own, not their margin as in IPO.
+func SPPOHardLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) (*Node, Metrics) {
+	c, r := logRatios(policyChosen, policyRejected, refChosen, refRejected)
+	losses := Add(Square(AddScalar(c, -0.5/beta)), Square(AddScalar(r, 0.5/beta)))
+	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// AOTLoss is alignment via optimal transport for paired data (Melnyk et al. 2024,
+// arXiv:2406.05882; TRL loss_type "aot"): the cDPO loss on the difference of the *sorted* policy
+// and reference log-ratio margins of the micro-batch, mean over B:
+//
+//	δ = sort_B(log π(y_w) − log π(y_l)) − sort_B(log π_ref(y_w) − log π_ref(y_l))
+//	L = −(1−ε)·log σ(β·δ) − ε·log σ(−β·δ)
+//
+// Sorting couples the pairs of a micro-batch (first-order stochastic dominance), so the loss
+// depends on per_device_train_batch_size as TRL's does.
+func AOTLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta, eps float64) (*Node, Metrics) {
+	delta := Sub(sortAscending(Sub(policyChosen, policyRejected)), StopGradient(sortAscending(Sub(refChosen, refRejected))))
+	return ReduceAllMean(smoothedLogistic(MulScalar(delta, beta), eps)), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// AOTPairLoss is AOT for unpaired data (TRL loss_type "aot_pair"): as AOTLoss, but the chosen and
+// rejected log-ratios are sorted separately over the micro-batch,
+//
+//	δ = sort_B(c) − sort_B(r),   L = −(1−ε)·log σ(β·δ) − ε·log σ(−β·δ)
+func AOTPairLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta, eps float64) (*Node, Metrics) {
+	c, r := logRatios(policyChosen, policyRejected, refChosen, refRejected)
+	delta := Sub(sortAscending(c), sortAscending(r))
+	return ReduceAllMean(smoothedLogistic(MulScalar(delta, beta), eps)), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// sortAscending is torch.sort(x, dim=0).values for x [B] (GoMLX has no sort op): each element's
+// rank is the number of elements before it (smaller, or equal with a lower index), and a one-hot
+// permutation places it; the gradient of each sorted entry flows back to the element placed there.
+// O(B²), fine for micro-batch sizes.
+func sortAscending(x *Node) *Node {
+	g, n := x.Graph(), x.Shape().Dim(0)
+	xs := StopGradient(x)
+	self := BroadcastToDims(Reshape(xs, n, 1), n, n)  // [i,j] = x_i
+	other := BroadcastToDims(Reshape(xs, 1, n), n, n) // [i,j] = x_j
+	idx := shapes.Make(dtypes.Int32, n, n)
+	lowerIndex := LessThan(Iota(g, idx, 1), Iota(g, idx, 0)) // j < i
+	before := LogicalOr(LessThan(other, self), LogicalAnd(Equal(other, self), lowerIndex))
+	rank := ReduceSum(ConvertDType(before, dtypes.Int32), 1)                    // [i]
+	place := Equal(BroadcastToDims(Reshape(rank, n, 1), n, n), Iota(g, idx, 1)) // [i,k]
+	perm := StopGradient(ConvertDType(place, x.DType()))                        // [i,k]
+	return ReduceSum(Mul(perm, BroadcastToDims(Reshape(x, n, 1), n, n)), 0)     // [k]
+}
+
+// DiscoPOPLoss is DiscoPOP, the log-ratio modulated loss found by LLM-driven discovery (Lu et al.
+// 2024, arXiv:2406.08414, eq. 5; TRL loss_type "discopop"), mean over B:
+//
+//	z = β·m,   w = σ(z/τ),   L = (1−w)·(−log σ(z)) + w·exp(−z)
+//
+// a blend of the logistic (DPO) and exponential losses, τ = discopop_tau (paper: 0.05).
+func DiscoPOPLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta, tau float64) (*Node, Metrics) {
+	z := MulScalar(Margin(policyChosen, policyRejected, refChosen, refRejected), beta)
+	w := Sigmoid(DivScalar(z, tau))
+	losses := Add(Mul(Neg(logSigmoid(z)), OneMinus(w)), Mul(Exp(Neg(z)), w))
+	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// APOZeroLoss is APO-zero (D'Oosterlinck et al. 2024, arXiv:2408.06266, eq. 7; TRL loss_type
+// "apo_zero"), for chosen outputs better than the model's own: raise the chosen likelihood, lower
+// the rejected one, each against the reference, mean over B:
+//
+//	L = (1 − σ(β·c)) + σ(β·r)
+func APOZeroLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) (*Node, Metrics) {
+	c, r := logRatios(policyChosen, policyRejected, refChosen, refRejected)
+	losses := Add(OneMinus(Sigmoid(MulScalar(c, beta))), Sigmoid(MulScalar(r, beta)))
+	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// APODownLoss is APO-down (arXiv:2408.06266, eq. 8; TRL loss_type "apo_down"), for chosen outputs
+// worse than the model's own: lower the chosen likelihood, and the rejected one more, mean over B:
+//
+//	L = σ(β·c) + (1 − σ(β·(c − r)))
+func APODownLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) (*Node, Metrics) {
+	c, r := logRatios(policyChosen, policyRejected, refChosen, refRejected)
+	losses := Add(Sigmoid(MulScalar(c, beta)), OneMinus(Sigmoid(MulScalar(Sub(c, r), beta))))
+	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// SFTLoss is TRL's loss_type "sft" (the generation term of MPO, Wang et al. 2024,
+// arXiv:2411.10442): the chosen completions' NLL (NLL over NLLMask), the same for every pair, so
+// its mean over B is nll itself. The metrics are the pairs' implicit rewards, as TRL logs them.
+func SFTLoss(nll, policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) (*Node, Metrics) {
+	return ConvertDType(nll, policyChosen.DType()), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
 }
 
 // NLL is the negative log-likelihood of the chosen completions that RPO adds to the DPO loss

@@ -2,6 +2,7 @@ package dpo
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
@@ -270,5 +271,174 @@ func TestMeanLogits_MeanOverTokensAndVocabulary(t *testing.T) {
 	}
 	if !graphtest.Within(want, (0.5-1+2+3+0-0.5+4-3+1+0+0.5+2)/12, 1e-15) {
 		t.Errorf("hand check: %v", want)
+	}
+}
+
+// onePair evaluates a loss type on pairs given as policy log-ratios (the reference log-probs are
+// rc, rr), returning the loss and ∂L/∂(policy chosen), ∂L/∂(policy rejected), ∂L/∂(ref chosen).
+func onePair(t *testing.T, f func(pc, pr, rc, rr *Node) (*Node, Metrics), pc, pr, rc, rr []float64) (loss float64, dpc, dpr, drc []float64) {
+	t.Helper()
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
+		l, _ := f(in[0], in[1], in[2], in[3])
+		g := Gradient(l, in[0], in[1], in[2])
+		return []*Node{l, g[0], g[1], g[2]}
+	}, pc, pr, rc, rr)
+	return out[0][0], out[1], out[2], out[3]
+}
+
+// Hand checks of TRL's other loss types (dpo_trainer.py dpo_loss, v0.24), one pair unless said,
+// at points where σ is simple: σ(ln 3) = 3/4, σ(−ln 3) = 1/4, σ(0) = 1/2.
+func TestLossTypes_HandChecks(t *testing.T) {
+	ln3, ln2 := math.Log(3), math.Log(2)
+	cases := []struct {
+		name           string
+		f              func(pc, pr, rc, rr *Node) (*Node, Metrics)
+		pc, pr, rc, rr float64
+		loss, dpc, dpr float64
+	}{
+		// robust, β=1, ε=¼, m=ln 3: [¾·ln(4/3) − ¼·ln 4]/½ = 2ln2 − (3/2)ln3 < 0;
+		// ∂L/∂m = [−(1−ε)σ(−m) − εσ(m)]/(1−2ε) = −(3/16 + 3/16)/½ = −¾.
+		{"robust", func(a, b, c, d *Node) (*Node, Metrics) { return RobustLoss(a, b, c, d, 1, 0.25) },
+			ln3, 0, 0, 0, 2*ln2 - 1.5*ln3, -0.75, 0.75},
+		// robust at ε=0 is the sigmoid loss: ln 2 at m=0, ∂L/∂m = −½.
+		{"robust ε=0", func(a, b, c, d *Node) (*Node, Metrics) { return RobustLoss(a, b, c, d, 1, 0) },
+			0, 0, 0, 0, ln2, -0.5, 0.5},
+		// exo_pair, β=1, ε=¼, m=0: ½(ln½ − ln¾) + ½(ln½ − ln¼) = ½ln(4/3);
+		// ∂L/∂z = σ(z)σ(−z)·(z − ln((1−ε)/ε)) = ¼·(0 − ln3).
+		{"exo_pair", func(a, b, c, d *Node) (*Node, Metrics) { return ExoPairLoss(a, b, c, d, 1, 0.25) },
+			0, 0, 0, 0, 0.5 * math.Log(4.0/3), -ln3 / 4, ln3 / 4},
+		// exo_pair at σ(βm) = 1−ε (m = ln 3, ε = ¼): the KL is 0, and so is its gradient.
+		{"exo_pair minimum", func(a, b, c, d *Node) (*Node, Metrics) { return ExoPairLoss(a, b, c, d, 1, 0.25) },
+			ln3, 0, 0, 0, 0, 0, 0},
+		// nca_pair, β=1, c=ln3, r=−ln3: ln(4/3) + ½ln4 + ½ln(4/3);
+		// ∂/∂c = −σ(−c) + ½σ(c) = −¼ + 3/8 = 1/8, ∂/∂r = ½σ(r) = 1/8.
+		{"nca_pair", func(a, b, c, d *Node) (*Node, Metrics) { return NCAPairLoss(a, b, c, d, 1) },
+			ln3, -ln3, 0, 0, 1.5*math.Log(4.0/3) + ln2, 0.125, 0.125},
+		// sppo_hard, β=½ (1/(2β) = 1), c = 3.5−0.5 = 3, r = −1+0.5 = −½: (3−1)² + (−½+1)² = 4.25;
+		// ∂/∂c = 2(c−1) = 4, ∂/∂r = 2(r+1) = 1.
+		{"sppo_hard", func(a, b, c, d *Node) (*Node, Metrics) { return SPPOHardLoss(a, b, c, d, 0.5) },
+			3.5, -1, 0.5, -0.5, 4.25, 4, 1},
+		// discopop, β=1, τ=0.05, m=0: w = ½, L = ½ln2 + ½·1;
+		// ∂L/∂z = w'(e^{−z} − s) + (1−w)s' − w·e^{−z} with w' = σ(0)²/τ = 5, s = ln2, s' = −½:
+		// 5(1 − ln2) − ¼ − ½ (positive: DiscoPOP is not monotone near 0).
+		{"discopop", func(a, b, c, d *Node) (*Node, Metrics) { return DiscoPOPLoss(a, b, c, d, 1, 0.05) },
+			0, 0, 0, 0, 0.5*ln2 + 0.5, 5*(1-ln2) - 0.75, -(5*(1-ln2) - 0.75)},
+		// apo_zero, β=1, c=ln3, r=−ln3: (1 − ¾) + ¼ = ½; ∂/∂c = −σ'(c) = −3/16, ∂/∂r = σ'(r) = 3/16.
+		{"apo_zero", func(a, b, c, d *Node) (*Node, Metrics) { return APOZeroLoss(a, b, c, d, 1) },
+			ln3, -ln3, 0, 0, 0.5, -3.0 / 16, 3.0 / 16},
+		// apo_down, β=1, c=0, r=−ln3: σ(0) + (1 − σ(ln3)) = ¾;
+		// ∂/∂c = σ'(0) − σ'(c−r) = ¼ − 3/16, ∂/∂r = σ'(c−r) = 3/16.
+		{"apo_down", func(a, b, c, d *Node) (*Node, Metrics) { return APODownLoss(a, b, c, d, 1) },
+			0, -ln3, 0, 0, 0.75, 1.0 / 16, 3.0 / 16},
+	}
+	for _, c := range cases {
+		loss, dpc, dpr, drc := onePair(t, c.f, []float64{c.pc}, []float64{c.pr}, []float64{c.rc}, []float64{c.rr})
+		if !graphtest.Within(loss, c.loss, 1e-14) {
+			t.Errorf("%s: loss = %.15g, want %.15g", c.name, loss, c.loss)
+		}
+		if !graphtest.Within(dpc[0], c.dpc, 1e-14) || !graphtest.Within(dpr[0], c.dpr, 1e-14) {
+			t.Errorf("%s: ∂L/∂(chosen, rejected) = %.15g, %.15g, want %.15g, %.15g", c.name, dpc[0], dpr[0], c.dpc, c.dpr)
+		}
+		if drc[0] != 0 {
+			t.Errorf("%s: the reference got gradient %v, want 0 (detached)", c.name, drc[0])
+		}
+	}
+}
+
+// AOT sorts over the micro-batch: policy margins [2, −1, 0.5] against reference margins
+// [0, 1, −1] pair up as sorted [−1, 0.5, 2] − [−1, 0, 1] = δ [0, ½, 1], so
+// L = (ln2 + softplus(−½) + softplus(−1))/3, and each pair's gradient is −σ(−δ_k)/3 at its rank k.
+func TestAOTLoss_SortedMargins(t *testing.T) {
+	softplus := func(x float64) float64 { return math.Log1p(math.Exp(x)) }
+	loss, dpc, dpr, drc := onePair(t, func(a, b, c, d *Node) (*Node, Metrics) { return AOTLoss(a, b, c, d, 1, 0) },
+		[]float64{2, -1, 0.5}, []float64{0, 0, 0}, []float64{0, 1, -1}, []float64{0, 0, 0})
+	if want := (math.Ln2 + softplus(-0.5) + softplus(-1)) / 3; !graphtest.Within(loss, want, 1e-14) {
+		t.Errorf("aot loss = %.15g, want %.15g", loss, want)
+	}
+	for i, want := range []float64{-sigmoid(-1) / 3, -sigmoid(0) / 3, -sigmoid(-0.5) / 3} {
+		if !graphtest.Within(dpc[i], want, 1e-14) || !graphtest.Within(dpr[i], -want, 1e-14) || drc[i] != 0 {
+			t.Errorf("aot pair %d: gradients %v, %v, ref %v; want %v, %v, 0", i, dpc[i], dpr[i], drc[i], want, -want)
+		}
+	}
+	// aot_pair sorts c and r apart: c = [1, −1], r = [−2, 0] → δ = [−1,1] − [−2,0] = [1, 1]
+	// (unsorted it would be [3, −1]); with ε = 0.1: 0.9·softplus(−1) + 0.1·softplus(1) = softplus(−1) + 0.1.
+	loss, _, _, _ = onePair(t, func(a, b, c, d *Node) (*Node, Metrics) { return AOTPairLoss(a, b, c, d, 1, 0.1) },
+		[]float64{1.5, -1}, []float64{-1, 1}, []float64{0.5, 0}, []float64{1, 1})
+	if want := softplus(-1) + 0.1; !graphtest.Within(loss, want, 1e-14) {
+		t.Errorf("aot_pair loss = %.15g, want %.15g", loss, want)
+	}
+}
+
+// sortAscending is torch.sort's values, ties included, and routes each sorted entry's gradient
+// to the element it came from.
+func TestSortAscending_ValuesAndGradient(t *testing.T) {
+	out := graphtest.Eval(t, func(in []*Node) []*Node {
+		s := sortAscending(in[0])
+		w := Const(s.Graph(), []float64{1, 10, 100, 1000})
+		return []*Node{s, Gradient(ReduceAllSum(Mul(s, w)), in[0])[0]}
+	}, []float64{1, -2, 1, 0})
+	for i, want := range []float64{-2, 0, 1, 1} {
+		if out[0][i] != want {
+			t.Errorf("sorted = %v, want [-2 0 1 1]", out[0])
+			break
+		}
+	}
+	for i, want := range []float64{100, 1, 1000, 10} { // ties keep their order, as a stable sort
+		if out[1][i] != want {
+			t.Errorf("gradient = %v, want [100 1 1000 10]", out[1])
+			break
+		}
+	}
+}
+
+// TRL get_batch_loss_metrics: losses and rewards are summed with the weights, so with weights
+// [2, ½] the logged rewards are 2.5 × β·log-ratio; sft adds w·NLL; one type with weight 1 is that
+// type's own loss, bit for bit.
+func TestCombine_WeightedSumAsTRL(t *testing.T) {
+	const beta, nll = 0.5, 1.3
+	pc, pr, rc, rr := []float64{0.4}, []float64{-0.2}, []float64{0}, []float64{0}
+	eval := func(types []string, weights []float64) [][]float64 {
+		return graphtest.Eval(t, func(in []*Node) []*Node {
+			p := Pairs{in[0], in[1], in[2], in[3], Scalar(in[0].Graph(), in[0].DType(), nll)}
+			loss, m := Combine(types, weights, p, Params{Beta: beta, DiscopopTau: 0.05})
+			single, _ := SigmoidLoss(in[0], in[1], in[2], in[3], beta, 0)
+			return append([]*Node{loss, Sub(loss, single)}, m.Means()...)
+		}, pc, pr, rc, rr)
+	}
+	out := eval([]string{"sigmoid", "sft"}, []float64{2, 0.5})
+	if want := 2*math.Log1p(math.Exp(-beta*0.6)) + 0.5*nll; !graphtest.Within(out[0][0], want, 1e-14) {
+		t.Errorf("loss = %.15g, want 2·softplus(−0.3) + ½·1.3 = %.15g", out[0][0], want)
+	}
+	for i, want := range []float64{2.5 * beta * 0.4, 2.5 * beta * -0.2, 1, 2.5 * beta * 0.6, 0.4, -0.2} {
+		if !graphtest.Within(out[2+i][0], want, 1e-15) {
+			t.Errorf("%s = %v, want %v", MetricNames[i], out[2+i][0], want)
+		}
+	}
+	if out := eval([]string{"sigmoid"}, nil); out[1][0] != 0 || out[2][0] != beta*0.4 {
+		t.Errorf("one type: loss differs from SigmoidLoss by %v, rewards/chosen %v", out[1][0], out[2][0])
+	}
+	// Σw < 0 flips TRL's accuracies (chosen_rewards > rejected_rewards on the weighted sums).
+	if out := eval([]string{"sigmoid", "hinge"}, []float64{1, -2}); out[4][0] != 0 || !graphtest.Within(out[5][0], -beta*0.6, 1e-15) {
+		t.Errorf("weights [1, −2]: accuracies %v, margins %v; want 0, %v", out[4][0], out[5][0], -beta*0.6)
+	}
+}
+
+// The trainer-level rules of TRL's multi-loss DPO.
+func TestLossTypeRules(t *testing.T) {
+	if !LengthNormalised([]string{"sigmoid", "ipo"}) || LengthNormalised([]string{"sigmoid", "sft"}) {
+		t.Error(`LengthNormalised: TRL normalises every type's log-probs when "ipo" is in the list, only then`)
+	}
+	if !NeedsNLL([]string{"sigmoid", "sft"}, 0) || !NeedsNLL([]string{"hinge"}, 0.5) || NeedsNLL([]string{"hinge"}, 0) {
+		t.Error("NeedsNLL: nll_loss with sft or rpo_alpha, only then")
+	}
+	if ExoLabelSmoothing([]string{"exo_pair"}, 0) != 1e-3 || ExoLabelSmoothing([]string{"exo_pair"}, 0.2) != 0.2 ||
+		ExoLabelSmoothing([]string{"sigmoid"}, 0) != 0 {
+		t.Error("ExoLabelSmoothing: 1e-3 replaces 0 when exo_pair is listed, only then")
+	}
+	if err := CheckLossTypes([]string{"sigmoid", "bco_pair"}); err == nil || !strings.Contains(err.Error(), `"bco_pair"`) {
+		t.Errorf("CheckLossTypes(bco_pair) = %v", err)
+	}
+	if err := CheckLossTypes([]string{"sigmoid", "ipo", "hinge", "robust", "exo_pair", "nca_pair", "sppo_hard", "aot", "aot_pair", "discopop", "apo_zero", "apo_down", "sft"}); err != nil {
+		t.Error(err)
 	}
 }

@@ -24,7 +24,7 @@ type Trainer struct {
 	model             *loop.Model
 	cfg               *config.DPO
 	chosen, rejected  []loop.Encoded
-	refChosen, refRej []float32 // per pair: Σ (sigmoid) or mean (ipo) of the reference log-probs
+	refChosen, refRej []float32 // per pair: Σ, or mean with ipo in the list, of the reference log-probs
 }
 
 // New tokenizes d (preference rows; conversational ones rendered with the model's chat template)
@@ -33,8 +33,8 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.D
 	if d.Format != data.Preference {
 		return nil, fmt.Errorf("%s: dpo needs preference rows (prompt, chosen, rejected), got %s", d.Path, d.Format)
 	}
-	if cfg.LossType != "sigmoid" && cfg.LossType != "ipo" && cfg.LossType != "hinge" {
-		return nil, fmt.Errorf("dpo: loss_type %q is not implemented; valid: sigmoid, ipo, hinge", cfg.LossType)
+	if err := CheckLossTypes(cfg.LossType); err != nil {
+		return nil, err
 	}
 	std, addEOS, err := m.Standard(d)
 	if err != nil {
@@ -59,7 +59,7 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.D
 		return nil, fmt.Errorf("dpo reference log-probs: %w", err)
 	}
 	ref := sums
-	if cfg.LossType == "ipo" {
+	if LengthNormalised(cfg.LossType) {
 		ref = means
 	}
 	n := len(t.chosen)
@@ -91,18 +91,18 @@ func (t *Trainer) Batch(idx []int) ([]any, error) {
 }
 
 // MetricNames implements loop.Method: TRL's DPO metrics (dpo_trainer.py L1782-1805), in the
-// order Loss returns them; nll_loss only with rpo_alpha.
+// order Loss returns them; nll_loss only with rpo_alpha or loss_type sft.
 func (t *Trainer) MetricNames() []string {
 	names := append(slices.Clone(MetricNames), "logits/chosen", "logits/rejected")
-	if t.cfg.RPOAlpha > 0 {
+	if NeedsNLL(t.cfg.LossType, t.cfg.RPOAlpha) {
 		names = append(names, "nll_loss")
 	}
 	return names
 }
 
-// Loss implements loop.Method: SigmoidLoss (with label_smoothing), IPOLoss or HingeLoss of the
-// pairs, plus rpo_alpha × the chosen rows' NLL (WithNLL), times B/norm so that the micro-batches
-// of a step average over all its pairs. One forward pass gives the log-probs, the NLL and the
+// Loss implements loop.Method: the loss types of the list summed with loss_weights (Combine),
+// plus rpo_alpha × the chosen rows' NLL (WithNLL), times B/norm so that the micro-batches of a
+// step average over all its pairs. One forward pass gives the log-probs, the NLL and the
 // logits metrics; the logits are summed over the vocabulary without being materialized.
 func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
 	ids, pos, mask, scored, ref := in[0], in[1], in[2], in[3], in[4]
@@ -111,30 +111,27 @@ func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*
 	h := qwen2.Hidden(ctx, cfg, ids, pos, mask)  // [2B,T,D]
 	lp := qwen2.TargetLogProbs(ctx, cfg, h, ids) // [2B,T]
 	var seq *Node
-	if t.cfg.LossType == "ipo" {
+	if LengthNormalised(t.cfg.LossType) {
 		seq = MeanLogProbs(lp, scored)
 	} else {
 		seq = SeqLogProbs(lp, scored)
 	}
 	half := func(x *Node, k int) *Node { return Slice(x, AxisRange(k*b, (k+1)*b)) }
-	pc, pr, rc, rr := half(seq, 0), half(seq, 1), half(ref, 0), half(ref, 1)
-	var loss *Node
-	var m Metrics
-	switch t.cfg.LossType {
-	case "ipo":
-		loss, m = IPOLoss(pc, pr, rc, rr, t.cfg.Beta)
-	case "hinge":
-		loss, m = HingeLoss(pc, pr, rc, rr, t.cfg.Beta)
-	default:
-		loss, m = SigmoidLoss(pc, pr, rc, rr, t.cfg.Beta, t.cfg.LabelSmoothing)
+	p := Pairs{PolicyChosen: half(seq, 0), PolicyRejected: half(seq, 1), RefChosen: half(ref, 0), RefRejected: half(ref, 1)}
+	needsNLL := NeedsNLL(t.cfg.LossType, t.cfg.RPOAlpha)
+	if needsNLL {
+		p.NLL = NLL(half(lp, 0), NLLMask(half(ids, 0), half(scored, 0)))
 	}
+	params := Params{Beta: t.cfg.Beta, LabelSmoothing: ExoLabelSmoothing(t.cfg.LossType, t.cfg.LabelSmoothing), DiscopopTau: t.cfg.DiscopopTau}
+	loss, m := Combine(t.cfg.LossType, t.cfg.LossWeights, p, params)
 	sums := StopGradient(qwen2.TargetLogitSums(ctx, cfg, h)) // [2B,T]
 	metrics := append(m.Means(),
 		MeanLogits(half(sums, 0), half(scored, 0), cfg.VocabSize), MeanLogits(half(sums, 1), half(scored, 1), cfg.VocabSize))
 	if t.cfg.RPOAlpha > 0 {
-		nll := NLL(half(lp, 0), NLLMask(half(ids, 0), half(scored, 0)))
-		loss = WithNLL(loss, nll, t.cfg.RPOAlpha)
-		metrics = append(metrics, StopGradient(nll))
+		loss = WithNLL(loss, p.NLL, t.cfg.RPOAlpha)
+	}
+	if needsNLL {
+		metrics = append(metrics, StopGradient(p.NLL))
 	}
 	share := Div(Scalar(ids.Graph(), dtypes.Float32, float64(b)), norm)
 	return Mul(loss, ConvertDType(share, loss.DType())), metrics

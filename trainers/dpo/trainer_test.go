@@ -60,7 +60,7 @@ func TestDPO_StepOneIsLn2AndMarginsGrow(t *testing.T) {
 // IPO's first step is (0 − 1/(2β))² = 25 at β = 0.1, and its loss goes down.
 func TestDPO_IPOStepOne(t *testing.T) {
 	cfg := config.DefaultDPO()
-	cfg.LossType = "ipo"
+	cfg.LossType = []string{"ipo"}
 	looptest.Common(t, &cfg.Training, 5e-3, 4, 1, 3)
 	recs := run(t, cfg, 8)
 	if got := recs[0].Metrics["loss"]; math.Abs(got-25) > 1e-3 {
@@ -68,5 +68,29 @@ func TestDPO_IPOStepOne(t *testing.T) {
 	}
 	if !(recs[2].Metrics["loss"] < recs[0].Metrics["loss"]) {
 		t.Errorf("IPO loss %v → %v, want it to go down", recs[0].Metrics["loss"], recs[2].Metrics["loss"])
+	}
+}
+
+// Several loss types (TRL loss_type list with loss_weights): at step one (policy = reference) the
+// loss is Σ w_i·L_i(m = 0) = 1·ln 2 + 0.04·(1/(2β))² + ½·nll_loss, every type on length-normalised
+// log-probs because ipo is listed, and nll_loss is logged because sft is.
+func TestDPO_LossListStepOne(t *testing.T) {
+	cfg := config.DefaultDPO()
+	cfg.LossType, cfg.LossWeights = []string{"sigmoid", "ipo", "sft"}, []float64{1, 0.04, 0.5}
+	looptest.Common(t, &cfg.Training, 5e-3, 4, 1, 2)
+	recs := run(t, cfg, 8)
+	first := recs[0].Metrics
+	nll, ok := first["nll_loss"]
+	if !ok || !(nll > 0) {
+		t.Fatalf("nll_loss = %v (logged %v), want > 0", nll, ok)
+	}
+	if want := math.Ln2 + 0.04*25 + 0.5*nll; math.Abs(first["loss"]-want) > 1e-4 {
+		t.Errorf("step 1 loss = %.6f, want ln2 + 0.04·25 + ½·%.6f = %.6f", first["loss"], nll, want)
+	}
+	if got := first["rewards/margins"]; math.Abs(got) > 1e-5 {
+		t.Errorf("step 1 rewards/margins = %g, want 0", got)
+	}
+	if !(recs[1].Metrics["loss"] < first["loss"]) {
+		t.Errorf("loss %v → %v, want it to go down", first["loss"], recs[1].Metrics["loss"])
 	}
 }

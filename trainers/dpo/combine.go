@@ -1,0 +1,140 @@
+package dpo
+
+import (
+	"fmt"
+	"slices"
+
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+)
+
+// Pairs are a micro-batch's per-pair sequence log-probs [B] under the policy and the reference,
+// and the chosen rows' NLL (a scalar; needed by loss_type sft only).
+type Pairs struct {
+	PolicyChosen, PolicyRejected, RefChosen, RefRejected *Node
+	NLL                                                  *Node
+}
+
+// Params are the scalars the loss types read: β, label_smoothing ε and discopop_tau τ.
+type Params struct {
+	Beta, LabelSmoothing, DiscopopTau float64
+}
+
+// lossFunc is one loss type: its mean over the pairs and the pairs' metrics.
+type lossFunc func(p Pairs, o Params) (*Node, Metrics)
+
+// LossTypes maps TRL's loss_type names to the named functions of loss.go. bco_pair is left out:
+// its running reward mean is trainer state (see docs/training.md).
+var LossTypes = map[string]lossFunc{
+	"sigmoid": func(p Pairs, o Params) (*Node, Metrics) {
+		return SigmoidLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta, o.LabelSmoothing)
+	},
+	"ipo": func(p Pairs, o Params) (*Node, Metrics) {
+		return IPOLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
+	},
+	"hinge": func(p Pairs, o Params) (*Node, Metrics) {
+		return HingeLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
+	},
+	"robust": func(p Pairs, o Params) (*Node, Metrics) {
+		return RobustLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta, o.LabelSmoothing)
+	},
+	"exo_pair": func(p Pairs, o Params) (*Node, Metrics) {
+		return ExoPairLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta, o.LabelSmoothing)
+	},
+	"nca_pair": func(p Pairs, o Params) (*Node, Metrics) {
+		return NCAPairLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
+	},
+	"sppo_hard": func(p Pairs, o Params) (*Node, Metrics) {
+		return SPPOHardLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
+	},
+	"aot": func(p Pairs, o Params) (*Node, Metrics) {
+		return AOTLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta, o.LabelSmoothing)
+	},
+	"aot_pair": func(p Pairs, o Params) (*Node, Metrics) {
+		return AOTPairLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta, o.LabelSmoothing)
+	},
+	"discopop": func(p Pairs, o Params) (*Node, Metrics) {
+		return DiscoPOPLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta, o.DiscopopTau)
+	},
+	"apo_zero": func(p Pairs, o Params) (*Node, Metrics) {
+		return APOZeroLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
+	},
+	"apo_down": func(p Pairs, o Params) (*Node, Metrics) {
+		return APODownLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
+	},
+	"sft": func(p Pairs, o Params) (*Node, Metrics) {
+		return SFTLoss(p.NLL, p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
+	},
+}
+
+// CheckLossTypes reports the first name that is not in LossTypes.
+func CheckLossTypes(types []string) error {
+	for _, t := range types {
+		if _, ok := LossTypes[t]; !ok {
+			names := make([]string, 0, len(LossTypes))
+			for n := range LossTypes {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			return fmt.Errorf("dpo: loss_type %q is not implemented; valid: %v", t, names)
+		}
+	}
+	return nil
+}
+
+// LengthNormalised reports whether the sequence log-probs must be means over the completion
+// tokens (MeanLogProbs) rather than sums: TRL divides all_logps by the token count, for the
+// policy and the reference and so for every type of the list, when "ipo" is one of them
+// (concatenated_forward: `if "ipo" in self.loss_type`).
+func LengthNormalised(types []string) bool { return slices.Contains(types, "ipo") }
+
+// NeedsNLL reports whether the chosen rows' NLL is computed and logged as nll_loss: with rpo_alpha
+// or loss_type sft (TRL: `if self.args.rpo_alpha is not None or "sft" in self.loss_type`).
+func NeedsNLL(types []string, rpoAlpha float64) bool {
+	return rpoAlpha > 0 || slices.Contains(types, "sft")
+}
+
+// ExoLabelSmoothing is the ε TRL's losses see once exo_pair has run: its dpo_loss sets
+// self.label_smoothing = 1e-3 when it is 0, and the trainer keeps that value for every later call,
+// of every loss type. posttrain applies it from the first micro-batch on (TRL: from exo_pair's first
+// call, so only the types before exo_pair in the list see ε = 0, and only in the first micro-batch).
+func ExoLabelSmoothing(types []string, eps float64) float64 {
+	if eps == 0 && slices.Contains(types, "exo_pair") {
+		return 1e-3
+	}
+	return eps
+}
+
+// Combine is TRL get_batch_loss_metrics over a list of loss types with weights w (nil = all 1):
+//
+//	L = Σ_i w_i·L_i,   rewards/chosen = Σ_i w_i·β·(log π(y_w) − log π_ref(y_w))  (likewise rejected)
+//
+// TRL adds each type's weighted rewards too, so with several types (or weights ≠ 1) the logged
+// rewards, margins and accuracies are those of Σ_i w_i times the implicit reward; TRL logs no
+// per-type loss. TRL sums the per-pair losses and then takes the mean; the mean of the sum here is
+// the same up to rounding. One type with weight 1 returns its loss and metrics unchanged.
+func Combine(types []string, weights []float64, p Pairs, o Params) (*Node, Metrics) {
+	var loss *Node
+	var m Metrics
+	for i, t := range types {
+		l, mi := LossTypes[t](p, o)
+		w := 1.0
+		if weights != nil {
+			w = weights[i]
+		}
+		if w != 1 {
+			l = MulScalar(l, w)
+			mi.RewardsChosen, mi.RewardsRejected = MulScalar(mi.RewardsChosen, w), MulScalar(mi.RewardsRejected, w)
+		}
+		if i == 0 {
+			loss, m = l, mi
+			continue
+		}
+		loss = Add(loss, l)
+		m.RewardsChosen, m.RewardsRejected = Add(m.RewardsChosen, mi.RewardsChosen), Add(m.RewardsRejected, mi.RewardsRejected)
+	}
+	if len(types) > 1 || (weights != nil && weights[0] != 1) {
+		m.Accuracies = ConvertDType(GreaterThan(m.RewardsChosen, m.RewardsRejected), m.RewardsChosen.DType())
+		m.Margins = Sub(m.RewardsChosen, m.RewardsRejected)
+	}
+	return loss, m
+}
