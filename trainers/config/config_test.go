@@ -253,9 +253,11 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 		{"sft", []string{"--eval-dataset", "e", "--eval-strategy", "epochs"}, `eval_strategy (--eval-strategy) must be one of no, steps, epoch, got "epochs"`},
 		{"dpo", []string{"--eval-dataset", "e", "--eval-strategy", "steps", "--eval-steps", "-1"}, "eval_steps (--eval-steps) must be ≥ 0 (0 = logging_steps), got -1"},
 		{"dpo", []string{"--eval-dataset", "e", "--per-device-eval-batch-size", "0"}, "per_device_eval_batch_size (--per-device-eval-batch-size) must be ≥ 1, got 0"},
-		{"grpo", []string{"--reward", "a", "--eval-dataset", "e"}, "eval_dataset (--eval-dataset) is not supported by grpo"},
-		{"grpo", []string{"--reward", "a", "--eval-strategy", "steps"}, "eval_strategy (--eval-strategy) is not supported by grpo"},
-		{"grpo", []string{"--reward", "a", "--eval-on-start"}, "eval_on_start (--eval-on-start) is not supported by grpo"},
+		{"grpo", []string{"--reward", "a", "--eval-strategy", "steps"}, "eval_strategy (--eval-strategy) steps needs an eval_dataset (--eval-dataset)"},
+		{"grpo", []string{"--reward", "a", "--eval-dataset", "e", "--eval-strategy", "steps", "--per-device-eval-batch-size", "6"},
+			"per_device_eval_batch_size (--per-device-eval-batch-size) (6) must be divisible by num_generations (8)"},
+		{"grpo", []string{"--reward", "a", "--eval-dataset", "e", "--eval-on-start", "--num-generations", "4", "--per-device-eval-batch-size", "2"},
+			"per_device_eval_batch_size (--per-device-eval-batch-size) (2) must be divisible by num_generations (4)"},
 	}
 	for _, c := range cases {
 		_, err := runCmd(t, c.method, append(c.args, required...)...)
@@ -267,6 +269,13 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 	for _, args := range [][]string{{"--eval-dataset", "e"}, {"--eval-dataset", "e", "--eval-strategy", "steps", "--eval-steps", "5"}} {
 		if _, err := runCmd(t, "sft", append(args, required...)...); err != nil {
 			t.Errorf("sft %v: %v", args, err)
+		}
+	}
+	// GRPO evaluates too; the eval batch size is only checked when the run evaluates.
+	for _, args := range [][]string{{"--eval-dataset", "e", "--per-device-eval-batch-size", "3"},
+		{"--eval-dataset", "e", "--eval-strategy", "epoch", "--per-device-eval-batch-size", "16"}} {
+		if _, err := runCmd(t, "grpo", append(append(args, "--reward", "a"), required...)...); err != nil {
+			t.Errorf("grpo %v: %v", args, err)
 		}
 	}
 	if _, err := runCmd(t, "sft", "--dataset", "d", "--output-dir", "o"); err == nil || !strings.Contains(err.Error(), "model_name_or_path (--model) is required") {

@@ -76,9 +76,6 @@ func (c *KTO) Validate() error {
 
 // Validate implements Config.
 func (c *GRPO) Validate() error {
-	if err := rejectEval(c); err != nil {
-		return err
-	}
 	if err := validateCommon(c); err != nil {
 		return err
 	}
@@ -129,6 +126,12 @@ func (c *GRPO) Validate() error {
 		return bad(c, "num_generations", fmt.Sprintf(
 			"(%d) must divide the generation batch per_device_train_batch_size × steps_per_generation = %d × %d = %d",
 			c.NumGenerations, c.PerDeviceTrainBatchSize, spg, c.PerDeviceTrainBatchSize*spg))
+	case c.Evaluates() && c.PerDeviceEvalBatchSize%c.NumGenerations != 0:
+		// TRL (GRPOConfig.__post_init__): the global eval batch must hold whole groups, since the
+		// eval sampler repeats each prompt num_generations times and advantages are per group.
+		return bad(c, "per_device_eval_batch_size", fmt.Sprintf(
+			"(%d) must be divisible by num_generations (%d): an eval batch holds whole groups of a prompt's completions",
+			c.PerDeviceEvalBatchSize, c.NumGenerations))
 	}
 	for _, w := range c.RewardWeights {
 		if math.IsNaN(w) || math.IsInf(w, 0) {
@@ -138,27 +141,6 @@ func (c *GRPO) Validate() error {
 	for _, name := range c.RewardFuncs {
 		if strings.TrimSpace(name) == "" {
 			return bad(c, "reward_funcs", "contains an empty name")
-		}
-	}
-	return nil
-}
-
-// rejectEval refuses the evaluation options for GRPO: its eval metrics (TRL's GRPOTrainer
-// evaluates by generating completions and scoring their rewards) need generation in the eval
-// loop, which posttrain does not have yet.
-func rejectEval(c *GRPO) error {
-	d := DefaultTraining()
-	t := c.Common()
-	for _, o := range []struct {
-		key string
-		set bool
-	}{
-		{"eval_dataset", t.EvalDataset != ""}, {"eval_strategy", t.EvalStrategy != d.EvalStrategy},
-		{"eval_on_start", t.EvalOnStart}, {"eval_steps", t.EvalSteps != d.EvalSteps},
-		{"per_device_eval_batch_size", t.PerDeviceEvalBatchSize != d.PerDeviceEvalBatchSize},
-	} {
-		if o.set {
-			return bad(c, o.key, "is not supported by grpo: GRPO's evaluation generates completions and scores their rewards, which is not implemented; use posttrain eval on the checkpoints")
 		}
 	}
 	return nil

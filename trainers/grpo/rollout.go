@@ -259,10 +259,17 @@ func (t *Trainer) rollout() (*Rollout, timings, error) {
 
 // score runs a forward-only log-prob graph over the rollout, one micro-batch of rows at a time.
 func (t *Trainer) score(e *step.Eval, r *Rollout) ([][]float32, error) {
-	c, mb := t.cfg.MaxCompletionLength, t.cfg.PerDeviceTrainBatchSize
+	return t.scoreLayout(e, r, t.promptLen, t.cfg.PerDeviceTrainBatchSize)
+}
+
+// scoreLayout is score with prompts left-padded to promptLen and mb rows per forward pass (the
+// last one may be shorter).
+func (t *Trainer) scoreLayout(e *step.Eval, r *Rollout, promptLen, mb int) ([][]float32, error) {
+	c := t.cfg.MaxCompletionLength
 	var out [][]float32
 	for lo := 0; lo < r.Len(); lo += mb {
-		b, err := r.batch(lo, lo+mb, t.promptLen, c)
+		mb := min(mb, r.Len()-lo)
+		b, err := r.batch(lo, lo+mb, promptLen, c)
 		if err != nil {
 			return nil, err
 		}

@@ -131,6 +131,10 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Dataset, err)
 	}
+	evalPrompts, err := loadEvalPrompts(cfg, tpl, tok)
+	if err != nil {
+		return nil, err
+	}
 	rewards, err := LookupRewards(cfg.RewardFuncs, cfg.RewardWeights)
 	if err != nil {
 		return nil, err
@@ -139,7 +143,7 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 		return nil, err
 	}
 	t, err := New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Decoder: tok, StopIDs: stop,
-		Prompts: prompts, Rewards: rewards, Logger: opts.Logger, Progress: opts.Progress, OnStep: opts.OnStep})
+		Prompts: prompts, EvalPrompts: evalPrompts, Rewards: rewards, Logger: opts.Logger, Progress: opts.Progress, OnStep: opts.OnStep})
 	if err != nil {
 		return nil, err
 	}
@@ -151,4 +155,25 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 		return sum, fmt.Errorf("grpo: save the final model: %w", err)
 	}
 	return sum, nil
+}
+
+// loadEvalPrompts reads eval_dataset ("mult" or a prompt-only file) through the training prompts'
+// path (chat template, tokenizer) when the run evaluates; like the shared loop (and TRL's scripts,
+// which pass no eval split with eval_strategy "no") it does not read it otherwise.
+func loadEvalPrompts(cfg *config.GRPO, tpl *chat.Template, tok Encoder) ([]*Prompt, error) {
+	if cfg.EvalDataset == "" || !cfg.Evaluates() {
+		return nil, nil
+	}
+	rows, err := LoadRows(cfg.EvalDataset)
+	if err != nil {
+		return nil, fmt.Errorf("eval_dataset: %w", err)
+	}
+	prompts, err := PromptsFromRows(rows, tpl, tok)
+	if err != nil {
+		return nil, fmt.Errorf("eval_dataset: %s: %w", cfg.EvalDataset, err)
+	}
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("eval_dataset: %s: no prompts", cfg.EvalDataset)
+	}
+	return prompts, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"time"
 
 	"github.com/posttrain/posttrain/internal/runlog"
@@ -49,11 +50,13 @@ type runLog struct {
 	t           *Trainer
 	metrics     *runlog.Metrics
 	completions *runlog.Completions
-	progress    *runlog.Progress
-	window      map[string][]float64
-	streak      map[string]int
-	summary     *Summary
-	start       time.Time
+	// evalCompletions is eval_completions.jsonl, when the run evaluates.
+	evalCompletions *os.File
+	progress        *runlog.Progress
+	window          map[string][]float64
+	streak          map[string]int
+	summary         *Summary
+	start           time.Time
 }
 
 func newRunLog(t *Trainer, startStep int) (*runLog, error) {
@@ -66,6 +69,12 @@ func newRunLog(t *Trainer, startStep int) (*runLog, error) {
 		if l.completions, err = runlog.OpenCompletions(dir, startStep); err != nil {
 			l.close()
 			return nil, fmt.Errorf("grpo: %w", err)
+		}
+		if t.eval != nil {
+			if l.evalCompletions, err = openEvalCompletions(dir, startStep); err != nil {
+				l.close()
+				return nil, fmt.Errorf("grpo: %w", err)
+			}
 		}
 	}
 	if t.s.Progress != nil {
@@ -195,5 +204,8 @@ func (l *runLog) close() {
 	}
 	if l.completions != nil {
 		_ = l.completions.Close()
+	}
+	if l.evalCompletions != nil {
+		_ = l.evalCompletions.Close()
 	}
 }

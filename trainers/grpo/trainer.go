@@ -34,7 +34,10 @@ type Setup struct {
 	// StopIDs are every end-of-sequence id (config.json and generation_config.json, TRL #7039).
 	StopIDs []int
 	Prompts []*Prompt
-	Rewards []Reward
+	// EvalPrompts are the eval_dataset's prompts, read like Prompts; required when the
+	// configuration evaluates (eval_strategy steps|epoch or eval_on_start), unused otherwise.
+	EvalPrompts []*Prompt
+	Rewards     []Reward
 	// Logger receives events and guard-rail warnings; nil means slog.Default().
 	Logger *slog.Logger
 	// Progress, when set, shows a progress bar / log lines there.
@@ -62,6 +65,7 @@ type Trainer struct {
 	opt       *loop.Optimizer
 	oldEval   *step.Eval // off-policy runs: π_old log-probs after generation
 	refEval   *step.Eval // β ≠ 0: the frozen initial weights' log-probs
+	eval      *evaluator // when the configuration evaluates
 	sched     schedule.Schedule
 	promptLen int // P of the batch layout
 
@@ -125,6 +129,11 @@ func New(s Setup) (*Trainer, error) {
 	}
 	if err := t.compile(); err != nil {
 		return nil, err
+	}
+	if cfg.Evaluates() {
+		if t.eval, err = t.newEvaluator(s.EvalPrompts); err != nil {
+			return nil, err
+		}
 	}
 	SetRandomRewardSeed(uint64(cfg.Seed))
 	return t, nil
@@ -256,6 +265,11 @@ func (t *Trainer) Train(ctx stdctx.Context) (*Summary, error) {
 	t.log.Info("grpo: start", "steps", t.totalSteps, "prompts", len(t.s.Prompts), "num_generations", t.cfg.NumGenerations,
 		"generation_batch", t.genBatch, "step_batch", t.stepBatch, "off_policy", t.spec.OffPolicy, "beta", t.cfg.Beta,
 		"loss_type", t.cfg.LossType, "advantage", t.cfg.Advantage)
+	if t.eval != nil && t.cfg.EvalOnStart { // HF's Trainer: before the first step, on a resume too
+		if err := t.evaluate(logs); err != nil {
+			return logs.summary, err
+		}
+	}
 	saved := t.globalStep
 	for t.globalStep < t.totalSteps {
 		if ctx.Err() != nil {
@@ -274,6 +288,11 @@ func (t *Trainer) Train(ctx stdctx.Context) (*Summary, error) {
 		for k := 0; k < t.stepsPerGen && t.globalStep < t.totalSteps; k++ {
 			if err := t.optimizerStep(r, k, logs); err != nil {
 				return logs.summary, err
+			}
+			if t.shouldEvaluate() {
+				if err := t.evaluate(logs); err != nil {
+					return logs.summary, err
+				}
 			}
 			if t.cfg.SaveSteps > 0 && t.globalStep%t.cfg.SaveSteps == 0 {
 				if _, err := t.save(); err != nil {

@@ -1,0 +1,294 @@
+package grpo
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// Evaluation during training, as TRL v0.24's GRPOTrainer does it (docs/grpo.md, "Evaluation"):
+// the eval prompts, each repeated num_generations times (_get_eval_sampler: RepeatSampler with
+// mini_repeat_count = num_generations), are cut into per_device_eval_batch_size batches; each
+// batch is generated, rewarded and scored on its own (_prepare_inputs in eval mode: no buffering,
+// no reuse), with the current weights and no update (prediction_step: compute_loss under
+// no_grad). Every metric is appended once per batch and log() averages them with the "eval_"
+// prefix; eval_loss is HF's evaluation_loop mean of the batch losses weighted by batch size.
+
+// EvalCompletionsName is the file next to completions.jsonl that receives every completion of
+// every evaluation.
+const EvalCompletionsName = "eval_completions.jsonl"
+
+// evalSeedStream separates the eval sampler's random streams from the training rollouts'.
+const evalSeedStream = 0x6576616c // "eval"
+
+// evaluator is the GRPO eval pass: its prompts in a fixed order, their batch layout and the
+// forward-only loss graph.
+type evaluator struct {
+	prompts   []*Prompt
+	order     []int // fixed shuffled order (TRL's eval RepeatSampler is seeded with args.seed)
+	promptLen int   // P of the eval batch layout
+	spec      *lossSpec
+	loss      *step.Eval
+}
+
+// newEvaluator prepares the eval prompts (left-truncated to max_prompt_length like the training
+// ones) and the forward-only loss: the training loss with gradient_accumulation_steps 1 (each
+// eval batch is a whole batch; TRL divides grpo/bnpo/dr_grpo by the stale training value, see
+// docs/grpo.md) and on-policy (π_old = the current weights, ratio 1: nothing was updated since
+// generation).
+func (t *Trainer) newEvaluator(prompts []*Prompt) (*evaluator, error) {
+	c := t.cfg
+	if len(prompts) == 0 {
+		return nil, errors.New("grpo: eval_dataset: no prompts")
+	}
+	if c.PerDeviceEvalBatchSize < 1 || c.PerDeviceEvalBatchSize%c.NumGenerations != 0 {
+		return nil, fmt.Errorf("grpo: per_device_eval_batch_size (%d) must be divisible by num_generations (%d)",
+			c.PerDeviceEvalBatchSize, c.NumGenerations)
+	}
+	e := &evaluator{prompts: prompts, order: loop.Order(len(prompts), c.Seed, 0)}
+	for i, p := range prompts {
+		if len(p.IDs) == 0 {
+			return nil, fmt.Errorf("grpo: eval_dataset: prompt %d has no tokens", i+1)
+		}
+		if len(p.IDs) > c.MaxPromptLength {
+			p.IDs = p.IDs[len(p.IDs)-c.MaxPromptLength:]
+		}
+		e.promptLen = max(e.promptLen, len(p.IDs))
+	}
+	e.promptLen = (e.promptLen + 7) / 8 * 8
+	spec := *t.spec
+	spec.GradAccum, spec.OffPolicy = 1, false
+	e.spec = &spec
+	var err error
+	e.loss, err = step.NewContextEval(t.s.Backend, t.s.Model.Ctx, func(ctx *context.Context, in []*graph.Node) []*graph.Node {
+		loss, ms := e.spec.lossGraph(ctx, in[:len(in)-1], in[len(in)-1])
+		return append([]*graph.Node{loss}, ms...)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("grpo: eval loss: %w", err)
+	}
+	return e, nil
+}
+
+// shouldEvaluate reports whether the optimizer step just done ends with an evaluation, with the
+// shared loop's rules (trainers/loop shouldEvaluate, HF's DefaultFlowCallback): eval_strategy
+// steps every eval_steps steps; epoch when the step ended a pass over the prompts or ended
+// training.
+func (t *Trainer) shouldEvaluate() bool {
+	if t.eval == nil {
+		return false
+	}
+	switch t.cfg.EvalStrategy {
+	case "steps":
+		return t.globalStep%t.cfg.EvalEvery() == 0
+	case "epoch":
+		return t.endedEpoch(t.globalStep) || t.globalStep == t.totalSteps
+	}
+	return false
+}
+
+// endedEpoch reports whether step crossed an integer epoch of epochAt (an epoch is
+// prompts × num_generations completions), in integer arithmetic.
+func (t *Trainer) endedEpoch(step int) bool {
+	per := len(t.s.Prompts) * t.cfg.NumGenerations
+	return step > 0 && step*t.stepBatch/per > (step-1)*t.stepBatch/per
+}
+
+// evalSeed is the sampler seed of eval batch b at a step: a function of the run's seed, the step
+// and the batch only, so an evaluation draws the same completions whenever it runs (after a
+// resume too) and shares no stream with the training rollouts.
+func evalSeed(seed, step, b int) uint64 {
+	return splitMix(splitMix(uint64(seed)^evalSeedStream<<32) ^ uint64(step)<<20 ^ uint64(b))
+}
+
+// evaluate runs the eval pass on the current weights and writes one metrics.jsonl line (and the
+// completions to eval_completions.jsonl). It changes nothing the training reads: no weight, no
+// optimizer state, no sampler stream, no token count, no random-reward call number.
+func (t *Trainer) evaluate(logs *runLog) error {
+	start := time.Now()
+	calls := randomCalls.Load()
+	defer randomCalls.Store(calls)
+	e, c := t.eval, t.cfg
+	perBatch := c.PerDeviceEvalBatchSize / c.NumGenerations
+	window := map[string][]float64{}
+	var lossSum float64
+	var n, batches int
+	var lines []runlog.Completion
+	for lo := 0; lo < len(e.order); lo += perBatch {
+		var prompts []*Prompt
+		for _, i := range e.order[lo:min(len(e.order), lo+perBatch)] {
+			for range c.NumGenerations {
+				prompts = append(prompts, e.prompts[i])
+			}
+		}
+		r, loss, ms, err := t.evalBatch(prompts, evalSeed(c.Seed, t.globalStep, batches))
+		if err != nil {
+			return fmt.Errorf("grpo: evaluate at step %d: %w", t.globalStep, err)
+		}
+		for k, v := range ms {
+			window[k] = append(window[k], v)
+		}
+		lossSum += loss * float64(r.Len())
+		n += r.Len()
+		batches++
+		lines = append(lines, evalCompletionLines(t.globalStep, r, t.s.Rewards)...)
+	}
+	out := map[string]float64{"eval_loss": lossSum / float64(n)}
+	for k, vs := range window {
+		out["eval_"+k] = mean(vs)
+	}
+	secs := time.Since(start).Seconds() // HF's speed_metrics
+	out["eval_runtime"] = math.Round(secs*1e4) / 1e4
+	out["eval_samples_per_second"] = math.Round(float64(n)/secs*1e3) / 1e3
+	out["eval_steps_per_second"] = math.Round(float64(batches)/secs*1e3) / 1e3
+	rec := runlog.Record{Step: t.globalStep, Epoch: t.epochAt(t.globalStep), Metrics: out}
+	line, err := logs.writeEval(rec, lines)
+	if err != nil {
+		return err
+	}
+	t.history = append(t.history, line)
+	t.log.Info("grpo: eval", "step", t.globalStep, "eval_reward", out["eval_reward"], "eval_loss", out["eval_loss"],
+		"prompts", len(e.prompts), "completions", n, "runtime_s", out["eval_runtime"])
+	return nil
+}
+
+// evalBatch generates, rewards and scores one eval batch and returns its rollout, its loss (the
+// batch's own mean, as compute_loss returns it) and its metrics under TRL's names.
+func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Rollout, float64, map[string]float64, error) {
+	c, e := t.cfg, t.eval
+	ids := make([][]int32, len(prompts))
+	for i, p := range prompts {
+		ids[i] = p.IDs
+	}
+	gens, err := t.gen.Generate(ids, qwen2.GenerateOptions{SampleOptions: t.sampleOptions(),
+		MaxNewTokens: c.MaxCompletionLength, Seed: seed, StopIDs: t.s.StopIDs, Tokenizer: t.s.Decoder})
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("generate: %w", err)
+	}
+	r := newRollout(prompts, gens, c.MaskTruncatedCompletions)
+	if err := scoreRewards(r, t.s.Rewards); err != nil {
+		return nil, 0, nil, err
+	}
+	if err := advantages(r, c.NumGenerations, rl.ScaleRewards(c.ScaleRewards), c.Advantage); err != nil {
+		return nil, 0, nil, err
+	}
+	if t.refEval != nil {
+		if r.RefLogp, err = t.scoreLayout(t.refEval, r, e.promptLen, r.Len()); err != nil {
+			return nil, 0, nil, fmt.Errorf("reference log-probs: %w", err)
+		}
+	}
+	b, err := r.batch(0, r.Len(), e.promptLen, c.MaxCompletionLength)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	adv := make([]float32, r.Len())
+	for i, a := range r.Advantages {
+		adv[i] = float32(a)
+	}
+	norm := e.spec.stepNorm(r.Len(), r.maskedTokens(0, r.Len()))
+	outs, err := e.loss.Run(b.IDs, b.Pos, b.Attn, b.Mask, adv, rows(nil, 0, r.Len(), c.MaxCompletionLength),
+		rows(r.RefLogp, 0, r.Len(), c.MaxCompletionLength), b.Sampled, float32(norm))
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	ms := rewardMetrics(r, t.s.Rewards)
+	for k, v := range r.lengthStats() {
+		ms[k] = v
+	}
+	for i, name := range stepMetricNames {
+		if name != "kl" || c.Beta != 0 {
+			ms[name] = step.ScalarValue(outs[i+1])
+		}
+	}
+	return r, step.ScalarValue(outs[0]), ms, nil
+}
+
+// evalCompletionLines are the eval_completions.jsonl lines of an eval batch: every completion.
+func evalCompletionLines(step int, r *Rollout, rewards []Reward) []runlog.Completion {
+	out := make([]runlog.Completion, r.Len())
+	for i := range out {
+		rw := map[string]float64{}
+		for _, f := range rewards {
+			rw[f.Name] = r.FuncRewards[f.Name][i]
+		}
+		out[i] = runlog.Completion{Step: step, Prompt: r.Prompts[i].Text, Completion: r.Texts[i], Rewards: rw, Advantage: r.Advantages[i]}
+	}
+	return out
+}
+
+// writeEval writes an eval line to metrics.jsonl and its completions to eval_completions.jsonl,
+// and shows the line; it returns the line for the checkpoint's log history.
+func (l *runLog) writeEval(rec runlog.Record, lines []runlog.Completion) (json.RawMessage, error) {
+	line, _ := rec.MarshalJSON()
+	if l.metrics != nil {
+		if _, err := l.metrics.Write(rec); err != nil {
+			return nil, fmt.Errorf("grpo: %w", err)
+		}
+	}
+	if l.evalCompletions != nil {
+		var buf []byte
+		for _, c := range lines {
+			b, err := c.MarshalJSON()
+			if err != nil {
+				return nil, fmt.Errorf("grpo: %s: %w", EvalCompletionsName, err)
+			}
+			buf = append(append(buf, b...), '\n')
+		}
+		if _, err := l.evalCompletions.Write(buf); err != nil {
+			return nil, fmt.Errorf("grpo: write %s: %w", EvalCompletionsName, err)
+		}
+	}
+	if l.progress != nil {
+		l.progress.Log(rec)
+	}
+	return line, nil
+}
+
+// openEvalCompletions opens OUTPUT_DIR/eval_completions.jsonl with completions.jsonl's resume
+// rule: a fresh run starts it afresh; a resumed one keeps the lines of steps ≤ resumeStep.
+func openEvalCompletions(dir string, resumeStep int) (*os.File, error) {
+	path := filepath.Join(dir, EvalCompletionsName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	var kept []byte
+	if resumeStep > 0 {
+		data, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("resume %s: %w", path, err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			var head struct {
+				Step *int `json:"step"`
+			}
+			if json.Unmarshal(sc.Bytes(), &head) == nil && head.Step != nil && *head.Step <= resumeStep {
+				kept = append(append(kept, sc.Bytes()...), '\n')
+			}
+		}
+	}
+	if err := os.WriteFile(path, kept, 0o644); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return f, nil
+}
