@@ -80,6 +80,10 @@ func (p *Progress) Log(r Record) {
 	for _, k := range r.Keys() {
 		args = append(args, k, logFloat(r.Metrics[k]))
 	}
+	if r.IsEval() {
+		p.Logger.Info("eval", args...)
+		return
+	}
 	args = append(args, "it/s", fmt.Sprintf("%.3g", rate), "eta", eta)
 	p.Logger.Info("train", args...)
 }

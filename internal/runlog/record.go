@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Record is one metrics line: {"step":10,"epoch":0.5,"loss":0.69,"grad_norm":1.2,...}.
@@ -24,6 +25,20 @@ type Record struct {
 	Step    int                // global optimizer step
 	Epoch   float64            // fractional epochs done
 	Metrics map[string]float64 // TRL metric names: loss, grad_norm, learning_rate, rewards/chosen, ...
+}
+
+// IsEval reports whether the record is an evaluation line (HF's evaluate(): eval_loss, or other
+// metrics all prefixed "eval_").
+func (r Record) IsEval() bool {
+	if _, ok := r.Metrics["eval_loss"]; ok {
+		return true
+	}
+	for k := range r.Metrics {
+		if !strings.HasPrefix(k, "eval_") {
+			return false
+		}
+	}
+	return len(r.Metrics) > 0
 }
 
 // leading are written first, in this order (as HF's Trainer builds its log dict); the other

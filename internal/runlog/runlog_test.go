@@ -213,6 +213,28 @@ func TestProgress_Plain(t *testing.T) {
 	if strings.Contains(got, "\r") || strings.Count(got, "\n") != 1 {
 		t.Errorf("want exactly one plain line, got %q", got)
 	}
+	buf.Reset()
+	p.Log(Record{Step: 5, Epoch: 0.5, Metrics: map[string]float64{"eval_loss": 0.5, "eval_runtime": 0.1}})
+	if got := buf.String(); !strings.Contains(got, "msg=eval") || !strings.Contains(got, "eval_loss=0.5") || strings.Contains(got, "it/s") {
+		t.Errorf("eval line %q: want msg=eval with its metrics and no training rate", got)
+	}
+}
+
+func TestRecord_IsEval(t *testing.T) {
+	for _, c := range []struct {
+		m    map[string]float64
+		want bool
+	}{
+		{map[string]float64{"eval_loss": 1, "eval_runtime": 2}, true},
+		{map[string]float64{"eval_reward": 1}, true},
+		{map[string]float64{"loss": 1, "grad_norm": 2}, false},
+		{map[string]float64{"loss": 1, "eval_x": 2}, false},
+		{map[string]float64{}, false},
+	} {
+		if got := (Record{Metrics: c.m}).IsEval(); got != c.want {
+			t.Errorf("%v: IsEval %v, want %v", c.m, got, c.want)
+		}
+	}
 }
 
 func TestProgress_TerminalBar(t *testing.T) {
