@@ -164,6 +164,9 @@ type DPO struct {
 	LabelSmoothing        float64   `yaml:"label_smoothing" usage:"label-flip probability ε in [0, 0.5): cDPO for sigmoid (and aot, aot_pair), robust DPO's ε, EXO's ε (0 = 1e-3 with exo_pair, as TRL)"`
 	DiscopopTau           float64   `yaml:"discopop_tau" usage:"DiscoPOP's temperature τ of the log-ratio modulation (loss_type discopop)"`
 	RPOAlpha              float64   `yaml:"rpo_alpha" usage:"RPO: add rpo_alpha × the NLL of the chosen completions to the loss and log nll_loss (the paper uses 1.0); 0 = off (TRL's None)"`
+	ReferenceFree         bool      `yaml:"reference_free" usage:"the loss's logits (sigmoid, robust, exo_pair, hinge, ipo) and log-ratios (apo_zero, apo_down) use a reference log-prob of 0, as TRL; rewards/* and the other types still use the reference"`
+	FDivergenceType       string    `yaml:"f_divergence_type" enum:"reverse_kl|forward_kl|js_divergence|alpha_divergence" usage:"f-DPO divergence of the logits of sigmoid, robust, exo_pair, hinge and ipo (forward_kl = reverse_kl in TRL v0.24)"`
+	FAlphaDivergenceCoef  float64   `yaml:"f_alpha_divergence_coef" usage:"α of f_divergence_type alpha_divergence, f(u) = (1 − u^−α)/α"`
 	MaxLength             int       `yaml:"max_length" usage:"truncate prompt+completion to this many tokens, as truncation_mode says"`
 	MaxPromptLength       int       `yaml:"max_prompt_length" usage:"truncate prompts to their last this many tokens"`
 	MaxCompletionLength   int       `yaml:"max_completion_length" usage:"truncate completions to their first this many tokens; 0 = no limit"`
@@ -173,7 +176,7 @@ type DPO struct {
 
 // DefaultDPO returns DPOConfig's v0.24 defaults.
 func DefaultDPO() *DPO {
-	c := &DPO{Training: DefaultTraining(), Beta: 0.1, LossType: []string{"sigmoid"}, DiscopopTau: 0.05, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
+	c := &DPO{Training: DefaultTraining(), Beta: 0.1, LossType: []string{"sigmoid"}, DiscopopTau: 0.05, FDivergenceType: "reverse_kl", FAlphaDivergenceCoef: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
 	c.LearningRate = 1e-6
 	return c
 }

@@ -14,55 +14,72 @@ type Pairs struct {
 	NLL                                                  *Node
 }
 
-// Params are the scalars the loss types read: β, label_smoothing ε and discopop_tau τ.
+// Params are the options the loss types read: β, label_smoothing ε, discopop_tau τ, and how
+// dpo_loss builds its logits (Logits): reference_free, f_divergence_type and
+// f_alpha_divergence_coef ("" is reverse_kl).
 type Params struct {
 	Beta, LabelSmoothing, DiscopopTau float64
+	ReferenceFree                     bool
+	FDivergence                       string
+	FAlphaCoef                        float64
 }
 
-// lossFunc is one loss type: its mean over the pairs and the pairs' metrics.
+// lossFunc is one loss type: its per-pair losses [B] (sft: the scalar NLL, the same for every pair)
+// and the pairs' metrics (always against the real reference, as TRL's rewards).
 type lossFunc func(p Pairs, o Params) (*Node, Metrics)
 
-// LossTypes maps TRL's loss_type names to the named functions of loss.go. bco_pair is left out:
-// its running reward mean is trainer state (see docs/training.md).
+// onLogits adapts a loss of TRL's dpo_loss logits z (Logits) to a lossFunc.
+func onLogits(f func(z *Node, o Params) *Node) lossFunc {
+	return func(p Pairs, o Params) (*Node, Metrics) { return f(Logits(p, o), o), p.metrics(o) }
+}
+
+// onRatios adapts a loss of the log-ratios c, r (0 reference with reference_free) to a lossFunc.
+func onRatios(f func(c, r *Node, beta float64) *Node) lossFunc {
+	return func(p Pairs, o Params) (*Node, Metrics) {
+		refC, refR := lossRefs(p, o)
+		c, r := logRatios(p.PolicyChosen, p.PolicyRejected, refC, refR)
+		return f(c, r, o.Beta), p.metrics(o)
+	}
+}
+
+// onPairs adapts a loss that reads the log-probs themselves to a lossFunc: TRL's sppo_hard,
+// nca_pair, aot, aot_pair and discopop recompute their log-ratios from the reference log-probs,
+// so reference_free and f_divergence_type do not reach them.
+func onPairs(f func(pc, pr, rc, rr *Node, o Params) *Node) lossFunc {
+	return func(p Pairs, o Params) (*Node, Metrics) {
+		return f(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o), p.metrics(o)
+	}
+}
+
+func (p Pairs) metrics(o Params) Metrics {
+	return metrics(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
+}
+
+// LossTypes maps TRL's loss_type names to the per-pair losses of loss.go's named functions.
+// bco_pair is left out: its running reward mean is trainer state (see docs/training.md).
 var LossTypes = map[string]lossFunc{
-	"sigmoid": func(p Pairs, o Params) (*Node, Metrics) {
-		return SigmoidLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta, o.LabelSmoothing)
-	},
-	"ipo": func(p Pairs, o Params) (*Node, Metrics) {
-		return IPOLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
-	},
-	"hinge": func(p Pairs, o Params) (*Node, Metrics) {
-		return HingeLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
-	},
-	"robust": func(p Pairs, o Params) (*Node, Metrics) {
-		return RobustLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta, o.LabelSmoothing)
-	},
-	"exo_pair": func(p Pairs, o Params) (*Node, Metrics) {
-		return ExoPairLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta, o.LabelSmoothing)
-	},
-	"nca_pair": func(p Pairs, o Params) (*Node, Metrics) {
-		return NCAPairLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
-	},
-	"sppo_hard": func(p Pairs, o Params) (*Node, Metrics) {
-		return SPPOHardLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
-	},
-	"aot": func(p Pairs, o Params) (*Node, Metrics) {
-		return AOTLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta, o.LabelSmoothing)
-	},
-	"aot_pair": func(p Pairs, o Params) (*Node, Metrics) {
-		return AOTPairLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta, o.LabelSmoothing)
-	},
-	"discopop": func(p Pairs, o Params) (*Node, Metrics) {
-		return DiscoPOPLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta, o.DiscopopTau)
-	},
-	"apo_zero": func(p Pairs, o Params) (*Node, Metrics) {
-		return APOZeroLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
-	},
-	"apo_down": func(p Pairs, o Params) (*Node, Metrics) {
-		return APODownLoss(p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
-	},
+	"sigmoid":  onLogits(func(z *Node, o Params) *Node { return sigmoidLosses(z, o.Beta, o.LabelSmoothing) }),
+	"ipo":      onLogits(func(z *Node, o Params) *Node { return ipoLosses(z, o.Beta) }),
+	"hinge":    onLogits(func(z *Node, o Params) *Node { return hingeLosses(z, o.Beta) }),
+	"robust":   onLogits(func(z *Node, o Params) *Node { return robustLosses(z, o.Beta, o.LabelSmoothing) }),
+	"exo_pair": onLogits(func(z *Node, o Params) *Node { return exoPairLosses(z, o.Beta, o.LabelSmoothing) }),
+	"nca_pair": onPairs(func(pc, pr, rc, rr *Node, o Params) *Node { return ncaPairLosses(pc, pr, rc, rr, o.Beta) }),
+	"sppo_hard": onPairs(func(pc, pr, rc, rr *Node, o Params) *Node {
+		return sppoHardLosses(pc, pr, rc, rr, o.Beta)
+	}),
+	"aot": onPairs(func(pc, pr, rc, rr *Node, o Params) *Node {
+		return aotLosses(pc, pr, rc, rr, o.Beta, o.LabelSmoothing)
+	}),
+	"aot_pair": onPairs(func(pc, pr, rc, rr *Node, o Params) *Node {
+		return aotPairLosses(pc, pr, rc, rr, o.Beta, o.LabelSmoothing)
+	}),
+	"discopop": onPairs(func(pc, pr, rc, rr *Node, o Params) *Node {
+		return discoPOPLosses(pc, pr, rc, rr, o.Beta, o.DiscopopTau)
+	}),
+	"apo_zero": onRatios(apoZeroLosses),
+	"apo_down": onRatios(apoDownLosses),
 	"sft": func(p Pairs, o Params) (*Node, Metrics) {
-		return SFTLoss(p.NLL, p.PolicyChosen, p.PolicyRejected, p.RefChosen, p.RefRejected, o.Beta)
+		return ConvertDType(p.NLL, p.PolicyChosen.DType()), p.metrics(o)
 	},
 }
 
@@ -117,6 +134,9 @@ func Combine(types []string, weights []float64, p Pairs, o Params) (*Node, Metri
 	var m Metrics
 	for i, t := range types {
 		l, mi := LossTypes[t](p, o)
+		if l.Rank() > 0 {
+			l = ReduceAllMean(l) // sft's NLL is already the mean over pairs
+		}
 		w := 1.0
 		if weights != nil {
 			w = weights[i]

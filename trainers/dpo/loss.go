@@ -80,12 +80,14 @@ func logSigmoid(x *Node) *Node { return Neg(Softplus(Neg(x))) }
 // assumed flipped with probability ε; ε = 0 is plain DPO. At m = 0 the loss is ln 2 and
 // −∂L/∂m = β·σ(−β·m) = β/2, the course's "gradient 계수 β·σ(0) = 0.05" at β = 0.1.
 func SigmoidLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta, labelSmoothing float64) (*Node, Metrics) {
-	logits := MulScalar(Margin(policyChosen, policyRejected, refChosen, refRejected), beta)
-	losses := Neg(logSigmoid(logits))
-	if labelSmoothing != 0 {
-		losses = Add(MulScalar(losses, 1-labelSmoothing), MulScalar(Neg(logSigmoid(Neg(logits))), labelSmoothing))
-	}
+	losses := sigmoidLosses(Margin(policyChosen, policyRejected, refChosen, refRejected), beta, labelSmoothing)
 	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// sigmoidLosses are SigmoidLoss's per-pair losses [B] on TRL's dpo_loss logits z [B] (the margin
+// m, or a Logits variant).
+func sigmoidLosses(z *Node, beta, eps float64) *Node {
+	return smoothedLogistic(MulScalar(z, beta), eps)
 }
 
 // IPOLoss is Identity Preference Optimisation (TRL loss_type "ipo"), mean over the B pairs:
@@ -95,10 +97,12 @@ func SigmoidLoss(policyChosen, policyRejected, refChosen, refRejected *Node, bet
 // where, as in TRL, m is built from length-normalised log-probs (MeanLogProbs), not sums.
 // The squared loss regresses the margin to 1/(2β) instead of pushing it to infinity.
 func IPOLoss(policyChosenMean, policyRejectedMean, refChosenMean, refRejectedMean *Node, beta float64) (*Node, Metrics) {
-	m := Margin(policyChosenMean, policyRejectedMean, refChosenMean, refRejectedMean)
-	losses := Square(AddScalar(m, -1/(2*beta)))
+	losses := ipoLosses(Margin(policyChosenMean, policyRejectedMean, refChosenMean, refRejectedMean), beta)
 	return ReduceAllMean(losses), metrics(policyChosenMean, policyRejectedMean, refChosenMean, refRejectedMean, beta)
 }
+
+// ipoLosses are IPOLoss's per-pair losses [B] on the logits z [B].
+func ipoLosses(z *Node, beta float64) *Node { return Square(AddScalar(z, -1/(2*beta))) }
 
 // HingeLoss is the SLiC hinge loss (Zhao et al. 2023, arXiv:2305.10425; TRL loss_type "hinge"),
 // mean over the B pairs:
@@ -108,10 +112,12 @@ func IPOLoss(policyChosenMean, policyRejectedMean, refChosenMean, refRejectedMea
 // as TRL computes it (`torch.relu(1 - self.beta * logits)`): β plays the role of 1/δ, the margin
 // the chosen response must win by; pairs already past it give no gradient.
 func HingeLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) (*Node, Metrics) {
-	m := Margin(policyChosen, policyRejected, refChosen, refRejected)
-	losses := MaxScalar(OneMinus(MulScalar(m, beta)), 0)
+	losses := hingeLosses(Margin(policyChosen, policyRejected, refChosen, refRejected), beta)
 	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
 }
+
+// hingeLosses are HingeLoss's per-pair losses [B] on the logits z [B].
+func hingeLosses(z *Node, beta float64) *Node { return MaxScalar(OneMinus(MulScalar(z, beta)), 0) }
 
 // logRatios are the per-pair log-ratios against the reference, c = log π(y_w) − log π_ref(y_w)
 // and r = log π(y_l) − log π_ref(y_l), [B] each, the reference detached.
@@ -135,10 +141,15 @@ func smoothedLogistic(z *Node, eps float64) *Node {
 //
 // ε = 0 is the sigmoid loss. Unlike cDPO the ε term enters with a plus sign, so L can be negative.
 func RobustLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta, eps float64) (*Node, Metrics) {
-	z := MulScalar(Margin(policyChosen, policyRejected, refChosen, refRejected), beta)
-	losses := Add(MulScalar(Neg(logSigmoid(z)), 1-eps), MulScalar(logSigmoid(Neg(z)), eps))
-	losses = DivScalar(losses, 1-2*eps)
+	losses := robustLosses(Margin(policyChosen, policyRejected, refChosen, refRejected), beta, eps)
 	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// robustLosses are RobustLoss's per-pair losses [B] on the logits z [B].
+func robustLosses(z *Node, beta, eps float64) *Node {
+	bz := MulScalar(z, beta)
+	losses := Add(MulScalar(Neg(logSigmoid(bz)), 1-eps), MulScalar(logSigmoid(Neg(bz)), eps))
+	return DivScalar(losses, 1-2*eps)
 }
 
 // ExoPairLoss is pairwise EXO (Ji et al. 2024, arXiv:2402.00856, eq. 16; TRL loss_type
@@ -148,10 +159,16 @@ func RobustLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta
 //
 // ε must be in (0, ½); TRL replaces label_smoothing 0 by 1e-3 (the trainer does the same).
 func ExoPairLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta, eps float64) (*Node, Metrics) {
-	z := MulScalar(Margin(policyChosen, policyRejected, refChosen, refRejected), beta)
-	win := Mul(Sigmoid(z), AddScalar(logSigmoid(z), -math.Log(1-eps)))
-	lose := Mul(Sigmoid(Neg(z)), AddScalar(logSigmoid(Neg(z)), -math.Log(eps)))
-	return ReduceAllMean(Add(win, lose)), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+	losses := exoPairLosses(Margin(policyChosen, policyRejected, refChosen, refRejected), beta, eps)
+	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// exoPairLosses are ExoPairLoss's per-pair losses [B] on the logits z [B].
+func exoPairLosses(z *Node, beta, eps float64) *Node {
+	bz := MulScalar(z, beta)
+	win := Mul(Sigmoid(bz), AddScalar(logSigmoid(bz), -math.Log(1-eps)))
+	lose := Mul(Sigmoid(Neg(bz)), AddScalar(logSigmoid(Neg(bz)), -math.Log(eps)))
+	return Add(win, lose)
 }
 
 // NCAPairLoss is pairwise NCA (Chen et al. 2024, arXiv:2402.05369; TRL loss_type "nca_pair"), on
@@ -161,10 +178,15 @@ func ExoPairLoss(policyChosen, policyRejected, refChosen, refRejected *Node, bet
 //
 // so the chosen likelihood is pushed up in absolute terms, not only relative to the rejected one.
 func NCAPairLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) (*Node, Metrics) {
+	losses := ncaPairLosses(policyChosen, policyRejected, refChosen, refRejected, beta)
+	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// ncaPairLosses are NCAPairLoss's per-pair losses [B].
+func ncaPairLosses(policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) *Node {
 	c, r := logRatios(policyChosen, policyRejected, refChosen, refRejected)
 	bc, br := MulScalar(c, beta), MulScalar(r, beta)
-	losses := Sub(Sub(Neg(logSigmoid(bc)), MulScalar(logSigmoid(Neg(bc)), 0.5)), MulScalar(logSigmoid(Neg(br)), 0.5))
-	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+	return Sub(Sub(Neg(logSigmoid(bc)), MulScalar(logSigmoid(Neg(bc)), 0.5)), MulScalar(logSigmoid(Neg(br)), 0.5))
 }
 
 // SPPOHardLoss is SPPO with hard labels (Wu et al. 2024, arXiv:2405.00675, eq. 4.7 with P = 1 for
@@ -174,9 +196,14 @@ func NCAPairLoss(policyChosen, policyRejected, refChosen, refRejected *Node, bet
 //
 // each response's log-ratio is regressed to ±1/(2β) on its own, not their margin as in IPO.
 func SPPOHardLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) (*Node, Metrics) {
-	c, r := logRatios(policyChosen, policyRejected, refChosen, refRejected)
-	losses := Add(Square(AddScalar(c, -0.5/beta)), Square(AddScalar(r, 0.5/beta)))
+	losses := sppoHardLosses(policyChosen, policyRejected, refChosen, refRejected, beta)
 	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// sppoHardLosses are SPPOHardLoss's per-pair losses [B].
+func sppoHardLosses(policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) *Node {
+	c, r := logRatios(policyChosen, policyRejected, refChosen, refRejected)
+	return Add(Square(AddScalar(c, -0.5/beta)), Square(AddScalar(r, 0.5/beta)))
 }
 
 // AOTLoss is alignment via optimal transport for paired data (Melnyk et al. 2024,
@@ -189,8 +216,14 @@ func SPPOHardLoss(policyChosen, policyRejected, refChosen, refRejected *Node, be
 // Sorting couples the pairs of a micro-batch (first-order stochastic dominance), so the loss
 // depends on per_device_train_batch_size as TRL's does.
 func AOTLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta, eps float64) (*Node, Metrics) {
+	return ReduceAllMean(aotLosses(policyChosen, policyRejected, refChosen, refRejected, beta, eps)),
+		metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// aotLosses are AOTLoss's per-pair losses [B].
+func aotLosses(policyChosen, policyRejected, refChosen, refRejected *Node, beta, eps float64) *Node {
 	delta := Sub(sortAscending(Sub(policyChosen, policyRejected)), StopGradient(sortAscending(Sub(refChosen, refRejected))))
-	return ReduceAllMean(smoothedLogistic(MulScalar(delta, beta), eps)), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+	return smoothedLogistic(MulScalar(delta, beta), eps)
 }
 
 // AOTPairLoss is AOT for unpaired data (TRL loss_type "aot_pair"): as AOTLoss, but the chosen and
@@ -198,9 +231,14 @@ func AOTLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta, e
 //
 //	δ = sort_B(c) − sort_B(r),   L = −(1−ε)·log σ(β·δ) − ε·log σ(−β·δ)
 func AOTPairLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta, eps float64) (*Node, Metrics) {
+	return ReduceAllMean(aotPairLosses(policyChosen, policyRejected, refChosen, refRejected, beta, eps)),
+		metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// aotPairLosses are AOTPairLoss's per-pair losses [B].
+func aotPairLosses(policyChosen, policyRejected, refChosen, refRejected *Node, beta, eps float64) *Node {
 	c, r := logRatios(policyChosen, policyRejected, refChosen, refRejected)
-	delta := Sub(sortAscending(c), sortAscending(r))
-	return ReduceAllMean(smoothedLogistic(MulScalar(delta, beta), eps)), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+	return smoothedLogistic(MulScalar(Sub(sortAscending(c), sortAscending(r)), beta), eps)
 }
 
 // sortAscending is torch.sort(x, dim=0).values for x [B] (GoMLX has no sort op): each element's
@@ -228,10 +266,15 @@ func sortAscending(x *Node) *Node {
 //
 // a blend of the logistic (DPO) and exponential losses, τ = discopop_tau (paper: 0.05).
 func DiscoPOPLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta, tau float64) (*Node, Metrics) {
+	losses := discoPOPLosses(policyChosen, policyRejected, refChosen, refRejected, beta, tau)
+	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// discoPOPLosses are DiscoPOPLoss's per-pair losses [B].
+func discoPOPLosses(policyChosen, policyRejected, refChosen, refRejected *Node, beta, tau float64) *Node {
 	z := MulScalar(Margin(policyChosen, policyRejected, refChosen, refRejected), beta)
 	w := Sigmoid(DivScalar(z, tau))
-	losses := Add(Mul(Neg(logSigmoid(z)), OneMinus(w)), Mul(Exp(Neg(z)), w))
-	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+	return Add(Mul(Neg(logSigmoid(z)), OneMinus(w)), Mul(Exp(Neg(z)), w))
 }
 
 // APOZeroLoss is APO-zero (D'Oosterlinck et al. 2024, arXiv:2408.06266, eq. 7; TRL loss_type
@@ -241,8 +284,12 @@ func DiscoPOPLoss(policyChosen, policyRejected, refChosen, refRejected *Node, be
 //	L = (1 − σ(β·c)) + σ(β·r)
 func APOZeroLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) (*Node, Metrics) {
 	c, r := logRatios(policyChosen, policyRejected, refChosen, refRejected)
-	losses := Add(OneMinus(Sigmoid(MulScalar(c, beta))), Sigmoid(MulScalar(r, beta)))
-	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+	return ReduceAllMean(apoZeroLosses(c, r, beta)), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// apoZeroLosses are APOZeroLoss's per-pair losses [B] on the log-ratios c, r [B].
+func apoZeroLosses(c, r *Node, beta float64) *Node {
+	return Add(OneMinus(Sigmoid(MulScalar(c, beta))), Sigmoid(MulScalar(r, beta)))
 }
 
 // APODownLoss is APO-down (arXiv:2408.06266, eq. 8; TRL loss_type "apo_down"), for chosen outputs
@@ -251,8 +298,12 @@ func APOZeroLoss(policyChosen, policyRejected, refChosen, refRejected *Node, bet
 //	L = σ(β·c) + (1 − σ(β·(c − r)))
 func APODownLoss(policyChosen, policyRejected, refChosen, refRejected *Node, beta float64) (*Node, Metrics) {
 	c, r := logRatios(policyChosen, policyRejected, refChosen, refRejected)
-	losses := Add(Sigmoid(MulScalar(c, beta)), OneMinus(Sigmoid(MulScalar(Sub(c, r), beta))))
-	return ReduceAllMean(losses), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+	return ReduceAllMean(apoDownLosses(c, r, beta)), metrics(policyChosen, policyRejected, refChosen, refRejected, beta)
+}
+
+// apoDownLosses are APODownLoss's per-pair losses [B] on the log-ratios c, r [B].
+func apoDownLosses(c, r *Node, beta float64) *Node {
+	return Add(Sigmoid(MulScalar(c, beta)), OneMinus(Sigmoid(MulScalar(Sub(c, r), beta))))
 }
 
 // SFTLoss is TRL's loss_type "sft" (the generation term of MPO, Wang et al. 2024,

@@ -122,7 +122,8 @@ func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*
 	if needsNLL {
 		p.NLL = NLL(half(lp, 0), NLLMask(half(ids, 0), half(scored, 0)))
 	}
-	params := Params{Beta: t.cfg.Beta, LabelSmoothing: ExoLabelSmoothing(t.cfg.LossType, t.cfg.LabelSmoothing), DiscopopTau: t.cfg.DiscopopTau}
+	params := Params{Beta: t.cfg.Beta, LabelSmoothing: ExoLabelSmoothing(t.cfg.LossType, t.cfg.LabelSmoothing), DiscopopTau: t.cfg.DiscopopTau,
+		ReferenceFree: t.cfg.ReferenceFree, FDivergence: t.cfg.FDivergenceType, FAlphaCoef: t.cfg.FAlphaDivergenceCoef}
 	loss, m := Combine(t.cfg.LossType, t.cfg.LossWeights, p, params)
 	sums := StopGradient(qwen2.TargetLogitSums(ctx, cfg, h)) // [2B,T]
 	metrics := append(m.Means(),

@@ -94,3 +94,21 @@ func TestDPO_LossListStepOne(t *testing.T) {
 		t.Errorf("loss %v → %v, want it to go down", first["loss"], recs[1].Metrics["loss"])
 	}
 }
+
+// reference_free (TRL: the reference log-probs are 0 in dpo_loss's logits, not in the rewards): at
+// step one the policy is the reference, so rewards/margins is still 0 while the loss is
+// mean softplus(−β·(log π(y_w) − log π(y_l))) over the pairs, not ln 2; with one pair per
+// micro-batch and per step that is softplus(−β·(logps/chosen − logps/rejected)) exactly.
+func TestDPO_ReferenceFreeStepOne(t *testing.T) {
+	cfg := config.DefaultDPO()
+	cfg.ReferenceFree = true
+	looptest.Common(t, &cfg.Training, 5e-3, 1, 1, 2)
+	first := run(t, cfg, 4)[0].Metrics
+	want := math.Log1p(math.Exp(-cfg.Beta * (first["logps/chosen"] - first["logps/rejected"])))
+	if got := first["loss"]; math.Abs(got-want) > 1e-5 || math.Abs(got-math.Ln2) < 1e-4 {
+		t.Errorf("step 1 loss = %.7f, want softplus(−β·(%.5f − %.5f)) = %.7f (≠ ln 2)", got, first["logps/chosen"], first["logps/rejected"], want)
+	}
+	if got := first["rewards/margins"]; math.Abs(got) > 1e-6 {
+		t.Errorf("rewards/margins = %g, want 0 (TRL's rewards use the real reference)", got)
+	}
+}
