@@ -42,6 +42,8 @@ func (c *DPO) Validate() error {
 		return bad(c, "discopop_tau", fmt.Sprintf("must be > 0, got %g", c.DiscopopTau))
 	case !(c.RPOAlpha >= 0) || math.IsInf(c.RPOAlpha, 0):
 		return bad(c, "rpo_alpha", fmt.Sprintf("must be ≥ 0 (0 = off), got %g", c.RPOAlpha))
+	case !(c.LDAlpha >= 0) || math.IsInf(c.LDAlpha, 0):
+		return bad(c, "ld_alpha", fmt.Sprintf("must be ≥ 0 (0 = off), got %g", c.LDAlpha))
 	case c.FDivergenceType == "alpha_divergence" && (c.FAlphaDivergenceCoef == 0 || math.IsNaN(c.FAlphaDivergenceCoef) || math.IsInf(c.FAlphaDivergenceCoef, 0)):
 		return bad(c, "f_alpha_divergence_coef", fmt.Sprintf("must be finite and ≠ 0 with f_divergence_type alpha_divergence (the logits divide by it), got %g", c.FAlphaDivergenceCoef))
 	}

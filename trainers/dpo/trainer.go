@@ -111,9 +111,12 @@ func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*
 	h := qwen2.Hidden(ctx, cfg, ids, pos, mask)  // [2B,T,D]
 	lp := qwen2.TargetLogProbs(ctx, cfg, h, ids) // [2B,T]
 	var seq *Node
-	if LengthNormalised(t.cfg.LossType) {
+	switch {
+	case t.cfg.LDAlpha > 0: // TRL: replaces all_logps, the ipo mean included; the reference keeps its own
+		seq = LDLogProbs(lp, scored, t.cfg.LDAlpha)
+	case LengthNormalised(t.cfg.LossType):
 		seq = MeanLogProbs(lp, scored)
-	} else {
+	default:
 		seq = SeqLogProbs(lp, scored)
 	}
 	half := func(x *Node, k int) *Node { return Slice(x, AxisRange(k*b, (k+1)*b)) }

@@ -3,6 +3,7 @@ package dpo
 import (
 	"context"
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -114,5 +115,124 @@ func TestDPO_RPOAndLogitsAtStepOne(t *testing.T) {
 		if got := metrics["logits/rejected"]; math.Abs(got-logitsRejected) > 1e-6 {
 			t.Errorf("logits/rejected = %.7f, want %.7f", got, logitsRejected)
 		}
+	}
+}
+
+// tokenLogProbs computes, from the full logits [B,S,V] of rows under m's current weights, each
+// row's per-token log-probs lp[b][t] = log p(ids[b][t] | ids[b][<t]) and its completion mask, in
+// float64 on the host.
+func tokenLogProbs(t *testing.T, b backends.Backend, m *loop.Model, rows []loop.Encoded) (lp, scored [][]float64) {
+	t.Helper()
+	cfg := m.Config
+	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in []*Node) []*Node {
+		return []*Node{LogSoftmax(qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, in[0], in[1], in[2])), -1)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := loop.EncodedRows(rows)
+	outs, err := ev.Run(in.Inputs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsm := step.Float64s(outs[0])
+	s, v := len(in.IDs[0]), cfg.VocabSize
+	for r := range in.IDs {
+		lp, scored = append(lp, make([]float64, s)), append(scored, make([]float64, s))
+		for p := 1; p < s; p++ {
+			lp[r][p] = lsm[(r*s+p-1)*v+int(in.IDs[r][p])]
+			scored[r][p] = float64(in.Loss[r][p])
+		}
+	}
+	return lp, scored
+}
+
+// At step 1 with ld_alpha, logps/chosen, logps/rejected and the loss are TRL's LD-DPO, computed
+// here on the host from the full logits: per pair l_p = min(l_w, l_l), the policy's log-prob sums
+// column by column (TRL's arange over the whole row) with weight 1 below l_p, ld_alpha from l_p to
+// the row's completion length l, 0 beyond; the reference keeps its plain sums.
+func TestDPO_LDAlphaAtStepOne(t *testing.T) {
+	// Short prompts and longer completions of unequal lengths, so that each row has public,
+	// α-weighted and dropped columns (with the course's chat-formatted prompts every prompt is
+	// longer than its completion, and TRL's rule gives 0 for every policy log-prob).
+	data := filepath.Join(t.TempDir(), "ld.jsonl")
+	lines := `{"prompt":"3","chosen":"12 12 12 12 12 12","rejected":"13 13"}
+{"prompt":"4 4","chosen":"16","rejected":"61 61 61 61 61 61 61"}
+{"prompt":"5","chosen":"25 25 25 25","rejected":"52 52 52 52 52"}
+{"prompt":"6","chosen":"36 36 36 36 36 36 36 36","rejected":"63"}
+`
+	if err := os.WriteFile(data, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := looptest.Model(t)
+	const alpha = 0.5
+	b := looptest.Backend(t)
+	m := looptest.Load(t, dir, false)
+	cfg := config.DefaultDPO()
+	cfg.LDAlpha = alpha
+	looptest.Common(t, &cfg.Training, 5e-3, 4, 1, 1)
+	tr, err := New(b, m, looptest.Read(t, data), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := recs[0].Metrics
+
+	idx := loop.Order(tr.NumExamples(), cfg.Seed, 0)[:cfg.PerDeviceTrainBatchSize]
+	var rows []loop.Encoded
+	for _, i := range idx {
+		rows = append(rows, tr.chosen[i])
+	}
+	for _, i := range idx {
+		rows = append(rows, tr.rejected[i])
+	}
+	lp, scored := tokenLogProbs(t, b, looptest.Load(t, dir, false), rows)
+	n := len(idx)
+	length := func(r int) (l int) {
+		for _, s := range scored[r] {
+			l += int(s)
+		}
+		return l
+	}
+	ld, full := make([]float64, 2*n), make([]float64, 2*n)
+	for r := range rows {
+		public := min(length(r%n), length(r%n+n))
+		for col := range lp[r] {
+			if scored[r][col] == 0 {
+				continue
+			}
+			full[r] += lp[r][col]
+			switch {
+			case col < public && col < length(r):
+				ld[r] += lp[r][col]
+			case col < length(r):
+				ld[r] += alpha * lp[r][col]
+			}
+		}
+	}
+	var meanC, meanR, loss float64
+	for k := range n {
+		meanC, meanR = meanC+ld[k]/float64(n), meanR+ld[n+k]/float64(n)
+		margin := (ld[k] - full[k]) - (ld[n+k] - full[n+k])
+		loss += math.Log1p(math.Exp(-cfg.Beta*margin)) / float64(n)
+	}
+	t.Logf("step 1: logps/chosen %.6f (want %.6f), logps/rejected %.6f (want %.6f), loss %.6f (want %.6f); plain sums %v",
+		got["logps/chosen"], meanC, got["logps/rejected"], meanR, got["loss"], loss, full)
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"logps/chosen", got["logps/chosen"], meanC}, {"logps/rejected", got["logps/rejected"], meanR}, {"loss", got["loss"], loss}} {
+		if math.Abs(c.got-c.want) > 1e-5 {
+			t.Errorf("%s = %.7f, want %.7f", c.name, c.got, c.want)
+		}
+	}
+	if meanC == 0 || meanR == 0 || math.Abs(loss-math.Ln2) < 1e-3 {
+		t.Errorf("degenerate data: LD log-probs %v, %v, loss %v; want rows with public and α-weighted columns", meanC, meanR, loss)
 	}
 }
