@@ -22,7 +22,10 @@ func init() {
 		Description: "Samples num_generations completions per prompt with the KV cache, scores them with the named\n" +
 			"reward functions (posttrain data rewards lists them; \"random\" is a control), and updates the\n" +
 			"policy with the clipped GRPO loss (TRL v0.24 semantics). --dataset mult generates the course's\n" +
-			"multiplication prompts. Writes metrics.jsonl, completions.jsonl and the final model to --output-dir.",
+			"multiplication prompts. Writes metrics.jsonl, completions.jsonl and the final model to --output-dir.\n" +
+			"With --eval-dataset and --eval-strategy steps|epoch (or --eval-on-start) it also evaluates: the eval\n" +
+			"prompts × num_generations are sampled and rewarded with the current weights, eval_* lines go to\n" +
+			"metrics.jsonl and the completions to eval_completions.jsonl (docs/grpo.md, Evaluation).",
 		Flags: config.Flags(config.DefaultGRPO()),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {

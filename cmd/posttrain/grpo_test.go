@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,6 +49,55 @@ func TestGRPO_CLIErrors(t *testing.T) {
 	} {
 		if _, err := runCLI(t, args...); err == nil {
 			t.Errorf("%v: no error", args)
+		}
+	}
+}
+
+// --eval-dataset reaches GRPO through the CLI: eval lines (TRL's eval-mode names) at every
+// eval_steps step, the eval completions next to completions.jsonl; a preference file or a missing
+// file as the eval set is an error naming eval_dataset.
+func TestGRPO_CLIEval(t *testing.T) {
+	dir := t.TempDir()
+	model, err := demo.WriteBase(dir, demo.ModelShape{Hidden: 16, Intermediate: 32, Layers: 1, Heads: 2, KVHeads: 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := func(out string, extra ...string) []string {
+		return append([]string{"grpo", "--model", model, "--dataset", "mult", "--reward", "mult_correct", "--output-dir", out,
+			"--max-steps", "2", "--logging-steps", "1", "--num-generations", "4", "--per-device-train-batch-size", "8",
+			"--max-completion-length", "4"}, extra...)
+	}
+	out := filepath.Join(dir, "run")
+	if _, err := runCLI(t, args(out, "--eval-dataset", multData(t, dir, "grpo", "3"), "--eval-strategy", "steps",
+		"--eval-steps", "1", "--per-device-eval-batch-size", "4")...); err != nil {
+		t.Fatal(err)
+	}
+	var evalSteps []int
+	for _, r := range metricsLines(t, out) {
+		if _, ok := r.Metrics["eval_loss"]; !ok {
+			continue
+		}
+		evalSteps = append(evalSteps, r.Step)
+		for _, k := range []string{"eval_reward", "eval_rewards/mult_correct/mean", "eval_completions/mean_length", "eval_runtime"} {
+			if _, ok := r.Metrics[k]; !ok {
+				t.Errorf("eval line at step %d lacks %s", r.Step, k)
+			}
+		}
+	}
+	if !slices.Equal(evalSteps, []int{1, 2}) {
+		t.Errorf("eval lines at steps %v, want 1, 2", evalSteps)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "eval_completions.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\n"); n != 2*3*4 {
+		t.Errorf("eval_completions.jsonl has %d lines, want 2 evaluations × 3 prompts × 4 generations", n)
+	}
+	for _, bad := range []string{multData(t, dir, "dpo", "2"), filepath.Join(dir, "missing.jsonl")} {
+		_, err := runCLI(t, args(filepath.Join(dir, "bad"), "--eval-dataset", bad, "--eval-on-start")...)
+		if err == nil || !strings.Contains(err.Error(), "eval_dataset") {
+			t.Errorf("eval set %s: error %v, want one naming eval_dataset", bad, err)
 		}
 	}
 }
