@@ -167,6 +167,7 @@ type DPO struct {
 	ReferenceFree         bool      `yaml:"reference_free" usage:"the loss's logits (sigmoid, robust, exo_pair, hinge, ipo) and log-ratios (apo_zero, apo_down) use a reference log-prob of 0, as TRL; rewards/* and the other types still use the reference"`
 	FDivergenceType       string    `yaml:"f_divergence_type" enum:"reverse_kl|forward_kl|js_divergence|alpha_divergence" usage:"f-DPO divergence of the logits of sigmoid, robust, exo_pair, hinge and ipo (forward_kl = reverse_kl in TRL v0.24)"`
 	FAlphaDivergenceCoef  float64   `yaml:"f_alpha_divergence_coef" usage:"α of f_divergence_type alpha_divergence, f(u) = (1 − u^−α)/α"`
+	UseWeighting          bool      `yaml:"use_weighting" usage:"WPO: weight each pair's loss by min(exp(w(y_w) + w(y_l)), 1), w the policy's mean token log-prob minus log Σ_v p², as TRL"`
 	LDAlpha               float64   `yaml:"ld_alpha" usage:"LD-DPO: the policy's log-probs past the shorter completion's length are scaled by ld_alpha (the paper: in [0, 1]); 0 = off (TRL's None)"`
 	MaxLength             int       `yaml:"max_length" usage:"truncate prompt+completion to this many tokens, as truncation_mode says"`
 	MaxPromptLength       int       `yaml:"max_prompt_length" usage:"truncate prompts to their last this many tokens"`

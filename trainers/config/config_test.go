@@ -27,7 +27,7 @@ func TestDefaults_MatchTRL(t *testing.T) {
 			"packing": false, "packing_strategy": "bfd", "padding_free": false},
 		"dpo": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": []string{"sigmoid"}, "loss_weights": []float64(nil),
 			"label_smoothing": 0.0, "discopop_tau": 0.05, "rpo_alpha": 0.0,
-			"reference_free": false, "f_divergence_type": "reverse_kl", "f_alpha_divergence_coef": 1.0, "ld_alpha": 0.0,
+			"reference_free": false, "f_divergence_type": "reverse_kl", "f_alpha_divergence_coef": 1.0, "ld_alpha": 0.0, "use_weighting": false,
 			"max_length": 1024, "max_prompt_length": 512, "max_completion_length": 0, "truncation_mode": "keep_end",
 			"precompute_ref_log_probs": false},
 		"kto": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": "kto", "desirable_weight": 1.0, "undesirable_weight": 1.0,

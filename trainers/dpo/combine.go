@@ -130,12 +130,25 @@ func ExoLabelSmoothing(types []string, eps float64) float64 {
 // per-type loss. TRL sums the per-pair losses and then takes the mean; the mean of the sum here is
 // the same up to rounding. One type with weight 1 returns its loss and metrics unchanged.
 func Combine(types []string, weights []float64, p Pairs, o Params) (*Node, Metrics) {
+	return combine(types, weights, p, o, true)
+}
+
+// CombinePairs is Combine before the mean over pairs: the per-pair Σ_i w_i·L_ib [B] (sft's NLL
+// repeated for every pair, TRL's `sft_loss.expand(batch_size)`), for use_weighting (Weighted).
+func CombinePairs(types []string, weights []float64, p Pairs, o Params) (*Node, Metrics) {
+	return combine(types, weights, p, o, false)
+}
+
+func combine(types []string, weights []float64, p Pairs, o Params, mean bool) (*Node, Metrics) {
 	var loss *Node
 	var m Metrics
 	for i, t := range types {
 		l, mi := LossTypes[t](p, o)
-		if l.Rank() > 0 {
-			l = ReduceAllMean(l) // sft's NLL is already the mean over pairs
+		switch {
+		case mean && l.Rank() > 0:
+			l = ReduceAllMean(l)
+		case !mean && l.Rank() == 0: // sft's NLL, the same for every pair
+			l = BroadcastToDims(l, p.PolicyChosen.Shape().Dimensions...)
 		}
 		w := 1.0
 		if weights != nil {

@@ -127,13 +127,23 @@ func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*
 	}
 	params := Params{Beta: t.cfg.Beta, LabelSmoothing: ExoLabelSmoothing(t.cfg.LossType, t.cfg.LabelSmoothing), DiscopopTau: t.cfg.DiscopopTau,
 		ReferenceFree: t.cfg.ReferenceFree, FDivergence: t.cfg.FDivergenceType, FAlphaCoef: t.cfg.FAlphaDivergenceCoef}
-	loss, m := Combine(t.cfg.LossType, t.cfg.LossWeights, p, params)
+	var loss *Node
+	var m Metrics
+	if t.cfg.UseWeighting { // TRL: losses·policy_weights per pair, after rpo, then the mean
+		loss, m = CombinePairs(t.cfg.LossType, t.cfg.LossWeights, p, params)
+		if t.cfg.RPOAlpha > 0 {
+			loss = WithNLL(loss, p.NLL, t.cfg.RPOAlpha)
+		}
+		loss = Weighted(loss, WPOWeights(lp, qwen2.TargetLogSumSquaredProbs(ctx, cfg, h), scored))
+	} else {
+		loss, m = Combine(t.cfg.LossType, t.cfg.LossWeights, p, params)
+		if t.cfg.RPOAlpha > 0 {
+			loss = WithNLL(loss, p.NLL, t.cfg.RPOAlpha)
+		}
+	}
 	sums := StopGradient(qwen2.TargetLogitSums(ctx, cfg, h)) // [2B,T]
 	metrics := append(m.Means(),
 		MeanLogits(half(sums, 0), half(scored, 0), cfg.VocabSize), MeanLogits(half(sums, 1), half(scored, 1), cfg.VocabSize))
-	if t.cfg.RPOAlpha > 0 {
-		loss = WithNLL(loss, p.NLL, t.cfg.RPOAlpha)
-	}
 	if needsNLL {
 		metrics = append(metrics, StopGradient(p.NLL))
 	}

@@ -236,3 +236,111 @@ func TestDPO_LDAlphaAtStepOne(t *testing.T) {
 		t.Errorf("degenerate data: LD log-probs %v, %v, loss %v; want rows with public and α-weighted columns", meanC, meanR, loss)
 	}
 }
+
+// wpoWeights computes TRL's WPO policy_weights on the host in float64 from the full logits of
+// rows [chosen…, rejected…] under m's weights: per row, TRL's rolled per-token log-probs minus
+// logsumexp(2·log_softmax) at the unrolled positions, under the unrolled loss mask, averaged over
+// the completion tokens; then min(exp(w_chosen + w_rejected), 1) per pair.
+func wpoWeights(t *testing.T, b backends.Backend, m *loop.Model, rows []loop.Encoded) []float64 {
+	t.Helper()
+	cfg := m.Config
+	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in []*Node) []*Node {
+		return []*Node{LogSoftmax(qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, in[0], in[1], in[2])), -1)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := loop.EncodedRows(rows)
+	outs, err := ev.Run(in.Inputs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsm := step.Float64s(outs[0])
+	s, v := len(in.IDs[0]), cfg.VocabSize
+	w := make([]float64, len(rows))
+	for r := range rows {
+		var sum, n float64
+		for p := 0; p+1 < s; p++ { // logits position p scores token p+1: TRL's unrolled loss mask
+			if in.Loss[r][p+1] == 0 {
+				continue
+			}
+			var sq float64
+			for k := range v {
+				sq += math.Exp(2 * lsm[(r*s+p)*v+k])
+			}
+			rolled := 0.0 // TRL's per_token_logps after the roll: log p(token p) where p is scored
+			if in.Loss[r][p] != 0 {
+				rolled = lsm[(r*s+p-1)*v+int(in.IDs[r][p])]
+			}
+			sum += rolled - math.Log(sq)
+			n++
+		}
+		w[r] = sum / n
+	}
+	k := len(rows) / 2
+	out := make([]float64, k)
+	for i := range k {
+		out[i] = math.Min(math.Exp(w[i]+w[k+i]), 1)
+	}
+	return out
+}
+
+// At step 1 (policy = reference, every sigmoid loss ln 2) with use_weighting and rpo_alpha, the
+// loss is TRL's mean_b weight_b·(ln 2 + rpo_alpha·NLL), the weights computed on the host from the
+// full logits (wpoWeights) and the NLL as in TestDPO_RPOAndLogitsAtStepOne. The run starts from
+// weights first trained on the chosen answers (RPO with a large rate): a random model's near-uniform
+// distributions give every pair weight 1 (TRL's roll leaves a +log V/n in w), which would make the
+// check blind.
+func TestDPO_UseWeightingAtStepOne(t *testing.T) {
+	dir, data := looptest.Model(t), looptest.MultFile(t, mult.DPO, 8, 7)
+	const alpha = 0.5
+	b := looptest.Backend(t)
+	m := looptest.Load(t, dir, false)
+	warm := config.DefaultDPO()
+	warm.RPOAlpha = 1
+	looptest.Common(t, &warm.Training, 3e-2, 4, 1, 12)
+	trWarm, err := New(b, m, looptest.Read(t, data), warm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loop.Run(context.Background(), m, trWarm, loop.Options{Config: warm, Backend: b}); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := config.DefaultDPO()
+	cfg.UseWeighting, cfg.RPOAlpha = true, alpha
+	looptest.Common(t, &cfg.Training, 5e-3, 4, 1, 1)
+	tr, err := New(b, m, looptest.Read(t, data), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := loop.Order(tr.NumExamples(), cfg.Seed, 0)[:cfg.PerDeviceTrainBatchSize]
+	var rows, chosen []loop.Encoded
+	for _, i := range idx {
+		rows, chosen = append(rows, tr.chosen[i]), append(chosen, tr.chosen[i])
+	}
+	for _, i := range idx {
+		rows = append(rows, tr.rejected[i])
+	}
+	weights := wpoWeights(t, b, m, rows) // the starting weights of the run below
+	nll, _ := direct(t, b, m, chosen)
+	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := recs[0].Metrics["loss"]
+	var want float64
+	for _, w := range weights {
+		want += w * (math.Ln2 + alpha*nll) / float64(len(weights))
+	}
+	t.Logf("step 1: loss %.7f, want %.7f; weights %v, NLL %.6f", got, want, weights, nll)
+	if math.Abs(got-want) > 1e-5*math.Max(1, want) {
+		t.Errorf("loss = %.7f, want mean_b weight_b·(ln 2 + %g·NLL) = %.7f", got, alpha, want)
+	}
+	if math.Abs(got-(math.Ln2+alpha*nll)) < 1e-4 {
+		t.Errorf("weights had no effect (all 1): the check is degenerate")
+	}
+}
