@@ -140,11 +140,12 @@ type SFT struct {
 	Packing            bool   `yaml:"packing" usage:"pack the tokenized examples into rows of max_length tokens (fewer, fuller rows)"`
 	PackingStrategy    string `yaml:"packing_strategy" enum:"bfd|wrapped" usage:"bfd: whole examples (cut to max_length) by best-fit decreasing, attention never crosses examples; wrapped: concatenate and cut every max_length tokens, attention spans the row"`
 	PaddingFree        bool   `yaml:"padding_free" usage:"accepted for TRL compatibility: posttrain's masks already give flash-attention's padding-free numbers, so it changes nothing"`
+	LossType           string `yaml:"loss_type" enum:"nll|dft" usage:"nll: negative log-likelihood of the scored tokens; dft: Dynamic Fine-Tuning (arXiv:2508.05629), each token's NLL weighted by its detached probability"`
 }
 
 // DefaultSFT returns SFTConfig's v0.24 defaults.
 func DefaultSFT() *SFT {
-	c := &SFT{Training: DefaultTraining(), MaxLength: 1024, PackingStrategy: "bfd"}
+	c := &SFT{Training: DefaultTraining(), MaxLength: 1024, PackingStrategy: "bfd", LossType: "nll"}
 	c.LearningRate = 2e-5
 	return c
 }

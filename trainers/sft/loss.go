@@ -30,6 +30,33 @@ func NLLOverTokens(logps, mask, numTokens *Node) *Node {
 	return Neg(Div(ReduceAllSum(step.Masked(logps, mask)), n))
 }
 
+// DFTOverTokens is Dynamic Fine-Tuning (Wu et al., "On the Generalization of SFT: A Reinforcement
+// Learning Perspective with Reward Rectification", arXiv:2508.05629, the "DFT" objective): each completion
+// token's NLL weighted by the probability of that token, the weight held constant (no gradient),
+// summed and divided by the externally given token count N as NLLOverTokens:
+//
+//	L = −Σ_{b,t} m_bt·sg(π(y_bt | …))·log π(y_bt | …) / N,   ∂L/∂log π(y_bt | …) = −m_bt·π(y_bt | …) / N
+//
+// so each token's NLL gradient is scaled by its own probability. This is TRL v0.24's SFTTrainer
+// loss_type "dft" (dft_loss in trl/trainer/sft_trainer.py, passed to HF's Trainer as
+// compute_loss_func): per_token_loss = −logprobs.exp().detach()·logprobs over the labels ≠ −100
+// (the same completion/assistant masks as "nll"), summed and divided by num_items_in_batch (the
+// whole accumulated batch's loss tokens; the micro-batch's own count when it is None, as in eval).
+// logps [B,T], mask [B,T] (bool or 0/1), numTokens scalar (clamped to ≥ 1) → scalar. Masked
+// positions may hold −∞.
+func DFTOverTokens(logps, mask, numTokens *Node) *Node {
+	n := StopGradient(MaxScalar(ConvertDType(numTokens, logps.DType()), 1))
+	lp := step.Masked(logps, mask)  // [B,T]: 0 where not scored (so the weight there is 1·0)
+	weight := StopGradient(Exp(lp)) // π(y_bt | …), a constant
+	return Neg(Div(ReduceAllSum(step.Masked(Mul(weight, lp), mask)), n))
+}
+
+// DFT is DFTOverTokens over this batch's own completion tokens (N = Σ m_bt): TRL's dft_loss
+// with num_items_in_batch None.
+func DFT(logps, mask *Node) *Node {
+	return DFTOverTokens(logps, mask, ReduceAllSum(step.FloatMask(mask, logps.DType())))
+}
+
 // ArgmaxCorrect returns, for logits [B,T,V] and targets [B,T] (integer token ids), the flags
 // argmax_v logits[b,t,v] == targets[b,t] as a Bool [B,T] tensor (no gradient).
 func ArgmaxCorrect(logits, targets *Node) *Node {

@@ -20,13 +20,17 @@ import (
 )
 
 // Trainer is SFT as a loop.Method: TRL's SFTTrainer on language-modelling ("text" or "messages")
-// or prompt-completion data, the loss NLLOverTokens over the scored tokens of the whole
-// accumulated batch.
+// or prompt-completion data, the loss NLLOverTokens (loss_type nll) or DFTOverTokens (dft) over
+// the scored tokens of the whole accumulated batch.
 type Trainer struct {
 	model    *loop.Model
 	examples []example // tokenized rows, or packed rows when rowLen > 0
 	rowLen   int       // packing: the length of a packed row (max_length); 0 = no packing
+	loss     func(logps, mask, numTokens *Node) *Node
 }
+
+// losses maps SFTConfig's loss_type to its loss (loss.go).
+var losses = map[string]func(logps, mask, numTokens *Node) *Node{"nll": NLLOverTokens, "dft": DFTOverTokens}
 
 // example is one tokenized row (ids truncated to max_length), or one packed row of several.
 type example struct {
@@ -63,7 +67,11 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 	if assistantOnly && !messages {
 		return nil, fmt.Errorf("%s: assistant_only_loss needs conversational \"messages\" rows", d.Path)
 	}
-	t := &Trainer{model: m}
+	loss, ok := losses[cfg.LossType]
+	if !ok {
+		return nil, fmt.Errorf("loss_type must be one of nll, dft, got %q", cfg.LossType)
+	}
+	t := &Trainer{model: m, loss: loss}
 	var rows []data.Row
 	addEOS := false
 	if assistantOnly {
@@ -207,13 +215,14 @@ func (t *Trainer) Finish(w loop.Window) map[string]float64 {
 	}
 }
 
-// Loss implements loop.Method: NLLOverTokens(lp, loss mask, norm), plus TRL's
-// mean_token_accuracy and entropy over the scored tokens.
+// Loss implements loop.Method: the loss_type's loss (NLLOverTokens or DFTOverTokens) of (lp, loss
+// mask, norm), plus TRL's mean_token_accuracy and entropy over the scored tokens (the same for
+// both loss types, as TRL).
 func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
 	ids, scored := in[0], in[3]
 	cfg := t.model.Config
 	lp, correct, entropy := HeadStats(ctx, cfg, t.hidden(ctx, in), ids)
-	loss := NLLOverTokens(lp, scored, norm)
+	loss := t.loss(lp, scored, norm)
 	return loss, []*Node{MeanTokenAccuracy(correct, scored), StopGradient(step.TokenMean(entropy, scored))}
 }
 
