@@ -243,6 +243,9 @@ type GRPO struct {
 	MaskTruncatedCompletions bool      `yaml:"mask_truncated_completions" usage:"exclude completions cut at max_completion_length from the loss (DAPO)"`
 	TopEntropyQuantile       float64   `yaml:"top_entropy_quantile" usage:"keep in the policy loss only the tokens whose entropy is in this top fraction of the micro-batch's completion tokens, in [0, 1] (80/20 paper: 0.2); 1 = all tokens"`
 	LogCompletions           bool      `yaml:"log_completions" usage:"also print a few sampled completions to the log every logging step (OUTPUT_DIR/completions.jsonl always gets them)"`
+	SyncRefModel             bool      `yaml:"sync_ref_model" usage:"TR-DPO: every ref_model_sync_steps steps mix the policy into the reference, ref = α·policy + (1−α)·ref; no effect with beta 0 (no reference)"`
+	RefModelMixupAlpha       float64   `yaml:"ref_model_mixup_alpha" usage:"α of sync_ref_model, in [0, 1]"`
+	RefModelSyncSteps        int       `yaml:"ref_model_sync_steps" usage:"τ of sync_ref_model: mix after every step that is a multiple of it, ≥ 1"`
 }
 
 // DefaultGRPO returns GRPOConfig's v0.24 defaults.
@@ -251,6 +254,7 @@ func DefaultGRPO() *GRPO {
 		Training: DefaultTraining(), NumGenerations: 8, MaxPromptLength: 512, MaxCompletionLength: 256,
 		Temperature: 1, TopP: 1, RepetitionPenalty: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
 		ImportanceSamplingLevel: "token", Advantage: "grpo", NumIterations: 1, TopEntropyQuantile: 1,
+		RefModelMixupAlpha: 0.6, RefModelSyncSteps: 512,
 	}
 	c.LearningRate = 1e-6
 	return c

@@ -36,7 +36,8 @@ func TestDefaults_MatchTRL(t *testing.T) {
 			"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "beta": 0.0, "epsilon": 0.2, "epsilon_high": 0.0, "delta": 0.0,
 			"loss_type": "dapo", "scale_rewards": "group", "importance_sampling_level": "token",
 			"num_iterations": 1, "steps_per_generation": 0, "mask_truncated_completions": false, "top_entropy_quantile": 1.0,
-			"log_completions": false, "reward_weights": []float64(nil)},
+			"log_completions": false, "reward_weights": []float64(nil),
+			"sync_ref_model": false, "ref_model_mixup_alpha": 0.6, "ref_model_sync_steps": 512},
 	}
 	for method, want := range methods {
 		cfg, err := New(method)
@@ -241,6 +242,9 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 		{"kto", []string{"--truncation-mode", "left"}, `truncation_mode (--truncation-mode) must be one of keep_end, keep_start, got "left"`},
 		{"kto", []string{"--max-completion-length", "-3"}, "max_completion_length (--max-completion-length) must be ≥ 0 (0 = no limit), got -3"},
 		{"grpo", []string{"--num-generations", "1", "--reward", "r"}, "num_generations (--num-generations) must be ≥ 2"},
+		{"grpo", []string{"--reward", "a", "--sync-ref-model", "--ref-model-mixup-alpha", "1.5"}, "ref_model_mixup_alpha (--ref-model-mixup-alpha) must be in [0, 1] with sync_ref_model, got 1.5"},
+		{"grpo", []string{"--reward", "a", "--sync-ref-model", "--ref-model-mixup-alpha", "NaN"}, "ref_model_mixup_alpha (--ref-model-mixup-alpha) must be in [0, 1] with sync_ref_model, got NaN"},
+		{"grpo", []string{"--reward", "a", "--sync-ref-model", "--ref-model-sync-steps", "0"}, "ref_model_sync_steps (--ref-model-sync-steps) must be ≥ 1 with sync_ref_model, got 0"},
 		{"grpo", []string{"--num-generations", "3", "--reward", "r"}, "num_generations (--num-generations) (3) must divide the generation batch per_device_train_batch_size × steps_per_generation = 8 × 1 = 8"},
 		{"grpo", nil, "reward_funcs (--reward) is required"},
 		{"grpo", []string{"--reward", "a,b", "--reward-weights", "1"}, "reward_weights (--reward-weights) has 1 weights for 2 reward functions"},
@@ -283,7 +287,9 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 	}
 	// GRPO evaluates too; the eval batch size is only checked when the run evaluates.
 	for _, args := range [][]string{{"--eval-dataset", "e", "--per-device-eval-batch-size", "3"},
-		{"--eval-dataset", "e", "--eval-strategy", "epoch", "--per-device-eval-batch-size", "16"}} {
+		{"--eval-dataset", "e", "--eval-strategy", "epoch", "--per-device-eval-batch-size", "16"},
+		// TRL reads the sync_ref_model knobs only when it is on; with beta 0 (no reference) it is a no-op.
+		{"--ref-model-sync-steps", "0", "--ref-model-mixup-alpha", "2"}, {"--sync-ref-model", "--beta", "0"}} {
 		if _, err := runCmd(t, "grpo", append(append(args, "--reward", "a"), required...)...); err != nil {
 			t.Errorf("grpo %v: %v", args, err)
 		}

@@ -122,6 +122,10 @@ func (c *GRPO) Validate() error {
 		return bad(c, "delta", fmt.Sprintf("must be 0 (off) or > 1 + epsilon_high = %g, got %g", 1+epsHigh, c.Delta))
 	case !(c.TopEntropyQuantile >= 0 && c.TopEntropyQuantile <= 1):
 		return bad(c, "top_entropy_quantile", fmt.Sprintf("must be in [0, 1] (1 = all tokens), got %g", c.TopEntropyQuantile))
+	case c.SyncRefModel && !(c.RefModelMixupAlpha >= 0 && c.RefModelMixupAlpha <= 1):
+		return bad(c, "ref_model_mixup_alpha", fmt.Sprintf("must be in [0, 1] with sync_ref_model, got %g", c.RefModelMixupAlpha))
+	case c.SyncRefModel && c.RefModelSyncSteps < 1:
+		return bad(c, "ref_model_sync_steps", fmt.Sprintf("must be ≥ 1 with sync_ref_model, got %d", c.RefModelSyncSteps))
 	case c.NumIterations < 1:
 		return bad(c, "num_iterations", fmt.Sprintf("must be ≥ 1, got %d", c.NumIterations))
 	case c.StepsPerGeneration < 0:

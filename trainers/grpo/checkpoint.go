@@ -22,7 +22,8 @@ type grpoState struct {
 }
 
 // save writes OUTPUT_DIR/checkpoint-<step>: the model (HF layout, via loop.Model.Save), the AdamW
-// state (loop.OptimizerName) and trainer_state.json, atomically; then prunes to save_total_limit.
+// state (loop.OptimizerName), the reference weights once sync_ref_model has mixed them
+// (ReferenceName) and trainer_state.json, atomically; then prunes to save_total_limit.
 func (t *Trainer) save() (string, error) {
 	if err := os.MkdirAll(t.cfg.OutputDir, 0o755); err != nil {
 		return "", err
@@ -40,6 +41,9 @@ func (t *Trainer) save() (string, error) {
 		return "", err
 	}
 	files := map[string]checkpoint.WriteFunc{loop.OptimizerName: t.opt.WriteState}
+	if t.ref != nil && t.globalStep >= t.cfg.RefModelSyncSteps { // synced at least once
+		files[ReferenceName] = t.writeReference
+	}
 	for _, e := range entries {
 		src := filepath.Join(tmp, e.Name())
 		files[e.Name()] = func(path string) error { return os.Rename(src, path) }
@@ -61,7 +65,8 @@ func (t *Trainer) save() (string, error) {
 	return dir, nil
 }
 
-// resume restores the weights, the AdamW state and the run's position from a checkpoint.
+// resume restores the weights, the AdamW state, the synced reference weights and the run's
+// position from a checkpoint.
 func (t *Trainer) resume(dir string) error {
 	st, err := checkpoint.Load(dir)
 	if err != nil {
@@ -88,6 +93,11 @@ func (t *Trainer) resume(dir string) error {
 	}
 	if err := t.opt.ReadState(filepath.Join(dir, loop.OptimizerName), gs.OptimizerSteps); err != nil {
 		return fmt.Errorf("resume %s: %w", dir, err)
+	}
+	if t.ref != nil {
+		if err := t.readReference(dir, st.GlobalStep); err != nil {
+			return fmt.Errorf("resume %s: %w", dir, err)
+		}
 	}
 	t.globalStep, t.round, t.tokensSeen = st.GlobalStep, gs.Round, st.NumInputTokensSeen
 	t.epoch, t.offset, t.order = st.Data.Epoch, st.Data.Offset, nil

@@ -63,9 +63,10 @@ type Trainer struct {
 	spec      *lossSpec
 	gen       *qwen2.Generator
 	opt       *loop.Optimizer
-	oldEval   *step.Eval // off-policy runs: π_old log-probs after generation
-	refEval   *step.Eval // β ≠ 0: the frozen initial weights' log-probs
-	eval      *evaluator // when the configuration evaluates
+	oldEval   *step.Eval  // off-policy runs: π_old log-probs after generation
+	refEval   *step.Eval  // β ≠ 0: the reference's log-probs (the frozen initial weights unless synced)
+	ref       *loop.Model // sync_ref_model with β ≠ 0: the reference weights that syncReference mixes
+	eval      *evaluator  // when the configuration evaluates
 	sched     schedule.Schedule
 	promptLen int // P of the batch layout
 
@@ -162,8 +163,12 @@ func (t *Trainer) compile() error {
 			return fmt.Errorf("grpo: old log-probs: %w", err)
 		}
 	}
-	if c.Beta != 0 { // the reference is the initial policy, frozen in a second context
-		ref, err := CloneWeights(m.Ctx)
+	if c.SyncRefModel && c.Beta == 0 {
+		// TRL: with beta 0 ref_model is None and SyncRefModelCallback.on_step_end does nothing.
+		t.log.Info("grpo: sync_ref_model has no effect with beta 0: there is no reference model")
+	}
+	if c.Beta != 0 { // the reference is the initial policy, in a second context
+		ref, err := t.newReference()
 		if err != nil {
 			return err
 		}
@@ -172,6 +177,19 @@ func (t *Trainer) compile() error {
 		}
 	}
 	return nil
+}
+
+// newReference returns the reference context: a frozen clone of the weights, or, with
+// sync_ref_model, the compute-dtype weights of t.ref, which syncReference updates.
+func (t *Trainer) newReference() (*context.Context, error) {
+	if !t.cfg.SyncRefModel {
+		return CloneWeights(t.s.Model.Ctx)
+	}
+	var err error
+	if t.ref, err = newSyncedReference(t.s.Model); err != nil {
+		return nil, err
+	}
+	return t.ref.Ctx, nil
 }
 
 // CloneWeights copies the model weights of ctx (the variables under /model and /lm_head) into a
@@ -316,6 +334,11 @@ func (t *Trainer) optimizerStep(r *Rollout, k int, logs *runLog) error {
 		return fmt.Errorf("grpo: step %d: %w", t.globalStep+1, err)
 	}
 	t.globalStep++
+	if t.ref != nil && t.globalStep%t.cfg.RefModelSyncSteps == 0 { // TRL: on_step_end, before log/eval/save
+		if err := t.syncReference(); err != nil {
+			return err
+		}
+	}
 	info := StepInfo{Step: t.globalStep, Loss: loss, GradNorm: gradNorm, Metrics: map[string]float64{}, Rollout: r}
 	for i, name := range stepMetricNames {
 		if name != "kl" || t.cfg.Beta != 0 {
