@@ -1,9 +1,7 @@
 package dpo_test
 
 import (
-	"context"
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/posttrain/posttrain/data/mult"
@@ -31,13 +29,7 @@ func TestDPOEval_OnStartIsLn2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b, Eval: ev}); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b, Eval: ev})
 	var evals []runlog.Record
 	for _, r := range recs {
 		if _, ok := r.Metrics["eval_loss"]; ok {

@@ -12,7 +12,6 @@ import (
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -77,13 +76,7 @@ func TestDPO_RPOAndLogitsAtStepOne(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
-			t.Fatal(err)
-		}
-		recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
-		if err != nil {
-			t.Fatal(err)
-		}
+		recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
 		return recs[0].Metrics, tr, cfg
 	}
 	off, _, _ := run(0)
@@ -175,13 +168,7 @@ func TestDPO_LDAlphaAtStepOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
 	got := recs[0].Metrics
 
 	idx := loop.Order(tr.NumExamples(), cfg.Seed, 0)[:cfg.PerDeviceTrainBatchSize]
@@ -324,13 +311,7 @@ func TestDPO_UseWeightingAtStepOne(t *testing.T) {
 	}
 	weights := wpoWeights(t, b, m, rows) // the starting weights of the run below
 	nll, _ := direct(t, b, m, chosen)
-	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
 	got := recs[0].Metrics["loss"]
 	var want float64
 	for _, w := range weights {

@@ -1,9 +1,7 @@
 package dpo_test
 
 import (
-	"context"
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/posttrain/posttrain/data/mult"
@@ -22,13 +20,7 @@ func run(t *testing.T, cfg *config.DPO, pairs int) []runlog.Record {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
 	return recs
 }
 

@@ -1,7 +1,6 @@
 package kto
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -13,7 +12,6 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -109,13 +107,7 @@ func TestKTO_LogitsMetricsAtStepOne(t *testing.T) {
 		if n[0] == 0 || n[1] == 0 {
 			t.Fatalf("step 1 has %d desirable and %d undesirable rows; the test needs both", n[0], n[1])
 		}
-		if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
-			t.Fatal(err)
-		}
-		recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
-		if err != nil {
-			t.Fatal(err)
-		}
+		recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
 		got := recs[0].Metrics
 		for k, split := range []string{"chosen", "rejected"} {
 			want := sum[k] / float64(n[k])

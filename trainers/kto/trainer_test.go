@@ -1,7 +1,6 @@
 package kto_test
 
 import (
-	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/kto"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -53,13 +51,7 @@ func TestKTO_MovesRewardsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
 	first, last := recs[0].Metrics, recs[len(recs)-1].Metrics
 	t.Logf("step 1: %v", first)
 	t.Logf("step %d: %v", recs[len(recs)-1].Step, last)
@@ -97,13 +89,7 @@ func TestKTO_APOZeroUnpairedTrainsWithoutKL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: b}); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
 	first := recs[0].Metrics
 	t.Logf("step 1: %v", first)
 	if math.Abs(first["loss"]-0.5) > 1e-6 || first["kl"] != 0 {

@@ -2,7 +2,6 @@ package loop_test
 
 import (
 	"bytes"
-	"context"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,13 +28,7 @@ func evalRun(t *testing.T, dir, train, eval string, cfg *config.SFT) (trainRecs,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t), Eval: ev}); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t), Eval: ev})
 	for _, r := range recs {
 		if _, ok := r.Metrics["eval_loss"]; ok {
 			evalRecs = append(evalRecs, r)

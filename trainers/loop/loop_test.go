@@ -153,13 +153,7 @@ func TestRun_BF16(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t)}); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t)})
 	first, last := recs[0].Metrics["loss"], recs[len(recs)-1].Metrics["loss"]
 	if !(last < first) {
 		t.Errorf("bf16 loss %v → %v, want it to go down", first, last)

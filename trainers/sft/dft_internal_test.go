@@ -3,7 +3,6 @@ package sft
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -11,7 +10,6 @@ import (
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -63,13 +61,7 @@ func runLoss(t *testing.T, dir, path string, cfg *config.SFT) map[string]float64
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t)}); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := runlog.ReadMetrics(filepath.Join(cfg.OutputDir, runlog.MetricsName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t)})
 	return recs[0].Metrics
 }
 

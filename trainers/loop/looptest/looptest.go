@@ -3,6 +3,7 @@
 package looptest
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/internal/tinymodel"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -90,3 +92,17 @@ func Common(t testing.TB, c *config.Training, lr float64, batch, accum, steps in
 
 // ReadErr reads a dataset file and returns the reader's error.
 func ReadErr(path string) (*data.Dataset, error) { return data.ReadFile(path, data.FormatAuto) }
+
+// Train runs the loop on method with opts (its Config set) and returns the lines of the run's
+// metrics.jsonl.
+func Train(t testing.TB, m *loop.Model, method loop.Method, opts loop.Options) []runlog.Record {
+	t.Helper()
+	if _, err := loop.Run(context.Background(), m, method, opts); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(opts.Config.Common().OutputDir, runlog.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
