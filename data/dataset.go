@@ -100,7 +100,19 @@ type Dataset struct {
 	// ImplicitPrompt: preference rows had no "prompt"; it was extracted from chosen/rejected as
 	// TRL's extract_prompt does (their longest common prefix) and removed from them.
 	ImplicitPrompt bool
-	Rows           []Row
+	// TextField is the column standard language-modelling rows were read from (TRL's
+	// dataset_text_field, "text" by default).
+	TextField string
+	Rows      []Row
+}
+
+// keys returns the keys the dataset's format owns: Format.keys with the text column TextField.
+func (d *Dataset) keys() []string {
+	keys := d.Format.keys()
+	if d.Format == LanguageModeling && d.TextField != "" {
+		keys[0] = d.TextField
+	}
+	return keys
 }
 
 // Columns gathers the extra columns of rows as TRL passes them to reward functions:
@@ -119,9 +131,13 @@ func Columns(rows []Row) map[string][]any {
 }
 
 // detectFormat picks the format from a row's keys, as TRL's docs define the types.
-func detectFormat(has func(string) bool) (Format, error) {
+// textField is the language-modelling text column (TRL's dataset_text_field, "" = "text").
+func detectFormat(has func(string) bool, textField string) (Format, error) {
+	if textField == "" {
+		textField = DefaultTextField
+	}
 	switch {
-	case has("text") || has("messages"):
+	case has(textField) || has("messages"):
 		return LanguageModeling, nil
 	case has("chosen") && has("rejected"):
 		return Preference, nil
@@ -132,5 +148,9 @@ func detectFormat(has func(string) bool) (Format, error) {
 	case has("prompt"):
 		return PromptOnly, nil
 	}
-	return 0, fmt.Errorf(`cannot tell the format from the keys: want "text" or "messages", "prompt"+"completion", ["prompt"+]"chosen"+"rejected", "prompt"+"completion"+"label", or "prompt"`)
+	text := `"text"`
+	if textField != DefaultTextField {
+		text = fmt.Sprintf("%q (dataset_text_field)", textField)
+	}
+	return 0, fmt.Errorf(`cannot tell the format from the keys: want %s or "messages", "prompt"+"completion", ["prompt"+]"chosen"+"rejected", "prompt"+"completion"+"label", or "prompt"`, text)
 }

@@ -18,22 +18,46 @@ import (
 // FormatAuto detects the format from the first row. A malformed row is an error "path:line: ...";
 // no row is skipped (blank JSONL lines are not rows).
 func ReadFile(path string, format Format) (*Dataset, error) {
+	return ReadFileWith(path, ReadOptions{Format: format})
+}
+
+// ReadOptions say how a dataset file is read.
+type ReadOptions struct {
+	Format Format // FormatAuto: detected from the first row
+	// TextField is the column standard language-modelling rows are read from, TRL's SFTConfig
+	// dataset_text_field; "" means DefaultTextField. Conversational rows are always "messages".
+	TextField string
+}
+
+// DefaultTextField is TRL's dataset_text_field default.
+const DefaultTextField = "text"
+
+// ReadFileWith is ReadFile with options.
+func ReadFileWith(path string, o ReadOptions) (*Dataset, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset: %w", err)
 	}
 	defer f.Close()
-	return Read(f, path, format)
+	return ReadWith(f, path, o)
 }
 
 // Read is ReadFile on an open stream; name is used in errors.
 func Read(r io.Reader, name string, format Format) (*Dataset, error) {
+	return ReadWith(r, name, ReadOptions{Format: format})
+}
+
+// ReadWith is ReadFileWith on an open stream; name is used in errors.
+func ReadWith(r io.Reader, name string, o ReadOptions) (*Dataset, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset %s: %w", name, err)
 	}
 	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a UTF-8 byte-order mark is not data
-	d := &Dataset{Path: name, Format: format}
+	if o.TextField == "" {
+		o.TextField = DefaultTextField
+	}
+	d := &Dataset{Path: name, Format: o.Format, TextField: o.TextField}
 	b := &rowBuilder{d: d, name: name}
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
@@ -141,7 +165,7 @@ func (b *rowBuilder) parse(line int, raw []byte) (Row, error) {
 	}
 	has := func(k string) bool { _, ok := obj[k]; return ok }
 	if b.d.Format == FormatAuto {
-		f, err := detectFormat(has)
+		f, err := detectFormat(has, b.d.TextField)
 		if err != nil {
 			return Row{}, fmt.Errorf("%w; keys: %v", err, sortedKeys(obj))
 		}
@@ -186,22 +210,24 @@ func (b *rowBuilder) parse(line int, raw []byte) (Row, error) {
 	if err := b.checkKind(texts); err != nil {
 		return Row{}, err
 	}
-	row.Columns, err = extraColumns(obj, b.d.Format)
+	row.Columns, err = extraColumns(obj, b.d.keys())
 	return row, err
 }
 
 func (b *rowBuilder) parseLM(obj map[string]json.RawMessage, row *Row, field func(string, *Text) error) error {
-	_, hasText := obj["text"]
+	key := b.d.TextField
+	_, hasText := obj[key]
 	_, hasMsgs := obj["messages"]
+	hasText = hasText && key != "messages"
 	switch {
 	case hasText && hasMsgs:
-		return fmt.Errorf(`both "text" and "messages": a language-modelling row has one`)
+		return fmt.Errorf(`both %q and "messages": a language-modelling row has one`, key)
 	case hasText:
-		if err := field("text", &row.Text); err != nil {
+		if err := field(key, &row.Text); err != nil {
 			return err
 		}
 		if row.Text.Conversational() {
-			return fmt.Errorf(`"text" must be a string; use "messages" for a conversation`)
+			return fmt.Errorf(`%q must be a string; use "messages" for a conversation`, key)
 		}
 	case hasMsgs:
 		if err := field("messages", &row.Text); err != nil {
@@ -210,6 +236,8 @@ func (b *rowBuilder) parseLM(obj map[string]json.RawMessage, row *Row, field fun
 		if !row.Text.Conversational() {
 			return fmt.Errorf(`"messages" must be a list of messages`)
 		}
+	case key != DefaultTextField:
+		return fmt.Errorf(`missing %q (dataset_text_field) or "messages" (format %s)`, key, LanguageModeling)
 	default:
 		return fmt.Errorf(`missing "text" or "messages" (format %s)`, LanguageModeling)
 	}
@@ -303,9 +331,9 @@ func parseText(key string, raw json.RawMessage) (Text, error) {
 	return Text{Messages: msgs}, nil
 }
 
-func extraColumns(obj map[string]json.RawMessage, f Format) (map[string]any, error) {
+func extraColumns(obj map[string]json.RawMessage, keys []string) (map[string]any, error) {
 	own := map[string]bool{}
-	for _, k := range f.keys() {
+	for _, k := range keys {
 		own[k] = true
 	}
 	var cols map[string]any

@@ -141,11 +141,12 @@ type SFT struct {
 	PackingStrategy    string `yaml:"packing_strategy" enum:"bfd|wrapped" usage:"bfd: whole examples (cut to max_length) by best-fit decreasing, attention never crosses examples; wrapped: concatenate and cut every max_length tokens, attention spans the row"`
 	PaddingFree        bool   `yaml:"padding_free" usage:"accepted for TRL compatibility: posttrain's masks already give flash-attention's padding-free numbers, so it changes nothing"`
 	LossType           string `yaml:"loss_type" enum:"nll|dft" usage:"nll: negative log-likelihood of the scored tokens; dft: Dynamic Fine-Tuning (arXiv:2508.05629), each token's NLL weighted by its detached probability"`
+	DatasetTextField   string `yaml:"dataset_text_field" usage:"the column standard language-modelling rows are read from (conversational rows are always \"messages\"); as TRL v0.24, EOS is appended to these rows only when it is \"text\""`
 }
 
 // DefaultSFT returns SFTConfig's v0.24 defaults.
 func DefaultSFT() *SFT {
-	c := &SFT{Training: DefaultTraining(), MaxLength: 1024, PackingStrategy: "bfd", LossType: "nll"}
+	c := &SFT{Training: DefaultTraining(), MaxLength: 1024, PackingStrategy: "bfd", LossType: "nll", DatasetTextField: "text"}
 	c.LearningRate = 2e-5
 	return c
 }

@@ -24,7 +24,8 @@ func TestDefaults_MatchTRL(t *testing.T) {
 	}
 	methods := map[string]map[string]any{
 		"sft": {"learning_rate": 2e-5, "max_length": 1024, "completion_only_loss": (*bool)(nil), "assistant_only_loss": (*bool)(nil),
-			"packing": false, "packing_strategy": "bfd", "padding_free": false, "loss_type": "nll"},
+			"packing": false, "packing_strategy": "bfd", "padding_free": false, "loss_type": "nll",
+			"dataset_text_field": "text"},
 		"dpo": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": []string{"sigmoid"}, "loss_weights": []float64(nil),
 			"label_smoothing": 0.0, "discopop_tau": 0.05, "rpo_alpha": 0.0,
 			"reference_free": false, "f_divergence_type": "reverse_kl", "f_alpha_divergence_coef": 1.0, "ld_alpha": 0.0, "use_weighting": false,
@@ -261,6 +262,7 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 		{"sft", []string{"--packing", "--packing-strategy", "bfd_split"}, `packing_strategy (--packing-strategy) must be one of bfd, wrapped, got "bfd_split"`},
 		{"sft", []string{"--loss-type", "dpo"}, `loss_type (--loss-type) must be one of nll, dft, got "dpo"`},
 		{"sft", []string{"--loss-type", ""}, `loss_type (--loss-type) must be one of nll, dft, got ""`},
+		{"sft", []string{"--dataset-text-field", ""}, "dataset_text_field (--dataset-text-field) is empty: name the column of the text rows (TRL's default: text)"},
 		{"sft", []string{"--eval-strategy", "steps"}, "eval_strategy (--eval-strategy) steps needs an eval_dataset (--eval-dataset)"},
 		{"kto", []string{"--eval-strategy", "epoch"}, "eval_strategy (--eval-strategy) epoch needs an eval_dataset (--eval-dataset)"},
 		{"sft", []string{"--eval-on-start"}, "eval_on_start (--eval-on-start) needs an eval_dataset (--eval-dataset)"},

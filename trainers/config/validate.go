@@ -18,6 +18,9 @@ func (c *SFT) Validate() error {
 	if c.MaxLength < 1 {
 		return bad(c, "max_length", fmt.Sprintf("must be ≥ 1, got %d", c.MaxLength))
 	}
+	if c.DatasetTextField == "" {
+		return bad(c, "dataset_text_field", "is empty: name the column of the text rows (TRL's default: text)")
+	}
 	return nil
 }
 

@@ -71,6 +71,9 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 	if !ok {
 		return nil, fmt.Errorf("loss_type must be one of nll, dft, got %q", cfg.LossType)
 	}
+	if err := checkTextField(d, cfg); err != nil {
+		return nil, err
+	}
 	t := &Trainer{model: m, loss: loss}
 	var rows []data.Row
 	addEOS := false
@@ -81,7 +84,9 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows, addEOS = std.Rows, eos
+		// TRL v0.24's add_eos appends EOS to the literal "text" column only (and to completions), so
+		// text rows read from another dataset_text_field get none.
+		rows, addEOS = std.Rows, eos && (d.Format == data.PromptCompletion || textField(d) == data.DefaultTextField)
 	}
 	completionOnly := cfg.CompletionOnlyLoss == nil || *cfg.CompletionOnlyLoss
 	wrapped := cfg.Packing && cfg.PackingStrategy == "wrapped"
@@ -113,6 +118,28 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 		}
 	}
 	return t, nil
+}
+
+// textField is the column d's language-modelling rows were read from ("" = "text").
+func textField(d *data.Dataset) string {
+	if d.TextField == "" {
+		return data.DefaultTextField
+	}
+	return d.TextField
+}
+
+// checkTextField requires standard language-modelling rows to have been read from the column
+// dataset_text_field names (data.ReadFileWith with ReadOptions.TextField).
+func checkTextField(d *data.Dataset, cfg *config.SFT) error {
+	want := cfg.DatasetTextField
+	if want == "" {
+		want = data.DefaultTextField
+	}
+	if d.Format != data.LanguageModeling || d.Conversational || textField(d) == want {
+		return nil
+	}
+	return fmt.Errorf("%s: dataset_text_field is %q but the rows were read from %q (read the file with data.ReadFileWith and ReadOptions{TextField: %q})",
+		d.Path, want, textField(d), want)
 }
 
 func (t *Trainer) tokenize(f data.Format, r data.Row, addEOS, completionOnly, assistantOnly bool) (example, error) {
