@@ -30,6 +30,16 @@ type Model struct {
 	DType     dtypes.DType // compute dtype: Float32, or BFloat16 with float32 masters
 	Tokenizer *tokenizer.BPE
 	Template  *chat.Template // nil when the checkpoint has no chat template
+
+	// eos replaces the tokenizer's eos_token when set (SFT's eos_token, a cloned chat template);
+	// Save writes it into the output's tokenizer_config.json.
+	eos string
+	// template is set when the chat template was replaced (SFT's chat_template_path); Save writes
+	// its source into the output's tokenizer_config.json.
+	template string
+	// eosID ≥ 0 sets config.json's and generation_config.json's eos_token_id on Save, as TRL's
+	// clone_chat_template sets model.config and generation_config (-1: kept).
+	eosID int
 }
 
 // MasterScope holds the float32 master weights under bf16.
@@ -49,7 +59,7 @@ func LoadModel(dir string, bf16 bool) (*Model, error) {
 	if tok.VocabSize() > cfg.VocabSize {
 		return nil, fmt.Errorf("model %s: the tokenizer has %d tokens but the model's vocab_size is %d", dir, tok.VocabSize(), cfg.VocabSize)
 	}
-	m := &Model{Dir: dir, Config: cfg, Ctx: ctx, DType: dtypes.Float32, Tokenizer: tok}
+	m := &Model{Dir: dir, Config: cfg, Ctx: ctx, DType: dtypes.Float32, Tokenizer: tok, eosID: -1}
 	if m.Template, err = chat.Load(dir); err != nil && !errors.Is(err, fs.ErrNotExist) && !hasNoTemplate(dir) {
 		return nil, fmt.Errorf("model %s: %w", dir, err)
 	}
@@ -178,13 +188,33 @@ func (m *Model) Save(dir string) error {
 	if err != nil {
 		return err
 	}
-	return qwen2.WriteModel(dir, ctx, m.Config, qwen2.SaveOptions{DType: "F32", TokenizerPath: m.Dir, BaseDir: m.Dir})
+	opts := qwen2.SaveOptions{DType: "F32", TokenizerPath: m.Dir, BaseDir: m.Dir}
+	if m.eosID >= 0 {
+		gen, err := qwen2.ReadGenerationConfig(m.Dir)
+		if err != nil {
+			return err
+		}
+		if gen == nil {
+			gen = &qwen2.GenerationConfig{BOSTokenID: m.Config.BOSTokenID}
+		}
+		g := *gen
+		g.EOSTokenIDs = []int{m.eosID}
+		opts.Generation = &g
+	}
+	if err := qwen2.WriteModel(dir, ctx, m.Config, opts); err != nil {
+		return err
+	}
+	return m.saveTokenizerChanges(dir)
 }
 
-// EOS is the end-of-sequence token text from tokenizer_config.json ("<|im_end|>" for Qwen
-// instruct models), appended to standard (non-conversational) completions as TRL does.
+// EOS is the end-of-sequence token text: tokenizer_config.json's eos_token ("<|im_end|>" for Qwen
+// instruct models) or its replacement (SetEOSToken), appended to standard (non-conversational)
+// completions as TRL does.
 func (m *Model) EOS() (string, int, error) {
 	eos := m.Tokenizer.Config().EOSToken
+	if m.eos != "" {
+		eos = m.eos
+	}
 	if eos == "" {
 		return "", 0, errors.New("the tokenizer has no eos_token (tokenizer_config.json)")
 	}
@@ -193,6 +223,23 @@ func (m *Model) EOS() (string, int, error) {
 		return "", 0, fmt.Errorf("eos_token %q is not a token", eos)
 	}
 	return eos, id, nil
+}
+
+// SetEOSToken replaces the tokenizer's eos_token with tok, as TRL v0.24's SFTTrainer does for
+// SFTConfig.eos_token (tokenizer.eos_token_id = tokenizer.convert_tokens_to_ids(eos_token), an
+// error when that is None). tok must be a token of the vocabulary (a vocabulary or added token);
+// TRL's error is kept, naming the option. It is then what EOS returns, the chat template's
+// eos_token variable, and what Save writes as tokenizer_config.json's eos_token (TRL saves the
+// changed tokenizer); config.json and generation_config.json keep their ids, as in TRL.
+func (m *Model) SetEOSToken(tok string) error {
+	if _, ok := m.Tokenizer.TokenToID(tok); !ok {
+		return fmt.Errorf("eos_token %q is not in the vocabulary of the tokenizer of %s (TRL: \"Ensure that the `eos_token` exists in the vocabulary before using it as an EOS token\")", tok, m.Dir)
+	}
+	m.eos = tok
+	if m.Template != nil {
+		m.Template.Special["eos_token"] = tok
+	}
+	return nil
 }
 
 // Standard renders a conversational dataset with the model's chat template (TRL's

@@ -74,6 +74,9 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 	if err := checkTextField(d, cfg); err != nil {
 		return nil, err
 	}
+	if err := configureTokenizer(m, cfg); err != nil {
+		return nil, err
+	}
 	t := &Trainer{model: m, loss: loss}
 	var rows []data.Row
 	addEOS := false
@@ -118,6 +121,16 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 		}
 	}
 	return t, nil
+}
+
+// configureTokenizer applies SFTConfig's eos_token to the model's tokenizer, as TRL v0.24's
+// SFTTrainer.__init__ does before it prepares the data (idempotent: the eval set's New calls it
+// again on the same model).
+func configureTokenizer(m *loop.Model, cfg *config.SFT) error {
+	if cfg.EOSToken != "" {
+		return m.SetEOSToken(cfg.EOSToken)
+	}
+	return nil
 }
 
 // textField is the column d's language-modelling rows were read from ("" = "text").
