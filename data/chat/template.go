@@ -46,7 +46,19 @@ type Config struct {
 // Load reads the chat template of a tokenizer_config.json, of the one inside a model directory,
 // or of the one beside a tokenizer.json; a chat_template.jinja in the same directory wins. A
 // template named "default" is used when chat_template is a list of named templates.
-func Load(path string) (*Template, error) {
+func Load(path string) (*Template, error) { return load(path, "") }
+
+// LoadWithSource is Load with the template source src in place of the config's own (SFT's
+// chat_template_path): the special-token variables still come from path's tokenizer_config.json,
+// as transformers renders a template set on a tokenizer with that tokenizer's special tokens.
+func LoadWithSource(path, src string) (*Template, error) {
+	if src == "" {
+		return nil, errors.New("load chat template: empty template source")
+	}
+	return load(path, src)
+}
+
+func load(path, src string) (*Template, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "tokenizer_config.json")
 	} else if b := filepath.Base(path); b == "tokenizer.json" || b == "tokenizer.json.gz" {
@@ -62,12 +74,13 @@ func Load(path string) (*Template, error) {
 	}
 	// Newer transformers save the template beside the config as chat_template.jinja, which then
 	// takes precedence over the config's chat_template.
-	src, err := templateSource(c.ChatTemplate)
-	if jinja, jerr := os.ReadFile(filepath.Join(filepath.Dir(path), "chat_template.jinja")); jerr == nil {
-		src, err = string(jinja), nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load chat template %s: %w", path, err)
+	if src == "" {
+		if src, err = templateSource(c.ChatTemplate); err != nil && !hasJinja(path) {
+			return nil, fmt.Errorf("load chat template %s: %w", path, err)
+		}
+		if jinja, jerr := os.ReadFile(filepath.Join(filepath.Dir(path), "chat_template.jinja")); jerr == nil {
+			src = string(jinja)
+		}
 	}
 	special := map[string]string{}
 	for name, raw := range map[string]json.RawMessage{"bos_token": c.BOSToken, "eos_token": c.EOSToken,
@@ -93,6 +106,12 @@ func Load(path string) (*Template, error) {
 		t.Additional = append(t.Additional, tok)
 	}
 	return t, nil
+}
+
+// hasJinja reports whether a chat_template.jinja lies beside the config at path.
+func hasJinja(path string) bool {
+	_, err := os.Stat(filepath.Join(filepath.Dir(path), "chat_template.jinja"))
+	return err == nil
 }
 
 func templateSource(raw json.RawMessage) (string, error) {

@@ -25,7 +25,7 @@ func TestDefaults_MatchTRL(t *testing.T) {
 	methods := map[string]map[string]any{
 		"sft": {"learning_rate": 2e-5, "max_length": 1024, "completion_only_loss": (*bool)(nil), "assistant_only_loss": (*bool)(nil),
 			"packing": false, "packing_strategy": "bfd", "padding_free": false, "loss_type": "nll",
-			"dataset_text_field": "text", "eos_token": ""},
+			"dataset_text_field": "text", "eos_token": "", "chat_template_path": ""},
 		"dpo": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": []string{"sigmoid"}, "loss_weights": []float64(nil),
 			"label_smoothing": 0.0, "discopop_tau": 0.05, "rpo_alpha": 0.0,
 			"reference_free": false, "f_divergence_type": "reverse_kl", "f_alpha_divergence_coef": 1.0, "ld_alpha": 0.0, "use_weighting": false,

@@ -4,7 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
@@ -240,6 +245,95 @@ func (m *Model) SetEOSToken(tok string) error {
 		m.Template.Special["eos_token"] = tok
 	}
 	return nil
+}
+
+// SetChatTemplate replaces the chat template with the one at path, as TRL v0.24's SFTTrainer does
+// for SFTConfig.chat_template_path. A .jinja or .j2 file is the template itself and nothing else
+// changes (TRL sets processing_class.chat_template). A tokenizer directory (tokenizer_config.json,
+// or chat_template.jinja beside it) is TRL's clone_chat_template: its template, its added tokens
+// and its eos_token, which becomes this tokenizer's eos_token and config.json's and
+// generation_config.json's eos_token_id. TRL adds the source's tokens this vocabulary lacks and
+// resizes the embeddings; posttrain does not, so they are an error naming them, as are the tokens
+// written <|…|> in a template file (TRL leaves those to the user). Hub ids are not fetched.
+func (m *Model) SetChatTemplate(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("chat_template_path: %w (want a .jinja file or a tokenizer directory; Hub ids are not fetched)", err)
+	}
+	var src, eos string
+	var need []string
+	switch ext := filepath.Ext(path); {
+	case !st.IsDir() && (ext == ".jinja" || ext == ".j2"):
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("chat_template_path: %w", err)
+		}
+		src, need = string(raw), templateTokens(string(raw))
+	case st.IsDir():
+		if src, eos, need, err = cloneSource(path); err != nil {
+			return fmt.Errorf("chat_template_path %s: %w", path, err)
+		}
+	default:
+		return fmt.Errorf("chat_template_path %s: want a .jinja or .j2 template file or a tokenizer directory", path)
+	}
+	var missing []string
+	for _, tok := range need {
+		if _, ok := m.Tokenizer.TokenToID(tok); !ok && !slices.Contains(missing, tok) {
+			missing = append(missing, tok)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("chat_template_path %s: the template needs %s, which the vocabulary of %s lacks (TRL would add them and resize the embeddings; posttrain does not)",
+			path, strings.Join(missing, " "), m.Dir)
+	}
+	tpl, err := chat.LoadWithSource(m.Dir, src)
+	if err != nil {
+		return fmt.Errorf("chat_template_path %s: %w", path, err)
+	}
+	m.Template, m.template = tpl, src
+	if eos != "" {
+		id, _ := m.Tokenizer.TokenToID(eos)
+		m.eos, m.eosID, m.Config.EOSTokenIDs = eos, id, []int{id}
+	}
+	if m.eos != "" {
+		m.Template.Special["eos_token"] = m.eos
+	}
+	return nil
+}
+
+// cloneSource reads what clone_chat_template takes from a tokenizer directory: the chat template,
+// the eos_token, and the tokens the target needs (added tokens, by id, and the eos_token).
+func cloneSource(dir string) (src, eos string, need []string, err error) {
+	tpl, err := chat.Load(dir)
+	if err != nil {
+		return "", "", nil, err
+	}
+	cfg, err := tokenizer.LoadConfig(dir)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if cfg.EOSToken == "" {
+		return "", "", nil, errors.New("its tokenizer_config.json has no eos_token, which clone_chat_template makes the tokenizer's")
+	}
+	ids := slices.Sorted(maps.Keys(cfg.AddedTokensDecoder))
+	for _, id := range ids {
+		need = append(need, cfg.AddedTokensDecoder[id].Content)
+	}
+	return tpl.Source, cfg.EOSToken, append(need, cfg.EOSToken), nil
+}
+
+// specialPattern matches the special tokens a template writes as <|…|> (ChatML, Llama 3, Phi).
+var specialPattern = regexp.MustCompile(`<\|[^|<>\s'"]+\|>`)
+
+// templateTokens lists the <|…|> tokens written in a template source, in order of appearance.
+func templateTokens(src string) []string {
+	var out []string
+	for _, t := range specialPattern.FindAllString(src, -1) {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Standard renders a conversational dataset with the model's chat template (TRL's

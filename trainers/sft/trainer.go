@@ -81,6 +81,9 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 	var rows []data.Row
 	addEOS := false
 	if assistantOnly {
+		if m.Template == nil {
+			return nil, fmt.Errorf("%s: conversational data needs a chat template, and %s has none (set chat_template_path)", d.Path, m.Dir)
+		}
 		rows = d.Rows
 	} else {
 		std, eos, err := m.Standard(d)
@@ -123,12 +126,17 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 	return t, nil
 }
 
-// configureTokenizer applies SFTConfig's eos_token to the model's tokenizer, as TRL v0.24's
-// SFTTrainer.__init__ does before it prepares the data (idempotent: the eval set's New calls it
-// again on the same model).
+// configureTokenizer applies SFTConfig's eos_token, then chat_template_path, to the model's
+// tokenizer, in the order of TRL v0.24's SFTTrainer.__init__ (a cloned template's eos_token wins),
+// before the data is prepared. Idempotent: the eval set's New calls it again on the same model.
 func configureTokenizer(m *loop.Model, cfg *config.SFT) error {
 	if cfg.EOSToken != "" {
-		return m.SetEOSToken(cfg.EOSToken)
+		if err := m.SetEOSToken(cfg.EOSToken); err != nil {
+			return err
+		}
+	}
+	if cfg.ChatTemplatePath != "" {
+		return m.SetChatTemplate(cfg.ChatTemplatePath)
 	}
 	return nil
 }
