@@ -27,7 +27,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return loop.WithEvalData(train, &c.Training, func(d *data.Dataset) (loop.Method, error) {
+			return loop.WithEvalData(train, &c.Training, readOptions(c), func(d *data.Dataset) (loop.Method, error) {
 				return dpo.New(b, m, d, c)
 			})
 		}))

@@ -67,7 +67,7 @@ func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build tr
 	if err != nil {
 		return err
 	}
-	d, err := data.ReadFile(c.Dataset, data.FormatAuto)
+	d, err := data.ReadFileWith(c.Dataset, readOptions(cfg))
 	if err != nil {
 		return err
 	}
@@ -85,6 +85,15 @@ func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build tr
 	_, err = fmt.Fprintf(cmd.Root().Writer, "%s: %d steps; loss %.4g; model in %s, metrics in %s/metrics.jsonl\n",
 		cfg.Method(), res.Steps, res.Last.Metrics["loss"], c.OutputDir, c.OutputDir)
 	return err
+}
+
+// readOptions are how a method's dataset files are read: SFT's dataset_text_field names the column
+// of standard language-modelling rows; the other methods read with the defaults.
+func readOptions(cfg config.Config) data.ReadOptions {
+	if s, ok := cfg.(*config.SFT); ok {
+		return data.ReadOptions{TextField: s.DatasetTextField}
+	}
+	return data.ReadOptions{}
 }
 
 // progressWriter is where the progress bar goes: the error stream (a bar only on a terminal).

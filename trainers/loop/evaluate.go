@@ -179,11 +179,12 @@ func (t *trainer) evaluate() error {
 // or epoch, or eval_on_start), builds its Method with build (the same trainer constructor as the
 // training set's) and pairs it with train (WithEval). Otherwise it returns train as is: like
 // TRL's scripts, which pass no eval split with eval_strategy "no", the file is not even read.
-func WithEvalData(train Method, c *config.Training, build func(*data.Dataset) (Method, error)) (Method, error) {
+// read are the training set's reading options (SFT's dataset_text_field).
+func WithEvalData(train Method, c *config.Training, read data.ReadOptions, build func(*data.Dataset) (Method, error)) (Method, error) {
 	if c.EvalDataset == "" || !c.Evaluates() {
 		return train, nil
 	}
-	d, err := data.ReadFile(c.EvalDataset, data.FormatAuto)
+	d, err := data.ReadFileWith(c.EvalDataset, read)
 	if err != nil {
 		return nil, fmt.Errorf("eval_dataset: %w", err)
 	}
