@@ -8,15 +8,11 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
-	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
-	"github.com/posttrain/posttrain/trainers/step"
 )
 
 // direct computes, from the full logits [B,S,V] of rows under m's current weights, TRL's
@@ -24,21 +20,9 @@ import (
 // completion tokens' scoring logits and the vocabulary, in float64 on the host.
 func direct(t *testing.T, b backends.Backend, m *loop.Model, rows []loop.Encoded) (nll, meanLogits float64) {
 	t.Helper()
-	cfg := m.Config
-	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in []*Node) []*Node {
-		logits := qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, in[0], in[1], in[2])) // [B,S,V]: tiny V
-		return []*Node{logits, LogSoftmax(logits, -1)}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := loop.EncodedRows(rows)
-	outs, err := ev.Run(in.Inputs()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	z, lsm := step.Float64s(outs[0]), step.Float64s(outs[1])
-	s, v := len(in.IDs[0]), cfg.VocabSize
+	z, lsm := looptest.FullLogits(t, b, m, in.Inputs())
+	s, v := len(in.IDs[0]), m.Config.VocabSize
 	var sumNLL, nTok, sumZ, nZ float64
 	for b := range in.IDs {
 		for p := 1; p < s; p++ {
@@ -116,20 +100,9 @@ func TestDPO_RPOAndLogitsAtStepOne(t *testing.T) {
 // float64 on the host.
 func tokenLogProbs(t *testing.T, b backends.Backend, m *loop.Model, rows []loop.Encoded) (lp, scored [][]float64) {
 	t.Helper()
-	cfg := m.Config
-	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in []*Node) []*Node {
-		return []*Node{LogSoftmax(qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, in[0], in[1], in[2])), -1)}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := loop.EncodedRows(rows)
-	outs, err := ev.Run(in.Inputs()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lsm := step.Float64s(outs[0])
-	s, v := len(in.IDs[0]), cfg.VocabSize
+	_, lsm := looptest.FullLogits(t, b, m, in.Inputs())
+	s, v := len(in.IDs[0]), m.Config.VocabSize
 	for r := range in.IDs {
 		lp, scored = append(lp, make([]float64, s)), append(scored, make([]float64, s))
 		for p := 1; p < s; p++ {
@@ -230,20 +203,9 @@ func TestDPO_LDAlphaAtStepOne(t *testing.T) {
 // the completion tokens; then min(exp(w_chosen + w_rejected), 1) per pair.
 func wpoWeights(t *testing.T, b backends.Backend, m *loop.Model, rows []loop.Encoded) []float64 {
 	t.Helper()
-	cfg := m.Config
-	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in []*Node) []*Node {
-		return []*Node{LogSoftmax(qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, in[0], in[1], in[2])), -1)}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := loop.EncodedRows(rows)
-	outs, err := ev.Run(in.Inputs()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lsm := step.Float64s(outs[0])
-	s, v := len(in.IDs[0]), cfg.VocabSize
+	_, lsm := looptest.FullLogits(t, b, m, in.Inputs())
+	s, v := len(in.IDs[0]), m.Config.VocabSize
 	w := make([]float64, len(rows))
 	for r := range rows {
 		var sum, n float64

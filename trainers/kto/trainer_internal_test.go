@@ -9,14 +9,10 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
-	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
-	"github.com/posttrain/posttrain/trainers/step"
 )
 
 // The KL rows pair each prompt with the completion of the previous row of its chunk of
@@ -51,20 +47,9 @@ func TestNew_KLRowsShiftByOneInEachChunk(t *testing.T) {
 // under m's current weights, in float64 on the host.
 func logitSum(t *testing.T, b backends.Backend, m *loop.Model, r loop.Encoded) float64 {
 	t.Helper()
-	cfg := m.Config
-	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in []*Node) []*Node {
-		return []*Node{qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, in[0], in[1], in[2]))} // [1,S,V]: tiny V
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	outs, err := ev.Run(loop.EncodedRows([]loop.Encoded{r}).Inputs()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	z := step.Float64s(outs[0])
+	z, _ := looptest.FullLogits(t, b, m, loop.EncodedRows([]loop.Encoded{r}).Inputs())
 	sum := 0.0
-	for _, x := range z[:len(r.IDs)*cfg.VocabSize] { // the row's own positions, not the padding
+	for _, x := range z[:len(r.IDs)*m.Config.VocabSize] { // the row's own positions, not the padding
 		sum += x
 	}
 	return sum

@@ -6,15 +6,11 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
-	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
-	"github.com/posttrain/posttrain/trainers/step"
 )
 
 // directDFT computes, in float64 on the host from the full logits [B,S,V] of tr's examples idx
@@ -22,24 +18,13 @@ import (
 // Σ_{b,t} m_bt·(−p·log p) / Σ m_bt, and their NLL Σ m_bt·(−log p) / Σ m_bt.
 func directDFT(t *testing.T, b backends.Backend, m *loop.Model, tr *Trainer, idx []int) (dft, nll float64) {
 	t.Helper()
-	cfg := m.Config
-	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in []*Node) []*Node {
-		return []*Node{LogSoftmax(qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, in[0], in[1], in[2])), -1)}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	in, err := tr.Batch(idx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs, err := ev.Run(in...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lsm := step.Float64s(outs[0])
+	_, lsm := looptest.FullLogits(t, b, m, in)
 	ids, scored := in[0].([][]int32), in[3].([][]float32)
-	s, v := len(ids[0]), cfg.VocabSize
+	s, v := len(ids[0]), m.Config.VocabSize
 	var sumDFT, sumNLL, n float64
 	for r := range ids {
 		for p := 1; p < s; p++ {

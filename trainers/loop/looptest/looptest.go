@@ -9,14 +9,18 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/internal/tinymodel"
+	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/step"
 )
 
 // Model writes a tiny random checkpoint into a temporary directory and returns its path.
@@ -105,4 +109,25 @@ func Train(t testing.TB, m *loop.Model, method loop.Method, opts loop.Options) [
 		t.Fatal(err)
 	}
 	return recs
+}
+
+// FullLogits returns the full logits [B,S,V] (flat, float64) and their log-softmax for a batch
+// whose first three inputs are the ids, positions and attention mask (loop.Rows.Inputs' layout)
+// under m's current weights: the tests' outside reference for the trainers' chunked in-graph
+// reductions, affordable at the tiny model's vocabulary.
+func FullLogits(t testing.TB, b backends.Backend, m *loop.Model, inputs []any) (logits, logSoftmax []float64) {
+	t.Helper()
+	cfg := m.Config
+	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in []*Node) []*Node {
+		z := qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, in[0], in[1], in[2]))
+		return []*Node{z, LogSoftmax(z, -1)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := ev.Run(inputs[:3]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return step.Float64s(outs[0]), step.Float64s(outs[1])
 }
