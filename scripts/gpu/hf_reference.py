@@ -88,10 +88,11 @@ def eos_ids(model):
     return e if isinstance(e, list) else [e]
 
 
-def cmd_score(args):
-    model, dev, info = load(args)
-    model.eval()
-    with open(args.input) as f:
+def read_batch(path):
+    """A batch file (qwen2-tiny input format): ids, attention mask and HF position ids [B, S] (pads
+    at position 1), and each row's scored mask [B, S]: t >= max(1, completion_start) with tokens t
+    and t-1 real, the rule of `posttrain score`."""
+    with open(path) as f:
         batch = json.load(f)
     ids = torch.tensor(batch["input_ids"], dtype=torch.long)
     mask = torch.tensor(batch.get("attention_mask") or [[1] * len(r) for r in batch["input_ids"]], dtype=torch.long)
@@ -100,6 +101,19 @@ def cmd_score(args):
     starts = cs if isinstance(cs, list) else [cs] * rows
     pos = mask.cumsum(-1) - 1
     pos[mask == 0] = 1
+    scored = torch.zeros(rows, seq)
+    for r in range(rows):
+        for t in range(max(1, starts[r]), seq):
+            if mask[r, t] == 1 and mask[r, t - 1] == 1:
+                scored[r, t] = 1
+    return ids, mask, pos, scored
+
+
+def cmd_score(args):
+    model, dev, info = load(args)
+    model.eval()
+    ids, mask, pos, scored = read_batch(args.input)
+    rows, seq = ids.shape
     with torch.no_grad():
         out = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev))
         lsm = out.logits[:, :-1].float().log_softmax(-1)  # position t-1 scores token t
@@ -108,10 +122,9 @@ def cmd_score(args):
     total, count = 0.0, 0
     for r in range(rows):
         p, i, lp = [], [], []
-        for t in range(max(1, starts[r]), seq):
-            if mask[r, t] == 1 and mask[r, t - 1] == 1:
-                v = float(nxt[r, t - 1])
-                p.append(t), i.append(int(ids[r, t])), lp.append(v)
+        for t in range(1, seq):
+            if scored[r, t] == 1:
+                p.append(t), i.append(int(ids[r, t])), lp.append(float(nxt[r, t - 1]))
         res["token_positions"].append(p)
         res["token_ids"].append(i)
         res["token_logprobs"].append(lp)
@@ -217,20 +230,7 @@ def cmd_parity(args):
     uses HF Trainer's groups (no weight decay on biases and norm weights)."""
     model, dev, info = load(args)
     model.train()
-    with open(args.input) as f:
-        batch = json.load(f)
-    ids = torch.tensor(batch["input_ids"], dtype=torch.long)
-    mask = torch.tensor(batch.get("attention_mask") or [[1] * len(r) for r in batch["input_ids"]], dtype=torch.long)
-    rows, seq = ids.shape
-    cs = batch.get("completion_start", 0)
-    starts = cs if isinstance(cs, list) else [cs] * rows
-    pos = mask.cumsum(-1) - 1
-    pos[mask == 0] = 1
-    scored = torch.zeros(rows, seq)
-    for r in range(rows):
-        for t in range(max(1, starts[r]), seq):
-            if mask[r, t] == 1 and mask[r, t - 1] == 1:
-                scored[r, t] = 1
+    ids, mask, pos, scored = read_batch(args.input)
     n = int(scored.sum())
     ids, mask, pos, scored = ids.to(dev), mask.to(dev), pos.to(dev), scored.to(dev)
     named = list(model.named_parameters())
