@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/posttrain/posttrain/trainers/config"
 )
 
 // The GRPOConfig knobs reach the loss: delta selects the two-sided surrogate.
@@ -26,37 +28,28 @@ func TestGRPO_SampleOptionsCarryMinP(t *testing.T) {
 	}
 }
 
-// A repetition_penalty run draws other completions from the same seed, and the sampler's
-// log-probs (of the unpenalised tempered distribution) still agree with the trainer's.
-func TestGRPO_RepetitionPenaltyRun(t *testing.T) {
-	run := func(theta float64) StepInfo {
+// min_p and repetition_penalty reach the sampler: from the same seed they draw other completions,
+// and since the trainer scores under the whole tempered, unshaped distribution (as TRL), the
+// sampler's log-probs (of that distribution too) still agree with the trainer's.
+func TestGRPO_SamplerShapingRuns(t *testing.T) {
+	run := func(set func(*config.GRPO)) StepInfo {
 		c := tinyConfig(t)
-		c.RepetitionPenalty, c.Temperature = theta, 0.7
+		c.Temperature = 0.7
+		set(c)
 		return trainRun(t, c, countReward('c'), nil)[0]
 	}
-	off, on := run(1), run(3)
-	if d := on.Metrics["sampling/sampling_logp_difference/max"]; !(d < 1e-4) {
-		t.Errorf("max |sampling − training log-prob| = %g with a repetition penalty, want < 1e-4", d)
-	}
-	if reflect.DeepEqual(off.Rollout.Completions, on.Rollout.Completions) {
-		t.Error("repetition_penalty 3 drew the same completions as 1 with the same seed: not wired to the sampler")
-	}
-}
-
-// A min_p run trains: the sampler truncates, the trainer scores under the whole tempered
-// distribution, so the sampler's log-probs (full distribution too) still agree with the trainer's.
-func TestGRPO_MinPRunSamplingLogpsAgree(t *testing.T) {
-	run := func(minP float64) StepInfo {
-		c := tinyConfig(t)
-		c.MinP, c.Temperature = minP, 0.7
-		return trainRun(t, c, countReward('c'), nil)[0]
-	}
-	off, on := run(0), run(0.3)
-	if d := on.Metrics["sampling/sampling_logp_difference/max"]; !(d < 1e-4) {
-		t.Errorf("max |sampling − training log-prob| = %g with min_p, want < 1e-4", d)
-	}
-	if reflect.DeepEqual(off.Rollout.Completions, on.Rollout.Completions) {
-		t.Error("min_p 0.3 drew the same completions as min_p 0 with the same seed: not wired to the sampler")
+	off := run(func(*config.GRPO) {})
+	for name, set := range map[string]func(*config.GRPO){
+		"min_p 0.3":              func(c *config.GRPO) { c.MinP = 0.3 },
+		"repetition_penalty 3.0": func(c *config.GRPO) { c.RepetitionPenalty = 3 },
+	} {
+		on := run(set)
+		if d := on.Metrics["sampling/sampling_logp_difference/max"]; !(d < 1e-4) {
+			t.Errorf("%s: max |sampling − training log-prob| = %g, want < 1e-4", name, d)
+		}
+		if reflect.DeepEqual(off.Rollout.Completions, on.Rollout.Completions) {
+			t.Errorf("%s drew the same completions as the plain sampler with the same seed: not wired to it", name)
+		}
 	}
 }
 
