@@ -4,7 +4,8 @@ PKGS     := ./...
 BIN      := bin/posttrain
 export GOMLX_NO_AUTO_INSTALL := 1
 
-.PHONY: all build build-static run course demo test fmt-check vet unit bench clean
+.PHONY: all build build-static run course demo test fmt-check vet staticcheck unit bench clean
+STATICCHECK_VERSION := v0.8.2
 
 all: build
 
@@ -26,7 +27,7 @@ course:
 demo:
 	$(GO) run ./cmd/posttrain demo
 
-test: fmt-check vet unit gpu-check-cpu
+test: fmt-check vet staticcheck unit gpu-check-cpu
 
 # scripts/gpu-check.sh end to end on the CPU (pure-Go backend, tiny preset), so the GPU check cannot rot.
 .PHONY: gpu-check-cpu
@@ -41,6 +42,12 @@ vet:
 	$(GO) vet $(PKGS)
 	CGO_ENABLED=0 $(GO) vet -tags noxla $(PKGS)
 	$(GO) vet -tags hftokenizers $(PKGS)
+
+# staticcheck at a pinned version, installed from the module proxy into bin/ (settings: staticcheck.conf).
+staticcheck:
+	@test -x bin/staticcheck-$(STATICCHECK_VERSION) || GOBIN=$(CURDIR)/bin/sc $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@test -x bin/staticcheck-$(STATICCHECK_VERSION) || mv bin/sc/staticcheck bin/staticcheck-$(STATICCHECK_VERSION)
+	bin/staticcheck-$(STATICCHECK_VERSION) $(PKGS)
 
 unit:
 	$(GO) test -count=1 -timeout 45m $(PKGS)

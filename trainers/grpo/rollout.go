@@ -99,15 +99,6 @@ func (r *Rollout) batch(lo, hi, promptLen, completionLen int) (*Batch, error) {
 	return b, nil
 }
 
-// maxPromptLen is the longest prompt of the rollout.
-func (r *Rollout) maxPromptLen() int {
-	n := 0
-	for _, p := range r.Prompts {
-		n = max(n, len(p.IDs))
-	}
-	return n
-}
-
 // rows returns rows [lo,hi) of a [N][C] float32 table as a fresh [hi-lo][C] table, zeros when nil.
 func rows(t [][]float32, lo, hi, c int) [][]float32 {
 	out := make([][]float32, hi-lo)
