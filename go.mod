@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/daulet/tokenizers v1.24.0
 	github.com/gomlx/go-huggingface v0.3.1
+	github.com/gomlx/go-xla v0.1.4
 	github.com/gomlx/gomlx v0.26.0
 	github.com/nikolalohinski/gonja/v2 v2.9.1
 	github.com/urfave/cli/v3 v3.14.0
@@ -24,7 +25,6 @@ require (
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/gofrs/flock v0.13.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
-	github.com/gomlx/go-xla v0.1.4 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect

@@ -40,7 +40,7 @@ func init() {
 		Usage:  "measure decoding, SFT and GRPO steps on synthetic data (JSON on stdout; used by scripts/gpu-check.sh)",
 		Hidden: true,
 		Commands: []*cli.Command{
-			benchInputsCommand(), benchDecodeCommand(), benchSFTCommand(), benchGRPOCommand(), benchSampleCommand(), benchParityCommand(), benchReportCommand(),
+			benchBackendCommand(), benchInputsCommand(), benchDecodeCommand(), benchSFTCommand(), benchGRPOCommand(), benchSampleCommand(), benchParityCommand(), benchReportCommand(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {

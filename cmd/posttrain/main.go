@@ -11,8 +11,11 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/posttrain/posttrain/internal/backend"
 )
 
 // version is set with -ldflags "-X main.version=..." by release builds.
@@ -82,6 +85,8 @@ func main() {
 
 // run executes the CLI and returns the process exit status; errors are printed as one line.
 func run(args []string, stdout, stderr *os.File) int {
+	t0 := time.Now()
+	defer writeCompileReport(stderr, t0)
 	app := newApp()
 	app.Writer, app.ErrWriter = stdout, stderr
 	err := app.Run(context.Background(), args)
@@ -95,4 +100,21 @@ func run(args []string, stdout, stderr *os.File) int {
 		return 2
 	}
 	return 1
+}
+
+// CompileReportEnv names a file that receives, when the command ends, the process's graph
+// compilations and the time spent in them beside the wall time (scripts/gpu-check.sh reports
+// compile time apart from run time with it).
+const CompileReportEnv = "POSTTRAIN_COMPILE_REPORT"
+
+func writeCompileReport(stderr *os.File, t0 time.Time) {
+	path := os.Getenv(CompileReportEnv)
+	if path == "" {
+		return
+	}
+	c := backend.Compiled()
+	line := fmt.Sprintf("{\"graphs\": %d, \"compile_s\": %.3f, \"wall_s\": %.3f}\n", c.Graphs, c.Time.Seconds(), time.Since(t0).Seconds())
+	if err := os.WriteFile(path, []byte(line), 0o644); err != nil {
+		fmt.Fprintf(stderr, "posttrain: $%s: %v\n", CompileReportEnv, err)
+	}
 }

@@ -1,9 +1,14 @@
 package backend
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/graph"
 )
 
 func TestResolve(t *testing.T) {
@@ -25,6 +30,7 @@ func TestResolve(t *testing.T) {
 }
 
 func TestNewGoBackendKeepsStdoutClean(t *testing.T) {
+	saved := os.Stdout
 	b, err := New(Default)
 	if err != nil {
 		t.Fatal(err)
@@ -33,11 +39,81 @@ func TestNewGoBackendKeepsStdoutClean(t *testing.T) {
 	if b.Name() == "" {
 		t.Fatal("backend has no name")
 	}
+	if os.Stdout != saved {
+		t.Fatal("stdout not restored")
+	}
 }
 
 func TestNewRejectsUnknown(t *testing.T) {
 	_, err := New("tpu:v5")
 	if err == nil || !strings.Contains(err.Error(), "valid:") {
 		t.Fatalf("want an error listing valid backends, got %v", err)
+	}
+}
+
+// A constructor that panics or fails must leave stdout restored and the lock free: a second
+// backend in the same process is created at once (it used to wait forever on the lock).
+func TestCreateRestoresStdoutAndUnlocksOnEveryPath(t *testing.T) {
+	saved := os.Stdout
+	for name, construct := range map[string]func(string) (backends.Backend, error){
+		"panic": func(string) (backends.Backend, error) { panic("plugin exploded") },
+		"error": func(string) (backends.Backend, error) { return nil, errors.New("no device") },
+		"nil":   func(string) (backends.Backend, error) { return nil, nil },
+	} {
+		_, err := create("fake:"+name, construct)
+		if err == nil || !strings.Contains(err.Error(), `backend "fake:`+name+`"`) {
+			t.Errorf("%s: want an error naming the backend, got %v", name, err)
+		}
+		if os.Stdout != saved {
+			t.Fatalf("%s: stdout left redirected", name)
+		}
+		done := make(chan error, 1)
+		go func() {
+			b, err := New(Default)
+			if err == nil {
+				b.Finalize()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: second backend: %v", name, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: a second backend.New blocks: the lock was not released", name)
+		}
+	}
+}
+
+// Every compilation through a backend from New is counted once, with its time; a shape already
+// compiled is not compiled again.
+func TestCompiledCountsCompilations(t *testing.T) {
+	b := MustNew(Default)
+	defer b.Finalize()
+	exec, err := graph.NewExec(b, func(x *graph.Node) *graph.Node { return graph.MulScalar(x, 2) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := Compiled()
+	run := func(n int) {
+		x := make([]float32, n)
+		if _, err := exec.Exec(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(3)
+	run(3)
+	mid := Compiled()
+	run(5)
+	after := Compiled()
+	if mid.Graphs-before.Graphs != 1 || after.Graphs-mid.Graphs != 1 {
+		t.Fatalf("compilations: %d for two runs of one shape, %d for a new shape; want 1 and 1", mid.Graphs-before.Graphs, after.Graphs-mid.Graphs)
+	}
+	if after.Time <= before.Time {
+		t.Fatalf("compile time did not grow: %v → %v", before.Time, after.Time)
+	}
+	if Unwrap(b) == b {
+		t.Fatal("Unwrap returned the counting wrapper")
 	}
 }

@@ -2,4 +2,28 @@
 
 package backend
 
+import "errors"
+
 const xlaCompiled = false
+
+// ClientAPI is empty: this binary has no PJRT client.
+var ClientAPI = "none (built without XLA)"
+
+// PluginInfo is what CheckPlugin learned about the PJRT plugin of an XLA configuration.
+type PluginInfo struct {
+	Name, Path   string
+	Major, Minor int
+	API          string
+}
+
+// CheckPlugin fails: this binary has no XLA backend.
+func CheckPlugin(config string) (PluginInfo, error) {
+	return PluginInfo{}, errors.New("backend " + config + ": this binary was built without XLA")
+}
+
+// PluginAttributes is nil: this binary has no XLA backend.
+func PluginAttributes(string) map[string]any { return nil }
+
+// AutoInstallAllowed says whether $POSTTRAIN_XLA_AUTO_INSTALL lets GoMLX download PJRT plugins.
+// AutoInstallAllowed is false: this binary has no XLA backend.
+func AutoInstallAllowed() bool { return false }

@@ -1,0 +1,135 @@
+//go:build !noxla
+
+package backend
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The client's API version constants are go-xla's header's.
+func TestClientAPIMatchesHeader(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/gomlx/go-xla").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	h, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "pkg", "pjrt", "pjrt_c_api.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"PJRT_API_MAJOR": ClientAPIMajor, "PJRT_API_MINOR": ClientAPIMinor} {
+		m := regexp.MustCompile(`#define ` + name + ` (\d+)`).FindSubmatch(h)
+		if m == nil || string(m[1]) != fmt.Sprint(want) {
+			t.Errorf("%s: header says %q, the constant is %d", name, m, want)
+		}
+	}
+}
+
+// fakePlugin compiles a shared library exporting GetPjrtApi with the given API version (or, with
+// major < 0, no GetPjrtApi at all) and returns its path.
+func fakePlugin(t *testing.T, major, minor int) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "plugin.c")
+	code := "int not_pjrt(void) { return 0; }\n"
+	if major >= 0 {
+		code = fmt.Sprintf(`#include <stddef.h>
+typedef struct { size_t struct_size; void* ext; int major; int minor; } v;
+typedef struct { size_t struct_size; void* ext; v version; } api;
+static api the_api = { sizeof(api), 0, { sizeof(v), 0, %d, %d } };
+const api* GetPjrtApi(void) { return &the_api; }
+`, major, minor)
+	}
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	so := filepath.Join(dir, "pjrt_c_api_fake_plugin.so")
+	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", so, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return so
+}
+
+func TestCheckPluginReadsTheAPIVersion(t *testing.T) {
+	for _, c := range []struct{ major, minor int }{{0, 83}, {0, 97}, {0, 60}} {
+		so := fakePlugin(t, c.major, c.minor)
+		info, err := CheckPlugin("xla:" + so + ",noshared_buffers")
+		if err != nil {
+			t.Fatalf("%d.%d: %v", c.major, c.minor, err)
+		}
+		if want := fmt.Sprintf("%d.%d", c.major, c.minor); info.API != want || info.Path != so {
+			t.Errorf("CheckPlugin = %+v, want API %s at %s", info, want, so)
+		}
+	}
+}
+
+// A plugin of another major version is refused before the client touches it, in one line naming
+// both versions (New too: it never reaches the plugin's functions, which this fake lacks).
+func TestIncompatiblePluginNamesBothVersions(t *testing.T) {
+	so := fakePlugin(t, 1, 2)
+	for _, f := range []func() error{
+		func() error { _, err := CheckPlugin("xla:" + so); return err },
+		func() error { _, err := New("xla:" + so); return err },
+	} {
+		err := f()
+		if err == nil {
+			t.Fatal("a plugin of API 1.2 was accepted")
+		}
+		msg := err.Error()
+		for _, want := range []string{"1.2", fmt.Sprintf("%d.%d", ClientAPIMajor, ClientAPIMinor), so} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("error %q does not name %q", msg, want)
+			}
+		}
+		if strings.Contains(msg, "\n") {
+			t.Errorf("error is not one line: %q", msg)
+		}
+	}
+}
+
+func TestCheckPluginBadFiles(t *testing.T) {
+	notPJRT := fakePlugin(t, -1, 0)
+	garbage := filepath.Join(t.TempDir(), "garbage.so")
+	if err := os.WriteFile(garbage, []byte("not an ELF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		notPJRT:                  "exports no GetPjrtApi",
+		garbage:                  "cannot load PJRT plugin",
+		"/nonexistent/plugin.so": "no such file",
+		t.TempDir():              "is a directory",
+	} {
+		_, err := New("xla:" + path)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("New(xla:%s) = %v, want an error containing %q", path, err, want)
+		}
+	}
+}
+
+// A plugin named (not a path) that is not installed is an error saying how to proceed; GoMLX's
+// network auto-install is not attempted.
+func TestNamedPluginNotFoundDoesNotInstall(t *testing.T) {
+	if AutoInstallAllowed() {
+		t.Skipf("$%s allows auto-install", AutoInstallEnv)
+	}
+	_, err := New("xla:nosuchplatform")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`no PJRT plugin named "nosuchplatform"`, AutoInstallEnv, "xla:/"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "auto-install") && !strings.Contains(err.Error(), AutoInstallEnv) {
+		t.Errorf("GoMLX tried to auto-install: %v", err)
+	}
+}
