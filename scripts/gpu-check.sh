@@ -1,31 +1,53 @@
 #!/usr/bin/env bash
-# gpu-check.sh — prove and measure posttrain's GPU path in one short run (designed for < 8 minutes
-# on one H200), or the same stages end to end on a CPU with --cpu (tiny model, pure-Go backend).
+# gpu-check.sh — prove and measure posttrain's GPU path in one short run on one H200, or rehearse
+# the same on a CPU.
 #
-#   scripts/gpu-check.sh            GPU box: XLA backend through the CUDA PJRT plugin found on the
-#                                   machine (JAX's jax_plugins/xla_cuda*/xla_cuda_plugin.so), model
-#                                   of exactly Qwen2.5-0.5B's shape, full workloads
-#   scripts/gpu-check.sh --cpu      CPU: --backend go, preset tiny, tiny workloads (make gpu-check-cpu)
+#   scripts/gpu-check.sh             GPU box: XLA backend through the CUDA PJRT plugin found on the
+#                                    machine (JAX's jax_plugins/xla_cuda*/xla_cuda_plugin.so), model
+#                                    of exactly Qwen2.5-0.5B's shape, full workloads
+#   scripts/gpu-check.sh --rehearse  the GPU branch on a CPU: the same stages, argument lists, bf16
+#                                    bench paths and environment, with --backend go, the tiny preset
+#                                    and tiny sizes (make gpu-check-cpu)
+#   scripts/gpu-check.sh --cpu       the CPU shapes: float32 bench paths, tiny sizes (make gpu-check-cpu)
 #
-# Options: --cpu, --bin PATH (default bin/posttrain), --out DIR (default $OUT, else out/gpu-check),
-# --budget SECONDS (whole run), --keep (keep the work directory). Every size below can be set from
-# the environment (PRESET, BACKEND, BENCH_DTYPE, DECODE_BATCH, SFT_BATCH, ...; see "Settings"), and
-# ONLY=REGEX runs only the stages whose names match (the others are recorded as skipped).
+# Options: --cpu, --rehearse, --bin PATH (default bin/posttrain), --out DIR (default $OUT, else
+# out/gpu-check), --budget SECONDS (whole run), --keep (keep the work directory). Every size below
+# can be set from the environment (PRESET, BACKEND, BENCH_DTYPE, DECODE_BATCH, SFT_BATCH, ...; see
+# "Settings"). ONLY=REGEX runs only the stages whose names match (the others are recorded as
+# skipped; `backend` and `probe` always run), or a preset: ONLY=@first (correctness: the backend,
+# the sampler, log-probs and training parity against transformers), @speed (throughput side by
+# side), @trainers (the real sft and grpo commands), @go (every posttrain stage, no PyTorch).
+# SITE_PACKAGES=DIR[:DIR] searches those directories for the CUDA plugin instead of python3's
+# sys.path; PJRT_CUDA_PLUGIN=/abs/path.so or BACKEND=... skips the search.
 #
-# It needs a posttrain binary built with cgo (the XLA backend in): `go build -o bin/posttrain
-# ./cmd/posttrain`; nothing is downloaded (GOMLX_NO_AUTO_INSTALL=1). The PyTorch + transformers
-# side (scripts/gpu/hf_reference.py) runs where `python3 -c 'import torch, transformers'` works and
-# is recorded as skipped elsewhere.
+# It needs a posttrain binary built with cgo (the XLA backend in): `make build`; nothing is
+# downloaded (GoMLX's auto-install stays off). The PyTorch + transformers side
+# (scripts/gpu/hf_reference.py) runs where `python3 -c 'import torch, transformers'` works and is
+# recorded as skipped elsewhere.
 #
-# Stages run one after another, each under its own timeout and within the whole run's budget; a
-# stage that fails or times out is recorded and the run goes on (stages that need it are skipped).
-# Results: $OUT/report.json (every stage's status and JSON output, the log-prob check, throughput
-# side by side), $OUT/summary.txt (printed at the end) and $OUT/gpu-check.log (all stderr).
-# Exit status: 0 when every stage that ran passed, 1 otherwise, 2 on a usage error.
+# Order: `backend` first (plugin path, its PJRT C API version and the client's, the CUDA data
+# directory with its nvvm/libdevice, a client created and one small graph compiled with XLA's
+# warnings visible), then `probe` (the tiny fixture scored). If either fails, nothing else runs and
+# summary.txt says why. Then every posttrain (Go) stage, then every PyTorch stage. Each stage runs
+# under its own timeout within the whole run's budget; a later stage that fails or times out is
+# recorded and the run goes on (stages that need it are skipped). Go stages report their XLA
+# compile time apart from run time (POSTTRAIN_COMPILE_REPORT).
+#
+# Time limits assume XLA compile times on the H200 box (16 cores), not measured yet: a forward
+# graph of the 24-layer 0.5B model ~20-40 s, a forward+backward+AdamW graph ~40-90 s, a decode step
+# ~10-30 s, the tiny fixture's graphs ~1-2 s each. A stage's limit is its graphs' compile time at
+# the high end plus its run time; see T_* below. The default budget (420 s) leaves a 15-minute
+# device lease room for the machine's start and a second, shorter try.
+#
+# Results: $OUT/report.json (every stage's status, compile and run time and JSON output, the
+# log-prob check, throughput side by side), $OUT/summary.txt (printed at the end) and
+# $OUT/gpu-check.log (all stderr). Exit status: 0 when every stage that ran passed, 1 otherwise,
+# 2 on a usage error.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MODE=gpu
+REHEARSE=0
 BIN=${POSTTRAIN_BIN:-$ROOT/bin/posttrain}
 OUT_DIR=${OUT:-$ROOT/out/gpu-check}
 BUDGET=${BUDGET:-}
@@ -34,6 +56,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --cpu) MODE=cpu ;;
     --gpu) MODE=gpu ;;
+    --rehearse) MODE=gpu; REHEARSE=1 ;;
     --bin) BIN=$2; shift ;;
     --out) OUT_DIR=$2; shift ;;
     --budget) BUDGET=$2; shift ;;
@@ -46,11 +69,20 @@ done
 case $BIN in /*) ;; *) BIN=$PWD/$BIN ;; esac
 case $OUT_DIR in /*) ;; *) OUT_DIR=$PWD/$OUT_DIR ;; esac
 if [ ! -x "$BIN" ]; then
-  echo "gpu-check: no posttrain binary at $BIN; build it first: go build -o bin/posttrain ./cmd/posttrain" >&2
+  echo "gpu-check: no posttrain binary at $BIN; build it first: make build" >&2
   exit 2
 fi
+case ${ONLY:-} in
+  "") ;;
+  @first) ONLY='^(sample|init|inputs|score_.*|parity_.*)$' ;;
+  @speed) ONLY='^(init|sft_.*|grpo_.*|decode_.*)$' ;;
+  @trainers) ONLY='^(init|trainer_.*)$' ;;
+  @go) ONLY='^(sample|init|inputs|.*_go.*|trainer_.*)$' ;;
+  @*) echo "gpu-check: unknown ONLY preset ${ONLY} (valid: @first, @speed, @trainers, @go, or a regular expression)" >&2; exit 2 ;;
+esac
 
 # ---- Settings (environment overrides the mode's default) ----
+# The stages' argument lists below are the same in every mode; only these values differ.
 if [ "$MODE" = cpu ]; then
   : "${PRESET:=tiny}" "${BACKEND:=go}" "${BENCH_DTYPE:=float32}" "${BUDGET:=300}"
   : "${SCORE_ROWS:=4}" "${SCORE_LEN:=32}"
@@ -59,27 +91,39 @@ if [ "$MODE" = cpu ]; then
   : "${GRPO_PROMPTS:=2}" "${GRPO_GENS:=4}" "${GRPO_PROMPT:=8}" "${GRPO_NEW:=8}" "${GRPO_MICRO:=4}"
   : "${PEAK_TFLOPS:=0}" "${TOL_PROBE:=1e-4}" "${TOL_F32:=2e-3}" "${TOL_BF16:=0.15}"
   : "${TOKENIZER:=$ROOT/internal/tinymodel/files}"
-  : "${TRAINER_SFT_ARGS:=--max-steps 3 --per-device-train-batch-size 8}"
-  : "${TRAINER_GRPO_ARGS:=--bf16 --max-steps 2 --per-device-train-batch-size 8 --num-generations 4 --max-completion-length 8}"
-  : "${T_PROBE:=60}" "${T_INIT:=60}" "${T_SCORE:=60}" "${T_HF_SCORE:=120}" "${T_DECODE:=60}" "${T_SFT:=60}" "${T_GRPO:=60}" "${T_HF_BENCH:=120}" "${T_TRAINER:=60}"
+  : "${TRAIN_DTYPE_FLAG:=}" "${TRAIN_SFT_STEPS:=3}" "${TRAIN_SFT_BATCH:=8}" "${TRAIN_SFT_LEN:=256}"
+  : "${TRAIN_GRPO_STEPS:=2}" "${TRAIN_GRPO_BATCH:=8}" "${TRAIN_GRPO_GA:=1}" "${TRAIN_GRPO_GENS:=4}" "${TRAIN_GRPO_NEW:=8}"
+  : "${T_BACKEND:=60}" "${T_PROBE:=60}" "${T_SAMPLE:=60}" "${T_INIT:=60}" "${T_SCORE:=60}" "${T_PARITY:=60}" "${T_SFT:=60}" "${T_GRPO:=60}"
+  : "${T_DECODE:=60}" "${T_TRAINER:=60}" "${T_HF_SCORE:=120}" "${T_HF_BENCH:=120}"
 else
-  : "${PRESET:=qwen2.5-0.5b}" "${BACKEND:=}" "${BENCH_DTYPE:=bfloat16}" "${BUDGET:=450}"
+  if [ "$REHEARSE" = 1 ]; then # the GPU branch at tiny sizes on the pure-Go backend
+    : "${PRESET:=tiny}" "${BACKEND:=go}" "${BUDGET:=300}" "${TOKENIZER:=$ROOT/internal/tinymodel/files}"
+    : "${SCORE_ROWS:=4}" "${SCORE_LEN:=32}"
+    : "${DECODE_BATCH:=1,4}" "${DECODE_PROMPT:=8}" "${DECODE_NEW:=8}"
+    : "${SFT_BATCH:=2}" "${SFT_LEN:=32}" "${SFT_STEPS:=2}"
+    : "${GRPO_PROMPTS:=2}" "${GRPO_GENS:=4}" "${GRPO_PROMPT:=8}" "${GRPO_NEW:=8}" "${GRPO_MICRO:=4}"
+    : "${TRAIN_SFT_STEPS:=2}" "${TRAIN_SFT_BATCH:=4}" "${TRAIN_SFT_LEN:=256}"
+    : "${TRAIN_GRPO_STEPS:=2}" "${TRAIN_GRPO_BATCH:=4}" "${TRAIN_GRPO_GA:=2}" "${TRAIN_GRPO_GENS:=4}" "${TRAIN_GRPO_NEW:=8}"
+  fi
+  : "${PRESET:=qwen2.5-0.5b}" "${BACKEND:=}" "${BENCH_DTYPE:=bfloat16}" "${BUDGET:=420}"
   : "${SCORE_ROWS:=4}" "${SCORE_LEN:=128}"
   : "${DECODE_BATCH:=1,64,256}" "${DECODE_PROMPT:=64}" "${DECODE_NEW:=64}"
   : "${SFT_BATCH:=8}" "${SFT_LEN:=512}" "${SFT_STEPS:=3}"
   : "${GRPO_PROMPTS:=64}" "${GRPO_GENS:=8}" "${GRPO_PROMPT:=64}" "${GRPO_NEW:=64}" "${GRPO_MICRO:=64}"
   # H200 dense bf16 matrix product as measured on this workplace's machines (device/KINDS.md).
-  if [ "$BENCH_DTYPE" = bfloat16 ]; then : "${PEAK_TFLOPS:=790}"; else : "${PEAK_TFLOPS:=0}"; fi
+  if [ "$BENCH_DTYPE" = bfloat16 ] && [ "$REHEARSE" = 0 ]; then : "${PEAK_TFLOPS:=790}"; else : "${PEAK_TFLOPS:=0}"; fi
   # XLA may run float32 matrix products in TF32 on tensor cores (~1e-3 relative) unless the NVIDIA
   # libraries honour NVIDIA_TF32_OVERRIDE=0 (set for the float32 checks below): tolerances allow it,
   # and the report's max |Δ| shows which one ran (~1e-6 full float32, ~1e-3 TF32).
   : "${TOL_PROBE:=2e-3}" "${TOL_F32:=5e-3}" "${TOL_BF16:=0.15}"
-  # The real trainers (optional, last), both in bf16 with float32 masters; GRPO at 64 prompts × 8
-  # completions × 64 tokens per step in 8 accumulated micro-batches of 64.
   : "${TOKENIZER:=$ROOT/data/tokenizer/testdata}"
-  : "${TRAINER_SFT_ARGS:=--bf16 --max-steps 5 --per-device-train-batch-size 8 --max-length 512}"
-  : "${TRAINER_GRPO_ARGS:=--bf16 --max-steps 2 --per-device-train-batch-size 64 --gradient-accumulation-steps 8 --num-generations 8 --max-completion-length 64}"
-  : "${T_PROBE:=90}" "${T_INIT:=90}" "${T_SCORE:=90}" "${T_HF_SCORE:=120}" "${T_DECODE:=90}" "${T_SFT:=120}" "${T_GRPO:=180}" "${T_HF_BENCH:=120}" "${T_TRAINER:=180}"
+  # The real trainers, both in bf16 with float32 masters; GRPO at 64 prompts × 8 completions × 64
+  # tokens per step in 8 accumulated micro-batches of 64.
+  : "${TRAIN_DTYPE_FLAG:=--bf16}" "${TRAIN_SFT_STEPS:=5}" "${TRAIN_SFT_BATCH:=8}" "${TRAIN_SFT_LEN:=512}"
+  : "${TRAIN_GRPO_STEPS:=2}" "${TRAIN_GRPO_BATCH:=64}" "${TRAIN_GRPO_GA:=8}" "${TRAIN_GRPO_GENS:=8}" "${TRAIN_GRPO_NEW:=64}"
+  # Limits: compile time at the high end of the assumption above plus run time (see the header).
+  : "${T_BACKEND:=60}" "${T_PROBE:=60}" "${T_SAMPLE:=120}" "${T_INIT:=60}" "${T_SCORE:=90}" "${T_PARITY:=60}"
+  : "${T_SFT:=180}" "${T_GRPO:=240}" "${T_DECODE:=120}" "${T_TRAINER:=240}" "${T_HF_SCORE:=120}" "${T_HF_BENCH:=150}"
 fi
 SEED=${SEED:-1}
 PARITY_STEPS=${PARITY_STEPS:-5}
@@ -96,21 +140,32 @@ STAGES=$WORK/stages.jsonl
 : >"$LOG"
 : >"$STAGES"
 declare -A STATUS=()
-INFO=(--info "mode=$MODE" --info "preset=$PRESET" --info "bench_dtype=$BENCH_DTYPE" --info "seed=$SEED"
+MODE_NAME=$MODE
+[ "$REHEARSE" = 1 ] && MODE_NAME=gpu-rehearsal
+INFO=(--info "mode=$MODE_NAME" --info "preset=$PRESET" --info "bench_dtype=$BENCH_DTYPE" --info "seed=$SEED"
       --info "posttrain=$("$BIN" --version 2>/dev/null | head -1)" --info "host=$(hostname 2>/dev/null || echo unknown)"
-      --info "started_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)")
+      --info "started_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)" --info "budget_s=$BUDGET" --info "only=${ONLY:-all}")
+[ -d "$ROOT/.git" ] && INFO+=(--info "commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)")
 
 log() { echo "gpu-check: $*" | tee -a "$LOG" >&2; }
 
-# record NAME STATUS RC SECONDS RESULT NOTE — one JSON line per stage (NOTE: quotes are replaced).
+# record NAME STATUS RC SECONDS RESULT NOTE [COMPILE_FILE] — one JSON line per stage (NOTE: quotes
+# are replaced); COMPILE_FILE is the stage's POSTTRAIN_COMPILE_REPORT ({graphs, compile_s, wall_s}).
 record() {
-  local note=${6//[\"\\]/\'}
+  local note=${6//[\"\\]/\'} compile=null graphs=null
   note=${note//$'\n'/ }
   note=${note//$'\t'/ }
-  printf '{"name":"%s","status":"%s","rc":%d,"seconds":%s,"result":"%s","note":"%s"}\n' \
-    "$1" "$2" "$3" "$4" "$5" "$note" >>"$STAGES"
+  if [ -n "${7:-}" ] && [ -s "$7" ]; then
+    compile=$(sed -n 's/.*"compile_s": *\([0-9.]*\).*/\1/p' "$7")
+    graphs=$(sed -n 's/.*"graphs": *\([0-9]*\).*/\1/p' "$7")
+    : "${compile:=null}" "${graphs:=null}"
+  fi
+  printf '{"name":"%s","status":"%s","rc":%d,"seconds":%s,"compile_s":%s,"graphs":%s,"result":"%s","note":"%s"}\n' \
+    "$1" "$2" "$3" "$4" "$compile" "$graphs" "$5" "$note" >>"$STAGES"
   STATUS[$1]=$2
-  printf 'gpu-check: %-18s %-8s %6ss %s\n' "$1" "$2" "$4" "$6" >&2
+  local c=""
+  [ "$compile" != null ] && c=" (compile ${compile}s, ${graphs} graphs)"
+  printf 'gpu-check: %-18s %-8s %6ss%s %s\n' "$1" "$2" "$4" "$c" "$6" >&2
 }
 
 # needs NAME DEP... — true when every DEP passed, else records NAME as skipped.
@@ -127,11 +182,12 @@ needs() {
 
 # stage NAME LIMIT KIND CMD... — runs CMD under min(LIMIT, time left), stdout to $WORK/NAME.out,
 # stderr to the log; KIND json: stdout is the stage's JSON result; jsonl:FILE: FILE (JSON lines,
-# e.g. a trainer's metrics.jsonl) is; text: no result.
+# e.g. a trainer's metrics.jsonl) is; text: no result. posttrain writes its compile time to
+# $WORK/NAME.compile.json.
 stage() {
   local name=$1 limit=$2 kind=$3 left rc=0 t0 t1 secs result=""
   shift 3
-  if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then
+  if [ -n "${ONLY:-}" ] && [ "$name" != backend ] && [ "$name" != probe ] && ! [[ $name =~ $ONLY ]]; then
     record "$name" skipped 0 0 "" "not selected (ONLY=$ONLY)"
     return 0
   fi
@@ -142,8 +198,10 @@ stage() {
   fi
   [ "$limit" -gt "$left" ] && limit=$left
   printf '\n== %s (limit %ss): %s\n' "$name" "$limit" "$*" >>"$LOG"
+  local creport=$WORK/$name.compile.json
+  rm -f "$creport"
   t0=$(date +%s.%N)
-  timeout -k 15 "$limit" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+  POSTTRAIN_COMPILE_REPORT=$creport timeout -k 15 "$limit" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
   t1=$(date +%s.%N)
   cat "$WORK/$name.err" >>"$LOG"
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
@@ -155,38 +213,54 @@ stage() {
     fi
   fi
   if [ "$rc" -eq 0 ]; then
-    record "$name" ok 0 "$secs" "$result" ""
+    record "$name" ok 0 "$secs" "$result" "" "$creport"
   elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    record "$name" timeout "$rc" "$secs" "" "no result within ${limit}s"
+    record "$name" timeout "$rc" "$secs" "" "no result within ${limit}s" "$creport"
     tail -n 5 "$WORK/$name.err" | sed 's/^/    /' >&2
   else
     local last
     last=$(grep -v '^[[:space:]]*$' "$WORK/$name.err" | tail -n 1 || true)
     [ "${#last}" -gt 400 ] && last="${last:0:180} … ${last: -200}"
-    record "$name" failed "$rc" "$secs" "" "$last"
+    record "$name" failed "$rc" "$secs" "" "$last" "$creport"
     tail -n 5 "$WORK/$name.err" | sed 's/^/    /' >&2
   fi
 }
 
 # ---- Backend: on a GPU box, the CUDA PJRT plugin that JAX installed, by absolute path ----
-export GOMLX_NO_AUTO_INSTALL=1 # never download a plugin during the check
+export GOMLX_NO_AUTO_INSTALL=1 # never download a plugin during the check (posttrain's default too)
+unset POSTTRAIN_XLA_AUTO_INSTALL
+# XLA's warnings (libdevice or ptxas not found, slow compilation, ...) stay visible; GoMLX would set 2.
+export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
 GO_ENV=(env)
+
+# site_dirs prints the directories to search for jax_plugins/ and nvidia/ (SITE_PACKAGES, else
+# python3's sys.path), one per line.
+site_dirs() {
+  if [ -n "${SITE_PACKAGES:-}" ]; then
+    tr ':' '\n' <<<"$SITE_PACKAGES"
+  elif command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import sys; print("\n".join(d for d in sys.path if d))' 2>/dev/null || true
+  fi
+}
 find_cuda_plugin() {
   if [ -n "${PJRT_CUDA_PLUGIN:-}" ]; then echo "$PJRT_CUDA_PLUGIN"; return; fi
-  local p=""
-  if command -v python3 >/dev/null 2>&1; then
-    p=$(python3 -c '
-import glob, os, sys
-hits = []
-for d in sys.path:
-    hits += glob.glob(os.path.join(d or ".", "jax_plugins", "xla_cuda*", "xla_cuda_plugin.so"))
-hits = sorted(set(os.path.realpath(h) for h in hits), reverse=True)  # xla_cuda13 before xla_cuda12
-print(hits[0] if hits else "")' 2>/dev/null || true)
+  local d p=""
+  while IFS= read -r d; do
+    for f in "$d"/jax_plugins/xla_cuda*/xla_cuda_plugin.so; do [ -f "$f" ] && p="$p$f"$'\n'; done
+  done < <(site_dirs)
+  if [ -z "$p" ] && [ -z "${SITE_PACKAGES:-}" ]; then
+    p=$(find /opt /usr /root /home -path '*jax_plugins/xla_cuda*/xla_cuda_plugin.so' -print 2>/dev/null || true)
   fi
-  if [ -z "$p" ]; then
-    p=$(find /opt /usr /root /home -path '*jax_plugins/xla_cuda*/xla_cuda_plugin.so' -print 2>/dev/null | sort -r | head -n 1 || true)
-  fi
-  echo "$p"
+  sort -r <<<"$p" | grep -v '^$' | head -n 1 || true # xla_cuda13 before xla_cuda12
+}
+# find_cuda_dir SITE — the directory holding nvvm/libdevice/libdevice*.bc that XLA needs for
+# --xla_gpu_cuda_data_dir: pip's nvidia-cuda-nvcc, any nvidia/* wheel, $CUDA_HOME, /usr/local/cuda.
+find_cuda_dir() {
+  local c
+  for c in "$1/nvidia/cuda_nvcc" "$1"/nvidia/* "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda /usr/local/cuda-*; do
+    [ -n "$c" ] || continue
+    if compgen -G "$c/nvvm/libdevice/libdevice*.bc" >/dev/null; then echo "$c"; return; fi
+  done
 }
 if [ "$MODE" = gpu ]; then
   if command -v nvidia-smi >/dev/null 2>&1; then
@@ -201,36 +275,47 @@ if [ "$MODE" = gpu ]; then
     if [ -n "$PLUGIN" ] && [ -f "$PLUGIN" ]; then
       BACKEND="xla:$PLUGIN"
       SITE=$(dirname "$(dirname "$(dirname "$PLUGIN")")") # …/site-packages
+      INFO+=(--info "plugin=$PLUGIN")
+      log "CUDA PJRT plugin: $PLUGIN"
       # go-xla v0.1.4 would set XLA_FLAGS to a hard-coded /home/janpf/... CUDA directory; an
       # explicit --xla_gpu_cuda_data_dir (the directory holding nvvm/libdevice) is left alone.
-      CUDA_DIR=""
-      LIBDEVICE=$(find "$SITE/nvidia" -name 'libdevice*.bc' -print 2>/dev/null | head -n 1 || true)
-      if [ -n "$LIBDEVICE" ]; then
-        CUDA_DIR=$(dirname "$(dirname "$(dirname "$LIBDEVICE")")") # …/nvvm/libdevice/libdevice.10.bc
-      elif [ -d /usr/local/cuda/nvvm/libdevice ]; then
-        CUDA_DIR=/usr/local/cuda
+      CUDA_DIR=$(find_cuda_dir "$SITE")
+      if [ -n "$CUDA_DIR" ]; then
+        case "${XLA_FLAGS:-}" in
+          *--xla_gpu_cuda_data_dir*) ;;
+          *) export XLA_FLAGS="--xla_gpu_cuda_data_dir=$CUDA_DIR${XLA_FLAGS:+ $XLA_FLAGS}" ;;
+        esac
+        LIBDEVICE=$(cd "$CUDA_DIR/nvvm/libdevice" && ls -l -- * 2>&1 | awk '{ print $NF " (" $5 " bytes)" }' | paste -sd, -)
+        INFO+=(--info "cuda_data_dir=$CUDA_DIR" --info "libdevice=$LIBDEVICE")
+        log "CUDA data directory: $CUDA_DIR; ls nvvm/libdevice:"
+        ls -l "$CUDA_DIR/nvvm/libdevice" 2>&1 | tee -a "$LOG" >&2
       else
-        CUDA_DIR=$SITE/nvidia
+        INFO+=(--info "cuda_data_dir=not found (no nvvm/libdevice under $SITE/nvidia, \$CUDA_HOME or /usr/local/cuda)")
+        log "no CUDA data directory with nvvm/libdevice found: XLA falls back to its own search, and graphs with exp/log/tanh may fail to compile"
       fi
-      case "${XLA_FLAGS:-}" in
-        *--xla_gpu_cuda_data_dir*) ;;
-        *) export XLA_FLAGS="--xla_gpu_cuda_data_dir=$CUDA_DIR${XLA_FLAGS:+ $XLA_FLAGS}" ;;
-      esac
-      PTXAS=$(find "$SITE/nvidia" -name ptxas -type f -print 2>/dev/null | head -n 1 || true)
-      [ -n "$PTXAS" ] && export PATH="$(dirname "$PTXAS"):$PATH"
+      PTXAS=""
+      for c in "$SITE"/nvidia/*/bin/ptxas "${CUDA_DIR:-/nonexistent}/bin/ptxas" "$(command -v ptxas 2>/dev/null || true)"; do
+        if [ -n "$c" ] && [ -x "$c" ]; then PTXAS=$c; break; fi
+      done
+      if [ -n "$PTXAS" ]; then
+        export PATH="$(dirname "$PTXAS"):$PATH"
+        INFO+=(--info "ptxas=$PTXAS ($("$PTXAS" --version 2>/dev/null | tail -n 1 || echo 'no version'))")
+      else
+        INFO+=(--info "ptxas=not found (XLA then compiles PTX through the driver)")
+      fi
       # The NVIDIA libraries of the pip wheels (the plugin's RPATH should find them; this is a fallback).
       LIBS=$(find "$SITE/nvidia" -maxdepth 3 -type d -name lib 2>/dev/null | paste -sd: - || true)
       [ -n "$LIBS" ] && GO_ENV=(env "LD_LIBRARY_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-      INFO+=(--info "plugin=$PLUGIN" --info "cuda_data_dir=$CUDA_DIR" --info "ptxas=${PTXAS:-not found}")
     else
       log "no CUDA PJRT plugin found (jax_plugins/xla_cuda*/xla_cuda_plugin.so); set PJRT_CUDA_PLUGIN or BACKEND"
-      BACKEND="xla:cuda" # fails fast at the probe without auto-install; recorded in the report
+      INFO+=(--info "plugin=not found")
+      BACKEND="xla:cuda" # fails at once in the backend stage, naming what was searched
     fi
   fi
   INFO+=(--info "xla_flags=${XLA_FLAGS:-}")
 fi
-INFO+=(--info "backend=$BACKEND")
-log "mode $MODE, backend $BACKEND, preset $PRESET, budget ${BUDGET}s, results in $OUT_DIR"
+INFO+=(--info "backend=$BACKEND" --info "tf_cpp_min_log_level=$TF_CPP_MIN_LOG_LEVEL")
+log "mode $MODE_NAME, backend $BACKEND, preset $PRESET, budget ${BUDGET}s, results in $OUT_DIR"
 PT=("${GO_ENV[@]}" "$BIN")
 
 HF=0
@@ -247,106 +332,115 @@ hf_stage() { # like stage, or skipped without torch
   if [ "$HF" = 1 ]; then stage "$@"; else record "$1" skipped 0 0 "" "$HF_NOTE"; fi
 }
 HFREF=(python3 "$ROOT/scripts/gpu/hf_reference.py")
-
-# ---- Stages ----
-# probe: the backend loads and runs the tiny fixture (seconds), before any large model is built.
 FIX=$ROOT/models/testdata/qwen2-tiny
 F32_ENV=(env NVIDIA_TF32_OVERRIDE=0)
-stage probe "$T_PROBE" json "${F32_ENV[@]}" "${PT[@]}" score --model "$FIX/model" --input "$FIX/inputs/left_pad.json" --backend "$BACKEND"
-
-# sample: the in-graph sampler (hash noise, Gumbel-max, top-k/top-p search) and the KV-cache writes
-# on the backend draw the pure-Go backend's tokens on the tiny fixture, for every sampler variant.
-if needs sample probe; then
-  stage sample "$T_PROBE" json "${F32_ENV[@]}" "${PT[@]}" bench sample --model "$FIX/model" --backend "$BACKEND" --seed "$SEED"
-fi
-
-# One checkpoint stored in bfloat16 serves every stage: float32 runs load it exactly (upcast). The
-# tokenizer is for the trainers (Qwen2.5's keeps the preset's vocabulary of 151,936).
 M=$WORK/model
-stage init "$T_INIT" text "${PT[@]}" init --preset "$PRESET" --seed "$SEED" --dtype bfloat16 --tokenizer "$TOKENIZER" --out "$M"
 
-VOCAB=$(sed -n 's/.*"vocab_size": *\([0-9]*\).*/\1/p' "$M/config.json" 2>/dev/null | head -n 1 || true)
-if needs inputs init; then
-  stage inputs 30 json "$BIN" bench inputs --vocab "${VOCAB:-0}" --rows "$SCORE_ROWS" --len "$SCORE_LEN" --seed "$SEED"
+# ---- First: the backend and the probe; nothing else runs unless both pass ----
+# backend: plugin and API versions, a client, its devices, one small graph (all XLA logging shown).
+stage backend "$T_BACKEND" json env TF_CPP_MIN_LOG_LEVEL=0 "${PT[@]}" bench backend --backend "$BACKEND"
+STOPPED=""
+if [ "${STATUS[backend]}" = ok ]; then
+  # probe: the backend loads and scores the tiny fixture (seconds), before any large model is built.
+  stage probe "$T_PROBE" json "${F32_ENV[@]}" "${PT[@]}" score --model "$FIX/model" --input "$FIX/inputs/left_pad.json" --backend "$BACKEND"
+  [ "${STATUS[probe]}" = ok ] || STOPPED="probe ${STATUS[probe]}: $(grep -v '^[[:space:]]*$' "$WORK/probe.err" 2>/dev/null | tail -n 1 | cut -c1-400)"
+else
+  STOPPED="backend ${STATUS[backend]}: $(grep -v '^[[:space:]]*$' "$WORK/backend.err" 2>/dev/null | tail -n 1 | cut -c1-400)"
 fi
 
-# Log-probs: posttrain and transformers on the same checkpoint, input and device.
-for dt in float32 bfloat16; do
-  if needs score_go_$dt probe inputs; then
-    pre=(env)
-    [ $dt = float32 ] && pre=("${F32_ENV[@]}")
-    stage score_go_$dt "$T_SCORE" json "${pre[@]}" "${PT[@]}" score --model "$M" --input "$WORK/inputs.out" --compute-dtype $dt --backend "$BACKEND"
-  fi
-  if needs score_hf_$dt inputs; then
-    hf_stage score_hf_$dt "$T_HF_SCORE" json "${HFREF[@]}" score --model "$M" --input "$WORK/inputs.out" --dtype $dt
-  fi
-done
+if [ -z "$STOPPED" ]; then
+  # ---- posttrain (Go) stages ----
+  # sample: the in-graph sampler (hash noise, Gumbel-max, top-k/top-p search) and the KV-cache
+  # writes on the backend draw the pure-Go backend's tokens on the tiny fixture, for every variant.
+  stage sample "$T_SAMPLE" json "${F32_ENV[@]}" "${PT[@]}" bench sample --model "$FIX/model" --backend "$BACKEND" --seed "$SEED"
 
-# Training parity on the tiny fixture (float32): the trainers' AdamW loop (gradient, global-norm
-# clipping, HF Trainer's weight-decay groups) and torch.optim.AdamW, step by step.
-if needs parity_go probe; then
-  stage parity_go "$T_PROBE" json "${F32_ENV[@]}" "${PT[@]}" bench parity --model "$FIX/model" --input "$FIX/inputs/left_pad.json" \
+  # One checkpoint stored in bfloat16 serves every stage: float32 runs load it exactly (upcast). The
+  # tokenizer is for the trainers (Qwen2.5's keeps the preset's vocabulary of 151,936).
+  stage init "$T_INIT" text "${PT[@]}" init --preset "$PRESET" --seed "$SEED" --dtype bfloat16 --tokenizer "$TOKENIZER" --out "$M"
+  VOCAB=$(sed -n 's/.*"vocab_size": *\([0-9]*\).*/\1/p' "$M/config.json" 2>/dev/null | head -n 1 || true)
+  if needs inputs init; then
+    stage inputs 30 json "$BIN" bench inputs --vocab "${VOCAB:-0}" --rows "$SCORE_ROWS" --len "$SCORE_LEN" --seed "$SEED"
+  fi
+  # Log-probs on the same checkpoint and input as transformers (its side runs after the Go stages).
+  for dt in float32 bfloat16; do
+    if needs score_go_$dt inputs; then
+      pre=(env)
+      [ $dt = float32 ] && pre=("${F32_ENV[@]}")
+      stage score_go_$dt "$T_SCORE" json "${pre[@]}" "${PT[@]}" score --model "$M" --input "$WORK/inputs.out" --compute-dtype $dt --backend "$BACKEND"
+    fi
+  done
+  # Training parity on the tiny fixture (float32): the trainers' AdamW loop (gradient, global-norm
+  # clipping, HF Trainer's weight-decay groups), step by step against torch.optim.AdamW.
+  stage parity_go "$T_PARITY" json "${F32_ENV[@]}" "${PT[@]}" bench parity --model "$FIX/model" --input "$FIX/inputs/left_pad.json" \
     --backend "$BACKEND" --steps "$PARITY_STEPS"
-fi
-hf_stage parity_hf "$T_HF_SCORE" json "${F32_ENV[@]}" "${HFREF[@]}" parity --model "$FIX/model" --input "$FIX/inputs/left_pad.json" \
-  --steps "$PARITY_STEPS"
-
-# Throughput, each workload on both sides, one after the other.
-# Training workloads first (they matter most), decoding last (GRPO already samples at batch 512).
-if needs sft_go probe init; then
-  stage sft_go "$T_SFT" json "${PT[@]}" bench sft --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
-    --batch "$SFT_BATCH" --seq-len "$SFT_LEN" --steps "$SFT_STEPS" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
-fi
-if needs sft_hf init; then
-  hf_stage sft_hf "$T_HF_BENCH" json "${HFREF[@]}" sft --model "$M" --dtype "$BENCH_DTYPE" \
-    --batch "$SFT_BATCH" --seq-len "$SFT_LEN" --steps "$SFT_STEPS" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
-fi
-if needs grpo_go probe init; then
-  stage grpo_go "$T_GRPO" json "${PT[@]}" bench grpo --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
-    --prompts "$GRPO_PROMPTS" --generations "$GRPO_GENS" --prompt-len "$GRPO_PROMPT" --new-tokens "$GRPO_NEW" \
-    --micro-batch "$GRPO_MICRO" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
-fi
-if needs grpo_hf init; then
-  hf_stage grpo_hf "$T_HF_BENCH" json "${HFREF[@]}" grpo --model "$M" --dtype "$BENCH_DTYPE" \
-    --prompts "$GRPO_PROMPTS" --generations "$GRPO_GENS" --prompt-len "$GRPO_PROMPT" --new-tokens "$GRPO_NEW" \
-    --micro-batch "$GRPO_MICRO" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
-fi
-
-# posttrain decodes one batch size per stage (each compiles its own graphs anyway), so a hang at one
-# size keeps the others' figures.
-for bs in ${DECODE_BATCH//,/ }; do
-  if needs decode_go_b$bs probe init; then
-    stage decode_go_b$bs "$T_DECODE" json "${PT[@]}" bench decode --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
-      --batch "$bs" --prompt-len "$DECODE_PROMPT" --new-tokens "$DECODE_NEW" --seed "$SEED"
+  # Throughput: training workloads first (they matter most), decoding last (GRPO already samples at
+  # batch 512). One stage per decode batch size, so a hang at one size keeps the others' figures.
+  if needs sft_go init; then
+    stage sft_go "$T_SFT" json "${PT[@]}" bench sft --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
+      --batch "$SFT_BATCH" --seq-len "$SFT_LEN" --steps "$SFT_STEPS" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
   fi
-done
-if needs decode_hf init; then
-  hf_stage decode_hf "$T_HF_BENCH" json "${HFREF[@]}" decode --model "$M" --dtype "$BENCH_DTYPE" \
-    --batch "$DECODE_BATCH" --prompt-len "$DECODE_PROMPT" --new-tokens "$DECODE_NEW" --seed "$SEED"
-fi
+  if needs grpo_go init; then
+    stage grpo_go "$T_GRPO" json "${PT[@]}" bench grpo --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
+      --prompts "$GRPO_PROMPTS" --generations "$GRPO_GENS" --prompt-len "$GRPO_PROMPT" --new-tokens "$GRPO_NEW" \
+      --micro-batch "$GRPO_MICRO" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
+  fi
+  for bs in ${DECODE_BATCH//,/ }; do
+    if needs decode_go_b$bs init; then
+      stage decode_go_b$bs "$T_DECODE" json "${PT[@]}" bench decode --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
+        --batch "$bs" --prompt-len "$DECODE_PROMPT" --new-tokens "$DECODE_NEW" --seed "$SEED"
+    fi
+  done
+  # The real trainers on the same backend (posttrain sft / grpo: data, tokenizer, chat template,
+  # training loop, checkpoint): their metrics.jsonl is the stage's result.
+  if needs trainer_data init; then
+    stage trainer_data 30 text bash -c '"$1" data mult --kind sft -n 256 -o "$2" && "$1" data mult --kind grpo -n 256 -o "$3"' \
+      _ "$BIN" "$WORK/sft.jsonl" "$WORK/grpo.jsonl"
+  fi
+  # shellcheck disable=SC2086 # TRAIN_DTYPE_FLAG is empty or one flag
+  if needs trainer_sft trainer_data; then
+    stage trainer_sft "$T_TRAINER" "jsonl:$WORK/run-sft/metrics.jsonl" "${PT[@]}" sft --model "$M" --dataset "$WORK/sft.jsonl" \
+      --output-dir "$WORK/run-sft" --logging-steps 1 --save-steps 0 --seed "$SEED" --backend "$BACKEND" $TRAIN_DTYPE_FLAG \
+      --max-steps "$TRAIN_SFT_STEPS" --per-device-train-batch-size "$TRAIN_SFT_BATCH" --max-length "$TRAIN_SFT_LEN"
+  fi
+  # shellcheck disable=SC2086
+  if needs trainer_grpo trainer_data; then
+    stage trainer_grpo "$T_TRAINER" "jsonl:$WORK/run-grpo/metrics.jsonl" "${PT[@]}" grpo --model "$M" --dataset "$WORK/grpo.jsonl" \
+      --reward mult_correct --output-dir "$WORK/run-grpo" --logging-steps 1 --save-steps 0 --seed "$SEED" --backend "$BACKEND" \
+      $TRAIN_DTYPE_FLAG --max-steps "$TRAIN_GRPO_STEPS" --per-device-train-batch-size "$TRAIN_GRPO_BATCH" \
+      --gradient-accumulation-steps "$TRAIN_GRPO_GA" --num-generations "$TRAIN_GRPO_GENS" --max-completion-length "$TRAIN_GRPO_NEW"
+  fi
 
-# The real trainers on the same backend (posttrain sft / grpo: data, tokenizer, chat template,
-# training loop, checkpoint), budget permitting: their metrics.jsonl is the stage's result.
-if needs trainer_data init; then
-  stage trainer_data 30 text bash -c '"$1" data mult --kind sft -n 256 -o "$2" && "$1" data mult --kind grpo -n 256 -o "$3"' \
-    _ "$BIN" "$WORK/sft.jsonl" "$WORK/grpo.jsonl"
-fi
-# shellcheck disable=SC2086 # TRAINER_*_ARGS are lists of flags
-if needs trainer_sft probe trainer_data; then
-  stage trainer_sft "$T_TRAINER" "jsonl:$WORK/run-sft/metrics.jsonl" "${PT[@]}" sft --model "$M" --dataset "$WORK/sft.jsonl" \
-    --output-dir "$WORK/run-sft" --logging-steps 1 --save-steps 0 --seed "$SEED" --backend "$BACKEND" $TRAINER_SFT_ARGS
-fi
-# shellcheck disable=SC2086
-if needs trainer_grpo probe trainer_data; then
-  stage trainer_grpo "$T_TRAINER" "jsonl:$WORK/run-grpo/metrics.jsonl" "${PT[@]}" grpo --model "$M" --dataset "$WORK/grpo.jsonl" \
-    --reward mult_correct --output-dir "$WORK/run-grpo" --logging-steps 1 --save-steps 0 --seed "$SEED" --backend "$BACKEND" \
-    $TRAINER_GRPO_ARGS
+  # ---- PyTorch + transformers stages (the same workloads, for the checks and the ratios) ----
+  for dt in float32 bfloat16; do
+    if needs score_hf_$dt inputs; then
+      pre=(env)
+      [ $dt = float32 ] && pre=("${F32_ENV[@]}")
+      hf_stage score_hf_$dt "$T_HF_SCORE" json "${pre[@]}" "${HFREF[@]}" score --model "$M" --input "$WORK/inputs.out" --dtype $dt
+    fi
+  done
+  hf_stage parity_hf "$T_HF_SCORE" json "${F32_ENV[@]}" "${HFREF[@]}" parity --model "$FIX/model" --input "$FIX/inputs/left_pad.json" \
+    --steps "$PARITY_STEPS"
+  if needs sft_hf init; then
+    hf_stage sft_hf "$T_HF_BENCH" json "${HFREF[@]}" sft --model "$M" --dtype "$BENCH_DTYPE" \
+      --batch "$SFT_BATCH" --seq-len "$SFT_LEN" --steps "$SFT_STEPS" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
+  fi
+  if needs grpo_hf init; then
+    hf_stage grpo_hf "$T_HF_BENCH" json "${HFREF[@]}" grpo --model "$M" --dtype "$BENCH_DTYPE" \
+      --prompts "$GRPO_PROMPTS" --generations "$GRPO_GENS" --prompt-len "$GRPO_PROMPT" --new-tokens "$GRPO_NEW" \
+      --micro-batch "$GRPO_MICRO" --peak-tflops "$PEAK_TFLOPS" --seed "$SEED"
+  fi
+  if needs decode_hf init; then
+    hf_stage decode_hf "$T_HF_BENCH" json "${HFREF[@]}" decode --model "$M" --dtype "$BENCH_DTYPE" \
+      --batch "$DECODE_BATCH" --prompt-len "$DECODE_PROMPT" --new-tokens "$DECODE_NEW" --seed "$SEED"
+  fi
+else
+  log "stopped: $STOPPED"
 fi
 
 # ---- Report ----
 INFO+=(--info "elapsed_s=$(($(date +%s) - START))")
 rc=0
-"$BIN" bench report --stages "$STAGES" --out "$OUT_DIR/report.json" "${INFO[@]}" --strict \
+"$BIN" bench report --stages "$STAGES" --out "$OUT_DIR/report.json" "${INFO[@]}" --strict --stopped "$STOPPED" \
   --probe-expected "$FIX/expected/left_pad.float64.json" \
   --tol-probe "$TOL_PROBE" --tol-float32 "$TOL_F32" --tol-bfloat16 "$TOL_BF16" \
   >"$OUT_DIR/summary.txt" 2>>"$LOG" || rc=$?

@@ -24,6 +24,8 @@ func benchReportCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "report",
 		Usage: "write the gpu-check report (JSON) from stage records and print a summary",
+		// --info values hold commas (nvidia-smi's CSV line, ptxas's version): one flag, one value.
+		DisableSliceFlagSeparator: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "stages", Required: true, Usage: "JSON lines, one per stage: {name, status, rc, seconds, result, note}"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "report file to write"},
@@ -33,6 +35,7 @@ func benchReportCommand() *cli.Command {
 			&cli.StringFlag{Name: "probe-expected", Usage: "expected score output (JSON) of the probe stage, e.g. the tiny fixture's float64 reference"},
 			&cli.Float64Flag{Name: "tol-probe", Value: 1e-4, Usage: "largest accepted |Δ log-prob| of the probe against --probe-expected"},
 			&cli.BoolFlag{Name: "strict", Usage: "exit with status 1 when a stage failed or a check did not pass"},
+			&cli.StringFlag{Name: "stopped", Usage: "why the run stopped after its first stages (the backend or the probe failed); empty when it did not"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			info := map[string]string{}
@@ -47,6 +50,9 @@ func benchReportCommand() *cli.Command {
 				"float32": cmd.Float64("tol-float32"), "bfloat16": cmd.Float64("tol-bfloat16")})
 			if err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
+			}
+			if rep.Stopped = cmd.String("stopped"); rep.Stopped != "" {
+				rep.OK = false
 			}
 			if path := cmd.String("probe-expected"); path != "" {
 				if err := rep.checkProbe(path, cmd.Float64("tol-probe")); err != nil {
@@ -78,7 +84,11 @@ type benchStage struct {
 	Status  string  `json:"status"` // ok, failed, timeout, skipped
 	RC      int     `json:"rc"`
 	Seconds float64 `json:"seconds"`
-	Note    string  `json:"note,omitempty"`
+	// CompileS is the time the stage's posttrain process spent compiling graphs (Builder.Compile,
+	// Graphs of them), part of Seconds; nil for stages that compile nothing (PyTorch runs eagerly).
+	CompileS *float64 `json:"compile_s"`
+	Graphs   *int     `json:"graphs"`
+	Note     string   `json:"note,omitempty"`
 	Result  string  `json:"result,omitempty"` // path of the stage's JSON output, if any
 	// Data is the parsed result (filled by the report).
 	Data any `json:"data,omitempty"`
@@ -114,6 +124,7 @@ type benchGPUReport struct {
 	Date       string                        `json:"date"`
 	Info       map[string]string             `json:"info"`
 	OK         bool                          `json:"ok"`
+	Stopped    string                        `json:"stopped,omitempty"`
 	Failed     []string                      `json:"failed_stages"`
 	Stages     []benchStage                  `json:"stages"`
 	LogProbs   map[string]*benchLogprobCheck `json:"logprob_check"`

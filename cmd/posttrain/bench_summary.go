@@ -20,13 +20,24 @@ func printBenchSummary(w io.Writer, rep *benchGPUReport) {
 		fmt.Fprintf(w, "\n  %s: %s", k, rep.Info[k])
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "stages:")
+	fmt.Fprintln(w, "stages (wall time; for posttrain stages also the part spent compiling graphs, and the rest):")
 	for _, s := range rep.Stages {
 		note := ""
 		if s.Note != "" {
 			note = " — " + s.Note
 		}
-		fmt.Fprintf(w, "  %-18s %-8s %7.1fs%s\n", s.Name, s.Status, s.Seconds, note)
+		split := ""
+		if s.CompileS != nil && s.Status != "skipped" {
+			graphs := 0
+			if s.Graphs != nil {
+				graphs = *s.Graphs
+			}
+			split = fmt.Sprintf("  compile %6.1fs (%3d graphs), run %6.1fs", *s.CompileS, graphs, max(s.Seconds-*s.CompileS, 0))
+		}
+		fmt.Fprintf(w, "  %-18s %-8s %7.1fs%s%s\n", s.Name, s.Status, s.Seconds, split, note)
+	}
+	if rep.Stopped != "" {
+		fmt.Fprintf(w, "stopped after the first stages, nothing else ran: %s\n", rep.Stopped)
 	}
 	if len(rep.LogProbs) > 0 {
 		fmt.Fprintln(w, "log-probs (posttrain vs transformers Qwen2ForCausalLM on the same checkpoint and device; probe: vs the fixture's float64 reference):")

@@ -309,3 +309,29 @@ func TestBenchSample_Verdict(t *testing.T) {
 		}
 	}
 }
+
+// --info values keep their commas (nvidia-smi's CSV line used to split into bad KEY=VALUE pairs,
+// a usage error that lost the whole report); the compile time of a stage is printed apart from its
+// run time; --stopped fails the report and says why.
+func TestBench_ReportInfoCommasCompileTimeAndStop(t *testing.T) {
+	dir := t.TempDir()
+	compile, graphs := 0.5, 3
+	rec := benchStage{Name: "backend", Status: "failed", RC: 1, Seconds: 2, CompileS: &compile, Graphs: &graphs, Note: "no plugin"}
+	b, _ := json.Marshal(rec)
+	stages := filepath.Join(dir, "stages.jsonl")
+	if err := os.WriteFile(stages, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, "bench", "report", "--stages", stages, "--out", filepath.Join(dir, "r.json"),
+		"--info", "gpu=NVIDIA H200, 580.159.03, 143771 MiB", "--info", "ptxas=/x/ptxas (Cuda compilation tools, release 13.0, V13.0.88)",
+		"--stopped", "backend failed: no plugin", "--strict")
+	if err == nil {
+		t.Fatal("a stopped run must fail the strict report")
+	}
+	for _, s := range []string{"gpu: NVIDIA H200, 580.159.03, 143771 MiB", "ptxas: /x/ptxas (Cuda compilation tools, release 13.0, V13.0.88)",
+		"compile    0.5s (  3 graphs), run    1.5s", "stopped after the first stages, nothing else ran: backend failed: no plugin", "result: NOT ok"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("summary lacks %q:\n%s", s, out)
+		}
+	}
+}
