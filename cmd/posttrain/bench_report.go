@@ -89,7 +89,7 @@ type benchStage struct {
 	CompileS *float64 `json:"compile_s"`
 	Graphs   *int     `json:"graphs"`
 	Note     string   `json:"note,omitempty"`
-	Result  string  `json:"result,omitempty"` // path of the stage's JSON output, if any
+	Result   string   `json:"result,omitempty"` // path of the stage's JSON output, if any
 	// Data is the parsed result (filled by the report).
 	Data any `json:"data,omitempty"`
 }
