@@ -7,6 +7,9 @@
 //   - Rsqrt has no gradient; d/dx x^-1/2 = -1/2 y^3 is registered.
 //   - Slice's gradient uses Pad, which the pure-Go backend lacks; for unit strides it is replaced by
 //     a Concatenate with zeros, which every backend has.
+//   - Gather's gradient (the embedding gradient) scatter-adds the incoming rows in the table's dtype,
+//     so a bf16 table sums the rows of a repeated token in bf16 (8 significant bits). For 16-bit
+//     tables the scatter runs in float32 and the sum is rounded once.
 //
 // Install registers the replacements; every package that builds gradients calls it from init.
 package gomlxfix
@@ -20,13 +23,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads as math with the dot import
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
 var (
-	installOnce                    sync.Once
-	stockDotGeneralVJP, stockSlice VJP
+	installOnce                                 sync.Once
+	stockDotGeneralVJP, stockSlice, stockGather VJP
 )
 
 // Install registers the replacement gradients in graph.VJPRegistration. It is idempotent and safe
@@ -35,9 +39,11 @@ func Install() {
 	installOnce.Do(func() {
 		stockDotGeneralVJP = VJPRegistration[NodeTypeDotGeneral]
 		stockSlice = VJPRegistration[NodeTypeSlice]
+		stockGather = VJPRegistration[NodeTypeGather]
 		VJPRegistration[NodeTypeDotGeneral] = DotGeneralVJP
 		VJPRegistration[NodeTypeRsqrt] = RsqrtVJP
 		VJPRegistration[NodeTypeSlice] = SliceVJP
+		VJPRegistration[NodeTypeGather] = GatherVJP
 	})
 }
 
@@ -223,4 +229,53 @@ func withDim(s shapes.Shape, axis, dim int) shapes.Shape {
 	dims := slices.Clone(s.Dimensions)
 	dims[axis] = dim
 	return shapes.Make(s.DType, dims...)
+}
+
+var gatherRE = regexp.MustCompile(`Gather\(operand=\[#(\d+)\], startIndices=\[#(\d+)\], indexVectorAxis=(\d+), offsetOutputAxes=\[[\d ]*\], collapsedSliceAxes=\[([\d ]*)\], startIndexMap=\[([\d ]*)\], sliceSizes=\[([\d ]*)\], indicesAreSorted=(true|false)\)`)
+
+// parseSimpleGather reports whether node is a Gather as graph.Gather builds it (the form the
+// stock VJP turns into ScatterSum): the index vector is the last axis of the indices, indexes
+// the first k operand axes in order, which are collapsed with slice size 1, and the remaining axes
+// are sliced whole. It also returns the node's indicesAreSorted flag.
+func parseSimpleGather(node *Node) (simple, sorted bool) {
+	m := gatherRE.FindStringSubmatch(node.String())
+	in := node.Inputs()
+	if m == nil || len(in) != 2 || m[1] != strconv.Itoa(int(in[0].Id())) || m[2] != strconv.Itoa(int(in[1].Id())) {
+		return false, false
+	}
+	operand, indices := in[0].Shape(), in[1].Shape()
+	collapsed, err1 := parseInts(m[4])
+	startMap, err2 := parseInts(m[5])
+	sizes, err3 := parseInts(m[6])
+	k := len(collapsed)
+	if err1 != nil || err2 != nil || err3 != nil || indices.Rank() == 0 ||
+		m[3] != strconv.Itoa(indices.Rank()-1) || indices.Dimensions[indices.Rank()-1] != k ||
+		!slices.Equal(startMap, iotaFrom(0, k)) || len(sizes) != operand.Rank() {
+		return false, false
+	}
+	for axis, dim := range operand.Dimensions {
+		if axis < k && (collapsed[axis] != axis || sizes[axis] != 1) || axis >= k && sizes[axis] != dim {
+			return false, false
+		}
+	}
+	return true, m[7] == "true"
+}
+
+// GatherVJP is the gradient of a simple Gather from a 16-bit (bfloat16, float16) operand: the
+// incoming rows scatter-added into float32 zeros, converted once to the operand dtype. The stock
+// VJP scatter-adds in the operand dtype, so 4096 bf16 updates of 1 to one row stall at 256.
+// Other dtypes and Gather forms get the stock VJP.
+func GatherVJP(node *Node, vjpOutputs []*Node, outputShape shapes.Shape) []*Node {
+	operand := node.Inputs()[0]
+	dtype := operand.DType()
+	if dtype != dtypes.BFloat16 && dtype != dtypes.Float16 {
+		return stockGather(node, vjpOutputs, outputShape)
+	}
+	simple, sorted := parseSimpleGather(node)
+	if !simple {
+		return stockGather(node, vjpOutputs, outputShape)
+	}
+	zeros := Zeros(node.Graph(), shapes.Make(dtypes.Float32, operand.Shape().Dimensions...))
+	sum := ScatterSum(zeros, node.Inputs()[1], ConvertDType(vjpOutputs[0], dtypes.Float32), sorted, false)
+	return []*Node{ConvertDType(sum, dtype), nil} // no gradient for the indices
 }

@@ -1,6 +1,7 @@
 package qwen2
 
 import (
+	"fmt"
 	"slices"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
@@ -14,8 +15,12 @@ type cachedStepper struct {
 	how  KVUpdate
 	mode drawMode
 	// caches are the 2·layers [B,L,KV,hd] key and value tensors (keys then values per layer),
-	// then, with a repetition penalty, the [B,V] mask of the tokens seen.
+	// then, with a repetition penalty, the [B,V] mask of the tokens seen: the previous
+	// execution's outputs, owned by the stepper until the next decode step takes them.
 	caches []*tensors.Tensor
+	// keepCaches passes the caches to the decode step as plain tensors, kept alive through the
+	// step and freed after it, instead of donating them (the path before donation; tests compare).
+	keepCaches bool
 }
 
 func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
@@ -43,10 +48,38 @@ func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample []any) 
 }
 
 func (s *cachedStepper) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
+	caches, err := s.cacheArgs()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.decode(caches, tok, pos, slot, keyValid, sample)
+}
+
+// decode runs one decode step on caches (the arguments cacheArgs made of s.caches) and keeps the
+// step's caches.
+func (s *cachedStepper) decode(caches []any, tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
+	exec, err := s.decodeExec()
+	if err != nil {
+		return nil, nil, err
+	}
+	args := []any{tensors.FromValue(tok), tensors.FromValue(pos), tensors.FromScalar(int32(slot)), tensors.FromValue(keyValid)}
+	args = append(append(args, caches...), sample...)
+	outs, err := execute(exec, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.freeCaches() // the caches not donated
+	s.caches = outs[2:]
+	return hostDraws(outs[0], outs[1])
+}
+
+// decodeExec is the decode step's Exec: inputs tok [B,1], pos [B,1], slot, keyValid [B,L], the
+// caches, then the sampler's parameters; outputs the token, its log-prob and the new caches.
+func (s *cachedStepper) decodeExec() (*context.Exec, error) {
 	g := s.g
 	nKV := 2 * g.cfg.NumHiddenLayers
 	nCache := len(s.caches)
-	exec, err := g.exec(execKey{graph: "decode", mode: s.mode, how: s.how}, func(ctx *context.Context, in []*Node) []*Node {
+	return g.exec(execKey{graph: "decode", mode: s.mode, how: s.how}, func(ctx *context.Context, in []*Node) []*Node {
 		logits, caches := decodeGraph(ctx, g.cfg, in[0], in[1], in[2], in[3], in[4:4+nKV], s.how)
 		var seen *Node
 		if s.mode.penalty {
@@ -56,25 +89,44 @@ func (s *cachedStepper) next(tok, pos [][]int32, slot int, keyValid [][]int32, s
 		tok, lp := sampleGraph(logits, in[4+nCache:], s.mode, seen)
 		return append([]*Node{tok, lp}, caches...)
 	})
-	if err != nil {
-		return nil, nil, err
+}
+
+// cacheArgs returns the caches as decode-step arguments, donating their device buffers
+// (graph.DonateTensorBuffer): the step replaces every cache, so the backend may reuse or free the
+// old buffers as soon as it has read them rather than keep them for the host to free after the
+// step. Donation finalizes the tensor, so a donated cache is dropped from s.caches and never freed
+// again. What the backends do with a donated buffer (GoMLX v0.26):
+//   - pure Go: the executor owns it; the op that reads it last may write its output into it,
+//     otherwise it returns to the backend's pool for the step's later ops (the Where update
+//     writes into its broadcast operand, so a cache returns to the pool once read).
+//   - XLA (PJRT): go-xla destroys donated inputs right after the execution. GoMLX compiles without
+//     input/output aliasing, so XLA cannot write the new cache into the old buffer yet; it frees
+//     it at the same point as the host did before.
+//
+// A shared buffer (HasSharedBuffers backends share host tensors they upload) cannot be donated:
+// the host still reads its memory. Caches are execution outputs, which GoMLX never shares, but a
+// shared one would be passed as a plain tensor and freed after the step, as before.
+func (s *cachedStepper) cacheArgs() ([]any, error) {
+	args := make([]any, len(s.caches))
+	for i, c := range s.caches {
+		if s.keepCaches || c.IsShared() {
+			args[i] = c
+			continue
+		}
+		var err error
+		if args[i], err = DonateTensorBuffer(c, s.g.backend, 0); err != nil {
+			return nil, fmt.Errorf("qwen2 generate: donate KV cache %d: %w", i, err)
+		}
+		s.caches[i] = nil
 	}
-	args := []any{tensors.FromValue(tok), tensors.FromValue(pos), tensors.FromScalar(int32(slot)), tensors.FromValue(keyValid)}
-	for _, c := range s.caches {
-		args = append(args, c)
-	}
-	outs, err := execute(exec, append(args, sample...)...)
-	if err != nil {
-		return nil, nil, err
-	}
-	s.freeCaches()
-	s.caches = outs[2:]
-	return hostDraws(outs[0], outs[1])
+	return args, nil
 }
 
 func (s *cachedStepper) freeCaches() {
 	for _, c := range s.caches {
-		_ = c.FinalizeAll()
+		if c != nil {
+			_ = c.FinalizeAll()
+		}
 	}
 	s.caches = nil
 }

@@ -141,7 +141,9 @@ func (s *Step) graph(ctx *context.Context, fn LossFn, inputs []*Node) []*Node {
 	lrVar := optimizers.LearningRateVar(ctx, dtype, s.lr)
 	s.lrVar, s.stepVar = lrVar, optimizers.GetGlobalStepVar(ctx)
 	if ScalarValue(lrVar.MustValue()) != s.lr { // the variable existed already, from an earlier Step
-		lrVar.MustSetValue(lrTensor(s.lr, lrVar.DType()))
+		if err := lrVar.SetValue(lrTensor(s.lr, lrVar.DType())); err != nil {
+			panic(fmt.Errorf("step: set learning rate: %w", err))
+		}
 	}
 	switch s.cfg.Optimizer {
 	case Plain:
@@ -175,17 +177,29 @@ func orDefault(v, def float64) float64 {
 }
 
 // GlobalNorm returns √(Σ_i ‖g_i‖²) over all gradient tensors, in dtype.
+//
+// Squares and sums of 16-bit gradients (bfloat16, float16) run in float32: a bf16 running sum
+// keeps 8 significant bits, so Σ g² over 2¹⁶ ones stalls at 256 and the norm reads 16, not 256.
+// float64 gradients stay in float64; the sum over tensors runs in dtype or float32, whichever is
+// wider, and only the norm is converted to dtype.
 func GlobalNorm(grads []*Node, dtype dtypes.DType) *Node {
+	acc := dtype
+	if acc.IsFloat16() {
+		acc = dtypes.Float32
+	}
 	var sum *Node
 	for _, gr := range grads {
-		sq := ConvertDType(ReduceAllSum(Square(gr)), dtype)
+		if gr.DType().IsFloat16() {
+			gr = ConvertDType(gr, dtypes.Float32)
+		}
+		sq := ConvertDType(ReduceAllSum(Square(gr)), acc)
 		if sum == nil {
 			sum = sq
 		} else {
 			sum = Add(sum, sq)
 		}
 	}
-	return Sqrt(sum)
+	return ConvertDType(Sqrt(sum), dtype)
 }
 
 // ClipByGlobalNorm rescales grads by min(1, maxNorm/(norm+1e-6)) (torch.nn.utils.clip_grad_norm_).

@@ -1,0 +1,109 @@
+package qwen2
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// donationOptions are a greedy run and a sampled one with every warper and the repetition
+// penalty (whose [B,V] seen mask travels with the caches).
+var donationOptions = map[string]GenerateOptions{
+	"greedy": {MaxNewTokens: 6, IgnoreEOS: true},
+	"sampled": {MaxNewTokens: 6, IgnoreEOS: true, Seed: 7, SampleOptions: SampleOptions{
+		Temperature: 0.8, TopK: 20, TopP: 0.9, MinP: 0.01, RepetitionPenalty: 1.3}},
+}
+
+// newCachedStepper is the stepper Generate uses, donating its caches unless keep.
+func newCachedStepper(g *Generator, opts GenerateOptions, keep bool) *cachedStepper {
+	return &cachedStepper{g: g, how: g.KVUpdate.resolve(g.backend), mode: opts.mode(g.cfg.VocabSize), keepCaches: keep}
+}
+
+// requireSameGenerations fails unless a and b have the same tokens and bit-identical log-probs.
+func requireSameGenerations(t *testing.T, what string, a, b []Generation) {
+	t.Helper()
+	if !slices.EqualFunc(genIDs(a), genIDs(b), slices.Equal) {
+		t.Fatalf("%s: tokens %v and %v differ", what, genIDs(a), genIDs(b))
+	}
+	for r := range a {
+		for i := range a[r].LogProbs {
+			if math.Float64bits(a[r].LogProbs[i]) != math.Float64bits(b[r].LogProbs[i]) {
+				t.Fatalf("%s: row %d token %d: log-prob %v and %v differ", what, r, i, a[r].LogProbs[i], b[r].LogProbs[i])
+			}
+		}
+	}
+}
+
+// Donating the KV cache changes no result: Generate gives the tokens and log-probs of the
+// undonated path bit for bit, and a second Generate on the same Generator (its first decode step
+// donating the prompt pass's caches again, through the already compiled graphs) gives them again.
+func TestGenerate_DonatedCacheSameResults(t *testing.T) {
+	g, _ := tinyGenerator(t)
+	prompts := PromptsFromBatch(readInput(t, "left_pad"))
+	for name, opts := range donationOptions {
+		t.Run(name, func(t *testing.T) {
+			kept, err := g.run(prompts, opts, newCachedStepper(g, opts, true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for call := 1; call <= 2; call++ {
+				donated := mustGenerate(t, g, true, prompts, opts)
+				requireSameGenerations(t, fmt.Sprintf("%s, call %d: donated vs kept caches", name, call), donated, kept)
+			}
+		})
+	}
+}
+
+// donationProbe is the cached stepper with a check between donating the caches and running the
+// step: every cache handed to the step has left the stepper and is no longer a valid tensor.
+type donationProbe struct {
+	*cachedStepper
+	t              *testing.T
+	steps, donated int
+}
+
+func (p *donationProbe) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
+	old := slices.Clone(p.caches)
+	if len(old) == 0 {
+		p.t.Fatal("no caches before a decode step")
+	}
+	caches, err := p.cacheArgs()
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, c := range old {
+		if _, plain := caches[i].(*tensors.Tensor); plain || c.Ok() || p.caches[i] != nil {
+			p.t.Errorf("step %d cache %d: passed as a plain tensor %v, still valid %v, still held %v; want donated",
+				p.steps, i, plain, c.Ok(), p.caches[i] != nil)
+		}
+	}
+	p.donated += len(old)
+	p.steps++
+	return p.decode(caches, tok, pos, slot, keyValid, sample)
+}
+
+// On the pure-Go backend every decode step donates the previous step's caches (the first step the
+// prompt pass's), the keys and values of every layer and the seen mask: the tensors are invalid
+// before the step runs, not only freed after it. The run still gives Generate's results.
+func TestGenerate_DecodeStepDonatesCaches(t *testing.T) {
+	g, cfg := tinyGenerator(t)
+	prompts := PromptsFromBatch(readInput(t, "left_pad"))
+	opts := donationOptions["sampled"]
+	want := mustGenerate(t, g, true, prompts, opts)
+	probe := &donationProbe{cachedStepper: newCachedStepper(g, opts, false), t: t}
+	got, err := g.run(prompts, opts, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probe.steps != opts.MaxNewTokens-1 {
+		t.Errorf("probe saw %d decode steps, want %d", probe.steps, opts.MaxNewTokens-1)
+	}
+	if want := probe.steps * (2*cfg.NumHiddenLayers + 1); probe.donated != want {
+		t.Errorf("%d caches donated over %d steps, want %d (keys and values of %d layers and the seen mask per step)",
+			probe.donated, probe.steps, want, cfg.NumHiddenLayers)
+	}
+	requireSameGenerations(t, "probe vs Generate", got, want)
+}
