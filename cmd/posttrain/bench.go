@@ -30,6 +30,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
@@ -279,9 +280,9 @@ type benchDecodeResult struct {
 // benchWarmupNewTokens is the fewest new tokens (≥ 2: one prefill and one decode step) whose cache
 // bucket is that of newTok.
 func benchWarmupNewTokens(plen, newTok int) int {
-	want := qwen2.BucketLen(qwen2.BucketLen(plen) + newTok)
+	want := generate.BucketLen(generate.BucketLen(plen) + newTok)
 	for n := 2; n < newTok; n++ {
-		if qwen2.BucketLen(qwen2.BucketLen(plen)+n) == want {
+		if generate.BucketLen(generate.BucketLen(plen)+n) == want {
 			return n
 		}
 	}
@@ -290,12 +291,12 @@ func benchWarmupNewTokens(plen, newTok int) int {
 
 func benchDecode(cmd *cli.Command, env *benchEnv, batches []int, plen, newTok int, seed uint64) (*benchDecodeResult, error) {
 	rng := rand.New(rand.NewPCG(seed, 0xdec0de))
-	gen := qwen2.NewGenerator(env.backend, env.ctx, env.cfg)
+	gen := generate.NewGenerator(env.backend, env.ctx, qwen2.Arch{Config: env.cfg})
 	defer gen.Finalize()
 	res := &benchDecodeResult{benchInfo: env.info}
 	for _, bs := range batches {
 		prompts := benchRandomIDs(rng, env.cfg, bs, plen)
-		opts := qwen2.GenerateOptions{MaxNewTokens: benchWarmupNewTokens(plen, newTok), IgnoreEOS: true, Seed: seed}
+		opts := generate.Options{MaxNewTokens: benchWarmupNewTokens(plen, newTok), IgnoreEOS: true, Seed: seed}
 		t0 := time.Now()
 		if _, err := gen.Generate(prompts, opts); err != nil {
 			return nil, fmt.Errorf("batch %d warm-up: %w", bs, err)

@@ -13,6 +13,7 @@ import (
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/urfave/cli/v3"
 
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/grpo"
 	"github.com/posttrain/posttrain/trainers/step"
@@ -140,7 +141,7 @@ func benchGRPO(cmd *cli.Command, env *benchEnv, p grpoBenchParams) (*benchGRPORe
 			prompts = append(prompts, pr)
 		}
 	}
-	gen := qwen2.NewGenerator(env.backend, env.ctx, cfg)
+	gen := generate.NewGenerator(env.backend, env.ctx, qwen2.Arch{Config: cfg})
 	defer gen.Finalize()
 	upd, err := step.New(env.backend, env.ctx, step.Config{Optimizer: step.AdamW, LearningRate: p.LR, MaxGradNorm: 1},
 		func(ctx *mlctx.Context, in []*Node) (*Node, []*Node) {
@@ -158,9 +159,9 @@ func benchGRPO(cmd *cli.Command, env *benchEnv, p grpoBenchParams) (*benchGRPORe
 	if err != nil {
 		return nil, err
 	}
-	sample := qwen2.GenerateOptions{SampleOptions: qwen2.SampleOptions{Temperature: p.Temperature}, IgnoreEOS: true, Seed: p.Seed}
+	sample := generate.Options{SampleOptions: generate.SampleOptions{Temperature: p.Temperature}, IgnoreEOS: true, Seed: p.Seed}
 	// update runs the optimizer over the rollout in micro-batches; only [lo,hi) when limited.
-	update := func(gens []qwen2.Generation, adv []float32, limit int) error {
+	update := func(gens []generate.Generation, adv []float32, limit int) error {
 		for lo := 0; lo < min(n, limit); lo += res.MicroBatch {
 			hi := min(n, lo+res.MicroBatch)
 			if hi-lo < res.MicroBatch { // keep one compiled shape: a short last batch is skipped

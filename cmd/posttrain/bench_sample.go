@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -53,11 +54,11 @@ func benchSampleCommand() *cli.Command {
 			}
 			res := &benchSampleResult{benchInfo: env.info, Reference: refName}
 			prompts := benchRandomIDs(rand.New(rand.NewPCG(cmd.Uint64("seed"), 0x5a3b1e)), env.cfg, rows, plen)
-			got, want := qwen2.NewGenerator(env.backend, env.ctx, env.cfg), qwen2.NewGenerator(ref, refCtx, env.cfg)
+			got, want := generate.NewGenerator(env.backend, env.ctx, qwen2.Arch{Config: env.cfg}), generate.NewGenerator(ref, refCtx, qwen2.Arch{Config: env.cfg})
 			defer got.Finalize()
 			defer want.Finalize()
 			for _, c := range benchSampleCases {
-				opts := qwen2.GenerateOptions{SampleOptions: c.opts, MaxNewTokens: newTok, IgnoreEOS: true, Seed: cmd.Uint64("seed")}
+				opts := generate.Options{SampleOptions: c.opts, MaxNewTokens: newTok, IgnoreEOS: true, Seed: cmd.Uint64("seed")}
 				a, err := got.Generate(prompts, opts)
 				if err != nil {
 					return fmt.Errorf("%s: %s: %w", cmd.FullName(), c.name, err)
@@ -83,13 +84,13 @@ func benchSampleCommand() *cli.Command {
 // they are few: the GPU check's time is short.
 var benchSampleCases = []struct {
 	name string
-	opts qwen2.SampleOptions
+	opts generate.SampleOptions
 }{
-	{"greedy", qwen2.SampleOptions{}},
-	{"temperature_1", qwen2.SampleOptions{Temperature: 1}},
-	{"top_k_50_top_p_0.95_t1.3", qwen2.SampleOptions{Temperature: 1.3, TopK: 50, TopP: 0.95}},
-	{"min_p_0.1", qwen2.SampleOptions{Temperature: 1, MinP: 0.1}},
-	{"repetition_1.3_top_p_0.9", qwen2.SampleOptions{Temperature: 1, TopP: 0.9, RepetitionPenalty: 1.3}},
+	{"greedy", generate.SampleOptions{}},
+	{"temperature_1", generate.SampleOptions{Temperature: 1}},
+	{"top_k_50_top_p_0.95_t1.3", generate.SampleOptions{Temperature: 1.3, TopK: 50, TopP: 0.95}},
+	{"min_p_0.1", generate.SampleOptions{Temperature: 1, MinP: 0.1}},
+	{"repetition_1.3_top_p_0.9", generate.SampleOptions{Temperature: 1, TopP: 0.9, RepetitionPenalty: 1.3}},
 }
 
 type benchSampleCase struct {
@@ -126,7 +127,7 @@ type benchSampleResult struct {
 
 // add compares one case's generations a (the backend) and b (the reference), row by row up to
 // the first different token (after it the rows continue from different prefixes).
-func (r *benchSampleResult) add(name string, a, b []qwen2.Generation) {
+func (r *benchSampleResult) add(name string, a, b []generate.Generation) {
 	c := benchSampleCase{Name: name, Rows: len(a)}
 	for i := range a {
 		c.Tokens += len(b[i].IDs)

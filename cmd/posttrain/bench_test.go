@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/generate"
 )
 
 // The workloads run end to end on the tiny fixture with the pure-Go backend and print their JSON.
@@ -85,7 +85,7 @@ func TestBench_Inputs(t *testing.T) {
 func TestBench_WarmupNewTokensKeepsTheCacheBucket(t *testing.T) {
 	for _, c := range []struct{ plen, n, want int }{{64, 64, 2}, {8, 8, 2}, {5, 4, 2}, {64, 200, 193}, {100, 30, 2}} {
 		got := benchWarmupNewTokens(c.plen, c.n)
-		if got != c.want || qwen2.BucketLen(qwen2.BucketLen(c.plen)+got) != qwen2.BucketLen(qwen2.BucketLen(c.plen)+c.n) {
+		if got != c.want || generate.BucketLen(generate.BucketLen(c.plen)+got) != generate.BucketLen(generate.BucketLen(c.plen)+c.n) {
 			t.Errorf("benchWarmupNewTokens(%d, %d) = %d, want %d", c.plen, c.n, got, c.want)
 		}
 	}
@@ -229,10 +229,12 @@ func TestBench_ReportProbeCheck(t *testing.T) {
 
 // Rows are compared up to their first different token; the first difference is named.
 func TestBenchSample_CountsUpToFirstDifference(t *testing.T) {
-	gen := func(ids []int32, lps ...float64) qwen2.Generation { return qwen2.Generation{IDs: ids, LogProbs: lps} }
+	gen := func(ids []int32, lps ...float64) generate.Generation {
+		return generate.Generation{IDs: ids, LogProbs: lps}
+	}
 	var r benchSampleResult
-	r.add("x", []qwen2.Generation{gen([]int32{1, 2, 3}, -1, -2, -3), gen([]int32{4, 5, 6}, -1, -1, -1)},
-		[]qwen2.Generation{gen([]int32{1, 2, 3}, -1, -2.5, -3), gen([]int32{4, 7, 6}, -1, -1, -1)})
+	r.add("x", []generate.Generation{gen([]int32{1, 2, 3}, -1, -2, -3), gen([]int32{4, 5, 6}, -1, -1, -1)},
+		[]generate.Generation{gen([]int32{1, 2, 3}, -1, -2.5, -3), gen([]int32{4, 7, 6}, -1, -1, -1)})
 	c := r.Cases[0]
 	if c.Tokens != 6 || c.TokensEqual != 4 || c.RowsEqual != 1 || c.MaxLPDiff != 0.5 {
 		t.Errorf("got %+v, want 6 tokens, 4 equal, 1 row equal, max |Δ| 0.5", c)

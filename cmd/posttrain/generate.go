@@ -14,6 +14,7 @@ import (
 
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/tokenizer"
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -23,14 +24,14 @@ type generateConfig struct {
 	Prompt       string
 	Chat         bool   // render [system,] user with the chat template, add_generation_prompt
 	System       string // system message (with --chat)
-	Sample       qwen2.SampleOptions
+	Sample       generate.SampleOptions
 	MaxNewTokens int
 	Seed         uint64
 	IgnoreEOS    bool
 	JSON         bool
 	ComputeDType string
 	Backend      string
-	KVUpdate     string // auto, where, dynamic (qwen2.ParseKVUpdate)
+	KVUpdate     string // auto, where, dynamic (generate.ParseKVUpdate)
 }
 
 // generateOutput is the --json output.
@@ -77,7 +78,7 @@ func init() {
 			}
 			c := generateConfig{KVUpdate: cmd.String("kv-update"), Model: cmd.String("model"), Prompt: cmd.String("prompt"), Chat: cmd.Bool("chat"),
 				System: cmd.String("system"), MaxNewTokens: cmd.Int("max-new-tokens"), Seed: cmd.Uint64("seed"),
-				Sample: qwen2.SampleOptions{Temperature: cmd.Float("temperature"), TopP: cmd.Float("top-p"), TopK: cmd.Int("top-k"), MinP: cmd.Float("min-p"),
+				Sample: generate.SampleOptions{Temperature: cmd.Float("temperature"), TopP: cmd.Float("top-p"), TopK: cmd.Int("top-k"), MinP: cmd.Float("min-p"),
 					RepetitionPenalty: cmd.Float("repetition-penalty")},
 				IgnoreEOS: cmd.Bool("ignore-eos"), JSON: cmd.Bool("json"), ComputeDType: cmd.String("compute-dtype"),
 				Backend: cmd.String("backend")}
@@ -109,7 +110,7 @@ func (c generateConfig) validate() error {
 	case c.System != "" && !c.Chat:
 		return fmt.Errorf("--system needs --chat")
 	}
-	if _, err := qwen2.ParseKVUpdate(c.KVUpdate); err != nil {
+	if _, err := generate.ParseKVUpdate(c.KVUpdate); err != nil {
 		return fmt.Errorf("--kv-update: %w", err)
 	}
 	if _, err := qwen2.ParseDType(c.ComputeDType); err != nil {
@@ -147,16 +148,16 @@ func runGenerate(ctx context.Context, c generateConfig, w io.Writer) error {
 	if out.EOSIDs, err = qwen2.EOSTokenIDs(dir, cfg); err != nil {
 		return err
 	}
-	g := qwen2.NewGenerator(b, mctx, cfg)
+	g := generate.NewGenerator(b, mctx, qwen2.Arch{Config: cfg})
 	defer g.Finalize()
-	if g.KVUpdate, err = qwen2.ParseKVUpdate(c.KVUpdate); err != nil {
+	if g.KVUpdate, err = generate.ParseKVUpdate(c.KVUpdate); err != nil {
 		return err
 	}
 	prompt := make([]int32, len(out.PromptIDs))
 	for i, id := range out.PromptIDs {
 		prompt[i] = int32(id)
 	}
-	gens, err := g.Generate([][]int32{prompt}, qwen2.GenerateOptions{SampleOptions: c.Sample, MaxNewTokens: c.MaxNewTokens,
+	gens, err := g.Generate([][]int32{prompt}, generate.Options{SampleOptions: c.Sample, MaxNewTokens: c.MaxNewTokens,
 		Seed: c.Seed, StopIDs: out.EOSIDs, IgnoreEOS: c.IgnoreEOS, Tokenizer: tok})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -22,10 +23,10 @@ type scoreGeneration struct {
 
 // generateForScore continues each row's real tokens (padding dropped) by n greedy tokens.
 func generateForScore(b backends.Backend, ctx *context.Context, cfg *qwen2.Config, batch *qwen2.Batch, n int) (*scoreGeneration, error) {
-	g := qwen2.NewGenerator(b, ctx, cfg)
+	g := generate.NewGenerator(b, ctx, qwen2.Arch{Config: cfg})
 	defer g.Finalize()
 	prompts := qwen2.PromptsFromBatch(batch)
-	opts := qwen2.GenerateOptions{MaxNewTokens: n, IgnoreEOS: true}
+	opts := generate.Options{MaxNewTokens: n, IgnoreEOS: true}
 	cached, err := g.Generate(prompts, opts)
 	if err != nil {
 		return nil, err

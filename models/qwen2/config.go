@@ -1,7 +1,9 @@
 // Package qwen2 is the Qwen2 decoder (the architecture of Qwen2.5-0.5B-Instruct) in GoMLX, giving
 // HuggingFace transformers' numbers: config.json parsing, safetensors weights as GoMLX variables
 // keyed by their HF names, the forward pass, chunked per-token log-probs, the mean NLL and its
-// gradients.
+// gradients, scoring, save and init. Text generation is package generate's: Arch is the Qwen2
+// architecture as its Generator runs it (generate.Model: the prompt pass, the decode step against
+// the KV cache, the uncached last logits).
 //
 // Variables live in a context.Context at scopes equal to the HF names:
 // "model.layers.0.self_attn.q_proj.weight" is the variable "weight" of scope

@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
 
@@ -106,9 +107,9 @@ func TestInitCheckpoint_Loads(t *testing.T) {
 	if cfg2.TorchDType != "bfloat16" || cfg2.VocabSize != 1024 {
 		t.Errorf("config %+v", cfg2)
 	}
-	g := NewGenerator(testBackendOrSkip(t), ctx, cfg2)
+	g := generate.NewGenerator(testBackendOrSkip(t), ctx, Arch{Config: cfg2})
 	defer g.Finalize()
-	if _, err := g.Generate([][]int32{{1, 2}}, GenerateOptions{MaxNewTokens: 2}); err != nil {
+	if _, err := g.Generate([][]int32{{1, 2}}, generate.Options{MaxNewTokens: 2}); err != nil {
 		t.Fatal(err)
 	}
 }

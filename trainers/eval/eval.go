@@ -10,6 +10,7 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/tokenizer"
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/grpo"
 )
@@ -45,7 +46,7 @@ func Greedy(b backends.Backend, dir string, prompts [][]chat.Message, maxNew, ba
 	if batch <= 0 {
 		batch = max(len(rendered), 1)
 	}
-	gen := qwen2.NewGenerator(b, ctx, cfg)
+	gen := generate.NewGenerator(b, ctx, qwen2.Arch{Config: cfg})
 	defer gen.Finalize()
 	out := make([]string, 0, len(rendered))
 	for lo := 0; lo < len(rendered); lo += batch {
@@ -53,7 +54,7 @@ func Greedy(b backends.Backend, dir string, prompts [][]chat.Message, maxNew, ba
 		for _, p := range rendered[lo:min(lo+batch, len(rendered))] {
 			ids = append(ids, p.IDs)
 		}
-		gens, err := gen.Generate(ids, qwen2.GenerateOptions{MaxNewTokens: maxNew, StopIDs: stop, Tokenizer: tok})
+		gens, err := gen.Generate(ids, generate.Options{MaxNewTokens: maxNew, StopIDs: stop, Tokenizer: tok})
 		if err != nil {
 			return nil, err
 		}

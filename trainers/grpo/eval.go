@@ -15,7 +15,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
 	"github.com/posttrain/posttrain/trainers/step"
@@ -175,7 +175,7 @@ func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Rollout, float64, 
 	for i, p := range prompts {
 		ids[i] = p.IDs
 	}
-	gens, err := t.gen.Generate(ids, qwen2.GenerateOptions{SampleOptions: t.sampleOptions(),
+	gens, err := t.gen.Generate(ids, generate.Options{SampleOptions: t.sampleOptions(),
 		MaxNewTokens: c.MaxCompletionLength, Seed: seed, StopIDs: t.s.StopIDs, Tokenizer: t.s.Decoder})
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("generate: %w", err)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
@@ -41,7 +42,7 @@ type Rollout struct {
 }
 
 // newRollout builds the rollout of generations for prompts (each repeated numGenerations times).
-func newRollout(prompts []*Prompt, gens []qwen2.Generation, maskTruncated bool) *Rollout {
+func newRollout(prompts []*Prompt, gens []generate.Generation, maskTruncated bool) *Rollout {
 	r := &Rollout{Prompts: prompts}
 	for _, g := range gens {
 		r.Completions = append(r.Completions, g.IDs)
@@ -193,8 +194,8 @@ func (t *Trainer) nextPrompts() []*Prompt {
 // distribution, as TRL does, so shaping the sampler makes π_old differ from the sampling
 // distribution (by the kept mass for truncation, TRL #6789); sampling_logp_difference compares the
 // sampler's log-probs of that same distribution and is not affected.
-func (t *Trainer) sampleOptions() qwen2.SampleOptions {
-	return qwen2.SampleOptions{Temperature: t.cfg.Temperature, TopK: t.cfg.TopK, TopP: t.cfg.TopP, MinP: t.cfg.MinP,
+func (t *Trainer) sampleOptions() generate.SampleOptions {
+	return generate.SampleOptions{Temperature: t.cfg.Temperature, TopK: t.cfg.TopK, TopP: t.cfg.TopP, MinP: t.cfg.MinP,
 		RepetitionPenalty: t.cfg.RepetitionPenalty}
 }
 
@@ -210,7 +211,7 @@ func (t *Trainer) rollout() (*Rollout, timings, error) {
 		ids[i] = p.IDs
 	}
 	t0 := time.Now()
-	gens, err := t.gen.Generate(ids, qwen2.GenerateOptions{
+	gens, err := t.gen.Generate(ids, generate.Options{
 		SampleOptions: t.sampleOptions(),
 		MaxNewTokens:  t.cfg.MaxCompletionLength,
 		Seed:          uint64(t.cfg.Seed)*1_000_003 + uint64(t.round),

@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -30,7 +31,7 @@ type Setup struct {
 	// checkpoints with the tokenizer files).
 	Model *loop.Model
 	// Decoder turns completion ids into the text the reward functions see (special tokens skipped).
-	Decoder qwen2.TextDecoder
+	Decoder generate.TextDecoder
 	// StopIDs are every end-of-sequence id (config.json and generation_config.json, TRL #7039).
 	StopIDs []int
 	Prompts []*Prompt
@@ -61,7 +62,7 @@ type Trainer struct {
 	cfg       *config.GRPO
 	log       *slog.Logger
 	spec      *lossSpec
-	gen       *qwen2.Generator
+	gen       *generate.Generator
 	opt       *loop.Optimizer
 	oldEval   *step.Eval  // off-policy runs: π_old log-probs after generation
 	refEval   *step.Eval  // β ≠ 0: the reference's log-probs (the frozen initial weights unless synced)
@@ -157,7 +158,7 @@ func (t *Trainer) compile() error {
 	if err != nil {
 		return fmt.Errorf("grpo: %w", err)
 	}
-	t.gen = qwen2.NewGenerator(t.s.Backend, m.Ctx, m.Config)
+	t.gen = generate.NewGenerator(t.s.Backend, m.Ctx, qwen2.Arch{Config: m.Config})
 	if t.spec.OffPolicy {
 		if t.oldEval, err = step.NewContextEval(t.s.Backend, m.Ctx, t.spec.scoreGraph); err != nil {
 			return fmt.Errorf("grpo: old log-probs: %w", err)

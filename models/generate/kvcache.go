@@ -1,4 +1,4 @@
-package qwen2
+package generate
 
 import (
 	"fmt"
@@ -66,49 +66,40 @@ func writeSlot(cache, x, slot *Node, how KVUpdate) *Node {
 	return Where(sel, BroadcastToDims(x, dims...), cache)
 }
 
-// prefillGraph runs the left-padded prompts ids [B,P] (positions pos, mask [B,P]) and returns the
-// logits of the last position [B,V] and the caches [B,L,KV,hd] with the prompt's keys and values in
-// slots 0..P-1 and zeros after; L is the length of keyValid [B,L] (only its shape is used).
-func prefillGraph(ctx *context.Context, cfg *Config, ids, pos, mask, keyValid *Node) (logits *Node, caches []*Node) {
+// prefillGraph runs m's prompt pass over the left-padded prompts ids [B,P] (positions pos, mask
+// [B,P]) and returns the logits of the last position [B,V] and the caches [B,L,KV,hd] with the
+// prompt's keys and values in slots 0..P-1 and zeros after; L is the length of keyValid [B,L]
+// (only its shape is used).
+func prefillGraph(ctx *context.Context, m Model, ids, pos, mask, keyValid *Node) (logits *Node, caches []*Node) {
 	b, p := ids.Shape().Dim(0), ids.Shape().Dim(1)
 	l := keyValid.Shape().Dim(1)
-	caches = make([]*Node, 2*cfg.NumHiddenLayers)
-	extend := func(x *Node) *Node { // [B,P,KV,hd] → [B,L,KV,hd]
-		if l == p {
-			return x
+	logits, kv := m.Prefill(ctx, ids, pos, mask)
+	if len(kv) == 0 || len(kv)%2 != 0 {
+		panic(fmt.Errorf("KV cache: the prompt pass returned %d key and value tensors, want a pair per layer", len(kv)))
+	}
+	caches = make([]*Node, len(kv))
+	for i, x := range kv { // [B,P,KV,hd] → [B,L,KV,hd]
+		caches[i] = x
+		if l != p {
+			dims := x.Shape().Dimensions
+			zeros := Zeros(x.Graph(), shapes.Make(x.DType(), b, l-p, dims[2], dims[3]))
+			caches[i] = Concatenate([]*Node{x, zeros}, 1)
 		}
-		zeros := Zeros(x.Graph(), shapes.Make(x.DType(), b, l-p, cfg.NumKeyValueHeads, cfg.HeadDim))
-		return Concatenate([]*Node{x, zeros}, 1)
 	}
-	kv := func(layer int, k, v *Node) (*Node, *Node) {
-		caches[2*layer], caches[2*layer+1] = extend(k), extend(v)
-		return k, v
-	}
-	h := Decoder(ctx, cfg, ids, pos, AttentionMask(mask), kv)    // [B,P,D]
-	last := Reshape(Slice(h, AxisRange(), AxisElem(p-1)), b, -1) // [B,D]
-	return Logits(ctx, cfg, last), caches                        // [B,V], caches
+	return logits, caches
 }
 
-// decodeGraph runs one token per row, tok [B,1] at positions pos [B,1], writing its keys and
-// values into slot (scalar int32) of caches and attending to the slots where keyValid [B,L] is 1
-// (the slot itself included). It returns the logits [B,V] and the updated caches.
-func decodeGraph(ctx *context.Context, cfg *Config, tok, pos, slot, keyValid *Node, caches []*Node, how KVUpdate) (logits *Node, updated []*Node) {
-	b, l := keyValid.Shape().Dim(0), keyValid.Shape().Dim(1)
-	out := make([]*Node, len(caches))
-	kv := func(layer int, k, v *Node) (*Node, *Node) {
-		out[2*layer] = writeSlot(caches[2*layer], k, slot, how)
-		out[2*layer+1] = writeSlot(caches[2*layer+1], v, slot, how)
-		return out[2*layer], out[2*layer+1]
+// decodeGraph runs m's decode step on one token per row, tok [B,1] at positions pos [B,1],
+// writing its keys and values into slot (scalar int32) of caches and attending to the slots where
+// keyValid [B,L] is 1 (the slot itself included). It returns the logits [B,V] and the updated
+// caches.
+func decodeGraph(ctx *context.Context, m Model, tok, pos, slot, keyValid *Node, caches []*Node, how KVUpdate) (logits *Node, updated []*Node) {
+	c := &Cache{Slot: slot, KeyValid: keyValid, in: caches, out: make([]*Node, len(caches)), how: how}
+	logits = m.Decode(ctx, tok, pos, c)
+	for i, x := range c.out {
+		if x == nil {
+			panic(fmt.Errorf("KV cache: the decode step did not update cache %d (layer %d)", i, i/2))
+		}
 	}
-	allowed := Reshape(NotEqual(keyValid, ZerosLike(keyValid)), b, 1, l) // [B,1,L]
-	h := Decoder(ctx, cfg, tok, pos, allowed, kv)                        // [B,1,D]
-	return Logits(ctx, cfg, Reshape(h, b, -1)), out                      // [B,V], caches
-}
-
-// lastLogitsGraph is the uncached reference: the full forward pass over ids [B,S] and the logits
-// at position last [B] (int32) of each row [B,V].
-func lastLogitsGraph(ctx *context.Context, cfg *Config, ids, pos, mask, last *Node) *Node {
-	h := Hidden(ctx, cfg, ids, pos, mask)                            // [B,S,D]
-	at := Stack([]*Node{Iota(h.Graph(), last.Shape(), 0), last}, -1) // [B,2]: (row, position)
-	return Logits(ctx, cfg, Gather(h, at))                           // [B,V]
+	return logits, c.out
 }

@@ -1,7 +1,13 @@
-package qwen2
+// Package generate generates text with any decoder family: the Generator (prompt pass and
+// single-token decode steps against a KV cache, or the uncached reference), the cache layout and
+// how a step writes it (KVUpdate), the in-graph sampler (temperature, top-k, top-p, min-p,
+// repetition penalty; SampleOptions), the batch and length buckets (BucketLen), left padding,
+// position ids and stop handling. A family plugs in by implementing Model (prefill, decode with
+// the cache, the uncached last logits, and its Spec); qwen2.Arch is the Qwen2 one. Adding a family
+// changes nothing here.
+package generate
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -15,8 +21,8 @@ import (
 	"github.com/posttrain/posttrain/internal/gomlxfix"
 )
 
-// GenerateOptions control Generator.Generate.
-type GenerateOptions struct {
+// Options control Generator.Generate.
+type Options struct {
 	SampleOptions
 	// MaxNewTokens is the most tokens generated per row (≥ 1).
 	MaxNewTokens int
@@ -25,7 +31,8 @@ type GenerateOptions struct {
 	// (e.g. seed + step).
 	Seed uint64
 	// StopIDs end a row when generated (the id is kept in Generation.IDs); nil means the
-	// config's eos_token_id. Use EOSTokenIDs for the union with generation_config.json.
+	// model's Spec.EOSTokenIDs (config.json's eos_token_id). qwen2.EOSTokenIDs gives the union
+	// with generation_config.json.
 	StopIDs []int
 	// IgnoreEOS generates MaxNewTokens for every row (as the qwen2-tiny fixtures do).
 	IgnoreEOS bool
@@ -44,34 +51,35 @@ type Generation struct {
 	Text string  // IDs decoded without special tokens, when a tokenizer was given
 	// LogProbs[i] = log softmax(logits/T)[IDs[i]] over the whole vocabulary, T the temperature
 	// (1 when greedy), computed in float32 in the sampling graph: the tempered model distribution
-	// the sampler drew from, before top-k/top-p truncation. At T = 1 these are the log-probs Score
-	// gives for the same sequence.
+	// the sampler drew from, before top-k/top-p truncation. At T = 1 these are the log-probs scoring
+	// gives for the same sequence (qwen2.Score).
 	LogProbs []float64
 	// Truncated is true when the row reached MaxNewTokens without a stop token.
 	Truncated bool
 }
 
-// GenerateStats are the measurements of the last Generate call.
-type GenerateStats struct {
+// Stats are the measurements of the last Generate call.
+type Stats struct {
 	Rows, PromptLen, CacheLen int           // batch, prompt and cache buckets
 	Prefill, Decode           time.Duration // wall time of the prompt pass and of the decode steps
 	DecodeSteps               int           // decode graph executions
 	NewTokens                 int           // tokens generated over the real rows
 }
 
-// Generator generates continuations of token prompts with a model held in a context. It keeps
-// one compiled graph per (batch, prompt, cache) bucket for the prompt pass and one per (batch,
-// cache) bucket for the decode step, reused across calls; the weights are read at every call, so
-// a trainer may update them between calls. Not safe for concurrent use.
+// Generator generates continuations of token prompts with a Model whose weights a context holds.
+// It keeps one compiled graph per (batch, prompt, cache) bucket for the prompt pass and one per
+// (batch, cache) bucket for the decode step, reused across calls; the weights are read at every
+// call, so a trainer may update them between calls. Not safe for concurrent use.
 type Generator struct {
 	backend backends.Backend
 	ctx     *context.Context
-	cfg     *Config
+	model   Model
 	// KVUpdate selects how the cache is written (default KVUpdateAuto); set before the first call.
 	KVUpdate KVUpdate
 
 	execs map[execKey]*context.Exec
-	stats GenerateStats
+	stats Stats
+	spec  Spec // the model's Spec, read at the start of each call
 }
 
 // execKey names one of the Generator's compiled graphs: the prompt pass, the decode step or the
@@ -87,7 +95,7 @@ func (g *Generator) exec(key execKey, fn func(*context.Context, []*graph.Node) [
 	if e := g.execs[key]; e != nil {
 		return e, nil
 	}
-	e, err := newExec(g.backend, g.ctx, fn)
+	e, err := g.newExec(fn)
 	if err != nil {
 		return nil, err
 	}
@@ -98,13 +106,13 @@ func (g *Generator) exec(key execKey, fn func(*context.Context, []*graph.Node) [
 	return e, nil
 }
 
-// NewGenerator returns a Generator for the model whose weights ctx holds.
-func NewGenerator(backend backends.Backend, ctx *context.Context, cfg *Config) *Generator {
-	return &Generator{backend: backend, ctx: ctx, cfg: cfg}
+// NewGenerator returns a Generator for model, whose weights ctx holds.
+func NewGenerator(backend backends.Backend, ctx *context.Context, model Model) *Generator {
+	return &Generator{backend: backend, ctx: ctx, model: model}
 }
 
 // Stats returns the measurements of the last Generate or GenerateUncached call.
-func (g *Generator) Stats() GenerateStats { return g.stats }
+func (g *Generator) Stats() Stats { return g.stats }
 
 // Finalize frees the compiled graphs.
 func (g *Generator) Finalize() {
@@ -116,15 +124,17 @@ func (g *Generator) Finalize() {
 
 // Generate continues each prompt (token ids, unpadded, of any lengths) with the KV cache: the
 // prompts are left-padded into one batch, run once, then one decode step per new token.
-func (g *Generator) Generate(prompts [][]int32, opts GenerateOptions) ([]Generation, error) {
-	return g.run(prompts, opts, &cachedStepper{g: g, how: g.KVUpdate.resolve(g.backend), mode: opts.mode(g.cfg.VocabSize)})
+func (g *Generator) Generate(prompts [][]int32, opts Options) ([]Generation, error) {
+	g.spec = g.model.Spec()
+	return g.run(prompts, opts, &cachedStepper{g: g, how: g.KVUpdate.resolve(g.backend), mode: opts.mode(g.spec.VocabSize)})
 }
 
 // GenerateUncached is Generate recomputing the full forward pass over the whole sequence at each
 // step, without a cache: the reference the cached path is tested against (O(steps²) work, one
 // graph per length bucket).
-func (g *Generator) GenerateUncached(prompts [][]int32, opts GenerateOptions) ([]Generation, error) {
-	return g.run(prompts, opts, &fullStepper{g: g, mode: opts.mode(g.cfg.VocabSize)})
+func (g *Generator) GenerateUncached(prompts [][]int32, opts Options) ([]Generation, error) {
+	g.spec = g.model.Spec()
+	return g.run(prompts, opts, &fullStepper{g: g, mode: opts.mode(g.spec.VocabSize)})
 }
 
 // stepper draws the next token of every row of a left-padded batch, with the sampler's runtime
@@ -135,8 +145,9 @@ type stepper interface {
 	close()
 }
 
-// run is the host loop shared by the cached and uncached paths: pad, sample, stop.
-func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (_ []Generation, err error) {
+// run is the host loop shared by the cached and uncached paths: pad, sample, stop. g.spec is the
+// model's Spec of this call.
+func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Generation, err error) {
 	defer st.close()
 	if err := g.validate(prompts, opts); err != nil {
 		return nil, err
@@ -149,16 +160,16 @@ func (g *Generator) run(prompts [][]int32, opts GenerateOptions, st stepper) (_ 
 	for r := range keyValid {
 		keyValid[r] = append(slices.Clone(mask[r]), make([]int32, clen-plen)...)
 	}
-	g.stats = GenerateStats{Rows: rows, PromptLen: plen, CacheLen: clen}
+	g.stats = Stats{Rows: rows, PromptLen: plen, CacheLen: clen}
 	t0 := time.Now()
-	sample := func(step int) []any { return sampleParams(opts.SampleOptions, opts.Seed, step, rows, g.cfg.VocabSize) }
-	drawn, lps, err := st.start(ids, PositionIDs(mask), mask, keyValid, sample(0))
+	sample := func(step int) []any { return sampleParams(opts.SampleOptions, opts.Seed, step, rows, g.spec.VocabSize) }
+	drawn, lps, err := st.start(ids, positionIDs(mask), mask, keyValid, sample(0))
 	if err != nil {
 		return nil, err
 	}
 	g.stats.Prefill = time.Since(t0)
 	t0 = time.Now()
-	ds := newDecodeState(n, stopSet(g.cfg, opts))
+	ds := newDecodeState(n, stopSet(g.spec, opts))
 	pos := make([][]int32, rows)
 	for step := 0; ; step++ {
 		tok := ds.step(drawn, lps, rows)
@@ -223,47 +234,56 @@ func (d *decodeState) step(drawn []int32, lps []float32, rows int) [][]int32 {
 
 func (d *decodeState) finished() bool { return !slices.Contains(d.done, false) }
 
-func (g *Generator) validate(prompts [][]int32, opts GenerateOptions) error {
+// errorf is an error of this generator: "qwen2 generate: …" for the qwen2 family.
+func (g *Generator) errorf(format string, args ...any) error {
+	prefix := "generate: "
+	if g.spec.Family != "" {
+		prefix = g.spec.Family + " " + prefix
+	}
+	return fmt.Errorf(prefix+format, args...)
+}
+
+func (g *Generator) validate(prompts [][]int32, opts Options) error {
 	if len(prompts) == 0 {
-		return errors.New("qwen2 generate: no prompts")
+		return g.errorf("no prompts")
 	}
 	if opts.MaxNewTokens < 1 {
-		return fmt.Errorf("qwen2 generate: max new tokens must be at least 1, got %d", opts.MaxNewTokens)
+		return g.errorf("max new tokens must be at least 1, got %d", opts.MaxNewTokens)
 	}
 	if opts.TopK < 0 || opts.TopP < 0 {
-		return fmt.Errorf("qwen2 generate: top-k (%d) and top-p (%g) must not be negative", opts.TopK, opts.TopP)
+		return g.errorf("top-k (%d) and top-p (%g) must not be negative", opts.TopK, opts.TopP)
 	}
 	if opts.MinP < 0 || opts.MinP > 1 {
-		return fmt.Errorf("qwen2 generate: min-p must be in [0, 1], got %g", opts.MinP)
+		return g.errorf("min-p must be in [0, 1], got %g", opts.MinP)
 	}
 	if opts.RepetitionPenalty < 0 || math.IsInf(opts.RepetitionPenalty, 0) || math.IsNaN(opts.RepetitionPenalty) {
-		return fmt.Errorf("qwen2 generate: repetition penalty must be ≥ 0 (1 = off), got %g", opts.RepetitionPenalty)
+		return g.errorf("repetition penalty must be ≥ 0 (1 = off), got %g", opts.RepetitionPenalty)
 	}
 	for r, p := range prompts {
 		if len(p) == 0 {
-			return fmt.Errorf("qwen2 generate: prompt %d is empty", r)
+			return g.errorf("prompt %d is empty", r)
 		}
 		for _, id := range p {
-			if id < 0 || int(id) >= g.cfg.VocabSize {
-				return fmt.Errorf("qwen2 generate: prompt %d: token id %d is outside the vocabulary [0, %d)", r, id, g.cfg.VocabSize)
+			if id < 0 || int(id) >= g.spec.VocabSize {
+				return g.errorf("prompt %d: token id %d is outside the vocabulary [0, %d)", r, id, g.spec.VocabSize)
 			}
 		}
-		if m := g.cfg.MaxPositionEmbeddings; m > 0 && len(p)+opts.MaxNewTokens > m {
-			return fmt.Errorf("qwen2 generate: prompt %d: %d tokens + %d new exceed max_position_embeddings %d", r, len(p), opts.MaxNewTokens, m)
+		if m := g.spec.MaxPositions; m > 0 && len(p)+opts.MaxNewTokens > m {
+			return g.errorf("prompt %d: %d tokens + %d new exceed max_position_embeddings %d", r, len(p), opts.MaxNewTokens, m)
 		}
 	}
 	return nil
 }
 
 // stopSet is the set of ids that end a row.
-func stopSet(cfg *Config, opts GenerateOptions) map[int]bool {
+func stopSet(spec Spec, opts Options) map[int]bool {
 	set := map[int]bool{}
 	if opts.IgnoreEOS {
 		return set
 	}
 	ids := opts.StopIDs
 	if ids == nil {
-		ids = cfg.EOSTokenIDs
+		ids = spec.EOSTokenIDs
 	}
 	for _, id := range ids {
 		set[id] = true
@@ -319,6 +339,24 @@ func leftPad(prompts [][]int32, rows, plen int) (ids, mask [][]int32) {
 	return ids, mask
 }
 
+// positionIDs are the position ids of left-padded rows as HF's generate() makes them for every
+// family: cumsum(mask) − 1, with pads set to 1 (they never reach a real token through attention).
+func positionIDs(mask [][]int32) [][]int32 {
+	out := make([][]int32, len(mask))
+	for r, row := range mask {
+		out[r] = make([]int32, len(row))
+		var c int32
+		for t, m := range row {
+			c += m
+			out[r][t] = c - 1
+			if m == 0 {
+				out[r][t] = 1
+			}
+		}
+	}
+	return out
+}
+
 func countReal(mask []int32) int {
 	n := 0
 	for _, m := range mask {
@@ -335,21 +373,8 @@ func toInts(ids []int32) []int {
 	return out
 }
 
-// PromptsFromBatch returns each row's real tokens (mask = 1), dropping the padding on either side.
-func PromptsFromBatch(b *Batch) [][]int32 {
-	out := make([][]int32, len(b.IDs))
-	for r, row := range b.IDs {
-		for t, id := range row {
-			if b.Mask[r][t] == 1 {
-				out[r] = append(out[r], id)
-			}
-		}
-	}
-	return out
-}
-
 // execute runs exec on args, turning GoMLX panics into errors.
-func execute(exec *context.Exec, args ...any) (outs []*tensors.Tensor, err error) {
+func (g *Generator) execute(exec *context.Exec, args ...any) (outs []*tensors.Tensor, err error) {
 	err = gomlxfix.Call(func() {
 		var e error
 		if outs, e = exec.Exec(args...); e != nil {
@@ -357,16 +382,16 @@ func execute(exec *context.Exec, args ...any) (outs []*tensors.Tensor, err error
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("qwen2 generate: %w", err)
+		return nil, g.errorf("%w", err)
 	}
 	return outs, nil
 }
 
 // newExec builds a context.Exec for fn, turning GoMLX panics into errors.
-func newExec(b backends.Backend, ctx *context.Context, fn func(*context.Context, []*graph.Node) []*graph.Node) (exec *context.Exec, err error) {
+func (g *Generator) newExec(fn func(*context.Context, []*graph.Node) []*graph.Node) (exec *context.Exec, err error) {
 	err = gomlxfix.Call(func() {
 		var e error
-		if exec, e = context.NewExec(b, ctx, fn); e != nil {
+		if exec, e = context.NewExec(g.backend, g.ctx, fn); e != nil {
 			panic(e)
 		}
 		// One graph per (rows, prompt, cache) bucket: long completions make many cache buckets
@@ -374,13 +399,13 @@ func newExec(b backends.Backend, ctx *context.Context, fn func(*context.Context,
 		exec.SetMaxCache(-1)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("qwen2 generate: %w", err)
+		return nil, g.errorf("%w", err)
 	}
 	return exec, nil
 }
 
 // hostDraws copies the drawn tokens [B] and their log-probs [B] to the host and frees them.
-func hostDraws(tok, lp *tensors.Tensor) ([]int32, []float32, error) {
+func (g *Generator) hostDraws(tok, lp *tensors.Tensor) ([]int32, []float32, error) {
 	defer func() { _ = tok.FinalizeAll(); _ = lp.FinalizeAll() }()
 	var ids []int32
 	var lps []float32
@@ -388,7 +413,7 @@ func hostDraws(tok, lp *tensors.Tensor) ([]int32, []float32, error) {
 		ids, lps = tensors.MustCopyFlatData[int32](tok), tensors.MustCopyFlatData[float32](lp)
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("qwen2 generate: %w", err)
+		return nil, nil, g.errorf("%w", err)
 	}
 	return ids, lps, nil
 }

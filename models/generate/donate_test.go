@@ -1,4 +1,4 @@
-package qwen2
+package generate_test
 
 import (
 	"fmt"
@@ -7,23 +7,21 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // donationOptions are a greedy run and a sampled one with every warper and the repetition
 // penalty (whose [B,V] seen mask travels with the caches).
-var donationOptions = map[string]GenerateOptions{
+var donationOptions = map[string]generate.Options{
 	"greedy": {MaxNewTokens: 6, IgnoreEOS: true},
-	"sampled": {MaxNewTokens: 6, IgnoreEOS: true, Seed: 7, SampleOptions: SampleOptions{
+	"sampled": {MaxNewTokens: 6, IgnoreEOS: true, Seed: 7, SampleOptions: generate.SampleOptions{
 		Temperature: 0.8, TopK: 20, TopP: 0.9, MinP: 0.01, RepetitionPenalty: 1.3}},
 }
 
-// newCachedStepper is the stepper Generate uses, donating its caches unless keep.
-func newCachedStepper(g *Generator, opts GenerateOptions, keep bool) *cachedStepper {
-	return &cachedStepper{g: g, how: g.KVUpdate.resolve(g.backend), mode: opts.mode(g.cfg.VocabSize), keepCaches: keep}
-}
-
 // requireSameGenerations fails unless a and b have the same tokens and bit-identical log-probs.
-func requireSameGenerations(t *testing.T, what string, a, b []Generation) {
+func requireSameGenerations(t *testing.T, what string, a, b []generate.Generation) {
 	t.Helper()
 	if !slices.EqualFunc(genIDs(a), genIDs(b), slices.Equal) {
 		t.Fatalf("%s: tokens %v and %v differ", what, genIDs(a), genIDs(b))
@@ -42,10 +40,10 @@ func requireSameGenerations(t *testing.T, what string, a, b []Generation) {
 // donating the prompt pass's caches again, through the already compiled graphs) gives them again.
 func TestGenerate_DonatedCacheSameResults(t *testing.T) {
 	g, _ := tinyGenerator(t)
-	prompts := PromptsFromBatch(readInput(t, "left_pad"))
+	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
 	for name, opts := range donationOptions {
 		t.Run(name, func(t *testing.T) {
-			kept, err := g.run(prompts, opts, newCachedStepper(g, opts, true))
+			kept, err := generate.GenerateKeepingCaches(g, prompts, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,53 +55,40 @@ func TestGenerate_DonatedCacheSameResults(t *testing.T) {
 	}
 }
 
-// donationProbe is the cached stepper with a check between donating the caches and running the
-// step: every cache handed to the step has left the stepper and is no longer a valid tensor.
-type donationProbe struct {
-	*cachedStepper
-	t              *testing.T
-	steps, donated int
-}
-
-func (p *donationProbe) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
-	old := slices.Clone(p.caches)
-	if len(old) == 0 {
-		p.t.Fatal("no caches before a decode step")
-	}
-	caches, err := p.cacheArgs()
-	if err != nil {
-		return nil, nil, err
-	}
-	for i, c := range old {
-		if _, plain := caches[i].(*tensors.Tensor); plain || c.Ok() || p.caches[i] != nil {
-			p.t.Errorf("step %d cache %d: passed as a plain tensor %v, still valid %v, still held %v; want donated",
-				p.steps, i, plain, c.Ok(), p.caches[i] != nil)
-		}
-	}
-	p.donated += len(old)
-	p.steps++
-	return p.decode(caches, tok, pos, slot, keyValid, sample)
-}
-
 // On the pure-Go backend every decode step donates the previous step's caches (the first step the
 // prompt pass's), the keys and values of every layer and the seen mask: the tensors are invalid
 // before the step runs, not only freed after it. The run still gives Generate's results.
 func TestGenerate_DecodeStepDonatesCaches(t *testing.T) {
-	g, cfg := tinyGenerator(t)
-	prompts := PromptsFromBatch(readInput(t, "left_pad"))
+	g, m := tinyGenerator(t)
+	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
 	opts := donationOptions["sampled"]
 	want := mustGenerate(t, g, true, prompts, opts)
-	probe := &donationProbe{cachedStepper: newCachedStepper(g, opts, false), t: t}
-	got, err := g.run(prompts, opts, probe)
+	steps, donated := 0, 0
+	// Between donating the caches and running each step: every cache handed to the step has left
+	// the stepper and is no longer a valid tensor.
+	check := func(old []*tensors.Tensor, caches []any, held []*tensors.Tensor) {
+		if len(old) == 0 {
+			t.Fatal("no caches before a decode step")
+		}
+		for i, c := range old {
+			if _, plain := caches[i].(*tensors.Tensor); plain || c.Ok() || held[i] != nil {
+				t.Errorf("step %d cache %d: passed as a plain tensor %v, still valid %v, still held %v; want donated",
+					steps, i, plain, c.Ok(), held[i] != nil)
+			}
+		}
+		donated += len(old)
+		steps++
+	}
+	got, err := generate.GenerateProbingDonation(g, prompts, opts, check)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if probe.steps != opts.MaxNewTokens-1 {
-		t.Errorf("probe saw %d decode steps, want %d", probe.steps, opts.MaxNewTokens-1)
+	if steps != opts.MaxNewTokens-1 {
+		t.Errorf("probe saw %d decode steps, want %d", steps, opts.MaxNewTokens-1)
 	}
-	if want := probe.steps * (2*cfg.NumHiddenLayers + 1); probe.donated != want {
+	if want := steps * (2*m.cfg.NumHiddenLayers + 1); donated != want {
 		t.Errorf("%d caches donated over %d steps, want %d (keys and values of %d layers and the seen mask per step)",
-			probe.donated, probe.steps, want, cfg.NumHiddenLayers)
+			donated, steps, want, m.cfg.NumHiddenLayers)
 	}
 	requireSameGenerations(t, "probe vs Generate", got, want)
 }

@@ -1,21 +1,22 @@
-package qwen2
+package generate_test
 
 import (
 	"slices"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+
+	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // With bfloat16 weights the cache holds bfloat16 keys and values; cached and uncached greedy
 // generation still agree, and the tokens are those of the float32 model on the fixture.
 func TestGenerate_BFloat16(t *testing.T) {
-	ctx, cfg := loadTiny(t, dtypes.BFloat16)
-	g := NewGenerator(testBackendOrSkip(t), ctx, cfg)
-	defer g.Finalize()
+	g := loadTiny(t, dtypes.BFloat16).generator(t)
 	want := readExpectedGeneration(t, "left_pad")
-	prompts := PromptsFromBatch(readInput(t, "left_pad"))
-	opts := GenerateOptions{MaxNewTokens: want.MaxNewTokens, IgnoreEOS: true}
+	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
+	opts := generate.Options{MaxNewTokens: want.MaxNewTokens, IgnoreEOS: true}
 	cached := genIDs(mustGenerate(t, g, true, prompts, opts))
 	uncached := genIDs(mustGenerate(t, g, false, prompts, opts))
 	if !slices.EqualFunc(cached, uncached, slices.Equal) || !slices.EqualFunc(cached, want.TokensCache, slices.Equal) {

@@ -1,7 +1,6 @@
-package qwen2
+package generate
 
 import (
-	"fmt"
 	"slices"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
@@ -18,6 +17,7 @@ type cachedStepper struct {
 	// then, with a repetition penalty, the [B,V] mask of the tokens seen: the previous
 	// execution's outputs, owned by the stepper until the next decode step takes them.
 	caches []*tensors.Tensor
+	numKV  int // how many of caches are keys and values (the rest: the seen mask)
 	// keepCaches passes the caches to the decode step as plain tensors, kept alive through the
 	// step and freed after it, instead of donating them (the path before donation; tests compare).
 	keepCaches bool
@@ -26,10 +26,10 @@ type cachedStepper struct {
 func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
 	g := s.g
 	exec, err := g.exec(execKey{graph: "prefill", mode: s.mode}, func(ctx *context.Context, in []*Node) []*Node {
-		logits, caches := prefillGraph(ctx, g.cfg, in[0], in[1], in[2], in[3])
+		logits, caches := prefillGraph(ctx, g.model, in[0], in[1], in[2], in[3])
 		var seen *Node
 		if s.mode.penalty {
-			seen = seenTokens(in[0], in[2], g.cfg.VocabSize)
+			seen = seenTokens(in[0], in[2], g.spec.VocabSize)
 			caches = append(caches, seen)
 		}
 		tok, lp := sampleGraph(logits, in[4:], s.mode, seen)
@@ -39,12 +39,16 @@ func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample []any) 
 		return nil, nil, err
 	}
 	args := append([]any{tensors.FromValue(ids), tensors.FromValue(pos), tensors.FromValue(mask), tensors.FromValue(keyValid)}, sample...)
-	outs, err := execute(exec, args...)
+	outs, err := g.execute(exec, args...)
 	if err != nil {
 		return nil, nil, err
 	}
 	s.caches = outs[2:]
-	return hostDraws(outs[0], outs[1])
+	s.numKV = len(s.caches)
+	if s.mode.penalty {
+		s.numKV-- // the seen mask
+	}
+	return g.hostDraws(outs[0], outs[1])
 }
 
 func (s *cachedStepper) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
@@ -64,23 +68,22 @@ func (s *cachedStepper) decode(caches []any, tok, pos [][]int32, slot int, keyVa
 	}
 	args := []any{tensors.FromValue(tok), tensors.FromValue(pos), tensors.FromScalar(int32(slot)), tensors.FromValue(keyValid)}
 	args = append(append(args, caches...), sample...)
-	outs, err := execute(exec, args...)
+	outs, err := s.g.execute(exec, args...)
 	if err != nil {
 		return nil, nil, err
 	}
 	s.freeCaches() // the caches not donated
 	s.caches = outs[2:]
-	return hostDraws(outs[0], outs[1])
+	return s.g.hostDraws(outs[0], outs[1])
 }
 
 // decodeExec is the decode step's Exec: inputs tok [B,1], pos [B,1], slot, keyValid [B,L], the
 // caches, then the sampler's parameters; outputs the token, its log-prob and the new caches.
 func (s *cachedStepper) decodeExec() (*context.Exec, error) {
 	g := s.g
-	nKV := 2 * g.cfg.NumHiddenLayers
-	nCache := len(s.caches)
+	nKV, nCache := s.numKV, len(s.caches)
 	return g.exec(execKey{graph: "decode", mode: s.mode, how: s.how}, func(ctx *context.Context, in []*Node) []*Node {
-		logits, caches := decodeGraph(ctx, g.cfg, in[0], in[1], in[2], in[3], in[4:4+nKV], s.how)
+		logits, caches := decodeGraph(ctx, g.model, in[0], in[1], in[2], in[3], in[4:4+nKV], s.how)
 		var seen *Node
 		if s.mode.penalty {
 			seen = seeToken(in[4+nKV], in[0]) // the token fed in was drawn last step
@@ -115,7 +118,7 @@ func (s *cachedStepper) cacheArgs() ([]any, error) {
 		}
 		var err error
 		if args[i], err = DonateTensorBuffer(c, s.g.backend, 0); err != nil {
-			return nil, fmt.Errorf("qwen2 generate: donate KV cache %d: %w", i, err)
+			return nil, s.g.errorf("donate KV cache %d: %w", i, err)
 		}
 		s.caches[i] = nil
 	}
@@ -161,9 +164,9 @@ func (s *fullStepper) forward(sample []any) ([]int32, []float32, error) {
 	exec, err := g.exec(execKey{graph: "full", mode: s.mode}, func(ctx *context.Context, in []*Node) []*Node {
 		var seen *Node
 		if s.mode.penalty {
-			seen = seenTokens(in[0], in[2], g.cfg.VocabSize)
+			seen = seenTokens(in[0], in[2], g.spec.VocabSize)
 		}
-		tok, lp := sampleGraph(lastLogitsGraph(ctx, g.cfg, in[0], in[1], in[2], in[3]), in[4:], s.mode, seen)
+		tok, lp := sampleGraph(g.model.LastLogits(ctx, in[0], in[1], in[2], in[3]), in[4:], s.mode, seen)
 		return []*Node{tok, lp}
 	})
 	if err != nil {
@@ -177,12 +180,12 @@ func (s *fullStepper) forward(sample []any) ([]int32, []float32, error) {
 		mask[r] = append(slices.Clone(s.mask[r]), make([]int32, padded-n)...)
 		last[r] = int32(n - 1)
 	}
-	args := append([]any{tensors.FromValue(ids), tensors.FromValue(PositionIDs(mask)), tensors.FromValue(mask), tensors.FromValue(last)}, sample...)
-	outs, err := execute(exec, args...)
+	args := append([]any{tensors.FromValue(ids), tensors.FromValue(positionIDs(mask)), tensors.FromValue(mask), tensors.FromValue(last)}, sample...)
+	outs, err := g.execute(exec, args...)
 	if err != nil {
 		return nil, nil, err
 	}
-	return hostDraws(outs[0], outs[1])
+	return g.hostDraws(outs[0], outs[1])
 }
 
 func (s *fullStepper) close() {}

@@ -1,4 +1,4 @@
-package qwen2
+package generate
 
 import (
 	"math"
@@ -278,20 +278,4 @@ func seeToken(seen, tok *Node) *Node {
 	b, vocab := seen.Shape().Dim(0), seen.Shape().Dim(1)
 	iota := Iota(seen.Graph(), shapes.Make(dtypes.Int32, b, vocab), 1)
 	return Or(seen, Equal(iota, BroadcastToDims(ConvertDType(tok, dtypes.Int32), b, vocab)))
-}
-
-// logSumExp is log Σ exp(x) computed stably.
-func logSumExp(x []float64) float64 {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = max(m, v)
-	}
-	if math.IsInf(m, 0) || math.IsNaN(m) {
-		return m
-	}
-	s := 0.0
-	for _, v := range x {
-		s += math.Exp(v - m)
-	}
-	return m + math.Log(s)
 }

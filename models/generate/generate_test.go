@@ -1,71 +1,13 @@
-package qwen2
+package generate_test
 
 import (
-	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/models/qwen2"
 )
-
-// expectedGeneration is the "generation" section of an expected/*.json file: HF's greedy tokens
-// without EOS stopping, with and without its KV cache, and their log-probs.
-type expectedGeneration struct {
-	MaxNewTokens  int         `json:"max_new_tokens"`
-	TokensCache   [][]int32   `json:"tokens_cache"`
-	TokensNoCache [][]int32   `json:"tokens_nocache"`
-	LogProbsCache [][]float64 `json:"logprobs_cache"`
-}
-
-func readExpectedGeneration(t *testing.T, name string) *expectedGeneration {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(tinyDir, "expected", name+".float64.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e struct {
-		Generation *expectedGeneration `json:"generation"`
-	}
-	if err := json.Unmarshal(data, &e); err != nil {
-		t.Fatal(err)
-	}
-	if e.Generation == nil {
-		t.Fatalf("%s has no generation section", name)
-	}
-	return e.Generation
-}
-
-func tinyGenerator(t *testing.T) (*Generator, *Config) {
-	t.Helper()
-	ctx, cfg := loadTiny(t, dtypes.Float32)
-	g := NewGenerator(testBackendOrSkip(t), ctx, cfg)
-	t.Cleanup(g.Finalize)
-	return g, cfg
-}
-
-func mustGenerate(t *testing.T, g *Generator, cached bool, prompts [][]int32, opts GenerateOptions) []Generation {
-	t.Helper()
-	gen := g.Generate
-	if !cached {
-		gen = g.GenerateUncached
-	}
-	out, err := gen(prompts, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func genIDs(gens []Generation) [][]int32 {
-	out := make([][]int32, len(gens))
-	for i, g := range gens {
-		out[i] = g.IDs
-	}
-	return out
-}
 
 // Greedy generation, cached and uncached, gives HF's tokens and log-probs on the fixtures.
 func TestGenerate_GreedyMatchesHF(t *testing.T) {
@@ -76,8 +18,8 @@ func TestGenerate_GreedyMatchesHF(t *testing.T) {
 			if !slices.EqualFunc(want.TokensCache, want.TokensNoCache, slices.Equal) {
 				t.Fatalf("fixture: HF cached %v and uncached %v differ", want.TokensCache, want.TokensNoCache)
 			}
-			prompts := PromptsFromBatch(readInput(t, name))
-			opts := GenerateOptions{MaxNewTokens: want.MaxNewTokens, IgnoreEOS: true}
+			prompts := qwen2.PromptsFromBatch(readInput(t, name))
+			opts := generate.Options{MaxNewTokens: want.MaxNewTokens, IgnoreEOS: true}
 			for _, cached := range []bool{true, false} {
 				gens := mustGenerate(t, g, cached, prompts, opts)
 				if got := genIDs(gens); !slices.EqualFunc(got, want.TokensCache, slices.Equal) {
@@ -101,8 +43,8 @@ func TestGenerate_GreedyMatchesHF(t *testing.T) {
 // A row's greedy tokens do not depend on the other rows of the batch (left padding, extra rows).
 func TestGenerate_PaddingInvariance(t *testing.T) {
 	g, _ := tinyGenerator(t)
-	prompts := PromptsFromBatch(readInput(t, "left_pad"))
-	opts := GenerateOptions{MaxNewTokens: 6, IgnoreEOS: true}
+	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
+	opts := generate.Options{MaxNewTokens: 6, IgnoreEOS: true}
 	batch := mustGenerate(t, g, true, [][]int32{prompts[0], prompts[1], prompts[0][2:]}, opts)
 	for r, p := range [][]int32{prompts[0], prompts[1], prompts[0][2:]} {
 		alone := mustGenerate(t, g, true, [][]int32{p}, opts)[0]
@@ -119,25 +61,26 @@ func TestGenerate_PaddingInvariance(t *testing.T) {
 
 // Rows stop at any of several stop ids, keep the stop token and are not truncated; others run on.
 func TestGenerate_StopsAtEveryEOS(t *testing.T) {
-	g, cfg := tinyGenerator(t)
-	prompts := PromptsFromBatch(readInput(t, "left_pad")) // greedy: [774 774 74 74 74], [184 ×5]
+	g, m := tinyGenerator(t)
+	cfg := m.cfg
+	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad")) // greedy: [774 774 74 74 74], [184 ×5]
 	for _, c := range []struct {
 		name    string
-		opts    GenerateOptions
+		opts    generate.Options
 		cfgEOS  []int
 		want    [][]int32
 		trunc   []bool
 		cached  bool
 		prompts [][]int32
 	}{
-		{"options", GenerateOptions{MaxNewTokens: 5, StopIDs: []int{1000, 74}}, nil,
+		{"options", generate.Options{MaxNewTokens: 5, StopIDs: []int{1000, 74}}, nil,
 			[][]int32{{774, 774, 74}, {184, 184, 184, 184, 184}}, []bool{false, true}, true, prompts},
-		{"config list", GenerateOptions{MaxNewTokens: 5}, []int{1023, 184, 74},
+		{"config list", generate.Options{MaxNewTokens: 5}, []int{1023, 184, 74},
 			[][]int32{{774, 774, 74}, {184}}, []bool{false, false}, true, prompts},
-		{"config uncached", GenerateOptions{MaxNewTokens: 5}, []int{184, 774},
+		{"config uncached", generate.Options{MaxNewTokens: 5}, []int{184, 774},
 			[][]int32{{774}, {184}}, []bool{false, false}, false, prompts},
-		{"single", GenerateOptions{MaxNewTokens: 8, StopIDs: []int{475}}, nil,
-			[][]int32{{8, 8, 8, 8, 8, 8, 475}}, []bool{false}, true, PromptsFromBatch(readInput(t, "single"))},
+		{"single", generate.Options{MaxNewTokens: 8, StopIDs: []int{475}}, nil,
+			[][]int32{{8, 8, 8, 8, 8, 8, 475}}, []bool{false}, true, qwen2.PromptsFromBatch(readInput(t, "single"))},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			saved := cfg.EOSTokenIDs
@@ -159,9 +102,9 @@ func TestGenerate_StopsAtEveryEOS(t *testing.T) {
 // A seed reproduces a sample exactly (cached or not, alone or in a batch); other seeds differ.
 func TestGenerate_SamplingSeeded(t *testing.T) {
 	g, _ := tinyGenerator(t)
-	prompts := PromptsFromBatch(readInput(t, "left_pad"))
-	opts := GenerateOptions{MaxNewTokens: 8, IgnoreEOS: true, Seed: 7,
-		SampleOptions: SampleOptions{Temperature: 1.5, TopP: 0.95, TopK: 50}}
+	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
+	opts := generate.Options{MaxNewTokens: 8, IgnoreEOS: true, Seed: 7,
+		SampleOptions: generate.SampleOptions{Temperature: 1.5, TopP: 0.95, TopK: 50}}
 	a := genIDs(mustGenerate(t, g, true, prompts, opts))
 	b := genIDs(mustGenerate(t, g, true, prompts, opts))
 	c := genIDs(mustGenerate(t, g, false, prompts, opts))
@@ -187,10 +130,10 @@ func TestGenerate_SamplingSeeded(t *testing.T) {
 // Top-k = 1 is greedy at any temperature, and its log-probs are those of the tempered logits.
 func TestGenerate_TopK1IsGreedy(t *testing.T) {
 	g, _ := tinyGenerator(t)
-	prompts := PromptsFromBatch(readInput(t, "left_pad"))
-	greedy := mustGenerate(t, g, true, prompts, GenerateOptions{MaxNewTokens: 5, IgnoreEOS: true})
-	top1 := mustGenerate(t, g, true, prompts, GenerateOptions{MaxNewTokens: 5, IgnoreEOS: true, Seed: 3,
-		SampleOptions: SampleOptions{Temperature: 0.7, TopK: 1}})
+	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
+	greedy := mustGenerate(t, g, true, prompts, generate.Options{MaxNewTokens: 5, IgnoreEOS: true})
+	top1 := mustGenerate(t, g, true, prompts, generate.Options{MaxNewTokens: 5, IgnoreEOS: true, Seed: 3,
+		SampleOptions: generate.SampleOptions{Temperature: 0.7, TopK: 1}})
 	if !slices.EqualFunc(genIDs(greedy), genIDs(top1), slices.Equal) {
 		t.Errorf("top-k 1 %v, greedy %v", genIDs(top1), genIDs(greedy))
 	}

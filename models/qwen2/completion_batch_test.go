@@ -3,16 +3,25 @@ package qwen2
 import (
 	"math"
 	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+
+	"github.com/posttrain/posttrain/models/generate"
 )
 
 // Scoring the prompts with their ragged generations gives back the generation's log-probs (T = 1)
 // on exactly the generated tokens.
 func TestCompletionBatch_ScoreGivesGenerationLogProbs(t *testing.T) {
-	g, cfg := tinyGenerator(t)
+	ctx, cfg := loadTiny(t, dtypes.Float32)
+	g := generate.NewGenerator(testBackendOrSkip(t), ctx, Arch{Config: cfg})
+	defer g.Finalize()
 	prompts := PromptsFromBatch(readInput(t, "left_pad"))
 	prompts = append(prompts, PromptsFromBatch(readInput(t, "single"))...)
-	gens := mustGenerate(t, g, true, prompts, GenerateOptions{MaxNewTokens: 6, StopIDs: []int{475}, // row 2 draws [8 8 475]
-		Seed: 5, SampleOptions: SampleOptions{Temperature: 1, TopK: 3}})
+	gens, err := g.Generate(prompts, generate.Options{MaxNewTokens: 6, StopIDs: []int{475}, // row 2 draws [8 8 475]
+		Seed: 5, SampleOptions: generate.SampleOptions{Temperature: 1, TopK: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(gens[0].IDs) == len(gens[1].IDs) && len(gens[1].IDs) == len(gens[2].IDs) {
 		t.Fatalf("want ragged generations to test the padding, got %v %v %v", gens[0].IDs, gens[1].IDs, gens[2].IDs)
 	}
@@ -20,7 +29,7 @@ func TestCompletionBatch_ScoreGivesGenerationLogProbs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Score(g.backend, g.ctx, cfg, batch, false)
+	res, err := Score(testBackendOrSkip(t), ctx, cfg, batch, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,13 @@
-package qwen2
+package generate_test
 
 import (
 	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 func onesMask(n int) []int32 {
@@ -18,23 +21,21 @@ func onesMask(n int) []int32 {
 // At T = 1 the generation's log-probs are Score's log-probs of the generated sequence (top-p
 // truncation does not change them); at T ≠ 1 they are log softmax(logits/T) of Score's logits.
 func TestGenerate_LogProbsMatchScore(t *testing.T) {
-	g, cfg := tinyGenerator(t)
-	prompt := PromptsFromBatch(readInput(t, "single"))[0]
+	g, m := tinyGenerator(t)
+	cfg := m.cfg
+	prompt := qwen2.PromptsFromBatch(readInput(t, "single"))[0]
 	for _, temp := range []float64{1, 2} {
-		opts := GenerateOptions{MaxNewTokens: 6, IgnoreEOS: true, Seed: 11,
-			SampleOptions: SampleOptions{Temperature: temp, TopP: 0.9}}
+		opts := generate.Options{MaxNewTokens: 6, IgnoreEOS: true, Seed: 11,
+			SampleOptions: generate.SampleOptions{Temperature: temp, TopP: 0.9}}
 		gen := mustGenerate(t, g, true, [][]int32{prompt}, opts)[0]
 		for i, id := range gen.IDs {
 			seq := append(slices.Clone(prompt), gen.IDs[:i+1]...)
-			res, err := Score(g.backend, g.ctx, cfg, &Batch{IDs: [][]int32{seq[:len(seq)-1]}, Mask: [][]int32{onesMask(len(seq) - 1)}}, false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := m.score(t, &qwen2.Batch{IDs: [][]int32{seq[:len(seq)-1]}, Mask: [][]int32{onesMask(len(seq) - 1)}})
 			x := make([]float64, cfg.VocabSize)
 			for v, l := range res.LastLogits[0] {
 				x[v] = float64(l) / temp
 			}
-			if want := x[id] - logSumExp(x); math.Abs(gen.LogProbs[i]-want) > 1e-5 {
+			if want := x[id] - generate.LogSumExp(x); math.Abs(gen.LogProbs[i]-want) > 1e-5 {
 				t.Errorf("T=%g token %d: log-prob %v, Score's logits give %v", temp, i, gen.LogProbs[i], want)
 			}
 		}
@@ -42,10 +43,7 @@ func TestGenerate_LogProbsMatchScore(t *testing.T) {
 			continue
 		}
 		seq := append(slices.Clone(prompt), gen.IDs...)
-		res, err := Score(g.backend, g.ctx, cfg, &Batch{IDs: [][]int32{seq}, Mask: [][]int32{onesMask(len(seq))}}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := m.score(t, &qwen2.Batch{IDs: [][]int32{seq}, Mask: [][]int32{onesMask(len(seq))}})
 		for i, lp := range gen.LogProbs {
 			if want := res.LogProbs[0][len(prompt)+i]; math.Abs(lp-want) > 1e-5 {
 				t.Errorf("T=1 token %d: log-prob %v, Score %v", i, lp, want)
@@ -57,12 +55,12 @@ func TestGenerate_LogProbsMatchScore(t *testing.T) {
 // The pure-Go backend has no DynamicUpdateSlice: Auto falls back to Where, and asking for the
 // dynamic update is an error, not a crash.
 func TestGenerate_KVUpdateOnGoBackend(t *testing.T) {
-	g, _ := tinyGenerator(t)
-	if got := KVUpdateAuto.resolve(g.backend); got != KVUpdateWhere {
+	g, m := tinyGenerator(t)
+	if got := generate.KVUpdateAuto.Resolve(m.backend); got != generate.KVUpdateWhere {
 		t.Errorf("Auto resolved to %v on the go backend, want KVUpdateWhere", got)
 	}
-	g.KVUpdate = KVUpdateDynamic
-	_, err := g.Generate([][]int32{{1, 2, 3}}, GenerateOptions{MaxNewTokens: 3, IgnoreEOS: true})
+	g.KVUpdate = generate.KVUpdateDynamic
+	_, err := g.Generate([][]int32{{1, 2, 3}}, generate.Options{MaxNewTokens: 3, IgnoreEOS: true})
 	if err == nil || !strings.Contains(err.Error(), "DynamicUpdateSlice") {
 		t.Errorf("KVUpdateDynamic on the go backend: got %v, want an error naming DynamicUpdateSlice", err)
 	}
@@ -72,33 +70,21 @@ func TestGenerate_Errors(t *testing.T) {
 	g, _ := tinyGenerator(t)
 	for _, c := range []struct {
 		prompts [][]int32
-		opts    GenerateOptions
+		opts    generate.Options
 		want    string
 	}{
-		{nil, GenerateOptions{MaxNewTokens: 1}, "no prompts"},
-		{[][]int32{{1}}, GenerateOptions{}, "at least 1"},
-		{[][]int32{{1}, {}}, GenerateOptions{MaxNewTokens: 1}, "prompt 1 is empty"},
-		{[][]int32{{1, 1024}}, GenerateOptions{MaxNewTokens: 1}, "outside the vocabulary"},
-		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 40000}, "max_position_embeddings"},
-		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 1, SampleOptions: SampleOptions{Temperature: 1, TopK: -1}}, "negative"},
-		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 1, SampleOptions: SampleOptions{Temperature: 1, MinP: 2}}, "min-p"},
-		{[][]int32{{1}}, GenerateOptions{MaxNewTokens: 1, SampleOptions: SampleOptions{RepetitionPenalty: -1}}, "repetition penalty"},
+		{nil, generate.Options{MaxNewTokens: 1}, "no prompts"},
+		{[][]int32{{1}}, generate.Options{}, "at least 1"},
+		{[][]int32{{1}, {}}, generate.Options{MaxNewTokens: 1}, "prompt 1 is empty"},
+		{[][]int32{{1, 1024}}, generate.Options{MaxNewTokens: 1}, "outside the vocabulary"},
+		{[][]int32{{1}}, generate.Options{MaxNewTokens: 40000}, "max_position_embeddings"},
+		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{Temperature: 1, TopK: -1}}, "negative"},
+		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{Temperature: 1, MinP: 2}}, "min-p"},
+		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{RepetitionPenalty: -1}}, "repetition penalty"},
 	} {
-		if _, err := g.Generate(c.prompts, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v %+v: got %v, want an error containing %q", c.prompts, c.opts, err, c.want)
-		}
-	}
-}
-
-func TestBuckets(t *testing.T) {
-	for _, c := range [][2]int{{1, 8}, {8, 8}, {9, 16}, {200, 256}, {256, 256}, {257, 384}, {1000, 1024}, {1025, 1152}} {
-		if got := BucketLen(c[0]); got != c[1] {
-			t.Errorf("BucketLen(%d) = %d, want %d", c[0], got, c[1])
-		}
-	}
-	for _, c := range [][2]int{{1, 1}, {2, 2}, {3, 4}, {5, 8}, {16, 16}} {
-		if got := bucketRows(c[0]); got != c[1] {
-			t.Errorf("bucketRows(%d) = %d, want %d", c[0], got, c[1])
+		_, err := g.Generate(c.prompts, c.opts)
+		if err == nil || !strings.HasPrefix(err.Error(), "qwen2 generate: ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %+v: got %v, want a qwen2 generate error containing %q", c.prompts, c.opts, err, c.want)
 		}
 	}
 }
@@ -108,25 +94,23 @@ func TestBuckets(t *testing.T) {
 // reported log-probs stay those of the unpenalised distribution, the cached and uncached paths
 // agree, and the fixture's repetitive greedy output changes.
 func TestGenerate_RepetitionPenalty(t *testing.T) {
-	g, cfg := tinyGenerator(t)
-	prompts := PromptsFromBatch(readInput(t, "left_pad"))
+	g, m := tinyGenerator(t)
+	cfg := m.cfg
+	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
 	const theta = 1.5
-	opts := GenerateOptions{MaxNewTokens: 6, IgnoreEOS: true, SampleOptions: SampleOptions{RepetitionPenalty: theta}}
+	opts := generate.Options{MaxNewTokens: 6, IgnoreEOS: true, SampleOptions: generate.SampleOptions{RepetitionPenalty: theta}}
 	cached, uncached := mustGenerate(t, g, true, prompts, opts), mustGenerate(t, g, false, prompts, opts)
 	if !slices.EqualFunc(genIDs(cached), genIDs(uncached), slices.Equal) {
 		t.Errorf("cached %v, uncached %v", genIDs(cached), genIDs(uncached))
 	}
-	plain := mustGenerate(t, g, true, prompts, GenerateOptions{MaxNewTokens: 6, IgnoreEOS: true})
+	plain := mustGenerate(t, g, true, prompts, generate.Options{MaxNewTokens: 6, IgnoreEOS: true})
 	if slices.EqualFunc(genIDs(cached), genIDs(plain), slices.Equal) {
 		t.Errorf("the penalty changed nothing: %v", genIDs(plain))
 	}
 	for r, gen := range cached {
 		for i, id := range gen.IDs {
 			seq := append(slices.Clone(prompts[r]), gen.IDs[:i]...)
-			res, err := Score(g.backend, g.ctx, cfg, &Batch{IDs: [][]int32{seq}, Mask: [][]int32{onesMask(len(seq))}}, false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := m.score(t, &qwen2.Batch{IDs: [][]int32{seq}, Mask: [][]int32{onesMask(len(seq))}})
 			seen := map[int32]bool{}
 			for _, s := range seq {
 				seen[s] = true
@@ -141,7 +125,7 @@ func TestGenerate_RepetitionPenalty(t *testing.T) {
 			if int(id) != best {
 				t.Errorf("row %d token %d: %d, the penalised argmax is %d", r, i, id, best)
 			}
-			if want := x[id] - logSumExp(x); math.Abs(gen.LogProbs[i]-want) > 1e-5 {
+			if want := x[id] - generate.LogSumExp(x); math.Abs(gen.LogProbs[i]-want) > 1e-5 {
 				t.Errorf("row %d token %d: log-prob %v, the unpenalised one is %v", r, i, gen.LogProbs[i], want)
 			}
 		}

@@ -1,4 +1,4 @@
-package qwen2
+package generate
 
 import (
 	"fmt"

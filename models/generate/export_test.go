@@ -1,0 +1,56 @@
+package generate
+
+import (
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// What the tests of package generate_test (which load the qwen2-tiny fixture through qwen2.Arch;
+// qwen2 imports this package) reach inside the Generator by.
+
+var (
+	TestBackendOrSkip = testBackendOrSkip
+	LogSumExp         = logSumExp
+)
+
+// Resolve is the concrete update Generate uses for u on backend b.
+func (u KVUpdate) Resolve(b backends.Backend) KVUpdate { return u.resolve(b) }
+
+// newCachedStepper is the stepper Generate uses, donating its caches unless keep.
+func newCachedStepper(g *Generator, opts Options, keep bool) *cachedStepper {
+	g.spec = g.model.Spec()
+	return &cachedStepper{g: g, how: g.KVUpdate.resolve(g.backend), mode: opts.mode(g.spec.VocabSize), keepCaches: keep}
+}
+
+// GenerateKeepingCaches is Generate passing the caches to each decode step as plain tensors,
+// kept alive through the step and freed after it, instead of donating them (the path before
+// donation).
+func GenerateKeepingCaches(g *Generator, prompts [][]int32, opts Options) ([]Generation, error) {
+	return g.run(prompts, opts, newCachedStepper(g, opts, true))
+}
+
+// DonationCheck sees each decode step of GenerateProbingDonation between donating the caches and
+// running the step: before, the caches the stepper held; args, the step's cache arguments; after,
+// the stepper's caches once donated.
+type DonationCheck func(before []*tensors.Tensor, args []any, after []*tensors.Tensor)
+
+// GenerateProbingDonation is Generate with check called at every decode step.
+func GenerateProbingDonation(g *Generator, prompts [][]int32, opts Options, check DonationCheck) ([]Generation, error) {
+	return g.run(prompts, opts, &donationProbe{cachedStepper: newCachedStepper(g, opts, false), check: check})
+}
+
+// donationProbe is the cached stepper with check between donating the caches and running the step.
+type donationProbe struct {
+	*cachedStepper
+	check DonationCheck
+}
+
+func (p *donationProbe) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
+	before := append([]*tensors.Tensor(nil), p.caches...)
+	caches, err := p.cacheArgs()
+	if err != nil {
+		return nil, nil, err
+	}
+	p.check(before, caches, p.caches)
+	return p.decode(caches, tok, pos, slot, keyValid, sample)
+}
