@@ -3,7 +3,7 @@
 input batch, from the plain-PyTorch Qwen2 of qwen2.py (format: models/testdata/qwen2-tiny/README.md).
 
 For every inputs/NAME.json and compute dtype (float64, the reference for a float32 implementation;
-float32, HF's own float32 rounding) it computes: per-token log-probs of the scored tokens, their
+float32, to show float32's rounding of the same computation) it computes: per-token log-probs of the scored tokens, their
 mean NLL (the loss), logits checksums, the last real position's logits, the gradient of the loss
 (L2 norm, sum and first 4 values per HF tensor, global L2), and when the input asks for
 max_new_tokens, greedy generation with and without a KV cache.
@@ -211,9 +211,9 @@ def main():
             worst_rel = max(held, key=lambda d: d[2])
             exact = sum(1 for d in diffs if d[1] == 0)
             bad = [d for d in held if d[2] > rtol]
-            noise = [f"{d[0]}: {d[1]:.3g}" for d in diffs if d not in held]
+            noise = [f"{d[0]} differs by {d[1]:.3g}" for d in diffs if d not in held]
             print(f"{dst.name}: {len(diffs)} floats, {exact} bit-identical; max abs diff {worst_abs[1]:.3g} ({worst_abs[0]}), "
-                  f"max rel diff {worst_rel[2]:.3g} ({worst_rel[0]}){'; not held: ' + ', '.join(noise) if noise else ''}"
+                  f"max rel diff {worst_rel[2]:.3g} ({worst_rel[0]}){'; not held (rounding noise): ' + ', '.join(noise) if noise else ''}"
                   f"{'; FAIL > rtol ' + str(rtol) if bad else ''}")
             failed = failed or bool(bad)
     sys.exit(1 if failed else 0)
