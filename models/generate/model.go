@@ -13,8 +13,8 @@ import (
 // how a step writes them, the sampler, the buckets and the stop ids. A family implements it once
 // (qwen2.Arch); nothing here changes when one is added.
 //
-// Every function is called while a graph is built, once per compiled bucket, with the context
-// the Generator was given (its variables already loaded, under Reuse). Shapes: B rows, P prompt
+// Prefill, Decode and LastLogits are called while a graph is built, once per compiled bucket,
+// with the context the Generator was given (its variables already loaded, under Reuse). Shapes: B rows, P prompt
 // positions, L cache slots, V vocabulary, KV key/value heads, hd head size. The logits are
 // float32 (any float dtype is accepted and converted); ids and positions int32; masks int32 0/1.
 //
@@ -80,6 +80,9 @@ func (c *Cache) Allowed() *Node {
 func (c *Cache) Update(layer int, k, v *Node) (keys, values *Node) {
 	if layer < 0 || 2*layer+1 >= len(c.in) {
 		panic(fmt.Errorf("KV cache: layer %d, but the prompt pass returned %d caches (%d layers)", layer, len(c.in), len(c.in)/2))
+	}
+	if c.out[2*layer] != nil {
+		panic(fmt.Errorf("KV cache: layer %d updated twice in one decode step", layer))
 	}
 	c.out[2*layer] = writeSlot(c.in[2*layer], k, c.Slot, c.how)
 	c.out[2*layer+1] = writeSlot(c.in[2*layer+1], v, c.Slot, c.how)

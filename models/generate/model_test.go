@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/models/generate"
@@ -46,5 +47,24 @@ func TestGenerate_ModelCacheContract(t *testing.T) {
 				t.Errorf("got %v, want a qwen2 generate error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// twiceUpdated is qwen2.Arch whose decode step hands layer 0's key and value to the cache twice.
+type twiceUpdated struct{ qwen2.Arch }
+
+func (m twiceUpdated) Decode(ctx *context.Context, tok, pos *graph.Node, cache *generate.Cache) *graph.Node {
+	kv := graph.Zeros(tok.Graph(), shapes.Make(dtypes.Float32, tok.Shape().Dim(0), 1, m.Config.NumKeyValueHeads, m.Config.HeadDim))
+	cache.Update(0, kv, kv)
+	return m.Arch.Decode(ctx, tok, pos, cache)
+}
+
+func TestGenerate_CacheUpdatedTwice(t *testing.T) {
+	m := loadTiny(t, dtypes.Float32)
+	g := generate.NewGenerator(m.backend, m.ctx, twiceUpdated{qwen2.Arch{Config: m.cfg}})
+	defer g.Finalize()
+	_, err := g.Generate([][]int32{{1, 2, 3}}, generate.Options{MaxNewTokens: 2, IgnoreEOS: true})
+	if want := "layer 0 updated twice"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want an error containing %q", err, want)
 	}
 }
