@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/data/chat"
-	"github.com/posttrain/posttrain/data/tokenizer"
 	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -130,13 +130,14 @@ func runGenerate(ctx context.Context, c generateConfig, w io.Writer) error {
 		return err
 	}
 	defer b.Finalize()
-	tok, err := tokenizer.Load(dir)
+	txt, err := encode.Load(dir, encode.Options{Template: templateMode(c.Chat)})
 	if err != nil {
 		return err
 	}
+	tok := txt.Tokenizer
 	out := generateOutput{Prompt: c.Prompt}
 	if c.Chat {
-		if out.Prompt, err = renderChat(dir, c.System, c.Prompt); err != nil {
+		if out.Prompt, err = txt.RenderPrompt(chatMessages(c.System, c.Prompt)); err != nil {
 			return err
 		}
 	}
@@ -175,16 +176,19 @@ func runGenerate(ctx context.Context, c generateConfig, w io.Writer) error {
 	return json.NewEncoder(w).Encode(out)
 }
 
-// renderChat renders [system,] user with the chat template of the checkpoint in dir.
-func renderChat(dir, system, prompt string) (string, error) {
-	tmpl, err := chat.Load(dir)
-	if err != nil {
-		return "", err
+// templateMode reads the chat template only for --chat, which needs it.
+func templateMode(chat bool) encode.TemplateMode {
+	if chat {
+		return encode.TemplateRequired
 	}
+	return encode.NoTemplate
+}
+
+// chatMessages is the conversation --chat renders: [system,] user.
+func chatMessages(system, prompt string) []chat.Message {
 	var msgs []chat.Message
 	if system != "" {
 		msgs = append(msgs, chat.Message{Role: "system", Content: system})
 	}
-	msgs = append(msgs, chat.Message{Role: "user", Content: prompt})
-	return tmpl.Render(msgs, chat.Options{AddGenerationPrompt: true})
+	return append(msgs, chat.Message{Role: "user", Content: prompt})
 }

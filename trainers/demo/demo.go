@@ -15,6 +15,9 @@
 // over seeds (run-to-run noise). A model this small memorises products, so what GRPO learns on
 // some problems carries over to the held-out ones only when it is a habit shared by all problems:
 // the answer format.
+//
+// It is the demo's orchestrator, so unlike the trainer packages, which import no other trainer, it
+// imports trainers/sft and trainers/grpo (and trainers/eval to score each stage).
 package demo
 
 import (

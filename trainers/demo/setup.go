@@ -10,8 +10,8 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/bpetrain"
 	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/data/tokenizer"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -122,10 +122,11 @@ func WriteBase(dir string, shape ModelShape, seed uint64) (string, error) {
 	if err := res.Save(tokDir); err != nil {
 		return "", fmt.Errorf("demo tokenizer: %w", err)
 	}
-	tok, err := tokenizer.Load(tokDir)
+	txt, err := encode.Load(tokDir, encode.Options{Template: encode.NoTemplate})
 	if err != nil {
 		return "", fmt.Errorf("demo tokenizer: %w", err)
 	}
+	tok := txt.Tokenizer
 	cfg, err := qwen2.Preset("tiny")
 	if err != nil {
 		return "", err
@@ -135,9 +136,9 @@ func WriteBase(dir string, shape ModelShape, seed uint64) (string, error) {
 	cfg.NumAttentionHeads, cfg.NumKeyValueHeads = shape.Heads, shape.KVHeads
 	cfg.HeadDim = shape.Hidden / shape.Heads
 	cfg.MaxPositionEmbeddings = 512
-	eos, ok := tok.TokenToID(tok.Config().EOSToken)
-	if !ok {
-		return "", fmt.Errorf("demo tokenizer: eos_token %q is not a token", tok.Config().EOSToken)
+	_, eos, err := txt.EOS()
+	if err != nil {
+		return "", fmt.Errorf("demo tokenizer: %w", err)
 	}
 	pad, _ := tok.TokenToID("<|endoftext|>")
 	cfg.BOSTokenID, cfg.EOSTokenIDs = &pad, []int{eos}

@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -23,7 +24,7 @@ import (
 type Trainer struct {
 	model             *loop.Model
 	cfg               *config.DPO
-	chosen, rejected  []loop.Encoded
+	chosen, rejected  []encode.Encoded
 	refChosen, refRej []float32 // per pair: Σ, or mean with ipo in the list, of the reference log-probs
 }
 
@@ -36,25 +37,25 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.D
 	if err := CheckLossTypes(cfg.LossType); err != nil {
 		return nil, err
 	}
-	std, addEOS, err := m.Standard(d)
+	std, addEOS, err := m.Text.Standard(d)
 	if err != nil {
 		return nil, err
 	}
 	t := &Trainer{model: m, cfg: cfg}
-	l := loop.Lengths{MaxPrompt: cfg.MaxPromptLength, MaxCompletion: cfg.MaxCompletionLength, Max: cfg.MaxLength, Mode: cfg.TruncationMode}
+	tr := Truncation(encode.Lengths{MaxPrompt: cfg.MaxPromptLength, MaxCompletion: cfg.MaxCompletionLength, Max: cfg.MaxLength, Mode: cfg.TruncationMode})
 	for _, r := range std.Rows {
-		c, err := m.EncodePair(r.Prompt.String, r.Chosen.String, addEOS, l)
+		c, err := m.Text.EncodePair(r.Prompt.String, r.Chosen.String, addEOS, tr)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: chosen: %w", d.Path, r.Line, err)
 		}
-		rj, err := m.EncodePair(r.Prompt.String, r.Rejected.String, addEOS, l)
+		rj, err := m.Text.EncodePair(r.Prompt.String, r.Rejected.String, addEOS, tr)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: rejected: %w", d.Path, r.Line, err)
 		}
 		t.chosen, t.rejected = append(t.chosen, c), append(t.rejected, rj)
 	}
 	batch := cfg.PerDeviceTrainBatchSize
-	sums, means, err := loop.SequenceLogProbs(backend, m, append(append([]loop.Encoded{}, t.chosen...), t.rejected...), batch)
+	sums, means, err := loop.SequenceLogProbs(backend, m, append(append([]encode.Encoded{}, t.chosen...), t.rejected...), batch)
 	if err != nil {
 		return nil, fmt.Errorf("dpo reference log-probs: %w", err)
 	}
@@ -79,7 +80,7 @@ func (t *Trainer) Tokens(i int) int { return len(t.chosen[i].IDs) + len(t.reject
 // Batch implements loop.Method: ids, pos, mask, completion mask [2B,T] and the reference
 // log-probs [2B], chosen rows first.
 func (t *Trainer) Batch(idx []int) ([]any, error) {
-	rows := make([]loop.Encoded, 0, 2*len(idx))
+	rows := make([]encode.Encoded, 0, 2*len(idx))
 	ref := make([]float32, 0, 2*len(idx))
 	for _, i := range idx {
 		rows, ref = append(rows, t.chosen[i]), append(ref, t.refChosen[i])

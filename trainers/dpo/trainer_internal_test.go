@@ -9,6 +9,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
+	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -18,7 +19,7 @@ import (
 // direct computes, from the full logits [B,S,V] of rows under m's current weights, TRL's
 // nll_loss (cross-entropy over the completion tokens, ignoring id 0) and logits mean over the
 // completion tokens' scoring logits and the vocabulary, in float64 on the host.
-func direct(t *testing.T, b backends.Backend, m *loop.Model, rows []loop.Encoded) (nll, meanLogits float64) {
+func direct(t *testing.T, b backends.Backend, m *loop.Model, rows []encode.Encoded) (nll, meanLogits float64) {
 	t.Helper()
 	in := loop.EncodedRows(rows)
 	z, lsm := looptest.FullLogits(t, b, m, in.Inputs())
@@ -66,7 +67,7 @@ func TestDPO_RPOAndLogitsAtStepOne(t *testing.T) {
 	off, _, _ := run(0)
 	on, tr, cfg := run(alpha)
 
-	var chosen, rejected []loop.Encoded
+	var chosen, rejected []encode.Encoded
 	for _, i := range loop.Order(tr.NumExamples(), cfg.Seed, 0)[:cfg.PerDeviceTrainBatchSize] {
 		chosen, rejected = append(chosen, tr.chosen[i]), append(rejected, tr.rejected[i])
 	}
@@ -98,7 +99,7 @@ func TestDPO_RPOAndLogitsAtStepOne(t *testing.T) {
 // tokenLogProbs computes, from the full logits [B,S,V] of rows under m's current weights, each
 // row's per-token log-probs lp[b][t] = log p(ids[b][t] | ids[b][<t]) and its completion mask, in
 // float64 on the host.
-func tokenLogProbs(t *testing.T, b backends.Backend, m *loop.Model, rows []loop.Encoded) (lp, scored [][]float64) {
+func tokenLogProbs(t *testing.T, b backends.Backend, m *loop.Model, rows []encode.Encoded) (lp, scored [][]float64) {
 	t.Helper()
 	in := loop.EncodedRows(rows)
 	_, lsm := looptest.FullLogits(t, b, m, in.Inputs())
@@ -145,7 +146,7 @@ func TestDPO_LDAlphaAtStepOne(t *testing.T) {
 	got := recs[0].Metrics
 
 	idx := loop.Order(tr.NumExamples(), cfg.Seed, 0)[:cfg.PerDeviceTrainBatchSize]
-	var rows []loop.Encoded
+	var rows []encode.Encoded
 	for _, i := range idx {
 		rows = append(rows, tr.chosen[i])
 	}
@@ -201,7 +202,7 @@ func TestDPO_LDAlphaAtStepOne(t *testing.T) {
 // rows [chosen…, rejected…] under m's weights: per row, TRL's rolled per-token log-probs minus
 // logsumexp(2·log_softmax) at the unrolled positions, under the unrolled loss mask, averaged over
 // the completion tokens; then min(exp(w_chosen + w_rejected), 1) per pair.
-func wpoWeights(t *testing.T, b backends.Backend, m *loop.Model, rows []loop.Encoded) []float64 {
+func wpoWeights(t *testing.T, b backends.Backend, m *loop.Model, rows []encode.Encoded) []float64 {
 	t.Helper()
 	in := loop.EncodedRows(rows)
 	_, lsm := looptest.FullLogits(t, b, m, in.Inputs())
@@ -264,7 +265,7 @@ func TestDPO_UseWeightingAtStepOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	idx := loop.Order(tr.NumExamples(), cfg.Seed, 0)[:cfg.PerDeviceTrainBatchSize]
-	var rows, chosen []loop.Encoded
+	var rows, chosen []encode.Encoded
 	for _, i := range idx {
 		rows, chosen = append(rows, tr.chosen[i]), append(chosen, tr.chosen[i])
 	}

@@ -1,6 +1,7 @@
 // Package eval answers prompts greedily with a checkpoint, the way the trainers' held-out
 // evaluations (posttrain eval, the demo) score a model: the checkpoint's own chat template
-// (add_generation_prompt), every EOS id it declares, batched KV-cache generation.
+// (add_generation_prompt), every EOS id it declares (data/encode renders, tokenizes and gives the
+// stop ids), batched KV-cache generation.
 package eval
 
 import (
@@ -9,10 +10,9 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
-	"github.com/posttrain/posttrain/data/tokenizer"
 	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/models/qwen2"
-	"github.com/posttrain/posttrain/trainers/grpo"
 )
 
 // Greedy returns the greedy completion text (special tokens skipped) of every conversational
@@ -23,15 +23,12 @@ func Greedy(b backends.Backend, dir string, prompts [][]chat.Message, maxNew, ba
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer.Load(dir)
+	txt, err := encode.Load(dir, encode.Options{Template: encode.TemplateRequired})
 	if err != nil {
 		return nil, err
 	}
-	tpl, err := chat.Load(dir)
-	if err != nil {
-		return nil, err
-	}
-	stop, err := grpo.StopIDs(dir, cfg, tok)
+	tok := txt.Tokenizer
+	stop, err := txt.StopIDs(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +36,7 @@ func Greedy(b backends.Backend, dir string, prompts [][]chat.Message, maxNew, ba
 	for i, msgs := range prompts {
 		rows[i] = data.Row{Line: i + 1, Prompt: data.Text{Messages: msgs}}
 	}
-	rendered, err := grpo.PromptsFromRows(rows, tpl, tok)
+	rendered, err := txt.Prompts(rows)
 	if err != nil {
 		return nil, err
 	}

@@ -12,14 +12,6 @@ import (
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
-// Prompt is one prompt of the training set: the text handed to the reward functions (the chat
-// template's rendering for conversational data), its token ids, and the dataset's other columns.
-type Prompt struct {
-	Text    string
-	IDs     []int32
-	Columns map[string]any
-}
-
 // Rollout is one generation batch: len(Completions) = prompts × num_generations, the G samples of
 // a prompt consecutive (TRL's RepeatSampler order), with everything the update needs.
 type Rollout struct {

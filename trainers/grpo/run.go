@@ -2,19 +2,15 @@ package grpo
 
 import (
 	stdctx "context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 
 	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/data/tokenizer"
-	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 )
@@ -29,38 +25,10 @@ const (
 	MultSeed = 0
 )
 
-// Encoder turns text into ids (data/tokenizer's BPE).
-type Encoder interface{ Encode(text string) []int }
-
-// PromptsFromRows renders prompt-only rows as TRL does (conversational prompts through the chat
-// template with add_generation_prompt; standard prompts as they are) and tokenizes them. The
-// rendered text is what the reward functions receive as the prompt; the other keys of a row are
-// its columns.
-func PromptsFromRows(rows []data.Row, tpl *chat.Template, enc Encoder) ([]*Prompt, error) {
-	out := make([]*Prompt, 0, len(rows))
-	for i, r := range rows {
-		text := r.Prompt.String
-		if r.Prompt.Conversational() {
-			if tpl == nil {
-				return nil, errors.New("conversational prompts need a chat template, and the model has none")
-			}
-			var err error
-			if text, err = tpl.Render(r.Prompt.Messages, chat.Options{AddGenerationPrompt: true}); err != nil {
-				return nil, fmt.Errorf("row %d: %w", i+1, err)
-			}
-		}
-		ids := enc.Encode(text)
-		if len(ids) == 0 {
-			return nil, fmt.Errorf("row %d: the prompt is empty", i+1)
-		}
-		p := &Prompt{Text: text, Columns: r.Columns, IDs: make([]int32, len(ids))}
-		for j, id := range ids {
-			p.IDs[j] = int32(id)
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
+// Prompt is one prompt of the training set: the text handed to the reward functions (the chat
+// template's rendering for conversational data), its token ids, and the dataset's other columns
+// (data/encode renders and tokenizes it).
+type Prompt = encode.Prompt
 
 // LoadRows returns the prompt-only rows of --dataset: "mult" or a JSONL/JSON file.
 func LoadRows(dataset string) ([]data.Row, error) {
@@ -76,25 +44,6 @@ func LoadRows(dataset string) ([]data.Row, error) {
 		return nil, fmt.Errorf("%s: GRPO needs prompt-only rows (a \"prompt\" and optional columns), got %s", dataset, d.Format)
 	}
 	return d.Rows, nil
-}
-
-// StopIDs are every end-of-sequence id of a checkpoint: config.json's and generation_config.json's
-// eos_token_id (qwen2.EOSTokenIDs) and tokenizer_config.json's eos_token (TRL #7039: honour them
-// all, e.g. Qwen's <|im_end|> and <|endoftext|>).
-func StopIDs(dir string, cfg *qwen2.Config, tok *tokenizer.BPE) ([]int, error) {
-	ids, err := qwen2.EOSTokenIDs(dir, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if eos := tok.Config().EOSToken; eos != "" {
-		if id, ok := tok.TokenToID(eos); ok && !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("%s: no end-of-sequence id (eos_token_id in config.json or generation_config.json, eos_token in tokenizer_config.json)", dir)
-	}
-	return ids, nil
 }
 
 // RunOptions are what Run needs besides the configuration.
@@ -116,8 +65,8 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 	if err != nil {
 		return nil, err
 	}
-	mcfg, tok, tpl := m.Config, m.Tokenizer, m.Template
-	stop, err := StopIDs(modelDir, mcfg, tok)
+	txt := m.Text
+	stop, err := txt.StopIDs(m.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -127,11 +76,11 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 			return nil, err
 		}
 	}
-	prompts, err := PromptsFromRows(rows, tpl, tok)
+	prompts, err := txt.Prompts(rows)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Dataset, err)
 	}
-	evalPrompts, err := loadEvalPrompts(cfg, tpl, tok)
+	evalPrompts, err := loadEvalPrompts(cfg, txt)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +91,7 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 	if _, err := config.WriteResolved(cfg); err != nil {
 		return nil, err
 	}
-	t, err := New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Decoder: tok, StopIDs: stop,
+	t, err := New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Decoder: txt.Tokenizer, StopIDs: stop,
 		Prompts: prompts, EvalPrompts: evalPrompts, Rewards: rewards, Logger: opts.Logger, Progress: opts.Progress, OnStep: opts.OnStep})
 	if err != nil {
 		return nil, err
@@ -160,7 +109,7 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 // loadEvalPrompts reads eval_dataset ("mult" or a prompt-only file) through the training prompts'
 // path (chat template, tokenizer) when the run evaluates; like the shared loop (and TRL's scripts,
 // which pass no eval split with eval_strategy "no") it does not read it otherwise.
-func loadEvalPrompts(cfg *config.GRPO, tpl *chat.Template, tok Encoder) ([]*Prompt, error) {
+func loadEvalPrompts(cfg *config.GRPO, txt *encode.Text) ([]*Prompt, error) {
 	if cfg.EvalDataset == "" || !cfg.Evaluates() {
 		return nil, nil
 	}
@@ -168,7 +117,7 @@ func loadEvalPrompts(cfg *config.GRPO, tpl *chat.Template, tok Encoder) ([]*Prom
 	if err != nil {
 		return nil, fmt.Errorf("eval_dataset: %w", err)
 	}
-	prompts, err := PromptsFromRows(rows, tpl, tok)
+	prompts, err := txt.Prompts(rows)
 	if err != nil {
 		return nil, fmt.Errorf("eval_dataset: %s: %w", cfg.EvalDataset, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -25,7 +26,7 @@ import (
 type Trainer struct {
 	model         *loop.Model
 	cfg           *config.KTO
-	rows, kl      []loop.Encoded // kl is empty without a KL term
+	rows, kl      []encode.Encoded // kl is empty without a KL term
 	desirable     []bool
 	refRow, refKL []float32
 }
@@ -47,17 +48,17 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.K
 	if t.withKL() && b < 2 {
 		return nil, fmt.Errorf("kto: per_device_train_batch_size must be ≥ 2: the KL term pairs each prompt with another row's completion")
 	}
-	std, addEOS, err := m.Standard(d)
+	std, addEOS, err := m.Text.Standard(d)
 	if err != nil {
 		return nil, err
 	}
-	// TRL's KTOTrainer ignores max_completion_length for decoder-only models (TruncateKTO).
-	l := loop.Lengths{MaxPrompt: cfg.MaxPromptLength, Max: cfg.MaxLength, Mode: cfg.TruncationMode, KTO: true}
+	// TRL's KTOTrainer ignores max_completion_length for decoder-only models (Truncate).
+	tr := Truncation(encode.Lengths{MaxPrompt: cfg.MaxPromptLength, Max: cfg.MaxLength, Mode: cfg.TruncationMode})
 	for lo := 0; lo < len(std.Rows); lo += b {
 		chunk := std.Rows[lo:min(lo+b, len(std.Rows))]
 		for k, r := range chunk {
 			other := chunk[(k+len(chunk)-1)%len(chunk)]
-			row, err := m.EncodePair(r.Prompt.String, r.Completion.String, addEOS, l)
+			row, err := m.Text.EncodePair(r.Prompt.String, r.Completion.String, addEOS, tr)
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
 			}
@@ -65,14 +66,14 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.K
 			if !t.withKL() {
 				continue
 			}
-			kl, err := m.EncodePair(r.Prompt.String, other.Completion.String, addEOS, l)
+			kl, err := m.Text.EncodePair(r.Prompt.String, other.Completion.String, addEOS, tr)
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: KL row (this prompt with the completion of line %d): %w", d.Path, r.Line, other.Line, err)
 			}
 			t.kl = append(t.kl, kl)
 		}
 	}
-	all := append(append([]loop.Encoded{}, t.rows...), t.kl...)
+	all := append(append([]encode.Encoded{}, t.rows...), t.kl...)
 	sums, _, err := loop.SequenceLogProbs(backend, m, all, b)
 	if err != nil {
 		return nil, fmt.Errorf("kto reference log-probs: %w", err)
@@ -94,7 +95,7 @@ func (t *Trainer) Tokens(i int) int { return len(t.rows[i].IDs) }
 // log-probs [B] and the labels [B]; with the KL term, then the KL rows' [B,T'] and their
 // reference log-probs [B].
 func (t *Trainer) Batch(idx []int) ([]any, error) {
-	rows, ref, good := make([]loop.Encoded, len(idx)), make([]float32, len(idx)), make([]bool, len(idx))
+	rows, ref, good := make([]encode.Encoded, len(idx)), make([]float32, len(idx)), make([]bool, len(idx))
 	for k, i := range idx {
 		rows[k], ref[k], good[k] = t.rows[i], t.refRow[i], t.desirable[i]
 	}
@@ -102,7 +103,7 @@ func (t *Trainer) Batch(idx []int) ([]any, error) {
 	if !t.withKL() {
 		return in, nil
 	}
-	kl, refKL := make([]loop.Encoded, len(idx)), make([]float32, len(idx))
+	kl, refKL := make([]encode.Encoded, len(idx)), make([]float32, len(idx))
 	for k, i := range idx {
 		kl[k], refKL[k] = t.kl[i], t.refKL[i]
 	}

@@ -3,7 +3,8 @@
 // gradient accumulation normalised over the whole accumulated batch, AdamW with global-norm
 // clipping and an HF learning-rate schedule set from the host, bf16 compute with float32 masters,
 // metrics.jsonl with TRL's names, a progress bar, atomic checkpoints with exact resume, and a
-// clean stop on Ctrl-C. It holds no loss math: a trainer plugs in through Method.
+// clean stop on Ctrl-C. It holds no loss math: a trainer plugs in through Method. Model holds the
+// weights; the checkpoint's text side (tokenizer, chat template, EOS, encodings) is data/encode's.
 package loop
 
 import (

@@ -1,11 +1,8 @@
 package loop
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -192,67 +189,4 @@ func float32Tensors(stored map[string]*safetensors.Tensor, prefix string) (map[s
 		out[prefix+name] = tensors.FromFlatDataAndDimensions(f, st.Shape...)
 	}
 	return out, nil
-}
-
-// saveTokenizerChanges rewrites dir/tokenizer_config.json (and special_tokens_map.json) with the
-// replaced eos_token and chat template, as transformers' save_pretrained writes a changed
-// tokenizer: sorted keys, two-space indent, no ASCII escaping. A replaced template goes into
-// chat_template, and a copied chat_template.jinja, which would take precedence, is removed.
-// Nothing is rewritten when nothing changed.
-func (m *Model) saveTokenizerChanges(dir string) error {
-	if m.eos == "" && m.template == "" {
-		return nil
-	}
-	set := map[string]string{}
-	if m.eos != "" {
-		set["eos_token"] = m.eos
-	}
-	if m.template != "" {
-		set["chat_template"] = m.template
-		if err := os.Remove(filepath.Join(dir, "chat_template.jinja")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("save tokenizer: %w", err)
-		}
-	}
-	if err := rewriteJSON(filepath.Join(dir, "tokenizer_config.json"), set, true); err != nil {
-		return err
-	}
-	delete(set, "chat_template")
-	return rewriteJSON(filepath.Join(dir, "special_tokens_map.json"), set, false)
-}
-
-// rewriteJSON sets keys of the JSON object in path to strings; a token key holding an AddedToken
-// object gets its "content" replaced instead. A missing file is created only when create is set.
-func rewriteJSON(path string, set map[string]string, create bool) error {
-	obj := map[string]any{}
-	raw, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) && !create:
-		return nil
-	case err == nil:
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&obj); err != nil {
-			return fmt.Errorf("save tokenizer: %s: %w", path, err)
-		}
-	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("save tokenizer: %w", err)
-	}
-	for k, v := range set {
-		if added, ok := obj[k].(map[string]any); ok && k != "chat_template" {
-			added["content"] = v
-			continue
-		}
-		obj[k] = v
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(obj); err != nil {
-		return fmt.Errorf("save tokenizer: %s: %w", path, err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("save tokenizer: %w", err)
-	}
-	return nil
 }

@@ -58,7 +58,7 @@ func trainChat(t *testing.T, base, templatePath string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := m.Tokenizer.Encode("<|im_start|>user\n2×3?<|im_end|>\n<|im_start|>assistant\n6<|im_end|>\n")
+	want := m.Text.Tokenizer.Encode("<|im_start|>user\n2×3?<|im_end|>\n<|im_start|>assistant\n6<|im_end|>\n")
 	if got := firstIDs(t, tr, 0); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("%s: ids %v, want ChatML's %v", templatePath, got, want)
 	}
@@ -147,7 +147,7 @@ func TestSFT_ChatTemplatePathReplacesJinja(t *testing.T) {
 	dir := looptest.Model(t)
 	writeFile(t, dir, "chat_template.jinja", "{{ 'old' }}")
 	m := looptest.Load(t, dir, false)
-	if err := m.SetChatTemplate(writeFile(t, t.TempDir(), "chatml.jinja", tinymodel.ChatTemplate)); err != nil {
+	if err := m.Text.SetChatTemplate(writeFile(t, t.TempDir(), "chatml.jinja", tinymodel.ChatTemplate)); err != nil {
 		t.Fatal(err)
 	}
 	out := t.TempDir()

@@ -42,7 +42,7 @@ func TestSFT_DatasetTextField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := len(m.Tokenizer.Encode("2×3=6"))
+	n := len(m.Text.Tokenizer.Encode("2×3=6"))
 	if got := tr.Tokens(0); got != n {
 		t.Errorf("content row: %d tokens, want %d (the text, no EOS)", got, n)
 	}
@@ -98,7 +98,7 @@ func TestSFT_EOSToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append(m.Tokenizer.Encode("2×3=6"), tinymodel.EndOfText)
+	want := append(m.Text.Tokenizer.Encode("2×3=6"), tinymodel.EndOfText)
 	if got := firstIDs(t, text, 0); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("text row ids %v, want %v", got, want)
 	}
@@ -115,7 +115,7 @@ func TestSFT_EOSToken(t *testing.T) {
 			t.Errorf("%s eos_token_id %v, want the base's %v", name, got, want)
 		}
 	}
-	if eos, _, err := looptest.Load(t, cfg.OutputDir, false).EOS(); err != nil || eos != "<|endoftext|>" {
+	if eos, _, err := looptest.Load(t, cfg.OutputDir, false).Text.EOS(); err != nil || eos != "<|endoftext|>" {
 		t.Errorf("reloaded output's EOS %q (err %v), want <|endoftext|>", eos, err)
 	}
 	cfg.EOSToken = "<|eot_id|>"

@@ -2,8 +2,6 @@ package sft
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -12,7 +10,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -81,12 +78,12 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 	var rows []data.Row
 	addEOS := false
 	if assistantOnly {
-		if m.Template == nil {
+		if m.Text.Template == nil {
 			return nil, fmt.Errorf("%s: conversational data needs a chat template, and %s has none (set chat_template_path)", d.Path, m.Dir)
 		}
 		rows = d.Rows
 	} else {
-		std, eos, err := m.Standard(d)
+		std, eos, err := m.Text.Standard(d)
 		if err != nil {
 			return nil, err
 		}
@@ -127,16 +124,17 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 }
 
 // configureTokenizer applies SFTConfig's eos_token, then chat_template_path, to the model's
-// tokenizer, in the order of TRL v0.24's SFTTrainer.__init__ (a cloned template's eos_token wins),
-// before the data is prepared. Idempotent: the eval set's New calls it again on the same model.
+// tokenizer (data/encode), in the order of TRL v0.24's SFTTrainer.__init__ (a cloned template's
+// eos_token wins), before the data is prepared; the model's Save writes them out. Idempotent: the
+// eval set's New calls it again on the same model.
 func configureTokenizer(m *loop.Model, cfg *config.SFT) error {
 	if cfg.EOSToken != "" {
-		if err := m.SetEOSToken(cfg.EOSToken); err != nil {
+		if err := m.Text.SetEOSToken(cfg.EOSToken); err != nil {
 			return err
 		}
 	}
 	if cfg.ChatTemplatePath != "" {
-		return m.SetChatTemplate(cfg.ChatTemplatePath)
+		return m.Text.SetChatTemplate(cfg.ChatTemplatePath)
 	}
 	return nil
 }
@@ -163,47 +161,36 @@ func checkTextField(d *data.Dataset, cfg *config.SFT) error {
 		d.Path, want, textField(d), want)
 }
 
+// tokenize encodes one row with the model's text side (data/encode): a conversation with the
+// chat template and its assistant tokens scored, a text whole, a prompt and completion jointly
+// (completion-only: the completion's tokens scored).
 func (t *Trainer) tokenize(f data.Format, r data.Row, addEOS, completionOnly, assistantOnly bool) (example, error) {
-	m := t.model
-	eos, _, err := m.EOS()
-	if err != nil {
+	txt := t.model.Text
+	// A tokenizer without a usable eos_token is refused on every row, also where none is appended.
+	if _, _, err := txt.EOS(); err != nil {
 		return example{}, err
 	}
-	withEOS := func(s string) string {
-		if addEOS && !strings.HasSuffix(s, eos) {
-			return s + eos
-		}
-		return s
-	}
 	if assistantOnly {
-		tk, err := m.Template.Tokenize(m.Tokenizer, r.Text.Messages, chat.Options{})
+		ids, mask, err := txt.EncodeChat(r.Text.Messages)
 		if err != nil {
 			return example{}, err
 		}
-		return example{ids: int32s(tk.IDs), scored: tk.Mask}, nil
+		return example{ids: int32s(ids), scored: mask}, nil
 	}
 	if f == data.LanguageModeling {
-		text := withEOS(r.Text.String)
-		if err := chat.CheckDoubledText(text, m.Specials()); err != nil {
+		ids, err := txt.EncodeText(r.Text.String, addEOS)
+		if err != nil {
 			return example{}, err
 		}
-		ids := m.Tokenizer.Encode(text)
 		return example{ids: int32s(ids), scored: trues(len(ids))}, nil
 	}
-	prompt, full := r.Prompt.String, r.Prompt.String+withEOS(r.Completion.String)
-	if err := chat.CheckDoubledText(full, m.Specials()); err != nil {
+	ids, start, err := txt.EncodeJoined(r.Prompt.String, r.Completion.String, addEOS)
+	if err != nil {
 		return example{}, err
-	}
-	pids, ids := m.Tokenizer.Encode(prompt), m.Tokenizer.Encode(full)
-	if !slices.Equal(pids, ids[:min(len(pids), len(ids))]) {
-		return example{}, fmt.Errorf("the prompt's tokens are not a prefix of prompt+completion's (a token spans the boundary)")
-	}
-	if len(ids) == len(pids) {
-		return example{}, fmt.Errorf("empty completion")
 	}
 	scored := trues(len(ids))
 	if completionOnly {
-		clear(scored[:len(pids)])
+		clear(scored[:start])
 	}
 	return example{ids: int32s(ids), scored: scored}, nil
 }

@@ -1,0 +1,52 @@
+package loop
+
+import (
+	"fmt"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// EncodedRows pads rows (right, to a bucket) with the completions scored.
+func EncodedRows(rows []encode.Encoded) Rows {
+	ids, from := make([][]int32, len(rows)), make([]int, len(rows))
+	for i, r := range rows {
+		ids[i], from[i] = r.IDs, r.Start
+	}
+	return PadRows(ids, from, Bucket(MaxLen(ids)))
+}
+
+// SequenceLogProbs returns, for every row, log π(completion | prompt) = Σ_t lp_t over the
+// completion tokens (step.SeqSum) and its per-token mean (step.SeqMean), under the model's current
+// weights: the frozen reference of DPO and KTO when called before training. Rows are run in
+// batches of batch, in order. Values are the float32 results, so feeding them back as inputs
+// reproduces what the graph computed.
+func SequenceLogProbs(backend backends.Backend, m *Model, rows []encode.Encoded, batch int) (sums, means []float32, err error) {
+	cfg := m.Config
+	ev, err := step.NewContextEval(backend, m.Ctx.Reuse(), func(ctx *context.Context, in []*graph.Node) []*graph.Node {
+		lp := qwen2.TokenLogProbs(ctx, cfg, in[0], in[1], in[2])
+		return []*graph.Node{step.SeqSum(lp, in[3]), step.SeqMean(lp, in[3])}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for lo := 0; lo < len(rows); lo += batch {
+		outs, err := ev.Run(EncodedRows(rows[lo:min(lo+batch, len(rows))]).Inputs()...)
+		if err != nil {
+			return nil, nil, err
+		}
+		for k, dst := range []*[]float32{&sums, &means} {
+			if outs[k].DType() != dtypes.Float32 {
+				return nil, nil, fmt.Errorf("sequence log-probs: dtype %s, want float32", outs[k].DType())
+			}
+			*dst = append(*dst, outs[k].Value().([]float32)...)
+		}
+	}
+	return sums, means, nil
+}
