@@ -1,37 +1,29 @@
 package main
 
-// `posttrain bench`: hidden measurement subcommands for scripts/gpu-check.sh. Each runs one
-// workload on synthetic data with a checkpoint (e.g. from `posttrain init`) and prints one JSON
-// object on stdout (progress goes to stderr):
+// `posttrain bench`: hidden measurement subcommands for scripts/gpu-check.sh, thin wiring of
+// internal/bench (flags → its workloads, one JSON object on stdout, progress on stderr):
 //
+//	bench backend  the backend's PJRT plugin and API versions, a client, its devices, one graph
 //	bench inputs   a scoring batch in the qwen2-tiny input format (left- and right-padded rows)
 //	bench decode   batched greedy decoding with the KV cache: tokens/s per batch size
-//	bench sft      AdamW steps on rows × seq-len tokens: step time, tokens/s, MFU against 6·N
+//	bench sft      SFT steps on rows × seq-len tokens: step time, tokens/s, MFU against 6·N
 //	bench grpo     one GRPO step: sample prompts × generations completions, group advantages of
 //	               a synthetic reward, clipped-surrogate updates on micro-batches
-//	bench report   the gpu-check report from the stage records (bench_report.go)
-//
-// The first call of every compiled shape is a warm-up (compilation) and is reported apart.
+//	bench sample   every sampler variant on --backend and on the pure-Go backend, tokens compared
+//	bench parity   the training loop's AdamW steps on one batch, to compare with PyTorch
+//	bench report   the gpu-check report from the stage records
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
 
-	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/hub"
+	"github.com/posttrain/posttrain/internal/bench"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -41,7 +33,8 @@ func init() {
 		Usage:  "measure decoding, SFT and GRPO steps on synthetic data (JSON on stdout; used by scripts/gpu-check.sh)",
 		Hidden: true,
 		Commands: []*cli.Command{
-			benchBackendCommand(), benchInputsCommand(), benchDecodeCommand(), benchSFTCommand(), benchGRPOCommand(), benchSampleCommand(), benchParityCommand(), benchReportCommand(),
+			benchBackendCommand(), benchInputsCommand(), benchDecodeCommand(), benchSFTCommand(), benchGRPOCommand(),
+			benchSampleCommand(), benchParityCommand(), benchReportCommand(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
@@ -52,7 +45,7 @@ func init() {
 	})
 }
 
-// benchModelFlags are the flags every workload takes.
+// benchModelFlags are the flags every model workload takes.
 func benchModelFlags(defaultDType string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "model", Required: true, Usage: "checkpoint directory or HuggingFace repo id"},
@@ -62,110 +55,69 @@ func benchModelFlags(defaultDType string) []cli.Flag {
 	}
 }
 
-// benchEnv is a loaded model on a backend.
-type benchEnv struct {
-	dir     string       // the checkpoint directory
-	dtype   dtypes.DType // weights and activations
-	ctx     *mlctx.Context
-	cfg     *qwen2.Config
-	backend backends.Backend
-	info    benchInfo
-}
-
-// benchInfo is the common header of every workload's JSON.
-type benchInfo struct {
-	Workload    string  `json:"workload"`
-	Backend     string  `json:"backend"`
-	BackendDesc string  `json:"backend_description"`
-	DType       string  `json:"dtype"`
-	Params      int     `json:"params"`
-	Layers      int     `json:"layers"`
-	Hidden      int     `json:"hidden"`
-	Vocab       int     `json:"vocab"`
-	LoadS       float64 `json:"load_s"`
-	// FLOPsPerToken is 6·N, the training cost per token (forward 2N, backward 4N), N = Params.
-	FLOPsPerToken float64 `json:"flops_per_token"`
-}
-
-func loadBenchModel(ctx context.Context, cmd *cli.Command, workload string) (*benchEnv, error) {
-	if cmd.Args().Len() > 0 {
-		return nil, usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
-	}
-	dtype, err := qwen2.ParseDType(cmd.String("dtype"))
-	if err != nil {
-		return nil, usageError{fmt.Errorf("%s: --dtype: %w", cmd.FullName(), err)}
-	}
-	t0 := time.Now()
-	dir, err := hub.Resolve(ctx, cmd.String("model"), hub.Options{})
-	if err != nil {
-		return nil, err
-	}
-	mctx, cfg, err := qwen2.Load(dir, dtype)
-	if err != nil {
-		return nil, err
-	}
-	cfgName := backend.Resolve(cmd.String("backend"))
-	b, err := backend.New(cfgName)
-	if err != nil {
-		return nil, err
-	}
-	n := cfg.NumParameters()
-	env := &benchEnv{dir: dir, dtype: dtype, ctx: mctx, cfg: cfg, backend: b, info: benchInfo{
-		Workload: workload, Backend: cfgName, BackendDesc: b.Description(), DType: strings.ToLower(dtype.String()),
-		Params: n, Layers: cfg.NumHiddenLayers, Hidden: cfg.HiddenSize, Vocab: cfg.VocabSize,
-		LoadS: time.Since(t0).Seconds(), FLOPsPerToken: 6 * float64(n),
-	}}
-	benchLog(cmd, "%s: %s, %d parameters, %s on %s (loaded in %.1fs)", workload, cmd.String("model"), n, dtype, cfgName, env.info.LoadS)
-	return env, nil
-}
-
-func benchLog(cmd *cli.Command, format string, args ...any) {
-	fmt.Fprintf(cmd.Root().ErrWriter, "bench: "+format+"\n", args...)
-}
-
-func writeBenchJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// parseInts reads a comma-separated list of positive integers.
-func benchParseInts(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
+// benchWorkload is the Action of a model workload: parse reads its flags into its parameters (a
+// usageError for bad ones), then the model is loaded (for training, with float32 masters, when
+// training is set), run runs the workload and its result is printed as JSON; a result with a
+// Verdict (the sampler's comparison) fails the command after it is printed when the check fails.
+func benchWorkload[P, R any](workload string, training bool, parse func(cmd *cli.Command) (P, error),
+	run func(cmd *cli.Command, env *bench.Env, p P) (*R, error)) cli.ActionFunc {
+	return func(ctx context.Context, cmd *cli.Command) error {
+		if cmd.Args().Len() > 0 {
+			return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
 		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a positive integer", f)
-		}
-		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("empty list")
-	}
-	return out, nil
-}
-
-// randomIDs draws rows × n token ids uniformly from the vocabulary, avoiding the stop ids so that a
-// prompt never contains an end of sequence.
-func benchRandomIDs(rng *rand.Rand, cfg *qwen2.Config, rows, n int) [][]int32 {
-	out := make([][]int32, rows)
-	for r := range out {
-		out[r] = make([]int32, n)
-		for t := range out[r] {
-			id := rng.IntN(cfg.VocabSize)
-			for slices.Contains(cfg.EOSTokenIDs, id) {
-				id = rng.IntN(cfg.VocabSize)
+		p, err := parse(cmd)
+		if err != nil {
+			if ue := (usageError{}); errors.As(err, &ue) {
+				return usageError{fmt.Errorf("%s: %w", cmd.FullName(), ue.error)}
 			}
-			out[r][t] = int32(id)
+			return fmt.Errorf("%s: %w", cmd.FullName(), err)
 		}
+		dtype, err := qwen2.ParseDType(cmd.String("dtype"))
+		if err != nil {
+			return usageError{fmt.Errorf("%s: --dtype: %w", cmd.FullName(), err)}
+		}
+		env, err := bench.Load(ctx, bench.LoadOptions{Model: cmd.String("model"), DType: dtype, Backend: cmd.String("backend"),
+			Workload: workload, Training: training, Log: cmd.Root().ErrWriter})
+		if err != nil {
+			return fmt.Errorf("%s: %w", cmd.FullName(), err)
+		}
+		defer env.Close()
+		res, err := run(cmd, env, p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", cmd.FullName(), err)
+		}
+		if err := bench.WriteJSON(cmd.Root().Writer, res); err != nil {
+			return err
+		}
+		if v, ok := any(res).(interface{ Verdict() error }); ok {
+			if err := v.Verdict(); err != nil {
+				return fmt.Errorf("%s: %w", cmd.FullName(), err)
+			}
+		}
+		return nil
 	}
-	return out
 }
 
-// ---- bench inputs ----
+// benchUsage is a usage error of a workload's flags (benchWorkload names the command).
+func benchUsage(msg string) error { return usageError{errors.New(msg)} }
+
+func benchBackendCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "backend",
+		Usage: "report the backend's plugin and API versions, create a client, list its devices and run one small graph",
+		Flags: []cli.Flag{backendFlag()},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
+			}
+			res, err := bench.Backend(backend.Resolve(cmd.String("backend")), cmd.Root().ErrWriter)
+			if err != nil {
+				return fmt.Errorf("%s: %w", cmd.FullName(), err)
+			}
+			return bench.WriteJSON(cmd.Root().Writer, res)
+		},
+	}
+}
 
 func benchInputsCommand() *cli.Command {
 	return &cli.Command{
@@ -187,41 +139,10 @@ func benchInputsCommand() *cli.Command {
 			if start < 0 {
 				start = n / 4
 			}
-			return json.NewEncoder(cmd.Root().Writer).Encode(benchInputs(vocab, rows, n, start, cmd.Uint64("seed")))
+			return json.NewEncoder(cmd.Root().Writer).Encode(bench.Inputs(vocab, rows, n, start, cmd.Uint64("seed")))
 		},
 	}
 }
-
-type benchBatchJSON struct {
-	InputIDs        [][]int32 `json:"input_ids"`
-	AttentionMask   [][]int32 `json:"attention_mask"`
-	CompletionStart int       `json:"completion_start"`
-}
-
-// benchInputs lays out rows: row 0 full, odd rows left-padded by len/8·row, other even rows
-// right-padded by len/8; pads hold id 0.
-func benchInputs(vocab, rows, n, start int, seed uint64) benchBatchJSON {
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	out := benchBatchJSON{CompletionStart: start}
-	for r := range rows {
-		ids, mask := make([]int32, n), make([]int32, n)
-		lo, hi := 0, n
-		switch {
-		case r == 0:
-		case r%2 == 1:
-			lo = min(n/2, n/8*r)
-		default:
-			hi = n - n/8
-		}
-		for t := lo; t < hi; t++ {
-			ids[t], mask[t] = int32(rng.IntN(vocab)), 1
-		}
-		out.InputIDs, out.AttentionMask = append(out.InputIDs, ids), append(out.AttentionMask, mask)
-	}
-	return out
-}
-
-// ---- bench decode ----
 
 func benchDecodeCommand() *cli.Command {
 	return &cli.Command{
@@ -232,95 +153,186 @@ func benchDecodeCommand() *cli.Command {
 			&cli.IntFlag{Name: "prompt-len", Value: 64, Usage: "prompt tokens per row"},
 			&cli.IntFlag{Name: "new-tokens", Value: 64, Usage: "tokens generated per row (EOS ignored)"},
 		),
+		Action: benchWorkload("decode", false, func(cmd *cli.Command) (bench.DecodeParams, error) {
+			batches, err := bench.ParseInts(cmd.String("batch"))
+			if err != nil {
+				return bench.DecodeParams{}, benchUsage("--batch: " + err.Error())
+			}
+			p := bench.DecodeParams{Batches: batches, PromptLen: cmd.Int("prompt-len"), NewTokens: cmd.Int("new-tokens"), Seed: cmd.Uint64("seed")}
+			if p.PromptLen < 1 || p.NewTokens < 2 {
+				return p, benchUsage("need --prompt-len ≥ 1 and --new-tokens ≥ 2")
+			}
+			return p, nil
+		}, func(cmd *cli.Command, env *bench.Env, p bench.DecodeParams) (*bench.DecodeResult, error) {
+			return bench.Decode(env, p)
+		}),
+	}
+}
+
+func benchSFTCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "sft",
+		Usage: "time SFT training steps (the trainer's loss, loop.Optimizer: gradient, clip, AdamW) on rows × seq-len random tokens",
+		Flags: append(benchModelFlags("bfloat16"),
+			&cli.IntFlag{Name: "batch", Value: 8, Usage: "rows per step"},
+			&cli.IntFlag{Name: "seq-len", Value: 512, Usage: "tokens per row"},
+			&cli.IntFlag{Name: "steps", Value: 3, Usage: "timed steps"},
+			&cli.IntFlag{Name: "warmup", Value: 1, Usage: "untimed steps first (the first compiles)"},
+			&cli.Float64Flag{Name: "lr", Value: 1e-5, Usage: "AdamW learning rate"},
+			&cli.Float64Flag{Name: "peak-tflops", Usage: "the device's peak TFLOP/s for the dtype; > 0 adds MFU to the report"},
+		),
+		Action: benchWorkload("sft", true, func(cmd *cli.Command) (bench.SFTParams, error) {
+			p := bench.SFTParams{Batch: cmd.Int("batch"), SeqLen: cmd.Int("seq-len"), Steps: cmd.Int("steps"), Warmup: cmd.Int("warmup"),
+				LR: cmd.Float64("lr"), PeakTFLOPs: cmd.Float64("peak-tflops"), Seed: cmd.Uint64("seed")}
+			if p.Batch < 1 || p.SeqLen < 2 || p.Steps < 1 || p.Warmup < 1 {
+				return p, benchUsage("need --batch ≥ 1, --seq-len ≥ 2, --steps ≥ 1, --warmup ≥ 1")
+			}
+			return p, nil
+		}, func(cmd *cli.Command, env *bench.Env, p bench.SFTParams) (*bench.SFTResult, error) {
+			return bench.SFT(env, p)
+		}),
+	}
+}
+
+func benchGRPOCommand() *cli.Command {
+	return &cli.Command{
+		Name: "grpo",
+		Usage: "time one GRPO step: sample prompts × generations completions, reward, group advantages, " +
+			"clipped-surrogate AdamW updates on micro-batches (the trainer's loss and optimizer)",
+		Flags: append(benchModelFlags("bfloat16"),
+			&cli.IntFlag{Name: "prompts", Value: 64, Usage: "prompts per step"},
+			&cli.IntFlag{Name: "generations", Value: 8, Usage: "completions per prompt (the group size)"},
+			&cli.IntFlag{Name: "prompt-len", Value: 64, Usage: "tokens per prompt"},
+			&cli.IntFlag{Name: "new-tokens", Value: 64, Usage: "tokens per completion (EOS ignored)"},
+			&cli.IntFlag{Name: "micro-batch", Value: 64, Usage: "completions per optimizer update"},
+			&cli.Float64Flag{Name: "temperature", Value: 1, Usage: "sampling temperature"},
+			&cli.Float64Flag{Name: "lr", Value: 1e-6, Usage: "AdamW learning rate"},
+			&cli.Float64Flag{Name: "peak-tflops", Usage: "the device's peak TFLOP/s for the dtype; > 0 adds the update's MFU"},
+		),
+		Action: benchWorkload("grpo", true, func(cmd *cli.Command) (bench.GRPOParams, error) {
+			p := bench.GRPOParams{Prompts: cmd.Int("prompts"), Generations: cmd.Int("generations"), PromptLen: cmd.Int("prompt-len"),
+				NewTokens: cmd.Int("new-tokens"), MicroBatch: cmd.Int("micro-batch"), Temperature: cmd.Float64("temperature"),
+				LR: cmd.Float64("lr"), PeakTFLOPs: cmd.Float64("peak-tflops"), Seed: cmd.Uint64("seed"), Reward: bench.EvenTokenFraction}
+			if p.Prompts < 1 || p.Generations < 2 || p.PromptLen < 1 || p.NewTokens < 2 || p.MicroBatch < 1 || p.Temperature <= 0 {
+				return p, benchUsage("need --prompts ≥ 1, --generations ≥ 2, --prompt-len ≥ 1, --new-tokens ≥ 2, --micro-batch ≥ 1, --temperature > 0")
+			}
+			return p, nil
+		}, func(cmd *cli.Command, env *bench.Env, p bench.GRPOParams) (*bench.GRPOResult, error) {
+			return bench.GRPO(env, p)
+		}),
+	}
+}
+
+func benchSampleCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "sample",
+		Usage: "generate with every sampler variant on --backend and on the pure-Go backend, and compare the tokens",
+		Flags: append(benchModelFlags("float32"),
+			&cli.StringFlag{Name: "reference-backend", Value: backend.Default, Usage: "backend the tokens are compared with"},
+			&cli.IntFlag{Name: "rows", Value: 4, Usage: "prompts (≥ 1)"},
+			&cli.IntFlag{Name: "prompt-len", Value: 8, Usage: "tokens per prompt (≥ 1)"},
+			&cli.IntFlag{Name: "new-tokens", Value: 16, Usage: "tokens generated per row (≥ 1; EOS ignored)"},
+		),
+		Action: benchWorkload("sample", false, func(cmd *cli.Command) (bench.SampleParams, error) {
+			p := bench.SampleParams{Rows: cmd.Int("rows"), PromptLen: cmd.Int("prompt-len"), NewTokens: cmd.Int("new-tokens"), Seed: cmd.Uint64("seed")}
+			if p.Rows < 1 || p.PromptLen < 1 || p.NewTokens < 1 {
+				return p, benchUsage("need --rows, --prompt-len and --new-tokens ≥ 1")
+			}
+			return p, nil
+		}, func(cmd *cli.Command, env *bench.Env, p bench.SampleParams) (*bench.SampleResult, error) {
+			p.ReferenceName = backend.Resolve(cmd.String("reference-backend"))
+			ref, err := backend.New(p.ReferenceName)
+			if err != nil {
+				return nil, fmt.Errorf("--reference-backend: %w", err)
+			}
+			defer ref.Finalize()
+			p.Reference = ref
+			return bench.Sample(env, p)
+		}),
+	}
+}
+
+// benchParityParams are bench parity's flags, the batch read from --input.
+type benchParityParams struct {
+	batch *qwen2.Batch
+	steps int
+	lr    float64
+}
+
+func benchParityCommand() *cli.Command {
+	return &cli.Command{
+		Name: "parity",
+		Usage: "AdamW steps of the training loop on one --input batch (mean NLL of its scored tokens): " +
+			"loss and gradient norm per step, to compare with PyTorch",
+		Flags: append(benchModelFlags("float32"),
+			&cli.StringFlag{Name: "input", Required: true, Usage: "batch JSON file {input_ids, attention_mask, completion_start}"},
+			&cli.IntFlag{Name: "steps", Value: 5, Usage: "optimizer steps (≥ 1)"},
+			&cli.Float64Flag{Name: "lr", Value: 1e-4, Usage: "AdamW learning rate (constant)"},
+		),
+		Action: benchWorkload("parity", true, func(cmd *cli.Command) (benchParityParams, error) {
+			p := benchParityParams{steps: cmd.Int("steps"), lr: cmd.Float64("lr")}
+			if p.steps < 1 || !(p.lr > 0) {
+				return p, benchUsage("need --steps ≥ 1 and --lr > 0")
+			}
+			var err error
+			p.batch, _, err = qwen2.ReadBatchJSON(cmd.String("input"))
+			return p, err
+		}, func(cmd *cli.Command, env *bench.Env, p benchParityParams) (*bench.ParityResult, error) {
+			if err := p.batch.Validate(env.Config.VocabSize); err != nil {
+				return nil, fmt.Errorf("%s: %w", cmd.String("input"), err)
+			}
+			return bench.Parity(env, p.batch, p.steps, p.lr)
+		}),
+	}
+}
+
+func benchReportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "report",
+		Usage: "write the gpu-check report (JSON) from stage records and print a summary",
+		// --info values hold commas (nvidia-smi's CSV line, ptxas's version): one flag, one value.
+		DisableSliceFlagSeparator: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "stages", Required: true, Usage: "JSON lines, one per stage: {name, status, rc, seconds, result, note}"},
+			&cli.StringFlag{Name: "out", Required: true, Usage: "report file to write"},
+			&cli.StringSliceFlag{Name: "info", Usage: "KEY=VALUE recorded under info (repeatable)"},
+			&cli.Float64Flag{Name: "tol-float32", Value: 2e-3, Usage: "largest accepted |Δ log-prob| in float32"},
+			&cli.Float64Flag{Name: "tol-bfloat16", Value: 0.15, Usage: "largest accepted |Δ log-prob| in bfloat16"},
+			&cli.StringFlag{Name: "probe-expected", Usage: "expected score output (JSON) of the probe stage, e.g. the tiny fixture's float64 reference"},
+			&cli.Float64Flag{Name: "tol-probe", Value: 1e-4, Usage: "largest accepted |Δ log-prob| of the probe against --probe-expected"},
+			&cli.BoolFlag{Name: "strict", Usage: "exit with status 1 when a stage failed or a check did not pass"},
+			&cli.StringFlag{Name: "stopped", Usage: "why the run stopped after its first stages (the backend or the probe failed); empty when it did not"},
+		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			batches, err := benchParseInts(cmd.String("batch"))
-			if err != nil {
-				return usageError{fmt.Errorf("%s: --batch: %w", cmd.FullName(), err)}
+			info := map[string]string{}
+			for _, kv := range cmd.StringSlice("info") {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					return usageError{fmt.Errorf("%s: --info %q: want KEY=VALUE", cmd.FullName(), kv)}
+				}
+				info[k] = v
 			}
-			plen, newTok := cmd.Int("prompt-len"), cmd.Int("new-tokens")
-			if plen < 1 || newTok < 2 {
-				return usageError{fmt.Errorf("%s: need --prompt-len ≥ 1 and --new-tokens ≥ 2", cmd.FullName())}
-			}
-			env, err := loadBenchModel(ctx, cmd, "decode")
-			if err != nil {
-				return fmt.Errorf("%s: %w", cmd.FullName(), err)
-			}
-			defer env.backend.Finalize()
-			res, err := benchDecode(cmd, env, batches, plen, newTok, cmd.Uint64("seed"))
+			rep, err := bench.BuildReport(cmd.String("stages"), info, map[string]float64{
+				"float32": cmd.Float64("tol-float32"), "bfloat16": cmd.Float64("tol-bfloat16")})
 			if err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}
-			return writeBenchJSON(cmd.Root().Writer, res)
+			if rep.Stopped = cmd.String("stopped"); rep.Stopped != "" {
+				rep.OK = false
+			}
+			if path := cmd.String("probe-expected"); path != "" {
+				if err := rep.CheckProbe(path, cmd.Float64("tol-probe")); err != nil {
+					return fmt.Errorf("%s: %w", cmd.FullName(), err)
+				}
+			}
+			if err := rep.Write(cmd.String("out")); err != nil {
+				return err
+			}
+			bench.PrintSummary(cmd.Root().Writer, rep)
+			if cmd.Bool("strict") && !rep.OK {
+				return errors.New("not every stage passed (see the report)")
+			}
+			return nil
 		},
 	}
-}
-
-type benchDecodeRun struct {
-	Batch     int     `json:"batch"`
-	Rows      int     `json:"rows"` // compiled batch bucket
-	PromptLen int     `json:"prompt_len"`
-	NewTokens int     `json:"new_tokens"`
-	CacheLen  int     `json:"cache_len"`
-	WarmupS   float64 `json:"warmup_s"` // first call of these shapes: compilation included
-	PrefillS  float64 `json:"prefill_s"`
-	DecodeS   float64 `json:"decode_s"`
-	TotalS    float64 `json:"total_s"`
-	Tokens    int     `json:"tokens"`
-	// TokensPerS counts every generated token over prefill + decode; DecodeTokensPerS the tokens
-	// of the decode steps (all but the first of each row) over the decode time.
-	TokensPerS       float64 `json:"tokens_per_s"`
-	DecodeTokensPerS float64 `json:"decode_tokens_per_s"`
-}
-
-type benchDecodeResult struct {
-	benchInfo
-	Runs []benchDecodeRun `json:"runs"`
-}
-
-// benchWarmupNewTokens is the fewest new tokens (≥ 2: one prefill and one decode step) whose cache
-// bucket is that of newTok.
-func benchWarmupNewTokens(plen, newTok int) int {
-	want := generate.BucketLen(generate.BucketLen(plen) + newTok)
-	for n := 2; n < newTok; n++ {
-		if generate.BucketLen(generate.BucketLen(plen)+n) == want {
-			return n
-		}
-	}
-	return newTok
-}
-
-func benchDecode(cmd *cli.Command, env *benchEnv, batches []int, plen, newTok int, seed uint64) (*benchDecodeResult, error) {
-	rng := rand.New(rand.NewPCG(seed, 0xdec0de))
-	gen := generate.NewGenerator(env.backend, env.ctx, qwen2.Arch{Config: env.cfg})
-	defer gen.Finalize()
-	res := &benchDecodeResult{benchInfo: env.info}
-	for _, bs := range batches {
-		prompts := benchRandomIDs(rng, env.cfg, bs, plen)
-		opts := generate.Options{MaxNewTokens: benchWarmupNewTokens(plen, newTok), IgnoreEOS: true, Seed: seed}
-		t0 := time.Now()
-		if _, err := gen.Generate(prompts, opts); err != nil {
-			return nil, fmt.Errorf("batch %d warm-up: %w", bs, err)
-		}
-		warm := time.Since(t0)
-		opts.MaxNewTokens = newTok
-		t0 = time.Now()
-		gens, err := gen.Generate(prompts, opts)
-		if err != nil {
-			return nil, fmt.Errorf("batch %d: %w", bs, err)
-		}
-		total := time.Since(t0)
-		st := gen.Stats()
-		run := benchDecodeRun{Batch: bs, Rows: st.Rows, PromptLen: plen, NewTokens: newTok, CacheLen: st.CacheLen,
-			WarmupS: warm.Seconds(), PrefillS: st.Prefill.Seconds(), DecodeS: st.Decode.Seconds(), TotalS: total.Seconds()}
-		for _, g := range gens {
-			run.Tokens += len(g.IDs)
-		}
-		run.TokensPerS = float64(run.Tokens) / total.Seconds()
-		if st.Decode > 0 {
-			run.DecodeTokensPerS = float64(run.Tokens-len(gens)) / st.Decode.Seconds()
-		}
-		benchLog(cmd, "decode batch %d: %d tokens in %.2fs (%.0f tokens/s; warm-up %.1fs)", bs, run.Tokens, run.TotalS, run.TokensPerS, run.WarmupS)
-		res.Runs = append(res.Runs, run)
-	}
-	return res, nil
 }

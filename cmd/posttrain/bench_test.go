@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/internal/bench"
 )
 
 // The workloads run end to end on the tiny fixture with the pure-Go backend and print their JSON.
@@ -61,7 +61,7 @@ func TestBench_Inputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b benchBatchJSON
+	var b bench.Batch
 	if err := json.Unmarshal([]byte(out), &b); err != nil {
 		t.Fatal(err)
 	}
@@ -82,29 +82,6 @@ func TestBench_Inputs(t *testing.T) {
 	}
 }
 
-func TestBench_WarmupNewTokensKeepsTheCacheBucket(t *testing.T) {
-	for _, c := range []struct{ plen, n, want int }{{64, 64, 2}, {8, 8, 2}, {5, 4, 2}, {64, 200, 193}, {100, 30, 2}} {
-		got := benchWarmupNewTokens(c.plen, c.n)
-		if got != c.want || generate.BucketLen(generate.BucketLen(c.plen)+got) != generate.BucketLen(generate.BucketLen(c.plen)+c.n) {
-			t.Errorf("benchWarmupNewTokens(%d, %d) = %d, want %d", c.plen, c.n, got, c.want)
-		}
-	}
-}
-
-func TestBench_GroupAdvantages(t *testing.T) {
-	adv := benchGroupAdvantages([]float64{1, 0, 0.5, 0.5, 0.5, 0.5}, 3)
-	// Group 1: mean 0.5, sample std 0.5; group 2: all equal → 0.
-	want := []float64{0.5 / 0.5001, -0.5 / 0.5001, 0, 0, 0, 0}
-	for i := range want {
-		if math.Abs(float64(adv[i])-want[i]) > 1e-6 {
-			t.Errorf("adv[%d] = %g, want %g", i, adv[i], want[i])
-		}
-	}
-	if r := benchGRPOReward([]int32{2, 3, 4, 7}); r != 0.5 {
-		t.Errorf("reward %g, want 0.5", r)
-	}
-}
-
 // writeStages writes stage records and their results into dir and returns the stages file.
 func writeStages(t *testing.T, dir string, stages map[string]string, order []string, status map[string]string) string {
 	t.Helper()
@@ -114,7 +91,7 @@ func writeStages(t *testing.T, dir string, stages map[string]string, order []str
 		if st == "" {
 			st = "ok"
 		}
-		rec := benchStage{Name: name, Status: st, Seconds: 1.5}
+		rec := bench.Stage{Name: name, Status: st, Seconds: 1.5}
 		if res, ok := stages[name]; ok {
 			rec.Result = filepath.Join(dir, name+".json")
 			if err := os.WriteFile(rec.Result, []byte(res), 0o644); err != nil {
@@ -158,7 +135,7 @@ func TestBench_Report(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep benchGPUReport
+	var rep bench.Report
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -221,26 +198,9 @@ func TestBench_ReportProbeCheck(t *testing.T) {
 	} {
 		stages := writeStages(t, dir, map[string]string{"probe": c.probe}, []string{"probe"}, nil)
 		out, err := runCLI(t, "bench", "report", "--stages", stages, "--out", outPath, "--probe-expected", expected, "--strict")
-		if (err == nil) != c.pass || !strings.Contains(out, benchProbeCheck) {
+		if (err == nil) != c.pass || !strings.Contains(out, bench.ProbeCheck) {
 			t.Errorf("probe %s: err %v, want pass %v\n%s", c.probe, err, c.pass, out)
 		}
-	}
-}
-
-// Rows are compared up to their first different token; the first difference is named.
-func TestBenchSample_CountsUpToFirstDifference(t *testing.T) {
-	gen := func(ids []int32, lps ...float64) generate.Generation {
-		return generate.Generation{IDs: ids, LogProbs: lps}
-	}
-	var r benchSampleResult
-	r.add("x", []generate.Generation{gen([]int32{1, 2, 3}, -1, -2, -3), gen([]int32{4, 5, 6}, -1, -1, -1)},
-		[]generate.Generation{gen([]int32{1, 2, 3}, -1, -2.5, -3), gen([]int32{4, 7, 6}, -1, -1, -1)})
-	c := r.Cases[0]
-	if c.Tokens != 6 || c.TokensEqual != 4 || c.RowsEqual != 1 || c.MaxLPDiff != 0.5 {
-		t.Errorf("got %+v, want 6 tokens, 4 equal, 1 row equal, max |Δ| 0.5", c)
-	}
-	if !strings.Contains(r.FirstDiff, "x row 1 token 1") {
-		t.Errorf("first difference %q, want row 1 token 1", r.FirstDiff)
 	}
 }
 
@@ -252,7 +212,7 @@ func TestBench_Parity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res benchParityResult
+	var res bench.ParityResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
 	}
@@ -297,28 +257,13 @@ func readFixtureLoss(t *testing.T) float64 {
 	return e.Loss
 }
 
-// Every token must agree when the log-probs agree to float32 rounding; with TF32-sized
-// differences a few flips pass, many do not.
-func TestBenchSample_Verdict(t *testing.T) {
-	for _, c := range []struct {
-		equal int
-		lp    float64
-		pass  bool
-	}{{100, 1e-7, true}, {99, 1e-7, false}, {95, 2e-3, true}, {80, 2e-3, false}, {100, 2e-3, true}} {
-		r := benchSampleResult{Tokens: 100, TokensEqual: c.equal, MaxLogProbDiff: c.lp, Strict: c.lp <= benchSampleStrictLP}
-		if err := r.verdict("x"); (err == nil) != c.pass {
-			t.Errorf("%d of 100 equal at |Δ| %g: err %v, want pass %v", c.equal, c.lp, err, c.pass)
-		}
-	}
-}
-
 // --info values keep their commas (nvidia-smi's CSV line used to split into bad KEY=VALUE pairs,
 // a usage error that lost the whole report); the compile time of a stage is printed apart from its
 // run time; --stopped fails the report and says why.
 func TestBench_ReportInfoCommasCompileTimeAndStop(t *testing.T) {
 	dir := t.TempDir()
 	compile, graphs := 0.5, 3
-	rec := benchStage{Name: "backend", Status: "failed", RC: 1, Seconds: 2, CompileS: &compile, Graphs: &graphs, Note: "no plugin"}
+	rec := bench.Stage{Name: "backend", Status: "failed", RC: 1, Seconds: 2, CompileS: &compile, Graphs: &graphs, Note: "no plugin"}
 	b, _ := json.Marshal(rec)
 	stages := filepath.Join(dir, "stages.jsonl")
 	if err := os.WriteFile(stages, append(b, '\n'), 0o644); err != nil {

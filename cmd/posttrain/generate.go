@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/data/chat"
-	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -107,31 +108,148 @@ func jsonFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "json", Usage: "print one JSON object (phase, args, results) instead of the course's lines"}
 }
 
-func seedFlag() cli.Flag {
-	return &cli.Int64Flag{Name: "seed", Value: 0, Usage: "seed of the experiment's random.Random"}
-}
-
 func writeLines(w io.Writer, lines []string) error {
 	_, err := io.WriteString(w, strings.Join(lines, "\n")+"\n")
 	return err
 }
 
-func intFlag(name string, value int, usage string) cli.Flag {
-	return &cli.IntFlag{Name: name, Value: value, Usage: usage}
+// toyParam is one setting of a toy experiment, declared once: its flag (name, usage, and the
+// course's default, the bound field's value when the flag is made), the field the flag's value is
+// read into, and its key and value in --json's "args" (the flag's name in snake_case unless
+// renamed with as). The experiment's settings are a value whose fields the params are bound to:
+// bound to the defaults they make the flags, bound to a fresh copy they read a run's settings.
+type toyParam struct {
+	flag cli.Flag
+	key  string
+	read func(cmd *cli.Command) error // stores the flag's value in the field (a usage error if it is not one)
+	arg  func() any                   // the field's value as "args" shows it (nil: null)
 }
 
-func floatFlag(name string, value float64, usage string) cli.Flag {
-	return &cli.FloatFlag{Name: name, Value: value, Usage: usage}
+func newToyParam(flag cli.Flag, read func(cmd *cli.Command) error, arg func() any) toyParam {
+	return toyParam{flag: flag, key: strings.ReplaceAll(flag.Names()[0], "-", "_"), read: read, arg: arg}
 }
 
-// parseFloatList parses --p's comma-separated list of numbers.
+// as renames the param's "args" key.
+func (p toyParam) as(key string) toyParam {
+	p.key = key
+	return p
+}
+
+func toyFlags(params []toyParam) []cli.Flag {
+	flags := make([]cli.Flag, len(params))
+	for i, p := range params {
+		flags[i] = p.flag
+	}
+	return flags
+}
+
+// readToyParams reads every param's flag into its field; the values that do not parse are one
+// usage error.
+func readToyParams(cmd *cli.Command, params []toyParam) error {
+	var errs []error
+	for _, p := range params {
+		if err := p.read(cmd); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+func seedVar(p *int64) toyParam {
+	return newToyParam(&cli.Int64Flag{Name: "seed", Value: *p, Usage: "seed of the experiment's random.Random"},
+		func(cmd *cli.Command) error { *p = cmd.Int64("seed"); return nil }, func() any { return *p })
+}
+
+func intVar(p *int, name, usage string) toyParam {
+	return newToyParam(&cli.IntFlag{Name: name, Value: *p, Usage: usage},
+		func(cmd *cli.Command) error { *p = cmd.Int(name); return nil }, func() any { return *p })
+}
+
+func floatVar(p *float64, name, usage string) toyParam {
+	return newToyParam(&cli.FloatFlag{Name: name, Value: *p, Usage: usage},
+		func(cmd *cli.Command) error { *p = cmd.Float(name); return nil }, func() any { return *p })
+}
+
+func stringVar(p *string, name, usage string) toyParam {
+	return newToyParam(&cli.StringFlag{Name: name, Value: *p, Usage: usage},
+		func(cmd *cli.Command) error { *p = cmd.String(name); return nil }, func() any { return *p })
+}
+
+// floatListVar is a comma-separated list of numbers; value is its default as the help shows it.
+func floatListVar(p *[]float64, name, value, usage string) toyParam {
+	return newToyParam(&cli.StringFlag{Name: name, Value: value, Usage: usage}, func(cmd *cli.Command) error {
+		xs, err := parseFloatList(cmd, name)
+		*p = xs
+		return err
+	}, func() any { return *p })
+}
+
+// floatListTextVar is a comma-separated list of numbers kept as text, parsed where it is used (an
+// alternative flag may make it unused); "args" shows the numbers, null when they do not parse.
+func floatListTextVar(p *string, name, usage string) toyParam {
+	return newToyParam(&cli.StringFlag{Name: name, Value: *p, Usage: usage},
+		func(cmd *cli.Command) error { *p = cmd.String(name); return nil },
+		func() any { xs, _ := parseFloats("", name, *p); return xs })
+}
+
+// Optional settings are string flags whose empty default means "the course's value" (nil in the
+// field, None in the golden's args). urfave/cli's IsSet is not used: it stays true across runs in
+// one process.
+
+// optVar is an optional setting parsed by parse (want names the expected form in its error).
+func optVar[T any](p **T, name, usage, want string, parse func(string) (T, error)) toyParam {
+	return newToyParam(&cli.StringFlag{Name: name, Usage: usage}, func(cmd *cli.Command) error {
+		*p = nil
+		s := strings.TrimSpace(cmd.String(name))
+		if s == "" {
+			return nil
+		}
+		x, err := parse(s)
+		if err != nil {
+			return usageError{fmt.Errorf("toy %s: --%s %q%s", cmd.Name, name, s, want)}
+		}
+		*p = &x
+		return nil
+	}, func() any {
+		if *p == nil {
+			return nil
+		}
+		return **p
+	})
+}
+
+func optFloatVar(p **float64, name, usage string) toyParam {
+	return optVar(p, name, usage, " is not a number", func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
+}
+
+func optIntVar(p **int, name, usage string) toyParam {
+	return optVar(p, name, usage, " is not an integer", strconv.Atoi)
+}
+
+func optBoolVar(p **bool, name, usage string) toyParam {
+	return optVar(p, name, usage, ": want true or false", strconv.ParseBool)
+}
+
+func optStringVar(p **string, name, usage string) toyParam {
+	return optVar(p, name, usage, "", func(s string) (string, error) { return s, nil })
+}
+
+// parseFloatList parses a flag's comma-separated list of numbers (--p, --betas).
 func parseFloatList(cmd *cli.Command, flag string) ([]float64, error) {
+	return parseFloats(cmd.Name, flag, cmd.String(flag))
+}
+
+// parseFloats parses the comma-separated numbers s of toy's flag.
+func parseFloats(toy, flag, s string) ([]float64, error) {
 	var out []float64
-	for _, f := range strings.Split(cmd.String(flag), ",") {
+	for _, f := range strings.Split(s, ",") {
 		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("toy %s: --%s wants comma-separated numbers like 0.5,0.7,1.0; %q is not a number",
-				cmd.Name, flag, strings.TrimSpace(f))}
+				toy, flag, strings.TrimSpace(f))}
 		}
 		out = append(out, x)
 	}

@@ -23,49 +23,17 @@ type corridorConfig interface {
 // corridorExec reads a phase's flags, runs it and returns its result and its JSON "args".
 type corridorExec func(cmd *cli.Command) (corridor.Result, corridor.Object, error)
 
-// corridorFlag is a flag bound to one field of a phase's config: it is declared with the field's
-// value in the course's defaults, and read stores the flag's value into the field.
-type corridorFlag struct {
-	flag cli.Flag
-	read func(cmd *cli.Command) error
-}
-
-func seedVar(p *int64) corridorFlag {
-	return corridorFlag{seedFlag(), func(cmd *cli.Command) error { *p = cmd.Int64("seed"); return nil }}
-}
-
-func intVar(p *int, name, usage string) corridorFlag {
-	return corridorFlag{intFlag(name, *p, usage), func(cmd *cli.Command) error { *p = cmd.Int(name); return nil }}
-}
-
-func floatVar(p *float64, name, usage string) corridorFlag {
-	return corridorFlag{floatFlag(name, *p, usage), func(cmd *cli.Command) error { *p = cmd.Float(name); return nil }}
-}
-
-// floatListVar is a comma-separated list of numbers; value is its default as the help shows it.
-func floatListVar(p *[]float64, name, value, usage string) corridorFlag {
-	return corridorFlag{&cli.StringFlag{Name: name, Value: value, Usage: usage}, func(cmd *cli.Command) error {
-		xs, err := parseFloatList(cmd, name)
-		*p = xs
-		return err
-	}}
-}
-
 // addCorridorToy registers one corridor phase as `posttrain toy <name>`, plus its course lines
-// (run at defaults()). bind lists the phase's flags, bound to the fields of the config it is given.
+// (run at defaults()). bind lists the phase's settings, bound to the fields of the config it is
+// given; the JSON "args" are the config's own (Args, the course's keys and number format).
 func addCorridorToy[C corridorConfig, R corridor.Result](phase int, name, usage string,
-	defaults func() C, bind func(c *C) []corridorFlag, run func(C) (R, error)) {
+	defaults func() C, bind func(c *C) []toyParam, run func(C) (R, error)) {
 	d := defaults()
-	flags := []cli.Flag{jsonFlag()}
-	for _, f := range bind(&d) {
-		flags = append(flags, f.flag)
-	}
+	flags := append([]cli.Flag{jsonFlag()}, toyFlags(bind(&d))...)
 	exec := func(cmd *cli.Command) (corridor.Result, corridor.Object, error) {
 		c := defaults()
-		for _, f := range bind(&c) {
-			if err := f.read(cmd); err != nil {
-				return nil, nil, err
-			}
+		if err := readToyParams(cmd, bind(&c)); err != nil {
+			return nil, nil, err
 		}
 		return runCorridor(cmd, c, run)
 	}
@@ -132,8 +100,8 @@ func init() {
 
 func addReturnToy() {
 	addCorridorToy(1, "return", "returns G_t (식 (1.1)-(1.2)) and a Monte Carlo estimate of J (식 (1.3))",
-		corridor.DefaultPhase1, func(c *corridor.Phase1Config) []corridorFlag {
-			return []corridorFlag{seedVar(&c.Seed),
+		corridor.DefaultPhase1, func(c *corridor.Phase1Config) []toyParam {
+			return []toyParam{seedVar(&c.Seed),
 				intVar(&c.Episodes, "episodes", "Monte Carlo episodes per estimate of J"),
 				floatVar(&c.Gamma, "gamma", "discount γ of J"),
 				floatListVar(&c.P, "p", "0.5,0.7,1.0", "comma-separated P(→) of the policies whose J is estimated"),
@@ -143,8 +111,8 @@ func addReturnToy() {
 
 func addBellmanToy() {
 	addCorridorToy(2, "bellman", "Bellman evaluation (식 (2.3)-(2.4)), Monte Carlo and TD(0) (식 (2.5)-(2.6))",
-		corridor.DefaultPhase2, func(c *corridor.Phase2Config) []corridorFlag {
-			return []corridorFlag{seedVar(&c.Seed),
+		corridor.DefaultPhase2, func(c *corridor.Phase2Config) []toyParam {
+			return []toyParam{seedVar(&c.Seed),
 				floatVar(&c.P, "p", "P(→) of the evaluated policy"),
 				intVar(&c.Episodes, "episodes", "TD(0) episodes"),
 				floatVar(&c.Alpha, "alpha", "TD(0) step size α"),
@@ -155,8 +123,8 @@ func addBellmanToy() {
 
 func addQLearningToy() {
 	addCorridorToy(3, "qlearning", "tabular Q-learning with ε-greedy (식 (3.2)-(3.3)) against Q* (식 (3.1))",
-		corridor.DefaultPhase3, func(c *corridor.Phase3Config) []corridorFlag {
-			return []corridorFlag{seedVar(&c.Seed),
+		corridor.DefaultPhase3, func(c *corridor.Phase3Config) []toyParam {
+			return []toyParam{seedVar(&c.Seed),
 				intVar(&c.Episodes, "episodes", "training episodes"),
 				floatVar(&c.Alpha, "alpha", "step size α"),
 				floatVar(&c.Gamma, "gamma", "discount γ (also of Q*)"),

@@ -13,8 +13,8 @@ func init() {
 
 func addDQNToy() {
 	addCorridorToy(4, "dqn", "DQN: an MLP Q-network with hand-written backprop, replay buffer and target network (식 (4.1)-(4.3))",
-		corridor.DefaultPhase4, func(c *corridor.Phase4Config) []corridorFlag {
-			return []corridorFlag{seedVar(&c.Seed),
+		corridor.DefaultPhase4, func(c *corridor.Phase4Config) []toyParam {
+			return []toyParam{seedVar(&c.Seed),
 				intVar(&c.Steps, "steps", "environment steps"),
 				intVar(&c.BatchSize, "batch-size", "transitions per SGD step (rng.sample from the buffer)"),
 				floatVar(&c.LR, "lr", "SGD learning rate"),
@@ -28,8 +28,8 @@ func addDQNToy() {
 
 func addReinforceToy() {
 	addCorridorToy(5, "reinforce", "REINFORCE with and without a baseline (식 (5.2)-(5.4))",
-		corridor.DefaultPhase5, func(c *corridor.Phase5Config) []corridorFlag {
-			return []corridorFlag{seedVar(&c.Seed),
+		corridor.DefaultPhase5, func(c *corridor.Phase5Config) []toyParam {
+			return []toyParam{seedVar(&c.Seed),
 				intVar(&c.Episodes, "episodes", "REINFORCE training episodes"),
 				floatVar(&c.Alpha, "alpha", "step size α"),
 				intVar(&c.GradEpisodes, "grad-episodes", "episodes of the gradient-variance experiment"),
@@ -39,8 +39,8 @@ func addReinforceToy() {
 
 func addA2CToy() {
 	addCorridorToy(6, "a2c", "advantage actor-critic with GAE (식 (6.1)-(6.2))",
-		corridor.DefaultPhase6, func(c *corridor.Phase6Config) []corridorFlag {
-			return []corridorFlag{seedVar(&c.Seed),
+		corridor.DefaultPhase6, func(c *corridor.Phase6Config) []toyParam {
+			return []toyParam{seedVar(&c.Seed),
 				intVar(&c.Iterations, "iterations", "training iterations"),
 				intVar(&c.EpisodesPerBatch, "episodes-per-batch", "episodes collected per iteration"),
 				floatVar(&c.ActorLR, "actor-lr", "actor (policy) learning rate"),
@@ -52,8 +52,8 @@ func addA2CToy() {
 
 func addPPOToy() {
 	addCorridorToy(7, "ppo", "PPO's clipped objective (식 (7.1)-(7.2)) with GAE",
-		corridor.DefaultPhase7, func(c *corridor.Phase7Config) []corridorFlag {
-			return []corridorFlag{seedVar(&c.Seed),
+		corridor.DefaultPhase7, func(c *corridor.Phase7Config) []toyParam {
+			return []toyParam{seedVar(&c.Seed),
 				intVar(&c.Iterations, "iterations", "training iterations"),
 				intVar(&c.Episodes, "episodes", "episodes collected per iteration"),
 				intVar(&c.Epochs, "epochs", "passes over each batch"),

@@ -12,8 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/urfave/cli/v3"
@@ -34,18 +32,18 @@ type lmResult struct {
 	print func(io.Writer)
 }
 
-// lmRun trains an experiment from its flags: through GoMLX on b, or with the float64 oracle when
-// b is nil.
-type lmRun func(cmd *cli.Command, b backends.Backend) (lmResult, error)
-
-// lmToy is one `posttrain toy` TinyLM experiment.
-type lmToy struct {
+// lmToy is one `posttrain toy` TinyLM experiment; S holds its settings.
+type lmToy[S any] struct {
 	phase, order int
 	name, usage  string
-	flags        []cli.Flag
-	args         func(cmd *cli.Command) kvs // the golden's "args", snake_case, null where unset
-	run          lmRun
-	handCheck    func(io.Writer) error // the phase's hand_check lines before the results, or nil
+	defaults     func() S
+	// params are the settings, bound to the fields of s, in the golden's "args" order: the flags
+	// (defaults from defaults()), how a run reads them, and the "args" of --json.
+	params func(s *S) []toyParam
+	// run trains the experiment with settings s through GoMLX on b, or with the float64 oracle
+	// when b is nil.
+	run       func(name string, s S, b backends.Backend) (lmResult, error)
+	handCheck func(io.Writer) error // the phase's hand_check lines before the results, or nil
 }
 
 // kv/kvs is an ordered JSON object.
@@ -58,75 +56,30 @@ type kvs []kv
 // MarshalJSON writes the pairs in order.
 func (o kvs) MarshalJSON() ([]byte, error) { return pyfmt.MarshalItems(o) }
 
-// Optional settings are string flags whose empty default means "the course's value" (None in
-// the golden's args). urfave/cli's IsSet is not used: it stays true across runs in one process.
-
-func optionalFlag(name, usage string) cli.Flag {
-	return &cli.StringFlag{Name: name, Usage: usage}
-}
-
-// optFloat is an optional number flag: nil when empty.
-func optFloat(cmd *cli.Command, name string) (*float64, error) {
-	s := strings.TrimSpace(cmd.String(name))
-	if s == "" {
-		return nil, nil
-	}
-	x, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("toy %s: --%s %q is not a number", cmd.Name, name, s)}
-	}
-	return &x, nil
-}
-
-// optInt is an optional integer flag: nil when empty.
-func optInt(cmd *cli.Command, name string) (*int, error) {
-	s := strings.TrimSpace(cmd.String(name))
-	if s == "" {
-		return nil, nil
-	}
-	x, err := strconv.Atoi(s)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("toy %s: --%s %q is not an integer", cmd.Name, name, s)}
-	}
-	return &x, nil
-}
-
-// optBool is an optional true/false flag: nil when empty.
-func optBool(cmd *cli.Command, name string) (*bool, error) {
-	s := strings.TrimSpace(cmd.String(name))
-	if s == "" {
-		return nil, nil
-	}
-	x, err := strconv.ParseBool(s)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("toy %s: --%s %q: want true or false", cmd.Name, name, s)}
-	}
-	return &x, nil
-}
-
-// optString is an optional string flag: nil when empty.
-func optString(cmd *cli.Command, name string) *string {
-	if s := strings.TrimSpace(cmd.String(name)); s != "" {
-		return &s
-	}
-	return nil
-}
-
-// orNull is p's value, or nil (JSON null) when p is nil.
-func orNull[T any](p *T) any {
+// orZero is *p, or 0 when p is nil.
+func orZero(p *float64) float64 {
 	if p == nil {
-		return nil
+		return 0
 	}
 	return *p
 }
 
-// addLMToy registers t as `posttrain toy <name>` and its phase's lines for `toy course`.
-func addLMToy(t lmToy) {
+// set assigns *p to *dst when p is not nil.
+func set[T any](dst *T, p *T) {
+	if p != nil {
+		*dst = *p
+	}
+}
+
+// addLMToy registers t as `posttrain toy <name>` and its phase's lines for `toy course` (run at
+// t.defaults()).
+func addLMToy[S any](t lmToy[S]) {
+	d := t.defaults()
 	flags := append([]cli.Flag{
 		jsonFlag(),
 		&cli.BoolFlag{Name: "check", Usage: "also run the float64 oracle (toy/tinylm) and fail if the results differ by more than 1e-9"},
 		backendFlag(),
-	}, t.flags...)
+	}, toyFlags(t.params(&d))...)
 	addToy(toyExperiment{
 		Phase: t.phase,
 		Order: t.order,
@@ -138,23 +91,17 @@ func addLMToy(t lmToy) {
 			OnUsageError: toyUsageError,
 		},
 		Course: func(w io.Writer) error {
-			// The defaults: a command parsed with no flags set.
-			cmd := &cli.Command{Name: t.name, Flags: t.flags, Writer: io.Discard, ErrWriter: io.Discard,
-				Action: func(context.Context, *cli.Command) error { return nil }}
-			if err := cmd.Run(context.Background(), []string{t.name}); err != nil {
-				return err
-			}
 			b, err := backend.New(backend.Resolve(""))
 			if err != nil {
 				return err
 			}
 			defer b.Finalize()
-			return printLM(w, cmd, t, b)
+			return printLM(w, t, t.defaults(), b)
 		},
 	})
 }
 
-func lmAction(cmd *cli.Command, t lmToy) error {
+func lmAction[S any](cmd *cli.Command, t lmToy[S]) error {
 	if err := noToyArgs(cmd); err != nil {
 		return err
 	}
@@ -163,16 +110,21 @@ func lmAction(cmd *cli.Command, t lmToy) error {
 		return usageError{fmt.Errorf("toy %s: --%w", cmd.Name, err)}
 	}
 	defer b.Finalize()
+	s := t.defaults()
+	params := t.params(&s)
+	if err := readToyParams(cmd, params); err != nil {
+		return err
+	}
 	w := cmd.Root().Writer
 	if !cmd.Bool("json") && !cmd.Bool("check") {
-		return printLM(w, cmd, t, b)
+		return printLM(w, t, s, b)
 	}
-	res, err := t.run(cmd, b)
+	res, err := t.run(t.name, s, b)
 	if err != nil {
 		return err
 	}
 	if cmd.Bool("check") {
-		oracle, err := t.run(cmd, nil)
+		oracle, err := t.run(t.name, s, nil)
 		if err != nil {
 			return err
 		}
@@ -186,19 +138,24 @@ func lmAction(cmd *cli.Command, t lmToy) error {
 	if !cmd.Bool("json") {
 		return writeLM(w, t, res)
 	}
-	return writeLMJSON(w, cmd, t, res)
+	args := kvs{{"json", true}}
+	for _, p := range params {
+		args = append(args, kv{p.key, p.arg()})
+	}
+	return writeLMJSON(w, t.phase, t.name, args, res)
 }
 
-// printLM runs t through GoMLX on b and prints the course's lines.
-func printLM(w io.Writer, cmd *cli.Command, t lmToy, b backends.Backend) error {
-	res, err := t.run(cmd, b)
+// printLM runs t with settings s through GoMLX on b and prints the course's lines.
+func printLM[S any](w io.Writer, t lmToy[S], s S, b backends.Backend) error {
+	res, err := t.run(t.name, s, b)
 	if err != nil {
 		return err
 	}
 	return writeLM(w, t, res)
 }
 
-func writeLM(w io.Writer, t lmToy, res lmResult) error {
+// writeLM prints the phase's hand-check lines (when it has some), then the result's.
+func writeLM[S any](w io.Writer, t lmToy[S], res lmResult) error {
 	var buf bytes.Buffer
 	if t.handCheck != nil {
 		if err := t.handCheck(&buf); err != nil {
@@ -211,17 +168,17 @@ func writeLM(w io.Writer, t lmToy, res lmResult) error {
 }
 
 // writeLMJSON prints {"phase": N, "args": {...}, <the result's keys>} on one line.
-func writeLMJSON(w io.Writer, cmd *cli.Command, t lmToy, res lmResult) error {
-	head, err := json.Marshal(kvs{{"phase", t.phase}, {"args", append(kvs{{"json", true}}, t.args(cmd)...)}})
+func writeLMJSON(w io.Writer, phase int, name string, args kvs, res lmResult) error {
+	head, err := json.Marshal(kvs{{"phase", phase}, {"args", args}})
 	if err != nil {
 		return err
 	}
 	body, err := json.Marshal(res.value)
 	if err != nil {
-		return fmt.Errorf("toy %s: %w", t.name, err)
+		return fmt.Errorf("toy %s: %w", name, err)
 	}
 	if len(body) < 2 || body[0] != '{' {
-		return fmt.Errorf("toy %s: result is not a JSON object", t.name)
+		return fmt.Errorf("toy %s: result is not a JSON object", name)
 	}
 	out := append(head[:len(head)-1], ',')
 	if len(body) == 2 { // {}
@@ -233,21 +190,23 @@ func writeLMJSON(w io.Writer, cmd *cli.Command, t lmToy, res lmResult) error {
 	return err
 }
 
-// traced truncates a samples_head to --trace entries (the oracle keeps tinylm.TraceLen).
-func traced(cmd *cli.Command, head []tinylm.Sample) []tinylm.Sample {
-	if n := cmd.Int("trace"); n < len(head) {
+// traced truncates a samples_head to n (--trace) entries (the oracle keeps tinylm.TraceLen).
+func traced(n int, head []tinylm.Sample) []tinylm.Sample {
+	if n < len(head) {
 		return head[:max(n, 0)]
 	}
 	return head
 }
 
-func traceFlag() cli.Flag {
-	return &cli.IntFlag{Name: "trace", Value: tinylm.TraceLen,
+// traceVar is --trace, the sampled responses kept in --json's samples_head (default and at most
+// tinylm.TraceLen).
+func traceVar(p *int) toyParam {
+	return newToyParam(&cli.IntFlag{Name: "trace", Value: *p,
 		Usage: fmt.Sprintf("sampled responses kept in --json's samples_head (0..%d)", tinylm.TraceLen),
 		Validator: func(n int) error {
 			if n < 0 || n > tinylm.TraceLen {
 				return fmt.Errorf("--trace %d: want 0..%d", n, tinylm.TraceLen)
 			}
 			return nil
-		}}
+		}}, func(cmd *cli.Command) error { *p = cmd.Int("trace"); return nil }, func() any { return *p })
 }

@@ -1,16 +1,15 @@
 package main
 
-// The six TinyLM experiments (phases 8-12): flags are the golden's "args" keys in kebab-case,
-// defaulting to the course's values.
+// The six TinyLM experiments (phases 8-12). Each setting is declared once, as a toyParam bound to
+// a field of the experiment's settings: the flag is the golden's "args" key in kebab-case (unless
+// renamed), defaulting to the course's value.
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/toy/tinylm"
 	"github.com/posttrain/posttrain/toy/tinylmgomlx"
@@ -24,60 +23,61 @@ func init() {
 	addGRPOToys()
 }
 
-// set assigns *p to *dst when p is not nil.
-func set[T any](dst *T, p *T) {
-	if p != nil {
-		*dst = *p
-	}
-}
+// lmUsage is a usage error of toy name's settings.
+func lmUsage(name string, err error) error { return usageError{fmt.Errorf("toy %s: %w", name, err)} }
 
-func orZero(p *float64) float64 {
-	if p == nil {
-		return 0
-	}
-	return *p
+// reinforceSettings are phase 8's: one run per β of Betas (or Beta alone) with the loop settings
+// of Config (its Beta set per run).
+type reinforceSettings struct {
+	Config      tinylm.ReinforceKLConfig
+	Betas       string   // comma-separated, parsed only when Beta is not given
+	Beta        *float64 // a single β instead of Betas
+	OptimumBeta float64
+	Trace       int
 }
 
 func addLMReinforceToy() {
-	d := tinylm.DefaultReinforceKL(0)
-	addLMToy(lmToy{
+	addLMToy(lmToy[reinforceSettings]{
 		phase: 8, name: "lm-reinforce",
 		usage: "sequence REINFORCE with a KL penalty R − β·log π/π_ref (식 (8.3)-(8.5))",
-		flags: []cli.Flag{seedFlag(),
-			&cli.StringFlag{Name: "betas", Value: "0.0,0.5", Usage: "comma-separated KL coefficients β, one run each"},
-			optionalFlag("beta", "a single β instead of --betas"),
-			intFlag("iterations", d.Iterations, "iterations (one update each)"),
-			intFlag("group", d.Group, "samples per prompt per iteration"),
-			floatFlag("lr", d.LR, "learning rate of the plain gradient step"),
-			floatFlag("optimum-beta", tinylm.Phase8OptimumBeta, "β of the printed KL-regularised optimum (식 (8.5))"),
-			traceFlag()},
-		args: func(cmd *cli.Command) kvs {
-			betas, _ := parseFloatList(cmd, "betas")
-			beta, _ := optFloat(cmd, "beta")
-			return kvs{{"seed", cmd.Int64("seed")}, {"betas", betas}, {"beta", orNull(beta)},
-				{"iterations", cmd.Int("iterations")}, {"group", cmd.Int("group")}, {"lr", cmd.Float("lr")},
-				{"optimum_beta", cmd.Float("optimum-beta")}, {"trace", cmd.Int("trace")}}
+		defaults: func() reinforceSettings {
+			return reinforceSettings{Config: tinylm.DefaultReinforceKL(0), Betas: "0.0,0.5", OptimumBeta: tinylm.Phase8OptimumBeta,
+				Trace: tinylm.TraceLen}
+		},
+		params: func(s *reinforceSettings) []toyParam {
+			return []toyParam{seedVar(&s.Config.Seed),
+				floatListTextVar(&s.Betas, "betas", "comma-separated KL coefficients β, one run each"),
+				optFloatVar(&s.Beta, "beta", "a single β instead of --betas"),
+				intVar(&s.Config.Iterations, "iterations", "iterations (one update each)"),
+				intVar(&s.Config.Group, "group", "samples per prompt per iteration"),
+				floatVar(&s.Config.LR, "lr", "learning rate of the plain gradient step"),
+				floatVar(&s.OptimumBeta, "optimum-beta", "β of the printed KL-regularised optimum (식 (8.5))"),
+				traceVar(&s.Trace)}
 		},
 		handCheck: tinylm.HandCheck8,
-		run: func(cmd *cli.Command, b backends.Backend) (lmResult, error) {
-			betas, err := lmBetas(cmd)
-			if err != nil {
-				return lmResult{}, err
+		run: func(name string, s reinforceSettings, b backends.Backend) (lmResult, error) {
+			betas := []float64{orZero(s.Beta)}
+			if s.Beta == nil {
+				var err error
+				if betas, err = parseFloats(name, "betas", s.Betas); err != nil {
+					return lmResult{}, err
+				}
 			}
-			res := tinylm.Phase8Result{OptimumBeta: cmd.Float("optimum-beta"), OptimumPCorrect: tinylm.KLOptimum(cmd.Float("optimum-beta"))}
+			res := tinylm.Phase8Result{OptimumBeta: s.OptimumBeta, OptimumPCorrect: tinylm.KLOptimum(s.OptimumBeta)}
 			for _, beta := range betas {
-				cfg := tinylm.ReinforceKLConfig{Beta: beta, Iterations: cmd.Int("iterations"), Group: cmd.Int("group"),
-					LR: cmd.Float("lr"), Seed: cmd.Int64("seed")}
+				cfg := s.Config
+				cfg.Beta = beta
 				if err := cfg.Validate(); err != nil {
-					return lmResult{}, usageError{fmt.Errorf("toy %s: %w", cmd.Name, err)}
+					return lmResult{}, lmUsage(name, err)
 				}
 				var r tinylm.ReinforceKLResult
+				var err error
 				if b == nil {
 					r = tinylm.RunReinforceKL(cfg)
 				} else if r, err = tinylmgomlx.RunReinforceKL(b, cfg); err != nil {
-					return lmResult{}, fmt.Errorf("toy %s: %w", cmd.Name, err)
+					return lmResult{}, fmt.Errorf("toy %s: %w", name, err)
 				}
-				r.SamplesHead = traced(cmd, r.SamplesHead)
+				r.SamplesHead = traced(s.Trace, r.SamplesHead)
 				res.Runs = append(res.Runs, r)
 			}
 			return lmResult{res, func(w io.Writer) { tinylm.PrintPhase8(w, res) }}, nil
@@ -85,108 +85,93 @@ func addLMReinforceToy() {
 	})
 }
 
-// lmBetas is --beta if given, else --betas.
-func lmBetas(cmd *cli.Command) ([]float64, error) {
-	beta, err := optFloat(cmd, "beta")
-	if err != nil || beta != nil {
-		return []float64{orZero(beta)}, err
-	}
-	return parseFloatList(cmd, "betas")
+// rlhfSettings are phase 9's.
+type rlhfSettings struct {
+	Config tinylm.RLHFConfig
+	Trace  int
 }
 
 func addRLHFToy() {
-	d := tinylm.DefaultRLHF()
-	addLMToy(lmToy{
+	addLMToy(lmToy[rlhfSettings]{
 		phase: 9, name: "rlhf",
-		usage: "Bradley–Terry reward model (식 (9.1)-(9.2)) and PPO with a per-token KL reward (식 (9.3))",
-		flags: []cli.Flag{seedFlag(),
-			floatFlag("beta", d.Beta, "per-token KL penalty β"),
-			intFlag("iterations", d.Iterations, "rollout + PPO iterations"),
-			intFlag("group", d.Group, "samples per prompt per iteration"),
-			intFlag("epochs", d.Epochs, "PPO passes over each batch"),
-			floatFlag("lr", d.LR, "policy learning rate (plain gradient step)"),
-			floatFlag("critic-lr", d.CriticLR, "critic table step size"),
-			floatFlag("eps", d.Eps, "PPO clip ε"),
-			floatFlag("lam", d.Lam, "GAE λ (γ = 1)"),
-			intFlag("rm-epochs", d.RMEpochs, "reward-model epochs"),
-			floatFlag("rm-lr", d.RMLR, "reward-model learning rate"),
-			traceFlag()},
-		args: func(cmd *cli.Command) kvs {
-			return kvs{{"seed", cmd.Int64("seed")}, {"beta", cmd.Float("beta")}, {"iterations", cmd.Int("iterations")},
-				{"group", cmd.Int("group")}, {"epochs", cmd.Int("epochs")}, {"lr", cmd.Float("lr")},
-				{"critic_lr", cmd.Float("critic-lr")}, {"eps", cmd.Float("eps")}, {"lam", cmd.Float("lam")},
-				{"rm_epochs", cmd.Int("rm-epochs")}, {"rm_lr", cmd.Float("rm-lr")}, {"trace", cmd.Int("trace")}}
+		usage:    "Bradley–Terry reward model (식 (9.1)-(9.2)) and PPO with a per-token KL reward (식 (9.3))",
+		defaults: func() rlhfSettings { return rlhfSettings{Config: tinylm.DefaultRLHF(), Trace: tinylm.TraceLen} },
+		params: func(s *rlhfSettings) []toyParam {
+			c := &s.Config
+			return []toyParam{seedVar(&c.Seed),
+				floatVar(&c.Beta, "beta", "per-token KL penalty β"),
+				intVar(&c.Iterations, "iterations", "rollout + PPO iterations"),
+				intVar(&c.Group, "group", "samples per prompt per iteration"),
+				intVar(&c.Epochs, "epochs", "PPO passes over each batch"),
+				floatVar(&c.LR, "lr", "policy learning rate (plain gradient step)"),
+				floatVar(&c.CriticLR, "critic-lr", "critic table step size"),
+				floatVar(&c.Eps, "eps", "PPO clip ε"),
+				floatVar(&c.Lam, "lam", "GAE λ (γ = 1)"),
+				intVar(&c.RMEpochs, "rm-epochs", "reward-model epochs"),
+				floatVar(&c.RMLR, "rm-lr", "reward-model learning rate"),
+				traceVar(&s.Trace)}
 		},
 		handCheck: tinylm.HandCheck9,
-		run: func(cmd *cli.Command, b backends.Backend) (lmResult, error) {
-			cfg := tinylm.RLHFConfig{RMEpochs: cmd.Int("rm-epochs"), RMLR: cmd.Float("rm-lr"), Beta: cmd.Float("beta"),
-				Iterations: cmd.Int("iterations"), Group: cmd.Int("group"), Epochs: cmd.Int("epochs"), LR: cmd.Float("lr"),
-				CriticLR: cmd.Float("critic-lr"), Eps: cmd.Float("eps"), Lam: cmd.Float("lam"), Seed: cmd.Int64("seed")}
-			if err := cfg.Validate(); err != nil {
-				return lmResult{}, usageError{fmt.Errorf("toy %s: %w", cmd.Name, err)}
+		run: func(name string, s rlhfSettings, b backends.Backend) (lmResult, error) {
+			if err := s.Config.Validate(); err != nil {
+				return lmResult{}, lmUsage(name, err)
 			}
 			var res tinylm.Phase9Result
 			if b == nil {
-				res = tinylm.RunRLHF(cfg)
+				res = tinylm.RunRLHF(s.Config)
 			} else {
 				var err error
-				if res, err = tinylmgomlx.RunRLHF(b, cfg); err != nil {
-					return lmResult{}, fmt.Errorf("toy %s: %w", cmd.Name, err)
+				if res, err = tinylmgomlx.RunRLHF(b, s.Config); err != nil {
+					return lmResult{}, fmt.Errorf("toy %s: %w", name, err)
 				}
 			}
-			res.SamplesHead = traced(cmd, res.SamplesHead)
+			res.SamplesHead = traced(s.Trace, res.SamplesHead)
 			return lmResult{res, func(w io.Writer) { tinylm.PrintRLHF(w, res) }}, nil
 		},
 	})
 }
 
-// prefFlags are phase 10's settings, shared by `toy dpo` and `toy kto` (the course runs both in
-// one script; KTO's unset values fall back to DPO's).
-func prefFlags() []cli.Flag {
-	d := tinylm.DefaultDPO()
-	return []cli.Flag{seedFlag(),
-		floatFlag("beta", d.Beta, "β of 식 (10.3) (and of KTO unless --kto-beta)"),
-		intFlag("epochs", d.Epochs, "full-batch steps (and KTO's unless --kto-epochs)"),
-		floatFlag("lr", d.LR, "learning rate of the plain gradient step (and KTO's unless --kto-lr)"),
-		optionalFlag("kto-beta", "KTO's β of 식 (10.4) (default: --beta)"),
-		optionalFlag("kto-epochs", "KTO's full-batch steps (default: --epochs)"),
-		optionalFlag("kto-lr", "KTO's learning rate (default: --lr)")}
+// prefSettings are phase 10's, shared by `toy dpo` and `toy kto` (the course runs both in one
+// script; KTO's unset values fall back to DPO's). The seed is only reported: the runs draw nothing.
+type prefSettings struct {
+	Seed           int64
+	Config         tinylm.PrefConfig // DPO's, and KTO's where KTO's own is not given
+	KTOBeta, KTOLR *float64
+	KTOEpochs      *int
 }
 
-func prefArgs(cmd *cli.Command) kvs {
-	kb, _ := optFloat(cmd, "kto-beta")
-	ke, _ := optInt(cmd, "kto-epochs")
-	kl, _ := optFloat(cmd, "kto-lr")
-	return kvs{{"seed", cmd.Int64("seed")}, {"beta", cmd.Float("beta")}, {"epochs", cmd.Int("epochs")}, {"lr", cmd.Float("lr")},
-		{"kto_beta", orNull(kb)}, {"kto_epochs", orNull(ke)}, {"kto_lr", orNull(kl)}}
+func prefDefaults() prefSettings { return prefSettings{Config: tinylm.DefaultDPO()} }
+
+func prefParams(s *prefSettings) []toyParam {
+	return []toyParam{seedVar(&s.Seed),
+		floatVar(&s.Config.Beta, "beta", "β of 식 (10.3) (and of KTO unless --kto-beta)"),
+		intVar(&s.Config.Epochs, "epochs", "full-batch steps (and KTO's unless --kto-epochs)"),
+		floatVar(&s.Config.LR, "lr", "learning rate of the plain gradient step (and KTO's unless --kto-lr)"),
+		optFloatVar(&s.KTOBeta, "kto-beta", "KTO's β of 식 (10.4) (default: --beta)"),
+		optIntVar(&s.KTOEpochs, "kto-epochs", "KTO's full-batch steps (default: --epochs)"),
+		optFloatVar(&s.KTOLR, "kto-lr", "KTO's learning rate (default: --lr)")}
 }
 
-// prefConfig reads DPO's settings, or KTO's (prefix "kto-", falling back to DPO's).
-func prefConfig(cmd *cli.Command, kto bool) (tinylm.PrefConfig, error) {
-	c := tinylm.PrefConfig{Beta: cmd.Float("beta"), Epochs: cmd.Int("epochs"), LR: cmd.Float("lr")}
-	kb, err1 := optFloat(cmd, "kto-beta")
-	ke, err2 := optInt(cmd, "kto-epochs")
-	kl, err3 := optFloat(cmd, "kto-lr")
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return c, usageError{err}
-	}
+// config is DPO's settings, or KTO's (its own where given, DPO's otherwise), validated.
+func (s prefSettings) config(name string, kto bool) (tinylm.PrefConfig, error) {
+	c := s.Config
 	if kto {
-		set(&c.Beta, kb)
-		set(&c.Epochs, ke)
-		set(&c.LR, kl)
+		set(&c.Beta, s.KTOBeta)
+		set(&c.Epochs, s.KTOEpochs)
+		set(&c.LR, s.KTOLR)
 	}
 	if err := c.Validate(); err != nil {
-		return c, usageError{fmt.Errorf("toy %s: %w", cmd.Name, err)}
+		return c, lmUsage(name, err)
 	}
 	return c, nil
 }
 
 func addPrefToys() {
-	addLMToy(lmToy{
+	addLMToy(lmToy[prefSettings]{
 		phase: 10, order: 0, name: "dpo", usage: "DPO on the course's preferences (식 (10.3))",
-		flags: prefFlags(), args: prefArgs, handCheck: tinylm.HandCheck10,
-		run: func(cmd *cli.Command, b backends.Backend) (lmResult, error) {
-			cfg, err := prefConfig(cmd, false)
+		defaults: prefDefaults, params: prefParams, handCheck: tinylm.HandCheck10,
+		run: func(name string, s prefSettings, b backends.Backend) (lmResult, error) {
+			cfg, err := s.config(name, false)
 			if err != nil {
 				return lmResult{}, err
 			}
@@ -194,16 +179,16 @@ func addPrefToys() {
 			if b == nil {
 				res = tinylm.RunDPO(cfg)
 			} else if res, err = tinylmgomlx.RunDPO(b, cfg); err != nil {
-				return lmResult{}, fmt.Errorf("toy %s: %w", cmd.Name, err)
+				return lmResult{}, fmt.Errorf("toy %s: %w", name, err)
 			}
 			return lmResult{res, func(w io.Writer) { tinylm.PrintDPO(w, res) }}, nil
 		},
 	})
-	addLMToy(lmToy{
+	addLMToy(lmToy[prefSettings]{
 		phase: 10, order: 1, name: "kto", usage: "KTO on the course's good/bad labels (식 (10.4))",
-		flags: prefFlags(), args: prefArgs,
-		run: func(cmd *cli.Command, b backends.Backend) (lmResult, error) {
-			cfg, err := prefConfig(cmd, true)
+		defaults: prefDefaults, params: prefParams,
+		run: func(name string, s prefSettings, b backends.Backend) (lmResult, error) {
+			cfg, err := s.config(name, true)
 			if err != nil {
 				return lmResult{}, err
 			}
@@ -211,81 +196,90 @@ func addPrefToys() {
 			if b == nil {
 				res = tinylm.RunKTO(cfg)
 			} else if res, err = tinylmgomlx.RunKTO(b, cfg); err != nil {
-				return lmResult{}, fmt.Errorf("toy %s: %w", cmd.Name, err)
+				return lmResult{}, fmt.Errorf("toy %s: %w", name, err)
 			}
 			return lmResult{res, func(w io.Writer) { tinylm.PrintKTO(w, res) }}, nil
 		},
 	})
 }
 
-// grpoFlags are phases 11-12's settings; the variant flags override the course's cfg when given.
-func grpoFlags(iterations int) []cli.Flag {
-	d, v := tinylm.DefaultGRPO(), tinylm.DefaultVariant
+// grpoSettings are phases 11-12's: the loop settings of Config (its Variant the experiment's
+// base), and the variant settings that override the base's when given.
+type grpoSettings struct {
+	Config                tinylm.GRPOConfig
+	Beta, EpsLow, EpsHigh *float64
+	Adv, Agg, Ratio       *string
+	Dynamic               *bool
+	Trace                 int
+	Variants              string // phase 12: comma-separated variant names
+}
+
+func grpoDefaults(iterations int) func() grpoSettings {
+	return func() grpoSettings {
+		c := tinylm.DefaultGRPO()
+		c.Iterations = iterations
+		return grpoSettings{Config: c, Trace: tinylm.TraceLen, Variants: strings.Join(variantNames(), ",")}
+	}
+}
+
+// variantNames are phase 12's variants, in the course's order.
+func variantNames() []string {
+	names := make([]string, len(tinylm.Variants))
+	for i, v := range tinylm.Variants {
+		names[i] = v.Name
+	}
+	return names
+}
+
+func grpoParams(s *grpoSettings) []toyParam {
+	v := tinylm.DefaultVariant
 	dflt := func(x any) string { return fmt.Sprintf(" (default: the variant's; GRPO %v)", x) }
-	return []cli.Flag{seedFlag(),
-		intFlag("iterations", iterations, "iterations (sample groups, then --epochs passes)"),
-		intFlag("num-generations", d.G, "G: responses per prompt"),
-		intFlag("epochs", d.Epochs, "passes over each iteration's groups"),
-		floatFlag("lr", d.LR, "learning rate, divided by the number of prompts per group step"),
-		optionalFlag("beta", "k3 KL coefficient β"+dflt(v.Beta)),
-		optionalFlag("adv", "advantage: std (GRPO) | mean (Dr. GRPO) | rloo"+dflt(v.Adv)),
-		optionalFlag("agg", "aggregation: seq_mean (grpo) | token_mean (dapo) | const (dr_grpo)"+dflt(v.Agg)),
-		optionalFlag("eps-low", "clip ε_low"+dflt(v.EpsLow)),
-		optionalFlag("eps-high", "clip ε_high, DAPO 0.28"+dflt(v.EpsHigh)),
-		optionalFlag("ratio", "importance ratio: token | sequence (GSPO)"+dflt(v.Ratio)),
-		optionalFlag("dynamic", "true: DAPO dynamic sampling, drop groups whose rewards are all equal"+dflt(v.Dynamic)),
-		traceFlag()}
+	c := &s.Config
+	return []toyParam{seedVar(&c.Seed),
+		intVar(&c.Iterations, "iterations", "iterations (sample groups, then --epochs passes)"),
+		intVar(&c.G, "num-generations", "G: responses per prompt").as("G"),
+		intVar(&c.Epochs, "epochs", "passes over each iteration's groups"),
+		floatVar(&c.LR, "lr", "learning rate, divided by the number of prompts per group step"),
+		optFloatVar(&s.Beta, "beta", "k3 KL coefficient β"+dflt(v.Beta)),
+		optStringVar(&s.Adv, "adv", "advantage: std (GRPO) | mean (Dr. GRPO) | rloo"+dflt(v.Adv)),
+		optStringVar(&s.Agg, "agg", "aggregation: seq_mean (grpo) | token_mean (dapo) | const (dr_grpo)"+dflt(v.Agg)),
+		optFloatVar(&s.EpsLow, "eps-low", "clip ε_low"+dflt(v.EpsLow)),
+		optFloatVar(&s.EpsHigh, "eps-high", "clip ε_high, DAPO 0.28"+dflt(v.EpsHigh)),
+		optStringVar(&s.Ratio, "ratio", "importance ratio: token | sequence (GSPO)"+dflt(v.Ratio)),
+		optBoolVar(&s.Dynamic, "dynamic", "true: DAPO dynamic sampling, drop groups whose rewards are all equal"+dflt(v.Dynamic)),
+		traceVar(&s.Trace)}
 }
 
-func grpoArgs(cmd *cli.Command) kvs {
-	beta, _ := optFloat(cmd, "beta")
-	lo, _ := optFloat(cmd, "eps-low")
-	hi, _ := optFloat(cmd, "eps-high")
-	dyn, _ := optBool(cmd, "dynamic")
-	return kvs{{"seed", cmd.Int64("seed")}, {"iterations", cmd.Int("iterations")}, {"G", cmd.Int("num-generations")},
-		{"epochs", cmd.Int("epochs")}, {"lr", cmd.Float("lr")}, {"beta", orNull(beta)},
-		{"adv", orNull(optString(cmd, "adv"))}, {"agg", orNull(optString(cmd, "agg"))},
-		{"eps_low", orNull(lo)}, {"eps_high", orNull(hi)},
-		{"ratio", orNull(optString(cmd, "ratio"))}, {"dynamic", orNull(dyn)}, {"trace", cmd.Int("trace")}}
-}
-
-// grpoConfig is the loop settings and base with the variant flags that were given applied.
-func grpoConfig(cmd *cli.Command, base tinylm.GRPOVariant) (tinylm.GRPOConfig, error) {
+// config is the loop settings with base and the variant settings that were given applied.
+func (s grpoSettings) config(name string, base tinylm.GRPOVariant) (tinylm.GRPOConfig, error) {
 	v := base
-	beta, err1 := optFloat(cmd, "beta")
-	lo, err2 := optFloat(cmd, "eps-low")
-	hi, err3 := optFloat(cmd, "eps-high")
-	dyn, err4 := optBool(cmd, "dynamic")
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return tinylm.GRPOConfig{}, usageError{err}
+	set(&v.Beta, s.Beta)
+	set(&v.EpsLow, s.EpsLow)
+	set(&v.EpsHigh, s.EpsHigh)
+	set(&v.Dynamic, s.Dynamic)
+	if s.Adv != nil {
+		v.Adv = rl.AdvMode(*s.Adv)
 	}
-	set(&v.Beta, beta)
-	set(&v.EpsLow, lo)
-	set(&v.EpsHigh, hi)
-	set(&v.Dynamic, dyn)
-	if a := optString(cmd, "adv"); a != nil {
-		v.Adv = rl.AdvMode(*a)
+	if s.Agg != nil {
+		v.Agg = tinylm.Agg(*s.Agg)
 	}
-	if a := optString(cmd, "agg"); a != nil {
-		v.Agg = tinylm.Agg(*a)
+	if s.Ratio != nil {
+		v.Ratio = tinylm.RatioLevel(*s.Ratio)
 	}
-	if r := optString(cmd, "ratio"); r != nil {
-		v.Ratio = tinylm.RatioLevel(*r)
-	}
-	c := tinylm.GRPOConfig{Variant: v, Iterations: cmd.Int("iterations"), G: cmd.Int("num-generations"),
-		Epochs: cmd.Int("epochs"), LR: cmd.Float("lr"), Seed: cmd.Int64("seed")}
+	c := s.Config
+	c.Variant = v
 	if err := c.Validate(); err != nil {
-		return c, usageError{fmt.Errorf("toy %s: %w", cmd.Name, err)}
+		return c, lmUsage(name, err)
 	}
 	return c, nil
 }
 
 func addGRPOToys() {
-	addLMToy(lmToy{
+	addLMToy(lmToy[grpoSettings]{
 		phase: 11, name: "grpo", usage: "GRPO with group advantages and a verifier reward (식 (11.1)-(11.2))",
-		flags: grpoFlags(tinylm.DefaultGRPO().Iterations), args: grpoArgs, handCheck: tinylm.HandCheck11,
-		run: func(cmd *cli.Command, b backends.Backend) (lmResult, error) {
-			cfg, err := grpoConfig(cmd, tinylm.DefaultVariant)
+		defaults: grpoDefaults(tinylm.DefaultGRPO().Iterations), params: grpoParams, handCheck: tinylm.HandCheck11,
+		run: func(name string, s grpoSettings, b backends.Backend) (lmResult, error) {
+			cfg, err := s.config(name, tinylm.DefaultVariant)
 			if err != nil {
 				return lmResult{}, err
 			}
@@ -293,51 +287,47 @@ func addGRPOToys() {
 			if b == nil {
 				res = tinylm.RunGRPO(cfg)
 			} else if res, err = tinylmgomlx.RunGRPO(b, cfg); err != nil {
-				return lmResult{}, fmt.Errorf("toy %s: %w", cmd.Name, err)
+				return lmResult{}, fmt.Errorf("toy %s: %w", name, err)
 			}
-			res.SamplesHead = traced(cmd, res.SamplesHead)
+			res.SamplesHead = traced(s.Trace, res.SamplesHead)
 			return lmResult{res, func(w io.Writer) { tinylm.PrintGRPO(w, res) }}, nil
 		},
 	})
-	names := make([]string, len(tinylm.Variants))
-	for i, v := range tinylm.Variants {
-		names[i] = v.Name
-	}
-	addLMToy(lmToy{
+	addLMToy(lmToy[grpoSettings]{
 		phase: 12, name: "variants", usage: "GRPO, RLOO, Dr. GRPO, DAPO and GSPO side by side (식 (12.1))",
-		flags: append(grpoFlags(tinylm.Phase12Iterations), &cli.StringFlag{Name: "variants",
-			Value: strings.Join(names, ","), Usage: "comma-separated variants to train, from " + strings.Join(names, ", ")}),
-		args: func(cmd *cli.Command) kvs {
-			return append(grpoArgs(cmd), kv{"variants", cmd.String("variants")})
+		defaults: grpoDefaults(tinylm.Phase12Iterations),
+		params: func(s *grpoSettings) []toyParam {
+			return append(grpoParams(s), stringVar(&s.Variants, "variants",
+				"comma-separated variants to train, from "+strings.Join(variantNames(), ", ")))
 		},
 		handCheck: tinylm.HandCheck12,
 		run:       runVariants,
 	})
 }
 
-func runVariants(cmd *cli.Command, b backends.Backend) (lmResult, error) {
-	res := tinylm.Phase12Result{Iterations: cmd.Int("iterations")}
-	for _, name := range strings.Split(cmd.String("variants"), ",") {
-		name = strings.TrimSpace(name)
-		base, ok := tinylm.VariantByName(name)
+func runVariants(name string, s grpoSettings, b backends.Backend) (lmResult, error) {
+	res := tinylm.Phase12Result{Iterations: s.Config.Iterations}
+	for _, v := range strings.Split(s.Variants, ",") {
+		v = strings.TrimSpace(v)
+		base, ok := tinylm.VariantByName(v)
 		if !ok {
-			return lmResult{}, usageError{fmt.Errorf("toy %s: --variants: unknown variant %q", cmd.Name, name)}
+			return lmResult{}, lmUsage(name, fmt.Errorf("--variants: unknown variant %q", v))
 		}
-		cfg, err := grpoConfig(cmd, base)
+		cfg, err := s.config(name, base)
 		if err != nil {
 			return lmResult{}, err
 		}
 		var r tinylm.VariantResult
 		if b == nil {
-			r = tinylm.RunVariant(name, cfg.Variant, cfg)
+			r = tinylm.RunVariant(v, cfg.Variant, cfg)
 		} else {
 			p, head, err := tinylmgomlx.TrainGRPO(b, cfg)
 			if err != nil {
-				return lmResult{}, fmt.Errorf("toy %s: %s: %w", cmd.Name, name, err)
+				return lmResult{}, fmt.Errorf("toy %s: %s: %w", name, v, err)
 			}
-			r = tinylm.NewVariantResult(name, cfg.Variant, p.LM, p.Ref, head)
+			r = tinylm.NewVariantResult(v, cfg.Variant, p.LM, p.Ref, head)
 		}
-		r.SamplesHead = traced(cmd, r.SamplesHead)
+		r.SamplesHead = traced(s.Trace, r.SamplesHead)
 		res.Variants = append(res.Variants, r)
 	}
 	return lmResult{res, func(w io.Writer) { tinylm.PrintVariants(w, res) }}, nil

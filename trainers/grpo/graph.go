@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
@@ -69,6 +70,21 @@ type lossSpec struct {
 	// to each micro-batch; off when top_entropy_quantile is 1, leaving the graph as it was.
 	EntropyMask        bool
 	TopEntropyQuantile float64
+}
+
+// MicroBatchLoss is the graph the trainer compiles for one GRPO micro-batch (lossGraph:
+// CompletionLogProbs at the sampling temperature, then Loss with lossType's aggregation, TRL's
+// loss_type) and the host-side normaliser of an optimizer step of rows completions holding tokens
+// loss tokens (stepNorm), for a caller that drives loop.Optimizer itself (posttrain bench grpo).
+// It is on-policy (π_old is the detached current policy: ρ = 1), with token-level ratios and no
+// entropy mask. The loss takes the trainer's inputs: ids, pos, attn [B,P+C] int32; mask [B,C]
+// float32; advantages [B] float32; old, reference and sampling log-probs [B,C] float32 (old unused,
+// reference unused when p.Beta is 0).
+func MicroBatchLoss(model *qwen2.Config, completionLen int, temperature float64, p Params, lossType string,
+	gradAccum int) (loss loop.LossFunc, stepNorm func(rows, tokens int) float64) {
+	sp := &lossSpec{Model: model, CompletionLen: completionLen, Temperature: temperature, Params: p, Ratio: TokenRatio,
+		LossType: lossType, GradAccum: gradAccum}
+	return sp.lossGraph, sp.stepNorm
 }
 
 // Indices of the step metrics returned by lossGraph, after the loss and the gradient norm.

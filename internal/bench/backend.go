@@ -1,8 +1,8 @@
-package main
+package bench
 
 import (
-	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime/debug"
@@ -11,23 +11,21 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/internal/backend"
 )
 
-// ---- bench backend ----
+// The backend workload is gpu-check's first stage: it says which PJRT plugin a configuration loads
+// and which C API versions meet, creates a client, lists its devices and compiles and runs one
+// small graph with transcendental functions (on CUDA those need libdevice, the first thing a
+// missing CUDA data directory breaks), timing compilation apart from the run.
 
-// bench backend is gpu-check's first stage: it says which PJRT plugin a configuration loads and
-// which C API versions meet, creates a client, lists its devices and compiles and runs one small
-// graph with transcendental functions (on CUDA those need libdevice, the first thing a missing
-// CUDA data directory breaks), timing compilation apart from the run.
-
-// benchEnvVars are the variables that decide where XLA looks for its plugin, libraries and tools.
-var benchEnvVars = []string{backend.EnvVar, backend.AutoInstallEnv, "GOMLX_NO_AUTO_INSTALL", "PJRT_PLUGIN_LIBRARY_PATH",
+// backendEnvVars are the variables that decide where XLA looks for its plugin, libraries and tools.
+var backendEnvVars = []string{backend.EnvVar, backend.AutoInstallEnv, "GOMLX_NO_AUTO_INSTALL", "PJRT_PLUGIN_LIBRARY_PATH",
 	"XLA_FLAGS", "TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MAX_VLOG_LEVEL", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_TF32_OVERRIDE", "PATH"}
 
-type benchBackendResult struct {
+// BackendResult is the backend workload's output.
+type BackendResult struct {
 	Workload         string            `json:"workload"`
 	Backend          string            `json:"backend"`
 	GoXLA            string            `json:"go_xla"`
@@ -45,58 +43,49 @@ type benchBackendResult struct {
 	Env              map[string]string `json:"env"`
 }
 
-func benchBackendCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "backend",
-		Usage: "report the backend's plugin and API versions, create a client, list its devices and run one small graph",
-		Flags: []cli.Flag{backendFlag()},
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if cmd.Args().Len() > 0 {
-				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
-			}
-			cfg := backend.Resolve(cmd.String("backend"))
-			res := &benchBackendResult{Workload: "backend", Backend: cfg, GoXLA: moduleVersion("github.com/gomlx/go-xla"),
-				ClientAPI: backend.ClientAPI, AutoInstall: backend.AutoInstallAllowed(), Env: map[string]string{}}
-			for _, k := range benchEnvVars {
-				if v, ok := os.LookupEnv(k); ok {
-					res.Env[k] = v
-				}
-			}
-			if backend.IsXLA(cfg) {
-				info, err := backend.CheckPlugin(cfg)
-				res.PluginPath, res.PluginAPI = info.Path, info.API
-				benchLog(cmd, "backend %s: plugin %q, PJRT C API %s; client %s", cfg, info.Path, orDash(info.API), backend.ClientAPI)
-				if err != nil {
-					return fmt.Errorf("%s: %w", cmd.FullName(), err)
-				}
-			}
-			t0 := time.Now()
-			b, err := backend.New(cfg)
-			if err != nil {
-				return fmt.Errorf("%s: %w", cmd.FullName(), err)
-			}
-			defer b.Finalize()
-			res.CreateS = time.Since(t0).Seconds()
-			res.Description = b.Description()
-			for d := range b.NumDevices() {
-				res.Devices = append(res.Devices, b.DeviceDescription(backends.DeviceNum(d)))
-			}
-			if backend.IsXLA(cfg) {
-				res.PluginAttributes = backend.PluginAttributes(cfg)
-			}
-			benchLog(cmd, "backend %s: client created in %.1fs: %s; devices %q", cfg, res.CreateS, res.Description, res.Devices)
-			if err := benchBackendGraph(b, res); err != nil {
-				return fmt.Errorf("%s: %w", cmd.FullName(), err)
-			}
-			benchLog(cmd, "backend %s: small graph compiled in %.2fs, ran in %.3fs, max |Δ| %.2g", cfg, res.CompileS, res.RunS, res.MaxAbsErr)
-			return writeBenchJSON(cmd.Root().Writer, res)
-		},
+// Backend checks the plugin of the backend configuration cfg (an XLA one), creates the backend,
+// lists its devices and runs one small graph against a float64 result. Progress goes to log.
+func Backend(cfg string, log io.Writer) (*BackendResult, error) {
+	res := &BackendResult{Workload: "backend", Backend: cfg, GoXLA: moduleVersion("github.com/gomlx/go-xla"),
+		ClientAPI: backend.ClientAPI, AutoInstall: backend.AutoInstallAllowed(), Env: map[string]string{}}
+	for _, k := range backendEnvVars {
+		if v, ok := os.LookupEnv(k); ok {
+			res.Env[k] = v
+		}
 	}
+	if backend.IsXLA(cfg) {
+		info, err := backend.CheckPlugin(cfg)
+		res.PluginPath, res.PluginAPI = info.Path, info.API
+		logf(log, "backend %s: plugin %q, PJRT C API %s; client %s", cfg, info.Path, orDash(info.API), backend.ClientAPI)
+		if err != nil {
+			return nil, err
+		}
+	}
+	t0 := time.Now()
+	b, err := backend.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Finalize()
+	res.CreateS = time.Since(t0).Seconds()
+	res.Description = b.Description()
+	for d := range b.NumDevices() {
+		res.Devices = append(res.Devices, b.DeviceDescription(backends.DeviceNum(d)))
+	}
+	if backend.IsXLA(cfg) {
+		res.PluginAttributes = backend.PluginAttributes(cfg)
+	}
+	logf(log, "backend %s: client created in %.1fs: %s; devices %q", cfg, res.CreateS, res.Description, res.Devices)
+	if err := backendGraph(b, res); err != nil {
+		return nil, err
+	}
+	logf(log, "backend %s: small graph compiled in %.2fs, ran in %.3fs, max |Δ| %.2g", cfg, res.CompileS, res.RunS, res.MaxAbsErr)
+	return res, nil
 }
 
-// benchBackendGraph compiles and runs y = tanh(exp(x)·0.1) + log1p(x²) + erf(x) on 1024 values and
+// backendGraph compiles and runs y = tanh(exp(x)·0.1) + log1p(x²) + erf(x) on 1024 values and
 // compares it with the host's float64 result.
-func benchBackendGraph(b backends.Backend, res *benchBackendResult) error {
+func backendGraph(b backends.Backend, res *BackendResult) error {
 	x := make([]float32, 1024)
 	for i := range x {
 		x[i] = float32(i-512) / 256

@@ -1,0 +1,172 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// PrintSummary writes a report as text (summary.txt): stages, log-prob checks, throughput side by
+// side, the sampler and parity checks, the trainers' last metrics and the verdict.
+func PrintSummary(w io.Writer, rep *Report) {
+	fmt.Fprintf(w, "gpu-check %s", rep.Date)
+	keys := make([]string, 0, len(rep.Info))
+	for k := range rep.Info {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "\n  %s: %s", k, rep.Info[k])
+	}
+	fmt.Fprintln(w)
+	printStages(w, rep)
+	printLogProbs(w, rep)
+	printThroughput(w, rep)
+	printSample(w, rep.Stages)
+	if c := rep.Parity; c != nil {
+		verdict := "pass"
+		if !c.Pass {
+			verdict = "FAIL"
+		}
+		if c.Error != "" {
+			verdict += " (" + c.Error + ")"
+		}
+		fmt.Fprintf(w, "training parity (tiny fixture, float32, %d AdamW steps, posttrain vs torch.optim.AdamW): max relative Δ loss %.3g, Δ grad norm %.3g, tolerance %.3g: %s\n",
+			c.Steps, c.MaxRelLoss, c.MaxRelGradNorm, c.Tolerance, verdict)
+	}
+	printTrainers(w, rep.Stages)
+	if rep.OK {
+		fmt.Fprintln(w, "result: ok")
+	} else {
+		fmt.Fprintf(w, "result: NOT ok (failed: %s)\n", strings.Join(rep.Failed, ", "))
+	}
+}
+
+func printStages(w io.Writer, rep *Report) {
+	fmt.Fprintln(w, "stages (wall time; for posttrain stages also the part spent compiling graphs, and the rest):")
+	for _, s := range rep.Stages {
+		note := ""
+		if s.Note != "" {
+			note = " — " + s.Note
+		}
+		split := ""
+		if s.CompileS != nil && s.Status != "skipped" {
+			graphs := 0
+			if s.Graphs != nil {
+				graphs = *s.Graphs
+			}
+			split = fmt.Sprintf("  compile %6.1fs (%3d graphs), run %6.1fs", *s.CompileS, graphs, max(s.Seconds-*s.CompileS, 0))
+		}
+		fmt.Fprintf(w, "  %-18s %-8s %7.1fs%s%s\n", s.Name, s.Status, s.Seconds, split, note)
+	}
+	if rep.Stopped != "" {
+		fmt.Fprintf(w, "stopped after the first stages, nothing else ran: %s\n", rep.Stopped)
+	}
+}
+
+func printLogProbs(w io.Writer, rep *Report) {
+	if len(rep.LogProbs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "log-probs (posttrain vs transformers Qwen2ForCausalLM on the same checkpoint and device; probe: vs the fixture's float64 reference):")
+	for _, dt := range []string{ProbeCheck, "float32", "bfloat16"} {
+		c := rep.LogProbs[dt]
+		if c == nil {
+			continue
+		}
+		verdict := "pass"
+		if !c.Pass {
+			verdict = "FAIL"
+		}
+		errNote := ""
+		if c.Error != "" {
+			errNote = " (" + c.Error + ")"
+		}
+		fmt.Fprintf(w, "  %s: max |Δ| %.3g, mean |Δ| %.3g over %d tokens, loss %.6f vs %.6f, tolerance %.3g: %s%s\n",
+			dt, c.MaxAbsDiff, c.MeanAbsDiff, c.Tokens, c.LossGo, c.LossRef, c.Tolerance, verdict, errNote)
+	}
+}
+
+func printThroughput(w io.Writer, rep *Report) {
+	if len(rep.Throughput) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "throughput (posttrain | pytorch+transformers | posttrain/pytorch speed):")
+	for _, r := range rep.Throughput {
+		format := "%.1f"
+		if r.Metric == "seconds" {
+			format = "%.3f"
+		}
+		mfu := ""
+		if r.PosttrainMFU != nil || r.PyTorchMFU != nil {
+			mfu = fmt.Sprintf("  MFU %s | %s", fmtNum(scale(r.PosttrainMFU, 100), "%.1f%%"), fmtNum(scale(r.PyTorchMFU, 100), "%.1f%%"))
+		}
+		fmt.Fprintf(w, "  %-34s %12s | %12s %-9s | %s%s\n", r.Workload, fmtNum(r.Posttrain, format), fmtNum(r.PyTorch, format),
+			r.Metric, fmtNum(r.Ratio, "%.2f×"), mfu)
+	}
+}
+
+func fmtNum(p *float64, format string) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
+func scale(p *float64, k float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	x := *p * k
+	return &x
+}
+
+// trainerKeys are the metrics shown for the trainer stages (their last metrics.jsonl line).
+var trainerKeys = []string{"step", "loss", "grad_norm", "num_tokens", "timing_s/generation", "timing_s/update",
+	"tokens_per_s/generation", "tokens_per_s/update", "reward"}
+
+// printTrainers prints the last metrics line of each trainer_* stage that has them.
+func printTrainers(w io.Writer, stages []Stage) {
+	header := false
+	for i := range stages {
+		s := &stages[i]
+		if !strings.HasPrefix(s.Name, "trainer_") {
+			continue
+		}
+		tm := decodeResult[trainerMetrics](s)
+		if tm == nil || len(tm.Metrics) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "trainers (posttrain sft/grpo, last metrics line; stage time includes loading, compilation and saving):")
+			header = true
+		}
+		last := tm.Metrics[len(tm.Metrics)-1]
+		var parts []string
+		for _, k := range trainerKeys {
+			switch v := last[k].(type) {
+			case float64:
+				parts = append(parts, fmt.Sprintf("%s %.4g", k, v))
+			case string:
+				parts = append(parts, k+" "+v)
+			}
+		}
+		fmt.Fprintf(w, "  %-18s %6.1fs  %s\n", s.Name, s.Seconds, strings.Join(parts, ", "))
+	}
+}
+
+// printSample prints the sample stage's comparison of drawn tokens with the reference backend.
+func printSample(w io.Writer, stages []Stage) {
+	for i := range stages {
+		if stages[i].Name != "sample" {
+			continue
+		}
+		r := decodeResult[SampleResult](&stages[i])
+		if r == nil {
+			continue
+		}
+		fmt.Fprintf(w, "sampler (tiny fixture, every variant, vs %s): %d of %d tokens equal, max |Δ log-prob| %.3g\n",
+			r.Reference, r.TokensEqual, r.Tokens, r.MaxLogProbDiff)
+	}
+}
