@@ -10,8 +10,8 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
-	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
