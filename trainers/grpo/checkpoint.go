@@ -19,6 +19,9 @@ import (
 type grpoState struct {
 	Round          int `json:"round"`
 	OptimizerSteps int `json:"optimizer_steps"`
+	// RandomRewardCalls is the "random" reward's call count (its draws depend on it); absent when
+	// the run never called it.
+	RandomRewardCalls uint64 `json:"random_reward_calls,omitempty"`
 }
 
 // save writes OUTPUT_DIR/checkpoint-<step>: the model (HF layout, via loop.Model.Save), the AdamW
@@ -48,7 +51,7 @@ func (t *Trainer) save() (string, error) {
 		src := filepath.Join(tmp, e.Name())
 		files[e.Name()] = func(path string) error { return os.Rename(src, path) }
 	}
-	extra, _ := json.Marshal(grpoState{Round: t.round, OptimizerSteps: t.opt.Steps()})
+	extra, _ := json.Marshal(grpoState{Round: t.round, OptimizerSteps: t.opt.Steps(), RandomRewardCalls: randomCalls.Load()})
 	st := &checkpoint.State{
 		GlobalStep: t.globalStep, Epoch: t.epochAt(t.globalStep), MaxSteps: t.totalSteps,
 		NumTrainEpochs: t.cfg.NumTrainEpochs, LoggingSteps: t.cfg.LoggingSteps, SaveSteps: t.cfg.SaveSteps,
@@ -100,6 +103,7 @@ func (t *Trainer) resume(dir string) error {
 		}
 	}
 	t.globalStep, t.round, t.tokensSeen = st.GlobalStep, gs.Round, st.NumInputTokensSeen
+	randomCalls.Store(gs.RandomRewardCalls)
 	t.epoch, t.offset, t.order = st.Data.Epoch, st.Data.Offset, nil
 	t.history = st.LogHistory
 	t.log.Info("grpo: resumed", "checkpoint", dir, "step", t.globalStep)

@@ -56,18 +56,16 @@ func maxAbsDiff(a, b map[string][]float32) float64 {
 	return d
 }
 
-// resumeRun trains c on a fresh tiny model (rewards: the share of 'c' and the first letter) until
-// the end or, when stopAt > 0, until ctx is cancelled after step stopAt (the Ctrl-C path), and
-// returns the final weights and Train's error.
-func resumeRun(t *testing.T, c *config.GRPO, stopAt int) (map[string][]float32, error) {
+// resumeRun trains c on a fresh tiny model with the share of 'c' and a second reward until the
+// end or, when stopAt > 0, until ctx is cancelled after step stopAt (the Ctrl-C path), and returns
+// the final weights and Train's error.
+func resumeRun(t *testing.T, c *config.GRPO, second Reward, stopAt int) (map[string][]float32, error) {
 	t.Helper()
 	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 	defer cancel(nil)
-	first := firstLetter()
-	first.Name = "first"
 	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), EvalPrompts: evalPrompts(),
-		Rewards: []Reward{countReward('c'), first},
+		Rewards: []Reward{countReward('c'), second},
 		OnStep: func(s StepInfo) {
 			if s.Step == stopAt {
 				cancel(checkpoint.ErrInterrupted)
@@ -85,8 +83,17 @@ func resumeRun(t *testing.T, c *config.GRPO, stopAt int) (map[string][]float32, 
 // (apart from timings), completions.jsonl and eval_completions.jsonl. Weights, AdamW moments,
 // prompt position and generation round are restored, and the resumed run generates the same
 // fresh batches (TRL does not checkpoint rollouts either). The run is off-policy (2 iterations
-// per generation batch), has a reference (β > 0) and evaluates every 2 steps.
+// per generation batch), has a reference (β > 0) and evaluates every 2 steps. With the "random"
+// reward too: its call count is restored, so it draws what it would have drawn.
 func TestGRPO_ResumeEqualsStraight(t *testing.T) {
+	first := firstLetter()
+	first.Name = "first"
+	for _, second := range []Reward{first, {Name: "random", Weight: 1, Func: RewardRandom}} {
+		t.Run(second.Name, func(t *testing.T) { resumeEqualsStraight(t, second) })
+	}
+}
+
+func resumeEqualsStraight(t *testing.T, second Reward) {
 	config := func() *config.GRPO {
 		c := tinyConfig(t)
 		c.MaxSteps, c.LoggingSteps, c.NumIterations, c.Beta = 4, 1, 2, 0.04
@@ -94,13 +101,13 @@ func TestGRPO_ResumeEqualsStraight(t *testing.T) {
 		return c
 	}
 	straight := config()
-	want, err := resumeRun(t, straight, 0)
+	want, err := resumeRun(t, straight, second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	c := config()
-	if _, err := resumeRun(t, c, 2); !errors.Is(err, loop.ErrInterrupted) {
+	if _, err := resumeRun(t, c, second, 2); !errors.Is(err, loop.ErrInterrupted) {
 		t.Fatalf("interrupted run: %v, want an error wrapping loop.ErrInterrupted", err)
 	}
 	if _, err := os.Stat(filepath.Join(c.OutputDir, "checkpoint-2", checkpoint.StateName)); err != nil {
@@ -108,7 +115,7 @@ func TestGRPO_ResumeEqualsStraight(t *testing.T) {
 	}
 	resumed := config()
 	resumed.OutputDir, resumed.Resume = c.OutputDir, true
-	got, err := resumeRun(t, resumed, 0)
+	got, err := resumeRun(t, resumed, second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
