@@ -3,6 +3,8 @@ package grpo
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -17,6 +19,54 @@ type grpoState struct {
 	// RandomRewardCalls is the "random" reward's call count (its draws depend on it); absent when
 	// the run never called it.
 	RandomRewardCalls uint64 `json:"random_reward_calls,omitempty"`
+	// Window is the unlogged metrics of the logging window (absent at a logging step, where it
+	// is empty), so that a resumed run logs the lines of a straight one.
+	Window map[string]windowValues `json:"window,omitempty"`
+}
+
+// windowValues are a window metric's values, written exactly: finite numbers in Go's shortest
+// float64 form, NaN and infinities as runlog writes them ("NaN", "Infinity", "-Infinity"), since
+// JSON has no such numbers (a reward function that never applies gives a NaN mean).
+type windowValues []float64
+
+func (w windowValues) MarshalJSON() ([]byte, error) {
+	out := []byte{'['}
+	for i, v := range w {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		switch {
+		case math.IsNaN(v):
+			out = append(out, `"NaN"`...)
+		case math.IsInf(v, 1):
+			out = append(out, `"Infinity"`...)
+		case math.IsInf(v, -1):
+			out = append(out, `"-Infinity"`...)
+		default:
+			out = strconv.AppendFloat(out, v, 'g', -1, 64)
+		}
+	}
+	return append(out, ']'), nil
+}
+
+func (w *windowValues) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*w = make(windowValues, len(raw))
+	for i, r := range raw {
+		var s string
+		if json.Unmarshal(r, &s) != nil {
+			s = string(r)
+		}
+		v, err := strconv.ParseFloat(s, 64) // also reads "NaN", "Infinity" and "-Infinity"
+		if err != nil {
+			return fmt.Errorf("window value %s: %w", r, err)
+		}
+		(*w)[i] = v
+	}
+	return nil
 }
 
 // Save adds GRPO's part to a checkpoint the driver writes (the model in HF layout, the AdamW state
@@ -28,7 +78,17 @@ func (s source) Save(cp *loop.Checkpoint) error {
 	if t.ref != nil && t.globalStep >= t.cfg.RefModelSyncSteps { // synced at least once
 		cp.Files[ReferenceName] = t.writeReference
 	}
-	extra, _ := json.Marshal(grpoState{Round: t.round, OptimizerSteps: cp.OptimizerSteps, RandomRewardCalls: randomCalls.Load()})
+	gs := grpoState{Round: t.round, OptimizerSteps: cp.OptimizerSteps, RandomRewardCalls: randomCalls.Load()}
+	for k, vs := range t.logs.window {
+		if gs.Window == nil {
+			gs.Window = map[string]windowValues{}
+		}
+		gs.Window[k] = vs
+	}
+	extra, err := json.Marshal(gs)
+	if err != nil {
+		return err
+	}
 	st := cp.State
 	st.NumInputTokensSeen = t.tokensSeen
 	st.Data = checkpoint.DataPosition{Epoch: t.epoch, Offset: t.offset}
@@ -54,5 +114,9 @@ func (s source) Resume(dir string, st *checkpoint.State) (int, error) {
 	randomCalls.Store(gs.RandomRewardCalls)
 	t.epoch, t.offset, t.order = st.Data.Epoch, st.Data.Offset, nil
 	t.batch, t.batchSteps = nil, 0
+	t.logs.window = map[string][]float64{}
+	for k, vs := range gs.Window {
+		t.logs.window[k] = vs
+	}
 	return gs.OptimizerSteps, nil
 }

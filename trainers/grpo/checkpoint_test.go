@@ -3,6 +3,7 @@ package grpo
 import (
 	"bytes"
 	stdctx "context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -84,19 +85,28 @@ func resumeRun(t *testing.T, c *config.GRPO, second Reward, stopAt int) (map[str
 // prompt position and generation round are restored, and the resumed run generates the same
 // fresh batches (TRL does not checkpoint rollouts either). The run is off-policy (2 iterations
 // per generation batch), has a reference (β > 0) and evaluates every 2 steps. With the "random"
-// reward too: its call count is restored, so it draws what it would have drawn.
+// reward too: its call count is restored, so it draws what it would have drawn. With logging every
+// 3 steps the checkpoint falls inside a logging window, whose metrics are restored.
 func TestGRPO_ResumeEqualsStraight(t *testing.T) {
 	first := firstLetter()
 	first.Name = "first"
-	for _, second := range []Reward{first, {Name: "random", Weight: 1, Func: RewardRandom}} {
-		t.Run(second.Name, func(t *testing.T) { resumeEqualsStraight(t, second) })
+	for _, c := range []struct {
+		name    string
+		second  Reward
+		logging int
+	}{
+		{"first", first, 1},
+		{"random", Reward{Name: "random", Weight: 1, Func: RewardRandom}, 1},
+		{"window", first, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) { resumeEqualsStraight(t, c.second, c.logging) })
 	}
 }
 
-func resumeEqualsStraight(t *testing.T, second Reward) {
+func resumeEqualsStraight(t *testing.T, second Reward, logging int) {
 	config := func() *config.GRPO {
 		c := tinyConfig(t)
-		c.MaxSteps, c.LoggingSteps, c.NumIterations, c.Beta = 4, 1, 2, 0.04
+		c.MaxSteps, c.LoggingSteps, c.NumIterations, c.Beta = 4, logging, 2, 0.04
 		c.EvalDataset, c.EvalStrategy, c.EvalSteps, c.PerDeviceEvalBatchSize = "tiny-eval", "steps", 2, 8
 		return c
 	}
@@ -107,8 +117,8 @@ func resumeEqualsStraight(t *testing.T, second Reward) {
 	}
 
 	c := config()
-	if _, err := resumeRun(t, c, second, 2); !errors.Is(err, loop.ErrInterrupted) {
-		t.Fatalf("interrupted run: %v, want an error wrapping loop.ErrInterrupted", err)
+	if _, err := resumeRun(t, c, second, 2); !errors.Is(err, loop.ErrInterrupted) || !strings.Contains(err.Error(), "grpo: stopped at step 2") {
+		t.Fatalf("interrupted run: %v, want \"grpo: stopped at step 2\" wrapping loop.ErrInterrupted", err)
 	}
 	if _, err := os.Stat(filepath.Join(c.OutputDir, "checkpoint-2", checkpoint.StateName)); err != nil {
 		t.Fatalf("the interrupted run saved no checkpoint-2: %v", err)
@@ -134,6 +144,24 @@ func resumeEqualsStraight(t *testing.T, second Reward) {
 		}
 		if !bytes.Equal(a, b) || len(a) == 0 {
 			t.Errorf("%s differs between the straight and the resumed run (%d and %d bytes)", name, len(a), len(b))
+		}
+	}
+}
+
+// The saved window's values read back exactly, NaN and infinities included.
+func TestWindowValues_RoundTrip(t *testing.T) {
+	want := windowValues{0.1, 1.0 / 3, -2.5e-300, 7, math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64}
+	b, err := json.Marshal(map[string]windowValues{"m": want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]windowValues
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		if g := got["m"][i]; math.Float64bits(g) != math.Float64bits(w) && !(math.IsNaN(g) && math.IsNaN(w)) {
+			t.Errorf("value %d: got %v from %s, want %v", i, g, b, w)
 		}
 	}
 }

@@ -55,7 +55,6 @@ type runLog struct {
 // run trains.
 func (s source) Begin(start int, _ *runlog.Progress) error {
 	t, l := s.Trainer, &s.logs
-	l.window, l.streak = map[string][]float64{}, map[string]int{}
 	var err error
 	if l.completions, err = runlog.OpenCompletions(t.cfg.OutputDir, start); err != nil {
 		return fmt.Errorf("grpo: %w", err)

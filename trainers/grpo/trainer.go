@@ -101,7 +101,7 @@ func New(s Setup) (*Trainer, error) {
 		return nil, fmt.Errorf("grpo: steps_per_generation (%d) must be a multiple of gradient_accumulation_steps (%d)",
 			cfg.StepsPerGeneration, cfg.GradientAccumulationSteps)
 	}
-	t := &Trainer{s: s, cfg: cfg, log: s.Logger}
+	t := &Trainer{s: s, cfg: cfg, log: s.Logger, logs: runLog{window: map[string][]float64{}, streak: map[string]int{}}}
 	if t.log == nil {
 		t.log = slog.Default()
 	}
