@@ -79,8 +79,9 @@ func resumeRun(t *testing.T, c *config.GRPO, second Reward, stopAt int) (map[str
 	return modelWeights(t, tr), err
 }
 
-// A run interrupted after step 2 (the Ctrl-C path: the context is cancelled, a checkpoint is
-// saved) and resumed ends as a straight run, bit for bit: the weights, every metrics.jsonl line
+// A run interrupted during step 1 (the Ctrl-C path: the context is cancelled) stops after step 2,
+// the end of its generation batch, saves a checkpoint, and resumed ends as a straight run, bit for
+// bit: the weights, every metrics.jsonl line
 // (apart from timings), completions.jsonl and eval_completions.jsonl. Weights, AdamW moments,
 // prompt position and generation round are restored, and the resumed run generates the same
 // fresh batches (TRL does not checkpoint rollouts either). The run is off-policy (2 iterations
@@ -117,7 +118,7 @@ func resumeEqualsStraight(t *testing.T, second Reward, logging int) {
 	}
 
 	c := config()
-	if _, err := resumeRun(t, c, second, 2); !errors.Is(err, loop.ErrInterrupted) || !strings.Contains(err.Error(), "grpo: stopped at step 2") {
+	if _, err := resumeRun(t, c, second, 1); !errors.Is(err, loop.ErrInterrupted) || !strings.Contains(err.Error(), "grpo: stopped at step 2") {
 		t.Fatalf("interrupted run: %v, want \"grpo: stopped at step 2\" wrapping loop.ErrInterrupted", err)
 	}
 	if _, err := os.Stat(filepath.Join(c.OutputDir, "checkpoint-2", checkpoint.StateName)); err != nil {

@@ -11,7 +11,9 @@
 // case, a Method over fixed examples (data order by seed with an epoch cursor, micro-batches padded
 // to shape buckets, gradient accumulation normalised over the whole accumulated batch), which Run
 // adapts into a Source; GRPO is a Source of its own (trainers/grpo: generate and reward a batch,
-// then optimizer steps on it). The driver holds no loss math.
+// then optimizer steps on it). The driver holds no loss math. Besides the driver the package
+// holds the trainable Model (weights, bf16 masters, saving) and the batch helpers the methods
+// share.
 package loop
 
 import (
