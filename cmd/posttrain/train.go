@@ -1,7 +1,7 @@
 package main
 
 // Shared by `posttrain sft|dpo|kto`: flags from the method's TRL config (trainers/config), model
-// and dataset loading, the shared training loop (trainers/loop) with Ctrl-C checkpointing.
+// and dataset loading, the training driver (trainers/loop) with Ctrl-C checkpointing.
 
 import (
 	"context"

@@ -3,13 +3,10 @@ package grpo
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-
-	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"math"
+	"strconv"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
-	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/loop"
 )
 
@@ -19,89 +16,107 @@ import (
 type grpoState struct {
 	Round          int `json:"round"`
 	OptimizerSteps int `json:"optimizer_steps"`
+	// RandomRewardCalls is the "random" reward's call count (its draws depend on it); absent when
+	// the run never called it.
+	RandomRewardCalls uint64 `json:"random_reward_calls,omitempty"`
+	// Window is the unlogged metrics of the logging window (absent at a logging step, where it
+	// is empty), so that a resumed run logs the lines of a straight one.
+	Window map[string]windowValues `json:"window,omitempty"`
 }
 
-// save writes OUTPUT_DIR/checkpoint-<step>: the model (HF layout, via loop.Model.Save), the AdamW
-// state (loop.OptimizerName), the reference weights once sync_ref_model has mixed them
-// (ReferenceName) and trainer_state.json, atomically; then prunes to save_total_limit.
-func (t *Trainer) save() (string, error) {
-	if err := os.MkdirAll(t.cfg.OutputDir, 0o755); err != nil {
-		return "", err
+// windowValues are a window metric's values, written exactly: finite numbers in Go's shortest
+// float64 form, NaN and infinities as runlog writes them ("NaN", "Infinity", "-Infinity"), since
+// JSON has no such numbers (a reward function that never applies gives a NaN mean).
+type windowValues []float64
+
+func (w windowValues) MarshalJSON() ([]byte, error) {
+	out := []byte{'['}
+	for i, v := range w {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		switch {
+		case math.IsNaN(v):
+			out = append(out, `"NaN"`...)
+		case math.IsInf(v, 1):
+			out = append(out, `"Infinity"`...)
+		case math.IsInf(v, -1):
+			out = append(out, `"-Infinity"`...)
+		default:
+			out = strconv.AppendFloat(out, v, 'g', -1, 64)
+		}
 	}
-	tmp, err := os.MkdirTemp(t.cfg.OutputDir, ".model-")
-	if err != nil {
-		return "", err
+	return append(out, ']'), nil
+}
+
+func (w *windowValues) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
 	}
-	defer os.RemoveAll(tmp)
-	if err := t.s.Model.Save(tmp); err != nil {
-		return "", fmt.Errorf("grpo: save checkpoint: %w", err)
+	*w = make(windowValues, len(raw))
+	for i, r := range raw {
+		var s string
+		if json.Unmarshal(r, &s) != nil {
+			s = string(r)
+		}
+		v, err := strconv.ParseFloat(s, 64) // also reads "NaN", "Infinity" and "-Infinity"
+		if err != nil {
+			return fmt.Errorf("window value %s: %w", r, err)
+		}
+		(*w)[i] = v
 	}
-	entries, err := os.ReadDir(tmp)
-	if err != nil {
-		return "", err
-	}
-	files := map[string]checkpoint.WriteFunc{loop.OptimizerName: t.opt.WriteState}
+	return nil
+}
+
+// Save adds GRPO's part to a checkpoint the driver writes (the model in HF layout, the AdamW state
+// and trainer_state.json): the prompt position (epoch and offset of the seeded prompt order), the
+// tokens seen, the generation round, and the reference weights once sync_ref_model has mixed them
+// (ReferenceName).
+func (s source) Save(cp *loop.Checkpoint) error {
+	t := s.Trainer
 	if t.ref != nil && t.globalStep >= t.cfg.RefModelSyncSteps { // synced at least once
-		files[ReferenceName] = t.writeReference
+		cp.Files[ReferenceName] = t.writeReference
 	}
-	for _, e := range entries {
-		src := filepath.Join(tmp, e.Name())
-		files[e.Name()] = func(path string) error { return os.Rename(src, path) }
+	gs := grpoState{Round: t.round, OptimizerSteps: cp.OptimizerSteps, RandomRewardCalls: randomCalls.Load()}
+	for k, vs := range t.logs.window {
+		if gs.Window == nil {
+			gs.Window = map[string]windowValues{}
+		}
+		gs.Window[k] = vs
 	}
-	extra, _ := json.Marshal(grpoState{Round: t.round, OptimizerSteps: t.opt.Steps()})
-	st := &checkpoint.State{
-		GlobalStep: t.globalStep, Epoch: t.epochAt(t.globalStep), MaxSteps: t.totalSteps,
-		NumTrainEpochs: t.cfg.NumTrainEpochs, LoggingSteps: t.cfg.LoggingSteps, SaveSteps: t.cfg.SaveSteps,
-		TrainBatchSize: t.stepBatch, NumInputTokensSeen: t.tokensSeen, LogHistory: t.history,
-		Data:  checkpoint.DataPosition{Epoch: t.epoch, Offset: t.offset},
-		RNG:   map[string][]uint64{"prompt_order": {uint64(t.cfg.Seed)}},
-		Extra: map[string]json.RawMessage{"grpo": extra},
-	}
-	dir, err := checkpoint.Save(t.cfg.OutputDir, st, files, t.cfg.SaveTotalLimit)
-	if err != nil {
-		return "", fmt.Errorf("grpo: %w", err)
-	}
-	t.log.Info("grpo: saved checkpoint", "dir", dir)
-	return dir, nil
-}
-
-// resume restores the weights, the AdamW state, the synced reference weights and the run's
-// position from a checkpoint.
-func (t *Trainer) resume(dir string) error {
-	st, err := checkpoint.Load(dir)
+	extra, err := json.Marshal(gs)
 	if err != nil {
 		return err
 	}
+	st := cp.State
+	st.NumInputTokensSeen = t.tokensSeen
+	st.Data = checkpoint.DataPosition{Epoch: t.epoch, Offset: t.offset}
+	st.RNG = map[string][]uint64{"prompt_order": {uint64(t.cfg.Seed)}}
+	st.Extra = map[string]json.RawMessage{"grpo": extra}
+	return nil
+}
+
+// Resume restores the run's position and the synced reference weights from a checkpoint (the
+// driver restores the policy and the AdamW state). The next step generates a fresh batch.
+func (s source) Resume(dir string, st *checkpoint.State) (int, error) {
+	t := s.Trainer
 	var gs grpoState
 	if err := json.Unmarshal(st.Extra["grpo"], &gs); err != nil {
-		return fmt.Errorf("resume %s: not a GRPO checkpoint (trainer_state.json extra.grpo): %w", dir, err)
-	}
-	stored, err := safetensors.ReadModelDir(dir)
-	if err != nil {
-		return fmt.Errorf("resume %s: %w", dir, err)
-	}
-	weights := map[string]*tensors.Tensor{}
-	for name, s := range stored {
-		f, err := s.Float32s()
-		if err != nil {
-			return fmt.Errorf("resume %s: %s: %w", dir, name, err)
-		}
-		weights[name] = tensors.FromFlatDataAndDimensions(f, s.Shape...)
-	}
-	if err := t.s.Model.SetWeights(weights); err != nil {
-		return fmt.Errorf("resume %s: %w", dir, err)
-	}
-	if err := t.opt.ReadState(filepath.Join(dir, loop.OptimizerName), gs.OptimizerSteps); err != nil {
-		return fmt.Errorf("resume %s: %w", dir, err)
+		return 0, fmt.Errorf("not a GRPO checkpoint (trainer_state.json extra.grpo): %w", err)
 	}
 	if t.ref != nil {
 		if err := t.readReference(dir, st.GlobalStep); err != nil {
-			return fmt.Errorf("resume %s: %w", dir, err)
+			return 0, err
 		}
 	}
 	t.globalStep, t.round, t.tokensSeen = st.GlobalStep, gs.Round, st.NumInputTokensSeen
+	randomCalls.Store(gs.RandomRewardCalls)
 	t.epoch, t.offset, t.order = st.Data.Epoch, st.Data.Offset, nil
-	t.history = st.LogHistory
-	t.log.Info("grpo: resumed", "checkpoint", dir, "step", t.globalStep)
-	return nil
+	t.batch, t.batchSteps = nil, 0
+	t.logs.window = map[string][]float64{}
+	for k, vs := range gs.Window {
+		t.logs.window[k] = vs
+	}
+	return gs.OptimizerSteps, nil
 }

@@ -1,15 +1,23 @@
 package grpo
 
 import (
+	"bytes"
 	stdctx "context"
+	"encoding/json"
+	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
 )
 
 // trainTo runs a tiny GRPO run of c (fresh model, seed 3) and returns the final weights.
@@ -49,26 +57,113 @@ func maxAbsDiff(a, b map[string][]float32) float64 {
 	return d
 }
 
-// A run stopped after a checkpoint and resumed from it ends with the weights of a straight run:
-// weights, AdamW moments, prompt position and generation round are restored, and the resumed
-// run generates the same fresh batches (TRL does not checkpoint rollouts either).
-func TestGRPO_ResumeEqualsStraight(t *testing.T) {
-	straight := tinyConfig(t)
-	straight.MaxSteps, straight.LoggingSteps = 4, 1
-	want := trainTo(t, straight)
+// resumeRun trains c on a fresh tiny model with the share of 'c' and a second reward until the
+// end or, when stopAt > 0, until ctx is cancelled after step stopAt (the Ctrl-C path), and returns
+// the final weights and Train's error.
+func resumeRun(t *testing.T, c *config.GRPO, second Reward, stopAt int) (map[string][]float32, error) {
+	t.Helper()
+	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
+	defer cancel(nil)
+	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
+		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), EvalPrompts: evalPrompts(),
+		Rewards: []Reward{countReward('c'), second},
+		OnStep: func(s StepInfo) {
+			if s.Step == stopAt {
+				cancel(checkpoint.ErrInterrupted)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tr.Train(ctx)
+	return modelWeights(t, tr), err
+}
 
-	c := tinyConfig(t)
-	c.MaxSteps, c.LoggingSteps, c.SaveSteps = 2, 1, 2
-	trainTo(t, c)
-	resumed := tinyConfig(t)
-	resumed.OutputDir = c.OutputDir
-	resumed.MaxSteps, resumed.LoggingSteps, resumed.ResumeFromCheckpoint = 4, 1, filepath.Join(c.OutputDir, "checkpoint-2")
-	got := trainTo(t, resumed)
+// A run interrupted during step 1 (the Ctrl-C path: the context is cancelled) stops after step 2,
+// the end of its generation batch, saves a checkpoint, and resumed ends as a straight run, bit for
+// bit: the weights, every metrics.jsonl line
+// (apart from timings), completions.jsonl and eval_completions.jsonl. Weights, AdamW moments,
+// prompt position and generation round are restored, and the resumed run generates the same
+// fresh batches (TRL does not checkpoint rollouts either). The run is off-policy (2 iterations
+// per generation batch), has a reference (β > 0) and evaluates every 2 steps. With the "random"
+// reward too: its call count is restored, so it draws what it would have drawn. With logging every
+// 3 steps the checkpoint falls inside a logging window, whose metrics are restored.
+func TestGRPO_ResumeEqualsStraight(t *testing.T) {
+	first := firstLetter()
+	first.Name = "first"
+	for _, c := range []struct {
+		name    string
+		second  Reward
+		logging int
+	}{
+		{"first", first, 1},
+		{"random", Reward{Name: "random", Weight: 1, Func: RewardRandom}, 1},
+		{"window", first, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) { resumeEqualsStraight(t, c.second, c.logging) })
+	}
+}
+
+func resumeEqualsStraight(t *testing.T, second Reward, logging int) {
+	config := func() *config.GRPO {
+		c := tinyConfig(t)
+		c.MaxSteps, c.LoggingSteps, c.NumIterations, c.Beta = 4, logging, 2, 0.04
+		c.EvalDataset, c.EvalStrategy, c.EvalSteps, c.PerDeviceEvalBatchSize = "tiny-eval", "steps", 2, 8
+		return c
+	}
+	straight := config()
+	want, err := resumeRun(t, straight, second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c := config()
+	if _, err := resumeRun(t, c, second, 1); !errors.Is(err, loop.ErrInterrupted) || !strings.Contains(err.Error(), "grpo: stopped at step 2") {
+		t.Fatalf("interrupted run: %v, want \"grpo: stopped at step 2\" wrapping loop.ErrInterrupted", err)
+	}
+	if _, err := os.Stat(filepath.Join(c.OutputDir, "checkpoint-2", checkpoint.StateName)); err != nil {
+		t.Fatalf("the interrupted run saved no checkpoint-2: %v", err)
+	}
+	resumed := config()
+	resumed.OutputDir, resumed.Resume = c.OutputDir, true
+	got, err := resumeRun(t, resumed, second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if d := maxAbsDiff(got, want); d != 0 {
 		t.Errorf("resumed run's weights differ from the straight run's by %g", d)
 	}
-	if n := len(lastMetrics(t, c.OutputDir)); n == 0 {
-		t.Error("no metrics after the resumed run")
+	looptest.SameMetrics(t, filepath.Join(straight.OutputDir, runlog.MetricsName), filepath.Join(c.OutputDir, runlog.MetricsName))
+	for _, name := range []string{runlog.CompletionsName, EvalCompletionsName} {
+		a, err := os.ReadFile(filepath.Join(straight.OutputDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(c.OutputDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) || len(a) == 0 {
+			t.Errorf("%s differs between the straight and the resumed run (%d and %d bytes)", name, len(a), len(b))
+		}
+	}
+}
+
+// The saved window's values read back exactly, NaN and infinities included.
+func TestWindowValues_RoundTrip(t *testing.T) {
+	want := windowValues{0.1, 1.0 / 3, -2.5e-300, 7, math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64}
+	b, err := json.Marshal(map[string]windowValues{"m": want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]windowValues
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		if g := got["m"][i]; math.Float64bits(g) != math.Float64bits(w) && !(math.IsNaN(g) && math.IsNaN(w)) {
+			t.Errorf("value %d: got %v from %s, want %v", i, g, b, w)
+		}
 	}
 }
 

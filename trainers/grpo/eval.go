@@ -85,23 +85,6 @@ func (t *Trainer) newEvaluator(prompts []*Prompt) (*evaluator, error) {
 	return e, nil
 }
 
-// shouldEvaluate reports whether the optimizer step just done ends with an evaluation, with the
-// shared loop's rules (trainers/loop shouldEvaluate, HF's DefaultFlowCallback): eval_strategy
-// steps every eval_steps steps; epoch when the step ended a pass over the prompts or ended
-// training.
-func (t *Trainer) shouldEvaluate() bool {
-	if t.eval == nil {
-		return false
-	}
-	switch t.cfg.EvalStrategy {
-	case "steps":
-		return t.globalStep%t.cfg.EvalEvery() == 0
-	case "epoch":
-		return t.endedEpoch(t.globalStep) || t.globalStep == t.totalSteps
-	}
-	return false
-}
-
 // endedEpoch reports whether step crossed an integer epoch of epochAt (an epoch is
 // prompts × num_generations completions), in integer arithmetic.
 func (t *Trainer) endedEpoch(step int) bool {
@@ -116,10 +99,16 @@ func evalSeed(seed, step, b int) uint64 {
 	return splitMix(splitMix(uint64(seed)^evalSeedStream<<32) ^ uint64(step)<<20 ^ uint64(b))
 }
 
-// evaluate runs the eval pass on the current weights and writes one metrics.jsonl line (and the
-// completions to eval_completions.jsonl). It changes nothing the training reads: no weight, no
-// optimizer state, no sampler stream, no token count, no random-reward call number.
-func (t *Trainer) evaluate(logs *runLog) error {
+// Evaluates reports whether the run evaluates (the configuration says so; New then requires the
+// eval prompts).
+func (s source) Evaluates() bool { return s.eval != nil }
+
+// Evaluate runs the eval pass on the current weights and returns the metrics of its eval line;
+// the completions go to eval_completions.jsonl with the line (loggedEval). It changes nothing the
+// training reads: no weight, no optimizer state, no sampler stream, no token count, no
+// random-reward call number.
+func (s source) Evaluate() (map[string]float64, error) {
+	t := s.Trainer
 	start := time.Now()
 	calls := randomCalls.Load()
 	defer randomCalls.Store(calls)
@@ -138,7 +127,7 @@ func (t *Trainer) evaluate(logs *runLog) error {
 		}
 		r, loss, ms, err := t.evalBatch(prompts, evalSeed(c.Seed, t.globalStep, batches))
 		if err != nil {
-			return fmt.Errorf("grpo: evaluate at step %d: %w", t.globalStep, err)
+			return nil, fmt.Errorf("grpo: evaluate at step %d: %w", t.globalStep, err)
 		}
 		for k, v := range ms {
 			window[k] = append(window[k], v)
@@ -156,15 +145,8 @@ func (t *Trainer) evaluate(logs *runLog) error {
 	out["eval_runtime"] = math.Round(secs*1e4) / 1e4
 	out["eval_samples_per_second"] = math.Round(float64(n)/secs*1e3) / 1e3
 	out["eval_steps_per_second"] = math.Round(float64(batches)/secs*1e3) / 1e3
-	rec := runlog.Record{Step: t.globalStep, Epoch: t.epochAt(t.globalStep), Metrics: out}
-	line, err := logs.writeEval(rec, lines)
-	if err != nil {
-		return err
-	}
-	t.history = append(t.history, line)
-	t.log.Info("grpo: eval", "step", t.globalStep, "eval_reward", out["eval_reward"], "eval_loss", out["eval_loss"],
-		"prompts", len(e.prompts), "completions", n, "runtime_s", out["eval_runtime"])
-	return nil
+	t.logs.evalLines = lines
+	return out, nil
 }
 
 // evalBatch generates, rewards and scores one eval batch and returns its rollout, its loss (the
@@ -231,32 +213,25 @@ func evalCompletionLines(step int, r *Rollout, rewards []Reward) []runlog.Comple
 	return out
 }
 
-// writeEval writes an eval line to metrics.jsonl and its completions to eval_completions.jsonl,
-// and shows the line; it returns the line for the checkpoint's log history.
-func (l *runLog) writeEval(rec runlog.Record, lines []runlog.Completion) (json.RawMessage, error) {
-	line, _ := rec.MarshalJSON()
-	if l.metrics != nil {
-		if _, err := l.metrics.Write(rec); err != nil {
-			return nil, fmt.Errorf("grpo: %w", err)
+// loggedEval writes the completions of the evaluation whose line the driver just wrote to
+// eval_completions.jsonl.
+func (t *Trainer) loggedEval(rec runlog.Record) error {
+	lines := t.logs.evalLines
+	t.logs.evalLines = nil
+	var buf []byte
+	for _, c := range lines {
+		b, err := c.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("grpo: %s: %w", EvalCompletionsName, err)
 		}
+		buf = append(append(buf, b...), '\n')
 	}
-	if l.evalCompletions != nil {
-		var buf []byte
-		for _, c := range lines {
-			b, err := c.MarshalJSON()
-			if err != nil {
-				return nil, fmt.Errorf("grpo: %s: %w", EvalCompletionsName, err)
-			}
-			buf = append(append(buf, b...), '\n')
-		}
-		if _, err := l.evalCompletions.Write(buf); err != nil {
-			return nil, fmt.Errorf("grpo: write %s: %w", EvalCompletionsName, err)
-		}
+	if _, err := t.logs.evalCompletions.Write(buf); err != nil {
+		return fmt.Errorf("grpo: write %s: %w", EvalCompletionsName, err)
 	}
-	if l.progress != nil {
-		l.progress.Log(rec)
-	}
-	return line, nil
+	t.log.Info("grpo: eval", "step", rec.Step, "eval_reward", rec.Metrics["eval_reward"], "eval_loss", rec.Metrics["eval_loss"],
+		"prompts", len(t.eval.prompts), "completions", len(lines), "runtime_s", rec.Metrics["eval_runtime"])
+	return nil
 }
 
 // openEvalCompletions opens OUTPUT_DIR/eval_completions.jsonl with completions.jsonl's resume

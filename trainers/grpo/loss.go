@@ -9,6 +9,14 @@
 // its gradient, TRL #2995), refLogps (π_ref; nil when β = 0), mask (bool or 0/1, completion
 // tokens), and advantages [B] (host-side group advantages, 식 (11.1)) or [B,T] (per-token GAE
 // advantages: PPO of phase 9 is TokenRatio + BNPOMean with β = 0).
+//
+// The package is also GRPO's trainer on a Qwen2 policy (Trainer, Run): the step source that the
+// training driver (trainers/loop) runs. It generates and rewards the rollouts (rollout.go,
+// rewards.go), computes their advantages and old/reference log-probs, feeds each optimizer step's
+// micro-batches (graph.go), syncs the reference (refsync.go), evaluates by generating (eval.go),
+// and adds its own state to the driver's checkpoints (checkpoint.go) and its completions files to
+// the driver's logs (runlog.go); the driver owns the steps, the schedule, the cadence of logging,
+// evaluation and saving, resume and Ctrl-C.
 package grpo
 
 import (

@@ -57,10 +57,10 @@ type RunOptions struct {
 }
 
 // Run is `posttrain grpo`: it loads the checkpoint in modelDir (HF layout: weights, config,
-// tokenizer, chat template), renders and tokenizes the prompts, trains (resuming when asked), and
-// writes the final model into OUTPUT_DIR with training_args.yaml, metrics.jsonl,
-// completions.jsonl and the checkpoints.
-func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions) (*Summary, error) {
+// tokenizer, chat template), renders and tokenizes the prompts, and trains (Trainer.Train: resuming
+// when asked; training_args.yaml, metrics.jsonl, completions.jsonl, the checkpoints and the final
+// model in OUTPUT_DIR).
+func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions) (*loop.Result, error) {
 	m, err := loop.LoadModel(modelDir, cfg.BF16)
 	if err != nil {
 		return nil, err
@@ -88,26 +88,16 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := config.WriteResolved(cfg); err != nil {
-		return nil, err
-	}
 	t, err := New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Decoder: txt.Tokenizer, StopIDs: stop,
 		Prompts: prompts, EvalPrompts: evalPrompts, Rewards: rewards, Logger: opts.Logger, Progress: opts.Progress, OnStep: opts.OnStep})
 	if err != nil {
 		return nil, err
 	}
-	sum, err := t.Train(ctx)
-	if err != nil {
-		return sum, err
-	}
-	if err := m.Save(cfg.OutputDir); err != nil {
-		return sum, fmt.Errorf("grpo: save the final model: %w", err)
-	}
-	return sum, nil
+	return t.Train(ctx)
 }
 
 // loadEvalPrompts reads eval_dataset ("mult" or a prompt-only file) through the training prompts'
-// path (chat template, tokenizer) when the run evaluates; like the shared loop (and TRL's scripts,
+// path (chat template, tokenizer) when the run evaluates; like loop.WithEvalData (and TRL's scripts,
 // which pass no eval split with eval_strategy "no") it does not read it otherwise.
 func loadEvalPrompts(cfg *config.GRPO, txt *encode.Text) ([]*Prompt, error) {
 	if cfg.EvalDataset == "" || !cfg.Evaluates() {

@@ -1,7 +1,6 @@
 package grpo
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -36,51 +35,39 @@ func tail(s string, n int) string {
 	return "…" + string(r[len(r)-n:])
 }
 
-// Summary is what a run reports at its end.
-type Summary struct {
-	Steps   int
-	Last    runlog.Record // the last logged metrics
-	Elapsed time.Duration
-}
-
-// runLog gathers the metrics of a logging window and writes metrics.jsonl, completions.jsonl and
-// the progress display. Window metrics are averaged over the rounds/steps that produced them (TRL
-// averages its _metrics lists at log time); num_tokens is the running total.
+// runLog is GRPO's side of the run's logs: the logging window of its metrics (TRL averages its
+// _metrics lists at log time: window metrics are averaged over the rounds/steps that produced
+// them; num_tokens is the running total; learning_rate the last step's), completions.jsonl and
+// eval_completions.jsonl, and the guard rails' streaks. The driver writes metrics.jsonl and the
+// progress display.
 type runLog struct {
-	t           *Trainer
-	metrics     *runlog.Metrics
 	completions *runlog.Completions
-	// evalCompletions is eval_completions.jsonl, when the run evaluates.
+	// evalCompletions is eval_completions.jsonl, when the run evaluates; evalLines the completions
+	// of the evaluation whose line the driver writes next.
 	evalCompletions *os.File
-	progress        *runlog.Progress
+	evalLines       []runlog.Completion
 	window          map[string][]float64
 	streak          map[string]int
-	summary         *Summary
-	start           time.Time
 }
 
-func newRunLog(t *Trainer, startStep int) (*runLog, error) {
-	l := &runLog{t: t, window: map[string][]float64{}, streak: map[string]int{}, summary: &Summary{}, start: time.Now()}
-	if dir := t.cfg.OutputDir; dir != "" {
-		var err error
-		if l.metrics, err = runlog.OpenMetrics(dir, startStep); err != nil {
-			return nil, fmt.Errorf("grpo: %w", err)
-		}
-		if l.completions, err = runlog.OpenCompletions(dir, startStep); err != nil {
-			l.close()
-			return nil, fmt.Errorf("grpo: %w", err)
-		}
-		if t.eval != nil {
-			if l.evalCompletions, err = openEvalCompletions(dir, startStep); err != nil {
-				l.close()
-				return nil, fmt.Errorf("grpo: %w", err)
-			}
+// Begin opens completions.jsonl (and eval_completions.jsonl) with metrics.jsonl's resume rule (a
+// fresh run starts them afresh; a resumed one keeps the lines of steps ≤ start) and says what the
+// run trains.
+func (s source) Begin(start int, _ *runlog.Progress) error {
+	t, l := s.Trainer, &s.logs
+	var err error
+	if l.completions, err = runlog.OpenCompletions(t.cfg.OutputDir, start); err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	if t.eval != nil {
+		if l.evalCompletions, err = openEvalCompletions(t.cfg.OutputDir, start); err != nil {
+			return fmt.Errorf("grpo: %w", err)
 		}
 	}
-	if t.s.Progress != nil {
-		l.progress = runlog.NewProgress(t.s.Progress, t.totalSteps, startStep)
-	}
-	return l, nil
+	t.log.Info("grpo: start", "steps", t.totalSteps, "prompts", len(t.s.Prompts), "num_generations", t.cfg.NumGenerations,
+		"generation_batch", t.genBatch, "step_batch", t.stepBatch, "off_policy", t.spec.OffPolicy, "beta", t.cfg.Beta,
+		"loss_type", t.cfg.LossType, "advantage", t.cfg.Advantage)
+	return nil
 }
 
 func (l *runLog) add(name string, v float64) { l.window[name] = append(l.window[name], v) }
@@ -105,8 +92,8 @@ func (l *runLog) addRollout(r *Rollout, rewards []Reward, tm timings, tokensSeen
 	l.window["num_tokens"] = []float64{float64(tokensSeen)}
 }
 
-// addStep records one optimizer step's metrics.
-func (l *runLog) addStep(info StepInfo, lr float64, took time.Duration, rows int) {
+// addStep records one optimizer step's metrics; tokens is the number of positions it ran.
+func (l *runLog) addStep(info StepInfo, lr float64, took time.Duration, tokens int) {
 	l.add("loss", info.Loss)
 	l.add("grad_norm", info.GradNorm)
 	l.add("learning_rate", lr)
@@ -115,51 +102,48 @@ func (l *runLog) addStep(info StepInfo, lr float64, took time.Duration, rows int
 	}
 	l.add("timing_s/update", took.Seconds())
 	if s := took.Seconds(); s > 0 {
-		l.add("tokens_per_s/update", float64(rows*(l.t.promptLen+l.t.cfg.MaxCompletionLength))/s)
-	}
-	if l.progress != nil {
-		l.progress.Step(info.Step)
+		l.add("tokens_per_s/update", float64(tokens)/s)
 	}
 }
 
-// flush writes the window's averages as one metrics line, the last rollout's completions, and
-// checks the guard rails. It returns the metrics line.
-func (l *runLog) flush(step int, epoch float64, r *Rollout) (json.RawMessage, error) {
-	rec := runlog.Record{Step: step, Epoch: epoch, Metrics: map[string]float64{}}
+// Log returns the window's averages (learning_rate: the last step's) and starts a new window.
+func (s source) Log() map[string]float64 {
+	l := &s.logs
+	ms := map[string]float64{}
 	for k, vs := range l.window {
-		rec.Metrics[k] = mean(vs)
+		ms[k] = mean(vs)
 	}
 	if v, ok := l.window["learning_rate"]; ok {
-		rec.Metrics["learning_rate"] = v[len(v)-1]
+		ms["learning_rate"] = v[len(v)-1]
 	}
 	l.window = map[string][]float64{}
-	l.summary.Steps, l.summary.Last, l.summary.Elapsed = step, rec, time.Since(l.start)
-	line, _ := rec.MarshalJSON()
-	if l.metrics != nil {
-		if _, err := l.metrics.Write(rec); err != nil {
-			return nil, fmt.Errorf("grpo: %w", err)
-		}
+	return ms
+}
+
+// Logged writes the completions that go with a metrics line: for a training line the last
+// rollout's (completions.jsonl, a few also to the log with log_completions) and the guard rails'
+// check; for an eval line the evaluation's (eval_completions.jsonl).
+func (s source) Logged(rec runlog.Record) error {
+	t, l := s.Trainer, &s.logs
+	if rec.IsEval() {
+		return t.loggedEval(rec)
 	}
-	if l.completions != nil {
-		if err := l.completions.Write(completionLines(step, r, l.t.s.Rewards)...); err != nil {
-			return nil, fmt.Errorf("grpo: %w", err)
-		}
+	r := t.batch
+	if err := l.completions.Write(completionLines(rec.Step, r, t.s.Rewards)...); err != nil {
+		return fmt.Errorf("grpo: %w", err)
 	}
-	if l.progress != nil {
-		l.progress.Log(rec)
-	}
-	if l.t.cfg.LogCompletions { // TRL's num_completions_to_print, on the log
+	if t.cfg.LogCompletions { // TRL's num_completions_to_print, on the log
 		for i := range min(r.Len(), numCompletionsToPrint) {
-			l.t.log.Info("grpo: completion", "step", step, "prompt", tail(r.Prompts[i].Text, 80), "completion", r.Texts[i],
+			t.log.Info("grpo: completion", "step", rec.Step, "prompt", tail(r.Prompts[i].Text, 80), "completion", r.Texts[i],
 				"reward", r.Rewards[i], "advantage", r.Advantages[i])
 		}
 	}
-	l.guard(step, rec)
-	return line, nil
+	l.guard(t.log, rec.Step, rec)
+	return nil
 }
 
 // guard warns loudly when a run is silently not learning (see GuardThreshold).
-func (l *runLog) guard(step int, rec runlog.Record) {
+func (l *runLog) guard(log *slog.Logger, step int, rec runlog.Record) {
 	checks := []struct{ metric, why string }{
 		{"frac_reward_zero_std", "every completion of a prompt gets the same reward, so every advantage is 0 and the gradient vanishes (TRL #3857): make the task easier or harder, raise num_generations or temperature, or use a graded reward"},
 		{"completions/clipped_ratio", "completions hit max_completion_length before an end-of-sequence token, so rewards on cut answers are ~0 and the gradient vanishes (TRL #5697): raise max_completion_length, check the EOS ids / chat template, or set mask_truncated_completions"},
@@ -172,7 +156,7 @@ func (l *runLog) guard(step int, rec runlog.Record) {
 		}
 		l.streak[c.metric]++
 		if n := l.streak[c.metric]; n == GuardLogs || n > GuardLogs && n%(4*GuardLogs) == 0 {
-			l.t.log.Warn(fmt.Sprintf("grpo: !!! %s = %.2f for %d logging steps in a row: %s", c.metric, v, n, c.why),
+			log.Warn(fmt.Sprintf("grpo: !!! %s = %.2f for %d logging steps in a row: %s", c.metric, v, n, c.why),
 				slog.Int("step", step))
 		}
 	}
@@ -192,16 +176,9 @@ func completionLines(step int, r *Rollout, rewards []Reward) []runlog.Completion
 	return out
 }
 
-func (l *runLog) done() {
-	if l.progress != nil {
-		l.progress.Done()
-	}
-}
-
-func (l *runLog) close() {
-	if l.metrics != nil {
-		_ = l.metrics.Close()
-	}
+// Close closes the completions files.
+func (s source) Close() {
+	l := &s.logs
 	if l.completions != nil {
 		_ = l.completions.Close()
 	}

@@ -2,7 +2,6 @@ package grpo
 
 import (
 	stdctx "context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,20 +9,19 @@ import (
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/schedule"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
 // Setup is what a GRPO run needs besides its configuration: the policy (its weights, which the
-// run updates in place through the shared loop's AdamW, loop.Optimizer), the tokenized prompts and
-// the reward functions.
+// run updates in place through the training driver's AdamW, trainers/loop), the tokenized prompts
+// and the reward functions.
 type Setup struct {
 	Config  *config.GRPO // resolved and validated (config.FromCommand or Resolve+Validate)
 	Backend backends.Backend
@@ -56,20 +54,22 @@ type StepInfo struct {
 	Rollout  *Rollout           // the generation batch the step trained on
 }
 
-// Trainer runs GRPO on a Qwen2 policy.
+// Trainer runs GRPO on a Qwen2 policy. Train hands it to the training driver (trainers/loop) as a
+// step source: before an optimizer step it generates and rewards a generation batch when the last
+// one is used up (every num_iterations × steps_per_generation / gradient_accumulation_steps steps),
+// then feeds the step's rows of that batch as micro-batches; the driver owns the steps, the
+// schedule, logging, evaluation and checkpoint cadence, resume and Ctrl-C.
 type Trainer struct {
 	s         Setup
 	cfg       *config.GRPO
 	log       *slog.Logger
 	spec      *lossSpec
 	gen       *generate.Generator
-	opt       *loop.Optimizer
 	oldEval   *step.Eval  // off-policy runs: π_old log-probs after generation
 	refEval   *step.Eval  // β ≠ 0: the reference's log-probs (the frozen initial weights unless synced)
 	ref       *loop.Model // sync_ref_model with β ≠ 0: the reference weights that syncReference mixes
 	eval      *evaluator  // when the configuration evaluates
-	sched     schedule.Schedule
-	promptLen int // P of the batch layout
+	promptLen int         // P of the batch layout
 
 	stepBatch, genBatch, stepsPerGen int
 	totalSteps                       int
@@ -78,7 +78,14 @@ type Trainer struct {
 	round                            int
 	tokensSeen                       int64
 	globalStep                       int
-	history                          []json.RawMessage // logged lines, for trainer_state.json
+
+	// The generation batch being trained on, the optimizer steps made on it, and the step in
+	// progress: when its update began and its graph metrics.
+	batch       *Rollout
+	batchSteps  int
+	stepStart   time.Time
+	stepMetrics []float64
+	logs        runLog
 }
 
 // New checks the setup and compiles nothing yet (graphs are built on first use).
@@ -95,7 +102,7 @@ func New(s Setup) (*Trainer, error) {
 		return nil, fmt.Errorf("grpo: steps_per_generation (%d) must be a multiple of gradient_accumulation_steps (%d)",
 			cfg.StepsPerGeneration, cfg.GradientAccumulationSteps)
 	}
-	t := &Trainer{s: s, cfg: cfg, log: s.Logger}
+	t := &Trainer{s: s, cfg: cfg, log: s.Logger, logs: runLog{window: map[string][]float64{}, streak: map[string]int{}}}
 	if t.log == nil {
 		t.log = slog.Default()
 	}
@@ -113,8 +120,8 @@ func New(s Setup) (*Trainer, error) {
 		t.promptLen = max(t.promptLen, len(p.IDs))
 	}
 	t.promptLen = (t.promptLen + 7) / 8 * 8 // one graph for every batch of the run
-	var err error
-	if t.sched, err = cfg.Schedule(t.totalSteps); err != nil {
+	// The driver builds the schedule; a configuration it would refuse is refused here already.
+	if _, err := cfg.Schedule(t.totalSteps); err != nil {
 		return nil, fmt.Errorf("grpo: %w", err)
 	}
 	t.spec = &lossSpec{
@@ -133,6 +140,7 @@ func New(s Setup) (*Trainer, error) {
 		return nil, err
 	}
 	if cfg.Evaluates() {
+		var err error
 		if t.eval, err = t.newEvaluator(s.EvalPrompts); err != nil {
 			return nil, err
 		}
@@ -149,15 +157,10 @@ func OffPolicy(cfg *config.GRPO) bool {
 	return cfg.GradientAccumulationSteps%(cfg.StepsPerGeneration*cfg.NumIterations) != 0
 }
 
-// compile creates the optimizer, the generator and the forward-only scorers.
+// compile creates the generator and the forward-only scorers (the driver creates the optimizer).
 func (t *Trainer) compile() error {
 	c, m := t.cfg, t.s.Model
 	var err error
-	t.opt, err = loop.NewOptimizer(t.s.Backend, m, loop.AdamW{Beta1: c.AdamBeta1, Beta2: c.AdamBeta2,
-		Epsilon: c.AdamEpsilon, WeightDecay: c.WeightDecay, MaxGradNorm: c.MaxGradNorm}, t.spec.lossGraph)
-	if err != nil {
-		return fmt.Errorf("grpo: %w", err)
-	}
 	t.gen = generate.NewGenerator(t.s.Backend, m.Ctx, qwen2.Arch{Config: m.Config})
 	if t.spec.OffPolicy {
 		if t.oldEval, err = step.NewContextEval(t.s.Backend, m.Ctx, t.spec.scoreGraph); err != nil {
@@ -227,29 +230,77 @@ func hasPrefix(scope, p string) bool {
 // TotalSteps is the number of optimizer steps the run makes.
 func (t *Trainer) TotalSteps() int { return t.totalSteps }
 
-// trainStep runs one optimizer step on rows [lo, lo+stepBatch) of the rollout: one Micro per
-// micro-batch of per_device_train_batch_size rows (gradients summed, each loss already divided by
-// the step's normaliser), then the AdamW update. Metrics are averaged over the micro-batches,
+// Train runs the configured number of optimizer steps with the training driver (trainers/loop):
+// resuming first when the configuration asks (resume / resume_from_checkpoint), logging to
+// metrics.jsonl and completions.jsonl, evaluating, saving OUTPUT_DIR/checkpoint-N every save_steps,
+// and the final model into OUTPUT_DIR. When ctx is cancelled it stops before the next generation
+// batch, saves a checkpoint of the last completed step and returns an error wrapping
+// loop.ErrInterrupted.
+func (t *Trainer) Train(ctx stdctx.Context) (*loop.Result, error) {
+	res, err := loop.Train(ctx, t.s.Model, source{t}, loop.Options{Config: t.cfg, Backend: t.s.Backend,
+		Progress: t.s.Progress, Logger: t.log, NoFinalCheckpoint: true})
+	if errors.Is(err, loop.ErrInterrupted) && res != nil { // GRPO's message, as before the driver
+		return res, fmt.Errorf("grpo: stopped at step %d: %w", res.Steps, loop.ErrInterrupted)
+	}
+	return res, err
+}
+
+// source is the Trainer as the driver's step source (loop.Source and its optional interfaces).
+type source struct{ *Trainer }
+
+// Loss is the GRPO loss of a micro-batch of a rollout (lossSpec.lossGraph).
+func (s source) Loss(ctx *context.Context, inputs []*graph.Node, norm *graph.Node) (*graph.Node, []*graph.Node) {
+	return s.spec.lossGraph(ctx, inputs, norm)
+}
+
+// CanStop reports whether the generation batch is used up: rollouts are not checkpointed (as in
+// TRL), so a run stops and saves only between them.
+func (s source) CanStop() bool { return s.batch == nil || s.batchSteps >= s.stepsPerGen }
+
+// Accumulate generates, rewards and scores a generation batch when the last one is used up, then
+// runs the next optimizer step's rows of it as micro-batches.
+func (s source) Accumulate(acc loop.Accumulator) error {
+	t := s.Trainer
+	if s.CanStop() {
+		r, tm, err := t.rollout()
+		if err != nil {
+			return err
+		}
+		t.logs.addRollout(r, t.s.Rewards, tm, t.tokensSeen)
+		t.batch, t.batchSteps = r, 0
+	}
+	lo := (t.batchSteps % (t.cfg.StepsPerGeneration / t.cfg.GradientAccumulationSteps)) * t.stepBatch
+	t.stepStart = time.Now()
+	ms, err := t.accumulate(acc, t.batch, lo)
+	if err != nil {
+		return fmt.Errorf("grpo: step %d: %w", t.globalStep+1, err)
+	}
+	t.stepMetrics, t.batchSteps = ms, t.batchSteps+1
+	return nil
+}
+
+// accumulate runs rows [lo, lo+stepBatch) of the rollout as one optimizer step's micro-batches:
+// one acc.Micro per micro-batch of per_device_train_batch_size rows (gradients summed, each loss
+// already divided by the step's normaliser). Metrics are averaged over the micro-batches,
 // sampling_logp_difference/max is their maximum.
-func (t *Trainer) trainStep(r *Rollout, lo int, lr float64) (loss, gradNorm float64, metrics []float64, err error) {
+func (t *Trainer) accumulate(acc loop.Accumulator, r *Rollout, lo int) ([]float64, error) {
 	c, mb := t.cfg.MaxCompletionLength, t.cfg.PerDeviceTrainBatchSize
 	norm := t.spec.stepNorm(t.stepBatch, r.maskedTokens(lo, lo+t.stepBatch))
-	metrics = make([]float64, numStepMetrics)
+	metrics := make([]float64, numStepMetrics)
 	for m := lo; m < lo+t.stepBatch; m += mb {
 		b, err := r.batch(m, m+mb, t.promptLen, c)
 		if err != nil {
-			return 0, 0, nil, err
+			return nil, err
 		}
 		adv := make([]float32, mb)
 		for i := range adv {
 			adv[i] = float32(r.Advantages[m+i])
 		}
-		l, ms, err := t.opt.Micro([]any{b.IDs, b.Pos, b.Attn, b.Mask, adv, rows(r.OldLogp, m, m+mb, c),
+		_, ms, err := acc.Micro([]any{b.IDs, b.Pos, b.Attn, b.Mask, adv, rows(r.OldLogp, m, m+mb, c),
 			rows(r.RefLogp, m, m+mb, c), b.Sampled}, norm)
 		if err != nil {
-			return 0, 0, nil, err
+			return nil, err
 		}
-		loss += l
 		for i, v := range ms {
 			if i == mSampleDiffMax {
 				metrics[i] = max(metrics[i], v)
@@ -258,107 +309,35 @@ func (t *Trainer) trainStep(r *Rollout, lo int, lr float64) (loss, gradNorm floa
 			}
 		}
 	}
-	gradNorm, err = t.opt.Apply(lr)
-	return loss, gradNorm, metrics, err
+	return metrics, nil
 }
 
-// Train runs the configured number of optimizer steps, resuming first when the configuration asks
-// (resume / resume_from_checkpoint) and saving OUTPUT_DIR/checkpoint-N every save_steps. When ctx
-// is cancelled it saves a checkpoint of the last completed step and returns an error wrapping
-// loop.ErrInterrupted.
-func (t *Trainer) Train(ctx stdctx.Context) (*Summary, error) {
-	dir, err := checkpoint.ResumeDir(t.cfg.OutputDir, t.cfg.Resume, t.cfg.ResumeFromCheckpoint)
-	if err != nil {
-		return nil, err
-	}
-	if dir != "" {
-		if err := t.resume(dir); err != nil {
-			return nil, err
-		}
-	}
-	logs, err := newRunLog(t, t.globalStep)
-	if err != nil {
-		return nil, err
-	}
-	defer logs.close()
-	t.log.Info("grpo: start", "steps", t.totalSteps, "prompts", len(t.s.Prompts), "num_generations", t.cfg.NumGenerations,
-		"generation_batch", t.genBatch, "step_batch", t.stepBatch, "off_policy", t.spec.OffPolicy, "beta", t.cfg.Beta,
-		"loss_type", t.cfg.LossType, "advantage", t.cfg.Advantage)
-	if t.eval != nil && t.cfg.EvalOnStart { // HF's Trainer: before the first step, on a resume too
-		if err := t.evaluate(logs); err != nil {
-			return logs.summary, err
-		}
-	}
-	saved := t.globalStep
-	for t.globalStep < t.totalSteps {
-		if ctx.Err() != nil {
-			if t.globalStep > saved {
-				if _, err := t.save(); err != nil {
-					return logs.summary, err
-				}
-			}
-			return logs.summary, fmt.Errorf("grpo: stopped at step %d: %w", t.globalStep, loop.ErrInterrupted)
-		}
-		r, tm, err := t.rollout()
-		if err != nil {
-			return logs.summary, err
-		}
-		logs.addRollout(r, t.s.Rewards, tm, t.tokensSeen)
-		for k := 0; k < t.stepsPerGen && t.globalStep < t.totalSteps; k++ {
-			if err := t.optimizerStep(r, k, logs); err != nil {
-				return logs.summary, err
-			}
-			if t.shouldEvaluate() {
-				if err := t.evaluate(logs); err != nil {
-					return logs.summary, err
-				}
-			}
-			if t.cfg.SaveSteps > 0 && t.globalStep%t.cfg.SaveSteps == 0 {
-				if _, err := t.save(); err != nil {
-					return logs.summary, err
-				}
-				saved = t.globalStep
-			}
-		}
-	}
-	logs.done()
-	return logs.summary, nil
-}
-
-// optimizerStep runs the k-th optimizer step on a generation batch and logs it.
-func (t *Trainer) optimizerStep(r *Rollout, k int, logs *runLog) error {
-	lo := (k % (t.cfg.StepsPerGeneration / t.cfg.GradientAccumulationSteps)) * t.stepBatch
-	lr := t.sched.LR(t.globalStep)
-	t0 := time.Now()
-	loss, gradNorm, ms, err := t.trainStep(r, lo, lr)
-	if err != nil {
-		return fmt.Errorf("grpo: step %d: %w", t.globalStep+1, err)
-	}
-	t.globalStep++
-	if t.ref != nil && t.globalStep%t.cfg.RefModelSyncSteps == 0 { // TRL: on_step_end, before log/eval/save
+// Stepped syncs the reference when the step is a multiple of ref_model_sync_steps (TRL: on_step_end,
+// before log/eval/save) and records the step's metrics.
+func (s source) Stepped(u loop.Update) error {
+	t := s.Trainer
+	t.globalStep = u.Step
+	if t.ref != nil && t.globalStep%t.cfg.RefModelSyncSteps == 0 {
 		if err := t.syncReference(); err != nil {
 			return err
 		}
 	}
-	info := StepInfo{Step: t.globalStep, Loss: loss, GradNorm: gradNorm, Metrics: map[string]float64{}, Rollout: r}
+	info := StepInfo{Step: t.globalStep, Loss: u.Loss, GradNorm: u.GradNorm, Metrics: map[string]float64{}, Rollout: t.batch}
 	for i, name := range stepMetricNames {
 		if name != "kl" || t.cfg.Beta != 0 {
-			info.Metrics[name] = ms[i]
+			info.Metrics[name] = t.stepMetrics[i]
 		}
 	}
-	logs.addStep(info, lr, time.Since(t0), t.stepBatch)
+	t.logs.addStep(info, u.LR, time.Since(t.stepStart), t.stepBatch*(t.promptLen+t.cfg.MaxCompletionLength))
 	if t.s.OnStep != nil {
 		t.s.OnStep(info)
 	}
-	if t.globalStep%t.cfg.LoggingSteps == 0 || t.globalStep == t.totalSteps {
-		line, err := logs.flush(t.globalStep, t.epochAt(t.globalStep), r)
-		if err != nil {
-			return err
-		}
-		t.history = append(t.history, line)
-	}
 	return nil
 }
+
+// Epoch is HF's fractional epoch after the last step (steps / steps per epoch, an epoch being
+// prompts × num_generations completions) and whether that step crossed an integer epoch.
+func (s source) Epoch() (float64, bool) { return s.epochAt(s.globalStep), s.endedEpoch(s.globalStep) }
 
 // epochAt is the fractional epoch after step (HF's epoch: steps / steps per epoch).
 func (t *Trainer) epochAt(step int) float64 {

@@ -142,37 +142,29 @@ func (e *evaluator) close() { e.exec.Finalize() }
 // DefaultFlowCallback decides: eval_strategy steps when the step is a multiple of eval_steps
 // (not at the last step otherwise); epoch when the step ended a pass over the data, or ended
 // training inside a pass (the Trainer's epoch loop still calls on_epoch_end after max_steps).
-func (t *trainer) shouldEvaluate(endedEpoch bool) bool {
-	if t.eval == nil {
+func (d *driver) shouldEvaluate() bool {
+	if d.eval == nil {
 		return false
 	}
-	switch t.cfg.EvalStrategy {
+	switch d.cfg.EvalStrategy {
 	case "steps":
-		return t.step%t.cfg.EvalEvery() == 0
+		return d.step%d.cfg.EvalEvery() == 0
 	case "epoch":
-		return endedEpoch || t.step == t.total
+		_, ended := d.src.Epoch()
+		return ended || d.step == d.total
 	}
 	return false
 }
 
-// evaluate writes one metrics.jsonl line with the eval metrics at the current step and epoch
-// (HF's Trainer.log adds both to the evaluate() metrics), and shows it.
-func (t *trainer) evaluate() error {
-	ms, err := t.eval.run(t.tokensSeen)
-	if err != nil {
-		return fmt.Errorf("evaluate at step %d: %w", t.step, err)
-	}
-	rec := runlog.Record{Step: t.step, Epoch: t.epochFloat(), Metrics: ms}
-	line, err := t.metrics.Write(rec)
+// evaluate writes one metrics.jsonl line with the source's eval metrics at the current step and
+// epoch (HF's Trainer.log adds both to the evaluate() metrics), and shows it.
+func (d *driver) evaluate() error {
+	ms, err := d.eval.Evaluate()
 	if err != nil {
 		return err
 	}
-	t.history = append(t.history, line)
-	t.prog.Log(rec)
-	if t.prog.Terminal {
-		fmt.Fprintf(t.prog, "eval step %d: eval_loss %.4g (%d examples, %.3gs)\n", t.step, ms["eval_loss"], t.eval.method.NumExamples(), ms["eval_runtime"])
-	}
-	return nil
+	epoch, _ := d.src.Epoch()
+	return d.write(runlog.Record{Step: d.step, Epoch: epoch, Metrics: ms})
 }
 
 // WithEvalData reads the configuration's eval_dataset when the run evaluates (eval_strategy steps

@@ -1,17 +1,27 @@
-// Package loop is the training loop shared by posttrain's trainers (SFT, DPO, KTO, and GRPO's
-// update phase): data order by seed with an epoch cursor, micro-batches padded to shape buckets,
-// gradient accumulation normalised over the whole accumulated batch, AdamW with global-norm
-// clipping and an HF learning-rate schedule set from the host, bf16 compute with float32 masters,
-// metrics.jsonl with TRL's names, a progress bar, atomic checkpoints with exact resume, and a
-// clean stop on Ctrl-C. It holds no loss math: a trainer plugs in through Method. Model holds the
-// weights; the checkpoint's text side (tokenizer, chat template, EOS, encodings) is data/encode's.
+// Package loop is posttrain's one training driver. It owns what every trainer's run has in common:
+// the optimizer steps and the HF learning-rate schedule set from the host, AdamW with global-norm
+// clipping on float32 masters (bf16 compute), the logging / evaluation / save cadence (logging_steps,
+// eval_strategy / eval_steps / eval_on_start, save_steps, save_total_limit), metrics.jsonl with
+// TRL's names and a progress bar, atomic checkpoints with trainer_state.json (log history, data
+// position, RNG) and exact resume, the final model, and a clean stop with a checkpoint on Ctrl-C.
+//
+// A method plugs in as a Source: the work of each optimizer step (its micro-batches through the
+// driver's Accumulator), its logged metrics, its position and extra checkpoint state, and, through
+// optional interfaces, its evaluation, preflight and output files. SFT, DPO and KTO are the simple
+// case, a Method over fixed examples (data order by seed with an epoch cursor, micro-batches padded
+// to shape buckets, gradient accumulation normalised over the whole accumulated batch), which Run
+// adapts into a Source; GRPO is a Source of its own (trainers/grpo: generate and reward a batch,
+// then optimizer steps on it). The driver holds no loss math. Besides the driver the package
+// holds the trainable Model (weights, bf16 masters, saving; the checkpoint's text side — tokenizer, chat
+// template, EOS, encodings — is data/encode's) and the batch helpers the methods
+// share.
 package loop
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/graph"
@@ -22,7 +32,98 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 )
 
-// Method is what a trainer plugs into the loop.
+// Source is a training method as the driver sees it. Per optimizer step the driver calls
+// Accumulate (the source runs its micro-batches through the Accumulator), applies the AdamW update
+// with the schedule's learning rate, and calls Stepped; at logging steps it writes the metrics Log
+// returns; at saves it adds Save's state to the checkpoint, and on a resume hands the checkpoint
+// to Resume.
+type Source interface {
+	// Loss builds a micro-batch's loss divided by norm (so that the micro-batch losses of a step
+	// sum to the loss of the whole accumulated batch) and its metric scalars (see LossFunc); the
+	// driver's optimizer differentiates it.
+	Loss(ctx *mlctx.Context, inputs []*graph.Node, norm *graph.Node) (loss *graph.Node, metrics []*graph.Node)
+	// TotalSteps is the number of optimizer steps of the run.
+	TotalSteps() int
+	// Accumulate runs the micro-batches of the next optimizer step through acc (GRPO first
+	// generates and rewards a batch when the previous one is used up).
+	Accumulate(acc Accumulator) error
+	// Stepped is called after the update of each step (the weights have changed).
+	Stepped(u Update) error
+	// Log returns the metrics of the logging window that ends at this step (TRL's names) and
+	// starts a new window.
+	Log() map[string]float64
+	// Epoch is HF's fractional epoch after the last step, and whether that step ended a pass over
+	// the data (eval_strategy epoch).
+	Epoch() (epoch float64, ended bool)
+	// Save adds the source's part to a checkpoint: its data position, token count, RNG and extra
+	// state in cp.State, and its files in cp.Files.
+	Save(cp *Checkpoint) error
+	// Resume restores the source's position and state from a checkpoint's trainer_state.json (and
+	// its files in dir) and returns AdamW's step count saved with them; the driver then restores
+	// the weights and the optimizer state.
+	Resume(dir string, st *checkpoint.State) (optimizerSteps int, err error)
+}
+
+// Accumulator runs one micro-batch of the current optimizer step: it adds the gradient of the
+// source's Loss on inputs (the graph inputs, then norm) to the step's accumulated gradients and
+// returns the loss and the metrics (Optimizer.Micro).
+type Accumulator interface {
+	Micro(inputs []any, norm float64) (loss float64, metrics []float64, err error)
+}
+
+// Update is what the driver tells a source after an optimizer step.
+type Update struct {
+	Step     int     // global_step after the update (1 for the first step)
+	LR       float64 // the learning rate of the update
+	NextLR   float64 // the learning rate of the next step (what HF's Trainer logs as learning_rate)
+	Loss     float64 // the sum of the micro-batch losses: the accumulated batch's loss
+	GradNorm float64 // the global gradient norm before clipping
+}
+
+// Checkpoint is a checkpoint being saved: trainer_state.json with the driver's keys set (step,
+// epoch, cadence, log history) and the files it writes (the model's and optimizer.safetensors).
+type Checkpoint struct {
+	State          *checkpoint.State
+	Files          map[string]checkpoint.WriteFunc
+	OptimizerSteps int // AdamW's step count, for the source's extra state
+}
+
+// Evaluator is a Source that evaluates (eval_dataset) on the driver's cadence.
+type Evaluator interface {
+	// Evaluates reports whether the source has an evaluation (an eval set, on a configuration
+	// that evaluates).
+	Evaluates() bool
+	// Evaluate evaluates the current weights without changing what training reads and returns
+	// the metrics of one eval line (HF's "eval_" names).
+	Evaluate() (map[string]float64, error)
+}
+
+// Preflighter is a Source that checks before the first step that its largest micro-batch runs
+// (through acc; the driver discards the gradients after).
+type Preflighter interface {
+	Preflight(acc Accumulator) error
+}
+
+// Hooks are a Source's own outputs around the driver's.
+type Hooks interface {
+	// Begin is called when the run starts at step start (0, or the step resumed from), after the
+	// resume and with metrics.jsonl open: the source opens its own files (truncated after start on
+	// a resume, like metrics.jsonl) and says what it trains.
+	Begin(start int, progress *runlog.Progress) error
+	// Logged is called after each metrics.jsonl line the driver writes (training or eval line).
+	Logged(rec runlog.Record) error
+	// Close releases what Begin opened and the source's compiled graphs.
+	Close()
+}
+
+// Stopper is a Source that can only stop (Ctrl-C) and be checkpointed exactly at some steps
+// (GRPO: between generation batches, which are not saved); the driver checks for Ctrl-C there.
+type Stopper interface {
+	CanStop() bool
+}
+
+// Method is what a trainer over fixed examples (SFT, DPO, KTO) plugs into the loop; Run adapts it
+// into a Source.
 type Method interface {
 	// NumExamples is the number of training examples (rows after tokenization).
 	NumExamples() int
@@ -57,7 +158,7 @@ type Window struct {
 // Mean returns Sums[name] / MicroBatches.
 func (w Window) Mean(name string) float64 { return w.Sums[name] / float64(max(1, w.MicroBatches)) }
 
-// Options configure Run.
+// Options configure Run and Train.
 type Options struct {
 	Config  config.Config // the method's resolved configuration (written to OUTPUT_DIR)
 	Backend backends.Backend
@@ -67,19 +168,23 @@ type Options struct {
 	// AfterStep, when set, is called after each optimizer step (tests use it to interrupt).
 	AfterStep func(step int)
 	// Eval is the method over the eval set (the trainer built on the eval rows; its reference
-	// log-probs, if any, computed once like the training set's). It is evaluated as the config's
+	// log-probs, if any, computed once like the training set's). Run evaluates it as the config's
 	// eval_strategy / eval_steps / eval_on_start say; nil or eval_strategy "no" without
 	// eval_on_start: never. A Method made by WithEval sets it too.
 	Eval Method
+	// NoFinalCheckpoint saves checkpoints only every save_steps (GRPO); otherwise the last step is
+	// saved too, as HF's Trainer does.
+	NoFinalCheckpoint bool
 }
 
 // Result is the outcome of a run.
 type Result struct {
 	Steps       int           // global optimizer steps done
-	Last        runlog.Record // the last logged line
+	Last        runlog.Record // the last logged training line
 	Checkpoints []string      // checkpoint directories written
 	Interrupted bool          // stopped by ctx (Ctrl-C) after saving a checkpoint
 	OutputDir   string
+	Elapsed     time.Duration // since the run started (after a resume)
 }
 
 // ErrInterrupted is returned (wrapped) when ctx was cancelled: a checkpoint was saved first.
@@ -94,14 +199,25 @@ func Run(ctx context.Context, m *Model, method Method, opts Options) (*Result, e
 			opts.Eval = w.eval
 		}
 	}
-	t, err := newTrainer(m, method, opts)
+	src, err := newMethodSource(m, method, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer t.close()
-	return t.run(ctx)
+	return Train(ctx, m, src, opts)
 }
 
-func describe(c *config.Training, n, total int) string {
-	return fmt.Sprintf("%d examples, %d steps, batch %d × %d accumulation", n, total, c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps)
+// Train runs src on m with the driver: resume if the configuration asks, then the optimizer steps
+// with logging, evaluation and checkpoints, then the final model in OUTPUT_DIR. When ctx is
+// cancelled (at a step where the source can stop) it saves a checkpoint of the last step and
+// returns an error wrapping ErrInterrupted.
+func Train(ctx context.Context, m *Model, src Source, opts Options) (*Result, error) {
+	d, err := newDriver(m, src, opts)
+	if err != nil {
+		if h, ok := src.(Hooks); ok {
+			h.Close()
+		}
+		return nil, err
+	}
+	defer d.close()
+	return d.run(ctx)
 }

@@ -12,13 +12,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
+	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/dpo"
+	"github.com/posttrain/posttrain/trainers/kto"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
@@ -45,49 +49,116 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
-// 4 steps straight give bit-identical weights, optimizer state and metrics lines to 2 steps, an
-// interruption (the Ctrl-C path: the context is cancelled, a checkpoint is saved) and a resumed
-// run of 2 more steps. The run crosses an epoch boundary (20 rows, 8 per step) with a partial
-// last micro-batch. Bit-exact because the resumed run replays the same float32 computations on
-// the same inputs: weights and AdamW moments are saved as float32, AdamW's step count, the data
-// cursor and the unlogged metric sums are in trainer_state.json, and the data order is a
-// function of (seed, pass).
+// resumeCase is one method of TestRun_ResumeEqualsStraight: its data and its trainer constructor
+// (for the training and the eval set).
+type resumeCase struct {
+	name        string
+	kind        mult.Kind
+	rows, evals int // problems of the training and the eval set
+	cfg         func() config.Config
+	build       func(t *testing.T, b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) loop.Method
+}
+
+var resumeCases = []resumeCase{
+	{"sft", mult.SFT, 20, 5, func() config.Config { return config.DefaultSFT() },
+		func(t *testing.T, _ backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) loop.Method {
+			tr, err := sft.New(m, d, cfg.(*config.SFT))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		}},
+	{"dpo", mult.DPO, 20, 5, func() config.Config { return config.DefaultDPO() },
+		func(t *testing.T, b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) loop.Method {
+			tr, err := dpo.New(b, m, d, cfg.(*config.DPO))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		}},
+	{"kto", mult.KTO, 10, 3, func() config.Config { return config.DefaultKTO() },
+		func(t *testing.T, b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) loop.Method {
+			tr, err := kto.New(b, m, d, cfg.(*config.KTO))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		}},
+}
+
+// run trains a fresh copy of the model at dir on train (evaluating on eval) with cfg and opts.
+func (c resumeCase) run(t *testing.T, ctx context.Context, dir, train, eval string, cfg config.Config, opts loop.Options) (*loop.Result, error) {
+	t.Helper()
+	m := looptest.Load(t, dir, false)
+	b := looptest.Backend(t)
+	tr := c.build(t, b, m, looptest.Read(t, train), cfg)
+	opts.Config, opts.Backend, opts.Eval = cfg, b, c.build(t, b, m, looptest.Read(t, eval), cfg)
+	return loop.Run(ctx, m, tr, opts)
+}
+
+// For SFT, DPO and KTO, 4 steps straight give bit-identical weights, optimizer state and metrics
+// lines (eval lines too, apart from their timings) to 2 steps, an interruption (the Ctrl-C path:
+// the context is cancelled, a checkpoint is saved) and a resumed run of 2 more steps. The run
+// crosses an epoch boundary (20 rows, 8 per step) with a partial last step, logs every 3 steps
+// (so the checkpoint falls inside a logging window) and evaluates every 2. Bit-exact because the
+// resumed run replays the same float32 computations on the same inputs: weights and AdamW moments
+// are saved as float32, AdamW's step count, the data cursor and the unlogged metric sums are in
+// trainer_state.json, and the data order is a function of (seed, pass).
 func TestRun_ResumeEqualsStraight(t *testing.T) {
 	dir := looptest.Model(t)
-	data := looptest.MultFile(t, mult.SFT, 20, 3)
-	cfg := config.DefaultSFT()
-	looptest.Common(t, &cfg.Training, 1e-3, 4, 2, 4)
-	cfg.LoggingSteps, cfg.LRSchedulerType, cfg.WarmupSteps = 3, "linear", 1
-	straight := cfg.OutputDir
-	if _, err := sftRun(t, context.Background(), dir, data, cfg, loop.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	for _, c := range resumeCases {
+		t.Run(c.name, func(t *testing.T) {
+			train := looptest.MultFile(t, c.kind, c.rows, 3)
+			eval := looptest.MultFile(t, c.kind, c.evals, 4)
+			newConfig := func() config.Config {
+				cfg := c.cfg()
+				tc := cfg.Common()
+				looptest.Common(t, tc, 1e-3, 4, 2, 4)
+				tc.LoggingSteps, tc.LRSchedulerType, tc.WarmupSteps = 3, "linear", 1
+				tc.EvalStrategy, tc.EvalSteps, tc.PerDeviceEvalBatchSize = "steps", 2, 3
+				tc.Model, tc.Dataset, tc.EvalDataset = dir, train, eval
+				cfg.Resolve()
+				if err := cfg.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				return cfg
+			}
+			cfg := newConfig()
+			straight := cfg.Common().OutputDir
+			if _, err := c.run(t, context.Background(), dir, train, eval, cfg, loop.Options{}); err != nil {
+				t.Fatal(err)
+			}
 
-	cfg.OutputDir = filepath.Join(t.TempDir(), "resumed")
-	ctx, cancel := context.WithCancelCause(context.Background())
-	res, err := sftRun(t, ctx, dir, data, cfg, loop.Options{AfterStep: func(step int) {
-		if step == 2 {
-			cancel(checkpoint.ErrInterrupted)
-		}
-	}})
-	if !errors.Is(err, loop.ErrInterrupted) || res == nil || !res.Interrupted || res.Steps != 2 {
-		t.Fatalf("interrupted run: result %+v, error %v; want interrupted after step 2", res, err)
-	}
-	cfg.Resume = true
-	if res, err = sftRun(t, context.Background(), dir, data, cfg, loop.Options{}); err != nil || res.Steps != 4 {
-		t.Fatalf("resumed run: %+v, %v", res, err)
-	}
-	for _, name := range []string{"model.safetensors", "checkpoint-4/optimizer.safetensors", runlog.MetricsName} {
-		if !bytes.Equal(readFile(t, filepath.Join(straight, name)), readFile(t, filepath.Join(cfg.OutputDir, name))) {
-			t.Errorf("%s differs between the straight and the resumed run", name)
-		}
-	}
-	st, err := checkpoint.Load(filepath.Join(cfg.OutputDir, "checkpoint-4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Data != (checkpoint.DataPosition{Epoch: 1, Offset: 8}) || len(st.LogHistory) != 2 {
-		t.Errorf("checkpoint-4: data position %+v, %d log lines; want {1 8} and 2", st.Data, len(st.LogHistory))
+			cfg = newConfig()
+			ctx, cancel := context.WithCancelCause(context.Background())
+			res, err := c.run(t, ctx, dir, train, eval, cfg, loop.Options{AfterStep: func(step int) {
+				if step == 2 {
+					cancel(checkpoint.ErrInterrupted)
+				}
+			}})
+			if !errors.Is(err, loop.ErrInterrupted) || res == nil || !res.Interrupted || res.Steps != 2 {
+				t.Fatalf("interrupted run: result %+v, error %v; want interrupted after step 2", res, err)
+			}
+			resumed := cfg.Common().OutputDir
+			cfg.Common().Resume = true
+			if res, err = c.run(t, context.Background(), dir, train, eval, cfg, loop.Options{}); err != nil || res.Steps != 4 {
+				t.Fatalf("resumed run: %+v, %v", res, err)
+			}
+			for _, name := range []string{"model.safetensors", "checkpoint-4/optimizer.safetensors"} {
+				if !bytes.Equal(readFile(t, filepath.Join(straight, name)), readFile(t, filepath.Join(resumed, name))) {
+					t.Errorf("%s differs between the straight and the resumed run", name)
+				}
+			}
+			looptest.SameMetrics(t, filepath.Join(straight, runlog.MetricsName), filepath.Join(resumed, runlog.MetricsName))
+			st, err := checkpoint.Load(filepath.Join(resumed, "checkpoint-4"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Logged at 3 and 4 (the last step), evaluated at 2 and 4.
+			if st.Data != (checkpoint.DataPosition{Epoch: 1, Offset: 8}) || len(st.LogHistory) != 4 {
+				t.Errorf("checkpoint-4: data position %+v, %d log lines; want {1 8} and 4", st.Data, len(st.LogHistory))
+			}
+		})
 	}
 }
 

@@ -28,8 +28,9 @@ type AdamW struct {
 	MaxGradNorm                        float64 // > 0: clip the global gradient norm (clip_grad_norm_)
 }
 
-// Optimizer is the update machinery of the loop, usable on its own (e.g. by GRPO's update
-// phase): compiled micro-batch (gradient accumulation) and update graphs over a Model.
+// Optimizer is the update machinery of the driver, usable on its own (bench parity, tests):
+// compiled micro-batch (gradient accumulation) and update graphs over a Model. It is an
+// Accumulator.
 //
 // A step is: for each micro-batch, accumulate += ∂(loss_micro)/∂θ (the trainer's loss is already
 // divided by the whole accumulated batch's size, so the sum is the full batch's gradient); then

@@ -18,7 +18,8 @@ import (
 // exp_avg_sq.<HF name> (float32), as PyTorch names the moments.
 const OptimizerName = "optimizer.safetensors"
 
-// extra is trainer_state.json's "extra": what an exact resume needs beyond HF's keys.
+// extra is trainer_state.json's "extra" of a Method's run: what an exact resume needs beyond HF's
+// keys.
 type extra struct {
 	OptimizerSteps int    `json:"optimizer_steps"` // AdamW's step count t
 	Window         window `json:"window"`          // metrics accumulated since the last log line
@@ -26,13 +27,16 @@ type extra struct {
 
 // modelFiles writes the model into a temporary directory under the output directory and returns
 // writers that move each file into place, for checkpoint.Save and checkpoint.WriteFiles.
-func (t *trainer) modelFiles() (map[string]checkpoint.WriteFunc, func(), error) {
-	tmp, err := os.MkdirTemp(t.cfg.OutputDir, ".model-")
+func (d *driver) modelFiles() (map[string]checkpoint.WriteFunc, func(), error) {
+	if err := os.MkdirAll(d.cfg.OutputDir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	tmp, err := os.MkdirTemp(d.cfg.OutputDir, ".model-")
 	if err != nil {
 		return nil, nil, err
 	}
 	cleanup := func() { os.RemoveAll(tmp) }
-	if err := t.m.Save(tmp); err != nil {
+	if err := d.m.Save(tmp); err != nil {
 		cleanup()
 		return nil, nil, err
 	}
@@ -49,43 +53,106 @@ func (t *trainer) modelFiles() (map[string]checkpoint.WriteFunc, func(), error) 
 	return files, cleanup, nil
 }
 
-// save writes OUTPUT_DIR/checkpoint-<step>: the model (HF layout), the optimizer state and
-// trainer_state.json with the data position, atomically; then prunes to save_total_limit.
-func (t *trainer) save() error {
-	files, cleanup, err := t.modelFiles()
+// save writes OUTPUT_DIR/checkpoint-<step>: the model (HF layout), the optimizer state,
+// trainer_state.json and the source's state and files, atomically; then prunes to
+// save_total_limit.
+func (d *driver) save() error {
+	files, cleanup, err := d.modelFiles()
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	defer cleanup()
-	files[OptimizerName] = t.opt.WriteState
-	ex, _ := json.Marshal(extra{OptimizerSteps: t.opt.Steps(), Window: t.win})
+	files[OptimizerName] = d.opt.WriteState
+	epoch, _ := d.src.Epoch()
 	st := &checkpoint.State{
-		GlobalStep: t.step, Epoch: t.epochFloat(), MaxSteps: t.total, NumTrainEpochs: t.cfg.NumTrainEpochs,
-		LoggingSteps: t.cfg.LoggingSteps, SaveSteps: t.cfg.SaveSteps,
-		TrainBatchSize:     t.cfg.PerDeviceTrainBatchSize * t.cfg.GradientAccumulationSteps,
-		NumInputTokensSeen: t.tokensSeen, LogHistory: t.history,
-		Data:  checkpoint.DataPosition{Epoch: t.epoch, Offset: t.offset},
-		RNG:   map[string][]uint64{"data_order": {uint64(t.cfg.Seed)}},
-		Extra: map[string]json.RawMessage{"posttrain": ex},
+		GlobalStep: d.step, Epoch: epoch, MaxSteps: d.total, NumTrainEpochs: d.cfg.NumTrainEpochs,
+		LoggingSteps: d.cfg.LoggingSteps, SaveSteps: d.cfg.SaveSteps,
+		TrainBatchSize: d.cfg.PerDeviceTrainBatchSize * d.cfg.GradientAccumulationSteps,
+		LogHistory:     d.history,
 	}
-	dir, err := checkpoint.Save(t.cfg.OutputDir, st, files, t.cfg.SaveTotalLimit)
+	if err := d.src.Save(&Checkpoint{State: st, Files: files, OptimizerSteps: d.opt.Steps()}); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	dir, err := checkpoint.Save(d.cfg.OutputDir, st, files, d.cfg.SaveTotalLimit)
 	if err != nil {
 		return err
 	}
-	t.lastSaved = t.step
-	t.saved = append(t.saved, dir)
-	t.logger.Info("saved checkpoint", "dir", dir)
+	d.lastSaved = d.step
+	d.saved = append(d.saved, dir)
+	d.logger.Info("saved checkpoint", "dir", dir)
 	return nil
 }
 
 // saveFinal writes the final model into OUTPUT_DIR itself, as HF's trainer.save_model().
-func (t *trainer) saveFinal() error {
-	files, cleanup, err := t.modelFiles()
+func (d *driver) saveFinal() error {
+	files, cleanup, err := d.modelFiles()
 	if err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}
 	defer cleanup()
-	return checkpoint.WriteFiles(t.cfg.OutputDir, files)
+	return checkpoint.WriteFiles(d.cfg.OutputDir, files)
+}
+
+// resume restores the source's position and state, then the weights and the optimizer state,
+// from a checkpoint.
+func (d *driver) resume(dir string) error {
+	st, err := checkpoint.Load(dir)
+	if err != nil {
+		return err
+	}
+	optSteps, err := d.src.Resume(dir, st)
+	if err != nil {
+		return err
+	}
+	weights, err := safetensors.ReadModelDir(dir)
+	if err != nil {
+		return err
+	}
+	byName, err := float32Tensors(weights, "")
+	if err != nil {
+		return err
+	}
+	if err := d.m.SetWeights(byName); err != nil {
+		return err
+	}
+	if err := d.opt.ReadState(filepath.Join(dir, OptimizerName), optSteps); err != nil {
+		return err
+	}
+	d.step, d.history, d.lastSaved = st.GlobalStep, st.LogHistory, st.GlobalStep
+	return nil
+}
+
+// Save adds the data position (pass and offset, with the seed that orders each pass), the tokens
+// seen, AdamW's step count and the unlogged window to the checkpoint.
+func (s *methodSource) Save(cp *Checkpoint) error {
+	ex, _ := json.Marshal(extra{OptimizerSteps: cp.OptimizerSteps, Window: s.win})
+	st := cp.State
+	st.NumInputTokensSeen = s.tokensSeen
+	st.Data = checkpoint.DataPosition{Epoch: s.epoch, Offset: s.offset}
+	st.RNG = map[string][]uint64{"data_order": {uint64(s.cfg.Seed)}}
+	st.Extra = map[string]json.RawMessage{"posttrain": ex}
+	return nil
+}
+
+// Resume restores what Save added.
+func (s *methodSource) Resume(_ string, st *checkpoint.State) (int, error) {
+	var ex extra
+	if raw, ok := st.Extra["posttrain"]; ok {
+		if err := json.Unmarshal(raw, &ex); err != nil {
+			return 0, fmt.Errorf("%s: extra: %w", checkpoint.StateName, err)
+		}
+	}
+	if st.Data.Offset < 0 || st.Data.Offset > s.n {
+		return 0, fmt.Errorf("data position %d is outside the %d examples (is this the same dataset?)", st.Data.Offset, s.n)
+	}
+	s.step, s.epoch, s.offset = st.GlobalStep, st.Data.Epoch, st.Data.Offset
+	s.order = Order(s.n, s.cfg.Seed, s.epoch)
+	s.tokensSeen = st.NumInputTokensSeen
+	s.win = ex.Window
+	if s.win.Sums == nil {
+		s.win.Sums = map[string]float64{}
+	}
+	return ex.OptimizerSteps, nil
 }
 
 // WriteState writes the AdamW moments to path as safetensors (exp_avg.<HF name>, exp_avg_sq.<HF
@@ -136,45 +203,6 @@ func (o *Optimizer) ReadState(path string, steps int) error {
 		}
 	}
 	o.steps = steps
-	return nil
-}
-
-// resume restores the weights, the optimizer state and the position from a checkpoint.
-func (t *trainer) resume(dir string) error {
-	st, err := checkpoint.Load(dir)
-	if err != nil {
-		return err
-	}
-	var ex extra
-	if raw, ok := st.Extra["posttrain"]; ok {
-		if err := json.Unmarshal(raw, &ex); err != nil {
-			return fmt.Errorf("%s: extra: %w", checkpoint.StateName, err)
-		}
-	}
-	weights, err := safetensors.ReadModelDir(dir)
-	if err != nil {
-		return err
-	}
-	byName, err := float32Tensors(weights, "")
-	if err != nil {
-		return err
-	}
-	if err := t.m.SetWeights(byName); err != nil {
-		return err
-	}
-	if err := t.opt.ReadState(filepath.Join(dir, OptimizerName), ex.OptimizerSteps); err != nil {
-		return err
-	}
-	if st.Data.Offset < 0 || st.Data.Offset > t.n {
-		return fmt.Errorf("data position %d is outside the %d examples (is this the same dataset?)", st.Data.Offset, t.n)
-	}
-	t.step, t.epoch, t.offset = st.GlobalStep, st.Data.Epoch, st.Data.Offset
-	t.order = Order(t.n, t.cfg.Seed, t.epoch)
-	t.tokensSeen, t.history, t.lastSaved = st.NumInputTokensSeen, st.LogHistory, st.GlobalStep
-	t.win = ex.Window
-	if t.win.Sums == nil {
-		t.win.Sums = map[string]float64{}
-	}
 	return nil
 }
 

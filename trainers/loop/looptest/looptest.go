@@ -4,8 +4,10 @@ package looptest
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -130,4 +132,67 @@ func FullLogits(t testing.TB, b backends.Backend, m *loop.Model, inputs []any) (
 		t.Fatal(err)
 	}
 	return step.Float64s(outs[0]), step.Float64s(outs[1])
+}
+
+// timing reports whether a metric is a wall-clock measurement, which differs between two runs of
+// the same computation: TRL's timing_s/* and tokens_per_s/*, HF's eval speed metrics.
+func timing(name string) bool {
+	name = strings.TrimPrefix(name, "eval_")
+	return strings.HasPrefix(name, "timing_s/") || strings.HasPrefix(name, "tokens_per_s/") ||
+		name == "runtime" || name == "samples_per_second" || name == "steps_per_second"
+}
+
+// SameMetrics fails t unless the metrics.jsonl files at paths want and got have the same lines,
+// each with the same keys in the same order and byte-identical values, apart from the values of
+// timing metrics.
+func SameMetrics(t testing.TB, want, got string) {
+	t.Helper()
+	read := func(path string) []string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			out = append(out, stripTimings(t, line))
+		}
+		return out
+	}
+	w, g := read(want), read(got)
+	if len(w) != len(g) {
+		t.Errorf("%s: %d lines, %s: %d lines", want, len(w), got, len(g))
+	}
+	for i := range min(len(w), len(g)) {
+		if w[i] != g[i] {
+			t.Errorf("metrics line %d differs:\nwant %s\ngot  %s", i+1, w[i], g[i])
+		}
+	}
+}
+
+// stripTimings returns a metrics line (a flat JSON object) as "key=value" pairs in their order,
+// the values of timing metrics replaced by "-".
+func stripTimings(t testing.TB, line string) string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("metrics line %q is not a JSON object", line)
+	}
+	var pairs []string
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		k := key.(string)
+		if timing(k) {
+			value = json.RawMessage("-")
+		}
+		pairs = append(pairs, k+"="+string(value))
+	}
+	return strings.Join(pairs, " ")
 }
