@@ -44,7 +44,7 @@ func init() {
 }
 
 func runGRPO(ctx context.Context, cfg *config.GRPO, cmd *cli.Command) error {
-	if _, err := grpo.LookupRewards(cfg.RewardFuncs, cfg.RewardWeights); err != nil {
+	if _, err := grpo.LookupRewards(cfg.RewardFuncs, cfg.RewardWeights, uint64(cfg.Seed)); err != nil {
 		return usageError{err}
 	}
 	errw := cmd.Root().ErrWriter

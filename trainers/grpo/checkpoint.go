@@ -78,7 +78,10 @@ func (s source) Save(cp *loop.Checkpoint) error {
 	if t.ref != nil && t.globalStep >= t.cfg.RefModelSyncSteps { // synced at least once
 		cp.Files[ReferenceName] = t.writeReference
 	}
-	gs := grpoState{Round: t.round, OptimizerSteps: cp.OptimizerSteps, RandomRewardCalls: randomCalls.Load()}
+	gs := grpoState{Round: t.round, OptimizerSteps: cp.OptimizerSteps}
+	if t.random != nil {
+		gs.RandomRewardCalls = t.random.Calls
+	}
 	for k, vs := range t.logs.window {
 		if gs.Window == nil {
 			gs.Window = map[string]windowValues{}
@@ -111,7 +114,9 @@ func (s source) Resume(dir string, st *checkpoint.State) (int, error) {
 		}
 	}
 	t.globalStep, t.round, t.tokensSeen = st.GlobalStep, gs.Round, st.NumInputTokensSeen
-	randomCalls.Store(gs.RandomRewardCalls)
+	if t.random != nil {
+		t.random.Calls = gs.RandomRewardCalls
+	}
 	t.epoch, t.offset, t.order = st.Data.Epoch, st.Data.Offset, nil
 	t.batch, t.batchSteps = nil, 0
 	t.logs.window = map[string][]float64{}

@@ -97,7 +97,7 @@ func TestGRPO_ResumeEqualsStraight(t *testing.T) {
 		logging int
 	}{
 		{"first", first, 1},
-		{"random", Reward{Name: "random", Weight: 1, Func: RewardRandom}, 1},
+		{"random", randomReward(), 1},
 		{"window", first, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) { resumeEqualsStraight(t, c.second, c.logging) })

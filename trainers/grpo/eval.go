@@ -110,8 +110,10 @@ func (s source) Evaluates() bool { return s.eval != nil }
 func (s source) Evaluate() (map[string]float64, error) {
 	t := s.Trainer
 	start := time.Now()
-	calls := randomCalls.Load()
-	defer randomCalls.Store(calls)
+	if t.random != nil {
+		calls := t.random.Calls
+		defer func() { t.random.Calls = calls }()
+	}
 	e, c := t.eval, t.cfg
 	perBatch := c.PerDeviceEvalBatchSize / c.NumGenerations
 	window := map[string][]float64{}

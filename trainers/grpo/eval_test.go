@@ -34,7 +34,7 @@ func evalRun(t *testing.T, c *config.GRPO, eval []*Prompt) (map[string][]float32
 	first.Name = "first"
 	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), EvalPrompts: eval,
-		Rewards: []Reward{{Name: "test", Func: RewardRandom, Weight: 1}, first},
+		Rewards: []Reward{func() Reward { r := randomReward(); r.Name = "test"; return r }(), first},
 		OnStep:  func(s StepInfo) { infos = append(infos, s) }})
 	if err != nil {
 		t.Fatal(err)

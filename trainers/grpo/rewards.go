@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"sync/atomic"
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/trainers/rl"
@@ -15,26 +14,49 @@ type Reward struct {
 	Name   string
 	Func   data.RewardFunc
 	Weight float64
+	// Random is set for the "random" reward: the run's draw stream, whose call count checkpoints
+	// save (NewRandomReward).
+	Random *RandomReward
 }
 
-// LookupRewards resolves reward function names from data's registry; weights nil means all 1.
-func LookupRewards(names []string, weights []float64) ([]Reward, error) {
+// LookupRewards makes a run's reward functions from data's registry, seeded with the run's seed
+// (a reward with state gets its own instance; every "random" of the list shares one stream, as
+// they share the run); weights nil means all 1.
+func LookupRewards(names []string, weights []float64, seed uint64) ([]Reward, error) {
 	if len(weights) > 0 && len(weights) != len(names) {
 		return nil, fmt.Errorf("grpo: %d reward weights for %d reward functions", len(weights), len(names))
 	}
 	out := make([]Reward, len(names))
+	var random *RandomReward
 	for i, name := range names {
-		f, err := data.LookupReward(name)
-		if err != nil {
-			return nil, fmt.Errorf("grpo: %w", err)
-		}
 		w := 1.0
 		if len(weights) > 0 {
 			w = weights[i]
 		}
+		if name == RandomRewardName {
+			if random == nil {
+				random = &RandomReward{Seed: seed}
+			}
+			out[i] = Reward{Name: name, Func: random.Score, Weight: w, Random: random}
+			continue
+		}
+		f, err := data.NewReward(name, seed)
+		if err != nil {
+			return nil, fmt.Errorf("grpo: %w", err)
+		}
 		out[i] = Reward{Name: name, Func: f, Weight: w}
 	}
 	return out, nil
+}
+
+// randomStream is the run's "random" reward stream among rewards, or nil.
+func randomStream(rewards []Reward) *RandomReward {
+	for _, r := range rewards {
+		if r.Random != nil {
+			return r.Random
+		}
+	}
+	return nil
 }
 
 // scoreRewards runs every reward function over the rollout's completion texts, the prompts' texts
@@ -116,29 +138,28 @@ func rewardMetrics(r *Rollout, rewards []Reward) map[string]float64 {
 	return m
 }
 
-// randomSeed seeds the "random" reward; SetRandomRewardSeed changes it.
-var randomSeed atomic.Uint64
-
-// SetRandomRewardSeed seeds the "random" reward function (the trainer sets it to the run's seed).
-func SetRandomRewardSeed(seed uint64) {
-	randomSeed.Store(seed)
-	randomCalls.Store(0)
-}
-
-// randomCalls makes repeated calls on the same texts draw afresh.
-var randomCalls atomic.Uint64
+// RandomRewardName is the registered name of the random control reward.
+const RandomRewardName = "random"
 
 func init() {
-	data.RegisterReward("random", RewardRandom)
+	data.RegisterRewardMaker(RandomRewardName, func(seed uint64) data.RewardFunc { return (&RandomReward{Seed: seed}).Score })
 }
 
-// RewardRandom is the reward function "random": 1 or 0 with probability ½ each, independent of
-// the completion's content — the control of a GRPO experiment (a random reward must not teach the
-// task; Shao et al. 2025, arXiv:2507.10532). Draws are a hash of the seed, the call number, the
-// row and the texts, so a run is reproducible for a given seed and call sequence.
-func RewardRandom(prompts, completions []string, _ map[string][]any) ([]float64, error) {
-	call := randomCalls.Add(1)
-	seed := randomSeed.Load()
+// RandomReward is one run's reward function "random": 1 or 0 with probability ½ each, independent
+// of the completion's content — the control of a GRPO experiment (a random reward must not teach
+// the task; Shao et al. 2025, arXiv:2507.10532). Draws are a hash of the seed, the call number,
+// the row and the texts, so a run is reproducible for a given seed and call sequence; Calls is
+// the run's state (checkpoints save it, evaluation leaves it as it found it). Not safe for
+// concurrent use.
+type RandomReward struct {
+	Seed  uint64
+	Calls uint64 // calls so far: repeated calls on the same texts draw afresh
+}
+
+// Score is the data.RewardFunc of the stream.
+func (r *RandomReward) Score(prompts, completions []string, _ map[string][]any) ([]float64, error) {
+	r.Calls++
+	call, seed := r.Calls, r.Seed
 	out := make([]float64, len(completions))
 	for i, c := range completions {
 		h := fnv.New64a()

@@ -2,8 +2,10 @@ package grpo
 
 import (
 	"math"
+	"slices"
 	"testing"
 
+	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/trainers/rl"
 )
 
@@ -66,10 +68,8 @@ func TestAdvantages_RLOO(t *testing.T) {
 // The random control reward is 0/1, about half ones, and reproducible for a seed.
 func TestRewardRandom_Seeded(t *testing.T) {
 	comps := make([]string, 1000)
-	SetRandomRewardSeed(3)
-	a, _ := RewardRandom(nil, comps, nil)
-	SetRandomRewardSeed(3)
-	b, _ := RewardRandom(nil, comps, nil)
+	a, _ := (&RandomReward{Seed: 3}).Score(nil, comps, nil)
+	b, _ := (&RandomReward{Seed: 3}).Score(nil, comps, nil)
 	ones := 0.0
 	for i := range a {
 		if a[i] != b[i] {
@@ -79,5 +79,39 @@ func TestRewardRandom_Seeded(t *testing.T) {
 	}
 	if ones < 430 || ones > 570 {
 		t.Errorf("%v ones in 1000 draws, want about 500", ones)
+	}
+}
+
+// randomReward is a run's "random" reward as LookupRewards makes it.
+func randomReward() Reward {
+	r := &RandomReward{}
+	return Reward{Name: RandomRewardName, Weight: 1, Func: r.Score, Random: r}
+}
+
+// Each run has its own random stream: two runs' rewards do not share a call count (they used to,
+// through package-level counters), and a list naming "random" twice shares one stream, as before.
+func TestLookupRewards_RandomStreamPerRun(t *testing.T) {
+	a, err := LookupRewards([]string{RandomRewardName, RandomRewardName}, nil, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LookupRewards([]string{RandomRewardName}, nil, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a[0].Random == nil || a[0].Random != a[1].Random || a[0].Random == b[0].Random {
+		t.Fatalf("streams: %p %p within a run, %p in another", a[0].Random, a[1].Random, b[0].Random)
+	}
+	comps := make([]string, 64)
+	x, _ := a[0].Func(nil, comps, nil)
+	y, _ := b[0].Func(nil, comps, nil) // the other run's first call draws as this run's first call did
+	if !slices.Equal(x, y) || a[0].Random.Calls != 1 || b[0].Random.Calls != 1 {
+		t.Errorf("runs share state: %v vs %v, calls %d and %d", x, y, a[0].Random.Calls, b[0].Random.Calls)
+	}
+	if f, err := data.NewReward(RandomRewardName, 7); err != nil || f == nil {
+		t.Errorf("data.NewReward(random) = %v", err)
+	}
+	if _, err := data.LookupReward(RandomRewardName); err == nil {
+		t.Error("data.LookupReward hands out a reward with state")
 	}
 }

@@ -10,19 +10,8 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/encode"
-	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
-)
-
-// MultDataset is the --dataset value that generates the course's multiplication prompts
-// (data/mult, kind grpo: prompt plus an "answer" column) instead of reading a file.
-const MultDataset = "mult"
-
-// MultRows and MultSeed size the generated multiplication dataset (make_dataset(n, seed)).
-const (
-	MultRows = 512
-	MultSeed = 0
 )
 
 // Prompt is one prompt of the training set: the text handed to the reward functions (the chat
@@ -30,13 +19,10 @@ const (
 // (data/encode renders and tokenizes it).
 type Prompt = encode.Prompt
 
-// LoadRows returns the prompt-only rows of --dataset: "mult" or a JSONL/JSON file.
+// LoadRows returns the prompt-only rows of --dataset: a registered dataset source (e.g. "mult",
+// data/mult) or a JSONL/JSON file.
 func LoadRows(dataset string) ([]data.Row, error) {
-	if dataset == MultDataset {
-		_, rows, err := mult.Rows(mult.GRPO, MultRows, MultSeed)
-		return rows, err
-	}
-	d, err := data.ReadFile(dataset, data.FormatAuto)
+	d, err := data.Open(dataset, data.PromptOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +70,7 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 	if err != nil {
 		return nil, err
 	}
-	rewards, err := LookupRewards(cfg.RewardFuncs, cfg.RewardWeights)
+	rewards, err := LookupRewards(cfg.RewardFuncs, cfg.RewardWeights, uint64(cfg.Seed))
 	if err != nil {
 		return nil, err
 	}

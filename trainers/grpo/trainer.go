@@ -65,11 +65,12 @@ type Trainer struct {
 	log       *slog.Logger
 	spec      *lossSpec
 	gen       *generate.Generator
-	oldEval   *step.Eval  // off-policy runs: π_old log-probs after generation
-	refEval   *step.Eval  // β ≠ 0: the reference's log-probs (the frozen initial weights unless synced)
-	ref       *loop.Model // sync_ref_model with β ≠ 0: the reference weights that syncReference mixes
-	eval      *evaluator  // when the configuration evaluates
-	promptLen int         // P of the batch layout
+	random    *RandomReward // the run's "random" reward stream, if it uses that reward
+	oldEval   *step.Eval    // off-policy runs: π_old log-probs after generation
+	refEval   *step.Eval    // β ≠ 0: the reference's log-probs (the frozen initial weights unless synced)
+	ref       *loop.Model   // sync_ref_model with β ≠ 0: the reference weights that syncReference mixes
+	eval      *evaluator    // when the configuration evaluates
+	promptLen int           // P of the batch layout
 
 	stepBatch, genBatch, stepsPerGen int
 	totalSteps                       int
@@ -145,7 +146,9 @@ func New(s Setup) (*Trainer, error) {
 			return nil, err
 		}
 	}
-	SetRandomRewardSeed(uint64(cfg.Seed))
+	if t.random = randomStream(s.Rewards); t.random != nil { // the run's stream, from its start
+		t.random.Seed, t.random.Calls = uint64(cfg.Seed), 0
+	}
 	return t, nil
 }
 
