@@ -18,6 +18,7 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/config"
@@ -280,11 +281,11 @@ type lengthGate struct {
 	limit   int
 }
 
-func (g *lengthGate) Batch(idx []int) ([]any, error) {
+func (g *lengthGate) Batch(idx []int) (named.Feed, error) {
 	g.batches = append(g.batches, slices.Clone(idx))
 	for _, i := range idx {
 		if g.Tokens(i) > g.limit {
-			return nil, fmt.Errorf("example %d: %d tokens do not fit", i, g.Tokens(i))
+			return named.Feed{}, fmt.Errorf("example %d: %d tokens do not fit", i, g.Tokens(i))
 		}
 	}
 	return g.Method.Batch(idx)
