@@ -42,10 +42,11 @@ func Parity(env *Env, batch *qwen2.Batch, steps int, lr float64) (*ParityResult,
 		return nil, fmt.Errorf("parity: the model is not loaded for training")
 	}
 	cfg := env.Config
-	opt, err := loop.NewOptimizer(env.Backend, env.Model, ParityHP, func(ctx *mlctx.Context, in named.Inputs, norm *Node) (*Node, map[string]*Node) {
+	nll := func(ctx *mlctx.Context, in named.Inputs, norm *Node) (*Node, map[string]*Node) {
 		r := named.Bind[loop.RowInputs[*Node]](in)
 		return sft.NLLOverTokens(qwen2.TokenLogProbs(ctx, cfg, r.IDs, r.Pos, r.Mask), r.Loss, norm), nil
-	})
+	}
+	opt, err := loop.NewOptimizer(env.Backend, env.Model, ParityHP, nll)
 	if err != nil {
 		return nil, err
 	}

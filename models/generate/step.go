@@ -101,7 +101,8 @@ func (s *cachedStepper) next(tok, pos [][]int32, slot int, keyValid [][]int32, s
 
 // decode runs one decode step on caches (the arguments cacheArgs made of s.caches, flat as
 // s.caches) and keeps the step's state.
-func (s *cachedStepper) decode(caches []any, tok, pos [][]int32, slot int, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
+func (s *cachedStepper) decode(caches []any, tok, pos [][]int32, slot int, keyValid [][]int32,
+	sample sampleInputs[any]) ([]int32, []float32, error) {
 	exec, err := s.decodeExec()
 	if err != nil {
 		return nil, nil, err

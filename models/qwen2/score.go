@@ -70,7 +70,8 @@ func Score(backend backends.Backend, ctx *context.Context, cfg *Config, batch *B
 		lp := TargetLogProbs(ctx, cfg, h, in.IDs)
 		loss := MeanNLL(lp, in.Scored)
 		at := Stack([]*Node{Iota(h.Graph(), in.LastIndex.Shape(), 0), in.LastIndex}, -1) // [B,2]
-		out := scoreOutputs[*Node]{LogProbs: lp, Loss: loss, LastLogits: Logits(ctx, cfg, Gather(h, at)), Checksum: checksum(ctx, cfg, h, in.Mask)}
+		out := scoreOutputs[*Node]{LogProbs: lp, Loss: loss, LastLogits: Logits(ctx, cfg, Gather(h, at)),
+			Checksum: checksum(ctx, cfg, h, in.Mask)}
 		if grad {
 			var grads []*Node
 			names, grads = Gradients(ctx, loss)
@@ -87,8 +88,9 @@ func Score(backend backends.Backend, ctx *context.Context, cfg *Config, batch *B
 			panic(err)
 		}
 		defer exec.Finalize()
-		args, err := sig.Args(named.Of[any](scoreInputs[any]{IDs: tensors.FromValue(batch.IDs), Pos: tensors.FromValue(PositionIDs(batch.Mask)),
-			Mask: tensors.FromValue(batch.Mask), Scored: tensors.FromValue(res.Scored), LastIndex: tensors.FromValue(last)}))
+		in := scoreInputs[any]{IDs: tensors.FromValue(batch.IDs), Pos: tensors.FromValue(PositionIDs(batch.Mask)),
+			Mask: tensors.FromValue(batch.Mask), Scored: tensors.FromValue(res.Scored), LastIndex: tensors.FromValue(last)}
+		args, err := sig.Args(named.Of[any](in))
 		if err != nil {
 			panic(err)
 		}

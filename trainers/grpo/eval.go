@@ -192,8 +192,9 @@ func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Rollout, float64, 
 		adv[i] = float32(a)
 	}
 	norm := e.spec.stepNorm(r.Len(), r.maskedTokens(0, r.Len()))
-	in := MicroBatch[any]{Sequences: b.sequences(), Mask: b.Mask, Advantages: adv, OldLogProbs: rows(nil, 0, r.Len(), c.MaxCompletionLength),
-		RefLogProbs: rows(r.RefLogp, 0, r.Len(), c.MaxCompletionLength), SampledLogProbs: b.Sampled}
+	in := MicroBatch[any]{Sequences: b.sequences(), Mask: b.Mask, Advantages: adv,
+		OldLogProbs: rows(nil, 0, r.Len(), c.MaxCompletionLength), RefLogProbs: rows(r.RefLogp, 0, r.Len(), c.MaxCompletionLength),
+		SampledLogProbs: b.Sampled}
 	outs, err := e.loss.Run(named.Of[any](in).With(evalNorm, float32(norm)))
 	if err != nil {
 		return nil, 0, nil, err

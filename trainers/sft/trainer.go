@@ -320,7 +320,8 @@ func (t *Trainer) BatchNLL(backend backends.Backend, batch int) (sums, counts []
 		h, ids, scored := t.hidden(ctx, in)
 		lp := qwen2.TargetLogProbs(ctx, cfg, h, ids)
 		m := ConvertDType(scored, lp.DType())
-		return map[string]*Node{"sum": ConvertDType(ReduceAllSum(Mul(lp, m)), dtypes.Float64), "count": ConvertDType(ReduceAllSum(m), dtypes.Float64)}
+		return map[string]*Node{"sum": ConvertDType(ReduceAllSum(Mul(lp, m)), dtypes.Float64),
+			"count": ConvertDType(ReduceAllSum(m), dtypes.Float64)}
 	})
 	if err != nil {
 		return nil, nil, err
