@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/grpo"
@@ -238,7 +239,8 @@ func (r *grpoRun) update(gens []generate.Generation, adv []float64, limit int) (
 		for i := range zeros {
 			zeros[i] = make([]float32, clen)
 		}
-		inputs := []any{ids, qwen2.PositionIDs(attn), attn, mask, advs, zeros, zeros, sampled}
+		inputs := named.Of[any](grpo.MicroBatch[any]{Sequences: grpo.Sequences[any]{IDs: ids, Pos: qwen2.PositionIDs(attn), Attn: attn},
+			Mask: mask, Advantages: advs, OldLogProbs: zeros, RefLogProbs: zeros, SampledLogProbs: sampled})
 		loss, _, err := r.opt.Micro(inputs, r.stepNorm(mb, mb*clen))
 		if err != nil {
 			return nil, err

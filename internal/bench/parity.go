@@ -7,6 +7,7 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/sft"
@@ -41,9 +42,11 @@ func Parity(env *Env, batch *qwen2.Batch, steps int, lr float64) (*ParityResult,
 		return nil, fmt.Errorf("parity: the model is not loaded for training")
 	}
 	cfg := env.Config
-	opt, err := loop.NewOptimizer(env.Backend, env.Model, ParityHP, func(ctx *mlctx.Context, in []*Node, norm *Node) (*Node, []*Node) {
-		return sft.NLLOverTokens(qwen2.TokenLogProbs(ctx, cfg, in[0], in[1], in[2]), in[3], norm), nil
-	})
+	nll := func(ctx *mlctx.Context, in named.Inputs, norm *Node) (*Node, map[string]*Node) {
+		r := named.Bind[loop.RowInputs[*Node]](in)
+		return sft.NLLOverTokens(qwen2.TokenLogProbs(ctx, cfg, r.IDs, r.Pos, r.Mask), r.Loss, norm), nil
+	}
+	opt, err := loop.NewOptimizer(env.Backend, env.Model, ParityHP, nll)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +58,7 @@ func Parity(env *Env, batch *qwen2.Batch, steps int, lr float64) (*ParityResult,
 			n += int(s)
 		}
 	}
-	inputs := []any{batch.IDs, qwen2.PositionIDs(batch.Mask), batch.Mask, scored}
+	inputs := loop.Rows{IDs: batch.IDs, Pos: qwen2.PositionIDs(batch.Mask), Mask: batch.Mask, Loss: scored}.Inputs()
 	res := &ParityResult{Info: env.Info, Steps: steps, LR: lr, WeightDecay: ParityHP.WeightDecay,
 		MaxGradNorm: ParityHP.MaxGradNorm, ScoredTokens: n}
 	for i := range steps {

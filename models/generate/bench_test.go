@@ -7,6 +7,8 @@ import (
 
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/posttrain/posttrain/internal/named"
 )
 
 // BenchmarkSample draws one token for each of 8 rows of Qwen2.5's 151,936 logits: in the graph
@@ -31,12 +33,16 @@ func BenchmarkSample(b *testing.B) {
 		{"top-p", SampleOptions{Temperature: 1, TopP: 0.9}}, {"top-k+top-p", SampleOptions{Temperature: 1, TopK: 50, TopP: 0.9}}} {
 		b.Run("graph/"+c.name, func(b *testing.B) {
 			mode := c.opts.mode(vocab)
-			e, err := NewExec(testBackendOrSkip(b), func(in []*Node) (*Node, *Node) { return sampleGraph(in[0], in[1:], mode, nil) })
+			var sig named.Signature
+			e, err := NewExec(testBackendOrSkip(b), drawGraph(&sig, mode))
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer e.Finalize()
-			args := append([]any{lt}, sampleParams(c.opts, 0, 0, rows, vocab)...)
+			args, err := sig.Args(named.Of[any](drawInputs[any]{Logits: lt, Sample: sampleParams(c.opts, 0, 0, rows, vocab)}))
+			if err != nil {
+				b.Fatal(err)
+			}
 			e.MustExec(args...) // compile
 			for b.Loop() {
 				e.MustExec(args...)

@@ -45,7 +45,7 @@ type donationProbe struct {
 	check DonationCheck
 }
 
-func (p *donationProbe) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
+func (p *donationProbe) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
 	before := append([]*tensors.Tensor(nil), p.caches...)
 	caches, err := p.cacheArgs()
 	if err != nil {

@@ -4,7 +4,8 @@
 // repetition penalty; SampleOptions), the batch and length buckets (BucketLen), left padding,
 // position ids and stop handling. A family plugs in by implementing Model (prefill, decode with
 // the cache, the uncached last logits, and its Spec); qwen2.Arch is the Qwen2 one. Adding a family
-// changes nothing here.
+// changes nothing here. The compiled graphs take and return their tensors by name
+// (internal/named): each step's inputs and outputs are structs (step.go, sample.go).
 package generate
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/gomlxfix"
+	"github.com/posttrain/posttrain/internal/named"
 )
 
 // Options control Generator.Generate.
@@ -77,7 +79,7 @@ type Generator struct {
 	// KVUpdate selects how the cache is written (default KVUpdateAuto); set before the first call.
 	KVUpdate KVUpdate
 
-	execs map[execKey]*context.Exec
+	execs map[execKey]*compiled
 	stats Stats
 	spec  Spec // the model's Spec, read at the start of each call
 }
@@ -90,8 +92,17 @@ type execKey struct {
 	how   KVUpdate
 }
 
+// compiled is one of the Generator's graphs with the names of its inputs and outputs.
+type compiled struct {
+	exec *context.Exec
+	sig  named.Signature
+}
+
+// graphFn builds a graph from its named inputs and returns its outputs by name.
+type graphFn func(*context.Context, named.Inputs) named.List[*graph.Node]
+
 // exec returns the graph of key, building it with fn the first time.
-func (g *Generator) exec(key execKey, fn func(*context.Context, []*graph.Node) []*graph.Node) (*context.Exec, error) {
+func (g *Generator) exec(key execKey, fn graphFn) (*compiled, error) {
 	if e := g.execs[key]; e != nil {
 		return e, nil
 	}
@@ -100,7 +111,7 @@ func (g *Generator) exec(key execKey, fn func(*context.Context, []*graph.Node) [
 		return nil, err
 	}
 	if g.execs == nil {
-		g.execs = map[execKey]*context.Exec{}
+		g.execs = map[execKey]*compiled{}
 	}
 	g.execs[key] = e
 	return e, nil
@@ -117,7 +128,7 @@ func (g *Generator) Stats() Stats { return g.stats }
 // Finalize frees the compiled graphs.
 func (g *Generator) Finalize() {
 	for _, e := range g.execs {
-		e.Finalize()
+		e.exec.Finalize()
 	}
 	g.execs = nil
 }
@@ -140,8 +151,8 @@ func (g *Generator) GenerateUncached(prompts [][]int32, opts Options) ([]Generat
 // stepper draws the next token of every row of a left-padded batch, with the sampler's runtime
 // inputs (sampleParams), and returns the tokens [B] and their log-probs [B].
 type stepper interface {
-	start(ids, pos, mask, keyValid [][]int32, sample []any) ([]int32, []float32, error)
-	next(tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error)
+	start(ids, pos, mask, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error)
+	next(tok, pos [][]int32, slot int, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error)
 	close()
 }
 
@@ -162,7 +173,9 @@ func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Genera
 	}
 	g.stats = Stats{Rows: rows, PromptLen: plen, CacheLen: clen}
 	t0 := time.Now()
-	sample := func(step int) []any { return sampleParams(opts.SampleOptions, opts.Seed, step, rows, g.spec.VocabSize) }
+	sample := func(step int) sampleInputs[any] {
+		return sampleParams(opts.SampleOptions, opts.Seed, step, rows, g.spec.VocabSize)
+	}
 	drawn, lps, err := st.start(ids, positionIDs(mask), mask, keyValid, sample(0))
 	if err != nil {
 		return nil, err
@@ -299,35 +312,46 @@ func toInts(ids []int32) []int {
 	return out
 }
 
-// execute runs exec on args, turning GoMLX panics into errors.
-func (g *Generator) execute(exec *context.Exec, args ...any) (outs []*tensors.Tensor, err error) {
+// execute runs c on in and returns its outputs by name, turning GoMLX panics into errors.
+func (g *Generator) execute(c *compiled, in named.Feed) (outs named.List[*tensors.Tensor], err error) {
 	err = gomlxfix.Call(func() {
-		var e error
-		if outs, e = exec.Exec(args...); e != nil {
+		args, e := c.sig.Args(in)
+		if e != nil {
+			panic(e)
+		}
+		ts, e := c.exec.Exec(args...)
+		if e != nil {
+			panic(e)
+		}
+		if outs, e = c.sig.Results(ts); e != nil {
 			panic(e)
 		}
 	})
 	if err != nil {
-		return nil, g.errorf("%w", err)
+		return outs, g.errorf("%w", err)
 	}
 	return outs, nil
 }
 
 // newExec builds a context.Exec for fn, turning GoMLX panics into errors.
-func (g *Generator) newExec(fn func(*context.Context, []*graph.Node) []*graph.Node) (exec *context.Exec, err error) {
+func (g *Generator) newExec(fn graphFn) (c *compiled, err error) {
+	c = &compiled{}
 	err = gomlxfix.Call(func() {
 		var e error
-		if exec, e = context.NewExec(g.backend, g.ctx, fn); e != nil {
+		c.exec, e = context.NewExec(g.backend, g.ctx, func(ctx *context.Context, nodes []*graph.Node) []*graph.Node {
+			return c.sig.Outputs(fn(ctx, c.sig.Inputs(nodes)))
+		})
+		if e != nil {
 			panic(e)
 		}
 		// One graph per (rows, prompt, cache) bucket: long completions make many cache buckets
 		// (multiples of 128 past 256), so no limit (GoMLX's default fails past 32 shapes).
-		exec.SetMaxCache(-1)
+		c.exec.SetMaxCache(-1)
 	})
 	if err != nil {
 		return nil, g.errorf("%w", err)
 	}
-	return exec, nil
+	return c, nil
 }
 
 // hostDraws copies the drawn tokens [B] and their log-probs [B] to the host and frees them.

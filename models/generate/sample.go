@@ -63,12 +63,22 @@ func (o SampleOptions) mode(v int) drawMode {
 	return drawMode{noise: true, topK: o.TopK > 0 && o.TopK < v, topP: o.TopP > 0 && o.TopP < 1, minP: o.MinP > 0, penalty: penalty}
 }
 
-// sampleParams are the runtime inputs of the in-graph sampler, so that one compiled graph serves
-// every temperature, top-k, top-p and min-p: keys [B] uint32 (one per row and step, see
-// sampleKey), the temperature and topP as float32 scalars, topK as an int32 scalar (disabled ones
-// set to keep everything: k = V, p = 1), min-p as the largest kept d = −ln MinP and the
-// repetition penalty θ (float32).
-func sampleParams(opts SampleOptions, seed uint64, step, rows, vocab int) []any {
+// sampleInputs are the runtime inputs of the in-graph sampler (sampleParams), so that one compiled
+// graph serves every temperature, top-k, top-p and min-p. T is any on the host and *Node in the
+// graph (internal/named).
+type sampleInputs[T any] struct {
+	Keys        T // [B] uint32: one per row and step (sampleKey)
+	Temperature T // float32
+	TopK        T // int32 (disabled: V)
+	TopP        T // float32 (disabled: 1)
+	MinPD       T // float32: min-p as the largest kept d = −ln MinP (disabled: +∞)
+	Theta       T // float32: the repetition penalty θ (disabled: 1)
+}
+
+// sampleParams are the sampler's runtime inputs: keys one per row and step (see sampleKey), the
+// temperature, topK and topP (disabled ones set to keep everything: k = V, p = 1), min-p's d and
+// the repetition penalty θ.
+func sampleParams(opts SampleOptions, seed uint64, step, rows, vocab int) sampleInputs[any] {
 	keys := make([]uint32, rows)
 	for r := range keys {
 		keys[r] = sampleKey(seed, r, step)
@@ -93,8 +103,8 @@ func sampleParams(opts SampleOptions, seed uint64, step, rows, vocab int) []any 
 	if theta <= 0 {
 		theta = 1
 	}
-	return []any{tensors.FromValue(keys), tensors.FromScalar(temp), tensors.FromScalar(k), tensors.FromScalar(p),
-		tensors.FromScalar(minPD), tensors.FromScalar(theta)}
+	return sampleInputs[any]{Keys: tensors.FromValue(keys), Temperature: tensors.FromScalar(temp), TopK: tensors.FromScalar(k),
+		TopP: tensors.FromScalar(p), MinPD: tensors.FromScalar(minPD), Theta: tensors.FromScalar(theta)}
 }
 
 // sampleKey is row r's key at decode step `step` of a generation seeded with seed: rows draw
@@ -142,13 +152,13 @@ func hash32(x *Node) *Node {
 }
 
 // sampleGraph draws one token per row from logits [B,V] (any float dtype) with the runtime
-// parameters p = (keys, temperature, topK, topP, min-p's largest d, θ) of sampleParams, by the
+// parameters p (sampleParams: keys, temperature, topK, topP, min-p's largest d, θ), by the
 // variant mode; seen [B,V] bool marks the tokens the repetition penalty applies to (nil without
 // it). It returns the tokens [B] int32 and their log-probs [B] float32,
 // log softmax(logits/T)[token] over the whole vocabulary: the tempered model distribution, before
 // the repetition penalty and top-k/top-p/min-p (T = 1 when greedy), which is what a trainer scores.
-func sampleGraph(logits *Node, p []*Node, mode drawMode, seen *Node) (tok, logProb *Node) {
-	keys, temp, topK, topP, minPD, theta := p[0], p[1], p[2], p[3], p[4], p[5]
+func sampleGraph(logits *Node, p sampleInputs[*Node], mode drawMode, seen *Node) (tok, logProb *Node) {
+	keys, temp, topK, topP, minPD, theta := p.Keys, p.Temperature, p.TopK, p.TopP, p.MinPD, p.Theta
 	g := logits.Graph()
 	b, vocab := logits.Shape().Dim(0), logits.Shape().Dim(1)
 	l := ConvertDType(logits, dtypes.Float32) // [B,V]

@@ -10,6 +10,8 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/posttrain/posttrain/internal/named"
 )
 
 // The in-graph sampler is checked against a float64 reference written from the definitions:
@@ -152,27 +154,46 @@ func refDraw(logits []float32, key uint32, opts SampleOptions, seen []bool) (tok
 	return tok, x[tok] - logSumExp(x), best - second, ambiguous
 }
 
+// drawInputs are the inputs of sampleGraph's test graphs: logits [B,V], the sampler's parameters
+// and, with a repetition penalty, the seen mask [B,V].
+type drawInputs[T any] struct {
+	Logits T
+	Sample sampleInputs[T]
+	Seen   []T
+}
+
+// drawGraph is sampleGraph on drawInputs, by sig's names.
+func drawGraph(sig *named.Signature, mode drawMode) func(in []*graph.Node) (*graph.Node, *graph.Node) {
+	return func(nodes []*graph.Node) (*graph.Node, *graph.Node) {
+		in := named.Bind[drawInputs[*graph.Node]](sig.Inputs(nodes))
+		var seen *graph.Node
+		if mode.penalty {
+			seen = in.Seen[0]
+		}
+		return sampleGraph(in.Logits, in.Sample, mode, seen)
+	}
+}
+
 // drawOnDevice runs sampleGraph on logits [B][V] with keys (one per row) and, with a repetition
 // penalty, the seen mask [B][V], and returns the tokens and log-probs.
 func drawOnDevice(t *testing.T, logits [][]float32, keys []uint32, opts SampleOptions, seen [][]bool) ([]int32, []float32) {
 	t.Helper()
 	vocab := len(logits[0])
 	mode := opts.mode(vocab)
-	e, err := graph.NewExec(testBackendOrSkip(t), func(in []*graph.Node) (*graph.Node, *graph.Node) {
-		if mode.penalty {
-			return sampleGraph(in[0], in[1:len(in)-1], mode, in[len(in)-1])
-		}
-		return sampleGraph(in[0], in[1:], mode, nil)
-	})
+	var sig named.Signature
+	e, err := graph.NewExec(testBackendOrSkip(t), drawGraph(&sig, mode))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Finalize()
-	params := sampleParams(opts, 0, 0, len(logits), vocab)
-	params[0] = tensors.FromValue(keys)
-	args := append([]any{tensors.FromValue(logits)}, params...)
+	in := drawInputs[any]{Logits: tensors.FromValue(logits), Sample: sampleParams(opts, 0, 0, len(logits), vocab)}
+	in.Sample.Keys = tensors.FromValue(keys)
 	if mode.penalty {
-		args = append(args, tensors.FromValue(seen))
+		in.Seen = []any{tensors.FromValue(seen)}
+	}
+	args, err := sig.Args(named.Of[any](in))
+	if err != nil {
+		t.Fatal(err)
 	}
 	outs, err := e.Exec(args...)
 	if err != nil {

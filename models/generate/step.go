@@ -6,6 +6,45 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/named"
+)
+
+// The graphs' inputs and outputs (internal/named: T is any or *tensors.Tensor on the host, *Node
+// in the graph).
+type (
+	// prefillInputs are the prompt pass's: the left-padded prompts' ids, positions and attention
+	// mask [B,P], the keys valid in the cache [B,L] and the sampler's parameters.
+	prefillInputs[T any] struct {
+		IDs, Pos, Mask, KeyValid T
+		Sample                   sampleInputs[T]
+	}
+	// decodeInputs are a decode step's: the tokens fed [B,1], their positions [B,1], the cache slot
+	// they go to (int32 scalar), the keys valid [B,L], the state the last step returned and the
+	// sampler's parameters.
+	decodeInputs[T any] struct {
+		Tok, Pos, Slot, KeyValid T
+		State                    state[T]
+		Sample                   sampleInputs[T]
+	}
+	// state is what a step hands to the next: the 2·layers KV caches [B,L,KV,hd] (keys then values
+	// per layer) and, with a repetition penalty, the [B,V] mask of the tokens seen (else none).
+	state[T any] struct{ Caches, Seen []T }
+	// stepOutputs are the prompt pass's and a decode step's: the drawn tokens [B], their
+	// log-probs [B] and the state.
+	stepOutputs[T any] struct {
+		Tok, LogProb T
+		State        state[T]
+	}
+	// fullInputs are the uncached reference's: ids, positions and mask [B,S] of the whole
+	// sequence right-padded to a bucket, each row's last real position [B] and the sampler's
+	// parameters.
+	fullInputs[T any] struct {
+		IDs, Pos, Mask, Last T
+		Sample               sampleInputs[T]
+	}
+	// drawOutputs are the uncached reference's: the drawn tokens and their log-probs [B].
+	drawOutputs[T any] struct{ Tok, LogProb T }
 )
 
 // cachedStepper runs the prompt pass then single-token decode steps against the KV cache.
@@ -13,45 +52,46 @@ type cachedStepper struct {
 	g    *Generator
 	how  KVUpdate
 	mode drawMode
-	// caches are the 2·layers [B,L,KV,hd] key and value tensors (keys then values per layer),
-	// then, with a repetition penalty, the [B,V] mask of the tokens seen: the previous
-	// execution's outputs, owned by the stepper until the next decode step takes them.
+	// caches are the state of the previous execution (its outputs), flat: State.Caches then
+	// State.Seen, owned by the stepper until the next decode step takes them.
 	caches []*tensors.Tensor
-	numKV  int // how many of caches are keys and values (the rest: the seen mask)
+	numKV  int // how many of caches are State.Caches (the rest: State.Seen)
 	// keepCaches passes the caches to the decode step as plain tensors, kept alive through the
 	// step and freed after it, instead of donating them (the path before donation; tests compare).
 	keepCaches bool
 }
 
-func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
+func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
 	g := s.g
-	exec, err := g.exec(execKey{graph: "prefill", mode: s.mode}, func(ctx *context.Context, in []*Node) []*Node {
-		logits, caches := prefillGraph(ctx, g.model, in[0], in[1], in[2], in[3])
+	exec, err := g.exec(execKey{graph: "prefill", mode: s.mode}, func(ctx *context.Context, nodes named.Inputs) named.List[*Node] {
+		in := named.Bind[prefillInputs[*Node]](nodes)
+		var out stepOutputs[*Node]
+		logits, caches := prefillGraph(ctx, g.model, in.IDs, in.Pos, in.Mask, in.KeyValid)
+		out.State.Caches = caches
 		var seen *Node
 		if s.mode.penalty {
-			seen = seenTokens(in[0], in[2], g.spec.VocabSize)
-			caches = append(caches, seen)
+			seen = seenTokens(in.IDs, in.Mask, g.spec.VocabSize)
+			out.State.Seen = []*Node{seen}
 		}
-		tok, lp := sampleGraph(logits, in[4:], s.mode, seen)
-		return append([]*Node{tok, lp}, caches...)
+		out.Tok, out.LogProb = sampleGraph(logits, in.Sample, s.mode, seen)
+		return named.Of[*Node](out)
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	args := append([]any{tensors.FromValue(ids), tensors.FromValue(pos), tensors.FromValue(mask), tensors.FromValue(keyValid)}, sample...)
-	outs, err := g.execute(exec, args...)
+	in := prefillInputs[any]{IDs: tensors.FromValue(ids), Pos: tensors.FromValue(pos), Mask: tensors.FromValue(mask),
+		KeyValid: tensors.FromValue(keyValid), Sample: sample}
+	res, err := g.execute(exec, named.Of[any](in))
 	if err != nil {
 		return nil, nil, err
 	}
-	s.caches = outs[2:]
-	s.numKV = len(s.caches)
-	if s.mode.penalty {
-		s.numKV-- // the seen mask
-	}
-	return g.hostDraws(outs[0], outs[1])
+	out := named.Bind[stepOutputs[*tensors.Tensor]](res)
+	s.caches = append(out.State.Caches, out.State.Seen...)
+	s.numKV = len(out.State.Caches)
+	return g.hostDraws(out.Tok, out.LogProb)
 }
 
-func (s *cachedStepper) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
+func (s *cachedStepper) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
 	caches, err := s.cacheArgs()
 	if err != nil {
 		return nil, nil, err
@@ -59,38 +99,41 @@ func (s *cachedStepper) next(tok, pos [][]int32, slot int, keyValid [][]int32, s
 	return s.decode(caches, tok, pos, slot, keyValid, sample)
 }
 
-// decode runs one decode step on caches (the arguments cacheArgs made of s.caches) and keeps the
-// step's caches.
-func (s *cachedStepper) decode(caches []any, tok, pos [][]int32, slot int, keyValid [][]int32, sample []any) ([]int32, []float32, error) {
+// decode runs one decode step on caches (the arguments cacheArgs made of s.caches, flat as
+// s.caches) and keeps the step's state.
+func (s *cachedStepper) decode(caches []any, tok, pos [][]int32, slot int, keyValid [][]int32,
+	sample sampleInputs[any]) ([]int32, []float32, error) {
 	exec, err := s.decodeExec()
 	if err != nil {
 		return nil, nil, err
 	}
-	args := []any{tensors.FromValue(tok), tensors.FromValue(pos), tensors.FromScalar(int32(slot)), tensors.FromValue(keyValid)}
-	args = append(append(args, caches...), sample...)
-	outs, err := s.g.execute(exec, args...)
+	in := decodeInputs[any]{Tok: tensors.FromValue(tok), Pos: tensors.FromValue(pos), Slot: tensors.FromScalar(int32(slot)),
+		KeyValid: tensors.FromValue(keyValid), State: state[any]{Caches: caches[:s.numKV], Seen: caches[s.numKV:]}, Sample: sample}
+	res, err := s.g.execute(exec, named.Of[any](in))
 	if err != nil {
 		return nil, nil, err
 	}
+	out := named.Bind[stepOutputs[*tensors.Tensor]](res)
 	s.freeCaches() // the caches not donated
-	s.caches = outs[2:]
-	return s.g.hostDraws(outs[0], outs[1])
+	s.caches = append(out.State.Caches, out.State.Seen...)
+	return s.g.hostDraws(out.Tok, out.LogProb)
 }
 
-// decodeExec is the decode step's Exec: inputs tok [B,1], pos [B,1], slot, keyValid [B,L], the
-// caches, then the sampler's parameters; outputs the token, its log-prob and the new caches.
-func (s *cachedStepper) decodeExec() (*context.Exec, error) {
+// decodeExec is the decode step's graph: decodeInputs → stepOutputs, the new state.
+func (s *cachedStepper) decodeExec() (*compiled, error) {
 	g := s.g
-	nKV, nCache := s.numKV, len(s.caches)
-	return g.exec(execKey{graph: "decode", mode: s.mode, how: s.how}, func(ctx *context.Context, in []*Node) []*Node {
-		logits, caches := decodeGraph(ctx, g.model, in[0], in[1], in[2], in[3], in[4:4+nKV], s.how)
+	return g.exec(execKey{graph: "decode", mode: s.mode, how: s.how}, func(ctx *context.Context, nodes named.Inputs) named.List[*Node] {
+		in := named.Bind[decodeInputs[*Node]](nodes)
+		var out stepOutputs[*Node]
+		logits, caches := decodeGraph(ctx, g.model, in.Tok, in.Pos, in.Slot, in.KeyValid, in.State.Caches, s.how)
+		out.State.Caches = caches
 		var seen *Node
 		if s.mode.penalty {
-			seen = seeToken(in[4+nKV], in[0]) // the token fed in was drawn last step
-			caches = append(caches, seen)
+			seen = seeToken(in.State.Seen[0], in.Tok) // the token fed in was drawn last step
+			out.State.Seen = []*Node{seen}
 		}
-		tok, lp := sampleGraph(logits, in[4+nCache:], s.mode, seen)
-		return append([]*Node{tok, lp}, caches...)
+		out.Tok, out.LogProb = sampleGraph(logits, in.Sample, s.mode, seen)
+		return named.Of[*Node](out)
 	})
 }
 
@@ -144,14 +187,14 @@ type fullStepper struct {
 	ids, mask [][]int32
 }
 
-func (s *fullStepper) start(ids, _, mask, _ [][]int32, sample []any) ([]int32, []float32, error) {
+func (s *fullStepper) start(ids, _, mask, _ [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
 	for r := range ids {
 		s.ids, s.mask = append(s.ids, slices.Clone(ids[r])), append(s.mask, slices.Clone(mask[r]))
 	}
 	return s.forward(sample)
 }
 
-func (s *fullStepper) next(tok, _ [][]int32, _ int, _ [][]int32, sample []any) ([]int32, []float32, error) {
+func (s *fullStepper) next(tok, _ [][]int32, _ int, _ [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
 	for r := range s.ids {
 		s.ids[r] = append(s.ids[r], tok[r][0])
 		s.mask[r] = append(s.mask[r], 1)
@@ -159,15 +202,17 @@ func (s *fullStepper) next(tok, _ [][]int32, _ int, _ [][]int32, sample []any) (
 	return s.forward(sample)
 }
 
-func (s *fullStepper) forward(sample []any) ([]int32, []float32, error) {
+func (s *fullStepper) forward(sample sampleInputs[any]) ([]int32, []float32, error) {
 	g := s.g
-	exec, err := g.exec(execKey{graph: "full", mode: s.mode}, func(ctx *context.Context, in []*Node) []*Node {
+	exec, err := g.exec(execKey{graph: "full", mode: s.mode}, func(ctx *context.Context, nodes named.Inputs) named.List[*Node] {
+		in := named.Bind[fullInputs[*Node]](nodes)
 		var seen *Node
 		if s.mode.penalty {
-			seen = seenTokens(in[0], in[2], g.spec.VocabSize)
+			seen = seenTokens(in.IDs, in.Mask, g.spec.VocabSize)
 		}
-		tok, lp := sampleGraph(g.model.LastLogits(ctx, in[0], in[1], in[2], in[3]), in[4:], s.mode, seen)
-		return []*Node{tok, lp}
+		var out drawOutputs[*Node]
+		out.Tok, out.LogProb = sampleGraph(g.model.LastLogits(ctx, in.IDs, in.Pos, in.Mask, in.Last), in.Sample, s.mode, seen)
+		return named.Of[*Node](out)
 	})
 	if err != nil {
 		return nil, nil, err
@@ -180,12 +225,14 @@ func (s *fullStepper) forward(sample []any) ([]int32, []float32, error) {
 		mask[r] = append(slices.Clone(s.mask[r]), make([]int32, padded-n)...)
 		last[r] = int32(n - 1)
 	}
-	args := append([]any{tensors.FromValue(ids), tensors.FromValue(positionIDs(mask)), tensors.FromValue(mask), tensors.FromValue(last)}, sample...)
-	outs, err := g.execute(exec, args...)
+	in := fullInputs[any]{IDs: tensors.FromValue(ids), Pos: tensors.FromValue(positionIDs(mask)), Mask: tensors.FromValue(mask),
+		Last: tensors.FromValue(last), Sample: sample}
+	res, err := g.execute(exec, named.Of[any](in))
 	if err != nil {
 		return nil, nil, err
 	}
-	return g.hostDraws(outs[0], outs[1])
+	out := named.Bind[drawOutputs[*tensors.Tensor]](res)
+	return g.hostDraws(out.Tok, out.LogProb)
 }
 
 func (s *fullStepper) close() {}

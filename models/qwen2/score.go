@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/gomlxfix"
+	"github.com/posttrain/posttrain/internal/named"
 )
 
 // Checksum summarizes the logits at every real position p (mask = 1) and vocabulary entry v:
@@ -36,6 +37,18 @@ type ScoreResult struct {
 	GlobalL2   float64   // root sum of squares of GradL2
 }
 
+// scoreInputs are Score's graph inputs: ids, position ids, attention mask [B,S] int32, the scored
+// mask [B,S] float32 and each row's last real position [B] int32. T is any on the host and *Node
+// in the graph (internal/named).
+type scoreInputs[T any] struct{ IDs, Pos, Mask, Scored, LastIndex T }
+
+// scoreOutputs are Score's graph outputs: log-probs [B,S], the loss, the last logits [B,V], the
+// checksum [5] and, with grad, Σ g² of each gradient tensor (in Gradients' order).
+type scoreOutputs[T any] struct {
+	LogProbs, Loss, LastLogits, Checksum T
+	GradSquares                          []T
+}
+
 // Score runs the model on a batch: per-token log-probs, the mean NLL over the completion tokens,
 // logits checksums, the last real position's logits and, with grad, the per-tensor gradient
 // norms of the loss. ctx holds the weights.
@@ -50,34 +63,46 @@ func Score(backend backends.Backend, ctx *context.Context, cfg *Config, batch *B
 		last[r] = int32(t)
 	}
 	var names []string
-	fn := func(ctx *context.Context, in []*Node) []*Node {
-		ids, pos, mask, scored, lastIdx := in[0], in[1], in[2], in[3], in[4]
-		h := Hidden(ctx, cfg, ids, pos, mask) // [B,S,D]
-		lp := TargetLogProbs(ctx, cfg, h, ids)
-		loss := MeanNLL(lp, scored)
-		at := Stack([]*Node{Iota(h.Graph(), lastIdx.Shape(), 0), lastIdx}, -1) // [B,2]
-		out := []*Node{lp, loss, Logits(ctx, cfg, Gather(h, at)), checksum(ctx, cfg, h, mask)}
+	var sig named.Signature
+	fn := func(ctx *context.Context, nodes []*Node) []*Node {
+		in := named.Bind[scoreInputs[*Node]](sig.Inputs(nodes))
+		h := Hidden(ctx, cfg, in.IDs, in.Pos, in.Mask) // [B,S,D]
+		lp := TargetLogProbs(ctx, cfg, h, in.IDs)
+		loss := MeanNLL(lp, in.Scored)
+		at := Stack([]*Node{Iota(h.Graph(), in.LastIndex.Shape(), 0), in.LastIndex}, -1) // [B,2]
+		out := scoreOutputs[*Node]{LogProbs: lp, Loss: loss, LastLogits: Logits(ctx, cfg, Gather(h, at)),
+			Checksum: checksum(ctx, cfg, h, in.Mask)}
 		if grad {
 			var grads []*Node
 			names, grads = Gradients(ctx, loss)
 			for _, g := range grads {
-				out = append(out, ReduceAllSum(Square(ConvertDType(g, dtypes.Float64))))
+				out.GradSquares = append(out.GradSquares, ReduceAllSum(Square(ConvertDType(g, dtypes.Float64))))
 			}
 		}
-		return out
+		return sig.Outputs(named.Of[*Node](out))
 	}
-	var outs []*tensors.Tensor
+	var outs scoreOutputs[*tensors.Tensor]
 	err = gomlxfix.Call(func() {
 		exec, err := context.NewExec(backend, ctx, fn)
 		if err != nil {
 			panic(err)
 		}
 		defer exec.Finalize()
-		outs, err = exec.Exec(tensors.FromValue(batch.IDs), tensors.FromValue(PositionIDs(batch.Mask)),
-			tensors.FromValue(batch.Mask), tensors.FromValue(res.Scored), tensors.FromValue(last))
+		in := scoreInputs[any]{IDs: tensors.FromValue(batch.IDs), Pos: tensors.FromValue(PositionIDs(batch.Mask)),
+			Mask: tensors.FromValue(batch.Mask), Scored: tensors.FromValue(res.Scored), LastIndex: tensors.FromValue(last)}
+		args, err := sig.Args(named.Of[any](in))
 		if err != nil {
 			panic(err)
 		}
+		ts, err := exec.Exec(args...)
+		if err != nil {
+			panic(err)
+		}
+		l, err := sig.Results(ts)
+		if err != nil {
+			panic(err)
+		}
+		outs = named.Bind[scoreOutputs[*tensors.Tensor]](l)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("qwen2 score: %w", err)
@@ -85,8 +110,8 @@ func Score(backend backends.Backend, ctx *context.Context, cfg *Config, batch *B
 	return res, res.fill(outs, names, b, s, cfg.VocabSize)
 }
 
-func (res *ScoreResult) fill(outs []*tensors.Tensor, names []string, b, s, vocab int) error {
-	lp, err := Float64s(outs[0])
+func (res *ScoreResult) fill(outs scoreOutputs[*tensors.Tensor], names []string, b, s, vocab int) error {
+	lp, err := Float64s(outs.LogProbs)
 	if err != nil {
 		return err
 	}
@@ -94,8 +119,8 @@ func (res *ScoreResult) fill(outs []*tensors.Tensor, names []string, b, s, vocab
 	for r := range b {
 		res.LogProbs[r] = lp[r*s : (r+1)*s]
 	}
-	res.Loss = float64(tensors.ToScalar[float32](outs[1]))
-	last, err := Float32s(outs[2])
+	res.Loss = float64(tensors.ToScalar[float32](outs.Loss))
+	last, err := Float32s(outs.LastLogits)
 	if err != nil {
 		return err
 	}
@@ -103,10 +128,10 @@ func (res *ScoreResult) fill(outs []*tensors.Tensor, names []string, b, s, vocab
 	for r := range b {
 		res.LastLogits[r] = last[r*vocab : (r+1)*vocab]
 	}
-	stats := tensors.MustCopyFlatData[float64](outs[3])
+	stats := tensors.MustCopyFlatData[float64](outs.Checksum)
 	res.Checksum = Checksum{Positions: int(stats[0]), Sum: stats[1], AbsSum: stats[2], SumSq: stats[3], WeightedSum: stats[4]}
 	res.GradNames = names
-	for _, t := range outs[4:] {
+	for _, t := range outs.GradSquares {
 		sq := tensors.ToScalar[float64](t)
 		res.GradL2 = append(res.GradL2, math.Sqrt(sq))
 		res.GlobalL2 += sq

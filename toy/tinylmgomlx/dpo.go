@@ -7,10 +7,21 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/toy/tinylm"
 	"github.com/posttrain/posttrain/trainers/dpo"
 	"github.com/posttrain/posttrain/trainers/kto"
 )
+
+// dpoInputs are TrainDPO's step inputs: the chosen and the rejected responses, pair by pair.
+type dpoInputs[T any] struct{ Chosen, Rejected Responses[T] }
+
+// ktoInputs are TrainKTO's step inputs: the responses, their labels and their prompts' reference
+// points z.
+type ktoInputs[T any] struct {
+	Responses[T]
+	Desirable, Z T
+}
 
 // TrainDPO is phase 10's train_dpo through trainers/dpo: Epochs full-batch plain steps of lr on
 // the mean sigmoid DPO loss over prefs (식 (10.3)). It returns the policy with its mirror synced.
@@ -35,19 +46,20 @@ func TrainDPO(b backends.Backend, prefs []tinylm.Preference, cfg tinylm.PrefConf
 		p.LM.TokenLogps(pr.Prompt, yw)
 		p.LM.TokenLogps(pr.Prompt, yl)
 	}
-	batches := []Batch{p.Encode(prompts, chosen), p.Encode(prompts, rejected)}
-	s, err := p.NewStep(cfg.LR, 2, func(lps, refs, masks, _ []*Node) (*Node, []*Node) {
-		pc, pr := dpo.SeqLogProbs(lps[0], masks[0]), dpo.SeqLogProbs(lps[1], masks[1])
-		rc, rr := dpo.SeqLogProbs(refs[0], masks[0]), dpo.SeqLogProbs(refs[1], masks[1])
+	s, err := p.NewStep(cfg.LR, func(score Scorer, nodes named.Inputs) (*Node, map[string]*Node) {
+		in := named.Bind[dpoInputs[*Node]](nodes)
+		c, r := score(in.Chosen), score(in.Rejected)
+		pc, pr := dpo.SeqLogProbs(c.LogProbs, c.Mask), dpo.SeqLogProbs(r.LogProbs, r.Mask)
+		rc, rr := dpo.SeqLogProbs(c.RefLogProbs, c.Mask), dpo.SeqLogProbs(r.RefLogProbs, r.Mask)
 		loss, m := dpo.SigmoidLoss(pc, pr, rc, rr, cfg.Beta, 0)
-		return loss, m.Means()
+		return loss, m.Named()
 	})
 	if err != nil {
 		return nil, err
 	}
-	in := Inputs(batches)
+	in := named.Of[any](dpoInputs[any]{Chosen: p.Encode(prompts, chosen).Inputs(), Rejected: p.Encode(prompts, rejected).Inputs()})
 	for epoch := range cfg.Epochs {
-		if _, err := s.Run(in...); err != nil {
+		if _, err := s.Run(in); err != nil {
 			return nil, fmt.Errorf("dpo epoch %d: %w", epoch, err)
 		}
 	}
@@ -83,10 +95,12 @@ func TrainKTO(b backends.Backend, labels []tinylm.KTOLabel, cfg tinylm.PrefConfi
 	}
 	batch := p.Encode(prompts, ys)
 	kcfg := kto.Config{Beta: cfg.Beta, DesirableWeight: 1, UndesirableWeight: 1}
-	s, err := p.NewStep(cfg.LR, 1, func(lps, refs, masks, extra []*Node) (*Node, []*Node) {
-		pol, ref := kto.SeqLogProbs(lps[0], masks[0]), kto.SeqLogProbs(refs[0], masks[0])
-		loss, m := kto.Loss(pol, ref, extra[0], extra[1], kcfg)
-		return loss, []*Node{m.KL}
+	s, err := p.NewStep(cfg.LR, func(score Scorer, nodes named.Inputs) (*Node, map[string]*Node) {
+		in := named.Bind[ktoInputs[*Node]](nodes)
+		r := score(in.Responses)
+		pol, ref := kto.SeqLogProbs(r.LogProbs, r.Mask), kto.SeqLogProbs(r.RefLogProbs, r.Mask)
+		loss, m := kto.Loss(pol, ref, in.Desirable, in.Z, kcfg)
+		return loss, map[string]*Node{"kl": m.KL}
 	})
 	if err != nil {
 		return nil, err
@@ -100,7 +114,7 @@ func TrainKTO(b backends.Backend, labels []tinylm.KTOLabel, cfg tinylm.PrefConfi
 		for i, l := range labels {
 			zs[i] = z[l.Prompt]
 		}
-		if _, err := s.Run(Inputs([]Batch{batch}, good, zs)...); err != nil {
+		if _, err := s.Run(named.Of[any](ktoInputs[any]{Responses: batch.Inputs(), Desirable: good, Z: zs})); err != nil {
 			return nil, fmt.Errorf("kto epoch %d: %w", epoch, err)
 		}
 		if err := p.Sync(); err != nil {

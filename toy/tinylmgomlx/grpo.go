@@ -6,16 +6,27 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/pyrand"
 	"github.com/posttrain/posttrain/toy/tinylm"
 	"github.com/posttrain/posttrain/trainers/grpo"
 	"github.com/posttrain/posttrain/trainers/rl"
 )
 
+// ppoInputs are the step inputs of the clipped-ratio losses (TrainGRPO, RLHFPPO): the responses,
+// π_old's per-token log-probs and the advantages.
+type ppoInputs[T any] struct {
+	Responses[T]
+	Old, Advantages T
+}
+
+// stepLoss is the loss a Policy's step compiles (Policy.NewStep).
+type stepLoss = func(score Scorer, in named.Inputs) (*Node, map[string]*Node)
+
 // variantLoss maps the course's GRPO cfg onto trainers/grpo's named functions: ratio token →
 // TokenRatio, sequence → SequenceRatio (GSPO); agg seq_mean → GRPOMean, token_mean → BNPOMean
-// (DAPO on one batch), const → DrGRPOMean(MaxNewTokens).
-func variantLoss(v tinylm.GRPOVariant) (func(lps, refs, masks, extra []*Node) (*Node, []*Node), error) {
+// (DAPO on one batch), const → DrGRPOMean(MaxNewTokens). Its inputs are ppoInputs.
+func variantLoss(v tinylm.GRPOVariant) (stepLoss, error) {
 	if err := v.Validate(); err != nil {
 		return nil, err
 	}
@@ -33,10 +44,12 @@ func variantLoss(v tinylm.GRPOVariant) (func(lps, refs, masks, extra []*Node) (*
 		agg = grpo.DrGRPOMean(tinylm.MaxNewTokens)
 	}
 	params := grpo.Params{EpsLow: v.EpsLow, EpsHigh: v.EpsHigh, Beta: v.Beta}
-	return func(lps, refs, masks, extra []*Node) (*Node, []*Node) {
-		loss, m := grpo.Loss(grpo.Inputs{LogProbs: lps[0], OldLogProbs: extra[0], RefLogProbs: refs[0],
-			Mask: masks[0], Advantages: extra[1]}, params, ratio, agg)
-		return loss, []*Node{m.ClipRatioRegion, m.KL}
+	return func(score Scorer, nodes named.Inputs) (*Node, map[string]*Node) {
+		in := named.Bind[ppoInputs[*Node]](nodes)
+		r := score(in.Responses)
+		loss, m := grpo.Loss(grpo.Inputs{LogProbs: r.LogProbs, OldLogProbs: in.Old, RefLogProbs: r.RefLogProbs,
+			Mask: r.Mask, Advantages: in.Advantages}, params, ratio, agg)
+		return loss, map[string]*Node{"clip_ratio/region_mean": m.ClipRatioRegion, "kl": m.KL}
 	}, nil
 }
 
@@ -100,7 +113,7 @@ func TrainGRPO(b backends.Backend, cfg tinylm.GRPOConfig) (*Policy, []tinylm.Sam
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := p.NewStep(cfg.LR/float64(len(tinylm.Prompts)), 1, loss)
+	s, err := p.NewStep(cfg.LR/float64(len(tinylm.Prompts)), loss)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -112,7 +125,7 @@ func TrainGRPO(b backends.Backend, cfg tinylm.GRPOConfig) (*Policy, []tinylm.Sam
 		}
 		for epoch := range cfg.Epochs {
 			for _, g := range groups {
-				if _, err := s.Run(Inputs([]Batch{g.batch}, g.old, g.adv)...); err != nil {
+				if _, err := s.Run(named.Of[any](ppoInputs[any]{Responses: g.batch.Inputs(), Old: g.old, Advantages: g.adv})); err != nil {
 					return nil, nil, fmt.Errorf("grpo iteration %d epoch %d: %w", it, epoch, err)
 				}
 			}

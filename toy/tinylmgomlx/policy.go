@@ -1,9 +1,10 @@
 // Package tinylmgomlx trains the course's TinyLM (phases 8-12) through the GoMLX trainer path:
 // the logit table is a trainable float64 variable, per-token log-probs are computed in the graph
 // (gather the prefix rows, LogSoftmax), and every update is trainers/step applied to a loss from
-// trainers/dpo, trainers/kto or trainers/grpo. Sampling stays on the host with the CPython RNG,
-// through a toy/tinylm mirror of the table, so the sampled responses and the rows' creation order
-// are the oracle's; the results are scored and printed by toy/tinylm.
+// trainers/dpo, trainers/kto or trainers/grpo; each trainer names its step's inputs in a struct
+// of its own (Responses and its extra tensors, internal/named). Sampling stays on the host with
+// the CPython RNG, through a toy/tinylm mirror of the table, so the sampled responses and the
+// rows' creation order are the oracle's; the results are scored and printed by toy/tinylm.
 package tinylmgomlx
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/toy/tinylm"
 	"github.com/posttrain/posttrain/trainers/step"
 )
@@ -29,7 +31,7 @@ type Policy struct {
 	refTab  *context.Variable // /tinylm/ref_logits [R,5], frozen π_ref
 	index   map[tinylm.Key]int
 	keys    []tinylm.Key
-	logps   *step.Eval // forward: policy and reference log-probs of a batch
+	logps   *step.ContextEval // forward: policy and reference log-probs of a batch
 
 	LM, Ref *tinylm.TinyLM // host mirrors: LM follows the table after every Sync; Ref stays at SFT
 }
@@ -56,9 +58,11 @@ func NewPolicy(b backends.Backend) (*Policy, error) {
 	p.refTab = ctx.In("tinylm").VariableWithValue("ref_logits", tensors.FromFlatDataAndDimensions(append([]float64(nil), init...), dims...)).
 		SetTrainable(false)
 	var err error
-	p.logps, err = step.NewContextEval(b, ctx, func(ctx *context.Context, in []*Node) []*Node {
-		g := in[0].Graph()
-		return []*Node{TokenLogProbs(p.table.ValueGraph(g), in[0], in[1]), TokenLogProbs(p.refTab.ValueGraph(g), in[0], in[1])}
+	p.logps, err = step.NewContextEval(b, ctx, func(ctx *context.Context, nodes named.Inputs) map[string]*Node {
+		in := named.Bind[prefixes[*Node]](nodes)
+		g := in.Rows.Graph()
+		return map[string]*Node{"policy": TokenLogProbs(p.table.ValueGraph(g), in.Rows, in.Tokens),
+			"ref": TokenLogProbs(p.refTab.ValueGraph(g), in.Rows, in.Tokens)}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tinylm policy: %w", err)
@@ -92,6 +96,18 @@ type Batch struct {
 	Responses    [][]int
 }
 
+// Responses are a Batch as a step's graph takes it: Rows, Tokens and Mask. A trainer's step
+// inputs embed them (or hold several, DPO's Chosen and Rejected) beside its extra tensors.
+type Responses[T any] struct{ Rows, Tokens, Mask T }
+
+// Inputs returns the batch's Responses for a step's input struct.
+func (b Batch) Inputs() Responses[any] {
+	return Responses[any]{Rows: b.Rows, Tokens: b.Tokens, Mask: b.Mask}
+}
+
+// prefixes are the inputs of the log-prob pass (LogProbs): Rows and Tokens.
+type prefixes[T any] struct{ Rows, Tokens T }
+
 // Encode encodes responses (of prompts[i]) for the graph.
 func (p *Policy) Encode(prompts []string, responses [][]int) Batch {
 	b := Batch{Prompts: prompts, Responses: responses}
@@ -111,11 +127,11 @@ func (p *Policy) Encode(prompts []string, responses [][]int) Batch {
 // LogProbs returns the per-token log-probs of batch under the policy and under π_ref, computed in
 // the graph, each trimmed to the responses' lengths.
 func (p *Policy) LogProbs(b Batch) (policy, ref [][]float64, err error) {
-	outs, err := p.logps.Run(b.Rows, b.Tokens)
+	outs, err := p.logps.Run(named.Of[any](prefixes[any]{Rows: b.Rows, Tokens: b.Tokens}))
 	if err != nil {
 		return nil, nil, fmt.Errorf("tinylm policy: log-probs: %w", err)
 	}
-	return p.trim(b, step.Float64s(outs[0])), p.trim(b, step.Float64s(outs[1])), nil
+	return p.trim(b, step.Float64s(outs["policy"])), p.trim(b, step.Float64s(outs["ref"])), nil
 }
 
 func (p *Policy) trim(b Batch, flat []float64) [][]float64 {
@@ -126,32 +142,28 @@ func (p *Policy) trim(b Batch, flat []float64) [][]float64 {
 	return out
 }
 
-// NewStep compiles a plain-gradient-step trainer (the course's θ ← θ − lr·∇L) for loss. The step's
-// inputs (see Inputs) are rows, tokens and mask of each of nBatches batches (DPO: chosen and
-// rejected), then extra tensors. loss receives, per batch, the policy's and the (detached)
-// reference's per-token log-probs computed in the graph and the mask, then the extras.
-func (p *Policy) NewStep(lr float64, nBatches int, loss func(logps, refLogps, masks, extra []*Node) (*Node, []*Node)) (*step.Step, error) {
+// Scored are a batch's Responses scored in the graph: the policy's and the (detached) reference's
+// per-token log-probs [B,T], and the mask.
+type Scored struct{ LogProbs, RefLogProbs, Mask *Node }
+
+// Scorer scores a step's Responses in its graph.
+type Scorer func(Responses[*Node]) Scored
+
+// NewStep compiles a plain-gradient-step trainer (the course's θ ← θ − lr·∇L) for loss. The step
+// runs on the Feed of a trainer's input struct (Responses and extra tensors; see Batch.Inputs);
+// loss binds the same struct from in and scores its Responses with score.
+func (p *Policy) NewStep(lr float64, loss func(score Scorer, in named.Inputs) (*Node, map[string]*Node)) (*step.Step, error) {
 	return step.New(p.backend, p.ctx, step.Config{Optimizer: step.Plain, LearningRate: lr},
-		func(ctx *context.Context, in []*Node) (*Node, []*Node) {
-			g := in[0].Graph()
-			var lps, refs, masks []*Node
-			for i := range nBatches {
-				rows, toks := in[3*i], in[3*i+1]
-				lps = append(lps, TokenLogProbs(p.table.ValueGraph(g), rows, toks))
-				refs = append(refs, StopGradient(TokenLogProbs(p.refTab.ValueGraph(g), rows, toks)))
-				masks = append(masks, in[3*i+2])
-			}
-			return loss(lps, refs, masks, in[3*nBatches:])
+		func(ctx *context.Context, in named.Inputs) (*Node, map[string]*Node) {
+			return loss(p.score, in)
 		})
 }
 
-// Inputs returns the step inputs of batches followed by extras.
-func Inputs(batches []Batch, extras ...any) []any {
-	var in []any
-	for _, b := range batches {
-		in = append(in, b.Rows, b.Tokens, b.Mask)
-	}
-	return append(in, extras...)
+// score computes r's log-probs under the policy and the detached reference.
+func (p *Policy) score(r Responses[*Node]) Scored {
+	g := r.Rows.Graph()
+	return Scored{LogProbs: TokenLogProbs(p.table.ValueGraph(g), r.Rows, r.Tokens),
+		RefLogProbs: StopGradient(TokenLogProbs(p.refTab.ValueGraph(g), r.Rows, r.Tokens)), Mask: r.Mask}
 }
 
 // Sync copies the table's trained rows into the host mirror LM (the rows it has, in its order):

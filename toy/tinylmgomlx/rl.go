@@ -6,6 +6,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/pyrand"
 	"github.com/posttrain/posttrain/toy/tinylm"
 	"github.com/posttrain/posttrain/trainers/grpo"
@@ -42,12 +43,21 @@ func sum(xs []float64) float64 {
 	return s
 }
 
+// pgInputs are the step inputs of the on-policy loss: the responses and their advantages.
+type pgInputs[T any] struct {
+	Responses[T]
+	Advantages T
+}
+
 // onPolicyLoss is the policy-gradient loss at ratio 1: trainers/grpo with old = the detached
-// current log-probs, β = 0, per-sequence advantages and the given aggregation.
-func onPolicyLoss(agg grpo.Aggregation) func(lps, refs, masks, extra []*Node) (*Node, []*Node) {
-	return func(lps, _, masks, extra []*Node) (*Node, []*Node) {
-		loss, _ := grpo.Loss(grpo.Inputs{LogProbs: lps[0], OldLogProbs: StopGradient(lps[0]), Mask: masks[0],
-			Advantages: extra[0]}, grpo.Params{EpsLow: 0.2, EpsHigh: 0.2}, grpo.TokenRatio, agg)
+// current log-probs, β = 0, per-sequence advantages and the given aggregation. Its inputs are
+// pgInputs.
+func onPolicyLoss(agg grpo.Aggregation) stepLoss {
+	return func(score Scorer, nodes named.Inputs) (*Node, map[string]*Node) {
+		in := named.Bind[pgInputs[*Node]](nodes)
+		r := score(in.Responses)
+		loss, _ := grpo.Loss(grpo.Inputs{LogProbs: r.LogProbs, OldLogProbs: StopGradient(r.LogProbs), Mask: r.Mask,
+			Advantages: in.Advantages}, grpo.Params{EpsLow: 0.2, EpsHigh: 0.2}, grpo.TokenRatio, agg)
 		return loss, nil
 	}
 }
@@ -61,7 +71,7 @@ func TrainReinforceKL(b backends.Backend, cfg tinylm.ReinforceKLConfig) (*Policy
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := p.NewStep(cfg.LR, 1, onPolicyLoss(grpo.SequenceSumMean))
+	s, err := p.NewStep(cfg.LR, onPolicyLoss(grpo.SequenceSumMean))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,7 +95,7 @@ func TrainReinforceKL(b backends.Backend, cfg tinylm.ReinforceKLConfig) (*Policy
 				adv[g+i] = scores[i] - baseline
 			}
 		}
-		if _, err := s.Run(Inputs([]Batch{batch}, adv)...); err != nil {
+		if _, err := s.Run(named.Of[any](pgInputs[any]{Responses: batch.Inputs(), Advantages: adv})); err != nil {
 			return nil, nil, fmt.Errorf("reinforce-kl iteration %d: %w", it, err)
 		}
 		if err := p.Sync(); err != nil {
@@ -113,10 +123,12 @@ func RLHFPPO(b backends.Backend, rm *tinylm.RewardModel, cfg tinylm.RLHFConfig) 
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := p.NewStep(cfg.LR, 1, func(lps, _, masks, extra []*Node) (*Node, []*Node) {
-		loss, m := grpo.Loss(grpo.Inputs{LogProbs: lps[0], OldLogProbs: extra[0], Mask: masks[0], Advantages: extra[1]},
+	s, err := p.NewStep(cfg.LR, func(score Scorer, nodes named.Inputs) (*Node, map[string]*Node) {
+		in := named.Bind[ppoInputs[*Node]](nodes)
+		r := score(in.Responses)
+		loss, m := grpo.Loss(grpo.Inputs{LogProbs: r.LogProbs, OldLogProbs: in.Old, Mask: r.Mask, Advantages: in.Advantages},
 			grpo.Params{EpsLow: cfg.Eps, EpsHigh: cfg.Eps}, grpo.TokenRatio, grpo.BNPOMean)
-		return loss, []*Node{m.ClipRatioRegion}
+		return loss, map[string]*Node{"clip_ratio/region_mean": m.ClipRatioRegion}
 	})
 	if err != nil {
 		return nil, nil, err
@@ -148,9 +160,9 @@ func RLHFPPO(b backends.Backend, rm *tinylm.RewardModel, cfg tinylm.RLHFConfig) 
 			oldT[i], advT[i] = padded(old[i]), padded(adv)
 			keys, rets = append(keys, k), append(rets, ret)
 		}
-		in := Inputs([]Batch{batch}, oldT, advT)
+		in := named.Of[any](ppoInputs[any]{Responses: batch.Inputs(), Old: oldT, Advantages: advT})
 		for epoch := range cfg.Epochs {
-			if _, err := s.Run(in...); err != nil {
+			if _, err := s.Run(in); err != nil {
 				return nil, nil, fmt.Errorf("rlhf iteration %d epoch %d: %w", it, epoch, err)
 			}
 		}

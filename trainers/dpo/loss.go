@@ -44,15 +44,30 @@ type Metrics struct {
 	LogpsRejected   *Node // logps/rejected = log π(y_l)
 }
 
-// MetricNames are TRL's names of Means' entries, in order (dpo_trainer.py L1782-1805).
+// MetricNames are TRL's names of the batch means (dpo_trainer.py L1782-1805), in Means' order.
 var MetricNames = []string{"rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins",
 	"logps/chosen", "logps/rejected"}
 
-// Means returns the batch means, in the order of MetricNames.
+// Named returns the batch means by their TRL names (MetricNames).
+func (m Metrics) Named() map[string]*Node {
+	return map[string]*Node{
+		"rewards/chosen":     ReduceAllMean(m.RewardsChosen),
+		"rewards/rejected":   ReduceAllMean(m.RewardsRejected),
+		"rewards/accuracies": ReduceAllMean(m.Accuracies),
+		"rewards/margins":    ReduceAllMean(m.Margins),
+		"logps/chosen":       ReduceAllMean(m.LogpsChosen),
+		"logps/rejected":     ReduceAllMean(m.LogpsRejected),
+	}
+}
+
+// Means returns the batch means in the order of MetricNames (the hand checks' outputs).
 func (m Metrics) Means() []*Node {
-	return []*Node{ReduceAllMean(m.RewardsChosen), ReduceAllMean(m.RewardsRejected),
-		ReduceAllMean(m.Accuracies), ReduceAllMean(m.Margins),
-		ReduceAllMean(m.LogpsChosen), ReduceAllMean(m.LogpsRejected)}
+	named := m.Named()
+	out := make([]*Node, len(MetricNames))
+	for i, name := range MetricNames {
+		out[i] = named[name]
+	}
+	return out
 }
 
 // metrics computes the implicit rewards β·log π/π_ref, detached (TRL logs them, never trains on them).

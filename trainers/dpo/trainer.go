@@ -2,7 +2,6 @@ package dpo
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -77,9 +77,14 @@ func (t *Trainer) Units(int) float64 { return 1 }
 // Tokens implements loop.Method.
 func (t *Trainer) Tokens(i int) int { return len(t.chosen[i].IDs) + len(t.rejected[i].IDs) }
 
-// Batch implements loop.Method: ids, pos, mask, completion mask [2B,T] and the reference
-// log-probs [2B], chosen rows first.
-func (t *Trainer) Batch(idx []int) ([]any, error) {
+// batch is a micro-batch of B pairs as the graph takes it: 2B rows, chosen rows first.
+type batch[T any] struct {
+	loop.RowInputs[T]   // ids, pos, mask, completion mask [2B,T]
+	Ref               T // the reference log-probs [2B]
+}
+
+// Batch implements loop.Method: the pairs idx as a batch, chosen rows first.
+func (t *Trainer) Batch(idx []int) (named.Feed, error) {
 	rows := make([]encode.Encoded, 0, 2*len(idx))
 	ref := make([]float32, 0, 2*len(idx))
 	for _, i := range idx {
@@ -88,25 +93,18 @@ func (t *Trainer) Batch(idx []int) ([]any, error) {
 	for _, i := range idx {
 		rows, ref = append(rows, t.rejected[i]), append(ref, t.refRej[i])
 	}
-	return append(loop.EncodedRows(rows).Inputs(), ref), nil
-}
-
-// MetricNames implements loop.Method: TRL's DPO metrics (dpo_trainer.py L1782-1805), in the
-// order Loss returns them; nll_loss only with rpo_alpha or loss_type sft.
-func (t *Trainer) MetricNames() []string {
-	names := append(slices.Clone(MetricNames), "logits/chosen", "logits/rejected")
-	if NeedsNLL(t.cfg.LossType, t.cfg.RPOAlpha) {
-		names = append(names, "nll_loss")
-	}
-	return names
+	return named.Of[any](batch[any]{RowInputs: loop.EncodedRows(rows).Fields(), Ref: ref}), nil
 }
 
 // Loss implements loop.Method: the loss types of the list summed with loss_weights (Combine),
 // plus rpo_alpha × the chosen rows' NLL (WithNLL), times B/norm so that the micro-batches of a
 // step average over all its pairs. One forward pass gives the log-probs, the NLL and the
-// logits metrics; the logits are summed over the vocabulary without being materialized.
-func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
-	ids, pos, mask, scored, ref := in[0], in[1], in[2], in[3], in[4]
+// logits metrics; the logits are summed over the vocabulary without being materialized. The
+// metrics are TRL's (dpo_trainer.py L1782-1805): MetricNames, logits/chosen and
+// logits/rejected, and nll_loss only with rpo_alpha or loss_type sft.
+func (t *Trainer) Loss(ctx *context.Context, inputs named.Inputs, norm *Node) (*Node, map[string]*Node) {
+	in := named.Bind[batch[*Node]](inputs)
+	ids, pos, mask, scored, ref := in.IDs, in.Pos, in.Mask, in.Loss, in.Ref
 	cfg := t.model.Config
 	b := ids.Shape().Dim(0) / 2
 	h := qwen2.Hidden(ctx, cfg, ids, pos, mask)  // [2B,T,D]
@@ -143,10 +141,11 @@ func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*
 		}
 	}
 	sums := StopGradient(qwen2.TargetLogitSums(ctx, cfg, h)) // [2B,T]
-	metrics := append(m.Means(),
-		MeanLogits(half(sums, 0), half(scored, 0), cfg.VocabSize), MeanLogits(half(sums, 1), half(scored, 1), cfg.VocabSize))
+	metrics := m.Named()
+	metrics["logits/chosen"] = MeanLogits(half(sums, 0), half(scored, 0), cfg.VocabSize)
+	metrics["logits/rejected"] = MeanLogits(half(sums, 1), half(scored, 1), cfg.VocabSize)
 	if needsNLL {
-		metrics = append(metrics, StopGradient(p.NLL))
+		metrics["nll_loss"] = StopGradient(p.NLL)
 	}
 	share := Div(Scalar(ids.Graph(), dtypes.Float32, float64(b)), norm)
 	return Mul(loss, ConvertDType(share, loss.DType())), metrics

@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -43,8 +44,15 @@ type evaluator struct {
 	order     []int // fixed shuffled order (TRL's eval RepeatSampler is seeded with args.seed)
 	promptLen int   // P of the eval batch layout
 	spec      *lossSpec
-	loss      *step.Eval
+	loss      *step.ContextEval // inputs MicroBatch and evalNorm; outputs evalLoss and the step metrics
 }
+
+// The eval loss graph's input beside MicroBatch (the step normaliser) and its output beside the
+// step metrics (whose TRL names never collide with either: they are neither capitalised nor "loss").
+const (
+	evalNorm = "norm"
+	evalLoss = "loss"
+)
 
 // newEvaluator prepares the eval prompts (left-truncated to max_prompt_length like the training
 // ones) and the forward-only loss: the training loss with gradient_accumulation_steps 1 (each
@@ -75,9 +83,10 @@ func (t *Trainer) newEvaluator(prompts []*Prompt) (*evaluator, error) {
 	spec.GradAccum, spec.OffPolicy = 1, false
 	e.spec = &spec
 	var err error
-	e.loss, err = step.NewContextEval(t.s.Backend, t.s.Model.Ctx, func(ctx *context.Context, in []*graph.Node) []*graph.Node {
-		loss, ms := e.spec.lossGraph(ctx, in[:len(in)-1], in[len(in)-1])
-		return append([]*graph.Node{loss}, ms...)
+	e.loss, err = step.NewContextEval(t.s.Backend, t.s.Model.Ctx, func(ctx *context.Context, in named.Inputs) map[string]*graph.Node {
+		loss, ms := e.spec.lossGraph(ctx, in.Without(evalNorm), in.Get(evalNorm))
+		ms[evalLoss] = loss
+		return ms
 	})
 	if err != nil {
 		return nil, fmt.Errorf("grpo: eval loss: %w", err)
@@ -185,8 +194,10 @@ func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Rollout, float64, 
 		adv[i] = float32(a)
 	}
 	norm := e.spec.stepNorm(r.Len(), r.maskedTokens(0, r.Len()))
-	outs, err := e.loss.Run(b.IDs, b.Pos, b.Attn, b.Mask, adv, rows(nil, 0, r.Len(), c.MaxCompletionLength),
-		rows(r.RefLogp, 0, r.Len(), c.MaxCompletionLength), b.Sampled, float32(norm))
+	in := MicroBatch[any]{Sequences: b.sequences(), Mask: b.Mask, Advantages: adv,
+		OldLogProbs: rows(nil, 0, r.Len(), c.MaxCompletionLength), RefLogProbs: rows(r.RefLogp, 0, r.Len(), c.MaxCompletionLength),
+		SampledLogProbs: b.Sampled}
+	outs, err := e.loss.Run(named.Of[any](in).With(evalNorm, float32(norm)))
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -194,12 +205,12 @@ func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Rollout, float64, 
 	for k, v := range r.lengthStats() {
 		ms[k] = v
 	}
-	for i, name := range stepMetricNames {
-		if name != "kl" || c.Beta != 0 {
-			ms[name] = step.ScalarValue(outs[i+1])
+	for name, v := range outs {
+		if name != evalLoss && (name != "kl" || c.Beta != 0) {
+			ms[name] = step.ScalarValue(v)
 		}
 	}
-	return r, step.ScalarValue(outs[0]), ms, nil
+	return r, step.ScalarValue(outs[evalLoss]), ms, nil
 }
 
 // evalCompletionLines are the eval_completions.jsonl lines of an eval batch: every completion.

@@ -6,6 +6,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/step"
@@ -20,6 +21,21 @@ import (
 //
 // Only the C completion positions go through the LM head (TRL's logits_to_keep = C+1 minus the
 // last logit): the hidden state at P-1+t predicts completion token t.
+
+// Sequences are the token rows of a rollout batch (ids, pos, attn [B,P+C] int32): the inputs of
+// the scoring graph of old and reference log-probs. T is any on the host, *Node in the graph
+// (internal/named).
+type Sequences[T any] struct{ IDs, Pos, Attn T }
+
+// MicroBatch are the inputs of a GRPO micro-batch's loss graph (lossGraph, MicroBatchLoss).
+type MicroBatch[T any] struct {
+	Sequences[T]
+	Mask            T // [B,C] float32: 1 = completion token the loss counts
+	Advantages      T // [B] float32
+	OldLogProbs     T // [B,C] float32: π_old's (read only off-policy; on-policy the graph's own)
+	RefLogProbs     T // [B,C] float32: the reference's (read only when beta ≠ 0)
+	SampledLogProbs T // [B,C] float32: the sampler's (the sampling_logp_difference metrics)
+}
 
 // CompletionLogProbs returns, for the completion tokens of a rollout batch, the log-probs of the
 // tempered policy log softmax(logits/T)[y_t] [B,C] float32 (TRL divides the logits by the sampling
@@ -77,9 +93,8 @@ type lossSpec struct {
 // loss_type) and the host-side normaliser of an optimizer step of rows completions holding tokens
 // loss tokens (stepNorm), for a caller that drives loop.Optimizer itself (posttrain bench grpo).
 // It is on-policy (π_old is the detached current policy: ρ = 1), with token-level ratios and no
-// entropy mask. The loss takes the trainer's inputs: ids, pos, attn [B,P+C] int32; mask [B,C]
-// float32; advantages [B] float32; old, reference and sampling log-probs [B,C] float32 (old unused,
-// reference unused when p.Beta is 0).
+// entropy mask. The loss takes the trainer's inputs, MicroBatch (old log-probs unused, reference
+// unused when p.Beta is 0).
 func MicroBatchLoss(model *qwen2.Config, completionLen int, temperature float64, p Params, lossType string,
 	gradAccum int) (loss loop.LossFunc, stepNorm func(rows, tokens int) float64) {
 	sp := &lossSpec{Model: model, CompletionLen: completionLen, Temperature: temperature, Params: p, Ratio: TokenRatio,
@@ -87,38 +102,23 @@ func MicroBatchLoss(model *qwen2.Config, completionLen int, temperature float64,
 	return sp.lossGraph, sp.stepNorm
 }
 
-// Indices of the step metrics returned by lossGraph, after the loss and the gradient norm.
-const (
-	mClipLow = iota
-	mClipLowMin
-	mClipHigh
-	mClipHighMax
-	mClipRegion
-	mKL
-	mEntropy
-	mSampleDiffMean
-	mSampleDiffMax
-	numStepMetrics
-)
+// sampleDiffMax is the step metric that a step takes the maximum of over its micro-batches (the
+// others are averaged).
+const sampleDiffMax = "sampling/sampling_logp_difference/max"
 
-// stepMetricNames are TRL's names of the step metrics, in lossGraph's order. TRL logs, per
-// micro-batch, the mean over processes of the low/high clip ratios and also their min (low_min) and
-// max (high_max) over processes (grpo_trainer.py _compute_loss: nanmin/nanmax of the gathered
-// values); posttrain runs one process, so low_min = low_mean and high_max = high_mean, averaged
-// over micro-batches and the logging window like every other metric, as TRL's log() does.
-var stepMetricNames = [numStepMetrics]string{
-	"clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean", "clip_ratio/high_max",
-	"clip_ratio/region_mean", "kl", "entropy",
-	"sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max",
-}
-
-// lossGraph is the loop.LossFunc of a GRPO micro-batch. inputs: ids, pos, attn [B,P+C] int32;
-// mask [B,C] float32; advantages [B] float32; old, ref, sampling log-probs [B,C] float32. norm is
-// the optimizer step's normaliser (see aggregate), so that the micro-batch losses of a step sum
-// to the loss of the whole accumulated batch.
-func (sp *lossSpec) lossGraph(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
-	ids, pos, attn, mask, adv, old, ref, sampled := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
-	logps, entropy := CompletionLogProbs(ctx, sp.Model, ids, pos, attn, sp.CompletionLen, sp.Temperature)
+// lossGraph is the loop.LossFunc of a GRPO micro-batch: inputs MicroBatch; norm is the optimizer
+// step's normaliser (see aggregate), so that the micro-batch losses of a step sum to the loss of
+// the whole accumulated batch.
+//
+// The step metrics carry TRL's names. TRL logs, per micro-batch, the mean over processes of the
+// low/high clip ratios and also their min (low_min) and max (high_max) over processes
+// (grpo_trainer.py _compute_loss: nanmin/nanmax of the gathered values); posttrain runs one
+// process, so low_min = low_mean and high_max = high_mean, averaged over micro-batches and the
+// logging window like every other metric, as TRL's log() does.
+func (sp *lossSpec) lossGraph(ctx *context.Context, nodes named.Inputs, norm *Node) (*Node, map[string]*Node) {
+	in := named.Bind[MicroBatch[*Node]](nodes)
+	mask, adv, old, ref, sampled := in.Mask, in.Advantages, in.OldLogProbs, in.RefLogProbs, in.SampledLogProbs
+	logps, entropy := CompletionLogProbs(ctx, sp.Model, in.IDs, in.Pos, in.Attn, sp.CompletionLen, sp.Temperature)
 	if !sp.OffPolicy {
 		old = StopGradient(logps)
 	}
@@ -141,20 +141,25 @@ func (sp *lossSpec) lossGraph(ctx *context.Context, in []*Node, norm *Node) (*No
 	}
 	diff := step.Masked(Abs(Sub(training, sampled)), mask)
 	f64 := func(x *Node) *Node { return ConvertDType(x, dtypes.Float64) }
-	metrics := make([]*Node, numStepMetrics)
-	metrics[mClipLow], metrics[mClipHigh], metrics[mClipRegion], metrics[mKL] = m.ClipRatioLow, m.ClipRatioHigh, m.ClipRatioRegion, m.KL
-	metrics[mClipLowMin], metrics[mClipHighMax] = m.ClipRatioLow, m.ClipRatioHigh // one process
-	metrics[mEntropy] = f64(step.TokenMean(entropy, mask))
-	metrics[mSampleDiffMean] = f64(step.TokenMean(diff, mask))
-	metrics[mSampleDiffMax] = f64(ReduceAllMax(diff))
-	return loss, metrics
+	return loss, map[string]*Node{
+		"clip_ratio/low_mean":                    m.ClipRatioLow,
+		"clip_ratio/low_min":                     m.ClipRatioLow, // one process
+		"clip_ratio/high_mean":                   m.ClipRatioHigh,
+		"clip_ratio/high_max":                    m.ClipRatioHigh, // one process
+		"clip_ratio/region_mean":                 m.ClipRatioRegion,
+		"kl":                                     m.KL,
+		"entropy":                                f64(step.TokenMean(entropy, mask)),
+		"sampling/sampling_logp_difference/mean": f64(step.TokenMean(diff, mask)),
+		sampleDiffMax:                            f64(ReduceAllMax(diff)),
+	}
 }
 
-// scoreGraph is the forward-only graph of old and reference log-probs: inputs ids, pos, attn →
-// the completion log-probs [B,C] at the sampling temperature.
-func (sp *lossSpec) scoreGraph(ctx *context.Context, in []*Node) []*Node {
-	lp, _ := CompletionLogProbs(ctx, sp.Model, in[0], in[1], in[2], sp.CompletionLen, sp.Temperature)
-	return []*Node{lp}
+// scoreGraph is the forward-only graph of old and reference log-probs: inputs Sequences →
+// "logps", the completion log-probs [B,C] at the sampling temperature.
+func (sp *lossSpec) scoreGraph(ctx *context.Context, nodes named.Inputs) map[string]*Node {
+	in := named.Bind[Sequences[*Node]](nodes)
+	lp, _ := CompletionLogProbs(ctx, sp.Model, in.IDs, in.Pos, in.Attn, sp.CompletionLen, sp.Temperature)
+	return map[string]*Node{"logps": lp}
 }
 
 // aggregate is TRL's loss_type for one micro-batch of an accumulated step (TRL divides grpo, bnpo

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -90,6 +91,11 @@ func (r *Rollout) batch(lo, hi, promptLen, completionLen int) (*Batch, error) {
 	}
 	b.Pos = qwen2.PositionIDs(b.Attn)
 	return b, nil
+}
+
+// sequences are the batch's token rows as the scoring graph takes them.
+func (b *Batch) sequences() Sequences[any] {
+	return Sequences[any]{IDs: b.IDs, Pos: b.Pos, Attn: b.Attn}
 }
 
 // rows returns rows [lo,hi) of a [N][C] float32 table as a fresh [hi-lo][C] table, zeros when nil.
@@ -242,13 +248,13 @@ func (t *Trainer) rollout() (*Rollout, timings, error) {
 }
 
 // score runs a forward-only log-prob graph over the rollout, one micro-batch of rows at a time.
-func (t *Trainer) score(e *step.Eval, r *Rollout) ([][]float32, error) {
+func (t *Trainer) score(e *step.ContextEval, r *Rollout) ([][]float32, error) {
 	return t.scoreLayout(e, r, t.promptLen, t.cfg.PerDeviceTrainBatchSize)
 }
 
 // scoreLayout is score with prompts left-padded to promptLen and mb rows per forward pass (the
 // last one may be shorter).
-func (t *Trainer) scoreLayout(e *step.Eval, r *Rollout, promptLen, mb int) ([][]float32, error) {
+func (t *Trainer) scoreLayout(e *step.ContextEval, r *Rollout, promptLen, mb int) ([][]float32, error) {
 	c := t.cfg.MaxCompletionLength
 	var out [][]float32
 	for lo := 0; lo < r.Len(); lo += mb {
@@ -257,11 +263,11 @@ func (t *Trainer) scoreLayout(e *step.Eval, r *Rollout, promptLen, mb int) ([][]
 		if err != nil {
 			return nil, err
 		}
-		outs, err := e.Run(b.IDs, b.Pos, b.Attn)
+		outs, err := e.Run(named.Of[any](b.sequences()))
 		if err != nil {
 			return nil, err
 		}
-		flat := step.Float64s(outs[0])
+		flat := step.Float64s(outs["logps"])
 		for i := range mb {
 			row := make([]float32, c)
 			for j := range row {

@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
@@ -65,12 +66,12 @@ type Trainer struct {
 	log       *slog.Logger
 	spec      *lossSpec
 	gen       *generate.Generator
-	random    *RandomReward // the run's "random" reward stream, if it uses that reward
-	oldEval   *step.Eval    // off-policy runs: π_old log-probs after generation
-	refEval   *step.Eval    // β ≠ 0: the reference's log-probs (the frozen initial weights unless synced)
-	ref       *loop.Model   // sync_ref_model with β ≠ 0: the reference weights that syncReference mixes
-	eval      *evaluator    // when the configuration evaluates
-	promptLen int           // P of the batch layout
+	random    *RandomReward     // the run's "random" reward stream, if it uses that reward
+	oldEval   *step.ContextEval // off-policy runs: π_old log-probs after generation
+	refEval   *step.ContextEval // β ≠ 0: the reference's log-probs (the frozen initial weights unless synced)
+	ref       *loop.Model       // sync_ref_model with β ≠ 0: the reference weights that syncReference mixes
+	eval      *evaluator        // when the configuration evaluates
+	promptLen int               // P of the batch layout
 
 	stepBatch, genBatch, stepsPerGen int
 	totalSteps                       int
@@ -85,7 +86,7 @@ type Trainer struct {
 	batch       *Rollout
 	batchSteps  int
 	stepStart   time.Time
-	stepMetrics []float64
+	stepMetrics map[string]float64
 	logs        runLog
 }
 
@@ -252,8 +253,8 @@ func (t *Trainer) Train(ctx stdctx.Context) (*loop.Result, error) {
 type source struct{ *Trainer }
 
 // Loss is the GRPO loss of a micro-batch of a rollout (lossSpec.lossGraph).
-func (s source) Loss(ctx *context.Context, inputs []*graph.Node, norm *graph.Node) (*graph.Node, []*graph.Node) {
-	return s.spec.lossGraph(ctx, inputs, norm)
+func (s source) Loss(ctx *context.Context, in named.Inputs, norm *graph.Node) (*graph.Node, map[string]*graph.Node) {
+	return s.spec.lossGraph(ctx, in, norm)
 }
 
 // CanStop reports whether the generation batch is used up: rollouts are not checkpointed (as in
@@ -286,10 +287,10 @@ func (s source) Accumulate(acc loop.Accumulator) error {
 // one acc.Micro per micro-batch of per_device_train_batch_size rows (gradients summed, each loss
 // already divided by the step's normaliser). Metrics are averaged over the micro-batches,
 // sampling_logp_difference/max is their maximum.
-func (t *Trainer) accumulate(acc loop.Accumulator, r *Rollout, lo int) ([]float64, error) {
+func (t *Trainer) accumulate(acc loop.Accumulator, r *Rollout, lo int) (map[string]float64, error) {
 	c, mb := t.cfg.MaxCompletionLength, t.cfg.PerDeviceTrainBatchSize
 	norm := t.spec.stepNorm(t.stepBatch, r.maskedTokens(lo, lo+t.stepBatch))
-	metrics := make([]float64, numStepMetrics)
+	metrics := map[string]float64{}
 	for m := lo; m < lo+t.stepBatch; m += mb {
 		b, err := r.batch(m, m+mb, t.promptLen, c)
 		if err != nil {
@@ -299,16 +300,16 @@ func (t *Trainer) accumulate(acc loop.Accumulator, r *Rollout, lo int) ([]float6
 		for i := range adv {
 			adv[i] = float32(r.Advantages[m+i])
 		}
-		_, ms, err := acc.Micro([]any{b.IDs, b.Pos, b.Attn, b.Mask, adv, rows(r.OldLogp, m, m+mb, c),
-			rows(r.RefLogp, m, m+mb, c), b.Sampled}, norm)
+		_, ms, err := acc.Micro(named.Of[any](MicroBatch[any]{Sequences: b.sequences(), Mask: b.Mask, Advantages: adv,
+			OldLogProbs: rows(r.OldLogp, m, m+mb, c), RefLogProbs: rows(r.RefLogp, m, m+mb, c), SampledLogProbs: b.Sampled}), norm)
 		if err != nil {
 			return nil, err
 		}
-		for i, v := range ms {
-			if i == mSampleDiffMax {
-				metrics[i] = max(metrics[i], v)
+		for name, v := range ms {
+			if name == sampleDiffMax {
+				metrics[name] = max(metrics[name], v)
 			} else {
-				metrics[i] += v / float64(t.cfg.GradientAccumulationSteps)
+				metrics[name] += v / float64(t.cfg.GradientAccumulationSteps)
 			}
 		}
 	}
@@ -326,9 +327,9 @@ func (s source) Stepped(u loop.Update) error {
 		}
 	}
 	info := StepInfo{Step: t.globalStep, Loss: u.Loss, GradNorm: u.GradNorm, Metrics: map[string]float64{}, Rollout: t.batch}
-	for i, name := range stepMetricNames {
+	for name, v := range t.stepMetrics {
 		if name != "kl" || t.cfg.Beta != 0 {
-			info.Metrics[name] = t.stepMetrics[i]
+			info.Metrics[name] = v
 		}
 	}
 	t.logs.addStep(info, u.LR, time.Since(t.stepStart), t.stepBatch*(t.promptLen+t.cfg.MaxCompletionLength))

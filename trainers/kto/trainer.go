@@ -10,6 +10,7 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -91,29 +92,36 @@ func (t *Trainer) Units(int) float64 { return 1 }
 // Tokens implements loop.Method (the KL rows are not counted, as TRL's num_input_tokens_seen).
 func (t *Trainer) Tokens(i int) int { return len(t.rows[i].IDs) }
 
-// Batch implements loop.Method: the rows' ids, pos, mask, completion mask [B,T], the reference
-// log-probs [B] and the labels [B]; with the KL term, then the KL rows' [B,T'] and their
-// reference log-probs [B].
-func (t *Trainer) Batch(idx []int) ([]any, error) {
+// batch is a micro-batch as the graph takes it without the KL term (loss_type apo_zero_unpaired).
+type batch[T any] struct {
+	loop.RowInputs[T]   // the rows' ids, pos, mask, completion mask [B,T]
+	Ref               T // their reference log-probs [B]
+	Desirable         T // their labels [B] bool
+}
+
+// klBatch is a micro-batch with the KL term: batch, then the KL rows [B,T'] and their reference
+// log-probs [B].
+type klBatch[T any] struct {
+	batch[T]
+	KL    loop.RowInputs[T]
+	RefKL T
+}
+
+// Batch implements loop.Method: batch, or klBatch with the KL term.
+func (t *Trainer) Batch(idx []int) (named.Feed, error) {
 	rows, ref, good := make([]encode.Encoded, len(idx)), make([]float32, len(idx)), make([]bool, len(idx))
 	for k, i := range idx {
 		rows[k], ref[k], good[k] = t.rows[i], t.refRow[i], t.desirable[i]
 	}
-	in := append(loop.EncodedRows(rows).Inputs(), ref, good)
+	in := batch[any]{RowInputs: loop.EncodedRows(rows).Fields(), Ref: ref, Desirable: good}
 	if !t.withKL() {
-		return in, nil
+		return named.Of[any](in), nil
 	}
 	kl, refKL := make([]encode.Encoded, len(idx)), make([]float32, len(idx))
 	for k, i := range idx {
 		kl[k], refKL[k] = t.kl[i], t.refKL[i]
 	}
-	return append(append(in, loop.EncodedRows(kl).Inputs()...), refKL), nil
-}
-
-// MetricNames implements loop.Method: the sums and counts TRL stores (kto_trainer.py L1442-1469).
-func (t *Trainer) MetricNames() []string {
-	return []string{"rewards/chosen_sum", "rewards/rejected_sum", "logps/chosen_sum", "logps/rejected_sum",
-		"logits/chosen_sum", "logits/rejected_sum", "count/chosen", "count/rejected", "kl"}
+	return named.Of[any](klBatch[any]{batch: in, KL: loop.EncodedRows(kl).Fields(), RefKL: refKL}), nil
 }
 
 // Finish implements loop.Finisher as TRL's KTOTrainer.log: rewards, logps and logits per split are the
@@ -140,10 +148,17 @@ func (t *Trainer) Finish(w loop.Window) map[string]float64 {
 
 // Loss implements loop.Method: kto.Loss with the KL reference point, or APOZeroUnpairedLoss,
 // times B/norm. The logits metrics come from the same forward pass, summed over the vocabulary
-// without materializing the logits.
-func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
+// without materializing the logits. The metrics are the sums and counts TRL stores
+// (kto_trainer.py L1442-1469), which Finish turns into its logged values.
+func (t *Trainer) Loss(ctx *context.Context, inputs named.Inputs, norm *Node) (*Node, map[string]*Node) {
 	cfg := t.model.Config
-	ids, pos, mask, scored, ref, good := in[0], in[1], in[2], in[3], in[4], in[5]
+	var in klBatch[*Node]
+	if t.withKL() {
+		in = named.Bind[klBatch[*Node]](inputs)
+	} else {
+		in.batch = named.Bind[batch[*Node]](inputs)
+	}
+	ids, pos, mask, scored, ref, good := in.IDs, in.Pos, in.Mask, in.Loss, in.Ref, in.Desirable
 	b := ids.Shape().Dim(0)
 	h := qwen2.Hidden(ctx, cfg, ids, pos, mask)
 	policy := SeqLogProbs(qwen2.TargetLogProbs(ctx, cfg, h, ids), scored)
@@ -151,17 +166,20 @@ func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*
 	var loss *Node
 	var m Metrics
 	if t.withKL() {
-		policyKL := StopGradient(SeqLogProbs(qwen2.TokenLogProbs(ctx, cfg, in[6], in[7], in[8]), in[9]))
-		loss, m = Loss(policy, ref, good, ReferencePoint(policyKL, in[10]), hp)
+		policyKL := StopGradient(SeqLogProbs(qwen2.TokenLogProbs(ctx, cfg, in.KL.IDs, in.KL.Pos, in.KL.Mask), in.KL.Loss))
+		loss, m = Loss(policy, ref, good, ReferencePoint(policyKL, in.RefKL), hp)
 	} else {
 		loss, m = APOZeroUnpairedLoss(policy, ref, good, hp)
 	}
 	p := StopGradient(policy)
 	logits := RowLogitSums(qwen2.LogitSums(ctx, cfg, h), mask)
 	bad := LogicalNot(good)
-	metrics := []*Node{m.RewardsChosenSum, m.RewardsRejectedSum, ReduceAllSum(step.Masked(p, good)),
-		ReduceAllSum(step.Masked(p, bad)), ReduceAllSum(step.Masked(logits, good)), ReduceAllSum(step.Masked(logits, bad)),
-		m.CountChosen, m.CountRejected, m.KL}
+	metrics := map[string]*Node{
+		"rewards/chosen_sum": m.RewardsChosenSum, "rewards/rejected_sum": m.RewardsRejectedSum,
+		"logps/chosen_sum": ReduceAllSum(step.Masked(p, good)), "logps/rejected_sum": ReduceAllSum(step.Masked(p, bad)),
+		"logits/chosen_sum": ReduceAllSum(step.Masked(logits, good)), "logits/rejected_sum": ReduceAllSum(step.Masked(logits, bad)),
+		"count/chosen": m.CountChosen, "count/rejected": m.CountRejected, "kl": m.KL,
+	}
 	share := Div(Scalar(ids.Graph(), dtypes.Float32, float64(b)), norm)
 	return Mul(loss, ConvertDType(share, loss.DType())), metrics
 }

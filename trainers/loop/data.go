@@ -3,6 +3,7 @@ package loop
 import (
 	"math/rand/v2"
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -66,8 +67,19 @@ func PadRowsMasked(rows [][]int32, scored [][]bool, t int) Rows {
 	return r
 }
 
-// Inputs returns the rows as graph inputs, in the order ids, pos, mask, loss.
-func (r Rows) Inputs() []any { return []any{r.IDs, r.Pos, r.Mask, r.Loss} }
+// RowInputs are the graph inputs of a batch of token rows (Rows): ids, HF position ids and
+// attention mask [B,T] int32, and the loss mask [B,T] float32. T is any on the host and
+// *graph.Node in the graph (internal/named); a method whose batch carries more embeds RowInputs in
+// its own input struct.
+type RowInputs[T any] struct{ IDs, Pos, Mask, Loss T }
+
+// Fields returns the rows as graph inputs, for a method's input struct that embeds them.
+func (r Rows) Fields() RowInputs[any] {
+	return RowInputs[any]{IDs: r.IDs, Pos: r.Pos, Mask: r.Mask, Loss: r.Loss}
+}
+
+// Inputs returns the rows as the Feed of RowInputs.
+func (r Rows) Inputs() named.Feed { return named.Of[any](r.Fields()) }
 
 // MaxLen is the longest row.
 func MaxLen(rows [][]int32) int {

@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/step"
@@ -33,6 +34,7 @@ type evaluator struct {
 	method Method
 	batch  int
 	exec   *context.Exec
+	sig    named.Signature // the method's inputs and "norm"; its metrics
 }
 
 func newEvaluator(backend backends.Backend, m *Model, method Method, batch int) (*evaluator, error) {
@@ -43,13 +45,10 @@ func newEvaluator(backend backends.Backend, m *Model, method Method, batch int) 
 	err := catch("build evaluation graph", func() error {
 		var err error
 		e.exec, err = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
-			norm := inputs[len(inputs)-1]
-			loss, metrics := method.Loss(ctx, inputs[:len(inputs)-1], norm)
+			in := e.sig.Inputs(inputs)
+			loss, metrics := method.Loss(ctx, in.Without(normInput), in.Get(normInput))
 			out := []*Node{ConvertDType(StopGradient(loss), dtypes.Float64)}
-			for _, x := range metrics {
-				out = append(out, ConvertDType(StopGradient(x), dtypes.Float64))
-			}
-			return out
+			return append(out, e.sig.Outputs(named.FromMap(step.Float64Metrics(metrics)))...)
 		})
 		return err
 	})
@@ -79,7 +78,6 @@ func (e *evaluator) run(tokensSeen int64) (map[string]float64, error) {
 	for i := range n {
 		norm += e.method.Units(i)
 	}
-	names := e.method.MetricNames()
 	w := Window{Sums: map[string]float64{}, TokensSeen: tokensSeen}
 	loss := 0.0
 	for lo := 0; lo < n; lo += e.batch {
@@ -93,11 +91,18 @@ func (e *evaluator) run(tokensSeen int64) (map[string]float64, error) {
 		}
 		var outs []*tensors.Tensor
 		if err := catch("evaluate", func() error {
-			var err error
-			outs, err = e.exec.Exec(append(inputs, float32(max(norm, 1)))...)
+			args, err := e.sig.Args(inputs.With(normInput, float32(max(norm, 1))))
+			if err != nil {
+				return err
+			}
+			outs, err = e.exec.Exec(args...)
 			return err
 		}); err != nil {
 			return nil, err
+		}
+		ms, err := e.sig.Results(outs[1:])
+		if err != nil {
+			return nil, fmt.Errorf("evaluate: %w", err)
 		}
 		units := 0.0
 		for _, i := range idx {
@@ -106,8 +111,8 @@ func (e *evaluator) run(tokensSeen int64) (map[string]float64, error) {
 		if units > 0 { // the graph's loss is Σ_{i∈b} ℓ_i / norm
 			loss += step.ScalarValue(outs[0]) * max(norm, 1) / units * float64(len(idx))
 		}
-		for i, name := range names {
-			w.Sums[name] += step.ScalarValue(outs[i+1])
+		for name, v := range step.MetricValues(ms) {
+			w.Sums[name] += v
 		}
 		w.MicroBatches++
 	}
@@ -124,13 +129,13 @@ func (e *evaluator) run(tokensSeen int64) (map[string]float64, error) {
 }
 
 // windowMetrics are a method's logged metrics over a window: its Finisher, or the plain mean
-// over the micro-batches.
+// over the micro-batches of each metric its Loss returned.
 func windowMetrics(method Method, w Window) map[string]float64 {
 	if f, ok := method.(Finisher); ok {
 		return f.Finish(w)
 	}
 	out := map[string]float64{}
-	for _, name := range method.MetricNames() {
+	for name := range w.Sums {
 		out[name] = w.Mean(name)
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/step"
 )
@@ -29,23 +30,24 @@ func EncodedRows(rows []encode.Encoded) Rows {
 // reproduces what the graph computed.
 func SequenceLogProbs(backend backends.Backend, m *Model, rows []encode.Encoded, batch int) (sums, means []float32, err error) {
 	cfg := m.Config
-	ev, err := step.NewContextEval(backend, m.Ctx.Reuse(), func(ctx *context.Context, in []*graph.Node) []*graph.Node {
-		lp := qwen2.TokenLogProbs(ctx, cfg, in[0], in[1], in[2])
-		return []*graph.Node{step.SeqSum(lp, in[3]), step.SeqMean(lp, in[3])}
+	ev, err := step.NewContextEval(backend, m.Ctx.Reuse(), func(ctx *context.Context, in named.Inputs) map[string]*graph.Node {
+		r := named.Bind[RowInputs[*graph.Node]](in)
+		lp := qwen2.TokenLogProbs(ctx, cfg, r.IDs, r.Pos, r.Mask)
+		return map[string]*graph.Node{"sums": step.SeqSum(lp, r.Loss), "means": step.SeqMean(lp, r.Loss)}
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	for lo := 0; lo < len(rows); lo += batch {
-		outs, err := ev.Run(EncodedRows(rows[lo:min(lo+batch, len(rows))]).Inputs()...)
+		outs, err := ev.Run(EncodedRows(rows[lo:min(lo+batch, len(rows))]).Inputs())
 		if err != nil {
 			return nil, nil, err
 		}
-		for k, dst := range []*[]float32{&sums, &means} {
-			if outs[k].DType() != dtypes.Float32 {
-				return nil, nil, fmt.Errorf("sequence log-probs: dtype %s, want float32", outs[k].DType())
+		for name, dst := range map[string]*[]float32{"sums": &sums, "means": &means} {
+			if outs[name].DType() != dtypes.Float32 {
+				return nil, nil, fmt.Errorf("sequence log-probs: dtype %s, want float32", outs[name].DType())
 			}
-			*dst = append(*dst, outs[k].Value().([]float32)...)
+			*dst = append(*dst, outs[name].Value().([]float32)...)
 		}
 	}
 	return sums, means, nil

@@ -11,7 +11,10 @@
 // case, a Method over fixed examples (data order by seed with an epoch cursor, micro-batches padded
 // to shape buckets, gradient accumulation normalised over the whole accumulated batch), which Run
 // adapts into a Source; GRPO is a Source of its own (trainers/grpo: generate and reward a batch,
-// then optimizer steps on it). The driver holds no loss math. Besides the driver the package
+// then optimizer steps on it). The driver holds no loss math. Graph inputs and metrics travel by
+// name (internal/named): a method's batch is a named.Feed of its input struct, its loss binds the
+// same struct from named.Inputs, and its metrics are a map by TRL name, so the driver never pairs
+// tensors or metric values with their meaning by position. Besides the driver the package
 // holds the trainable Model (weights, bf16 masters, saving; the checkpoint's text side — tokenizer, chat
 // template, EOS, encodings — is data/encode's) and the batch helpers the methods
 // share.
@@ -28,6 +31,7 @@ import (
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/config"
 )
@@ -39,9 +43,9 @@ import (
 // to Resume.
 type Source interface {
 	// Loss builds a micro-batch's loss divided by norm (so that the micro-batch losses of a step
-	// sum to the loss of the whole accumulated batch) and its metric scalars (see LossFunc); the
-	// driver's optimizer differentiates it.
-	Loss(ctx *mlctx.Context, inputs []*graph.Node, norm *graph.Node) (loss *graph.Node, metrics []*graph.Node)
+	// sum to the loss of the whole accumulated batch) and its metric scalars by name (see
+	// LossFunc); the driver's optimizer differentiates it.
+	Loss(ctx *mlctx.Context, in named.Inputs, norm *graph.Node) (loss *graph.Node, metrics map[string]*graph.Node)
 	// TotalSteps is the number of optimizer steps of the run.
 	TotalSteps() int
 	// Accumulate runs the micro-batches of the next optimizer step through acc (GRPO first
@@ -65,10 +69,10 @@ type Source interface {
 }
 
 // Accumulator runs one micro-batch of the current optimizer step: it adds the gradient of the
-// source's Loss on inputs (the graph inputs, then norm) to the step's accumulated gradients and
-// returns the loss and the metrics (Optimizer.Micro).
+// source's Loss on the graph inputs in (and norm) to the step's accumulated gradients and returns
+// the loss and the metrics by name (Optimizer.Micro).
 type Accumulator interface {
-	Micro(inputs []any, norm float64) (loss float64, metrics []float64, err error)
+	Micro(in named.Feed, norm float64) (loss float64, metrics map[string]float64, err error)
 }
 
 // Update is what the driver tells a source after an optimizer step.
@@ -133,13 +137,13 @@ type Method interface {
 	Units(i int) float64
 	// Tokens is example i's number of input tokens (num_tokens / num_input_tokens_seen).
 	Tokens(i int) int
-	// Batch returns the graph inputs of a micro-batch of examples, padded to a shape bucket.
-	Batch(examples []int) ([]any, error)
+	// Batch returns the graph inputs of a micro-batch of examples, padded to a shape bucket: the
+	// Feed of the method's input struct (named.Of), which Loss binds (named.Bind).
+	Batch(examples []int) (named.Feed, error)
 	// Loss builds the micro-batch loss divided by norm (so that the micro-batch losses of a step
-	// sum to the loss of the whole accumulated batch) and its metrics, in MetricNames order.
-	Loss(ctx *mlctx.Context, inputs []*graph.Node, norm *graph.Node) (loss *graph.Node, metrics []*graph.Node)
-	// MetricNames names the metric scalars Loss returns.
-	MetricNames() []string
+	// sum to the loss of the whole accumulated batch) from the inputs Batch names, and its metric
+	// scalars by TRL name (the same names on every batch).
+	Loss(ctx *mlctx.Context, in named.Inputs, norm *graph.Node) (loss *graph.Node, metrics map[string]*graph.Node)
 }
 
 // Finisher is implemented by methods whose logged metrics are not the plain mean over the

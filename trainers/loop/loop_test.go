@@ -18,6 +18,7 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/config"
@@ -280,11 +281,11 @@ type lengthGate struct {
 	limit   int
 }
 
-func (g *lengthGate) Batch(idx []int) ([]any, error) {
+func (g *lengthGate) Batch(idx []int) (named.Feed, error) {
 	g.batches = append(g.batches, slices.Clone(idx))
 	for _, i := range idx {
 		if g.Tokens(i) > g.limit {
-			return nil, fmt.Errorf("example %d: %d tokens do not fit", i, g.Tokens(i))
+			return named.Feed{}, fmt.Errorf("example %d: %d tokens do not fit", i, g.Tokens(i))
 		}
 	}
 	return g.Method.Batch(idx)
@@ -326,5 +327,42 @@ func TestRun_PreflightRunsTheLargestBatchFirst(t *testing.T) {
 		case refuse && len(gate.batches) != 1:
 			t.Errorf("%d micro-batches asked for after the preflight failed, want none", len(gate.batches)-1)
 		}
+	}
+}
+
+// renamed is a method whose batches name an input differently from what its loss reads.
+type renamed struct {
+	loop.Method
+	from, to string
+}
+
+func (r renamed) Batch(idx []int) (named.Feed, error) {
+	f, err := r.Method.Batch(idx)
+	if err == nil {
+		f.Names[slices.Index(f.Names, r.from)] = r.to
+	}
+	return f, err
+}
+
+// A batch whose inputs are not the ones its loss binds (here SFT's loss mask under another name)
+// fails when the graph is built, before any step, with both lists of names; nothing is trained.
+func TestRun_MisnamedInputFailsAtBuild(t *testing.T) {
+	dir := looptest.Model(t)
+	cfg := config.DefaultSFT()
+	looptest.Common(t, &cfg.Training, 1e-3, 2, 1, 1)
+	m := looptest.Load(t, dir, false)
+	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 5)), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = loop.Run(context.Background(), m, renamed{Method: tr, from: "Loss", to: "LossMask"},
+		loop.Options{Config: cfg, Backend: looptest.Backend(t)})
+	want := "train micro-batch: named: the graph inputs (IDs, Pos, Mask, LossMask) are not loop.RowInputs's fields " +
+		"(IDs, Pos, Mask, Loss): missing Loss; no field for LossMask"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want it to contain %q", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.OutputDir, "checkpoint-1")); !os.IsNotExist(err) {
+		t.Errorf("checkpoint-1 exists after a failed build (stat: %v)", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/config"
 )
@@ -73,8 +74,8 @@ func newMethodSource(m *Model, method Method, opts Options) (*methodSource, erro
 	return s, nil
 }
 
-func (s *methodSource) Loss(ctx *mlctx.Context, inputs []*graph.Node, norm *graph.Node) (*graph.Node, []*graph.Node) {
-	return s.method.Loss(ctx, inputs, norm)
+func (s *methodSource) Loss(ctx *mlctx.Context, in named.Inputs, norm *graph.Node) (*graph.Node, map[string]*graph.Node) {
+	return s.method.Loss(ctx, in, norm)
 }
 
 func (s *methodSource) TotalSteps() int { return s.total }
@@ -148,8 +149,8 @@ func (s *methodSource) accumulate(acc Accumulator) error {
 		if err != nil {
 			return err
 		}
-		for i, name := range s.method.MetricNames() {
-			s.win.Sums[name] += ms[i]
+		for name, v := range ms {
+			s.win.Sums[name] += v
 		}
 		s.win.MicroBatches++
 		for _, i := range mb {

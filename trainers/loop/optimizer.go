@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
@@ -49,12 +50,27 @@ type Optimizer struct {
 	accum   *context.Exec
 	update  *context.Exec
 	zero    *context.Exec // Discard's graph, built on first use
-	steps   int           // AdamW updates done (PyTorch's state["step"])
+	// The names of accum's inputs (the method's, then "norm") and metrics, and of update's inputs.
+	accumSig, updateSig named.Signature
+	steps               int // AdamW updates done (PyTorch's state["step"])
 }
 
 // LossFunc builds a micro-batch's loss, divided by norm (the accumulated batch's size, a float32
-// scalar), and its metric scalars, from the graph inputs Method.Batch returned.
-type LossFunc func(ctx *context.Context, inputs []*Node, norm *Node) (loss *Node, metrics []*Node)
+// scalar), and its metric scalars by name, from the graph inputs in (the names of the Feed given
+// to Micro, e.g. Method.Batch's).
+type LossFunc func(ctx *context.Context, in named.Inputs, norm *Node) (loss *Node, metrics map[string]*Node)
+
+// normInput is the name of the accumulation graph's own input beside the method's: the
+// accumulated batch's size. Methods name their inputs after Go struct fields (capitalised), so it
+// cannot collide; Signature.Args refuses a Feed that names it twice.
+const normInput = "norm"
+
+// adamInputs are the inputs of the update graph (updateGraph), computed on the host.
+type adamInputs[T any] struct {
+	StepSize    T // lr/(1−β1ᵗ)
+	BC2Sqrt     T // √(1−β2ᵗ)
+	DecayFactor T // 1 − lr·wd
+}
 
 // NewOptimizer creates the float32 gradient accumulators and AdamW moments of m's weights in
 // m.Ctx (zero, or kept if they exist) and prepares the graphs; lossFn is compiled per input shape
@@ -83,24 +99,23 @@ func NewOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc)
 	err = catch("build training graphs", func() error {
 		var e error
 		if o.accum, e = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
-			return o.accumGraph(ctx, lossFn, inputs)
+			return o.accumGraph(ctx, lossFn, o.accumSig.Inputs(inputs))
 		}); e != nil {
 			return e
 		}
 		o.accum.SetMaxCache(-1)
 		o.update, e = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
-			return o.updateGraph(inputs)
+			return o.updateGraph(named.Bind[adamInputs[*Node]](o.updateSig.Inputs(inputs)))
 		})
 		return e
 	})
 	return o, err
 }
 
-// accumGraph is one micro-batch: loss → gradients → added to the accumulators. inputs are the
-// trainer's, then norm.
-func (o *Optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, inputs []*Node) []*Node {
-	norm := inputs[len(inputs)-1]
-	loss, metrics := lossFn(ctx, inputs[:len(inputs)-1], norm)
+// accumGraph is one micro-batch: loss → gradients → added to the accumulators. in are the
+// trainer's inputs and norm. Outputs: the loss, then the metrics by sorted name (accumSig).
+func (o *Optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, in named.Inputs) []*Node {
+	loss, metrics := lossFn(ctx, in.Without(normInput), in.Get(normInput))
 	if loss == nil || !loss.Shape().IsScalar() {
 		panic(fmt.Sprintf("the loss must be a scalar, got %v", loss))
 	}
@@ -114,13 +129,7 @@ func (o *Optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, inputs []*
 		acc.SetValueGraph(Add(acc.ValueGraph(g), ConvertDType(grads[i], dtypes.Float32)))
 	}
 	out := []*Node{ConvertDType(StopGradient(loss), dtypes.Float64)}
-	for i, m := range metrics {
-		if m == nil || !m.Shape().IsScalar() {
-			panic(fmt.Sprintf("metric %d must be a scalar, got %v", i, m))
-		}
-		out = append(out, ConvertDType(StopGradient(m), dtypes.Float64))
-	}
-	return out
+	return append(out, o.accumSig.Outputs(named.FromMap(step.Float64Metrics(metrics)))...)
 }
 
 // updateGraph is PyTorch's AdamW step (torch/optim/adamw.py, single-tensor path) on the float32
@@ -132,8 +141,8 @@ func (o *Optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, inputs []*
 //
 // inputs: stepSize = lr/(1−β1ᵗ), bc2Sqrt = √(1−β2ᵗ), decayFactor = 1 − lr·wd, computed on the
 // host in float64 so that the LR schedule never recompiles. Returns the pre-clip global norm.
-func (o *Optimizer) updateGraph(inputs []*Node) []*Node {
-	stepSize, bc2Sqrt, decayFactor := inputs[0], inputs[1], inputs[2]
+func (o *Optimizer) updateGraph(in adamInputs[*Node]) []*Node {
+	stepSize, bc2Sqrt, decayFactor := in.StepSize, in.BC2Sqrt, in.DecayFactor
 	g := stepSize.Graph()
 	grads := make([]*Node, len(o.grads))
 	for i, acc := range o.grads {
@@ -165,22 +174,27 @@ func (o *Optimizer) updateGraph(inputs []*Node) []*Node {
 	return []*Node{norm}
 }
 
-// Micro runs one micro-batch: it adds the gradient of lossFn(inputs, norm) to the accumulators
-// and returns the loss and metrics (computed before any update of this step).
-func (o *Optimizer) Micro(inputs []any, norm float64) (loss float64, metrics []float64, err error) {
+// Micro runs one micro-batch: it adds the gradient of lossFn(in, norm) to the accumulators and
+// returns the loss and the metrics by name (computed before any update of this step). Every call
+// must name the same inputs (the first call's names are those of the compiled graphs).
+func (o *Optimizer) Micro(in named.Feed, norm float64) (loss float64, metrics map[string]float64, err error) {
 	var outs []*tensors.Tensor
 	err = catch("train micro-batch", func() error {
-		var e error
-		outs, e = o.accum.Exec(append(inputs, float32(norm))...)
+		args, e := o.accumSig.Args(in.With(normInput, float32(norm)))
+		if e != nil {
+			return e
+		}
+		outs, e = o.accum.Exec(args...)
 		return e
 	})
 	if err != nil {
 		return 0, nil, err
 	}
-	for _, t := range outs[1:] {
-		metrics = append(metrics, step.ScalarValue(t))
+	ms, err := o.accumSig.Results(outs[1:])
+	if err != nil {
+		return 0, nil, fmt.Errorf("train micro-batch: %w", err)
 	}
-	return step.ScalarValue(outs[0]), metrics, nil
+	return step.ScalarValue(outs[0]), step.MetricValues(ms), nil
 }
 
 // Apply runs the AdamW update on the accumulated gradients with learning rate lr, zeroes the
@@ -192,8 +206,12 @@ func (o *Optimizer) Apply(lr float64) (float64, error) {
 	decay := 1 - lr*o.hp.WeightDecay
 	var outs []*tensors.Tensor
 	err := catch("optimizer update", func() error {
-		var e error
-		outs, e = o.update.Exec(float32(stepSize), float32(bc2Sqrt), float32(decay))
+		args, e := o.updateSig.Args(named.Of[any](adamInputs[any]{StepSize: float32(stepSize), BC2Sqrt: float32(bc2Sqrt),
+			DecayFactor: float32(decay)}))
+		if e != nil {
+			return e
+		}
+		outs, e = o.update.Exec(args...)
 		return e
 	})
 	if err != nil {
@@ -209,18 +227,17 @@ func (o *Optimizer) Discard() error {
 	return catch("discard gradients", func() error {
 		if o.zero == nil {
 			var e error
-			o.zero, e = context.NewExec(o.backend, o.model.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
-				g := inputs[0].Graph()
+			o.zero, e = context.NewExec(o.backend, o.model.Ctx.Reuse(), func(ctx *context.Context, g *Graph) *Node {
 				for _, acc := range o.grads {
 					acc.SetValueGraph(ZerosLike(acc.ValueGraph(g)))
 				}
-				return []*Node{inputs[0]}
+				return Scalar(g, dtypes.Float32, 0)
 			})
 			if e != nil {
 				return e
 			}
 		}
-		_, e := o.zero.Exec(float32(0))
+		_, e := o.zero.Exec()
 		return e
 	})
 }

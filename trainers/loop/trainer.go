@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/schedule"
@@ -145,8 +146,8 @@ type stepAccumulator struct {
 	loss float64
 }
 
-func (a *stepAccumulator) Micro(inputs []any, norm float64) (float64, []float64, error) {
-	l, ms, err := a.opt.Micro(inputs, norm)
+func (a *stepAccumulator) Micro(in named.Feed, norm float64) (float64, map[string]float64, error) {
+	l, ms, err := a.opt.Micro(in, norm)
 	a.loss += l
 	return l, ms, err
 }

@@ -23,7 +23,7 @@ func directDFT(t *testing.T, b backends.Backend, m *loop.Model, tr *Trainer, idx
 		t.Fatal(err)
 	}
 	_, lsm := looptest.FullLogits(t, b, m, in)
-	ids, scored := in[0].([][]int32), in[3].([][]float32)
+	ids, scored := in.Get("IDs").([][]int32), in.Get("Loss").([][]float32)
 	s, v := len(ids[0]), m.Config.VocabSize
 	var sumDFT, sumNLL, n float64
 	for r := range ids {

@@ -70,7 +70,7 @@ func firstIDs(t *testing.T, tr *sft.Trainer, i int) []int32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return in[0].([][]int32)[0][:tr.Tokens(i)]
+	return in.Get("IDs").([][]int32)[0][:tr.Tokens(i)]
 }
 
 // eos_token replaces the tokenizer's <|im_end|> where TRL appends EOS (text rows, standard

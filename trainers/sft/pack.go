@@ -3,8 +3,8 @@ package sft
 import (
 	"slices"
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/qwen2"
-	"github.com/posttrain/posttrain/trainers/loop"
 )
 
 // Packing as TRL v0.24's SFTTrainer does it (trl/data_utils.py pack_dataset, _pack_bfd,
@@ -111,9 +111,12 @@ func packWrapped(examples []example, rowLen int) []example {
 	return rows
 }
 
-// packedBatch lays packed rows out as graph inputs [B, rowLen]: ids, positions restarting per
-// segment, segment ids (0 = padding) and the loss mask.
-func packedBatch(rows []example, rowLen int) []any {
+// packedInputs are the graph inputs of packed rows [B, rowLen]: ids, positions restarting per
+// segment, segment ids (0 = padding; attention stays within a segment) and the loss mask.
+type packedInputs[T any] struct{ IDs, Pos, Segments, Loss T }
+
+// packedBatch lays packed rows out as graph inputs (packedInputs).
+func packedBatch(rows []example, rowLen int) named.Feed {
 	n := len(rows)
 	ids, seg, loss := make([][]int32, n), make([][]int32, n), make([][]float32, n)
 	for b, r := range rows {
@@ -126,5 +129,5 @@ func packedBatch(rows []example, rowLen int) []any {
 			}
 		}
 	}
-	return loop.Rows{IDs: ids, Pos: qwen2.SegmentPositionIDs(seg), Mask: seg, Loss: loss}.Inputs()
+	return named.Of[any](packedInputs[any]{IDs: ids, Pos: qwen2.SegmentPositionIDs(seg), Segments: seg, Loss: loss})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -220,9 +221,9 @@ func (t *Trainer) Units(i int) float64 { return float64(t.examples[i].units) }
 // Tokens implements loop.Method.
 func (t *Trainer) Tokens(i int) int { return len(t.examples[i].ids) }
 
-// Batch implements loop.Method: ids, pos, mask, loss mask [B,T], right-padded to a bucket; packed
-// rows: ids, pos, segment ids, loss mask [B,max_length].
-func (t *Trainer) Batch(idx []int) ([]any, error) {
+// Batch implements loop.Method: loop.RowInputs (ids, pos, mask, loss mask [B,T], right-padded to
+// a bucket); packed rows: packedInputs (ids, pos, segment ids, loss mask [B,max_length]).
+func (t *Trainer) Batch(idx []int) (named.Feed, error) {
 	if t.rowLen > 0 {
 		rows := make([]example, len(idx))
 		for k, i := range idx {
@@ -237,9 +238,6 @@ func (t *Trainer) Batch(idx []int) ([]any, error) {
 	return loop.PadRowsMasked(rows, scored, loop.Bucket(loop.MaxLen(rows))).Inputs(), nil
 }
 
-// MetricNames implements loop.Method.
-func (t *Trainer) MetricNames() []string { return []string{"mean_token_accuracy", "entropy"} }
-
 // Finish implements loop.Finisher: TRL's means over the micro-batches and the cumulative
 // num_tokens.
 func (t *Trainer) Finish(w loop.Window) map[string]float64 {
@@ -253,21 +251,26 @@ func (t *Trainer) Finish(w loop.Window) map[string]float64 {
 // Loss implements loop.Method: the loss_type's loss (NLLOverTokens or DFTOverTokens) of (lp, loss
 // mask, norm), plus TRL's mean_token_accuracy and entropy over the scored tokens (the same for
 // both loss types, as TRL).
-func (t *Trainer) Loss(ctx *context.Context, in []*Node, norm *Node) (*Node, []*Node) {
-	ids, scored := in[0], in[3]
-	cfg := t.model.Config
-	lp, correct, entropy := HeadStats(ctx, cfg, t.hidden(ctx, in), ids)
+func (t *Trainer) Loss(ctx *context.Context, in named.Inputs, norm *Node) (*Node, map[string]*Node) {
+	h, ids, scored := t.hidden(ctx, in)
+	lp, correct, entropy := HeadStats(ctx, t.model.Config, h, ids)
 	loss := t.loss(lp, scored, norm)
-	return loss, []*Node{MeanTokenAccuracy(correct, scored), StopGradient(step.TokenMean(entropy, scored))}
+	return loss, map[string]*Node{
+		"mean_token_accuracy": MeanTokenAccuracy(correct, scored),
+		"entropy":             StopGradient(step.TokenMean(entropy, scored)),
+	}
 }
 
-// hidden runs the decoder on a batch's inputs (ids, pos, mask or segment ids, …): padded rows
-// attend causally to their real tokens, packed rows within each segment.
-func (t *Trainer) hidden(ctx *context.Context, in []*Node) *Node {
+// hidden runs the decoder on a batch's inputs (Batch's: padded rows attend causally to their real
+// tokens, packed rows within each segment) and returns the hidden states with the ids and the loss
+// mask.
+func (t *Trainer) hidden(ctx *context.Context, in named.Inputs) (h, ids, scored *Node) {
 	if t.rowLen > 0 {
-		return qwen2.HiddenSegments(ctx, t.model.Config, in[0], in[1], in[2])
+		p := named.Bind[packedInputs[*Node]](in)
+		return qwen2.HiddenSegments(ctx, t.model.Config, p.IDs, p.Pos, p.Segments), p.IDs, p.Loss
 	}
-	return qwen2.Hidden(ctx, t.model.Config, in[0], in[1], in[2])
+	r := named.Bind[loop.RowInputs[*Node]](in)
+	return qwen2.Hidden(ctx, t.model.Config, r.IDs, r.Pos, r.Mask), r.IDs, r.Loss
 }
 
 // HeadStats is qwen2.TargetLogProbs plus, from the same chunks of logits, whether the argmax
@@ -313,10 +316,12 @@ func (t *Trainer) NLL(backend backends.Backend, batch int) (float64, error) {
 // log-likelihood of its scored tokens and their number, with the model's current weights.
 func (t *Trainer) BatchNLL(backend backends.Backend, batch int) (sums, counts []float64, err error) {
 	cfg := t.model.Config
-	ev, err := step.NewContextEval(backend, t.model.Ctx.Reuse(), func(ctx *context.Context, in []*Node) []*Node {
-		lp := qwen2.TargetLogProbs(ctx, cfg, t.hidden(ctx, in), in[0])
-		m := ConvertDType(in[3], lp.DType())
-		return []*Node{ConvertDType(ReduceAllSum(Mul(lp, m)), dtypes.Float64), ConvertDType(ReduceAllSum(m), dtypes.Float64)}
+	ev, err := step.NewContextEval(backend, t.model.Ctx.Reuse(), func(ctx *context.Context, in named.Inputs) map[string]*Node {
+		h, ids, scored := t.hidden(ctx, in)
+		lp := qwen2.TargetLogProbs(ctx, cfg, h, ids)
+		m := ConvertDType(scored, lp.DType())
+		return map[string]*Node{"sum": ConvertDType(ReduceAllSum(Mul(lp, m)), dtypes.Float64),
+			"count": ConvertDType(ReduceAllSum(m), dtypes.Float64)}
 	})
 	if err != nil {
 		return nil, nil, err
@@ -327,11 +332,11 @@ func (t *Trainer) BatchNLL(backend backends.Backend, batch int) (sums, counts []
 			idx = append(idx, i)
 		}
 		in, _ := t.Batch(idx)
-		outs, err := ev.Run(in...)
+		outs, err := ev.Run(in)
 		if err != nil {
 			return nil, nil, err
 		}
-		sums, counts = append(sums, -step.ScalarValue(outs[0])), append(counts, step.ScalarValue(outs[1]))
+		sums, counts = append(sums, -step.ScalarValue(outs["sum"])), append(counts, step.ScalarValue(outs["count"]))
 	}
 	return sums, counts, nil
 }

@@ -8,10 +8,14 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/named"
 )
 
-// Eval is a compiled forward-only computation (reference or old log-probs, metrics, tests): no
-// gradient, no update. Like Step it compiles once per distinct input shapes.
+// Eval is a compiled pure graph function for the hand checks of the loss tests: its arguments are
+// listed at the call that runs it, in the order the function reads them; no gradient, no update.
+// It compiles once per distinct input shapes. Computations over a model's variables are
+// ContextEvals, whose inputs and outputs are named.
 type Eval struct {
 	run func(inputs ...any) ([]*tensors.Tensor, error)
 }
@@ -32,31 +36,63 @@ func NewEval(backend backends.Backend, fn func(inputs []*graph.Node) []*graph.No
 	return &Eval{run: e.Exec}, nil
 }
 
+// Run executes the computation; inputs are tensors or Go slices/scalars.
+func (e *Eval) Run(inputs ...any) (outs []*tensors.Tensor, err error) {
+	err = catch("eval: run", func() error {
+		var err error
+		outs, err = e.run(inputs...)
+		return err
+	})
+	return outs, err
+}
+
+// ContextEval is a compiled forward-only computation over a context's variables (reference or
+// old log-probs, evaluation losses and metrics): no gradient, no update. Its inputs and outputs
+// are named (internal/named): Run takes a Feed, the graph function receives the same names and
+// returns its outputs by name, and Run returns them by name. It compiles once per distinct input
+// shapes.
+type ContextEval struct {
+	exec *context.Exec
+	sig  named.Signature
+}
+
 // NewContextEval compiles a graph function that reads (never updates) the variables of ctx, once
 // per input shape (no limit on the number of shapes).
 func NewContextEval(backend backends.Backend, ctx *context.Context,
-	fn func(ctx *context.Context, inputs []*graph.Node) []*graph.Node) (*Eval, error) {
-	var e *context.Exec
+	fn func(ctx *context.Context, in named.Inputs) map[string]*graph.Node) (*ContextEval, error) {
+	e := &ContextEval{}
 	err := catch("eval: build", func() error {
 		var err error
-		if e, err = context.NewExec(backend, ctx, fn); err == nil {
+		e.exec, err = context.NewExec(backend, ctx, func(ctx *context.Context, nodes []*graph.Node) []*graph.Node {
+			return e.sig.Outputs(named.FromMap(fn(ctx, e.sig.Inputs(nodes))))
+		})
+		if err == nil {
 			// GoMLX keeps 32 compiled shapes by default and then fails; a long run (GRPO's scoring
 			// of ever new prompt+completion length buckets) can need more.
-			e.SetMaxCache(-1)
+			e.exec.SetMaxCache(-1)
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Eval{run: e.Exec}, nil
+	return e, nil
 }
 
-// Run executes the computation; inputs are tensors or Go slices/scalars.
-func (e *Eval) Run(inputs ...any) (outs []*tensors.Tensor, err error) {
+// Run executes the computation on the inputs of in (tensors or Go slices/scalars) and returns
+// the outputs by name.
+func (e *ContextEval) Run(in named.Feed) (outs map[string]*tensors.Tensor, err error) {
 	err = catch("eval: run", func() error {
-		var err error
-		outs, err = e.run(inputs...)
+		args, err := e.sig.Args(in)
+		if err != nil {
+			return err
+		}
+		ts, err := e.exec.Exec(args...)
+		if err != nil {
+			return err
+		}
+		res, err := e.sig.Results(ts)
+		outs = res.Map()
 		return err
 	})
 	return outs, err

@@ -4,13 +4,17 @@
 // plain gradient step or AdamW. It holds no loss math (that lives in each trainer's loss.go).
 //
 // The learning rate is a context variable, so SetLearningRate changes it from the host without
-// recompiling. GoMLX panics while building or running the graph come back as errors.
+// recompiling. GoMLX panics while building or running the graph come back as errors. Inputs
+// travel by name (internal/named): Run takes a named.Feed, the loss function receives the same
+// names as named.Inputs, and metrics come back by name; so do ContextEval's inputs and outputs.
 package step
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -19,6 +23,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/train"
 	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
+
+	"github.com/posttrain/posttrain/internal/named"
 )
 
 // Optimizer selects how gradients change the variables.
@@ -71,16 +77,18 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// LossFn builds a trainer's scalar loss from the graph inputs (in the order given to Step.Run) and
-// the model variables in ctx. metrics are extra scalar nodes returned by Run in the same order; the
-// loss function must not update variables itself.
-type LossFn func(ctx *context.Context, inputs []*Node) (loss *Node, metrics []*Node)
+// LossFn builds a trainer's scalar loss from the graph inputs (the names of the Feed given to
+// Step.Run; named.Bind reads them into the trainer's input struct) and the model variables in ctx.
+// metrics are extra scalar nodes by name, which Run returns by name; the loss function must not
+// update variables itself.
+type LossFn func(ctx *context.Context, in named.Inputs) (loss *Node, metrics map[string]*Node)
 
 // Step is a compiled training step. It is not safe for concurrent use.
 type Step struct {
 	ctx  *context.Context
 	cfg  Config
 	exec *context.Exec
+	sig  named.Signature // the input names of exec's graphs and the names of their metrics
 	lr   float64
 	// Set while building the graph: the learning-rate and global-step variables.
 	lrVar, stepVar *context.Variable
@@ -90,7 +98,7 @@ type Step struct {
 // clipping, and the LossFn's metrics.
 type Result struct {
 	Loss, GradNorm float64
-	Metrics        []float64
+	Metrics        map[string]float64
 }
 
 // New compiles nothing yet: the graph is built on the first Run for each distinct input shape.
@@ -105,7 +113,7 @@ func New(backend backends.Backend, ctx *context.Context, cfg Config, fn LossFn) 
 	err = catch("step: build", func() error {
 		var e error
 		s.exec, e = context.NewExec(backend, ctx, func(ctx *context.Context, inputs []*Node) []*Node {
-			return s.graph(ctx, fn, inputs)
+			return s.graph(ctx, fn, s.sig.Inputs(inputs))
 		})
 		return e
 	})
@@ -115,8 +123,9 @@ func New(backend backends.Backend, ctx *context.Context, cfg Config, fn LossFn) 
 	return s, nil
 }
 
-// graph is the step's computation: loss → gradients → clip → update.
-func (s *Step) graph(ctx *context.Context, fn LossFn, inputs []*Node) []*Node {
+// graph is the step's computation: loss → gradients → clip → update. Outputs: the loss, the
+// gradient norm, then the metrics by sorted name (s.sig records the names).
+func (s *Step) graph(ctx *context.Context, fn LossFn, inputs named.Inputs) []*Node {
 	loss, metrics := fn(ctx, inputs)
 	if loss == nil || !loss.Shape().IsScalar() || !loss.DType().IsFloat() {
 		panic(fmt.Sprintf("step: the loss must be a float scalar, got %v", loss))
@@ -159,12 +168,29 @@ func (s *Step) graph(ctx *context.Context, fn LossFn, inputs []*Node) []*Node {
 			Epsilon(orDefault(s.cfg.Epsilon, 1e-8)).WeightDecay(s.cfg.WeightDecay).Done()
 		opt.(train.OptimizeWithGradients).UpdateGraphWithGradients(ctx, grads, dtype)
 	}
-	out := []*Node{loss, norm}
-	for i, m := range metrics {
+	return append([]*Node{loss, norm}, s.sig.Outputs(named.FromMap(Float64Metrics(metrics)))...)
+}
+
+// Float64Metrics returns the metric scalars detached and in float64 (what the host reads); a metric
+// that is not a scalar panics, naming it.
+func Float64Metrics(metrics map[string]*Node) map[string]*Node {
+	out := make(map[string]*Node, len(metrics))
+	for _, name := range slices.Sorted(maps.Keys(metrics)) { // the graph's nodes in a fixed order
+		m := metrics[name]
 		if m == nil || !m.Shape().IsScalar() {
-			panic(fmt.Sprintf("step: metric %d must be a scalar, got %v", i, m))
+			panic(fmt.Sprintf("step: metric %s must be a scalar, got %v", name, m))
 		}
-		out = append(out, ConvertDType(StopGradient(m), dtypes.Float64))
+		out[name] = ConvertDType(StopGradient(m), dtypes.Float64)
+	}
+	return out
+}
+
+// MetricValues reads metric scalars back by name (Float64Metrics' outputs, paired with their
+// names by a named.Signature).
+func MetricValues(l named.List[*tensors.Tensor]) map[string]float64 {
+	out := make(map[string]float64, len(l.Names))
+	for i, name := range l.Names {
+		out[name] = ScalarValue(l.Values[i])
 	}
 	return out
 }
@@ -212,13 +238,16 @@ func ClipByGlobalNorm(grads []*Node, norm *Node, maxNorm float64) []*Node {
 	return out
 }
 
-// Run executes one step: it returns the loss and metrics computed before the update, and leaves
-// the context's variables updated.
-func (s *Step) Run(inputs ...any) (Result, error) {
+// Run executes one step on the inputs of in: it returns the loss and metrics computed before the
+// update, and leaves the context's variables updated.
+func (s *Step) Run(in named.Feed) (Result, error) {
 	var outs []*tensors.Tensor
 	err := catch("step: run", func() error {
-		var e error
-		outs, e = s.exec.Exec(inputs...)
+		args, e := s.sig.Args(in)
+		if e != nil {
+			return e
+		}
+		outs, e = s.exec.Exec(args...)
 		return e
 	})
 	if err != nil {
@@ -227,11 +256,11 @@ func (s *Step) Run(inputs ...any) (Result, error) {
 	if len(outs) < 2 {
 		return Result{}, fmt.Errorf("step: run: got %d outputs, want ≥ 2", len(outs))
 	}
-	r := Result{Loss: ScalarValue(outs[0]), GradNorm: ScalarValue(outs[1])}
-	for _, t := range outs[2:] {
-		r.Metrics = append(r.Metrics, ScalarValue(t))
+	ms, err := s.sig.Results(outs[2:])
+	if err != nil {
+		return Result{}, fmt.Errorf("step: run: %w", err)
 	}
-	return r, nil
+	return Result{Loss: ScalarValue(outs[0]), GradNorm: ScalarValue(outs[1]), Metrics: MetricValues(ms)}, nil
 }
 
 // SetLearningRate changes the learning rate used by the following Runs, without recompiling.

@@ -12,18 +12,25 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/internal/named"
 )
 
 var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
+
+// target is the tests' one graph input: the point c the quadratic losses pull θ to.
+type target[T any] struct{ C T }
+
+func feed(c any) named.Feed { return named.Of[any](target[any]{C: c}) }
 
 // quadratic builds L = Σ_i (θ_i − c_i)² for a trainable θ initialised to theta0; metric: Σθ.
 func quadratic(t *testing.T, cfg Config, theta0 []float64) (*Step, *context.Variable) {
 	t.Helper()
 	ctx := context.New()
 	v := ctx.In("model").VariableWithValue("theta", theta0)
-	s, err := New(testBackend(), ctx, cfg, func(ctx *context.Context, in []*Node) (*Node, []*Node) {
-		theta := v.ValueGraph(in[0].Graph())
-		return ReduceAllSum(Square(Sub(theta, in[0]))), []*Node{ReduceAllSum(theta)}
+	s, err := New(testBackend(), ctx, cfg, func(ctx *context.Context, in named.Inputs) (*Node, map[string]*Node) {
+		c := named.Bind[target[*Node]](in).C
+		theta := v.ValueGraph(c.Graph())
+		return ReduceAllSum(Square(Sub(theta, c))), map[string]*Node{"sum": ReduceAllSum(theta)}
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -37,12 +44,12 @@ func values(v *context.Variable) []float64 { return tensors.MustCopyFlatData[flo
 func TestStep_PlainGradientStep(t *testing.T) {
 	theta0, c := []float64{1, -2}, []float64{0.5, 1}
 	s, v := quadratic(t, Config{Optimizer: Plain, LearningRate: 0.1}, theta0)
-	r, err := s.Run(c)
+	r, err := s.Run(feed(c))
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantLoss := 0.25 + 9.0
-	if r.Loss != wantLoss || len(r.Metrics) != 1 || r.Metrics[0] != -1 {
+	if r.Loss != wantLoss || len(r.Metrics) != 1 || r.Metrics["sum"] != -1 {
 		t.Errorf("Run = %+v, want loss %v and metric Σθ = −1 (before the update)", r, wantLoss)
 	}
 	if want := math.Sqrt(1 + 36); math.Abs(r.GradNorm-want) > 1e-15 {
@@ -55,7 +62,7 @@ func TestStep_PlainGradientStep(t *testing.T) {
 	if err := s.SetLearningRate(0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Run(c); err != nil {
+	if _, err := s.Run(feed(c)); err != nil {
 		t.Fatal(err)
 	}
 	if got := values(v); got[0] != want[0] || got[1] != want[1] {
@@ -69,7 +76,7 @@ func TestStep_PlainGradientStep(t *testing.T) {
 // Global-norm clipping: g = 2(θ−c) = (6, 8), ‖g‖ = 10, max 1 → the step uses g/(10+1e-6).
 func TestStep_ClipByGlobalNorm(t *testing.T) {
 	s, v := quadratic(t, Config{Optimizer: Plain, LearningRate: 1, MaxGradNorm: 1}, []float64{3, 4})
-	r, err := s.Run([]float64{0, 0})
+	r, err := s.Run(feed([]float64{0, 0}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +98,7 @@ func TestStep_AdamWFirstStep(t *testing.T) {
 	theta0 := []float64{1, -2}
 	s, v := quadratic(t, Config{Optimizer: AdamW, LearningRate: lr, WeightDecay: wd}, theta0)
 	c := []float64{0.5, 1}
-	if _, err := s.Run(c); err != nil {
+	if _, err := s.Run(feed(c)); err != nil {
 		t.Fatal(err)
 	}
 	for i, got := range values(v) {
@@ -107,13 +114,14 @@ func TestStep_AdamWFirstStep(t *testing.T) {
 func TestStep_PanicBecomesError(t *testing.T) {
 	ctx := context.New()
 	v := ctx.VariableWithValue("w", []float64{1, 2})
-	s, err := New(testBackend(), ctx, Config{LearningRate: 1}, func(ctx *context.Context, in []*Node) (*Node, []*Node) {
-		return Mul(v.ValueGraph(in[0].Graph()), in[0]), nil
+	s, err := New(testBackend(), ctx, Config{LearningRate: 1}, func(ctx *context.Context, in named.Inputs) (*Node, map[string]*Node) {
+		c := named.Bind[target[*Node]](in).C
+		return Mul(v.ValueGraph(c.Graph()), c), nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Run([]float64{1, 1})
+	_, err = s.Run(feed([]float64{1, 1}))
 	if err == nil || !strings.Contains(err.Error(), "scalar") {
 		t.Fatalf("Run with a vector loss: err = %v, want an error about the scalar loss", err)
 	}
@@ -161,13 +169,14 @@ func TestStep_Float32(t *testing.T) {
 		ctx := context.New()
 		v := ctx.In("model").VariableWithValue("w", []float32{1, -2})
 		s, err := New(testBackend(), ctx, Config{Optimizer: opt, LearningRate: 0.1, MaxGradNorm: 1},
-			func(ctx *context.Context, in []*Node) (*Node, []*Node) {
-				return ReduceAllSum(Square(Sub(v.ValueGraph(in[0].Graph()), in[0]))), nil
+			func(ctx *context.Context, in named.Inputs) (*Node, map[string]*Node) {
+				c := named.Bind[target[*Node]](in).C
+				return ReduceAllSum(Square(Sub(v.ValueGraph(c.Graph()), c))), nil
 			})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := s.Run([]float32{0, 0})
+		r, err := s.Run(feed([]float32{0, 0}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +190,7 @@ func TestStep_Float32(t *testing.T) {
 		if err := s.SetLearningRate(0.01); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Run([]float32{0, 0}); err != nil {
+		if _, err := s.Run(feed([]float32{0, 0})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -192,20 +201,49 @@ func TestStep_Float32(t *testing.T) {
 func TestEval_ManyShapes(t *testing.T) {
 	ctx := context.New()
 	ctx.InAbsPath("/w").VariableWithValue("x", float32(2))
-	e, err := NewContextEval(testBackend(), ctx, func(ctx *context.Context, in []*Node) []*Node {
-		w := ctx.InAbsPath("/w").GetVariableByScopeAndName("/w", "x").ValueGraph(in[0].Graph())
-		return []*Node{Mul(ReduceAllSum(in[0]), w)}
+	e, err := NewContextEval(testBackend(), ctx, func(ctx *context.Context, in named.Inputs) map[string]*Node {
+		c := named.Bind[target[*Node]](in).C
+		w := ctx.InAbsPath("/w").GetVariableByScopeAndName("/w", "x").ValueGraph(c.Graph())
+		return map[string]*Node{"y": Mul(ReduceAllSum(c), w)}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for n := 1; n <= 40; n++ {
-		outs, err := e.Run(make([]float32, n))
+		outs, err := e.Run(feed(make([]float32, n)))
 		if err != nil {
 			t.Fatalf("shape %d: %v", n, err)
 		}
-		if got := Float64s(outs[0]); got[0] != 0 {
+		if got := Float64s(outs["y"]); got[0] != 0 {
 			t.Fatalf("shape %d: %v", n, got)
 		}
+	}
+}
+
+// A step whose loss reads inputs by other names than its Feed's fails when its graph is built,
+// naming both; the Feed's names are then the step's, and another layout is refused before any
+// graph is built.
+func TestStep_MisnamedInputFailsAtBuild(t *testing.T) {
+	type point[T any] struct{ Target T }
+	ctx := context.New()
+	v := ctx.In("model").VariableWithValue("theta", []float64{1})
+	s, err := New(testBackend(), ctx, Config{LearningRate: 1}, func(ctx *context.Context, in named.Inputs) (*Node, map[string]*Node) {
+		c := named.Bind[point[*Node]](in).Target
+		return ReduceAllSum(Square(Sub(v.ValueGraph(c.Graph()), c))), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Run(feed([]float64{0}))
+	want := "step: run: named: the graph inputs (C) are not step.point's fields (Target): missing Target; no field for C"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	_, err = s.Run(named.Of[any](point[any]{Target: []float64{0}}))
+	if want := "inputs (Target) differ from those the graph was built with (C)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	if got := values(v); got[0] != 1 {
+		t.Errorf("θ = %v after failed steps, want it unchanged", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/internal/tinymodel"
 	"github.com/posttrain/posttrain/models/qwen2"
@@ -113,25 +114,29 @@ func Train(t testing.TB, m *loop.Model, method loop.Method, opts loop.Options) [
 	return recs
 }
 
+// tokens are the inputs FullLogits reads from a batch.
+type tokens[T any] struct{ IDs, Pos, Mask T }
+
 // FullLogits returns the full logits [B,S,V] (flat, float64) and their log-softmax for a batch
-// whose first three inputs are the ids, positions and attention mask (loop.Rows.Inputs' layout)
-// under m's current weights: the tests' outside reference for the trainers' chunked in-graph
-// reductions, affordable at the tiny model's vocabulary.
-func FullLogits(t testing.TB, b backends.Backend, m *loop.Model, inputs []any) (logits, logSoftmax []float64) {
+// whose Feed has the ids, positions and attention mask of loop.RowInputs (alone, or embedded in a
+// method's inputs) under m's current weights: the tests' outside reference for the trainers'
+// chunked in-graph reductions, affordable at the tiny model's vocabulary.
+func FullLogits(t testing.TB, b backends.Backend, m *loop.Model, inputs named.Feed) (logits, logSoftmax []float64) {
 	t.Helper()
 	cfg := m.Config
-	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in []*Node) []*Node {
-		z := qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, in[0], in[1], in[2]))
-		return []*Node{z, LogSoftmax(z, -1)}
+	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in named.Inputs) map[string]*Node {
+		r := named.Bind[tokens[*Node]](in)
+		z := qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, r.IDs, r.Pos, r.Mask))
+		return map[string]*Node{"logits": z, "log_softmax": LogSoftmax(z, -1)}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs, err := ev.Run(inputs[:3]...)
+	outs, err := ev.Run(named.Of[any](tokens[any]{IDs: inputs.Get("IDs"), Pos: inputs.Get("Pos"), Mask: inputs.Get("Mask")}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return step.Float64s(outs[0]), step.Float64s(outs[1])
+	return step.Float64s(outs["logits"]), step.Float64s(outs["log_softmax"])
 }
 
 // timing reports whether a metric is a wall-clock measurement, which differs between two runs of
