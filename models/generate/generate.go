@@ -176,7 +176,7 @@ func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Genera
 	sample := func(step int) sampleInputs[any] {
 		return sampleParams(opts.SampleOptions, opts.Seed, step, rows, g.spec.VocabSize)
 	}
-	drawn, lps, err := st.start(ids, positionIDs(mask), mask, keyValid, sample(0))
+	drawn, lps, err := st.start(ids, PositionIDs(mask), mask, keyValid, sample(0))
 	if err != nil {
 		return nil, err
 	}

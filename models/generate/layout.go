@@ -52,9 +52,9 @@ func leftPad(prompts [][]int32, rows, plen int) (ids, mask [][]int32) {
 	return ids, mask
 }
 
-// positionIDs are the position ids of left-padded rows as HF's generate() makes them for every
+// PositionIDs are the position ids of left-padded rows as HF's generate() makes them for every
 // family: cumsum(mask) − 1, with pads set to 1 (they never reach a real token through attention).
-func positionIDs(mask [][]int32) [][]int32 {
+func PositionIDs(mask [][]int32) [][]int32 {
 	out := make([][]int32, len(mask))
 	for r, row := range mask {
 		out[r] = make([]int32, len(row))

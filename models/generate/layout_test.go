@@ -28,7 +28,7 @@ func TestLeftPad_Positions(t *testing.T) {
 	if !slices.EqualFunc(ids, wantIDs, slices.Equal) || !slices.EqualFunc(mask, wantMask, slices.Equal) {
 		t.Errorf("leftPad: ids %v mask %v, want %v %v", ids, mask, wantIDs, wantMask)
 	}
-	if got := positionIDs(mask); !slices.EqualFunc(got, wantPos, slices.Equal) {
-		t.Errorf("positionIDs(%v) = %v, want %v", mask, got, wantPos)
+	if got := PositionIDs(mask); !slices.EqualFunc(got, wantPos, slices.Equal) {
+		t.Errorf("PositionIDs(%v) = %v, want %v", mask, got, wantPos)
 	}
 }

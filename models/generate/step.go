@@ -225,7 +225,7 @@ func (s *fullStepper) forward(sample sampleInputs[any]) ([]int32, []float32, err
 		mask[r] = append(slices.Clone(s.mask[r]), make([]int32, padded-n)...)
 		last[r] = int32(n - 1)
 	}
-	in := fullInputs[any]{IDs: tensors.FromValue(ids), Pos: tensors.FromValue(positionIDs(mask)), Mask: tensors.FromValue(mask),
+	in := fullInputs[any]{IDs: tensors.FromValue(ids), Pos: tensors.FromValue(PositionIDs(mask)), Mask: tensors.FromValue(mask),
 		Last: tensors.FromValue(last), Sample: sample}
 	res, err := g.execute(exec, named.Of[any](in))
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/posttrain/posttrain/models/generate"
 )
 
 // Batch is a padded batch of token rows with its attention mask (1 = token, 0 = pad) and, for
@@ -53,22 +55,8 @@ func (b *Batch) Validate(vocab int) error {
 func (b *Batch) Dims() (rows, seqLen int) { return len(b.IDs), len(b.IDs[0]) }
 
 // PositionIDs are HF's position ids cumsum(mask)−1, with pads set to 1 (they never reach a real
-// token through attention).
-func PositionIDs(mask [][]int32) [][]int32 {
-	out := make([][]int32, len(mask))
-	for r, row := range mask {
-		out[r] = make([]int32, len(row))
-		var c int32
-		for t, m := range row {
-			c += m
-			out[r][t] = c - 1
-			if m == 0 {
-				out[r][t] = 1
-			}
-		}
-	}
-	return out
-}
+// token through attention): the rule every family shares, generate.PositionIDs.
+func PositionIDs(mask [][]int32) [][]int32 { return generate.PositionIDs(mask) }
 
 // SegmentPositionIDs are the position ids of packed rows (seg [B,S], 1, 2, … per sequence, 0 =
 // padding): 0, 1, … restarting at each sequence's first token, as TRL's collator builds them from
