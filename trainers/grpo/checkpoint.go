@@ -3,8 +3,6 @@ package grpo
 import (
 	"encoding/json"
 	"fmt"
-	"math"
-	"strconv"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -21,52 +19,7 @@ type grpoState struct {
 	RandomRewardCalls uint64 `json:"random_reward_calls,omitempty"`
 	// Window is the unlogged metrics of the logging window (absent at a logging step, where it
 	// is empty), so that a resumed run logs the lines of a straight one.
-	Window map[string]windowValues `json:"window,omitempty"`
-}
-
-// windowValues are a window metric's values, written exactly: finite numbers in Go's shortest
-// float64 form, NaN and infinities as runlog writes them ("NaN", "Infinity", "-Infinity"), since
-// JSON has no such numbers (a reward function that never applies gives a NaN mean).
-type windowValues []float64
-
-func (w windowValues) MarshalJSON() ([]byte, error) {
-	out := []byte{'['}
-	for i, v := range w {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		switch {
-		case math.IsNaN(v):
-			out = append(out, `"NaN"`...)
-		case math.IsInf(v, 1):
-			out = append(out, `"Infinity"`...)
-		case math.IsInf(v, -1):
-			out = append(out, `"-Infinity"`...)
-		default:
-			out = strconv.AppendFloat(out, v, 'g', -1, 64)
-		}
-	}
-	return append(out, ']'), nil
-}
-
-func (w *windowValues) UnmarshalJSON(b []byte) error {
-	var raw []json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	*w = make(windowValues, len(raw))
-	for i, r := range raw {
-		var s string
-		if json.Unmarshal(r, &s) != nil {
-			s = string(r)
-		}
-		v, err := strconv.ParseFloat(s, 64) // also reads "NaN", "Infinity" and "-Infinity"
-		if err != nil {
-			return fmt.Errorf("window value %s: %w", r, err)
-		}
-		(*w)[i] = v
-	}
-	return nil
+	Window map[string]loop.ExactFloats `json:"window,omitempty"`
 }
 
 // Save adds GRPO's part to a checkpoint the driver writes (the model in HF layout, the AdamW state
@@ -84,7 +37,7 @@ func (s source) Save(cp *loop.Checkpoint) error {
 	}
 	for k, vs := range t.logs.window {
 		if gs.Window == nil {
-			gs.Window = map[string]windowValues{}
+			gs.Window = map[string]loop.ExactFloats{}
 		}
 		gs.Window[k] = vs
 	}

@@ -151,12 +151,12 @@ func resumeEqualsStraight(t *testing.T, second Reward, logging int) {
 
 // The saved window's values read back exactly, NaN and infinities included.
 func TestWindowValues_RoundTrip(t *testing.T) {
-	want := windowValues{0.1, 1.0 / 3, -2.5e-300, 7, math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64}
-	b, err := json.Marshal(map[string]windowValues{"m": want})
+	want := loop.ExactFloats{0.1, 1.0 / 3, -2.5e-300, 7, math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64}
+	b, err := json.Marshal(map[string]loop.ExactFloats{"m": want})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]windowValues
+	var got map[string]loop.ExactFloats
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,10 @@ func (d *driver) resume(dir string) error {
 // Save adds the data position (pass and offset, with the seed that orders each pass), the tokens
 // seen, AdamW's step count and the unlogged window to the checkpoint.
 func (s *methodSource) Save(cp *Checkpoint) error {
-	ex, _ := json.Marshal(extra{OptimizerSteps: cp.OptimizerSteps, Window: s.win})
+	ex, err := json.Marshal(extra{OptimizerSteps: cp.OptimizerSteps, Window: s.win})
+	if err != nil { // not reached: the window's floats are written exactly, NaN included
+		return fmt.Errorf("checkpoint state: %w", err)
+	}
 	st := cp.State
 	st.NumInputTokensSeen = s.tokensSeen
 	st.Data = checkpoint.DataPosition{Epoch: s.epoch, Offset: s.offset}
