@@ -23,8 +23,11 @@ const ConfigFileName = "config.json"
 
 // Config is the subset of a HF Qwen2 config.json that the decoder uses.
 type Config struct {
-	ModelType             string  `json:"model_type"`
-	VocabSize             int     `json:"vocab_size"`
+	ModelType string `json:"model_type"`
+	VocabSize int    `json:"vocab_size"`
+	// ChunkElements, when > 0, replaces DefaultChunkElements for this model (not in config.json;
+	// tests set it to force several chunks).
+	ChunkElements         int     `json:"-"`
 	HiddenSize            int     `json:"hidden_size"`
 	IntermediateSize      int     `json:"intermediate_size"`
 	NumHiddenLayers       int     `json:"num_hidden_layers"`

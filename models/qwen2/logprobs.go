@@ -7,13 +7,19 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// ChunkElements bounds the logits computed at once by the chunked functions: B·chunk·V float32s
-// (64 Mi elements = 256 MiB; Qwen's V = 151,936 at B = 8 gives 55 positions per chunk).
-var ChunkElements = 64 << 20
+// DefaultChunkElements bounds the logits computed at once by the chunked functions: B·chunk·V
+// float32s (64 Mi elements = 256 MiB; Qwen's V = 151,936 at B = 8 gives 55 positions per chunk).
+// Config.ChunkElements overrides it for one model.
+const DefaultChunkElements = 64 << 20
 
-// ChunkLen is the number of positions per chunk for a batch of b rows of s positions.
-func ChunkLen(b, s, vocab int) int {
-	return max(1, min(s, ChunkElements/max(1, b*vocab)))
+// ChunkLen is the number of positions per chunk for a batch of b rows of s positions: at most
+// ChunkElements (else DefaultChunkElements) logits at once.
+func (c *Config) ChunkLen(b, s int) int {
+	elements := c.ChunkElements
+	if elements <= 0 {
+		elements = DefaultChunkElements
+	}
+	return max(1, min(s, elements/max(1, b*c.VocabSize)))
 }
 
 // ForEachChunk calls fn with successive chunks hidden[:, start:end] [B,c,D] of hidden [B,S,D],
@@ -62,7 +68,7 @@ func TargetLogProbs(ctx *context.Context, cfg *Config, hidden, ids *Node) *Node 
 	}
 	h := Slice(hidden, AxisRange(), AxisRange(0, s-1))                     // [B,S-1,D]: predicts t+1
 	next := Slice(ids, AxisRange(), AxisRange(1, s))                       // [B,S-1]
-	lp := HeadLogProbs(ctx, cfg, h, next, ChunkLen(b, s-1, cfg.VocabSize)) // [B,S-1]
+	lp := HeadLogProbs(ctx, cfg, h, next, cfg.ChunkLen(b, s-1)) // [B,S-1]
 	return Concatenate([]*Node{first, lp}, 1)                              // [B,S]
 }
 

@@ -161,10 +161,8 @@ func TestScore_ChunkedEqualsWhole(t *testing.T) {
 	ctx, cfg := loadTiny(t, dtypes.Float32)
 	b := readInput(t, "left_pad")
 	whole := score(t, ctx, cfg, b, true)
-	saved := ChunkElements
-	defer func() { ChunkElements = saved }()
 	for _, positions := range []int{1, 5} {
-		ChunkElements = positions * 2 * cfg.VocabSize
+		cfg.ChunkElements = positions * 2 * cfg.VocabSize
 		chunked := score(t, ctx, cfg, b, true)
 		if d := maxDiff(chunked.TokenLogProbs, whole.TokenLogProbs); d > 1e-6 {
 			t.Errorf("%d positions per chunk: log-probs differ by %g", positions, d)
@@ -214,9 +212,7 @@ func TestScore_PaddingInvariance(t *testing.T) {
 func TestTokenLogProbs_NoFullLogitsTensor(t *testing.T) {
 	ctx, cfg := loadTiny(t, dtypes.Float32)
 	b := readInput(t, "left_pad")
-	saved := ChunkElements
-	defer func() { ChunkElements = saved }()
-	ChunkElements = 2 * 2 * cfg.VocabSize
+	cfg.ChunkElements = 2 * 2 * cfg.VocabSize
 	largest := 0
 	exec, err := context.NewExec(testBackendOrSkip(t), ctx, func(ctx *context.Context, ids, pos, mask, scored *Node) *Node {
 		loss := MeanNLL(TokenLogProbs(ctx, cfg, ids, pos, mask), scored)

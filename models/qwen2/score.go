@@ -152,7 +152,7 @@ func checksum(ctx *context.Context, cfg *Config, h, mask *Node) *Node {
 	m := ConvertDType(mask, dtypes.Float64)
 	sums := []*Node{ReduceAllSum(m)}
 	b, s := h.Shape().Dim(0), h.Shape().Dim(1)
-	ForEachChunk(h, ChunkLen(b, s, cfg.VocabSize), func(start, end int, hc *Node) {
+	ForEachChunk(h, cfg.ChunkLen(b, s), func(start, end int, hc *Node) {
 		logits := ConvertDType(Logits(ctx, cfg, hc), dtypes.Float64)       // [B,c,V]
 		mc := ExpandAxes(Slice(m, AxisRange(), AxisRange(start, end)), -1) // [B,c,1]
 		for i, x := range []*Node{logits, Abs(logits), Square(logits), Mul(logits, weights)} {

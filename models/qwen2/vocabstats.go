@@ -35,6 +35,6 @@ func TargetLogSumSquaredProbs(ctx *context.Context, cfg *Config, hidden *Node) *
 		return first
 	}
 	h := Slice(StopGradient(hidden), AxisRange(), AxisRange(0, s-1)) // [B,S-1,D]: scores t+1
-	q := LogSumSquaredProbs(ctx, cfg, h, ChunkLen(b, s-1, cfg.VocabSize))
+	q := LogSumSquaredProbs(ctx, cfg, h, cfg.ChunkLen(b, s-1))
 	return Concatenate([]*Node{first, q}, 1) // [B,S]
 }

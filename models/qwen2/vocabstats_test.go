@@ -15,10 +15,8 @@ import (
 // vocabulary reduction runs in several chunks; and it carries no gradient.
 func TestTargetLogSumSquaredProbs_MatchFullLogits(t *testing.T) {
 	ctx, cfg := loadTiny(t, dtypes.Float32)
-	saved := ChunkElements
-	defer func() { ChunkElements = saved }()
-	for _, elements := range []int{saved, 3 * cfg.VocabSize} { // one chunk; chunks of ⌊3/B⌋ ≥ 1 positions
-		ChunkElements = elements
+	for _, elements := range []int{0, 3 * cfg.VocabSize} { // one chunk; chunks of ⌊3/B⌋ ≥ 1 positions
+		cfg.ChunkElements = elements
 		for _, name := range fixtureCases {
 			b := readInput(t, name)
 			exec, err := context.NewExec(testBackendOrSkip(t), ctx, func(ctx *context.Context, ids, pos, mask *Node) []*Node {

@@ -41,7 +41,7 @@ type MicroBatch[T any] struct {
 // tempered policy log softmax(logits/T)[y_t] [B,C] float32 (TRL divides the logits by the sampling
 // temperature before scoring, L789-850, so the ratio compares like with like, TRL #4159) and the
 // entropy of that distribution −Σ_v p_v log p_v [B,C] (detached, for the entropy metric). The
-// head runs chunk by chunk, so at most qwen2.ChunkElements logits exist at once.
+// head runs chunk by chunk, so at most cfg.ChunkLen's bound of logits (qwen2.DefaultChunkElements) exist at once.
 func CompletionLogProbs(ctx *context.Context, cfg *qwen2.Config, ids, pos, attn *Node, completionLen int, temperature float64) (logps, entropy *Node) {
 	g := ids.Graph()
 	b, s := ids.Shape().Dim(0), ids.Shape().Dim(1)
@@ -50,7 +50,7 @@ func CompletionLogProbs(ctx *context.Context, cfg *qwen2.Config, ids, pos, attn 
 	h := Slice(hidden, AxisRange(), AxisRange(p-1, s-1))                            // [B,C,D]: predicts P..S-1
 	targets := ConvertDType(Slice(ids, AxisRange(), AxisRange(p, s)), dtypes.Int32) // [B,C]
 	var lps, ents []*Node
-	qwen2.ForEachChunk(h, qwen2.ChunkLen(b, completionLen, cfg.VocabSize), func(start, end int, hc *Node) {
+	qwen2.ForEachChunk(h, cfg.ChunkLen(b, completionLen), func(start, end int, hc *Node) {
 		logits := qwen2.Logits(ctx, cfg, hc) // [B,c,V] float32
 		if temperature != 1 {
 			logits = DivScalar(logits, temperature)

@@ -282,7 +282,7 @@ func HeadStats(ctx *context.Context, cfg *qwen2.Config, hidden, ids *Node) (lp, 
 	h := Slice(hidden, AxisRange(), AxisRange(0, s-1)) // [B,S-1,D]: predicts t+1
 	next := ConvertDType(Slice(ids, AxisRange(), AxisRange(1, s)), dtypes.Int32)
 	var lps, oks, ents []*Node
-	qwen2.ForEachChunk(h, qwen2.ChunkLen(b, s-1, cfg.VocabSize), func(start, end int, hc *Node) {
+	qwen2.ForEachChunk(h, cfg.ChunkLen(b, s-1), func(start, end int, hc *Node) {
 		logits := qwen2.Logits(ctx, cfg, hc) // [B,c,V]
 		lsm := LogSoftmax(logits, -1)
 		tgt := Slice(next, AxisRange(), AxisRange(start, end))
