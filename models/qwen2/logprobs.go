@@ -66,10 +66,10 @@ func TargetLogProbs(ctx *context.Context, cfg *Config, hidden, ids *Node) *Node 
 	if s == 1 {
 		return first
 	}
-	h := Slice(hidden, AxisRange(), AxisRange(0, s-1))                     // [B,S-1,D]: predicts t+1
-	next := Slice(ids, AxisRange(), AxisRange(1, s))                       // [B,S-1]
+	h := Slice(hidden, AxisRange(), AxisRange(0, s-1))          // [B,S-1,D]: predicts t+1
+	next := Slice(ids, AxisRange(), AxisRange(1, s))            // [B,S-1]
 	lp := HeadLogProbs(ctx, cfg, h, next, cfg.ChunkLen(b, s-1)) // [B,S-1]
-	return Concatenate([]*Node{first, lp}, 1)                              // [B,S]
+	return Concatenate([]*Node{first, lp}, 1)                   // [B,S]
 }
 
 // MeanNLL is the loss −Σ lp·scored / max(Σ scored, 1) over the scored tokens (scored [B,S] 0/1).
