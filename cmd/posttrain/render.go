@@ -30,6 +30,8 @@ func init() {
 	addCommand(&cli.Command{
 		Name:  "render",
 		Usage: "render a conversation with the model's chat template (as transformers' apply_chat_template)",
+		// A --var value is JSON, commas included: one flag, one value.
+		DisableSliceFlagSeparator: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tokenizer", Required: true, Usage: "tokenizer_config.json, or a model directory holding one"},
 			&cli.StringFlag{Name: "messages", Required: true, Usage: `JSON file: an array of {"role","content"} messages, or {"messages": [...], "tools": [...]}`},

@@ -83,6 +83,12 @@ func TestRender_VarsSpansAndErrors(t *testing.T) {
 	if err != nil || !strings.HasSuffix(got, "<|im_start|>assistant\n<think>\n\n</think>\n\n") {
 		t.Errorf("enable_thinking=false: %v %q", err, got)
 	}
+	// A JSON value with commas is one variable (it was split at the commas into bad KEY=JSON pairs).
+	withObject, err := runCLI(t, "render", "--tokenizer", chatTestdata, "--messages", msgs, "--var", "enable_thinking=false",
+		"--var", `extra={"a": 1, "b": [2, 3]}`, "--add-generation-prompt")
+	if err != nil || withObject != got {
+		t.Errorf("a JSON object with commas in --var: %v %q", err, withObject)
+	}
 	got, err = runCLI(t, "render", "--tokenizer", chatTestdata, "--messages", msgs, "--spans")
 	var out struct {
 		Text  string
