@@ -97,11 +97,11 @@ func (c generateConfig) validate() error {
 	switch {
 	case c.MaxNewTokens < 1:
 		return fmt.Errorf("--max-new-tokens must be at least 1, got %d", c.MaxNewTokens)
-	case c.Sample.Temperature < 0:
-		return fmt.Errorf("--temperature must not be negative, got %g", c.Sample.Temperature)
-	case c.Sample.TopP <= 0 || c.Sample.TopP > 1:
+	case !(c.Sample.Temperature >= 0) || math.IsInf(c.Sample.Temperature, 0): // NaN too
+		return fmt.Errorf("--temperature must be a finite number ≥ 0, got %g", c.Sample.Temperature)
+	case !(c.Sample.TopP > 0 && c.Sample.TopP <= 1):
 		return fmt.Errorf("--top-p must be in (0, 1], got %g", c.Sample.TopP)
-	case c.Sample.MinP < 0 || c.Sample.MinP > 1:
+	case !(c.Sample.MinP >= 0 && c.Sample.MinP <= 1):
 		return fmt.Errorf("--min-p must be in [0, 1], got %g", c.Sample.MinP)
 	case !(c.Sample.RepetitionPenalty > 0) || math.IsInf(c.Sample.RepetitionPenalty, 0):
 		return fmt.Errorf("--repetition-penalty must be > 0, got %g", c.Sample.RepetitionPenalty)

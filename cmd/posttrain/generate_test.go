@@ -94,6 +94,10 @@ func TestGenerate_CLIErrors(t *testing.T) {
 	}{
 		{[]string{"--max-new-tokens", "0"}, "--max-new-tokens", true},
 		{[]string{"--temperature", "-1"}, "--temperature", true},
+		{[]string{"--temperature", "NaN"}, "--temperature", true}, // exited 0 with an empty line
+		{[]string{"--temperature", "+Inf"}, "--temperature", true},
+		{[]string{"--top-p", "NaN"}, "--top-p", true},
+		{[]string{"--min-p", "NaN"}, "--min-p", true},
 		{[]string{"--top-p", "0"}, "--top-p", true},
 		{[]string{"--top-k", "-2"}, "--top-k", true},
 		{[]string{"--min-p", "1.5"}, "--min-p", true},

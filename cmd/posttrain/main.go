@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -89,6 +90,10 @@ func run(args []string, stdout, stderr *os.File) int {
 	defer writeCompileReport(stderr, t0)
 	app := newApp()
 	app.Writer, app.ErrWriter = stdout, stderr
+	if err := checkCommand(app, args); err != nil {
+		fmt.Fprintf(stderr, "posttrain: %s\n", err)
+		return 2
+	}
 	err := app.Run(context.Background(), args)
 	if err == nil {
 		return 0
@@ -100,6 +105,25 @@ func run(args []string, stdout, stderr *os.File) int {
 		return 2
 	}
 	return 1
+}
+
+// checkCommand refuses an unknown command before flags are parsed: urfave/cli would otherwise
+// parse the unknown command's flags as the root's and answer "flag provided but not defined:
+// -model" for `posttrain reward --model M`, naming neither the command nor the real ones.
+func checkCommand(app *cli.Command, args []string) error {
+	if len(args) < 2 || strings.HasPrefix(args[1], "-") {
+		return nil
+	}
+	name := args[1]
+	if name == "help" || name == "h" {
+		return nil
+	}
+	for _, c := range app.Commands {
+		if c.Name == name || slices.Contains(c.Aliases, name) {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown command %q; valid: %s (posttrain --help)", name, commandNames(app.Commands))
 }
 
 // CompileReportEnv names a file that receives, when the command ends, the process's graph

@@ -263,10 +263,13 @@ func (g *Generator) validate(prompts [][]int32, opts Options) error {
 	if opts.MaxNewTokens < 1 {
 		return g.errorf("max new tokens must be at least 1, got %d", opts.MaxNewTokens)
 	}
-	if opts.TopK < 0 || opts.TopP < 0 {
+	if math.IsNaN(opts.Temperature) || math.IsInf(opts.Temperature, 0) || opts.Temperature < 0 {
+		return g.errorf("temperature must be a finite number ≥ 0 (0 = greedy), got %g", opts.Temperature)
+	}
+	if opts.TopK < 0 || opts.TopP < 0 || math.IsNaN(opts.TopP) {
 		return g.errorf("top-k (%d) and top-p (%g) must not be negative", opts.TopK, opts.TopP)
 	}
-	if opts.MinP < 0 || opts.MinP > 1 {
+	if opts.MinP < 0 || opts.MinP > 1 || math.IsNaN(opts.MinP) {
 		return g.errorf("min-p must be in [0, 1], got %g", opts.MinP)
 	}
 	if opts.RepetitionPenalty < 0 || math.IsInf(opts.RepetitionPenalty, 0) || math.IsNaN(opts.RepetitionPenalty) {

@@ -81,6 +81,11 @@ func TestGenerate_Errors(t *testing.T) {
 		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{Temperature: 1, TopK: -1}}, "negative"},
 		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{Temperature: 1, MinP: 2}}, "min-p"},
 		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{RepetitionPenalty: -1}}, "repetition penalty"},
+		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{Temperature: math.NaN()}}, "temperature"},
+		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{Temperature: math.Inf(1)}}, "temperature"},
+		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{Temperature: -0.5}}, "temperature"},
+		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{Temperature: 1, TopP: math.NaN()}}, "top-p"},
+		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{Temperature: 1, MinP: math.NaN()}}, "min-p"},
 	} {
 		_, err := g.Generate(c.prompts, c.opts)
 		if err == nil || !strings.HasPrefix(err.Error(), "qwen2 generate: ") || !strings.Contains(err.Error(), c.want) {
