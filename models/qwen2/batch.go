@@ -34,6 +34,9 @@ func (b *Batch) Validate(vocab int) error {
 		if len(b.IDs[r]) != s || len(b.Mask[r]) != s {
 			return fmt.Errorf("batch: row %d has %d ids and %d mask values, row 0 has %d ids", r, len(b.IDs[r]), len(b.Mask[r]), s)
 		}
+		if b.CompletionStart != nil && (b.CompletionStart[r] < 0 || b.CompletionStart[r] >= s) {
+			return fmt.Errorf("batch: completion_start %d of row %d is outside the row's positions [0, %d)", b.CompletionStart[r], r, s)
+		}
 		real := 0
 		for t, id := range b.IDs[r] {
 			if id < 0 || int(id) >= vocab {
@@ -167,6 +170,9 @@ func ParseBatchJSON(data []byte) (*Batch, int, error) {
 		} else if err := json.Unmarshal(cs, &b.CompletionStart); err != nil {
 			return nil, 0, fmt.Errorf("parse batch: completion_start must be a position or a list of positions: %w", err)
 		}
+	}
+	if in.MaxNewTokens < 0 {
+		return nil, 0, fmt.Errorf("parse batch: max_new_tokens must be ≥ 0, got %d", in.MaxNewTokens)
 	}
 	return b, in.MaxNewTokens, nil
 }

@@ -56,6 +56,9 @@ func Score(backend backends.Backend, ctx *context.Context, cfg *Config, batch *B
 	if err := batch.Validate(cfg.VocabSize); err != nil {
 		return nil, err
 	}
+	if n, m := len(batch.IDs[0]), cfg.MaxPositionEmbeddings; m > 0 && n > m { // checked before any graph: 40,000 tokens ran out of memory
+		return nil, fmt.Errorf("batch: rows of %d positions exceed the model's max_position_embeddings %d", n, m)
+	}
 	b, s := batch.Dims()
 	res = &ScoreResult{Scored: ScoredMask(batch.Mask, batch.CompletionStart), LastIndex: LastIndex(batch.Mask)}
 	last := make([]int32, b)

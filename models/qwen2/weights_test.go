@@ -197,3 +197,30 @@ func TestScore_BadBatchIsAnError(t *testing.T) {
 		t.Fatalf("want a vocabulary error, got %v", err)
 	}
 }
+
+// Rows longer than the model's positions, and completion starts outside the row, are refused before
+// any graph is built (40,000 tokens used to run out of memory; −1 or past the row scored silently).
+func TestScore_LengthAndCompletionStartChecked(t *testing.T) {
+	ctx, cfg := loadTiny(t, dtypes.Float32)
+	row := func(n int) ([][]int32, [][]int32) {
+		ids, mask := make([]int32, n), make([]int32, n)
+		for i := range mask {
+			ids[i], mask[i] = 1, 1
+		}
+		return [][]int32{ids}, [][]int32{mask}
+	}
+	ids, mask := row(cfg.MaxPositionEmbeddings + 1)
+	if _, err := Score(testBackendOrSkip(t), ctx, cfg, &Batch{IDs: ids, Mask: mask}, false); err == nil || !strings.Contains(err.Error(), "max_position_embeddings") {
+		t.Errorf("a row past max_position_embeddings: %v", err)
+	}
+	ids, mask = row(4)
+	for _, cs := range []int{-1, 4, 9} {
+		_, err := Score(testBackendOrSkip(t), ctx, cfg, &Batch{IDs: ids, Mask: mask, CompletionStart: []int{cs}}, false)
+		if err == nil || !strings.Contains(err.Error(), "completion_start") {
+			t.Errorf("completion_start %d: %v", cs, err)
+		}
+	}
+	if _, _, err := ParseBatchJSON([]byte(`{"input_ids": [[1, 2]], "max_new_tokens": -3}`)); err == nil || !strings.Contains(err.Error(), "max_new_tokens") {
+		t.Errorf("negative max_new_tokens: %v", err)
+	}
+}
