@@ -101,3 +101,28 @@ func TestGRPO_CLIEval(t *testing.T) {
 		}
 	}
 }
+
+// A dataset column a reward cannot read fails at load, naming the file and line, before anything
+// is generated (it failed at reward time after the first generation, without a line); the random
+// reward is not called by that check, so its stream is untouched.
+func TestGRPO_CLIRewardColumnCheckedAtLoad(t *testing.T) {
+	dir := t.TempDir()
+	model, err := demo.WriteBase(dir, demo.ModelShape{Hidden: 16, Intermediate: 32, Layers: 1, Heads: 2, KVHeads: 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := filepath.Join(dir, "p.jsonl")
+	rows := `{"prompt": "3×4?", "answer": "12"}` + "\n" + `{"prompt": "2×5?", "answer": "10"}` + "\n" + `{"prompt": "7×3?", "answer": [21]}` + "\n"
+	if err := os.WriteFile(ds, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	_, err = runCLI(t, "grpo", "--model", model, "--dataset", ds, "--reward", "random,mult_correct", "--output-dir", out,
+		"--max-steps", "1", "--num-generations", "2", "--per-device-train-batch-size", "2", "--max-completion-length", "2")
+	if err == nil || !strings.Contains(err.Error(), ds+":3: reward mult_correct:") {
+		t.Fatalf("want an error naming %s:3 and the reward, got %v", ds, err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "completions.jsonl")); err == nil {
+		t.Error("something was generated before the check")
+	}
+}

@@ -49,6 +49,30 @@ func LookupRewards(names []string, weights []float64, seed uint64) ([]Reward, er
 	return out, nil
 }
 
+// CheckRewards runs every reward function without state once per prompt of a dataset, on an empty
+// completion, before anything is generated: a column a reward cannot read (an "answer" of the
+// wrong type) is then an error naming the file and line at load time, not one after the first
+// generation. Rewards with state (the random stream) are not called, so the run's draws are
+// unchanged. rows are the prompts' dataset rows (for their lines).
+func CheckRewards(dataset string, rows []data.Row, prompts []*Prompt, rewards []Reward) error {
+	for _, rw := range rewards {
+		if rw.Random != nil {
+			continue
+		}
+		for i, p := range prompts {
+			cols := data.Columns([]data.Row{{Columns: p.Columns}})
+			if _, err := rw.Func([]string{p.Text}, []string{""}, cols); err != nil {
+				where := fmt.Sprintf("%s: row %d", dataset, i+1)
+				if i < len(rows) && rows[i].Line > 0 {
+					where = fmt.Sprintf("%s:%d", dataset, rows[i].Line)
+				}
+				return fmt.Errorf("%s: reward %s: %w", where, rw.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
 // randomStream is the run's "random" reward stream among rewards, or nil.
 func randomStream(rewards []Reward) *RandomReward {
 	for _, r := range rewards {

@@ -74,6 +74,9 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckRewards(cfg.Dataset, rows, prompts, rewards); err != nil {
+		return nil, err
+	}
 	t, err := New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Decoder: txt.Tokenizer, StopIDs: stop,
 		Prompts: prompts, EvalPrompts: evalPrompts, Rewards: rewards, Logger: opts.Logger, Progress: opts.Progress, OnStep: opts.OnStep})
 	if err != nil {
