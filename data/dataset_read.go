@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/posttrain/posttrain/data/chat"
 )
@@ -152,6 +154,9 @@ func (b *rowBuilder) add(line int, raw []byte) error {
 }
 
 func (b *rowBuilder) parse(line int, raw []byte) (Row, error) {
+	if err := checkText(raw); err != nil {
+		return Row{}, err
+	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		var ute *json.UnmarshalTypeError
@@ -360,4 +365,46 @@ func sortedKeys(obj map[string]json.RawMessage) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// checkText refuses what encoding/json would silently turn into U+FFFD: bytes that are not UTF-8,
+// and a \u escape of a lone UTF-16 surrogate (a high one not followed by a low one, or a low one
+// alone). A model would otherwise train on replacement characters nobody wrote.
+func checkText(raw []byte) error {
+	if !utf8.Valid(raw) {
+		for i := 0; i < len(raw); {
+			r, n := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return fmt.Errorf("invalid UTF-8 at byte %d of the row (0x%02x)", i, raw[i])
+			}
+			i += n
+		}
+	}
+	surrogate := func(i int) (rune, bool) { // the \uXXXX escape at raw[i] ('\\'), if any
+		if i+6 > len(raw) || raw[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r, ok := surrogate(i)
+		switch {
+		case !ok:
+			i++ // another escape: skip the escaped byte
+		case r >= 0xD800 && r <= 0xDBFF:
+			if lo, ok := surrogate(i + 6); !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return fmt.Errorf("lone UTF-16 surrogate \\u%04X at byte %d of the row (a high surrogate must be followed by a low one)", r, i)
+			}
+			i += 11
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return fmt.Errorf("lone UTF-16 surrogate \\u%04X at byte %d of the row (a low surrogate without a high one)", r, i)
+		default:
+			i += 5
+		}
+	}
+	return nil
 }
