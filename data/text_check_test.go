@@ -37,3 +37,26 @@ func TestReadFile_RefusesInvalidUTF8AndLoneSurrogates(t *testing.T) {
 		}
 	}
 }
+
+// A message whose content is null or missing is an error naming file:line (it rendered as empty
+// text); an assistant message that calls tools may have a null content, as in the OpenAI format.
+func TestReadFile_MessageContentRequired(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		row  string
+		want string
+	}{
+		"null":      {`{"messages": [{"role": "user", "content": null}, {"role": "assistant", "content": "x"}]}`, `user message has no "content"`},
+		"missing":   {`{"messages": [{"role": "user", "content": "q"}, {"role": "assistant"}]}`, `assistant message has no "content"`},
+		"tool call": {`{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {}}}]}, {"role": "tool", "content": "1"}, {"role": "assistant", "content": "ok"}]}`, ""},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".jsonl")
+		if err := os.WriteFile(path, []byte(c.row+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadFile(path, FormatAuto)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), path+":1: ") || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: got %v, want %q", name, err, c.want)
+		}
+	}
+}

@@ -13,6 +13,9 @@ type Message struct {
 	Role    string
 	Content string
 	Extra   []Field
+	// NoContent is set when the JSON message had no "content" or a null one (rendered as "");
+	// Validate accepts that only for an assistant message with tool_calls.
+	NoContent bool
 }
 
 // Field is one extra key of a message object, its value as raw JSON.
@@ -36,7 +39,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return fmt.Errorf("message must be a JSON object, got %s", JSONKind(data))
 	}
-	*m = Message{}
+	*m = Message{NoContent: true}
 	var sawRole bool
 	for dec.More() {
 		kt, err := dec.Token()
@@ -61,6 +64,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 			if err := json.Unmarshal(raw, &m.Content); err != nil {
 				return fmt.Errorf(`message "content" must be a string, got %s`, JSONKind(raw))
 			}
+			m.NoContent = false
 		default:
 			m.Extra = append(m.Extra, Field{Key: key, Value: append(json.RawMessage(nil), raw...)})
 		}
@@ -99,14 +103,30 @@ func jsonString(s string) []byte {
 	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
-// Validate checks that the role is one of Roles.
+// Validate checks that the role is one of Roles and that the message has content: a null or
+// missing "content" would render as nothing without a word, so only an assistant message that
+// calls tools (a "tool_calls" key, content null in the OpenAI format) may omit it.
 func (m Message) Validate() error {
+	known := false
 	for _, r := range Roles {
-		if m.Role == r {
-			return nil
+		known = known || m.Role == r
+	}
+	if !known {
+		return fmt.Errorf("unknown role %q (want one of system, user, assistant, tool)", m.Role)
+	}
+	if m.NoContent && (m.Role != "assistant" || !m.hasExtra("tool_calls")) {
+		return fmt.Errorf(`%s message has no "content" (missing or null); only an assistant message with "tool_calls" may omit it`, m.Role)
+	}
+	return nil
+}
+
+func (m Message) hasExtra(key string) bool {
+	for _, f := range m.Extra {
+		if f.Key == key {
+			return true
 		}
 	}
-	return fmt.Errorf("unknown role %q (want one of system, user, assistant, tool)", m.Role)
+	return false
 }
 
 // templateValue converts the message to the ordered dict a template sees.
