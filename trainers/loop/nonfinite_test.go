@@ -98,4 +98,3 @@ func TestRun_NonFiniteStops(t *testing.T) {
 		}
 	}
 }
-
