@@ -44,7 +44,7 @@ type Training struct {
 	PerDeviceTrainBatchSize   int     `yaml:"per_device_train_batch_size" usage:"examples per micro-batch"`
 	GradientAccumulationSteps int     `yaml:"gradient_accumulation_steps" usage:"micro-batches per optimizer step"`
 	NumTrainEpochs            float64 `yaml:"num_train_epochs" usage:"passes over the data (ignored when max_steps > 0)"`
-	MaxSteps                  int     `yaml:"max_steps" usage:"optimizer steps to run; -1 = use num_train_epochs"`
+	MaxSteps                  int     `yaml:"max_steps" usage:"optimizer steps to run; ≤ 0 (-1, 0) = use num_train_epochs, as HF's Trainer"`
 	WarmupRatio               float64 `yaml:"warmup_ratio" usage:"fraction of steps for linear warmup (used when warmup_steps is 0)"`
 	WarmupSteps               int     `yaml:"warmup_steps" usage:"linear warmup steps (overrides warmup_ratio when > 0)"`
 	LRSchedulerType           string  `yaml:"lr_scheduler_type" enum:"linear|cosine|constant|constant_with_warmup" usage:"learning-rate schedule"`

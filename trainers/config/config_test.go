@@ -391,3 +391,59 @@ func TestDPOLossTypeList_FlagAndYAML(t *testing.T) {
 		t.Errorf("round trip: %v, %+v", err, back)
 	}
 }
+
+// HF's Trainer runs max_steps steps when max_steps > 0 and num_train_epochs passes otherwise: the
+// default -1, 0 and -5 alike (Trainer.set_initial_training_values: `if args.max_steps > 0 …
+// else math.ceil(args.num_train_epochs * num_update_steps_per_epoch)`; TrainingArguments does not
+// check the sign). posttrain does the same; with max_steps ≤ 0, num_train_epochs must be > 0.
+func TestMaxSteps_NonPositiveMeansEpochs(t *testing.T) {
+	for _, steps := range []string{"-1", "0", "-5"} {
+		cfg, err := runCmd(t, "sft", append([]string{"--max-steps", steps, "--num-train-epochs", "2", "--per-device-train-batch-size", "4"}, required...)...)
+		if err != nil {
+			t.Fatalf("--max-steps %s: %v", steps, err)
+		}
+		if got := cfg.Common().TotalSteps(10); got != 6 { // 3 batches per pass × 2 passes
+			t.Errorf("--max-steps %s: TotalSteps(10) = %d, want 6 (2 epochs)", steps, got)
+		}
+	}
+	_, err := runCmd(t, "sft", append([]string{"--max-steps", "0", "--num-train-epochs", "0"}, required...)...)
+	if want := "num_train_epochs (--num-train-epochs) must be > 0 and finite when max_steps ≤ 0 (max_steps 0: train num_train_epochs passes), got 0"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("--max-steps 0 --num-train-epochs 0: %v, want %q", err, want)
+	}
+	if _, err := runCmd(t, "sft", append([]string{"--max-steps", "3", "--num-train-epochs", "0"}, required...)...); err != nil {
+		t.Errorf("--max-steps 3 ignores num_train_epochs: %v", err)
+	}
+}
+
+// NaN and ±Inf are refused in every float option, naming it: by the option's own range check
+// where it has one, else by the finiteness check (options read only in some modes included).
+func TestValidate_NonFiniteFloatsNamed(t *testing.T) {
+	cases := []struct {
+		method string
+		args   []string
+		want   string
+	}{
+		{"sft", []string{"--learning-rate", "NaN"}, "learning_rate (--learning-rate) must be > 0, got NaN"},
+		{"sft", []string{"--weight-decay", "NaN"}, "weight_decay (--weight-decay) must be ≥ 0, got NaN"},
+		{"sft", []string{"--max-grad-norm", "+Inf"}, "max_grad_norm (--max-grad-norm) must be ≥ 0 (0 = no clipping), got +Inf"},
+		{"sft", []string{"--adam-epsilon", "NaN"}, "adam_epsilon (--adam-epsilon) must be > 0, got NaN"},
+		{"sft", []string{"--adam-beta1", "NaN"}, "adam_beta1 (--adam-beta1) must be in [0, 1), got NaN"},
+		{"sft", []string{"--warmup-ratio", "NaN"}, "warmup_ratio (--warmup-ratio) must be in [0, 1], got NaN"},
+		{"sft", []string{"--max-steps", "5", "--num-train-epochs", "NaN"}, "num_train_epochs (--num-train-epochs) must be a finite number, got NaN"},
+		{"dpo", []string{"--beta", "NaN"}, "beta (--beta) must be > 0, got NaN"},
+		{"dpo", []string{"--f-alpha-divergence-coef", "NaN"}, "f_alpha_divergence_coef (--f-alpha-divergence-coef) must be a finite number, got NaN"},
+		{"kto", []string{"--beta", "-Inf"}, "beta (--beta) must be > 0, got -Inf"},
+		{"kto", []string{"--desirable-weight", "NaN"}, "desirable_weight (--desirable-weight) must be > 0, got NaN"},
+		{"grpo", []string{"--reward", "a", "--temperature", "NaN"}, "temperature (--temperature) must be > 0, got NaN"},
+		{"grpo", []string{"--reward", "a", "--epsilon", "NaN"}, "epsilon (--epsilon) must be > 0, got NaN"},
+		{"grpo", []string{"--reward", "a", "--beta", "NaN"}, "beta (--beta) must be ≥ 0, got NaN"},
+		{"grpo", []string{"--reward", "a", "--ref-model-mixup-alpha", "NaN"}, "ref_model_mixup_alpha (--ref-model-mixup-alpha) must be a finite number, got NaN"},
+		{"grpo", []string{"--reward", "a,b", "--reward-weights", "1,+Inf"}, "reward_weights (--reward-weights) must be finite, got +Inf"},
+	}
+	for _, c := range cases {
+		_, err := runCmd(t, c.method, append(c.args, required...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v: got %v, want %q", c.method, c.args, err, c.want)
+		}
+	}
+}

@@ -21,7 +21,7 @@ func (c *SFT) Validate() error {
 	if c.DatasetTextField == "" {
 		return bad(c, "dataset_text_field", "is empty: name the column of the text rows (TRL's default: text)")
 	}
-	return nil
+	return validateFinite(c)
 }
 
 // Validate implements Config.
@@ -62,7 +62,10 @@ func (c *DPO) Validate() error {
 			return bad(c, "label_smoothing", fmt.Sprintf("applies to loss_type sigmoid, robust, exo_pair, aot and aot_pair only, not %s", t))
 		}
 	}
-	return validateLengths(c, c.MaxLength, c.MaxPromptLength, c.MaxCompletionLength)
+	if err := validateLengths(c, c.MaxLength, c.MaxPromptLength, c.MaxCompletionLength); err != nil {
+		return err
+	}
+	return validateFinite(c)
 }
 
 // Validate implements Config.
@@ -78,7 +81,10 @@ func (c *KTO) Validate() error {
 	case !(c.UndesirableWeight > 0) || math.IsInf(c.UndesirableWeight, 0):
 		return bad(c, "undesirable_weight", fmt.Sprintf("must be > 0, got %g", c.UndesirableWeight))
 	}
-	return validateLengths(c, c.MaxLength, c.MaxPromptLength, c.MaxCompletionLength)
+	if err := validateLengths(c, c.MaxLength, c.MaxPromptLength, c.MaxCompletionLength); err != nil {
+		return err
+	}
+	return validateFinite(c)
 }
 
 // Validate implements Config.
@@ -154,7 +160,7 @@ func (c *GRPO) Validate() error {
 			return bad(c, "reward_funcs", "contains an empty name")
 		}
 	}
-	return nil
+	return validateFinite(c)
 }
 
 func validateLengths(c Config, maxLength, maxPromptLength, maxCompletionLength int) error {
@@ -205,10 +211,10 @@ func validateCommon(c Config) error {
 		return bad(c, "per_device_train_batch_size", fmt.Sprintf("must be ≥ 1, got %d", t.PerDeviceTrainBatchSize))
 	case t.GradientAccumulationSteps < 1:
 		return bad(c, "gradient_accumulation_steps", fmt.Sprintf("must be ≥ 1, got %d", t.GradientAccumulationSteps))
-	case t.MaxSteps < -1:
-		return bad(c, "max_steps", fmt.Sprintf("must be -1 (use num_train_epochs) or ≥ 1, got %d", t.MaxSteps))
+	// HF's Trainer: max_steps > 0 is the number of steps; any other value (-1 by default, 0, -5)
+	// means num_train_epochs (TotalSteps).
 	case t.MaxSteps <= 0 && (!(t.NumTrainEpochs > 0) || math.IsInf(t.NumTrainEpochs, 0)):
-		return bad(c, "num_train_epochs", fmt.Sprintf("must be > 0 when max_steps is -1, got %g", t.NumTrainEpochs))
+		return bad(c, "num_train_epochs", fmt.Sprintf("must be > 0 and finite when max_steps ≤ 0 (max_steps %d: train num_train_epochs passes), got %g", t.MaxSteps, t.NumTrainEpochs))
 	case !(t.WarmupRatio >= 0 && t.WarmupRatio <= 1):
 		return bad(c, "warmup_ratio", fmt.Sprintf("must be in [0, 1], got %g", t.WarmupRatio))
 	case t.WarmupSteps < 0:
@@ -242,4 +248,25 @@ func validateCommon(c Config) error {
 		return err
 	}
 	return pos("adam_epsilon", t.AdamEpsilon)
+}
+
+// validateFinite refuses NaN and ±Inf in any float option, after the options' own checks (which
+// give the more precise messages): a NaN slips through range checks written as comparisons, and
+// the YAML and flag parsers both accept "NaN" and "Inf".
+func validateFinite(c Config) error {
+	for _, f := range fields(c) {
+		var values []float64
+		switch v := f.Value.Interface().(type) {
+		case float64:
+			values = []float64{v}
+		case []float64:
+			values = v
+		}
+		for _, v := range values {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return bad(c, f.Key, fmt.Sprintf("must be a finite number, got %g", v))
+			}
+		}
+	}
+	return nil
 }

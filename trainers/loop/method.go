@@ -15,6 +15,12 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 )
 
+// Warner is a Method with warnings about its examples (SFT: rows with no token to train on),
+// which Run logs once, before training.
+type Warner interface {
+	Warnings() []string
+}
+
 // methodSource is a Method as a Source: fixed examples in a per-pass order drawn from the seed,
 // each step up to gradient_accumulation_steps micro-batches of per_device_train_batch_size
 // examples, normalised over the whole accumulated batch.
@@ -61,6 +67,11 @@ func newMethodSource(m *Model, method Method, opts Options) (*methodSource, erro
 	}
 	if s.n == 0 {
 		return nil, fmt.Errorf("train: no training examples")
+	}
+	if w, ok := method.(Warner); ok {
+		for _, msg := range w.Warnings() {
+			s.logger.Warn(msg)
+		}
 	}
 	s.total = cfg.TotalSteps(s.n)
 	if opts.Eval != nil && cfg.Evaluates() {
@@ -139,6 +150,12 @@ func (s *methodSource) accumulate(acc Accumulator) error {
 		for _, i := range mb {
 			norm += s.method.Units(i)
 		}
+	}
+	if norm == 0 {
+		// Only SFT's units can be 0 (rows whose scored tokens are all cut away, which New
+		// warned about): TRL divides by num_items_in_batch = 0 and gets NaN; here the loss is 0.
+		s.logger.Warn(fmt.Sprintf("step %d: no row of the accumulated batch has a token to train on: its loss is 0 and the update is AdamW's momentum and weight decay only", s.step+1),
+			"micro_batches", len(micros))
 	}
 	for _, mb := range micros {
 		inputs, err := s.method.Batch(mb)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
@@ -131,13 +132,36 @@ func (d *driver) trainStep() error {
 	if err := d.src.Accumulate(acc); err != nil {
 		return err
 	}
+	if err := d.finite("loss", acc.loss); err != nil { // before the update: the weights stay finite
+		return err
+	}
 	lr := d.sched.LR(d.step)
 	gnorm, err := d.opt.Apply(lr)
 	if err != nil {
 		return fmt.Errorf("step %d: %w", d.step+1, err)
 	}
+	if err := d.finite("grad_norm", gnorm); err != nil {
+		return err
+	}
 	d.step++
 	return d.src.Stepped(Update{Step: d.step, LR: lr, NextLR: d.sched.LR(d.step), Loss: acc.loss, GradNorm: gnorm})
+}
+
+// finite stops the run at a non-finite loss or gradient norm of the step being done: the error
+// names the step and the metric, and the run ends before the step is logged or saved, so no
+// checkpoint or final model holds the non-finite weights and the last checkpoint saved (if any)
+// stays the newest. HF's Trainer and TRL train on (their logs show loss nan and the saved model is
+// NaN); posttrain stops, since no later step can recover from a NaN in the weights or the AdamW
+// moments.
+func (d *driver) finite(metric string, v float64) error {
+	if !math.IsNaN(v) && !math.IsInf(v, 0) {
+		return nil
+	}
+	last := "no checkpoint was saved"
+	if d.lastSaved > 0 {
+		last = "the last checkpoint is " + checkpoint.Dir(d.cfg.OutputDir, d.lastSaved)
+	}
+	return fmt.Errorf("step %d: %s is %g: training stopped, nothing saved of this step (%s)", d.step+1, metric, v, last)
 }
 
 // stepAccumulator sums the loss of a step's micro-batches.

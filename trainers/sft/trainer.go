@@ -2,6 +2,7 @@ package sft
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -25,6 +26,7 @@ type Trainer struct {
 	examples []example // tokenized rows, or packed rows when rowLen > 0
 	rowLen   int       // packing: the length of a packed row (max_length); 0 = no packing
 	loss     func(logps, mask, numTokens *Node) *Node
+	unscored string // what Warnings says about rows with no scored token; "" = none
 }
 
 // losses maps SFTConfig's loss_type to its loss (loss.go).
@@ -97,21 +99,28 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 	if cfg.Packing && cfg.MaxLength < 1 {
 		return nil, fmt.Errorf("packing needs max_length ≥ 1 (the length of a packed row), got %d", cfg.MaxLength)
 	}
+	var unscored unscoredRows
 	for _, r := range rows {
 		ex, err := t.tokenize(d.Format, r, addEOS, completionOnly, assistantOnly)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
 		}
+		untruncated := countScored(ex.scored[1:])
 		if cfg.MaxLength > 0 && len(ex.ids) > cfg.MaxLength && !wrapped {
 			ex.ids, ex.scored = ex.ids[:cfg.MaxLength], ex.scored[:cfg.MaxLength]
 		}
 		ex.first, ex.scored[0] = ex.scored[0], false
-		for _, s := range ex.scored {
-			if s {
-				ex.units++
-			}
+		ex.units = countScored(ex.scored)
+		if ex.units == 0 && !(wrapped && ex.first) {
+			unscored.add(r.Line, untruncated > 0)
 		}
 		t.examples = append(t.examples, ex)
+	}
+	if unscored.n > 0 {
+		t.unscored = unscored.describe(d.Path, len(rows), cfg.MaxLength, assistantOnly, completionOnly && d.Format == data.PromptCompletion)
+		if unscored.n == len(rows) {
+			return nil, fmt.Errorf("%s", t.unscored)
+		}
 	}
 	if cfg.Packing {
 		t.rowLen = cfg.MaxLength
@@ -194,6 +203,64 @@ func (t *Trainer) tokenize(f data.Format, r data.Row, addEOS, completionOnly, as
 		clear(scored[:start])
 	}
 	return example{ids: int32s(ids), scored: scored}, nil
+}
+
+func countScored(scored []bool) int {
+	n := 0
+	for _, s := range scored {
+		if s {
+			n++
+		}
+	}
+	return n
+}
+
+// unscoredRows counts the rows with no scored token (nothing in them trains) and why.
+type unscoredRows struct {
+	n, truncated int // rows; of them, rows whose scored tokens max_length cut away
+	firstLine    int // the file line of the first
+}
+
+func (u *unscoredRows) add(line int, truncated bool) {
+	if u.n == 0 {
+		u.firstLine = line
+	}
+	u.n++
+	if truncated {
+		u.truncated++
+	}
+}
+
+// describe says how many of the rows have no token to train on and why (the first such row's line).
+func (u unscoredRows) describe(path string, rows, maxLength int, assistantOnly, completionOnly bool) string {
+	var why []string
+	if u.truncated > 0 {
+		why = append(why, fmt.Sprintf("%d lose all their scored tokens to max_length %d (raise --max-length)", u.truncated, maxLength))
+	}
+	if none := u.n - u.truncated; none > 0 {
+		cause := "a text of one token: nothing predicts it"
+		switch {
+		case assistantOnly:
+			cause = "no assistant turn or only empty ones; --assistant-only-loss=false trains on every token"
+		case completionOnly:
+			cause = "an empty completion; --completion-only-loss=false trains on the prompt too"
+		}
+		why = append(why, fmt.Sprintf("%d have none (%s)", none, cause))
+	}
+	what := fmt.Sprintf("%d of the %d rows have no token to train on (no scored token; they still count in num_tokens)", u.n, rows)
+	if u.n == rows {
+		what = fmt.Sprintf("none of the %d rows has a token to train on (a scored token)", rows)
+	}
+	return fmt.Sprintf("%s:%d: %s: %s", path, u.firstLine, what, strings.Join(why, "; "))
+}
+
+// Warnings implements loop.Warner: the rows with no token to train on, when some are (they still
+// count in num_tokens, as TRL, which drops nothing).
+func (t *Trainer) Warnings() []string {
+	if t.unscored == "" {
+		return nil
+	}
+	return []string{t.unscored}
 }
 
 func int32s(ids []int) []int32 {
