@@ -105,6 +105,18 @@ func List(outputDir string) ([]Checkpoint, error) {
 	return out, nil
 }
 
+// highest returns the highest step of the checkpoint-N directories of outputDir, complete or not.
+func highest(outputDir string) (int, bool) {
+	entries, _ := os.ReadDir(outputDir)
+	top, found := 0, false
+	for _, e := range entries {
+		if step, ok := stepOf(e.Name()); ok && e.IsDir() && (!found || step > top) {
+			top, found = step, true
+		}
+	}
+	return top, found
+}
+
 func stepOf(name string) (int, bool) {
 	s, ok := strings.CutPrefix(name, Prefix)
 	if !ok {
@@ -115,11 +127,21 @@ func stepOf(name string) (int, bool) {
 }
 
 // Latest returns the directory of the checkpoint with the highest step in outputDir, or an error
-// wrapping ErrNoCheckpoint.
+// wrapping ErrNoCheckpoint. A checkpoint-N directory above every complete one but without
+// trainer_state.json (copied in part, or written by something else) is an error naming it, not
+// skipped: resuming from an older checkpoint would silently drop its steps.
 func Latest(outputDir string) (string, error) {
 	cps, err := List(outputDir)
 	if err != nil {
 		return "", err
+	}
+	if top, ok := highest(outputDir); ok && (len(cps) == 0 || top > cps[len(cps)-1].Step) {
+		dir := Dir(outputDir, top)
+		older := "there is no complete checkpoint to resume from"
+		if len(cps) > 0 {
+			older = "remove it to resume from " + cps[len(cps)-1].Dir
+		}
+		return "", fmt.Errorf("%s, the latest checkpoint, is incomplete (no %s): %s, or name one with --resume-from-checkpoint", dir, StateName, older)
 	}
 	if len(cps) == 0 {
 		return "", fmt.Errorf("%s: %w (no %sN/%s)", outputDir, ErrNoCheckpoint, Prefix, StateName)
