@@ -13,6 +13,7 @@ import (
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/grpo"
+	"github.com/posttrain/posttrain/trainers/loop"
 )
 
 func init() {
@@ -46,6 +47,9 @@ func init() {
 func runGRPO(ctx context.Context, cfg *config.GRPO, cmd *cli.Command) error {
 	if _, err := grpo.LookupRewards(cfg.RewardFuncs, cfg.RewardWeights, uint64(cfg.Seed)); err != nil {
 		return usageError{err}
+	}
+	if err := loop.CheckOutputDir(&cfg.Training); err != nil { // before loading anything
+		return err
 	}
 	errw := cmd.Root().ErrWriter
 	logger := slog.New(slog.NewTextHandler(errw, nil))

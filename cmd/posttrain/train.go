@@ -54,6 +54,9 @@ func trainCommand(method, usage, description string, build trainMethod) *cli.Com
 // and returns an error naming it (a second Ctrl-C exits at once).
 func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build trainMethod) error {
 	c := cfg.Common()
+	if err := loop.CheckOutputDir(c); err != nil { // before loading anything
+		return err
+	}
 	errw := cmd.Root().ErrWriter
 	logger := slog.New(slog.NewTextHandler(errw, nil))
 	ctx, stop := checkpoint.NotifyContext(ctx, logger)

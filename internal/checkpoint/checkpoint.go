@@ -2,7 +2,9 @@
 // OUTPUT_DIR/checkpoint-N/ holding trainer_state.json plus the files the trainer provides (model
 // weights and config, optimizer state, ...). A checkpoint is written under a temporary name,
 // fsynced, then renamed, so a crash never leaves a half-written checkpoint-N; save_total_limit
-// prunes the oldest ones.
+// prunes the oldest ones (renamed out of sight first, then deleted). It also owns the output
+// directory's rules at the start of a run (Run.Start): a previous run needs resume or
+// overwrite_output_dir, and the temporaries of a killed run are removed.
 package checkpoint
 
 import (
@@ -103,6 +105,18 @@ func List(outputDir string) ([]Checkpoint, error) {
 	return out, nil
 }
 
+// highest returns the highest step of the checkpoint-N directories of outputDir, complete or not.
+func highest(outputDir string) (int, bool) {
+	entries, _ := os.ReadDir(outputDir)
+	top, found := 0, false
+	for _, e := range entries {
+		if step, ok := stepOf(e.Name()); ok && e.IsDir() && (!found || step > top) {
+			top, found = step, true
+		}
+	}
+	return top, found
+}
+
 func stepOf(name string) (int, bool) {
 	s, ok := strings.CutPrefix(name, Prefix)
 	if !ok {
@@ -113,11 +127,21 @@ func stepOf(name string) (int, bool) {
 }
 
 // Latest returns the directory of the checkpoint with the highest step in outputDir, or an error
-// wrapping ErrNoCheckpoint.
+// wrapping ErrNoCheckpoint. A checkpoint-N directory above every complete one but without
+// trainer_state.json (copied in part, or written by something else) is an error naming it, not
+// skipped: resuming from an older checkpoint would silently drop its steps.
 func Latest(outputDir string) (string, error) {
 	cps, err := List(outputDir)
 	if err != nil {
 		return "", err
+	}
+	if top, ok := highest(outputDir); ok && (len(cps) == 0 || top > cps[len(cps)-1].Step) {
+		dir := Dir(outputDir, top)
+		older := "there is no complete checkpoint to resume from"
+		if len(cps) > 0 {
+			older = "remove it to resume from " + cps[len(cps)-1].Dir
+		}
+		return "", fmt.Errorf("%s, the latest checkpoint, is incomplete (no %s): %s, or name one with --resume-from-checkpoint", dir, StateName, older)
 	}
 	if len(cps) == 0 {
 		return "", fmt.Errorf("%s: %w (no %sN/%s)", outputDir, ErrNoCheckpoint, Prefix, StateName)
@@ -179,7 +203,10 @@ func compact(raw json.RawMessage) json.RawMessage {
 }
 
 // Prune deletes the oldest complete checkpoints of outputDir until at most limit remain, never
-// deleting keep (the one just written). limit ≤ 0 keeps all (HF save_total_limit None).
+// deleting keep (the one just written). limit ≤ 0 keeps all (HF save_total_limit None). Each one
+// is first renamed out of its visible name to .deleting-checkpoint-N (and the directory synced),
+// then deleted, so a kill in between leaves no partial checkpoint-N, only a hidden temporary that
+// the next run's Start removes.
 func Prune(outputDir string, limit int, keep string) error {
 	if limit <= 0 {
 		return nil
@@ -196,10 +223,33 @@ func Prune(outputDir string, limit int, keep string) error {
 		if filepath.Clean(cp.Dir) == filepath.Clean(keep) {
 			continue
 		}
-		if err := os.RemoveAll(cp.Dir); err != nil {
+		if err := retire(outputDir, cp.Dir); err != nil {
 			return fmt.Errorf("prune checkpoint: %w", err)
 		}
 		excess--
 	}
 	return nil
 }
+
+// retire renames the checkpoint dir to a hidden .deleting-checkpoint-N, syncs outputDir so that
+// the rename is durable, then deletes it.
+func retire(outputDir, dir string) error {
+	hidden := filepath.Join(outputDir, ".deleting-"+filepath.Base(dir))
+	if err := os.RemoveAll(hidden); err != nil { // left by an earlier rotation that was killed
+		return err
+	}
+	if err := os.Rename(dir, hidden); err != nil {
+		return err
+	}
+	if err := syncPath(outputDir); err != nil {
+		return err
+	}
+	if err := beforeDelete(hidden); err != nil {
+		return err
+	}
+	return os.RemoveAll(hidden)
+}
+
+// beforeDelete runs between the rename and the deletion of a retired checkpoint: the tests' hook
+// to stop a rotation there as a kill would.
+var beforeDelete = func(string) error { return nil }

@@ -150,9 +150,36 @@ func TestLatestAndResumeDir(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(out, "checkpoint-200"), 0o755) // no trainer_state.json
 	os.MkdirAll(filepath.Join(out, "checkpoint-0300x"), 0o755)
+	// The latest checkpoint is incomplete: an error naming it and the way out, not a silent
+	// resume from checkpoint-100.
+	for _, resume := range []func() (string, error){
+		func() (string, error) { return Latest(out) },
+		func() (string, error) { return ResumeDir(out, true, "") },
+	} {
+		_, err := resume()
+		if err == nil || errors.Is(err, ErrNoCheckpoint) {
+			t.Fatalf("incomplete latest checkpoint: got %v, want an error naming it", err)
+		}
+		for _, want := range []string{filepath.Join(out, "checkpoint-200"), StateName, filepath.Join(out, "checkpoint-100"), "--resume-from-checkpoint"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not name %q", err, want)
+			}
+		}
+	}
+	os.MkdirAll(filepath.Join(out, "checkpoint-50"), 0o755) // an incomplete older one does not matter
+	os.Remove(filepath.Join(out, "checkpoint-200"))
 	if got, err := Latest(out); err != nil || got != filepath.Join(out, "checkpoint-100") {
 		t.Errorf("Latest = %s, %v; want checkpoint-100 (numeric, complete)", got, err)
 	}
+	if got, err := ResumeDir(out, true, ""); err != nil || got != filepath.Join(out, "checkpoint-100") {
+		t.Errorf("ResumeDir(resume) = %s, %v; want checkpoint-100", got, err)
+	}
+	only := t.TempDir()
+	os.MkdirAll(filepath.Join(only, "checkpoint-5"), 0o755)
+	if _, err := Latest(only); err == nil || !strings.Contains(err.Error(), "no complete checkpoint") {
+		t.Errorf("only an incomplete checkpoint: got %v", err)
+	}
+	os.MkdirAll(filepath.Join(out, "checkpoint-200"), 0o755)
 	cases := []struct {
 		resume bool
 		path   string
@@ -160,7 +187,7 @@ func TestLatestAndResumeDir(t *testing.T) {
 		err    string
 	}{
 		{false, "", "", ""},
-		{true, "", filepath.Join(out, "checkpoint-100"), ""},
+		{true, "", "", "is incomplete"},
 		{false, filepath.Join(out, "checkpoint-9"), filepath.Join(out, "checkpoint-9"), ""},
 		{false, filepath.Join(out, "checkpoint-200"), "", "not a checkpoint directory"},
 	}

@@ -64,6 +64,7 @@ type Training struct {
 	BF16                      bool    `yaml:"bf16" usage:"bf16 weights and activations with float32 master weights and optimizer state"`
 	Resume                    bool    `yaml:"resume" usage:"continue from the latest OUTPUT_DIR/checkpoint-N"`
 	ResumeFromCheckpoint      string  `yaml:"resume_from_checkpoint" usage:"continue from this checkpoint directory"`
+	OverwriteOutputDir        bool    `yaml:"overwrite_output_dir" usage:"start afresh in an output_dir that holds a previous run, removing that run's checkpoints, logs and model first (only the files a run writes); without it such a run is refused"`
 	Backend                   string  `yaml:"backend" usage:"GoMLX backend: go[:options], xla:cuda, xla:cpu (default: $GOMLX_BACKEND, else go)"`
 }
 

@@ -235,6 +235,8 @@ func validateCommon(c Config) error {
 		return bad(c, "save_total_limit", fmt.Sprintf("must be ≥ 0 (0 = keep all), got %d", t.SaveTotalLimit))
 	case t.Resume && t.ResumeFromCheckpoint != "":
 		return bad(c, "resume", "and resume_from_checkpoint are exclusive: give one")
+	case t.OverwriteOutputDir && (t.Resume || t.ResumeFromCheckpoint != ""):
+		return bad(c, "overwrite_output_dir", "removes the run that resume continues: give one")
 	case t.EvalStrategy != "no" && t.EvalDataset == "":
 		return bad(c, "eval_strategy", fmt.Sprintf("%s needs an eval_dataset (--eval-dataset)", t.EvalStrategy))
 	case t.EvalOnStart && t.EvalDataset == "":

@@ -16,6 +16,8 @@
 // some problems carries over to the held-out ones only when it is a habit shared by all problems:
 // the answer format.
 //
+// Each stage's run replaces the one a previous demo left in its directory (overwrite_output_dir).
+//
 // It is the demo's orchestrator, so unlike the trainer packages, which import no other trainer, it
 // imports trainers/sft and trainers/grpo (and trainers/eval to score each stage).
 package demo
@@ -213,6 +215,7 @@ func runSFT(ctx stdctx.Context, o Options, env Env, base, dir string, problems [
 	cfg.MaxSteps, cfg.PerDeviceTrainBatchSize, cfg.LearningRate = o.SFTSteps, o.SFTBatch, o.SFTLearningRate
 	cfg.LRSchedulerType, cfg.WarmupRatio, cfg.WeightDecay = "constant_with_warmup", 0.05, 0
 	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed, cfg.MaxLength = 10, 0, o.Seed, 128
+	cfg.OverwriteOutputDir = true // the demo redoes its stages: a rerun replaces the previous one
 	cfg.Resolve()
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("demo sft: %w", err)
@@ -245,6 +248,7 @@ func runGRPO(ctx stdctx.Context, o Options, env Env, from, dir, reward string, s
 	cfg.Beta = o.Beta
 	cfg.MaxSteps, cfg.LearningRate, cfg.LRSchedulerType, cfg.WeightDecay = o.GRPOSteps, o.GRPOLearningRate, "constant", 0
 	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed = 5, 0, seed
+	cfg.OverwriteOutputDir = true // the demo redoes its stages: a rerun replaces the previous one
 	cfg.Resolve()
 	if err := cfg.Validate(); err != nil {
 		return 0, fmt.Errorf("demo grpo: %w", err)

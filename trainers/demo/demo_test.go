@@ -72,6 +72,11 @@ func TestRun_Miniature(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// A second demo into the same directory replaces the GRPO runs (their directories hold a run).
+	o.ReuseSFT = true
+	if _, err := Run(stdctx.Background(), o, Env{Backend: backend.MustNew(backend.Default)}); err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
 }
 
 // The mixed format answers every problem in both forms, MixedSentences in MixedCopies with the

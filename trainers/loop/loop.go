@@ -223,5 +223,8 @@ func Train(ctx context.Context, m *Model, src Source, opts Options) (*Result, er
 		return nil, err
 	}
 	defer d.close()
+	if err := d.prepareOutput(); err != nil {
+		return nil, err
+	}
 	return d.run(ctx)
 }

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/models/safetensors"
+	"github.com/posttrain/posttrain/trainers/config"
 )
 
 // OptimizerName is the checkpoint file holding AdamW's state: exp_avg.<HF name> and
@@ -25,13 +28,65 @@ type extra struct {
 	Window         window `json:"window"`          // metrics accumulated since the last log line
 }
 
+// RunFiles is what a run writes at the top of OUTPUT_DIR besides its checkpoint-N directories:
+// the logs, the resolved configuration and the final model's files (weights, configs, tokenizer).
+// overwrite_output_dir removes exactly these (and the checkpoints and temporaries); any other file
+// in the directory is left alone.
+var RunFiles = checkpoint.Run{
+	Files: append([]string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName,
+		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
+		qwen2.ConfigFileName, qwen2.GenerationConfigFileName}, qwen2.TokenizerFiles...),
+	Marks: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl",
+		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json"},
+}
+
+// CheckOutputDir refuses, before any work, an output_dir that holds a previous run when cfg neither
+// resumes nor overwrites it (the driver checks again when it starts, and cleans up).
+func CheckOutputDir(cfg *config.Training) error {
+	return RunFiles.Check(cfg.OutputDir, resuming(cfg), cfg.OverwriteOutputDir)
+}
+
+func resuming(cfg *config.Training) bool { return cfg.Resume || cfg.ResumeFromCheckpoint != "" }
+
+// prepareOutput readies OUTPUT_DIR before anything is written to it (checkpoint.Run.Start): stale
+// temporaries of a killed run are removed; a previous run there needs --resume, or
+// --overwrite-output-dir, which removes it first (refused when that would remove the model or data
+// this run reads).
+func (d *driver) prepareOutput() error {
+	if d.cfg.OverwriteOutputDir && !resuming(d.cfg) {
+		owned, err := RunFiles.Owned(d.cfg.OutputDir)
+		if err != nil {
+			return err
+		}
+		for _, in := range []struct{ key, path string }{{"model_name_or_path", d.cfg.Model}, {"dataset_name", d.cfg.Dataset}, {"eval_dataset", d.cfg.EvalDataset}} {
+			for _, name := range owned {
+				if in.path != "" && within(in.path, filepath.Join(d.cfg.OutputDir, name)) {
+					return fmt.Errorf("overwrite_output_dir (--overwrite-output-dir) would remove %s, which %s reads: choose another output_dir", filepath.Join(d.cfg.OutputDir, name), in.key)
+				}
+			}
+		}
+	}
+	return RunFiles.Start(d.cfg.OutputDir, resuming(d.cfg), d.cfg.OverwriteOutputDir, d.logger)
+}
+
+// within reports whether path is dir or lies under it.
+func within(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	q, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(q, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
 // modelFiles writes the model into a temporary directory under the output directory and returns
 // writers that move each file into place, for checkpoint.Save and checkpoint.WriteFiles.
 func (d *driver) modelFiles() (map[string]checkpoint.WriteFunc, func(), error) {
 	if err := os.MkdirAll(d.cfg.OutputDir, 0o755); err != nil {
 		return nil, nil, err
 	}
-	tmp, err := os.MkdirTemp(d.cfg.OutputDir, ".model-")
+	tmp, err := os.MkdirTemp(d.cfg.OutputDir, checkpoint.ModelTmpPrefix)
 	if err != nil {
 		return nil, nil, err
 	}

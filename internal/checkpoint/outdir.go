@@ -1,0 +1,194 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Hidden-name prefixes of the temporaries a run makes in its output directory: a checkpoint being
+// written (.checkpoint-N.tmp-XXXX, and .checkpoint-N.tmp-XXXX.old while it replaces one), the
+// model being written (.model-XXXX, by trainers/loop) and a checkpoint being rotated out
+// (.deleting-checkpoint-N).
+const (
+	tmpPrefix      = "." + Prefix
+	ModelTmpPrefix = ".model-"
+	deletingPrefix = ".deleting-" + Prefix
+)
+
+// Run describes what a training run writes at the top of its output directory besides its
+// checkpoint-N directories, as filepath.Match patterns of names. Start uses it to tell a previous
+// run, to remove one (overwrite_output_dir) and to find stale temporaries; nothing else in the
+// directory is ever touched.
+type Run struct {
+	Files []string // every file the run writes (metrics.jsonl, training_args.yaml, the model's files, ...)
+	Marks []string // the files that, when not empty, show that a run was there (metrics.jsonl, the weights)
+}
+
+// Start readies outputDir for a run: it removes the temporaries a killed run left (logging their
+// names), then, unless the run resumes, refuses a directory that holds a previous run (a
+// checkpoint-N directory or a non-empty mark file) or, with overwrite, removes that run's files
+// and checkpoints first. A missing or empty directory just works.
+func (r Run) Start(outputDir string, resume, overwrite bool, logger *slog.Logger) error {
+	stale, err := r.Stale(outputDir)
+	if err != nil {
+		return err
+	}
+	if len(stale) > 0 {
+		if err := removeAll(outputDir, stale); err != nil {
+			return err
+		}
+		logger.Warn("removed the temporaries of an interrupted run", "output_dir", outputDir, "removed", strings.Join(stale, " "))
+	}
+	if resume {
+		return nil
+	}
+	prev, err := r.Previous(outputDir)
+	if err != nil || len(prev) == 0 {
+		return err
+	}
+	if !overwrite {
+		return fmt.Errorf("output_dir %s holds a previous run (%s): continue it with --resume, or remove it with --overwrite-output-dir", outputDir, brief(prev))
+	}
+	files, err := r.Owned(outputDir)
+	if err != nil {
+		return err
+	}
+	if err := removeAll(outputDir, files); err != nil {
+		return err
+	}
+	logger.Warn("overwrite_output_dir: removed the previous run", "output_dir", outputDir, "removed", strings.Join(files, " "))
+	return nil
+}
+
+// Check is Start's refusal without touching anything: an error when outputDir holds a previous run
+// and the run neither resumes nor overwrites (for a check before the expensive setup).
+func (r Run) Check(outputDir string, resume, overwrite bool) error {
+	if resume || overwrite {
+		return nil
+	}
+	prev, err := r.Previous(outputDir)
+	if err != nil || len(prev) == 0 {
+		return err
+	}
+	return fmt.Errorf("output_dir %s holds a previous run (%s): continue it with --resume, or remove it with --overwrite-output-dir", outputDir, brief(prev))
+}
+
+// brief lists the first names and how many more.
+func brief(names []string) string {
+	const n = 3
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// Previous returns the entries of outputDir that show a previous run: checkpoint-N directories
+// (complete or not) and non-empty mark files. A missing directory has none.
+func (r Run) Previous(outputDir string) ([]string, error) {
+	entries, err := readDir(outputDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if _, ok := stepOf(name); ok && e.IsDir() {
+			out = append(out, name)
+			continue
+		}
+		if !e.Type().IsRegular() || !match(r.Marks, name) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Size() > 0 {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// Owned returns the entries of outputDir that a run writes: checkpoint-N directories, the Files
+// and the temporaries (Stale). A missing directory has none.
+func (r Run) Owned(outputDir string) ([]string, error) {
+	entries, err := readDir(outputDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		_, ck := stepOf(name)
+		if (ck && e.IsDir()) || match(r.Files, name) || r.stale(name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// Stale returns the temporaries in outputDir that only a killed run leaves behind: .checkpoint-*
+// (a checkpoint being saved), .deleting-checkpoint-* (one being rotated out), .model-* (the model
+// being written) and F.tmp, .F.tmp, .F.tmp.old, .F.tmp-* of the Files (written then renamed).
+func (r Run) Stale(outputDir string) ([]string, error) {
+	entries, err := readDir(outputDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if r.stale(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+func (r Run) stale(name string) bool {
+	for _, p := range []string{tmpPrefix, deletingPrefix, ModelTmpPrefix} {
+		if strings.HasPrefix(name, p) && len(name) > len(p) {
+			return true
+		}
+	}
+	base, _ := strings.CutSuffix(name, ".old")
+	if i := strings.LastIndex(base, ".tmp"); i > 0 {
+		rest := base[i+len(".tmp"):]
+		if rest == "" || strings.HasPrefix(rest, "-") {
+			f := base[:i]
+			if hidden, ok := strings.CutPrefix(f, "."); ok {
+				return match(r.Files, hidden)
+			}
+			return base == name && rest == "" && match(r.Files, f)
+		}
+	}
+	return false
+}
+
+func match(patterns []string, name string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool {
+		ok, err := filepath.Match(p, name)
+		return ok && err == nil
+	})
+}
+
+func readDir(dir string) ([]os.DirEntry, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("output_dir: %w", err)
+	}
+	return entries, nil
+}
+
+func removeAll(dir string, names []string) error {
+	for _, n := range names {
+		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
+			return fmt.Errorf("output_dir: %w", err)
+		}
+	}
+	return nil
+}
