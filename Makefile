@@ -29,7 +29,7 @@ course:
 demo:
 	$(GO) run ./cmd/posttrain demo
 
-test: fmt-check vet staticcheck unit gpu-check-cpu
+test: fmt-check vet staticcheck unit fuzz-short gpu-check-cpu
 
 # scripts/gpu-check.sh on the CPU, so the GPU check cannot rot: the CPU shapes, the GPU branch
 # rehearsed at tiny sizes, fake CUDA plugin trees (discovery, report lines, stopping at the first
@@ -55,6 +55,34 @@ staticcheck:
 
 unit:
 	$(GO) test -count=1 -timeout 45m $(PKGS)
+
+# Go native fuzz targets (package:target), one `go test -fuzz` each (Go fuzzes one target per
+# invocation). `go test ./...` (unit) already replays their seeds and testdata/fuzz/ corpora; these
+# run the fuzzer itself: `make fuzz` for FUZZTIME each (FUZZTIME=10m make fuzz for a long run),
+# `make fuzz-short` (part of `make test`) for FUZZTIME_SHORT each. A failure leaves the input in
+# the package's testdata/fuzz/TARGET/: commit it with the fix as a regression seed.
+FUZZ_TARGETS := \
+	./models/safetensors:FuzzParse ./models/safetensors:FuzzReadIndex \
+	./models/qwen2:FuzzParseConfig ./models/qwen2:FuzzParseGenerationConfig ./models/qwen2:FuzzParseBatchJSON \
+	./data/tokenizer:FuzzFromJSON ./data/tokenizer:FuzzParseConfig \
+	./data:FuzzRead ./data/chat:FuzzRender ./internal/checkpoint:FuzzLoad
+FUZZTIME       ?= 60s
+FUZZTIME_SHORT ?= 2s
+
+.PHONY: fuzz fuzz-short
+fuzz:
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_FOR=$(FUZZTIME)
+
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_FOR=$(FUZZTIME_SHORT)
+
+.PHONY: fuzz-run
+fuzz-run:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZ_FOR))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_FOR) $$pkg; \
+	done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)

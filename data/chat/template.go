@@ -151,7 +151,12 @@ func tokenString(raw json.RawMessage) (string, error) {
 }
 
 // Parse compiles a Jinja chat template. special sets template variables such as eos_token.
-func Parse(src string, special map[string]string) (*Template, error) {
+func Parse(src string, special map[string]string) (_ *Template, err error) {
+	defer func() {
+		if r := recover(); r != nil { // gonja's parser panics on some malformed templates
+			err = fmt.Errorf("parse chat template: malformed template (%v)", r)
+		}
+	}()
 	loader, err := loaders.NewShiftedLoader("chat_template", strings.NewReader(src), nilLoader{})
 	if err != nil {
 		return nil, err
@@ -173,7 +178,12 @@ type Options struct {
 }
 
 // Render renders msgs as transformers' apply_chat_template(msgs, tokenize=False, ...) does.
-func (t *Template) Render(msgs []Message, opt Options) (string, error) {
+func (t *Template) Render(msgs []Message, opt Options) (_ string, err error) {
+	defer func() {
+		if r := recover(); r != nil { // a gonja bug must not take the process down
+			err = fmt.Errorf("render chat template: %v", r)
+		}
+	}()
 	vars, err := t.vars(msgs, opt)
 	if err != nil {
 		return "", err
