@@ -142,6 +142,10 @@ func idList(raw json.RawMessage) ([]int, error) {
 
 // Validate checks the sizes and refuses features this implementation does not have, naming the
 // config.json field.
+// MaxLayers bounds num_hidden_layers: real decoders have at most a few hundred (Llama 3.1 405B:
+// 126), and a corrupt config with billions would exhaust memory listing the weights.
+const MaxLayers = 1024
+
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -159,6 +163,9 @@ func (c *Config) Validate() error {
 		if f.v <= 0 {
 			bad(f.name, "must be positive, got %d", f.v)
 		}
+	}
+	if c.NumHiddenLayers > MaxLayers {
+		bad("num_hidden_layers", "%d is more than any checkpoint has (at most %d accepted): the weight list alone would exhaust memory", c.NumHiddenLayers, MaxLayers)
 	}
 	if c.NumKeyValueHeads > 0 && c.NumAttentionHeads%c.NumKeyValueHeads != 0 {
 		bad("num_key_value_heads", "%d does not divide num_attention_heads %d", c.NumKeyValueHeads, c.NumAttentionHeads)

@@ -40,6 +40,7 @@ func TestParseConfig_RefusesUnsupported(t *testing.T) {
 		{`"num_key_value_heads": 2`, `"num_key_value_heads": 3`, "num_key_value_heads"},
 		{`"hidden_size": 64`, `"hidden_size": 0`, "hidden_size"},
 		{`"attention_dropout": 0.0`, `"attention_dropout": 0.1`, "attention_dropout"},
+		{`"num_hidden_layers": 2`, `"num_hidden_layers": 1000000000`, "num_hidden_layers"}, // exhausted memory listing weights
 	} {
 		if !strings.Contains(base, c.from) {
 			t.Fatalf("fixture config lacks %s", c.from)

@@ -36,12 +36,13 @@ func FuzzParseConfig(f *testing.F) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("ParseConfig accepted a config Validate refuses: %v", err)
 		}
-		if cfg.NumHiddenLayers <= 1<<12 { // the weight list grows with the layer count
-			if len(cfg.Tensors()) == 0 {
-				t.Fatal("no weights")
-			}
-			_ = cfg.NumParameters()
+		if cfg.NumHiddenLayers > MaxLayers { // the weight list grows with the layer count
+			t.Fatalf("ParseConfig accepted %d layers", cfg.NumHiddenLayers)
 		}
+		if len(cfg.Tensors()) == 0 {
+			t.Fatal("no weights")
+		}
+		_ = cfg.NumParameters()
 		_ = cfg.NumGroups()
 	})
 }
