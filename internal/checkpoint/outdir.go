@@ -90,56 +90,43 @@ func brief(names []string) string {
 // Previous returns the entries of outputDir that show a previous run: checkpoint-N directories
 // (complete or not) and non-empty mark files. A missing directory has none.
 func (r Run) Previous(outputDir string) ([]string, error) {
-	entries, err := readDir(outputDir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range entries {
-		name := e.Name()
-		if _, ok := stepOf(name); ok && e.IsDir() {
-			out = append(out, name)
-			continue
+	return entriesWhere(outputDir, func(e os.DirEntry) bool {
+		if _, ok := stepOf(e.Name()); ok && e.IsDir() {
+			return true
 		}
-		if !e.Type().IsRegular() || !match(r.Marks, name) {
-			continue
+		if !e.Type().IsRegular() || !match(r.Marks, e.Name()) {
+			return false
 		}
-		if fi, err := e.Info(); err == nil && fi.Size() > 0 {
-			out = append(out, name)
-		}
-	}
-	return out, nil
+		fi, err := e.Info()
+		return err == nil && fi.Size() > 0
+	})
 }
 
 // Owned returns the entries of outputDir that a run writes: checkpoint-N directories, the Files
 // and the temporaries (Stale). A missing directory has none.
 func (r Run) Owned(outputDir string) ([]string, error) {
-	entries, err := readDir(outputDir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range entries {
-		name := e.Name()
-		_, ck := stepOf(name)
-		if (ck && e.IsDir()) || match(r.Files, name) || r.stale(name) {
-			out = append(out, name)
-		}
-	}
-	return out, nil
+	return entriesWhere(outputDir, func(e os.DirEntry) bool {
+		_, ck := stepOf(e.Name())
+		return (ck && e.IsDir()) || match(r.Files, e.Name()) || r.stale(e.Name())
+	})
 }
 
 // Stale returns the temporaries in outputDir that only a killed run leaves behind: .checkpoint-*
 // (a checkpoint being saved), .deleting-checkpoint-* (one being rotated out), .model-* (the model
 // being written) and F.tmp, .F.tmp, .F.tmp.old, .F.tmp-* of the Files (written then renamed).
 func (r Run) Stale(outputDir string) ([]string, error) {
-	entries, err := readDir(outputDir)
+	return entriesWhere(outputDir, func(e os.DirEntry) bool { return r.stale(e.Name()) })
+}
+
+// entriesWhere lists the names of dir's entries that keep accepts; a missing dir has none.
+func entriesWhere(dir string, keep func(os.DirEntry) bool) ([]string, error) {
+	entries, err := readDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, e := range entries {
-		if r.stale(e.Name()) {
+		if keep(e) {
 			out = append(out, e.Name())
 		}
 	}
