@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,6 +46,13 @@ type State struct {
 	RNG   map[string][]uint64        `json:"rng_state,omitempty"` // generator name → state words
 	Extra map[string]json.RawMessage `json:"extra,omitempty"`     // trainer-specific state
 	Files []string                   `json:"files"`               // the other files, checked on load
+	// Sizes are the files' sizes in bytes (a directory: the sum of its regular files), checked on
+	// load: a truncated or replaced file is an error, not a silent resume.
+	Sizes map[string]int64 `json:"file_sizes"`
+	// Method is the trainer that wrote the checkpoint ("sft", "grpo", ...); Fingerprints identify
+	// what the run read (model, dataset) so that a resume can check it reads the same.
+	Method       string            `json:"method,omitempty"`
+	Fingerprints map[string]string `json:"fingerprints,omitempty"`
 }
 
 // DataPosition is where the data loader stands: the next example is number Offset (in the
@@ -168,7 +176,10 @@ func ResumeDir(outputDir string, resume bool, path string) (string, error) {
 	return "", nil
 }
 
-// Load reads dir/trainer_state.json and checks that the files it lists exist.
+// Load reads dir/trainer_state.json and validates it before anything else is read: the step is
+// within bounds and matches the directory's name, the data position is not negative, and every
+// file it lists is present with the size it was saved with. Each failure is one line naming the
+// file and the field.
 func Load(dir string) (*State, error) {
 	path := filepath.Join(dir, StateName)
 	data, err := os.ReadFile(path)
@@ -186,12 +197,66 @@ func Load(dir string) (*State, error) {
 	for k, raw := range st.Extra {
 		st.Extra[k] = compact(raw)
 	}
-	for _, name := range st.Files {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			return nil, fmt.Errorf("load checkpoint %s: file %s listed in %s is missing", dir, name, StateName)
-		}
+	if err := st.validate(dir); err != nil {
+		return nil, fmt.Errorf("load checkpoint: %s: %w", path, err)
 	}
 	return &st, nil
+}
+
+// validate checks the fields Load promises to check.
+func (st *State) validate(dir string) error {
+	switch {
+	case st.GlobalStep < 1:
+		return fmt.Errorf("global_step %d: a checkpoint is saved after a step (≥ 1)", st.GlobalStep)
+	case st.MaxSteps > 0 && st.GlobalStep > st.MaxSteps:
+		return fmt.Errorf("global_step %d is past max_steps %d", st.GlobalStep, st.MaxSteps)
+	case st.Data.Epoch < 0 || st.Data.Offset < 0:
+		return fmt.Errorf("data_position %+v is negative", st.Data)
+	case st.NumInputTokensSeen < 0:
+		return fmt.Errorf("num_input_tokens_seen %d is negative", st.NumInputTokensSeen)
+	}
+	if step, ok := stepOf(filepath.Base(filepath.Clean(dir))); ok && step != st.GlobalStep {
+		return fmt.Errorf("global_step %d does not match the directory name %s (edited or copied?)", st.GlobalStep, filepath.Base(dir))
+	}
+	if st.Sizes == nil {
+		return fmt.Errorf("no file_sizes (written by a posttrain before checkpoints recorded them): the files cannot be checked; start a new run")
+	}
+	for _, name := range st.Files {
+		if err := checkName(name); err != nil {
+			return fmt.Errorf("files: %w", err)
+		}
+		want, ok := st.Sizes[name]
+		if !ok {
+			return fmt.Errorf("file_sizes has no entry for %s", name)
+		}
+		got, err := size(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			return fmt.Errorf("file %s listed in files is missing", name)
+		}
+		if got != want {
+			return fmt.Errorf("file %s is %d bytes, file_sizes says %d (truncated or replaced?)", name, got, want)
+		}
+	}
+	return nil
+}
+
+// size is the size of a regular file, or the sum of the regular files under a directory.
+func size(path string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n, err
 }
 
 func compact(raw json.RawMessage) json.RawMessage {

@@ -49,6 +49,7 @@ func TestSaveLoad_RoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Files = []string{"model/config.json", "optimizer.safetensors"}
+	st.Sizes = map[string]int64{"model/config.json": 2, "optimizer.safetensors": 3}
 	if !reflect.DeepEqual(got, st) {
 		t.Errorf("loaded %+v\nwant   %+v", got, st)
 	}
@@ -206,12 +207,62 @@ func TestLoad_Errors(t *testing.T) {
 	out := t.TempDir()
 	dir, _ := Save(out, sampleState(1), map[string]WriteFunc{"opt": writeText("x")}, 0)
 	os.Remove(filepath.Join(dir, "opt"))
-	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "file opt listed in trainer_state.json is missing") {
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "file opt listed in files is missing") {
 		t.Errorf("missing blob: got %v", err)
 	}
 	os.WriteFile(filepath.Join(dir, StateName), []byte("{"), 0o644)
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), StateName) {
 		t.Errorf("corrupt state: got %v", err)
+	}
+}
+
+// TestLoad_Validates: an edited, truncated or inconsistent checkpoint is refused before anything is
+// read from it, naming the field.
+func TestLoad_Validates(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(dir string, st map[string]any)
+		want string
+	}{
+		{"intact", func(string, map[string]any) {}, ""},
+		{"step edited", func(_ string, st map[string]any) { st["global_step"] = 99 }, "global_step 99 is past max_steps 10"},
+		{"step renamed", func(_ string, st map[string]any) { st["global_step"] = 3 }, "global_step 3 does not match the directory name checkpoint-4"},
+		{"step zero", func(_ string, st map[string]any) { st["global_step"] = 0 }, "global_step 0"},
+		{"offset", func(_ string, st map[string]any) { st["data_position"] = map[string]int{"epoch": 0, "offset": -1} }, "data_position"},
+		{"truncated", func(dir string, _ map[string]any) { os.WriteFile(filepath.Join(dir, "opt"), []byte("xy"), 0o644) }, "file opt is 2 bytes, file_sizes says 3"},
+		{"no sizes", func(_ string, st map[string]any) { delete(st, "file_sizes") }, "no file_sizes"},
+		{"size entry", func(_ string, st map[string]any) { st["file_sizes"] = map[string]int{} }, "file_sizes has no entry for opt"},
+		{"escape", func(_ string, st map[string]any) {
+			st["files"] = []string{"../opt"}
+			st["file_sizes"] = map[string]int{"../opt": 3}
+		}, `invalid checkpoint file name "../opt"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir, err := Save(t.TempDir(), sampleState(4), map[string]WriteFunc{"opt": writeText("xyz")}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, StateName)
+			raw, _ := os.ReadFile(path)
+			var st map[string]any
+			if err := json.Unmarshal(raw, &st); err != nil {
+				t.Fatal(err)
+			}
+			c.edit(dir, st)
+			raw, _ = json.Marshal(st)
+			os.WriteFile(path, raw, 0o644)
+			_, err = Load(dir)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("intact checkpoint: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("got %v, want an error naming %s and %q", err, path, c.want)
+			}
+		})
 	}
 }
 

@@ -65,6 +65,14 @@ func fill(dir string, st *State, files map[string]WriteFunc) error {
 	}
 	saved := *st
 	saved.Files = names
+	saved.Sizes = make(map[string]int64, len(names))
+	for _, name := range names {
+		n, err := size(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		saved.Sizes[name] = n
+	}
 	data, err := json.MarshalIndent(&saved, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", StateName, err)

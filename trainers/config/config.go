@@ -33,39 +33,40 @@ type Config interface {
 // Training holds the options every trainer shares: HF TrainingArguments names with TRL v0.24's
 // overrides (logging_steps 10), plus the model/dataset inputs of TRL's CLI scripts.
 type Training struct {
-	Model   string `yaml:"model_name_or_path" flag:"model" usage:"model directory or Hub id (HF layout)"`
-	Dataset string `yaml:"dataset_name" flag:"dataset" usage:"training data file (JSONL)"`
+	Model   string `yaml:"model_name_or_path" resume:"content" flag:"model" usage:"model directory or Hub id (HF layout)"`
+	Dataset string `yaml:"dataset_name" resume:"content" flag:"dataset" usage:"training data file (JSONL)"`
 	// TRL's CLI scripts take the eval rows from a split of dataset_name (dataset_test_split);
 	// posttrain reads them from a second file.
-	EvalDataset string `yaml:"eval_dataset" usage:"evaluation data file (JSONL, the same formats as --dataset); evaluated only when eval_strategy is steps or epoch, or with eval_on_start (as HF's Trainer)"`
+	EvalDataset string `yaml:"eval_dataset" resume:"free" usage:"evaluation data file (JSONL, the same formats as --dataset); evaluated only when eval_strategy is steps or epoch, or with eval_on_start (as HF's Trainer)"`
 
-	OutputDir                 string  `yaml:"output_dir" usage:"directory for checkpoints, metrics.jsonl and the final model"`
-	LearningRate              float64 `yaml:"learning_rate" usage:"initial AdamW learning rate"`
-	PerDeviceTrainBatchSize   int     `yaml:"per_device_train_batch_size" usage:"examples per micro-batch"`
-	GradientAccumulationSteps int     `yaml:"gradient_accumulation_steps" usage:"micro-batches per optimizer step"`
-	NumTrainEpochs            float64 `yaml:"num_train_epochs" usage:"passes over the data (ignored when max_steps > 0)"`
-	MaxSteps                  int     `yaml:"max_steps" usage:"optimizer steps to run; ≤ 0 (-1, 0) = use num_train_epochs, as HF's Trainer"`
-	WarmupRatio               float64 `yaml:"warmup_ratio" usage:"fraction of steps for linear warmup (used when warmup_steps is 0)"`
-	WarmupSteps               int     `yaml:"warmup_steps" usage:"linear warmup steps (overrides warmup_ratio when > 0)"`
-	LRSchedulerType           string  `yaml:"lr_scheduler_type" enum:"linear|cosine|constant|constant_with_warmup" usage:"learning-rate schedule"`
-	MaxGradNorm               float64 `yaml:"max_grad_norm" usage:"global-norm gradient clipping threshold; 0 = no clipping"`
-	WeightDecay               float64 `yaml:"weight_decay" usage:"AdamW decoupled weight decay"`
-	AdamBeta1                 float64 `yaml:"adam_beta1" usage:"AdamW beta1"`
-	AdamBeta2                 float64 `yaml:"adam_beta2" usage:"AdamW beta2"`
-	AdamEpsilon               float64 `yaml:"adam_epsilon" usage:"AdamW epsilon"`
-	Seed                      int     `yaml:"seed" usage:"random seed (data order, sampling, initialisation)"`
-	LoggingSteps              int     `yaml:"logging_steps" usage:"write a metrics.jsonl line every N optimizer steps"`
-	SaveSteps                 int     `yaml:"save_steps" usage:"save OUTPUT_DIR/checkpoint-N every N steps; 0 = only at the end"`
-	SaveTotalLimit            int     `yaml:"save_total_limit" usage:"keep at most N checkpoints, deleting the oldest; 0 = keep all"`
-	EvalStrategy              string  `yaml:"eval_strategy" enum:"no|steps|epoch" usage:"evaluate on eval_dataset every eval_steps steps, or at the end of each epoch; no = never, even with an eval_dataset (HF's Trainer)"`
-	EvalSteps                 int     `yaml:"eval_steps" usage:"evaluate every N optimizer steps with eval_strategy steps; 0 = logging_steps"`
-	PerDeviceEvalBatchSize    int     `yaml:"per_device_eval_batch_size" usage:"examples per evaluation batch"`
-	EvalOnStart               bool    `yaml:"eval_on_start" usage:"evaluate once before the first step (a sanity check)"`
-	BF16                      bool    `yaml:"bf16" usage:"bf16 weights and activations with float32 master weights and optimizer state"`
-	Resume                    bool    `yaml:"resume" usage:"continue from the latest OUTPUT_DIR/checkpoint-N"`
-	ResumeFromCheckpoint      string  `yaml:"resume_from_checkpoint" usage:"continue from this checkpoint directory"`
-	OverwriteOutputDir        bool    `yaml:"overwrite_output_dir" usage:"start afresh in an output_dir that holds a previous run, removing that run's checkpoints, logs and model first (only the files a run writes); without it such a run is refused"`
-	Backend                   string  `yaml:"backend" usage:"GoMLX backend: go[:options], xla:cuda, xla:cpu (default: $GOMLX_BACKEND, else go)"`
+	OutputDir                 string   `yaml:"output_dir" resume:"free" usage:"directory for checkpoints, metrics.jsonl and the final model"`
+	LearningRate              float64  `yaml:"learning_rate" usage:"initial AdamW learning rate"`
+	PerDeviceTrainBatchSize   int      `yaml:"per_device_train_batch_size" usage:"examples per micro-batch"`
+	GradientAccumulationSteps int      `yaml:"gradient_accumulation_steps" usage:"micro-batches per optimizer step"`
+	NumTrainEpochs            float64  `yaml:"num_train_epochs" usage:"passes over the data (ignored when max_steps > 0)"`
+	MaxSteps                  int      `yaml:"max_steps" usage:"optimizer steps to run; ≤ 0 (-1, 0) = use num_train_epochs, as HF's Trainer"`
+	WarmupRatio               float64  `yaml:"warmup_ratio" usage:"fraction of steps for linear warmup (used when warmup_steps is 0)"`
+	WarmupSteps               int      `yaml:"warmup_steps" usage:"linear warmup steps (overrides warmup_ratio when > 0)"`
+	LRSchedulerType           string   `yaml:"lr_scheduler_type" enum:"linear|cosine|constant|constant_with_warmup" usage:"learning-rate schedule"`
+	MaxGradNorm               float64  `yaml:"max_grad_norm" usage:"global-norm gradient clipping threshold; 0 = no clipping"`
+	WeightDecay               float64  `yaml:"weight_decay" usage:"AdamW decoupled weight decay"`
+	AdamBeta1                 float64  `yaml:"adam_beta1" usage:"AdamW beta1"`
+	AdamBeta2                 float64  `yaml:"adam_beta2" usage:"AdamW beta2"`
+	AdamEpsilon               float64  `yaml:"adam_epsilon" usage:"AdamW epsilon"`
+	Seed                      int      `yaml:"seed" usage:"random seed (data order, sampling, initialisation)"`
+	LoggingSteps              int      `yaml:"logging_steps" resume:"free" usage:"write a metrics.jsonl line every N optimizer steps"`
+	SaveSteps                 int      `yaml:"save_steps" resume:"free" usage:"save OUTPUT_DIR/checkpoint-N every N steps; 0 = only at the end"`
+	SaveTotalLimit            int      `yaml:"save_total_limit" resume:"free" usage:"keep at most N checkpoints, deleting the oldest; 0 = keep all"`
+	EvalStrategy              string   `yaml:"eval_strategy" resume:"free" enum:"no|steps|epoch" usage:"evaluate on eval_dataset every eval_steps steps, or at the end of each epoch; no = never, even with an eval_dataset (HF's Trainer)"`
+	EvalSteps                 int      `yaml:"eval_steps" resume:"free" usage:"evaluate every N optimizer steps with eval_strategy steps; 0 = logging_steps"`
+	PerDeviceEvalBatchSize    int      `yaml:"per_device_eval_batch_size" resume:"free" usage:"examples per evaluation batch"`
+	EvalOnStart               bool     `yaml:"eval_on_start" resume:"free" usage:"evaluate once before the first step (a sanity check)"`
+	BF16                      bool     `yaml:"bf16" usage:"bf16 weights and activations with float32 master weights and optimizer state"`
+	Resume                    bool     `yaml:"resume" resume:"free" usage:"continue from the latest OUTPUT_DIR/checkpoint-N"`
+	ResumeFromCheckpoint      string   `yaml:"resume_from_checkpoint" resume:"free" usage:"continue from this checkpoint directory"`
+	OverwriteOutputDir        bool     `yaml:"overwrite_output_dir" resume:"free" usage:"start afresh in an output_dir that holds a previous run, removing that run's checkpoints, logs and model first (only the files a run writes); without it such a run is refused"`
+	ResumeOverride            []string `yaml:"resume_override" resume:"free" usage:"options that may differ from the resumed checkpoint's training_args.yaml (comma-separated keys, e.g. learning_rate,max_steps; all = no check); without it a resume whose trajectory options, model or dataset differ is refused"`
+	Backend                   string   `yaml:"backend" resume:"free" usage:"GoMLX backend: go[:options], xla:cuda, xla:cpu (default: $GOMLX_BACKEND, else go)"`
 }
 
 // DefaultTraining returns HF TrainingArguments' defaults with TRL v0.24's logging_steps 10.
@@ -246,7 +247,7 @@ type GRPO struct {
 	StepsPerGeneration       int       `yaml:"steps_per_generation" usage:"optimizer micro-steps per generation; 0 = gradient_accumulation_steps"`
 	MaskTruncatedCompletions bool      `yaml:"mask_truncated_completions" usage:"exclude completions cut at max_completion_length from the loss (DAPO)"`
 	TopEntropyQuantile       float64   `yaml:"top_entropy_quantile" usage:"keep in the policy loss only the tokens whose entropy is in this top fraction of the micro-batch's completion tokens, in [0, 1] (80/20 paper: 0.2); 1 = all tokens"`
-	LogCompletions           bool      `yaml:"log_completions" usage:"also print a few sampled completions to the log every logging step (OUTPUT_DIR/completions.jsonl always gets them)"`
+	LogCompletions           bool      `yaml:"log_completions" resume:"free" usage:"also print a few sampled completions to the log every logging step (OUTPUT_DIR/completions.jsonl always gets them)"`
 	SyncRefModel             bool      `yaml:"sync_ref_model" usage:"TR-DPO: every ref_model_sync_steps steps mix the policy into the reference, ref = α·policy + (1−α)·ref; no effect with beta 0 (no reference)"`
 	RefModelMixupAlpha       float64   `yaml:"ref_model_mixup_alpha" usage:"α of sync_ref_model, in [0, 1]"`
 	RefModelSyncSteps        int       `yaml:"ref_model_sync_steps" usage:"τ of sync_ref_model: mix after every step that is a multiple of it, ≥ 1"`

@@ -7,12 +7,16 @@ import (
 
 // field is one option of a configuration, found by reflection over its struct tags.
 type field struct {
-	Key   string        // YAML key, TRL's name: "learning_rate"
-	Flag  string        // flag name: "learning-rate"
-	Usage string        // help text
-	Group string        // help category: "training" or the method's struct name
-	Enum  []string      // allowed values, nil if free
-	Value reflect.Value // the settable field
+	Key   string   // YAML key, TRL's name: "learning_rate"
+	Flag  string   // flag name: "learning-rate"
+	Usage string   // help text
+	Group string   // help category: "training" or the method's struct name
+	Enum  []string // allowed values, nil if free
+	// Resume is how a resumed run treats the option (tag resume): "" = it changes the training
+	// trajectory and must equal the checkpoint's value; "free" = it may change; "content" = the
+	// path may change but what it names must not (compared by fingerprint).
+	Resume string
+	Value  reflect.Value // the settable field
 }
 
 // fields lists the options of cfg (a pointer to a config struct), inlined structs first, in
@@ -45,7 +49,7 @@ func collect(v reflect.Value, group string, out *[]field) {
 		if key == "" || key == "-" {
 			continue
 		}
-		f := field{Key: key, Flag: sf.Tag.Get("flag"), Usage: sf.Tag.Get("usage"), Group: group, Value: v.Field(i)}
+		f := field{Key: key, Flag: sf.Tag.Get("flag"), Usage: sf.Tag.Get("usage"), Group: group, Value: v.Field(i), Resume: sf.Tag.Get("resume")}
 		if f.Flag == "" {
 			f.Flag = strings.ReplaceAll(key, "_", "-")
 		}

@@ -249,6 +249,9 @@ func validateCommon(c Config) error {
 	if err := pos("learning_rate", t.LearningRate); err != nil {
 		return err
 	}
+	if err := validateOverride(c); err != nil {
+		return err
+	}
 	return pos("adam_epsilon", t.AdamEpsilon)
 }
 

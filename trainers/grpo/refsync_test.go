@@ -219,7 +219,7 @@ func TestGRPO_SyncRefModel_ResumeEqualsStraight(t *testing.T) {
 	}
 
 	resumed := syncConfig(t, 2)
-	resumed.OutputDir, resumed.MaxSteps, resumed.ResumeFromCheckpoint = c.OutputDir, 5, ckpt
+	resumed.OutputDir, resumed.MaxSteps, resumed.ResumeFromCheckpoint, resumed.ResumeOverride = c.OutputDir, 5, ckpt, []string{"max_steps"}
 	trR, got := runTrainer(t, resumed)
 	if d := maxAbsDiff(got, want); d != 0 {
 		t.Errorf("resumed policy differs from the straight run's by %g", d)
@@ -233,7 +233,7 @@ func TestGRPO_SyncRefModel_ResumeEqualsStraight(t *testing.T) {
 		t.Fatal(err)
 	}
 	again := syncConfig(t, 2)
-	again.OutputDir, again.MaxSteps, again.ResumeFromCheckpoint = t.TempDir(), 5, ckpt
+	again.OutputDir, again.MaxSteps, again.ResumeFromCheckpoint, again.ResumeOverride = t.TempDir(), 5, ckpt, []string{"max_steps"}
 	tr, err := New(Setup{Config: resolved(t, again), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')}})
 	if err != nil {

@@ -62,7 +62,7 @@ func TestRun_NonFiniteStops(t *testing.T) {
 				}
 				good := readFile(t, filepath.Join(tc.OutputDir, "model.safetensors"))
 
-				tc.MaxSteps, tc.Resume = 4, true
+				tc.MaxSteps, tc.Resume, tc.ResumeOverride = 4, true, []string{"max_steps"} // extended on purpose
 				m = looptest.Load(t, dir, false)
 				method := poisoned{Method: c.build(t, b, m, looptest.Read(t, train), cfg), nanGrad: nanGrad}
 				res, err := loop.Run(context.Background(), m, method, loop.Options{Config: cfg, Backend: b})

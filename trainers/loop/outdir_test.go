@@ -124,7 +124,7 @@ func TestRun_ResumeRemovesStaleTemporaries(t *testing.T) {
 		t.Fatalf("latest %s (%v), want checkpoint-2", latest, err)
 	}
 	looptest.Load(t, latest, false)
-	cfg.Resume, cfg.MaxSteps = true, 3
+	cfg.Resume, cfg.MaxSteps, cfg.ResumeOverride = true, 3, []string{"max_steps"}
 	var logs bytes.Buffer
 	res, err := sftRun(t, context.Background(), dir, train, cfg, loop.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {

@@ -118,12 +118,18 @@ func (d *driver) save() error {
 	}
 	defer cleanup()
 	files[OptimizerName] = d.opt.WriteState
+	args, err := config.Marshal(d.opts.Config)
+	if err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	files[config.ResolvedName] = func(path string) error { return os.WriteFile(path, args, 0o644) }
 	epoch, _ := d.src.Epoch()
 	st := &checkpoint.State{
 		GlobalStep: d.step, Epoch: epoch, MaxSteps: d.total, NumTrainEpochs: d.cfg.NumTrainEpochs,
 		LoggingSteps: d.cfg.LoggingSteps, SaveSteps: d.cfg.SaveSteps,
 		TrainBatchSize: d.cfg.PerDeviceTrainBatchSize * d.cfg.GradientAccumulationSteps,
 		LogHistory:     d.history,
+		Method:         d.opts.Config.Method(), Fingerprints: d.fps,
 	}
 	if err := d.src.Save(&Checkpoint{State: st, Files: files, OptimizerSteps: d.opt.Steps()}); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
@@ -148,11 +154,14 @@ func (d *driver) saveFinal() error {
 	return checkpoint.WriteFiles(d.cfg.OutputDir, files)
 }
 
-// resume restores the source's position and state, then the weights and the optimizer state,
+// resume checks the checkpoint (Load's validation, then checkResume), then restores the source's position and state, then the weights and the optimizer state,
 // from a checkpoint.
 func (d *driver) resume(dir string) error {
 	st, err := checkpoint.Load(dir)
 	if err != nil {
+		return err
+	}
+	if err := d.checkResume(dir, st); err != nil {
 		return err
 	}
 	optSteps, err := d.src.Resume(dir, st)

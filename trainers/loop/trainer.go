@@ -35,6 +35,7 @@ type driver struct {
 	step      int               // optimizer steps done
 	history   []json.RawMessage // logged lines, for trainer_state.json
 	lastSaved int
+	fps       map[string]string // the inputs' fingerprints, saved in each checkpoint
 	saved     []string
 	last      runlog.Record
 }
@@ -212,9 +213,11 @@ func (d *driver) interrupted(res *Result, ctx context.Context) (*Result, error) 
 	return res, fmt.Errorf("%w at step %d (%v): saved %s; continue with --resume", ErrInterrupted, d.step, context.Cause(ctx), dir)
 }
 
-// start writes the resolved config, resumes if asked, and opens the logs.
+// start resumes if asked (after checking the checkpoint against this run), writes the resolved
+// config, and opens the logs.
 func (d *driver) start() error {
-	if _, err := config.WriteResolved(d.opts.Config); err != nil {
+	var err error
+	if d.fps, err = d.fingerprints(); err != nil {
 		return err
 	}
 	dir, err := checkpoint.ResumeDir(d.cfg.OutputDir, d.cfg.Resume, d.cfg.ResumeFromCheckpoint)
@@ -226,6 +229,10 @@ func (d *driver) start() error {
 			return fmt.Errorf("resume from %s: %w", dir, err)
 		}
 		d.logger.Info("resumed", "checkpoint", dir, "step", d.step)
+	}
+	// Written after the resume check, so that a refused resume leaves the previous run's file.
+	if _, err := config.WriteResolved(d.opts.Config); err != nil {
+		return err
 	}
 	if d.metrics, err = runlog.OpenMetrics(d.cfg.OutputDir, d.step); err != nil {
 		return err

@@ -1,0 +1,106 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// OverrideAll as resume_override skips the comparison with the checkpoint's arguments altogether.
+const OverrideAll = "all"
+
+// Change is one option whose value differs between a checkpoint's training_args.yaml and the run
+// resuming from it.
+type Change struct {
+	Key, Flag  string
+	Saved, Now string // the values as YAML scalars or flow lists
+}
+
+func (c Change) String() string { return fmt.Sprintf("%s %s → %s", c.Key, c.Saved, c.Now) }
+
+var methodComment = regexp.MustCompile(`^# posttrain (\S+):`)
+
+// SavedMethod returns the method named in the header comment that Marshal writes.
+func SavedMethod(saved []byte) string {
+	line, _, _ := bytes.Cut(saved, []byte("\n"))
+	if m := methodComment.FindSubmatch(line); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
+// ResumeChanges compares a checkpoint's resolved configuration (saved, the training_args.yaml
+// Marshal wrote; name is its path for errors) with cur, the resolved configuration of the run that
+// resumes it. It returns the options that change the training trajectory (every option without
+// the resume:"free" or resume:"content" tag) and differ, and, apart, those among them that
+// resume_override lets differ. The saved file is read as a configuration of cur's method: a
+// checkpoint of another method is an error.
+func ResumeChanges(saved []byte, name string, cur Config) (refused, allowed []Change, err error) {
+	if m := SavedMethod(saved); m != cur.Method() {
+		if m == "" {
+			m = "an unknown method"
+		}
+		return nil, nil, fmt.Errorf("%s: the checkpoint was trained by %s, this run is %s", name, m, cur.Method())
+	}
+	old, err := New(cur.Method())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := Load(name, saved, old); err != nil {
+		return nil, nil, err
+	}
+	override := cur.Common().ResumeOverride
+	if slices.Contains(override, OverrideAll) {
+		return nil, nil, nil
+	}
+	was := map[string]field{}
+	for _, f := range fields(old) {
+		was[f.Key] = f
+	}
+	for _, f := range fields(cur) {
+		o := was[f.Key]
+		if f.Resume != "" || reflect.DeepEqual(o.Value.Interface(), f.Value.Interface()) {
+			continue
+		}
+		c := Change{Key: f.Key, Flag: f.Flag, Saved: scalar(o.Value.Interface()), Now: scalar(f.Value.Interface())}
+		if slices.Contains(override, f.Key) {
+			allowed = append(allowed, c)
+		} else {
+			refused = append(refused, c)
+		}
+	}
+	return refused, allowed, nil
+}
+
+// scalar formats v as YAML does in one line (a list in flow style).
+func scalar(v any) string {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	n := &yaml.Node{}
+	if err := n.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	if n.Kind == yaml.SequenceNode {
+		n.Style = yaml.FlowStyle
+	}
+	if enc.Encode(n) != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSpace(buf.String())
+}
+
+// validateOverride checks that resume_override names options of the method (or all).
+func validateOverride(c Config) error {
+	keys := Keys(c)
+	for _, k := range c.Common().ResumeOverride {
+		if k != OverrideAll && !slices.Contains(keys, k) {
+			return bad(c, "resume_override", fmt.Sprintf("names %q, which is not a %s option%s", k, c.Method(), suggest(k, fields(c))))
+		}
+	}
+	return nil
+}
