@@ -23,13 +23,16 @@ const (
 	// rendering a nested JSON schema recurses once per nesting level.
 	MaxMacroDepth = 256
 	// MaxRenderSteps bounds the work of one render: macro calls plus the elements every range()
-	// produces. A chat template does a few per message and tool; 1e6 steps take about a second.
-	MaxRenderSteps = 1_000_000
+	// produces. A chat template does a few per message and tool; 1e5 steps take about a second
+	// (1e6 empty loop iterations took 7.7 s, 1e6 macro calls 11 s, on a busy 2-core machine).
+	MaxRenderSteps = 100_000
 	// MaxRenderOutput bounds the rendered text, and the text of any one macro call, in bytes
 	// (a long-context conversation is a few MiB).
 	MaxRenderOutput = 64 << 20
 	// MaxRenderTime bounds the wall-clock time of one render, for the work the bounds above do not
-	// count (for example a long loop over a huge list, or string repetition).
+	// count (for example a long loop over a huge list). Not bounded without patching gonja: string
+	// repetition, "x" * 10000000000, which gonja's evaluator hands to strings.Repeat with no hook
+	// (it allocates the whole string before the output limit can see it).
 	MaxRenderTime = 30 * time.Second
 )
 
