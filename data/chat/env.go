@@ -32,18 +32,21 @@ func newEnvironment() *exec.Environment {
 	_ = filters.Replace("tojson", filterToJSON)
 	ctx := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	ctx.Set("strftime_now", strftimeNow)
+	ctx.Set("range", rangeFunction)
 	tests := exec.NewTestSet(map[string]exec.TestFunction{}).Update(builtins.Tests)
 	_ = tests.Replace("sequence", testSequence)
 	methods := builtins.Methods
 	methods.Dict = orderedDictMethods(builtins.Methods.Dict)
 	methods.Str = pyStripMethods(builtins.Methods.Str)
+	controls := exec.NewControlStructureSet(map[string]parser.ControlStructureParser{
+		"generation": generationParser}).Update(builtins.ControlStructures)
+	_ = controls.Replace("macro", macroParser)
 	return &exec.Environment{
-		Context: ctx,
-		Filters: filters,
-		Tests:   tests,
-		ControlStructures: exec.NewControlStructureSet(map[string]parser.ControlStructureParser{
-			"generation": generationParser}).Update(builtins.ControlStructures),
-		Methods: methods,
+		Context:           ctx,
+		Filters:           filters,
+		Tests:             tests,
+		ControlStructures: controls,
+		Methods:           methods,
 	}
 }
 

@@ -57,9 +57,10 @@ func FuzzRender(f *testing.F) {
 		}
 	}
 	f.Add(`{% for m in messages %}{{ m.content * 3 }}{% endfor %}`, []byte(`{"messages":[{"role":"user","content":"a"}]}`), true)
-	// Not seeded: a recursive macro, {% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}, overflows
-	// the goroutine stack inside gonja (a fatal error that kills the test binary, not a panic):
-	// testdata/fuzz/known/README.md.
+	// A macro without a base case overflowed the goroutine stack inside gonja (a fatal error) before
+	// Render bounded macro nesting: testdata/fuzz/FuzzRender/recursive-macro.
+	f.Add(`{% macro f(n) %}{{ f(n) ~ f(n) }}{% endmacro %}{{ f(1) }}`, []byte(`{"messages":[]}`), false)
+	f.Add(`{% for i in range(1000000000000) %}x{% endfor %}`, []byte(`{"messages":[]}`), false)
 	f.Add(`{% macro f(n) %}{{ n }}{% endmacro %}{{ f(1) }}{{ f(f(2)) }}`, []byte(`{"messages":[]}`), false)
 	f.Add(`{{ raise_exception('no') }}`, []byte(`{"messages":[{"role":"tool","content":null}]}`), false)
 	f.Add(`{{ messages[5].content }}{{ tools[0] | tojson }}`, []byte(`{"messages":[{"role":"user"}],"tools":[{}]}`), true)

@@ -11,10 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
+	"time"
 
 	"github.com/nikolalohinski/gonja/v2/exec"
-	"github.com/nikolalohinski/gonja/v2/loaders"
 )
 
 // Template is a compiled chat template plus the special tokens transformers passes to it.
@@ -157,11 +156,7 @@ func Parse(src string, special map[string]string) (_ *Template, err error) {
 			err = fmt.Errorf("parse chat template: malformed template (%v)", r)
 		}
 	}()
-	loader, err := loaders.NewShiftedLoader("chat_template", strings.NewReader(src), nilLoader{})
-	if err != nil {
-		return nil, err
-	}
-	tpl, err := exec.NewTemplate("chat_template", newConfig(), loader, newEnvironment())
+	tpl, err := exec.NewTemplate("chat_template", newConfig(), &rootLoader{id: "chat_template", src: src}, newEnvironment())
 	if err != nil {
 		return nil, fmt.Errorf("parse chat template: %w", err)
 	}
@@ -178,30 +173,64 @@ type Options struct {
 }
 
 // Render renders msgs as transformers' apply_chat_template(msgs, tokenize=False, ...) does.
-func (t *Template) Render(msgs []Message, opt Options) (_ string, err error) {
+// A render is bounded (limits.go): macro nesting (MaxMacroDepth), macro calls plus range()
+// elements (MaxRenderSteps), output size (MaxRenderOutput) and time (MaxRenderTime); past one it
+// returns a one-line error naming the bound. Past MaxRenderTime the render's goroutine is
+// abandoned, not stopped: it fails at its next macro call or range(), but work gonja does with no
+// hook (a loop over a huge list, string repetition) runs on until it ends or the process exits
+// (for the CLI, at once).
+func (t *Template) Render(msgs []Message, opt Options) (string, error) {
+	vars, err := t.vars(msgs, opt)
+	if err != nil {
+		return "", err
+	}
+	b := &budget{lim: limits}
+	vars[budgetKey] = b
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := t.render(vars, b)
+		done <- result{out, err}
+	}()
+	timer := time.NewTimer(b.lim.time)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-timer.C:
+		b.stop.Store(true)
+		return "", fmt.Errorf("render chat template: took longer than %v (an endless or huge loop?)", b.lim.time)
+	}
+}
+
+// render is Render's work, on its own goroutine.
+func (t *Template) render(vars map[string]any, b *budget) (_ string, err error) {
 	defer func() {
 		if r := recover(); r != nil { // a gonja bug must not take the process down
 			err = fmt.Errorf("render chat template: %v", r)
 		}
 	}()
-	vars, err := t.vars(msgs, opt)
-	if err != nil {
-		return "", err
-	}
 	// raise_exception is bound per call so the message survives gonja's error wrapping.
 	var raised *TemplateError
 	vars["raise_exception"] = func(msg string) (string, error) {
 		raised = &TemplateError{Msg: msg}
 		return "", raised
 	}
-	out, err := t.tpl.ExecuteToString(exec.NewContext(vars))
+	out := &limitWriter{b: b}
+	err = t.tpl.Execute(out, exec.NewContext(vars))
 	if raised != nil {
 		return "", raised
+	}
+	if b.err != nil { // a bound was hit; gonja may have carried on past the error value
+		return "", b.err
 	}
 	if err != nil {
 		return "", fmt.Errorf("render chat template: %w", err)
 	}
-	return out, nil
+	return out.out.String(), nil
 }
 
 func (t *Template) vars(msgs []Message, opt Options) (map[string]any, error) {
