@@ -55,7 +55,11 @@ func TestSFTCommand_ConfigAndResume(t *testing.T) {
 			t.Errorf("training_args.yaml lacks %q:\n%s", want, args)
 		}
 	}
-	if _, err := runCLI(t, "sft", "--config", yaml, "--model", model, "--dataset", data, "--output-dir", out, "--max-steps", "3", "--resume"); err != nil {
+	// Extending the run changes max_steps, which the resume check refuses unless told on purpose.
+	if _, err := runCLI(t, "sft", "--config", yaml, "--model", model, "--dataset", data, "--output-dir", out, "--max-steps", "3", "--resume"); err == nil || !strings.Contains(err.Error(), "max_steps 2 → 3") || !strings.Contains(err.Error(), "--resume-override max_steps") {
+		t.Fatalf("extending max_steps without --resume-override: got %v, want the check's error naming max_steps", err)
+	}
+	if _, err := runCLI(t, "sft", "--config", yaml, "--model", model, "--dataset", data, "--output-dir", out, "--max-steps", "3", "--resume", "--resume-override", "max_steps"); err != nil {
 		t.Fatal(err)
 	}
 	if recs := metricsLines(t, out); len(recs) != 3 || recs[2].Step != 3 {
