@@ -226,6 +226,13 @@ func (d *driver) start() error {
 			return fmt.Errorf("resume from %s: %w", dir, err)
 		}
 		d.logger.Info("resumed", "checkpoint", dir, "step", d.step)
+		if d.cfg.ResumeFromCheckpoint == "" {
+			// A run killed between saving its newest checkpoint and pruning the older ones left
+			// more than save_total_limit: finish that rotation (only checkpoints older than dir go).
+			if err := checkpoint.Prune(d.cfg.OutputDir, d.cfg.SaveTotalLimit, dir); err != nil {
+				return err
+			}
+		}
 	}
 	if d.metrics, err = runlog.OpenMetrics(d.cfg.OutputDir, d.step); err != nil {
 		return err
