@@ -83,7 +83,7 @@ func (m *Model) Close() error {
 // loadModelDir implements ReadModelDir with open reading one file.
 func loadModelDir(dir string, open func(path string) (*File, error)) (map[string]*Tensor, error) {
 	if marker := filepath.Join(dir, IncompleteMarker); exists(marker) {
-		return nil, fmt.Errorf("safetensors: %s exists: a training run was killed while it wrote the model files of %s, which may be a mix of two models; load its latest checkpoint-N instead, or rerun the training with --resume", marker, dir)
+		return nil, fmt.Errorf("safetensors: %s exists: a training run stopped while it replaced the model files of %s one by one, so they may be a mix of two models; load its latest checkpoint-N instead, or rerun the training with --resume", marker, dir)
 	}
 	single := filepath.Join(dir, SingleFileName)
 	if _, err := os.Stat(single); err == nil {
