@@ -32,8 +32,13 @@ package loop_test
 // last checkpoint, and the same metrics.jsonl lines.
 //
 // By default every phase is hit at its first occurrence, within the first save that rotates a
-// checkpoint out, and at its last occurrence; POSTTRAIN_FAULT_FULL=1 hits every occurrence of
-// every phase (the whole matrix, several minutes).
+// checkpoint out, and at its last occurrence: 26 kills of the 57 points, about 70 s on 2 cores
+// (each kill and resume takes about 2 s); POSTTRAIN_FAULT_FULL=1 hits every occurrence of every
+// phase (the whole matrix).
+//
+// It found one bug: a run killed after its last checkpoint was renamed into place but before the
+// older ones were pruned kept more than save_total_limit checkpoints for good, since the resumed
+// run had no step left to save; a run resumed with --resume now finishes that rotation.
 
 import (
 	"context"
@@ -177,6 +182,9 @@ func faultPoints(trace []string, full bool) []faultPoint {
 	return out
 }
 
+// A run killed at any phase of a checkpoint save, a rotation or the final-model write leaves only
+// complete visible checkpoints, and resuming it ends byte-identical to an uninterrupted run (the
+// file comment lists the phases and the checks).
 func TestFault_KillAnywhereThenResume(t *testing.T) {
 	model := looptest.Model(t)
 	data := looptest.MultFile(t, mult.SFT, 8, 6)
