@@ -32,9 +32,9 @@ package loop_test
 // last checkpoint, and the same metrics.jsonl lines.
 //
 // By default every phase is hit at its first occurrence, within the first save that rotates a
-// checkpoint out, and at its last occurrence: 26 kills of the 57 points, about 70 s on 2 cores
-// (each kill and resume takes about 2 s); POSTTRAIN_FAULT_FULL=1 hits every occurrence of every
-// phase (the whole matrix).
+// checkpoint out, and at its last occurrence: 26 kills of the 57 points, 45 to 70 s on 2 shared
+// cores (each kill and resume takes about 2 s); POSTTRAIN_FAULT_FULL=1 hits every occurrence of
+// every phase (the whole matrix, about 3 minutes).
 //
 // It found one bug: a run killed after its last checkpoint was renamed into place but before the
 // older ones were pruned kept more than save_total_limit checkpoints for good, since the resumed
