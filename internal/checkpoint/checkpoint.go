@@ -309,12 +309,10 @@ func retire(outputDir, dir string) error {
 	if err := syncPath(outputDir); err != nil {
 		return err
 	}
-	if err := beforeDelete(hidden); err != nil {
+	Fault(PhasePruneRenamed)
+	if err := os.RemoveAll(hidden); err != nil {
 		return err
 	}
-	return os.RemoveAll(hidden)
+	Fault(PhasePruneDeleted)
+	return nil
 }
-
-// beforeDelete runs between the rename and the deletion of a retired checkpoint: the tests' hook
-// to stop a rotation there as a kill would.
-var beforeDelete = func(string) error { return nil }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/posttrain/posttrain/models/safetensors"
 )
 
 func writeText(text string) WriteFunc {
@@ -325,5 +327,37 @@ func TestNotifyContext_StopIsNotInterrupt(t *testing.T) {
 	<-ctx.Done()
 	if Interrupted(ctx) {
 		t.Error("stop reported as an interrupt")
+	}
+}
+
+// WriteFiles replaces a directory's files one by one: from its first rename to its last the
+// directory holds the incomplete-model marker, so a run that fails (or is killed) between two
+// renames leaves a directory that does not load as a model, with an error naming the marker; the
+// next complete write removes it. A write that fails before any rename leaves no marker.
+func TestWriteFiles_MarksTheModelIncompleteBetweenRenames(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, safetensors.IncompleteMarker)
+	fail := func(string) error { return errors.New("disk full") }
+	if err := WriteFiles(dir, map[string]WriteFunc{"a.bin": fail}); err == nil {
+		t.Fatal("a failing writer was accepted")
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a write that renamed nothing left the marker (stat: %v)", err)
+	}
+	if err := WriteFiles(dir, map[string]WriteFunc{"a.bin": writeText("new"), "b.bin": fail}); err == nil {
+		t.Fatal("a failing writer was accepted")
+	}
+	_, err := safetensors.ReadModelDir(dir)
+	if err == nil || !strings.Contains(err.Error(), marker) || !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("loading the half-replaced directory: %v, want an error naming %s and --resume", err, marker)
+	}
+	if err := WriteFiles(dir, map[string]WriteFunc{"a.bin": writeText("new"), "b.bin": writeText("new")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a complete write left the marker (stat: %v)", err)
+	}
+	if _, err := safetensors.ReadModelDir(dir); err == nil || strings.Contains(err.Error(), safetensors.IncompleteMarker) {
+		t.Errorf("loading the complete directory (no weights): %v, want the error about missing weights", err)
 	}
 }

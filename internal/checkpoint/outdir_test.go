@@ -141,19 +141,27 @@ func TestPrune_RenamesBeforeDeleting(t *testing.T) {
 		}
 	}
 	killed := errors.New("killed")
-	beforeDelete = func(hidden string) error {
-		if filepath.Base(hidden) != ".deleting-checkpoint-1" {
-			t.Errorf("retiring through %s", hidden)
+	Fault = func(phase string) {
+		if phase != PhasePruneRenamed {
+			return
+		}
+		if _, err := os.Stat(filepath.Join(out, ".deleting-checkpoint-1")); err != nil {
+			t.Errorf("retiring checkpoint-1 not through .deleting-checkpoint-1: %v", err)
 		}
 		if _, err := os.Stat(filepath.Join(out, "checkpoint-1")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("checkpoint-1 is still visible while it is deleted: %v", err)
 		}
-		return killed
+		panic(killed) // stops Save here, as a kill would
 	}
-	defer func() { beforeDelete = func(string) error { return nil } }()
-	if _, err := Save(out, sampleState(3), map[string]WriteFunc{"w.bin": writeText("w")}, 2); !errors.Is(err, killed) {
-		t.Fatalf("save with an interrupted rotation: %v", err)
-	}
+	defer func() { Fault = func(string) {} }()
+	func() {
+		defer func() {
+			if r := recover(); r != killed {
+				t.Fatalf("save with an interrupted rotation: recovered %v, want the kill", r)
+			}
+		}()
+		Save(out, sampleState(3), map[string]WriteFunc{"w.bin": writeText("w")}, 2)
+	}()
 	cps, err := List(out)
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +186,7 @@ func TestPrune_RenamesBeforeDeleting(t *testing.T) {
 	if got := names(t, out); !slices.Equal(got, []string{"checkpoint-2", "checkpoint-3"}) {
 		t.Errorf("after the next start %v, want checkpoint-2 and checkpoint-3", got)
 	}
-	beforeDelete = func(string) error { return nil }
+	Fault = func(string) {}
 	if _, err := Save(out, sampleState(4), map[string]WriteFunc{"w.bin": writeText("w")}, 2); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/posttrain/posttrain/models/safetensors"
 )
 
 // Save writes OUTPUT_DIR/checkpoint-<st.GlobalStep>/ atomically: every file of files (name →
@@ -28,14 +30,17 @@ func Save(outputDir string, st *State, files map[string]WriteFunc, saveTotalLimi
 	if err != nil {
 		return "", fmt.Errorf("save checkpoint: %w", err)
 	}
+	Fault(PhaseSaveTempCreated)
 	if err := fill(tmp, st, files); err != nil {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("save %s: %w", final, err)
 	}
+	Fault(PhaseSaveSynced)
 	if err := replaceDir(tmp, final); err != nil {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("save %s: %w", final, err)
 	}
+	Fault(PhaseSaveRenamed)
 	if err := syncPath(outputDir); err != nil {
 		return "", fmt.Errorf("save %s: %w", final, err)
 	}
@@ -62,6 +67,7 @@ func fill(dir string, st *State, files map[string]WriteFunc) error {
 		if _, err := os.Lstat(path); err != nil {
 			return fmt.Errorf("write %s: the writer created no file", name)
 		}
+		Fault(PhaseSaveFileWritten)
 	}
 	saved := *st
 	saved.Files = names
@@ -80,6 +86,7 @@ func fill(dir string, st *State, files map[string]WriteFunc) error {
 	if err := os.WriteFile(filepath.Join(dir, StateName), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
+	Fault(PhaseSaveStateWritten)
 	return syncTree(dir)
 }
 
@@ -100,6 +107,7 @@ func replaceDir(tmp, final string) error {
 	if err := os.Rename(final, old); err != nil {
 		return err
 	}
+	Fault(PhaseReplaceMovedAside)
 	if err := os.Rename(tmp, final); err != nil {
 		os.Rename(old, final) // put the previous one back
 		return err
@@ -141,8 +149,24 @@ func syncPath(path string) error {
 
 // WriteFiles writes files (name → writer) into dir, each under a temporary name first, fsynced and
 // renamed into place: for the final model in OUTPUT_DIR itself, as HF Trainer leaves it. A file
-// that fails leaves the previous version of that file in place.
+// that fails leaves the previous version of that file in place. Since the files are replaced one by
+// one, a kill between two renames leaves a mix of old and new files (shards of two models): before
+// the first rename dir gets the marker file safetensors.IncompleteMarker (fsynced), removed after
+// the last one, and loading a model directory that holds it fails naming it.
 func WriteFiles(dir string, files map[string]WriteFunc) error {
+	marker := filepath.Join(dir, safetensors.IncompleteMarker)
+	marked := false
+	mark := func() error {
+		if marked {
+			return nil
+		}
+		if err := writeMarker(marker); err != nil {
+			return err
+		}
+		marked = true
+		Fault(PhaseModelMarked)
+		return nil
+	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if err := checkName(name); err != nil {
 			return err
@@ -158,14 +182,51 @@ func WriteFiles(dir string, files map[string]WriteFunc) error {
 			err = syncTree(tmp)
 		}
 		if err == nil {
+			Fault(PhaseModelTempWritten)
+			err = mark()
+		}
+		if err == nil {
 			err = replacePath(tmp, path)
 		}
 		if err != nil {
 			os.RemoveAll(tmp)
 			return fmt.Errorf("write %s: %w", path, err)
 		}
+		Fault(PhaseModelRenamed)
 	}
-	return syncPath(dir)
+	if err := syncPath(dir); err != nil {
+		return err
+	}
+	if !marked {
+		return nil
+	}
+	if err := os.Remove(marker); err != nil {
+		return fmt.Errorf("write %s: %w", dir, err)
+	}
+	if err := syncPath(dir); err != nil {
+		return err
+	}
+	Fault(PhaseModelUnmarked)
+	return nil
+}
+
+// writeMarker writes the incomplete-model marker at path and makes it durable (file and directory)
+// before any file of the model is replaced.
+func writeMarker(path string) error {
+	text := "posttrain is replacing the model files of this directory one by one; while this file exists\n" +
+		"they may be a mix of two versions: use the latest checkpoint-N, or rerun the training with --resume\n"
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		return err
+	}
+	return syncPath(filepath.Dir(path))
 }
 
 // replacePath renames tmp to path; a directory at path is replaced (rename cannot overwrite one).

@@ -18,6 +18,12 @@ const (
 	IndexFileName  = "model.safetensors.index.json"
 )
 
+// IncompleteMarker is the file a posttrain run keeps in its output directory while it replaces the
+// final model's files there one by one (internal/checkpoint.WriteFiles): a run killed meanwhile
+// leaves it, and the weights may then be a mix of two models. ReadModelDir and OpenModelDir refuse
+// a directory that holds it.
+const IncompleteMarker = ".posttrain-model-incomplete"
+
 // Index is the content of model.safetensors.index.json.
 type Index struct {
 	Metadata  map[string]any    `json:"metadata"`
@@ -76,6 +82,9 @@ func (m *Model) Close() error {
 
 // loadModelDir implements ReadModelDir with open reading one file.
 func loadModelDir(dir string, open func(path string) (*File, error)) (map[string]*Tensor, error) {
+	if marker := filepath.Join(dir, IncompleteMarker); exists(marker) {
+		return nil, fmt.Errorf("safetensors: %s exists: a training run stopped while it replaced the model files of %s one by one, so they may be a mix of two models; load its latest checkpoint-N instead, or rerun the training with --resume", marker, dir)
+	}
 	single := filepath.Join(dir, SingleFileName)
 	if _, err := os.Stat(single); err == nil {
 		f, err := open(single)
@@ -115,6 +124,11 @@ func loadModelDir(dir string, open func(path string) (*File, error)) (map[string
 		}
 	}
 	return tensors, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // ReadIndex reads and checks a model.safetensors.index.json: a non-empty weight_map whose shard

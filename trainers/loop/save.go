@@ -29,15 +29,16 @@ type extra struct {
 }
 
 // RunFiles is what a run writes at the top of OUTPUT_DIR besides its checkpoint-N directories:
-// the logs, the resolved configuration and the final model's files (weights, configs, tokenizer).
-// overwrite_output_dir removes exactly these (and the checkpoints and temporaries); any other file
-// in the directory is left alone.
+// the logs, the resolved configuration, the final model's files (weights, configs, tokenizer) and
+// the marker of a final model being written (safetensors.IncompleteMarker, left by a run killed
+// then; a resumed run removes it when it rewrites the model). overwrite_output_dir removes exactly
+// these (and the checkpoints and temporaries); any other file in the directory is left alone.
 var RunFiles = checkpoint.Run{
 	Files: append([]string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName,
-		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
+		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json", safetensors.IncompleteMarker,
 		qwen2.ConfigFileName, qwen2.GenerationConfigFileName}, qwen2.TokenizerFiles...),
 	Marks: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl",
-		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json"},
+		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json", safetensors.IncompleteMarker},
 }
 
 // CheckOutputDir refuses, before any work, an output_dir that holds a previous run when cfg neither

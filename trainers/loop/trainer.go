@@ -229,6 +229,13 @@ func (d *driver) start() error {
 			return fmt.Errorf("resume from %s: %w", dir, err)
 		}
 		d.logger.Info("resumed", "checkpoint", dir, "step", d.step)
+		if d.cfg.ResumeFromCheckpoint == "" {
+			// A run killed between saving its newest checkpoint and pruning the older ones left
+			// more than save_total_limit: finish that rotation (only checkpoints older than dir go).
+			if err := checkpoint.Prune(d.cfg.OutputDir, d.cfg.SaveTotalLimit, dir); err != nil {
+				return err
+			}
+		}
 	}
 	// Written after the resume check, so that a refused resume leaves the previous run's file.
 	if _, err := config.WriteResolved(d.opts.Config); err != nil {
