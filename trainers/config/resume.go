@@ -104,3 +104,17 @@ func validateOverride(c Config) error {
 	}
 	return nil
 }
+
+// MarshalRun is Marshal of cfg without the options that only say where and how this invocation
+// started (output_dir, resume, resume_from_checkpoint, overwrite_output_dir, resume_override):
+// what a checkpoint keeps as its training_args.yaml, so that a checkpoint is the same wherever the
+// run wrote it and however often it was resumed (a resumed run writes the same bytes as a straight
+// one).
+func MarshalRun(cfg Config) ([]byte, error) {
+	v := reflect.New(reflect.TypeOf(cfg).Elem())
+	v.Elem().Set(reflect.ValueOf(cfg).Elem())
+	run := v.Interface().(Config)
+	t := run.Common()
+	t.OutputDir, t.Resume, t.ResumeFromCheckpoint, t.OverwriteOutputDir, t.ResumeOverride = "", false, "", false, nil
+	return Marshal(run)
+}

@@ -119,7 +119,7 @@ func (d *driver) save() error {
 	}
 	defer cleanup()
 	files[OptimizerName] = d.opt.WriteState
-	args, err := config.Marshal(d.opts.Config)
+	args, err := config.MarshalRun(d.opts.Config)
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
