@@ -120,7 +120,8 @@ func loadConfig(t *testing.T, method, path string) config.Config {
 // examples/course-{dpo,grpo}.yaml hold the extras' values, and run: two steps each on a tiny
 // checkpoint with a (cut-down) Qwen tokenizer, on the first 16 rows of the committed data, leave a
 // resolved configuration equal to the file's but for the options given as flags. DPO's step-1 loss
-// is ln 2, as the extra's first printed line (the policy is the reference); GRPO's kl is 0.
+// is ln 2, as the extra's first printed line (the policy is the reference); GRPO's step 1 logs
+// loss, grad_norm and kl 0, as the extra's first line.
 func TestCourseExtras_Configs(t *testing.T) {
 	dir := t.TempDir()
 	model := looptest.Model(t)
@@ -178,6 +179,12 @@ func TestCourseExtras_Configs(t *testing.T) {
 		case "grpo":
 			if kl, ok := first["kl"]; !ok || kl != 0 {
 				t.Errorf("grpo step-1 kl %v (logged %v), want 0 with beta 0.04 (the policy is the reference)", kl, ok)
+			}
+			// As the extra's first printed line: no completion of the prompt is right, so every
+			// advantage is 0, and with the KL's gradient 0 at the reference so are loss and grad_norm.
+			if first["frac_reward_zero_std"] != 1 || first["loss"] != 0 || first["grad_norm"] != 0 {
+				t.Errorf("grpo step 1: frac_reward_zero_std %v, loss %v, grad_norm %v; want 1, 0, 0",
+					first["frac_reward_zero_std"], first["loss"], first["grad_norm"])
 			}
 			if _, ok := first["rewards/mult_correct/mean"]; !ok {
 				t.Errorf("grpo metrics lack rewards/mult_correct/mean: %v", first)
