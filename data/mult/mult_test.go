@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -191,5 +192,39 @@ func TestRewards_Registry(t *testing.T) {
 	}
 	if _, err := correct(nil, []string{"1"}, map[string][]any{"answer": {2.5}}); err == nil {
 		t.Error("fractional answer: want an error")
+	}
+}
+
+// mult_correct is the course's verifier: its rewards on tricky completions, as the extra's own
+// verifier function gave them under CPython (testdata/gen_golden.py).
+func TestRewardCorrect_MatchesCourseVerifier(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "verifier_golden.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var completions []string
+	var answers []any
+	var want []float64
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var c struct {
+			Completion, Answer string
+			Reward             float64
+		}
+		if err := json.Unmarshal(line, &c); err != nil {
+			t.Fatal(err)
+		}
+		completions, answers, want = append(completions, c.Completion), append(answers, c.Answer), append(want, c.Reward)
+	}
+	if len(want) < 20 || !slices.Contains(want, 0) || !slices.Contains(want, 1) {
+		t.Fatalf("verifier_golden.jsonl: %d cases %v, want ≥ 20 with both rewards", len(want), want)
+	}
+	got, err := RewardCorrect(nil, completions, map[string][]any{"answer": answers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("mult_correct(%q, answer %q) = %v, the course's verifier gives %v", completions[i], answers[i], got[i], want[i])
+		}
 	}
 }
