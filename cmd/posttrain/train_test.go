@@ -65,6 +65,10 @@ func TestSFTCommand_ConfigAndResume(t *testing.T) {
 	if recs := metricsLines(t, out); len(recs) != 3 || recs[2].Step != 3 {
 		t.Errorf("metrics after resume: %v, want steps 1, 2, 3", recs)
 	}
+	// The final model gets TRL's kind of model card.
+	if card, err := os.ReadFile(filepath.Join(out, "README.md")); err != nil || !strings.Contains(string(card), "This model was trained with SFT, for 3 optimizer steps.") {
+		t.Errorf("model card: %v\n%s", err, card)
+	}
 }
 
 // `posttrain dpo`, `posttrain kto` and `posttrain eval mult` run end to end on a tiny checkpoint;

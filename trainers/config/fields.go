@@ -97,3 +97,29 @@ func bad(cfg any, key, msg string) error {
 	}
 	return &optionError{key: key, flag: flag, msg: msg}
 }
+
+// OptionValue is one option of a configuration as other packages see it.
+type OptionValue struct {
+	Key   string // YAML key
+	Group string // "training" for the options every trainer shares, else the method
+	Value any
+}
+
+// Options lists cfg's options with their values, in declaration order (the shared ones first).
+func Options(cfg Config) []OptionValue {
+	fs := fields(cfg)
+	out := make([]OptionValue, len(fs))
+	for i, f := range fs {
+		out[i] = OptionValue{Key: f.Key, Group: f.Group, Value: f.Value.Interface()}
+	}
+	return out
+}
+
+// Option returns cfg's option with YAML key key.
+func Option(cfg Config, key string) (OptionValue, bool) {
+	f, ok := lookup(cfg, key)
+	if !ok {
+		return OptionValue{}, false
+	}
+	return OptionValue{Key: f.Key, Group: f.Group, Value: f.Value.Interface()}, true
+}

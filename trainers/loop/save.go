@@ -34,7 +34,7 @@ type extra struct {
 // then; a resumed run removes it when it rewrites the model). overwrite_output_dir removes exactly
 // these (and the checkpoints and temporaries); any other file in the directory is left alone.
 var RunFiles = checkpoint.Run{
-	Files: append([]string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName,
+	Files: append([]string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName, CardName,
 		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json", safetensors.IncompleteMarker,
 		qwen2.ConfigFileName, qwen2.GenerationConfigFileName}, qwen2.TokenizerFiles...),
 	Marks: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl",
@@ -145,13 +145,16 @@ func (d *driver) save() error {
 	return nil
 }
 
-// saveFinal writes the final model into OUTPUT_DIR itself, as HF's trainer.save_model().
+// saveFinal writes the final model into OUTPUT_DIR itself, as HF's trainer.save_model(), with its
+// model card (README.md), as TRL's trainers write one.
 func (d *driver) saveFinal() error {
 	files, cleanup, err := d.modelFiles()
 	if err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}
 	defer cleanup()
+	card := modelCard(d.opts.Config, d.step, d.last)
+	files[CardName] = func(path string) error { return os.WriteFile(path, card, 0o644) }
 	return checkpoint.WriteFiles(d.cfg.OutputDir, files)
 }
 
