@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/posttrain/posttrain/data/tokenizer"
+	"github.com/posttrain/posttrain/internal/fsmode"
 )
 
 // The tokenizer.json pipeline of Qwen2/2.5/3, field for field in HuggingFace's order.
@@ -195,7 +196,7 @@ func (r *Result) Save(dir string) error {
 }
 
 func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := fsmode.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}

@@ -361,3 +361,20 @@ func TestWriteFiles_MarksTheModelIncompleteBetweenRenames(t *testing.T) {
 		t.Errorf("loading the complete directory (no weights): %v, want the error about missing weights", err)
 	}
 }
+
+// A checkpoint directory and its files get the usual modes (0755, 0644 under umask 022), as HF's
+// Trainer leaves them, not the private modes of os.MkdirTemp / os.CreateTemp.
+func TestSave_UsualModes(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	out := t.TempDir()
+	dir, err := Save(out, sampleState(2), map[string]WriteFunc{"opt": writeText("x")}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o755 | os.ModeDir, filepath.Join(dir, StateName): 0o644} {
+		if fi, err := os.Stat(path); err != nil || fi.Mode() != want {
+			t.Errorf("%s: mode %v (%v), want %v", path, fi.Mode(), err, want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/posttrain/posttrain/internal/fsmode"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
 
@@ -26,7 +27,7 @@ func Save(outputDir string, st *State, files map[string]WriteFunc, saveTotalLimi
 	}
 	removeStale(outputDir)
 	base := Prefix + fmt.Sprint(st.GlobalStep)
-	tmp, err := os.MkdirTemp(outputDir, "."+base+".tmp-")
+	tmp, err := fsmode.MkdirTemp(outputDir, "."+base+".tmp-")
 	if err != nil {
 		return "", fmt.Errorf("save checkpoint: %w", err)
 	}

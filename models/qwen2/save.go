@@ -12,6 +12,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/fsmode"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
 
@@ -236,7 +237,7 @@ func writeAtomic(dir string, fill func(tmp string) error) (err error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("qwen2 save: %w", err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+base+".tmp-")
+	tmp, err := fsmode.MkdirTemp(parent, "."+base+".tmp-")
 	if err != nil {
 		return fmt.Errorf("qwen2 save: %w", err)
 	}

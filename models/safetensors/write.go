@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/posttrain/posttrain/internal/fsmode"
 )
 
 // WriteFile writes tensors as one safetensors file the way HuggingFace does: "__metadata__" first
@@ -80,7 +82,7 @@ func encodeHeader(tensors []*Tensor, metadata map[string]string) ([]byte, []*Ten
 
 // writeAtomic writes path through a temporary file in the same directory, synced then renamed.
 func writeAtomic(path string, write func(*bufio.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := fsmode.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/internal/fsmode"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/models/safetensors"
@@ -87,7 +88,7 @@ func (d *driver) modelFiles() (map[string]checkpoint.WriteFunc, func(), error) {
 	if err := os.MkdirAll(d.cfg.OutputDir, 0o755); err != nil {
 		return nil, nil, err
 	}
-	tmp, err := os.MkdirTemp(d.cfg.OutputDir, checkpoint.ModelTmpPrefix)
+	tmp, err := fsmode.MkdirTemp(d.cfg.OutputDir, checkpoint.ModelTmpPrefix)
 	if err != nil {
 		return nil, nil, err
 	}
