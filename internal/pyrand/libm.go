@@ -55,10 +55,16 @@ func crLog(x float64) float64 {
 	return f
 }
 
-// SinCos is the C library's sin(x) and cos(x) (glibc's, correctly rounded in practice), which
-// numpy's float64 np.sin/np.cos also return, for |x| < 64; beyond, Go's math.Sin and math.Cos.
-// toy/gym's environments use it to follow Gymnasium's numpy arithmetic bit for bit.
-func SinCos(x float64) (sin, cos float64) { return crSinCos(x) }
+// SinCos is the correctly rounded sin(x) and cos(x) for |x| < 64 (beyond: Go's math.Sin and
+// math.Cos). glibc's sin and cos, which numpy's float64 np.sin/np.cos call, agree with it except
+// in rare hard cases (cos(−1.8762956705314511) is one ulp off there); Go's math package differs
+// more often. toy/gym's environments use it to follow Gymnasium's numpy arithmetic.
+func SinCos(x float64) (sin, cos float64) {
+	if s, c, ok := fastSinCos(x); ok {
+		return s, c
+	}
+	return crSinCos(x)
+}
 
 // crSinCos returns the correctly rounded sin(x) and cos(x) for |x| < 64 (gauss uses [0, 2π)).
 // The Taylor series' largest term is below e^64 ≈ 2⁹², so 256 bits keep 160 of them.
