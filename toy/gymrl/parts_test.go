@@ -150,3 +150,49 @@ func TestSampleCategorical(t *testing.T) {
 		}
 	}
 }
+
+// copyFrom (load_state_dict) makes the target network's weights equal to the online network's.
+func TestMLP_CopyFrom(t *testing.T) {
+	ctx := context.New()
+	q := newMLP(ctx, "/q_net", []int{4, 6, 2}, relu, pyrand.New(1), true)
+	target := newMLP(ctx, "/target_net", []int{4, 6, 2}, relu, pyrand.New(2), false)
+	if err := target.copyFrom(q); err != nil {
+		t.Fatal(err)
+	}
+	for i := range q.weights {
+		for _, p := range [][2]*context.Variable{{q.weights[i], target.weights[i]}, {q.biases[i], target.biases[i]}} {
+			a := tensors.MustCopyFlatData[float32](p[0].MustValue())
+			b := tensors.MustCopyFlatData[float32](p[1].MustValue())
+			for j := range a {
+				if a[j] != b[j] {
+					t.Fatalf("layer %d: %v != %v", i, a[j], b[j])
+				}
+			}
+		}
+	}
+	if target.weights[0].Trainable || !q.weights[0].Trainable {
+		t.Error("the target network must not be trainable, the online one must")
+	}
+}
+
+// A run is a function of its settings: the same seed gives the same curve.
+func TestPPO_Deterministic(t *testing.T) {
+	c := DefaultPPO()
+	c.Iterations, c.NumSteps, c.MinibatchSize = 2, 128, 64
+	a, err := RunPPO(testBackend(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := RunPPO(testBackend(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Episodes) != len(b.Episodes) || a.Final != b.Final {
+		t.Fatalf("two runs differ: %v vs %v", a.Episodes, b.Episodes)
+	}
+	for i := range a.Episodes {
+		if a.Episodes[i] != b.Episodes[i] {
+			t.Fatalf("episode %d: %v vs %v", i, a.Episodes[i], b.Episodes[i])
+		}
+	}
+}
