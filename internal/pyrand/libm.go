@@ -55,9 +55,21 @@ func crLog(x float64) float64 {
 	return f
 }
 
-// crSinCos returns the correctly rounded sin(x) and cos(x) for |x| < 8 (gauss uses [0, 2π)).
+// SinCos is the correctly rounded sin(x) and cos(x) for |x| < 64 (beyond: Go's math.Sin and
+// math.Cos). glibc's sin and cos, which numpy's float64 np.sin/np.cos call, agree with it except
+// in rare hard cases (cos(−1.8762956705314511) is one ulp off there); Go's math package differs
+// more often. toy/gym's environments use it to follow Gymnasium's numpy arithmetic.
+func SinCos(x float64) (sin, cos float64) {
+	if s, c, ok := fastSinCos(x); ok {
+		return s, c
+	}
+	return crSinCos(x)
+}
+
+// crSinCos returns the correctly rounded sin(x) and cos(x) for |x| < 64 (gauss uses [0, 2π)).
+// The Taylor series' largest term is below e^64 ≈ 2⁹², so 256 bits keep 160 of them.
 func crSinCos(x float64) (float64, float64) {
-	if math.Abs(x) >= 8 {
+	if math.Abs(x) >= 64 {
 		return math.Sin(x), math.Cos(x)
 	}
 	bx := newF(x)
@@ -66,7 +78,7 @@ func crSinCos(x float64) (float64, float64) {
 	cos := newF(1)
 	st := new(big.Float).SetPrec(prec).Set(bx) // x^(2k+1)/(2k+1)!
 	ct := newF(1)                              // x^(2k)/(2k)!
-	for k := 1; k < 120; k++ {
+	for k := 1; k < 400; k++ {
 		ct.Mul(ct, x2)
 		ct.Quo(ct, newF(float64((2*k-1)*(2*k))))
 		st.Mul(st, x2)
