@@ -37,7 +37,7 @@ func TestEventEncoding(t *testing.T) {
 	value := append([]byte{0x0a, 10}, "train/loss"...)
 	value = binary.LittleEndian.AppendUint32(append(value, 0x15), math.Float32bits(0.25)) // simple_value = 2, fixed32
 	summary := append([]byte{0x0a, byte(len(value))}, value...)                           // Summary.value = 1
-	want = append(append(want, 0x2a, byte(len(summary))), summary...)                      // Event.summary = 5
+	want = append(append(want, 0x2a, byte(len(summary))), summary...)                     // Event.summary = 5
 	if !reflect.DeepEqual(b, want) {
 		t.Fatalf("encoded\n%x\nwant\n%x", b, want)
 	}
