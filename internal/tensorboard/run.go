@@ -1,6 +1,7 @@
 package tensorboard
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,14 +45,17 @@ type Run struct {
 
 // OpenRun opens the TensorBoard run of OUTPUT_DIR. resumeStep ≤ 0 starts a new run,
 // OUTPUT_DIR/runs/<Mon DD_HH-MM-SS>_<hostname> (HF's name). A resume (resumeStep > 0) continues
-// the latest run directory there (the one whose event file was written last), as metrics.jsonl
-// continues: the scalars at steps ≤ resumeStep are kept, one per (tag, step), the later ones
-// dropped (they are logged again). Event files are append-only, so the kept events are rewritten
-// into a new event file (atomically, then the old files are removed) that begins, after its
-// header, with a SessionLog START at step 0: a TensorBoard already watching the directory drops
-// what it read from the old files (its restart rule: data at steps ≥ the START's step goes) and
-// reads the kept events again, so it shows one curve too. With no run directory to continue (the
-// run had report_to none until now), a new one is started.
+// the latest run directory there (the one whose event file was written last) as metrics.jsonl
+// continues: the events at steps ≤ resumeStep are kept, the later ones dropped (they are logged
+// again). Each event file of the directory loses its events at steps > resumeStep: cut off where
+// they begin (they are the file's tail, as events are written in step order), or, when kept events
+// follow dropped ones, the file is rewritten without them (a temporary renamed over it). A last
+// record cut short by a killed writer goes too. The run then continues in a new event file that
+// begins, after its header, with a SessionLog START at resumeStep+1, as PyTorch's SummaryWriter
+// writes for purge_step: a TensorBoard that read the dropped events before the resume drops them
+// when it reads the START (its restart rule: everything at steps ≥ the START's step goes), so it
+// shows one curve without a restart; a fresh reader sees each (tag, step) of metrics.jsonl once.
+// With no run directory to continue (the run had report_to none until now), a new one is started.
 func OpenRun(outputDir string, resumeStep int, now time.Time) (*Run, error) {
 	runs := filepath.Join(outputDir, RunsDir)
 	if resumeStep > 0 {
@@ -105,50 +109,69 @@ func latestRun(runs string) (string, error) {
 	return best, nil
 }
 
-// resumeRun rewrites dir's events at steps ≤ step into a new event file and removes the old ones.
+// resumeRun drops dir's events at steps > step and opens a new event file after a SessionLog
+// START at step+1.
 func resumeRun(dir string, step int64, now time.Time) (*Run, error) {
-	old, err := EventFiles(dir)
+	files, err := EventFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	events, err := ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("resume the TensorBoard run: %w", err)
-	}
-	type key struct {
-		tag  string
-		step int64
-	}
-	at := map[key]int{} // index in kept
-	kept := []Event{{WallTime: seconds(now), SessionStart: true}}
 	r := &Run{dir: dir, epochStep: -1}
-	for _, e := range events {
-		if e.Step > step {
-			continue
-		}
-		for _, v := range e.Values {
-			one := Event{WallTime: e.WallTime, Step: e.Step, Values: []Value{v}}
-			if i, ok := at[key{v.Tag, e.Step}]; ok {
-				kept[i] = one // a duplicate (a resume killed before removing the old files): the last one
-				continue
-			}
-			at[key{v.Tag, e.Step}] = len(kept)
-			kept = append(kept, one)
-			if v.Tag == epochTag && e.Step > r.epochStep {
-				r.epochStep = e.Step
-			}
+	for _, f := range files {
+		if err := r.dropAfter(f, step); err != nil {
+			return nil, fmt.Errorf("resume the TensorBoard run: %w", err)
 		}
 	}
-	if r.w, err = Create(dir, now, kept...); err != nil {
+	if r.w, err = Create(dir, now, Event{WallTime: seconds(now), Step: step + 1, SessionStart: true}); err != nil {
 		return nil, err
-	}
-	for _, f := range old {
-		if err := os.Remove(f); err != nil {
-			r.w.Close()
-			return nil, fmt.Errorf("tensorboard: %w", err)
-		}
 	}
 	return r, nil
+}
+
+// dropAfter removes path's events at steps > step (the file_version header stays) and notes the
+// last step of train/epoch kept.
+func (r *Run) dropAfter(path string, step int64) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	recs, err := ParseRecords(data)
+	if err != nil && !errors.Is(err, ErrTruncated) {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var kept []byte
+	end, keptEnd, contiguous := 0, 0, true
+	for i, rec := range recs {
+		e, err := Unmarshal(rec)
+		if err != nil {
+			return fmt.Errorf("%s: record %d: %w", path, i, err)
+		}
+		next := end + len(rec) + 16
+		if e.FileVersion != "" || e.Step <= step {
+			kept = append(kept, data[end:next]...)
+			if keptEnd != end {
+				contiguous = false
+			}
+			keptEnd = next
+			for _, v := range e.Values {
+				if v.Tag == epochTag {
+					r.epochStep = max(r.epochStep, e.Step)
+				}
+			}
+		}
+		end = next
+	}
+	switch {
+	case keptEnd == len(data):
+		return nil // nothing dropped
+	case contiguous:
+		return os.Truncate(path, int64(keptEnd))
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, kept, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 const epochTag = "train/epoch"

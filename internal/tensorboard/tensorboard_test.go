@@ -150,9 +150,9 @@ func writeRun(t *testing.T, out string, resume int, recs ...runlog.Record) strin
 	return r.Dir()
 }
 
-// A run's scalars: every metric at its step with HF's tags, train/epoch once per step; a resume
-// keeps the steps ≤ the checkpoint's, one value per (tag, step), drops the later ones and leaves
-// one event file that starts with a SessionLog START.
+// A run's scalars: every metric at its step with HF's tags, train/epoch once per step. A resume
+// keeps the events at steps ≤ the checkpoint's, drops the later ones from the file (a record cut
+// short too) and continues in a new file that starts with a SessionLog START at the next step.
 func TestRun_WriteAndResume(t *testing.T) {
 	out := t.TempDir()
 	host, _ := os.Hostname()
@@ -174,37 +174,60 @@ func TestRun_WriteAndResume(t *testing.T) {
 	if got := Scalars(evs); !reflect.DeepEqual(got, want) {
 		t.Fatalf("scalars\n%v\nwant\n%v", got, want)
 	}
-
-	// Resume from step 2 (the line of step 3 was logged after the checkpoint), then step 3 again.
-	if got := writeRun(t, out, 2, rec(2, 1, "eval_loss", 1.75), lines[3]); got != dir {
-		t.Errorf("resumed in %s, want %s", got, dir)
-	}
 	files, err := EventFiles(dir)
 	if err != nil || len(files) != 1 {
 		t.Fatalf("event files %v, %v; want one", files, err)
 	}
-	evs, err = ReadDir(dir)
+	f, err := os.OpenFile(files[0], os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !evs[1].SessionStart || evs[1].Step != 0 {
-		t.Errorf("second event %+v, want SessionLog START at step 0", evs[1])
+	if _, err := f.Write(AppendRecord(nil, Event{Step: 4, Values: []Value{{"train/loss", 1}}}.Marshal())[:9]); err != nil { // killed mid-write
+		t.Fatal(err)
 	}
-	// eval/loss at step 2 is logged again after the resume (eval_on_start): the duplicate stays, as
-	// in metrics.jsonl; train/epoch is not written twice.
-	want = append(want[:7:7], Scalar{"eval/loss", 2, 1.75}, want[7], want[8], want[9])
-	if got := Scalars(evs); !reflect.DeepEqual(got, want) {
+	f.Close()
+
+	// Resume from step 2 (the line of step 3 was logged after the checkpoint), then step 3 again.
+	if got := writeRun(t, out, 2, rec(3, 1.5, "loss", 1.125)); got != dir {
+		t.Errorf("resumed in %s, want %s", got, dir)
+	}
+	if files, err = EventFiles(dir); err != nil || len(files) != 2 {
+		t.Fatalf("event files %v, %v; want two", files, err)
+	}
+	first, err := ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Scalars(first); !reflect.DeepEqual(got, want[:7]) {
+		t.Errorf("the first file after the resume\n%v\nwant\n%v", got, want[:7])
+	}
+	second, err := ReadFile(files[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second) != 4 || !second[1].SessionStart || second[1].Step != 3 {
+		t.Fatalf("the second file %+v; want header, SessionLog START at step 3, 2 scalars", second)
+	}
+	want = append(want[:7:7], Scalar{"train/loss", 3, 1.125}, Scalar{"train/epoch", 3, 1.5})
+	if got := Scalars(append(first, second...)); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the resume\n%v\nwant\n%v", got, want)
 	}
-	// A second resume folds the duplicate into one value per (tag, step).
-	writeRun(t, out, 3)
+
+	// Resumed again from step 1: both files lose their events after step 1 (the second keeps its
+	// header only); a third one starts.
+	writeRun(t, out, 1)
+	if files, err = EventFiles(dir); err != nil || len(files) != 3 {
+		t.Fatalf("event files %v, %v; want three", files, err)
+	}
 	evs, err = ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = append(want[:7:7], want[8:]...)
-	if got := Scalars(evs); !reflect.DeepEqual(got, want) {
-		t.Fatalf("after the second resume\n%v\nwant\n%v", got, want)
+	if got := Scalars(evs); !reflect.DeepEqual(got, want[:3]) {
+		t.Fatalf("after the second resume\n%v\nwant\n%v", got, want[:3])
+	}
+	if n := len(evs); n != 7 || !evs[n-1].SessionStart || evs[n-1].Step != 2 {
+		t.Errorf("events %+v; want 3 headers, 3 scalars and a START at step 2", evs)
 	}
 }
 
@@ -218,5 +241,29 @@ func TestRun_ResumeWithoutRun(t *testing.T) {
 	}
 	if got, want := Scalars(evs), []Scalar{{"train/loss", 6, 1}, {"train/epoch", 6, 1}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("scalars %v, want %v", got, want)
+	}
+}
+
+// An event kept after a dropped one (a resume's START at step 3, then eval_on_start's line of
+// step 2): the file is rewritten without the dropped ones.
+func TestRun_ResumeRewritesAroundDroppedEvents(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join(out, RunsDir, "run")
+	w, err := Create(dir, time.Unix(1, 0), Event{Step: 3, SessionStart: true}, Event{Step: 2, Values: []Value{{"eval/loss", 1.5}}},
+		Event{Step: 3, Values: []Value{{"train/loss", 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	writeRun(t, out, 2)
+	evs, err := ReadFile(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].FileVersion != FileVersion || !reflect.DeepEqual(Scalars(evs), []Scalar{{"eval/loss", 2, 1.5}}) {
+		t.Errorf("rewritten file %+v; want the header and eval/loss at step 2", evs)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".*")); len(tmp) != 0 {
+		t.Errorf("temporaries left: %v", tmp)
 	}
 }
