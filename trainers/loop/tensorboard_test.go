@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +23,19 @@ type killed struct{}
 // logged value. A run killed after logging step 3 with its last checkpoint at step 2, then resumed,
 // reads back (all event files of its run directory, as written) exactly one value per (tag, step),
 // equal to a straight run's (timings aside), in one run directory.
+//
+// With POSTTRAIN_TB_DUMP=DIR the output directories of the straight run, the killed run and the
+// resumed run are copied to DIR/straight, DIR/killed and DIR/resumed, for
+// scripts/reference/tensorboard_check.py (TensorBoard's own reader).
 func TestRun_ReportToTensorBoard(t *testing.T) {
+	dump := os.Getenv("POSTTRAIN_TB_DUMP")
+	copyOut := func(out, name string) {
+		if dump != "" {
+			if err := os.CopyFS(filepath.Join(dump, name), os.DirFS(out)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	dir := looptest.Model(t)
 	c := resumeCases[0] // sft
 	train := looptest.MultFile(t, c.kind, c.rows, 3)
@@ -45,6 +58,7 @@ func TestRun_ReportToTensorBoard(t *testing.T) {
 	if _, err := c.run(t, context.Background(), dir, train, eval, cfg, loop.Options{}); err != nil {
 		t.Fatal(err)
 	}
+	copyOut(straight, "straight")
 	want := readRun(t, straight)
 	checkAgainstMetrics(t, straight, want)
 
@@ -66,10 +80,12 @@ func TestRun_ReportToTensorBoard(t *testing.T) {
 	if got := readRun(t, resumed); got[key{"train/loss", 3}] == 0 || len(got) == 0 {
 		t.Fatalf("the killed run did not log step 3: %v", got)
 	}
+	copyOut(resumed, "killed")
 	cfg.Common().Resume = true
 	if res, err := c.run(t, context.Background(), dir, train, eval, cfg, loop.Options{}); err != nil || res.Steps != 4 {
 		t.Fatalf("resumed run: %+v, %v", res, err)
 	}
+	copyOut(resumed, "resumed")
 	got := readRun(t, resumed)
 	checkAgainstMetrics(t, resumed, got)
 	if len(got) != len(want) {
