@@ -30,9 +30,10 @@ type extra struct {
 }
 
 // RunFiles is what a run writes at the top of OUTPUT_DIR besides its checkpoint-N directories:
-// the logs (with report_to tensorboard, the runs/ directory of event files), the resolved configuration, the final model's files (weights, configs, tokenizer) and
-// the marker of a final model being written (safetensors.IncompleteMarker, left by a run killed
-// then; a resumed run removes it when it rewrites the model). overwrite_output_dir removes exactly
+// the logs (with report_to tensorboard, the runs/ directory of event files), the resolved
+// configuration, the final model's files (weights, configs, tokenizer) and the marker of a final
+// model being written (safetensors.IncompleteMarker, left by a run killed then; a resumed run
+// removes it when it rewrites the model). overwrite_output_dir removes exactly
 // these (and the checkpoints and temporaries); any other file in the directory is left alone.
 var RunFiles = checkpoint.Run{
 	Files: append([]string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName, tensorboard.RunsDir,
