@@ -172,3 +172,19 @@ func checkAgainstMetrics(t *testing.T, out string, scalars map[key]float32) {
 		t.Errorf("%d lines (%d eval), %d scalars; want 4 training and 2 eval lines", len(recs), evals, len(scalars))
 	}
 }
+
+// overwrite_output_dir removes OUTPUT_DIR/runs/ with the rest of the previous run; runs/ alone
+// does not make the directory hold a previous run.
+func TestRunFiles_TensorBoardRuns(t *testing.T) {
+	out := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(out, tensorboard.RunsDir, "Dec01_15-04-05_host"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	owned, err := loop.RunFiles.Owned(out)
+	if err != nil || len(owned) != 1 || owned[0] != tensorboard.RunsDir {
+		t.Errorf("owned %v, %v; want [runs]", owned, err)
+	}
+	if prev, err := loop.RunFiles.Previous(out); err != nil || len(prev) != 0 {
+		t.Errorf("previous run %v, %v; want none", prev, err)
+	}
+}
