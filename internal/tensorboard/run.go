@@ -56,6 +56,11 @@ type Run struct {
 // when it reads the START (its restart rule: everything at steps ≥ the START's step goes), so it
 // shows one curve without a restart; a fresh reader sees each (tag, step) of metrics.jsonl once.
 // With no run directory to continue (the run had report_to none until now), a new one is started.
+//
+// A new run's file also begins with a SessionLog START (at step 0, or at resumeStep+1), as
+// TensorFlow's Supervisor writes one when a session starts: TensorBoard's server
+// (plugin_event_accumulator) takes a run's first START for the session's start and only the later
+// ones for restarts, so the resume's START must not be the first.
 func OpenRun(outputDir string, resumeStep int, now time.Time) (*Run, error) {
 	runs := filepath.Join(outputDir, RunsDir)
 	if resumeStep > 0 {
@@ -67,8 +72,12 @@ func OpenRun(outputDir string, resumeStep int, now time.Time) (*Run, error) {
 			return resumeRun(dir, int64(resumeStep), now)
 		}
 	}
+	start := int64(0)
+	if resumeStep > 0 {
+		start = int64(resumeStep) + 1
+	}
 	dir := filepath.Join(runs, runName(now))
-	w, err := Create(dir, now)
+	w, err := Create(dir, now, Event{WallTime: seconds(now), Step: start, SessionStart: true})
 	if err != nil {
 		return nil, err
 	}

@@ -174,6 +174,9 @@ func TestRun_WriteAndResume(t *testing.T) {
 	if got := Scalars(evs); !reflect.DeepEqual(got, want) {
 		t.Fatalf("scalars\n%v\nwant\n%v", got, want)
 	}
+	if !evs[1].SessionStart || evs[1].Step != 0 {
+		t.Errorf("second event %+v, want SessionLog START at step 0", evs[1])
+	}
 	files, err := EventFiles(dir)
 	if err != nil || len(files) != 1 {
 		t.Fatalf("event files %v, %v; want one", files, err)
@@ -214,7 +217,7 @@ func TestRun_WriteAndResume(t *testing.T) {
 	}
 
 	// Resumed again from step 1: both files lose their events after step 1 (the second keeps its
-	// header only); a third one starts.
+	// header only, the first its START at step 0); a third one starts.
 	writeRun(t, out, 1)
 	if files, err = EventFiles(dir); err != nil || len(files) != 3 {
 		t.Fatalf("event files %v, %v; want three", files, err)
@@ -226,8 +229,8 @@ func TestRun_WriteAndResume(t *testing.T) {
 	if got := Scalars(evs); !reflect.DeepEqual(got, want[:3]) {
 		t.Fatalf("after the second resume\n%v\nwant\n%v", got, want[:3])
 	}
-	if n := len(evs); n != 7 || !evs[n-1].SessionStart || evs[n-1].Step != 2 {
-		t.Errorf("events %+v; want 3 headers, 3 scalars and a START at step 2", evs)
+	if n := len(evs); n != 8 || !evs[1].SessionStart || evs[1].Step != 0 || !evs[n-1].SessionStart || evs[n-1].Step != 2 {
+		t.Errorf("events %+v; want 3 headers, the START at step 0, 3 scalars and a START at step 2", evs)
 	}
 }
 
@@ -241,6 +244,9 @@ func TestRun_ResumeWithoutRun(t *testing.T) {
 	}
 	if got, want := Scalars(evs), []Scalar{{"train/loss", 6, 1}, {"train/epoch", 6, 1}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("scalars %v, want %v", got, want)
+	}
+	if !evs[1].SessionStart || evs[1].Step != 6 {
+		t.Errorf("second event %+v, want SessionLog START at step 6", evs[1])
 	}
 }
 

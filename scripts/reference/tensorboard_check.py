@@ -3,8 +3,10 @@
 1. The TFRecord framing with Debian's python3-crc32c (both masked CRC32Cs of every record), each
    record parsed as an Event by the Python classes protoc generates from TensorBoard's own
    tensorboard/compat/proto/*.proto.
-2. TensorBoard's own EventAccumulator (from the tensorflow/tensorboard source: its pure-Python
-   record reader with its own CRC32C table, and its restart purge on SessionLog START).
+2. TensorBoard's own readers (from the tensorflow/tensorboard source, with its pure-Python record
+   reader and its own CRC32C table): event_accumulator.EventAccumulator and the server's
+   plugin_event_accumulator.EventAccumulator (scalars as rank-0 tensors; it takes a run's first
+   SessionLog START for the session's start and purges on the later ones).
 
 It checks the three output directories that TestRun_ReportToTensorBoard leaves with
 POSTTRAIN_TB_DUMP=DIR (straight, killed, resumed): each run's scalars are metrics.jsonl's values
@@ -44,6 +46,8 @@ def main(root, src):
     import crc32c
     import numpy as np
     from tensorboard.backend.event_processing import event_accumulator as ea
+    from tensorboard.backend.event_processing import plugin_event_accumulator as pea
+    from tensorboard.util import tensor_util
     from tensorboard.compat.proto import event_pb2
 
     def masked(b):
@@ -78,11 +82,18 @@ def main(root, src):
     def tb_scalars(acc):
         acc.Reload()
         out = {}
-        for tag in acc.Tags()["scalars"]:
-            for s in acc.Scalars(tag):
-                assert (tag, s.step) not in out, f"TensorBoard shows {tag} twice at step {s.step}"
-                out[(tag, s.step)] = s.value
+        if isinstance(acc, pea.EventAccumulator):  # the server's: scalars become rank-0 tensors
+            series = {tag: [(e.step, tensor_util.make_ndarray(e.tensor_proto).item()) for e in acc.Tensors(tag)] for tag in acc.Tags()["tensors"]}
+        else:
+            series = {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+        for tag, points in series.items():
+            for step, value in points:
+                assert (tag, step) not in out, f"TensorBoard shows {tag} twice at step {step}"
+                out[(tag, step)] = np.float32(value)
         return out
+
+    def accumulators(d):
+        return [ea.EventAccumulator(d, size_guidance={ea.SCALARS: 0}), pea.EventAccumulator(d, size_guidance={ea.TENSORS: 0})]
 
     def run_dir(out):
         (d,) = glob.glob(out + "/runs/*")
@@ -112,7 +123,8 @@ def main(root, src):
         out = os.path.join(root, name)
         d = run_dir(out)
         raw = raw_scalars(d)
-        assert raw == tb_scalars(ea.EventAccumulator(d, size_guidance={ea.SCALARS: 0})), f"{name}: TensorBoard differs"
+        for acc in accumulators(d):
+            assert raw == tb_scalars(acc), f"{name}: {type(acc).__module__} differs"
         m = metrics(out)
         assert set(m) == set(raw), f"{name}: {sorted(set(m) ^ set(raw))}"
         for k, v in m.items():
@@ -128,8 +140,8 @@ def main(root, src):
     live = tempfile.mkdtemp(prefix="tbcheck-live-")
     for f in glob.glob(run_dir(os.path.join(root, "killed")) + "/*"):
         shutil.copy(f, live)
-    acc = ea.EventAccumulator(live, size_guidance={ea.SCALARS: 0})
-    before = tb_scalars(acc)
+    accs = accumulators(live)
+    before = [tb_scalars(acc) for acc in accs]
     for f in glob.glob(run_dir(os.path.join(root, "resumed")) + "/*"):
         dst = os.path.join(live, os.path.basename(f))
         if os.path.exists(dst):  # the killed run's file, cut in place by the resume
@@ -138,9 +150,10 @@ def main(root, src):
             os.truncate(dst, n)
         else:
             shutil.copy(f, live)
-    after = tb_scalars(acc)
-    assert after == runs["resumed"], "a TensorBoard watching the run does not show the resumed run"
-    print(f"TensorBoard watching the run: {len(before)} scalars when killed, then the resumed run's {len(after)}")
+    for acc, b in zip(accs, before):
+        after = tb_scalars(acc)
+        assert after == runs["resumed"], f"{type(acc).__module__} watching the run does not show the resumed run"
+        print(f"{type(acc).__module__} watching the run: {len(b)} scalars when killed, then the resumed run's {len(after)}")
 
 
 if __name__ == "__main__":
