@@ -13,6 +13,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/posttrain/posttrain/trainers/schedule"
@@ -55,6 +56,7 @@ type Training struct {
 	AdamEpsilon               float64  `yaml:"adam_epsilon" usage:"AdamW epsilon"`
 	Seed                      int      `yaml:"seed" usage:"random seed (data order, sampling, initialisation)"`
 	LoggingSteps              int      `yaml:"logging_steps" resume:"free" usage:"write a metrics.jsonl line every N optimizer steps"`
+	ReportTo                  []string `yaml:"report_to" resume:"free" usage:"where to report the logged metrics besides metrics.jsonl: none, or tensorboard (event files under OUTPUT_DIR/runs/; all = tensorboard, the one integration posttrain has); HF's wandb, mlflow, ... need a network service and are not available"`
 	SaveSteps                 int      `yaml:"save_steps" resume:"free" usage:"save OUTPUT_DIR/checkpoint-N every N steps; 0 = only at the end"`
 	SaveTotalLimit            int      `yaml:"save_total_limit" resume:"free" usage:"keep at most N checkpoints, deleting the oldest; 0 = keep all"`
 	EvalStrategy              string   `yaml:"eval_strategy" resume:"free" enum:"no|steps|epoch" usage:"evaluate on eval_dataset every eval_steps steps, or at the end of each epoch; no = never, even with an eval_dataset (HF's Trainer)"`
@@ -84,6 +86,7 @@ func DefaultTraining() Training {
 		AdamEpsilon:               1e-8,
 		Seed:                      42,
 		LoggingSteps:              10,
+		ReportTo:                  []string{"none"},
 		SaveSteps:                 500,
 		EvalStrategy:              "no",
 		PerDeviceEvalBatchSize:    8,
@@ -115,6 +118,12 @@ func (t *Training) Schedule(totalSteps int) (schedule.Schedule, error) {
 // or eval_on_start. HF's Trainer never evaluates during training with eval_strategy "no".
 func (t *Training) Evaluates() bool {
 	return t.EvalStrategy == "steps" || t.EvalStrategy == "epoch" || t.EvalOnStart
+}
+
+// ReportsTo reports whether the metrics go to integration ("tensorboard") besides metrics.jsonl:
+// named in report_to, or report_to all (HF: every integration installed).
+func (t *Training) ReportsTo(integration string) bool {
+	return slices.Contains(t.ReportTo, integration) || slices.Contains(t.ReportTo, "all")
 }
 
 // EvalEvery is the step interval of eval_strategy steps: eval_steps, or logging_steps when 0

@@ -20,7 +20,7 @@ func TestDefaults_MatchTRL(t *testing.T) {
 		"max_grad_norm": 1.0, "weight_decay": 0.0, "adam_beta1": 0.9, "adam_beta2": 0.999,
 		"adam_epsilon": 1e-8, "seed": 42, "logging_steps": 10, "save_steps": 500, "save_total_limit": 0,
 		"bf16": false, "eval_dataset": "", "eval_strategy": "no", "eval_steps": 0, "per_device_eval_batch_size": 8,
-		"eval_on_start": false,
+		"eval_on_start": false, "report_to": []string{"none"},
 	}
 	methods := map[string]map[string]any{
 		"sft": {"learning_rate": 2e-5, "max_length": 1024, "completion_only_loss": (*bool)(nil), "assistant_only_loss": (*bool)(nil),
@@ -444,6 +444,38 @@ func TestValidate_NonFiniteFloatsNamed(t *testing.T) {
 		_, err := runCmd(t, c.method, append(c.args, required...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %v: got %v, want %q", c.method, c.args, err, c.want)
+		}
+	}
+}
+
+// report_to: none by default, tensorboard (or all) as a flag, a YAML scalar or HF's list form; the
+// other HF integrations are refused by name (they need a service posttrain has not), unknown names
+// and none mixed with another too.
+func TestReportTo(t *testing.T) {
+	cfg, err := runCmd(t, "sft", required...)
+	if err != nil || cfg.Common().ReportsTo("tensorboard") {
+		t.Errorf("default: %q, %v; want none", cfg.Common().ReportTo, err)
+	}
+	for _, args := range [][]string{{"--report-to", "tensorboard"}, {"--report-to", "all"}} {
+		cfg, err := runCmd(t, "grpo", append(append(args, "--reward", "a"), required...)...)
+		if err != nil || !cfg.Common().ReportsTo("tensorboard") {
+			t.Errorf("%v: %q, %v", args, cfg.Common().ReportTo, err)
+		}
+	}
+	for _, doc := range []string{"report_to: tensorboard\n", "report_to: [tensorboard]\n", "report_to:\n  - tensorboard\n"} {
+		c := DefaultDPO()
+		if err := Load("run.yaml", []byte(doc), c); err != nil || !reflect.DeepEqual(c.ReportTo, []string{"tensorboard"}) {
+			t.Errorf("%q: %q, %v", doc, c.ReportTo, err)
+		}
+	}
+	for _, c := range []struct{ value, want string }{
+		{"wandb", "report_to (--report-to) wandb is not available in posttrain (it reports to a service or library posttrain has not, and training runs offline); use tensorboard"},
+		{"tensorboard,mlflow", "report_to (--report-to) mlflow is not available in posttrain"},
+		{"tensorbord", `report_to (--report-to) must be none, tensorboard or all (a list of them), got "tensorbord"`},
+		{"none,tensorboard", "report_to (--report-to) none cannot be combined with other integrations, got none,tensorboard"},
+	} {
+		if _, err := runCmd(t, "kto", append([]string{"--report-to", c.value}, required...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--report-to %s: %v, want %q", c.value, err, c.want)
 		}
 	}
 }

@@ -252,7 +252,32 @@ func validateCommon(c Config) error {
 	if err := validateOverride(c); err != nil {
 		return err
 	}
+	if err := validateReportTo(c); err != nil {
+		return err
+	}
 	return pos("adam_epsilon", t.AdamEpsilon)
+}
+
+// hfIntegrations are the other report_to names of HF's Trainer (integration_utils.py,
+// INTEGRATION_TO_CALLBACK): each sends the metrics to a service or library posttrain has not.
+var hfIntegrations = []string{"azure_ml", "clearml", "codecarbon", "comet_ml", "dagshub", "dvclive", "flyte", "mlflow", "neptune", "swanlab", "trackio", "wandb"}
+
+// validateReportTo accepts report_to none, tensorboard or all (HF's every installed integration:
+// tensorboard here), as one value or a list; none cannot be combined with another.
+func validateReportTo(c Config) error {
+	list := c.Common().ReportTo
+	for _, v := range list {
+		switch {
+		case v == "none" && len(list) > 1:
+			return bad(c, "report_to", fmt.Sprintf("none cannot be combined with other integrations, got %s", strings.Join(list, ",")))
+		case v == "none" || v == "tensorboard" || v == "all":
+		case slices.Contains(hfIntegrations, v):
+			return bad(c, "report_to", fmt.Sprintf("%s is not available in posttrain (it reports to a service or library posttrain has not, and training runs offline); use tensorboard (event files under output_dir/runs/) or none", v))
+		default:
+			return bad(c, "report_to", fmt.Sprintf("must be none, tensorboard or all (a list of them), got %q", v))
+		}
+	}
+	return nil
 }
 
 // validateFinite refuses NaN and ±Inf in any float option, after the options' own checks (which

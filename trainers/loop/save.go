@@ -13,6 +13,7 @@ import (
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/fsmode"
 	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/internal/tensorboard"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/config"
@@ -30,12 +31,13 @@ type extra struct {
 }
 
 // RunFiles is what a run writes at the top of OUTPUT_DIR besides its checkpoint-N directories:
-// the logs, the resolved configuration, the final model's files (weights, configs, tokenizer) and
-// the marker of a final model being written (safetensors.IncompleteMarker, left by a run killed
-// then; a resumed run removes it when it rewrites the model). overwrite_output_dir removes exactly
+// the logs (with report_to tensorboard, the runs/ directory of event files), the resolved
+// configuration, the model card, the final model's files (weights, configs, tokenizer) and the marker of a final
+// model being written (safetensors.IncompleteMarker, left by a run killed then; a resumed run
+// removes it when it rewrites the model). overwrite_output_dir removes exactly
 // these (and the checkpoints and temporaries); any other file in the directory is left alone.
 var RunFiles = checkpoint.Run{
-	Files: append([]string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName, CardName,
+	Files: append([]string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName, CardName, tensorboard.RunsDir,
 		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json", safetensors.IncompleteMarker,
 		qwen2.ConfigFileName, qwen2.GenerationConfigFileName}, qwen2.TokenizerFiles...),
 	Marks: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl",

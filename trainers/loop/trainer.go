@@ -12,6 +12,7 @@ import (
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/internal/tensorboard"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/schedule"
 )
@@ -29,6 +30,7 @@ type driver struct {
 	sched   schedule.Schedule
 	total   int // optimizer steps of the run
 	metrics *runlog.Metrics
+	tb      *tensorboard.Run // nil: report_to has no tensorboard
 	prog    *runlog.Progress
 	began   time.Time
 
@@ -70,6 +72,9 @@ func newDriver(m *Model, src Source, opts Options) (*driver, error) {
 func (d *driver) close() {
 	if d.metrics != nil {
 		d.metrics.Close()
+	}
+	if d.tb != nil {
+		d.tb.Close()
 	}
 	if d.opt != nil {
 		d.opt.Close()
@@ -244,6 +249,12 @@ func (d *driver) start() error {
 	if d.metrics, err = runlog.OpenMetrics(d.cfg.OutputDir, d.step); err != nil {
 		return err
 	}
+	if d.cfg.ReportsTo("tensorboard") { // the same resume rule as metrics.jsonl
+		if d.tb, err = tensorboard.OpenRun(d.cfg.OutputDir, d.step, time.Now()); err != nil {
+			return err
+		}
+		d.logger.Info("report_to tensorboard", "logdir", d.tb.Dir())
+	}
 	w := d.opts.Progress
 	if w == nil {
 		w = io.Discard
@@ -267,12 +278,17 @@ func (d *driver) log() error {
 	return nil
 }
 
-// write writes a metrics.jsonl line (training or eval), keeps it for trainer_state.json, shows it
-// and hands it to the source's hooks.
+// write writes a metrics.jsonl line (training or eval) and its TensorBoard scalars (report_to
+// tensorboard), keeps it for trainer_state.json, shows it and hands it to the source's hooks.
 func (d *driver) write(rec runlog.Record) error {
 	line, err := d.metrics.Write(rec)
 	if err != nil {
 		return err
+	}
+	if d.tb != nil {
+		if err := d.tb.Write(rec); err != nil {
+			return err
+		}
 	}
 	d.history = append(d.history, line)
 	d.prog.Log(rec)
