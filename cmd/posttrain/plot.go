@@ -345,7 +345,7 @@ func (f *figure) metricPanel(metric, eval string) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = metric
 	p.X.Label.Text = "step"
-	p.X.Tick.Marker = readableTicks{}
+	p.X.Tick.Marker = readableTicks{integers: true}
 	p.Y.Tick.Marker = readableTicks{}
 	p.Add(plotter.NewGrid())
 	ymin, ymax, drawn := math.Inf(1), math.Inf(-1), false
@@ -458,14 +458,19 @@ func smoothEMA(pts plotter.XYs, w float64) plotter.XYs {
 }
 
 // readableTicks places ticks as plot.DefaultTicks does and labels them with tickLabels.
-type readableTicks struct{}
+type readableTicks struct {
+	integers bool // label only integral ticks (steps), the others stay unlabelled
+}
 
-func (readableTicks) Ticks(lo, hi float64) []plot.Tick {
+func (t readableTicks) Ticks(lo, hi float64) []plot.Tick {
 	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
 	var major []float64
-	for _, t := range ticks {
-		if t.Label != "" {
-			major = append(major, t.Value)
+	for i, tk := range ticks {
+		if t.integers && tk.Label != "" && tk.Value != math.Round(tk.Value) {
+			ticks[i].Label = ""
+		}
+		if ticks[i].Label != "" {
+			major = append(major, tk.Value)
 		}
 	}
 	labels := tickLabels(major)
