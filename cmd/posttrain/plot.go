@@ -255,6 +255,9 @@ func buildFigure(runs []plotRun, method string, opts plotOptions) (*figure, erro
 	if len(runs) > 1 {
 		where = "any of the runs"
 	}
+	if len(available) == 0 {
+		return nil, fmt.Errorf("no metrics in %s, only steps", where)
+	}
 	fig := &figure{runs: runs, smooth: opts.smooth}
 	var names []string
 	if len(opts.metrics) > 0 {
@@ -300,10 +303,11 @@ func buildFigure(runs []plotRun, method string, opts plotOptions) (*figure, erro
 	return fig, nil
 }
 
-// constantValue reports whether metric has one finite value in every run that logs it (with its
-// eval_ series, when metric is not itself an eval one), and that value.
+// constantValue reports whether metric has one finite value, logged twice or more, in every run
+// that logs it (with its eval_ series, when metric is not itself an eval one), and that value. A
+// metric logged once keeps its panel.
 func constantValue(runs []plotRun, metric string) (float64, bool) {
-	first, seen := 0.0, false
+	first, seen, n := 0.0, false, 0
 	for _, r := range runs {
 		for _, rec := range r.records {
 			for _, k := range []string{metric, "eval_" + metric} {
@@ -318,10 +322,11 @@ func constantValue(runs []plotRun, metric string) (float64, bool) {
 					return 0, false
 				}
 				first, seen = v, true
+				n++
 			}
 		}
 	}
-	return first, seen
+	return first, n > 1
 }
 
 // runColors are the runs' colours (matplotlib's tab10).
@@ -383,6 +388,9 @@ func (f *figure) metricPanel(metric, eval string) (*plot.Plot, error) {
 		p.Y.Min, p.Y.Max = ymin-d, ymax+d
 	}
 	if eval != "" {
+		if ymax > ymin { // headroom for the legend, above the curves
+			p.Y.Max = ymax + 0.3*(ymax-ymin)
+		}
 		gray := color.RGBA{60, 60, 60, 255}
 		train := &plotter.Line{LineStyle: draw.LineStyle{Color: gray, Width: vg.Points(1.5)}}
 		ev := &plotter.Line{LineStyle: draw.LineStyle{Color: gray, Width: vg.Points(1.5), Dashes: evalDashes}}

@@ -299,6 +299,9 @@ func TestPlot_PanelOrderAndConstants(t *testing.T) {
 		if step%3 == 0 {
 			recs = append(recs, runlog.Record{Step: step, Metrics: map[string]float64{"eval_loss": 2.5 / float64(step), "eval_runtime": float64(step)}})
 		}
+		if step == 4 { // logged once: a panel, not a constant
+			recs[len(recs)-1].Metrics["once"] = 7
+		}
 	}
 	writeRecords(t, sft, "sft", recs)
 	runs = []plotRun{{label: "s", path: sft, records: recs}}
@@ -309,7 +312,7 @@ func TestPlot_PanelOrderAndConstants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(panelMetrics(f), " "), "loss mean_token_accuracy learning_rate grad_norm aaa eval_runtime"; got != want {
+	if got, want := strings.Join(panelMetrics(f), " "), "loss mean_token_accuracy learning_rate grad_norm aaa once eval_runtime"; got != want {
 		t.Errorf("SFT panels:\n got %s\nwant %s", got, want)
 	}
 	if f.panels[0].eval != "eval_loss" || f.panels[1].eval != "" || len(f.constants) != 0 {
