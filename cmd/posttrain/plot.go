@@ -30,9 +30,9 @@ func init() {
 		Usage: "draw the training curves of runs (RUN_DIR/metrics.jsonl), one panel per metric against step, several runs overlaid",
 		Description: "Panels come in the order the method's users read them (GRPO: reward, rewards/*, reward_std, kl, loss, ...;\n" +
 			"SFT: loss, mean_token_accuracy, learning_rate, grad_norm; DPO/KTO: loss, rewards/margins, ...), then the\n" +
-			"rest by name; the method is the one in RUN_DIR/training_args.yaml, or guessed from the metric names.\n" +
-			"A metric that never changes (in every run) is listed in one line of text under the panels instead of\n" +
-			"drawn. eval_X is drawn dashed on X's panel. With several runs, each run has its own colour and the\n" +
+			"rest by name; the method is the one in the first RUN_DIR/training_args.yaml, or guessed from the\n" +
+			"metric names. A metric logged more than once that never changes (in every run) is listed in one line\n" +
+			"of text under the panels instead of drawn. eval_X is drawn dashed on X's panel. With several runs, each run has its own colour and the\n" +
 			"legend at the top names it; a metric missing in a run is drawn for the others.",
 		ArgsUsage: "RUN_DIR [RUN_DIR...]",
 		Flags: []cli.Flag{
