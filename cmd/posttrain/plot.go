@@ -100,31 +100,9 @@ func plotRuns(paths []string, out string, opts plotOptions) error {
 	if !(opts.smooth >= 0 && opts.smooth < 1) {
 		return fmt.Errorf("--smooth %v: want an EMA weight in [0, 1)", opts.smooth)
 	}
-	if len(opts.labels) > 0 && len(opts.labels) != len(paths) {
-		return fmt.Errorf("--labels: %d names for %d runs", len(opts.labels), len(paths))
-	}
-	runs := make([]plotRun, len(paths))
-	for i, p := range paths {
-		records, err := runlog.ReadMetrics(p)
-		if err != nil {
-			return err
-		}
-		if len(records) == 0 {
-			return fmt.Errorf("%s: no metrics lines", metricsPath(p))
-		}
-		runs[i] = plotRun{label: filepath.Base(filepath.Clean(runDir(p))), path: p, records: records}
-		if len(opts.labels) > 0 {
-			runs[i].label = strings.TrimSpace(opts.labels[i])
-		}
-	}
-	if len(opts.labels) == 0 { // two runs named grpo in different places: name them by their paths
-		for i := range runs {
-			for j := range runs {
-				if i != j && runs[i].label == runs[j].label {
-					runs[i].label = filepath.Clean(runDir(runs[i].path))
-				}
-			}
-		}
+	runs, err := loadRuns(paths, opts.labels)
+	if err != nil {
+		return err
 	}
 	method := runMethod(runs[0])
 	fig, err := buildFigure(runs, method, opts)
@@ -132,6 +110,40 @@ func plotRuns(paths []string, out string, opts plotOptions) error {
 		return err
 	}
 	return fig.draw(out, format)
+}
+
+// loadRuns reads the runs' metrics and names them: labels, or the directories' base names (their
+// paths where two base names are the same).
+func loadRuns(paths, labels []string) ([]plotRun, error) {
+	if len(labels) > 0 && len(labels) != len(paths) {
+		return nil, fmt.Errorf("--labels: %d names for %d runs", len(labels), len(paths))
+	}
+	runs := make([]plotRun, len(paths))
+	for i, p := range paths {
+		records, err := runlog.ReadMetrics(p)
+		if err != nil {
+			return nil, err
+		}
+		if len(records) == 0 {
+			return nil, fmt.Errorf("%s: no metrics lines", metricsPath(p))
+		}
+		runs[i] = plotRun{label: filepath.Base(filepath.Clean(runDir(p))), path: p, records: records}
+		if len(labels) > 0 {
+			runs[i].label = strings.TrimSpace(labels[i])
+		}
+	}
+	if len(labels) == 0 { // two runs named grpo in different places: name them by their paths
+		count := map[string]int{}
+		for _, r := range runs {
+			count[r.label]++
+		}
+		for i := range runs {
+			if count[runs[i].label] > 1 {
+				runs[i].label = filepath.Clean(runDir(runs[i].path))
+			}
+		}
+	}
+	return runs, nil
 }
 
 func metricsPath(run string) string {

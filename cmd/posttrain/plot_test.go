@@ -384,6 +384,31 @@ func TestPlot_SeveralRuns(t *testing.T) {
 		t.Errorf("panels %q: want 10 with kl fourth", got)
 	}
 
+	// Legend names: base names, paths where two are the same, or --labels.
+	other := filepath.Join(root, "x", "grpo")
+	os.MkdirAll(other, 0o755)
+	writeRecords(t, other, "", grpoRecords(3, true))
+	for _, c := range []struct {
+		paths, labels []string
+		want          string
+	}{
+		{[]string{a, b}, nil, "grpo grpo-random"},
+		{[]string{a, other, filepath.Join(b, runlog.MetricsName)}, nil, a + " " + other + " grpo-random"},
+		{[]string{a, b}, []string{"verifier", " control"}, "verifier control"},
+	} {
+		runs, err := loadRuns(c.paths, c.labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range runs {
+			got = append(got, r.label)
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("labels of %v %v: %q, want %q", c.paths, c.labels, got, c.want)
+		}
+	}
+
 	cases := []struct {
 		args []string
 		want string
