@@ -25,9 +25,9 @@ func init() {
 		Name:  "demo",
 		Usage: "learn multiplication on a CPU in minutes: BPE tokenizer → small Qwen2 → SFT → GRPO (verifier) vs GRPO (random reward)",
 		Description: "Writes everything under --output-dir: tokenizer/, base/ (random init), sft/, grpo/ and grpo-random/\n" +
-			"(HF checkpoints with metrics.jsonl; see `posttrain plot DIR/grpo`). Prints greedy accuracy, strict\n" +
-			"(exactly the product) and correct (its first integer), on the GRPO and the held-out problems after\n" +
-			"each stage, ± the binomial standard error.",
+			"(HF checkpoints with metrics.jsonl; `posttrain plot DIR/grpo DIR/grpo-random -o curves.png` overlays\n" +
+			"the two runs' curves). Prints greedy accuracy, strict (exactly the product) and correct (its first\n" +
+			"integer), on the GRPO and the held-out problems after each stage, ± the binomial standard error.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output-dir", Value: d.OutputDir, Usage: "directory for the runs"},
 			&cli.IntFlag{Name: "seed", Value: d.Seed, Usage: "seed of the split, the initialisation, SFT and GRPO"},
@@ -109,6 +109,7 @@ func printDemo(w io.Writer, o demo.Options, rep *demo.Report) error {
 		}
 	}
 	fmt.Fprintf(w, "accuracy: greedy answers; strict: exactly the product (mult_strict), correct: its first integer (mult_correct); ± binomial standard error; reward: mean over the last logging window\n")
-	_, err := fmt.Fprintf(w, "total %s; curves: posttrain plot %s\n", rep.Wall.Round(time.Second), filepath.Join(o.OutputDir, "grpo"))
+	_, err := fmt.Fprintf(w, "total %s; curves: posttrain plot %s %s -o %s\n", rep.Wall.Round(time.Second),
+		filepath.Join(o.OutputDir, "grpo"), filepath.Join(o.OutputDir, "grpo-random"), filepath.Join(o.OutputDir, "curves.png"))
 	return err
 }
