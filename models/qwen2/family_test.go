@@ -115,3 +115,22 @@ func TestFamilies_Llama3ScalingMatters(t *testing.T) {
 		t.Errorf("without llama3 scaling the log-probs differ by only %g", d)
 	}
 }
+
+// With bfloat16 compute every family runs close to the float64 reference (loose, as
+// TestLowPrecisionWeights_LoadAndRun explains), and bfloat16-stored weights keep their bits.
+func TestFamilies_BFloat16Compute(t *testing.T) {
+	for _, f := range familyFixtures {
+		t.Run(filepath.Base(f.dir), func(t *testing.T) {
+			ctx, cfg := loadFixture(t, f.dir, dtypes.BFloat16)
+			if f.stored == "BF16" {
+				checkBitsKept(t, ctx, cfg, filepath.Join(f.dir, "model"))
+			}
+			want := readExpectedIn(t, f.dir, "left_pad", "float64")
+			got := score(t, ctx, cfg, readInputIn(t, f.dir, "left_pad"), true)
+			if !near(got.Loss, want.Loss, 0.15) || !near(got.Grad.GlobalL2, want.Grad.GlobalL2, 0.2*want.Grad.GlobalL2) {
+				t.Errorf("loss %.5f (want %.5f ± 0.15), grad norm %.4f (want %.4f)", got.Loss, want.Loss, got.Grad.GlobalL2, want.Grad.GlobalL2)
+			}
+			t.Logf("bf16 compute: loss %.6f (reference %.6f), max log-prob error %.2g", got.Loss, want.Loss, maxDiff(got.TokenLogProbs, want.TokenLogProbs))
+		})
+	}
+}
