@@ -1,11 +1,11 @@
 // Package qwen2 is the decoder of the Qwen2, Qwen3 (dense) and Llama 3.x families (SmolLM2 is a
 // Llama) in GoMLX, one implementation parameterised by the config (see Family: q/k/v and MLP
 // biases, q/k norms, head_dim, RoPE scaling, tied embeddings), named after its first family. It
-// gives HuggingFace transformers' numbers: config.json parsing, safetensors weights as GoMLX variables
-// keyed by their HF names, the forward pass, chunked per-token log-probs, the mean NLL and its
-// gradients, scoring, save and init. Text generation is package generate's: Arch is the Qwen2
-// architecture as its Generator runs it (generate.Model: the prompt pass, the decode step against
-// the KV cache, the uncached last logits).
+// gives HuggingFace transformers' numbers: config.json parsing, safetensors weights as GoMLX
+// variables keyed by their HF names, the forward pass, chunked per-token log-probs, the mean NLL
+// and its gradients, scoring, save and init. Text generation is package generate's: Arch is the
+// decoder as its Generator runs it (generate.Model: the prompt pass, the decode step against the
+// KV cache, the uncached last logits).
 //
 // Variables live in a context.Context at scopes equal to the HF names:
 // "model.layers.0.self_attn.q_proj.weight" is the variable "weight" of scope

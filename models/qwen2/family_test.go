@@ -7,9 +7,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/models/safetensors"
 )
 
 // familyFixtures are the tiny random checkpoints of the other families, written by
@@ -132,5 +136,35 @@ func TestFamilies_BFloat16Compute(t *testing.T) {
 			}
 			t.Logf("bf16 compute: loss %.6f (reference %.6f), max log-prob error %.2g", got.Loss, want.Loss, maxDiff(got.TokenLogProbs, want.TokenLogProbs))
 		})
+	}
+}
+
+// Weights that do not fit the family's config are refused by name: llama-tiny's biases under a
+// config without them, and the biases a config asks for but smollm2-tiny lacks.
+func TestFamilies_WeightsMustFitTheConfig(t *testing.T) {
+	stored, err := safetensors.ReadModelDir("../testdata/llama-tiny/model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ReadConfig("../testdata/llama-tiny/model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MLPBias = false
+	err = SetWeights(context.New(), cfg, stored, dtypes.Float32, "llama-tiny")
+	if err == nil || !strings.Contains(err.Error(), `"model.layers.0.mlp.down_proj.bias"`) || !strings.Contains(err.Error(), "2-layer Llama") {
+		t.Errorf("MLP biases without mlp_bias: %v", err)
+	}
+	stored, err = safetensors.ReadModelDir("../testdata/smollm2-tiny/model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = ReadConfig("../testdata/smollm2-tiny/model"); err != nil {
+		t.Fatal(err)
+	}
+	cfg.AttentionBias = true
+	err = SetWeights(context.New(), cfg, stored, dtypes.Float32, "smollm2-tiny")
+	if err == nil || !strings.Contains(err.Error(), `tensor "model.layers.0.self_attn.q_proj.bias" is missing`) {
+		t.Errorf("attention_bias without the biases: %v", err)
 	}
 }
