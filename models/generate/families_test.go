@@ -80,3 +80,28 @@ func readFamilyGeneration(t *testing.T, dir, name string) *expectedGeneration {
 	}
 	return e.Generation
 }
+
+// With bfloat16 weights (and a bfloat16 KV cache) every family's cached and uncached greedy
+// generations agree.
+func TestGenerate_FamiliesBFloat16CachedEqualsUncached(t *testing.T) {
+	for _, dir := range familyDirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ctx, cfg, err := qwen2.Load(filepath.Join(dir, "model"), dtypes.BFloat16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := generate.NewGenerator(generate.TestBackendOrSkip(t), ctx, qwen2.Arch{Config: cfg})
+			t.Cleanup(g.Finalize)
+			b, _, err := qwen2.ReadBatchJSON(filepath.Join(dir, "inputs", "left_pad.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := generate.Options{MaxNewTokens: 6, IgnoreEOS: true}
+			cached := genIDs(mustGenerate(t, g, true, qwen2.PromptsFromBatch(b), opts))
+			uncached := genIDs(mustGenerate(t, g, false, qwen2.PromptsFromBatch(b), opts))
+			if !slices.EqualFunc(cached, uncached, slices.Equal) {
+				t.Errorf("bf16: cached %v, uncached %v", cached, uncached)
+			}
+		})
+	}
+}
