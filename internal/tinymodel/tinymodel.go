@@ -102,14 +102,24 @@ func Write(dir string, o Options) error {
 		return fmt.Errorf("tinymodel: %w", err)
 	}
 	defer os.RemoveAll(tok)
-	for name, data := range map[string][]byte{"tokenizer.json": tokenizerJSON, "tokenizer_config.json": tokenizerConfigJSON} {
-		if err := os.WriteFile(filepath.Join(tok, name), data, 0o644); err != nil {
-			return fmt.Errorf("tinymodel: %w", err)
-		}
+	if err := WriteTokenizer(tok); err != nil {
+		return err
 	}
 	bos := EndOfText
 	gen := &qwen2.GenerationConfig{BOSTokenID: &bos, EOSTokenIDs: []int{IMEnd, EndOfText}}
 	return qwen2.InitCheckpoint(dir, cfg, o.Seed, qwen2.SaveOptions{TokenizerPath: tok, Generation: gen})
+}
+
+// WriteTokenizer writes the tokenizer files (tokenizer.json, tokenizer_config.json) into the
+// existing directory dir: beside a checkpoint of VocabSize ids of any family, such as the tiny
+// Qwen3 and Llama fixtures of models/testdata.
+func WriteTokenizer(dir string) error {
+	for name, data := range map[string][]byte{"tokenizer.json": tokenizerJSON, "tokenizer_config.json": tokenizerConfigJSON} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("tinymodel: %w", err)
+		}
+	}
+	return nil
 }
 
 // tokenizerConfig is files/tokenizer_config.json: Qwen's special tokens and ChatTemplate.

@@ -7,7 +7,7 @@ import (
 	"github.com/posttrain/posttrain/models/generate"
 )
 
-// Arch is the Qwen2 decoder of Config as the generator runs it (generate.Model): the prompt pass
+// Arch is the decoder of Config (any supported family) as the generator runs it (generate.Model): the prompt pass
 // that hands its keys and values to the cache, the decode step against the cache, and the
 // uncached last logits. The weights are those of the context the Generator was given.
 type Arch struct {
@@ -16,10 +16,11 @@ type Arch struct {
 
 var _ generate.Model = Arch{}
 
-// Spec is the vocabulary, max_position_embeddings and eos_token_id of the config.
+// Spec is the vocabulary, max_position_embeddings and eos_token_id of the config; the family
+// (errors' prefix) is its model_type.
 func (a Arch) Spec() generate.Spec {
 	c := a.Config
-	return generate.Spec{Family: "qwen2", VocabSize: c.VocabSize, MaxPositions: c.MaxPositionEmbeddings, EOSTokenIDs: c.EOSTokenIDs}
+	return generate.Spec{Family: c.ModelType, VocabSize: c.VocabSize, MaxPositions: c.MaxPositionEmbeddings, EOSTokenIDs: c.EOSTokenIDs}
 }
 
 // Prefill runs the left-padded prompts ids [B,P] (positions pos, mask [B,P]) and returns the

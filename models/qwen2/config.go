@@ -1,9 +1,11 @@
-// Package qwen2 is the Qwen2 decoder (the architecture of Qwen2.5-0.5B-Instruct) in GoMLX, giving
-// HuggingFace transformers' numbers: config.json parsing, safetensors weights as GoMLX variables
-// keyed by their HF names, the forward pass, chunked per-token log-probs, the mean NLL and its
-// gradients, scoring, save and init. Text generation is package generate's: Arch is the Qwen2
-// architecture as its Generator runs it (generate.Model: the prompt pass, the decode step against
-// the KV cache, the uncached last logits).
+// Package qwen2 is the decoder of the Qwen2, Qwen3 (dense) and Llama 3.x families (SmolLM2 is a
+// Llama) in GoMLX, one implementation parameterised by the config (see Family: q/k/v and MLP
+// biases, q/k norms, head_dim, RoPE scaling, tied embeddings), named after its first family. It
+// gives HuggingFace transformers' numbers: config.json parsing, safetensors weights as GoMLX
+// variables keyed by their HF names, the forward pass, chunked per-token log-probs, the mean NLL
+// and its gradients, scoring, save and init. Text generation is package generate's: Arch is the
+// decoder as its Generator runs it (generate.Model: the prompt pass, the decode step against the
+// KV cache, the uncached last logits).
 //
 // Variables live in a context.Context at scopes equal to the HF names:
 // "model.layers.0.self_attn.q_proj.weight" is the variable "weight" of scope
@@ -21,7 +23,7 @@ import (
 // ConfigFileName is the HF file holding a checkpoint's Config.
 const ConfigFileName = "config.json"
 
-// Config is the subset of a HF Qwen2 config.json that the decoder uses.
+// Config is the subset of a HF Qwen2, Qwen3 or Llama config.json that the decoder uses.
 type Config struct {
 	ModelType string `json:"model_type"`
 	VocabSize int    `json:"vocab_size"`
@@ -33,7 +35,7 @@ type Config struct {
 	NumHiddenLayers       int     `json:"num_hidden_layers"`
 	NumAttentionHeads     int     `json:"num_attention_heads"`
 	NumKeyValueHeads      int     `json:"num_key_value_heads"`
-	HeadDim               int     `json:"head_dim"` // absent in Qwen2 configs: HiddenSize/NumAttentionHeads
+	HeadDim               int     `json:"head_dim"` // absent in Qwen2 configs: HiddenSize/NumAttentionHeads (Qwen3: 128)
 	RMSNormEps            float64 `json:"rms_norm_eps"`
 	RopeTheta             float64 `json:"rope_theta"`
 	TieWordEmbeddings     bool    `json:"tie_word_embeddings"`
@@ -43,12 +45,20 @@ type Config struct {
 	InitializerRange      float64 `json:"initializer_range"`
 	BOSTokenID            *int    `json:"-"`
 	EOSTokenIDs           []int   `json:"-"` // eos_token_id: one id or a list
+	// AttentionBias (Qwen3, Llama): q/k/v/o projections with biases; MLPBias (Llama): the MLP's.
+	AttentionBias bool `json:"attention_bias"`
+	MLPBias       bool `json:"mlp_bias"`
+	// Rope is the parsed rope_scaling (or rope_parameters); see InvFreq.
+	Rope Rope `json:"-"`
 
+	// RopeScaling is config.json's raw rope_scaling; ParseConfig parses it into Rope and clears it.
+	RopeScaling json.RawMessage `json:"rope_scaling"`
+	// LayerTypes (layer_types): only "full_attention" layers are implemented.
+	LayerTypes []string `json:"layer_types"`
 	// Fields that select features this implementation does not have; Validate refuses them.
-	RopeScaling      json.RawMessage `json:"rope_scaling"`
-	UseSlidingWindow bool            `json:"use_sliding_window"`
-	AttentionDropout float64         `json:"attention_dropout"`
-	UseMRope         bool            `json:"use_mrope"`
+	UseSlidingWindow bool    `json:"use_sliding_window"`
+	AttentionDropout float64 `json:"attention_dropout"`
+	UseMRope         bool    `json:"use_mrope"`
 }
 
 // ReadConfig reads and validates dir/config.json.
@@ -66,7 +76,8 @@ func ReadConfig(dir string) (*Config, error) {
 }
 
 // ParseConfig parses and validates the content of a config.json, filling HF's defaults
-// (head_dim = hidden_size/num_attention_heads, num_key_value_heads = num_attention_heads).
+// (head_dim = hidden_size/num_attention_heads, Qwen3's 128; num_key_value_heads =
+// num_attention_heads).
 func ParseConfig(data []byte) (*Config, error) {
 	cfg := &Config{HiddenAct: "silu", RopeTheta: 10000, RMSNormEps: 1e-6, InitializerRange: 0.02}
 	if err := json.Unmarshal(data, cfg); err != nil {
@@ -76,25 +87,30 @@ func ParseConfig(data []byte) (*Config, error) {
 		BOS json.RawMessage `json:"bos_token_id"`
 		EOS json.RawMessage `json:"eos_token_id"`
 		// transformers ≥ 5 spellings of rope_theta/rope_scaling and torch_dtype.
-		RopeParameters *struct {
-			RopeType  string   `json:"rope_type"`
-			RopeTheta *float64 `json:"rope_theta"`
-		} `json:"rope_parameters"`
-		DType string `json:"dtype"`
+		RopeParameters json.RawMessage `json:"rope_parameters"`
+		DType          string          `json:"dtype"`
 	}
 	_ = json.Unmarshal(data, &ids) // already known to be a JSON object
-	if rp := ids.RopeParameters; rp != nil {
-		if rp.RopeType != "" && rp.RopeType != "default" {
-			return nil, fmt.Errorf("config field rope_parameters.rope_type: %q is not supported (only \"default\")", rp.RopeType)
+	var err error
+	if cfg.Rope, _, err = parseRope("rope_scaling", cfg.RopeScaling); err != nil {
+		return nil, err
+	}
+	cfg.RopeScaling = nil
+	if len(ids.RopeParameters) > 0 && string(ids.RopeParameters) != "null" {
+		rope, theta, err := parseRope("rope_parameters", ids.RopeParameters)
+		if err != nil {
+			return nil, err
 		}
-		if rp.RopeTheta != nil {
-			cfg.RopeTheta = *rp.RopeTheta
+		if theta != nil {
+			cfg.RopeTheta = *theta
+		}
+		if rope.Type != "" {
+			cfg.Rope = rope
 		}
 	}
 	if cfg.TorchDType == "" {
 		cfg.TorchDType = ids.DType
 	}
-	var err error
 	if cfg.BOSTokenID, err = optionalID(ids.BOS); err != nil {
 		return nil, fmt.Errorf("config field bos_token_id: %w", err)
 	}
@@ -103,6 +119,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	if cfg.NumKeyValueHeads == 0 {
 		cfg.NumKeyValueHeads = cfg.NumAttentionHeads
+	}
+	if cfg.HeadDim == 0 {
+		cfg.HeadDim = cfg.Family().DefaultHeadDim
 	}
 	if cfg.HeadDim == 0 && cfg.NumAttentionHeads > 0 {
 		cfg.HeadDim = cfg.HiddenSize / cfg.NumAttentionHeads
@@ -151,8 +170,26 @@ func (c *Config) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("config field %s: "+format, append([]any{field}, args...)...))
 	}
-	if c.ModelType != "qwen2" {
-		bad("model_type", "%q is not supported (want \"qwen2\")", c.ModelType)
+	fam, known := Families[c.ModelType]
+	if !known {
+		bad("model_type", "%q is not supported (supported: %s)", c.ModelType, quoteList(ModelTypes()))
+	}
+	if c.AttentionBias && known && !fam.AttentionBiasField {
+		bad("attention_bias", "is not a %s option (its q/k/v biases are fixed)", c.ModelType)
+	}
+	if c.MLPBias && known && !fam.MLPBiasField {
+		bad("mlp_bias", "true is not supported by %s (only llama has MLP biases)", c.ModelType)
+	}
+	for i, t := range c.LayerTypes {
+		if t != "full_attention" {
+			bad("layer_types", "layer %d is %q; only \"full_attention\" is supported", i, t)
+		}
+	}
+	if c.LayerTypes != nil && len(c.LayerTypes) != c.NumHiddenLayers {
+		bad("layer_types", "has %d entries for %d layers", len(c.LayerTypes), c.NumHiddenLayers)
+	}
+	if err := c.Rope.validate("rope_scaling"); err != nil {
+		errs = append(errs, err)
 	}
 	for _, f := range []struct {
 		name string
@@ -180,7 +217,10 @@ func (c *Config) Validate() error {
 		bad("rope_theta", "must be positive, got %g", c.RopeTheta)
 	}
 	if len(c.RopeScaling) > 0 && string(c.RopeScaling) != "null" {
-		bad("rope_scaling", "%s is not supported (only null)", c.RopeScaling)
+		bad("rope_scaling", "%s was not parsed (set Rope; ParseConfig does)", c.RopeScaling)
+	}
+	if _, ok := ropeKeys[c.Rope.Type]; !ok && c.Rope.Type != "" {
+		bad("rope_scaling.rope_type", "%q is not supported (supported: %s)", c.Rope.Type, quoteList(RopeTypes))
 	}
 	if c.UseSlidingWindow {
 		bad("use_sliding_window", "true is not supported")
@@ -206,30 +246,38 @@ type TensorSpec struct {
 	Shape []int
 }
 
-// Tensors lists the checkpoint's weights in HF order; lm_head.weight only when the head is untied.
+// Tensors lists the checkpoint's weights in HF order; biases as the family and config say,
+// q_norm/k_norm for Qwen3, lm_head.weight only when the head is untied.
 func (c *Config) Tensors() []TensorSpec {
-	d, q, kv, inter := c.HiddenSize, c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim, c.IntermediateSize
+	d, q, kv, inter, hd := c.HiddenSize, c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim, c.IntermediateSize, c.HeadDim
+	qkvBias, oBias, mlpBias, qkNorm := c.QKVBias(), c.OBias(), c.MLPBias, c.Family().QKNorm
 	specs := []TensorSpec{{"model.embed_tokens.weight", []int{c.VocabSize, d}}}
+	add := func(name string, shape ...int) { specs = append(specs, TensorSpec{name, shape}) }
+	linear := func(name string, out, in int, bias bool) {
+		add(name+".weight", out, in)
+		if bias {
+			add(name+".bias", out)
+		}
+	}
 	for i := range c.NumHiddenLayers {
 		p := fmt.Sprintf("model.layers.%d.", i)
-		specs = append(specs,
-			TensorSpec{p + "input_layernorm.weight", []int{d}},
-			TensorSpec{p + "self_attn.q_proj.weight", []int{q, d}},
-			TensorSpec{p + "self_attn.q_proj.bias", []int{q}},
-			TensorSpec{p + "self_attn.k_proj.weight", []int{kv, d}},
-			TensorSpec{p + "self_attn.k_proj.bias", []int{kv}},
-			TensorSpec{p + "self_attn.v_proj.weight", []int{kv, d}},
-			TensorSpec{p + "self_attn.v_proj.bias", []int{kv}},
-			TensorSpec{p + "self_attn.o_proj.weight", []int{d, q}},
-			TensorSpec{p + "post_attention_layernorm.weight", []int{d}},
-			TensorSpec{p + "mlp.gate_proj.weight", []int{inter, d}},
-			TensorSpec{p + "mlp.up_proj.weight", []int{inter, d}},
-			TensorSpec{p + "mlp.down_proj.weight", []int{d, inter}},
-		)
+		add(p+"input_layernorm.weight", d)
+		linear(p+"self_attn.q_proj", q, d, qkvBias)
+		linear(p+"self_attn.k_proj", kv, d, qkvBias)
+		linear(p+"self_attn.v_proj", kv, d, qkvBias)
+		linear(p+"self_attn.o_proj", d, q, oBias)
+		if qkNorm {
+			add(p+"self_attn.q_norm.weight", hd)
+			add(p+"self_attn.k_norm.weight", hd)
+		}
+		add(p+"post_attention_layernorm.weight", d)
+		linear(p+"mlp.gate_proj", inter, d, mlpBias)
+		linear(p+"mlp.up_proj", inter, d, mlpBias)
+		linear(p+"mlp.down_proj", d, inter, mlpBias)
 	}
-	specs = append(specs, TensorSpec{"model.norm.weight", []int{d}})
+	add("model.norm.weight", d)
 	if !c.TieWordEmbeddings {
-		specs = append(specs, TensorSpec{"lm_head.weight", []int{c.VocabSize, d}})
+		add("lm_head.weight", c.VocabSize, d)
 	}
 	return specs
 }

@@ -41,10 +41,10 @@ func Preset(name string) (*Config, error) {
 // initRandSeed2 is the second PCG word of the weight initialisation stream.
 const initRandSeed2 = 0x9e3779b97f4a7c15
 
-// InitTensors draws the weights of a randomly initialised model as HF's Qwen2 _init_weights
-// does — linear and embedding weights ~ N(0, initializer_range²), biases 0, norm weights 1 —
-// in float32 from seed (the same draws as InitWeights), stored as dtype ("F32", "BF16", "F16").
-// It holds one float32 tensor at a time besides the result.
+// InitTensors draws the weights of a randomly initialised model as HF's Qwen2 (Qwen3, Llama)
+// _init_weights does — linear and embedding weights ~ N(0, initializer_range²), biases 0, norm
+// weights 1 — in float32 from seed (the same draws as InitWeights), stored as dtype ("F32",
+// "BF16", "F16"). It holds one float32 tensor at a time besides the result.
 func InitTensors(cfg *Config, seed uint64, dtype string) ([]*safetensors.Tensor, error) {
 	if dtype != "F32" && dtype != "BF16" && dtype != "F16" {
 		return nil, fmt.Errorf("qwen2 init: dtype %q is not supported; valid: F32, BF16, F16", dtype)

@@ -38,21 +38,21 @@ func linear(ctx *context.Context, x *Node, out int, bias bool) *Node {
 	return y
 }
 
-// rmsNorm is x / sqrt(mean(x²) + eps) · w, normalized in float32 as HF does.
+// rmsNorm is x / sqrt(mean(x²) + eps) · w over x's last axis, normalized in float32 as HF does.
 func rmsNorm(ctx *context.Context, cfg *Config, x *Node) *Node {
 	xf := ConvertDType(x, dtypes.Float32)
 	xf = Mul(xf, Rsqrt(AddScalar(ReduceAndKeep(Square(xf), ReduceMean, -1), cfg.RMSNormEps)))
-	w := weight(ctx, x.Graph(), "weight", x.DType(), cfg.HiddenSize)
+	w := weight(ctx, x.Graph(), "weight", x.DType(), x.Shape().Dim(-1))
 	return Mul(ConvertDType(xf, x.DType()), ExpandLeftToRank(w, x.Rank()))
 }
 
 // Rotary returns RoPE's cos and sin [B,S,1,hd] for position ids pos [B,S]: the angle of pair i is
-// pos·θ^(-2i/hd), computed in float32 like HF, duplicated over the two halves of a head.
+// pos·f_i (f_i = θ^(-2i/hd), or its llama3 rescaling: Config.InvFreq), computed in float32 like
+// HF, duplicated over the two halves of a head.
 func Rotary(cfg *Config, pos *Node, dtype dtypes.DType) (cos, sin *Node) {
-	half := cfg.HeadDim / 2
-	invFreq := make([]float32, half)
-	for i := range invFreq {
-		invFreq[i] = float32(1 / math.Pow(cfg.RopeTheta, float64(2*i)/float64(cfg.HeadDim)))
+	invFreq := make([]float32, cfg.HeadDim/2)
+	for i, f := range cfg.InvFreq() {
+		invFreq[i] = float32(f)
 	}
 	angle := Mul(ExpandAxes(ConvertDType(pos, dtypes.Float32), -1), ExpandLeftToRank(Const(pos.Graph(), invFreq), 3)) // [B,S,hd/2]
 	angle = ExpandAxes(Concatenate([]*Node{angle, angle}, -1), 2)                                                     // [B,S,1,hd]
@@ -70,13 +70,17 @@ func applyRotary(x, cos, sin *Node) *Node {
 }
 
 // attention is grouped-query self-attention: x [B,S,D] → [B,S,D]; allowed [B,S,Sk] bool.
-// Query head h uses key/value head h/G, as HF's repeat_kv does, without copying keys.
+// Query head h uses key/value head h/G, as HF's repeat_kv does, without copying keys. Qwen3
+// normalizes each query and key head (q_norm, k_norm over hd) before RoPE.
 func attention(ctx *context.Context, cfg *Config, layer int, x, cos, sin, allowed *Node, kv KVFunc) *Node {
 	b, s := x.Shape().Dim(0), x.Shape().Dim(1)
-	nKV, g, hd := cfg.NumKeyValueHeads, cfg.NumGroups(), cfg.HeadDim
-	q := Reshape(linear(ctx.In("q_proj"), x, nKV*g*hd, true), b, s, nKV*g, hd) // [B,S,H,hd]
-	k := Reshape(linear(ctx.In("k_proj"), x, nKV*hd, true), b, s, nKV, hd)     // [B,S,KV,hd]
-	v := Reshape(linear(ctx.In("v_proj"), x, nKV*hd, true), b, s, nKV, hd)     // [B,S,KV,hd]
+	nKV, g, hd, bias := cfg.NumKeyValueHeads, cfg.NumGroups(), cfg.HeadDim, cfg.QKVBias()
+	q := Reshape(linear(ctx.In("q_proj"), x, nKV*g*hd, bias), b, s, nKV*g, hd) // [B,S,H,hd]
+	k := Reshape(linear(ctx.In("k_proj"), x, nKV*hd, bias), b, s, nKV, hd)     // [B,S,KV,hd]
+	v := Reshape(linear(ctx.In("v_proj"), x, nKV*hd, bias), b, s, nKV, hd)     // [B,S,KV,hd]
+	if cfg.Family().QKNorm {
+		q, k = rmsNorm(ctx.In("q_norm"), cfg, q), rmsNorm(ctx.In("k_norm"), cfg, k)
+	}
 	q, k = applyRotary(q, cos, sin), applyRotary(k, cos, sin)
 	if kv != nil {
 		k, v = kv(layer, k, v) // [B,Sk,KV,hd]
@@ -88,14 +92,14 @@ func attention(ctx *context.Context, cfg *Config, layer int, x, cos, sin, allowe
 	mask := BroadcastToDims(Reshape(allowed, b, 1, 1, s, sk), scores.Shape().Dimensions...)
 	probs := Softmax(Where(mask, scores, Scalar(x.Graph(), dtypes.Float32, maskedScore)), -1)
 	out := Einsum("bkgqs,bskd->bqkgd", ConvertDType(probs, x.DType()), v) // [B,S,KV,G,hd]
-	return linear(ctx.In("o_proj"), Reshape(out, b, s, nKV*g*hd), cfg.HiddenSize, false)
+	return linear(ctx.In("o_proj"), Reshape(out, b, s, nKV*g*hd), cfg.HiddenSize, cfg.OBias())
 }
 
-// mlp is SwiGLU: down(silu(gate(x)) · up(x)).
+// mlp is SwiGLU: down(silu(gate(x)) · up(x)), with biases when mlp_bias (Llama).
 func mlp(ctx *context.Context, cfg *Config, x *Node) *Node {
-	gate := linear(ctx.In("gate_proj"), x, cfg.IntermediateSize, false) // [B,S,I]
-	up := linear(ctx.In("up_proj"), x, cfg.IntermediateSize, false)
-	return linear(ctx.In("down_proj"), Mul(Mul(gate, Sigmoid(gate)), up), cfg.HiddenSize, false) // [B,S,D]
+	gate := linear(ctx.In("gate_proj"), x, cfg.IntermediateSize, cfg.MLPBias) // [B,S,I]
+	up := linear(ctx.In("up_proj"), x, cfg.IntermediateSize, cfg.MLPBias)
+	return linear(ctx.In("down_proj"), Mul(Mul(gate, Sigmoid(gate)), up), cfg.HiddenSize, cfg.MLPBias) // [B,S,D]
 }
 
 // Decoder runs the embedding, the layers and the final norm: ids [B,S] int → hidden [B,S,D] in

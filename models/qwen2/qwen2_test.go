@@ -37,12 +37,18 @@ func testBackendOrSkip(t testing.TB) backends.Backend {
 // loadTiny loads the tiny checkpoint's config and weights in dtype.
 func loadTiny(t testing.TB, dtype dtypes.DType) (*context.Context, *Config) {
 	t.Helper()
-	cfg, err := ReadConfig(filepath.Join(tinyDir, "model"))
+	return loadFixture(t, tinyDir, dtype)
+}
+
+// loadFixture loads the config and weights of the fixture in dir (dir/model) in dtype.
+func loadFixture(t testing.TB, dir string, dtype dtypes.DType) (*context.Context, *Config) {
+	t.Helper()
+	cfg, err := ReadConfig(filepath.Join(dir, "model"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.New()
-	if err := LoadWeights(ctx, cfg, filepath.Join(tinyDir, "model"), dtype); err != nil {
+	if err := LoadWeights(ctx, cfg, filepath.Join(dir, "model"), dtype); err != nil {
 		t.Fatal(err)
 	}
 	return ctx, cfg
@@ -60,7 +66,13 @@ type expected struct {
 
 func readExpected(t *testing.T, name, dtype string) *expected {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(tinyDir, "expected", name+"."+dtype+".json"))
+	return readExpectedIn(t, tinyDir, name, dtype)
+}
+
+// readExpectedIn reads the fixture dir's expected/NAME.DTYPE.json.
+func readExpectedIn(t *testing.T, dir, name, dtype string) *expected {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "expected", name+"."+dtype+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +85,13 @@ func readExpected(t *testing.T, name, dtype string) *expected {
 
 func readInput(t *testing.T, name string) *Batch {
 	t.Helper()
-	b, _, err := ReadBatchJSON(filepath.Join(tinyDir, "inputs", name+".json"))
+	return readInputIn(t, tinyDir, name)
+}
+
+// readInputIn reads the fixture dir's inputs/NAME.json.
+func readInputIn(t *testing.T, dir, name string) *Batch {
+	t.Helper()
+	b, _, err := ReadBatchJSON(filepath.Join(dir, "inputs", name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}

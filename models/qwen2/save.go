@@ -147,27 +147,18 @@ func configJSON(cfg *Config, baseDir, torchDType string) ([]byte, error) {
 		}
 	}
 	set := map[string]any{
-		"architectures": []string{"Qwen2ForCausalLM"}, "model_type": "qwen2",
+		"architectures": []string{cfg.Family().Architecture}, "model_type": cfg.ModelType,
 		"vocab_size": cfg.VocabSize, "hidden_size": cfg.HiddenSize, "intermediate_size": cfg.IntermediateSize,
 		"num_hidden_layers": cfg.NumHiddenLayers, "num_attention_heads": cfg.NumAttentionHeads,
 		"num_key_value_heads": cfg.NumKeyValueHeads, "rms_norm_eps": cfg.RMSNormEps, "rope_theta": cfg.RopeTheta,
 		"tie_word_embeddings": cfg.TieWordEmbeddings, "max_position_embeddings": cfg.MaxPositionEmbeddings,
 		"hidden_act": cfg.HiddenAct, "initializer_range": cfg.InitializerRange, "torch_dtype": torchDType,
-		"attention_dropout": 0.0, "rope_scaling": nil, "use_sliding_window": false, "use_cache": true,
+		"attention_dropout": 0.0, "rope_scaling": cfg.Rope.ropeJSON(), "use_cache": true,
 	}
 	for k, v := range set {
 		m[k] = v
 	}
-	if _, ok := m["max_window_layers"]; !ok {
-		m["max_window_layers"] = cfg.NumHiddenLayers
-	}
-	if _, ok := m["sliding_window"]; !ok {
-		m["sliding_window"] = cfg.MaxPositionEmbeddings
-	}
-	delete(m, "head_dim")
-	if cfg.HeadDim != cfg.HiddenSize/cfg.NumAttentionHeads {
-		m["head_dim"] = cfg.HeadDim
-	}
+	familyConfigJSON(m, cfg)
 	delete(m, "bos_token_id")
 	delete(m, "eos_token_id")
 	if cfg.BOSTokenID != nil {
@@ -177,6 +168,33 @@ func configJSON(cfg *Config, baseDir, torchDType string) ([]byte, error) {
 		m["eos_token_id"] = idJSON(cfg.EOSTokenIDs)
 	}
 	return marshalConfig(m)
+}
+
+// familyConfigJSON sets the keys of config.json that differ between the families, as their
+// transformers configuration classes write them.
+func familyConfigJSON(m map[string]any, cfg *Config) {
+	setDefault := func(k string, v any) {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	switch cfg.ModelType {
+	case "qwen2":
+		m["use_sliding_window"] = false
+		setDefault("max_window_layers", cfg.NumHiddenLayers)
+		setDefault("sliding_window", cfg.MaxPositionEmbeddings)
+		delete(m, "head_dim")
+		if cfg.HeadDim != cfg.HiddenSize/cfg.NumAttentionHeads {
+			m["head_dim"] = cfg.HeadDim
+		}
+	case "qwen3":
+		m["use_sliding_window"], m["attention_bias"], m["head_dim"] = false, cfg.AttentionBias, cfg.HeadDim
+		setDefault("max_window_layers", cfg.NumHiddenLayers)
+		setDefault("sliding_window", nil) // Qwen3Config: None unless use_sliding_window
+	case "llama":
+		m["attention_bias"], m["mlp_bias"], m["head_dim"] = cfg.AttentionBias, cfg.MLPBias, cfg.HeadDim
+		setDefault("pretraining_tp", 1)
+	}
 }
 
 // generationJSON is generation_config.json: opts.Generation's ids, else BaseDir's file, else

@@ -84,8 +84,8 @@ func SetWeights(ctx *context.Context, cfg *Config, stored map[string]*safetensor
 	}
 	if len(unexpected) > 0 {
 		slices.Sort(unexpected)
-		return fmt.Errorf("qwen2 %s: unexpected tensors %q (not in a %d-layer Qwen2 with tie_word_embeddings=%v)",
-			source, unexpected, cfg.NumHiddenLayers, cfg.TieWordEmbeddings)
+		return fmt.Errorf("qwen2 %s: unexpected tensors %q (not in a %d-layer %s with tie_word_embeddings=%v)",
+			source, unexpected, cfg.NumHiddenLayers, strings.TrimSuffix(cfg.Family().Architecture, "ForCausalLM"), cfg.TieWordEmbeddings)
 	}
 	for _, s := range specs {
 		st := stored[s.Name]
@@ -140,9 +140,9 @@ func setVariable(ctx *context.Context, hfName string, t *tensors.Tensor) error {
 	return nil
 }
 
-// InitWeights creates the variables of a randomly initialised model as HF's Qwen2 does:
-// linear and embedding weights ~ N(0, initializer_range²), biases 0, norm weights 1. The draws
-// are made in float32 from seed (then converted to dtype), so they are reproducible.
+// InitWeights creates the variables of a randomly initialised model as HF's Qwen2 (Qwen3, Llama)
+// does: linear and embedding weights ~ N(0, initializer_range²), biases 0, norm weights 1. The
+// draws are made in float32 from seed (then converted to dtype), so they are reproducible.
 func InitWeights(ctx *context.Context, cfg *Config, seed uint64, dtype dtypes.DType) error {
 	if dtype != dtypes.Float32 && dtype != dtypes.BFloat16 {
 		return fmt.Errorf("qwen2: compute dtype %s is not supported; valid: float32, bfloat16", dtype)

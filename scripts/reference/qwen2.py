@@ -1,5 +1,9 @@
-"""Qwen2 in plain PyTorch: the forward pass of transformers' Qwen2ForCausalLM (modeling_qwen2.py,
-eager attention), written out so that the references need only torch (Debian's python3-torch).
+"""Qwen2, Qwen3 and Llama in plain PyTorch: the forward pass of transformers' Qwen2ForCausalLM
+(modeling_qwen2.py, eager attention), Qwen3ForCausalLM (modeling_qwen3.py) and LlamaForCausalLM
+(modeling_llama.py, with modeling_rope_utils.py's llama3 RoPE scaling), written out so that the
+references need only torch (Debian's python3-torch). The families differ in what model_type
+fixes (Config): Qwen2's q/k/v biases; Qwen3's per-head RMSNorm q_norm/k_norm before rotary and its
+default head_dim 128; Llama's attention_bias (q/k/v/o) and mlp_bias; rope_scaling rope_type llama3.
 
 What it follows, op for op where the float32 rounding depends on it:
   - embeddings; per layer: RMSNorm -> q/k/v projections (with biases) -> rotary (rotate_half) ->
@@ -19,17 +23,19 @@ cached key allowed by the attention mask and causality.
 """
 
 import json
+import math
 import struct
 from pathlib import Path
 
 import numpy as np
 import torch
 
-ST_DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16}
+ST_DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "BF16": np.uint16}
 
 
 def read_safetensors(path):
-    """The tensors of a .safetensors file by name (float32/float64/float16; no bfloat16 needed)."""
+    """The tensors of a .safetensors file by name (float32/float64/float16; bfloat16 as the float32
+    with the same upper 16 bits, which is exact)."""
     raw = Path(path).read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8 : 8 + n])
@@ -40,9 +46,14 @@ def read_safetensors(path):
             continue
         lo, hi = meta["data_offsets"]
         arr = np.frombuffer(raw[base + lo : base + hi], dtype=ST_DTYPES[meta["dtype"]]).reshape(meta["shape"])
+        if meta["dtype"] == "BF16":
+            arr = (arr.astype(np.uint32) << 16).view(np.float32)
         out[name] = torch.from_numpy(arr.copy())
         dtypes.add(meta["dtype"])
     return out, sorted(dtypes)
+
+
+FAMILIES = ("qwen2", "qwen3", "llama")
 
 
 class Config:
@@ -50,24 +61,36 @@ class Config:
 
     def __init__(self, path):
         c = json.loads(Path(path).read_text())
+        self.model_type = c["model_type"]
+        if self.model_type not in FAMILIES:
+            raise ValueError(f"model_type {self.model_type!r} is not supported by this reference ({FAMILIES})")
         self.hidden_size = c["hidden_size"]
         self.intermediate_size = c["intermediate_size"]
         self.num_hidden_layers = c["num_hidden_layers"]
         self.num_attention_heads = c["num_attention_heads"]
         self.num_key_value_heads = c.get("num_key_value_heads", c["num_attention_heads"])
-        self.head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+        default_head_dim = 128 if self.model_type == "qwen3" else None  # Qwen3Config's default
+        self.head_dim = c.get("head_dim", default_head_dim) or c["hidden_size"] // c["num_attention_heads"]
         self.vocab_size = c["vocab_size"]
         self.rms_norm_eps = c["rms_norm_eps"]
         self.rope_theta = c.get("rope_theta", 10000.0)
         self.tie_word_embeddings = c.get("tie_word_embeddings", False)
-        if c.get("rope_scaling"):
-            raise ValueError("rope_scaling is not supported by this reference")
+        # Qwen2: q/k/v biases, none on o_proj; Qwen3, Llama: attention_bias on q/k/v/o.
+        self.qkv_bias = self.model_type == "qwen2" or c.get("attention_bias", False)
+        self.o_bias = self.model_type != "qwen2" and c.get("attention_bias", False)
+        self.mlp_bias = self.model_type == "llama" and c.get("mlp_bias", False)
+        self.qk_norm = self.model_type == "qwen3"
+        self.rope_scaling = c.get("rope_scaling")
+        if self.rope_scaling and self.rope_scaling.get("rope_type", self.rope_scaling.get("type")) != "llama3":
+            raise ValueError(f"rope_scaling {self.rope_scaling} is not supported by this reference (llama3 only)")
         if c.get("use_sliding_window"):
             raise ValueError("sliding-window attention is not supported by this reference")
 
     def as_dict(self):
         keys = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
                 "head_dim", "vocab_size", "rms_norm_eps", "rope_theta", "tie_word_embeddings"]
+        if self.model_type != "qwen2":  # the Qwen2 files keep their format_version 1 keys
+            keys = ["model_type"] + keys + ["qkv_bias", "o_bias", "mlp_bias", "qk_norm", "rope_scaling"]
         return {k: getattr(self, k) for k in keys}
 
     def tensor_names(self):
@@ -77,9 +100,13 @@ class Config:
             p = f"model.layers.{i}."
             names += [p + "input_layernorm.weight"]
             for proj in "qkv":
-                names += [p + f"self_attn.{proj}_proj.weight", p + f"self_attn.{proj}_proj.bias"]
-            names += [p + "self_attn.o_proj.weight", p + "post_attention_layernorm.weight",
-                      p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight", p + "mlp.down_proj.weight"]
+                names += [p + f"self_attn.{proj}_proj.weight"] + ([p + f"self_attn.{proj}_proj.bias"] if self.qkv_bias else [])
+            names += [p + "self_attn.o_proj.weight"] + ([p + "self_attn.o_proj.bias"] if self.o_bias else [])
+            if self.qk_norm:
+                names += [p + "self_attn.q_norm.weight", p + "self_attn.k_norm.weight"]
+            names += [p + "post_attention_layernorm.weight"]
+            for proj in ("gate", "up", "down"):
+                names += [p + f"mlp.{proj}_proj.weight"] + ([p + f"mlp.{proj}_proj.bias"] if self.mlp_bias else [])
         names += ["model.norm.weight"]
         if not self.tie_word_embeddings:
             names += ["lm_head.weight"]
@@ -109,6 +136,8 @@ class Qwen2:
         """cos, sin [B, S, head_dim] for position ids pos [B, S]."""
         hd = self.cfg.head_dim
         inv_freq = 1.0 / (self.cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.int64).to(self.dtype) / hd))
+        if self.cfg.rope_scaling:
+            inv_freq = llama3_inv_freq(inv_freq, self.cfg.rope_scaling)
         angles = pos.to(self.dtype)[:, :, None] * inv_freq[None, None, :]
         emb = torch.cat((angles, angles), dim=-1)
         return emb.cos(), emb.sin()
@@ -132,14 +161,20 @@ class Qwen2:
         def rotate_half(x):
             return torch.cat((-x[..., hd // 2 :], x[..., : hd // 2]), dim=-1)
 
-        lin = torch.nn.functional.linear
+        def lin(x, name):
+            return torch.nn.functional.linear(x, p[name + ".weight"], p.get(name + ".bias"))
+
         h = p["model.embed_tokens.weight"][ids]
         for i in range(cfg.num_hidden_layers):
             L = f"model.layers.{i}."
             x = self.rms_norm(h, p[L + "input_layernorm.weight"])
-            q = lin(x, p[L + "self_attn.q_proj.weight"], p[L + "self_attn.q_proj.bias"]).view(B, S, nh, hd).transpose(1, 2)
-            k = lin(x, p[L + "self_attn.k_proj.weight"], p[L + "self_attn.k_proj.bias"]).view(B, S, nkv, hd).transpose(1, 2)
-            v = lin(x, p[L + "self_attn.v_proj.weight"], p[L + "self_attn.v_proj.bias"]).view(B, S, nkv, hd).transpose(1, 2)
+            q = lin(x, L + "self_attn.q_proj").view(B, S, nh, hd)
+            k = lin(x, L + "self_attn.k_proj").view(B, S, nkv, hd)
+            if cfg.qk_norm:  # Qwen3: RMSNorm over each head's hd, before the transpose and rotary
+                q = self.rms_norm(q, p[L + "self_attn.q_norm.weight"])
+                k = self.rms_norm(k, p[L + "self_attn.k_norm.weight"])
+            q, k = q.transpose(1, 2), k.transpose(1, 2)
+            v = lin(x, L + "self_attn.v_proj").view(B, S, nkv, hd).transpose(1, 2)
             q = q * cos + rotate_half(q) * sin
             k = k * cos + rotate_half(k) * sin
             if cache is not None:
@@ -155,13 +190,27 @@ class Qwen2:
             w = torch.matmul(q, k.transpose(2, 3)) * hd**-0.5 + bias
             w = torch.softmax(w, dim=-1)
             a = torch.matmul(w, v).transpose(1, 2).reshape(B, S, nh * hd)
-            h = h + lin(a, p[L + "self_attn.o_proj.weight"])
+            h = h + lin(a, L + "self_attn.o_proj")
             x = self.rms_norm(h, p[L + "post_attention_layernorm.weight"])
-            m = torch.nn.functional.silu(lin(x, p[L + "mlp.gate_proj.weight"])) * lin(x, p[L + "mlp.up_proj.weight"])
-            h = h + lin(m, p[L + "mlp.down_proj.weight"])
+            m = torch.nn.functional.silu(lin(x, L + "mlp.gate_proj")) * lin(x, L + "mlp.up_proj")
+            h = h + lin(m, L + "mlp.down_proj")
         h = self.rms_norm(h, p["model.norm.weight"])
         head = p["model.embed_tokens.weight"] if cfg.tie_word_embeddings else p["lm_head.weight"]
-        return lin(h, head)
+        return torch.nn.functional.linear(h, head)
+
+
+def llama3_inv_freq(inv_freq, rs):
+    """modeling_rope_utils.py's _compute_llama3_parameters: long wavelengths divided by factor, short
+    ones kept, those between interpolated (attention scaling stays 1)."""
+    factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+    old = rs["original_max_position_embeddings"]
+    low_wavelen, high_wavelen = old / low, old / high
+    wavelen = 2 * math.pi / inv_freq
+    inv_freq_llama = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+    smooth = (old / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * inv_freq_llama / factor + smooth * inv_freq_llama
+    is_medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+    return torch.where(is_medium, smoothed, inv_freq_llama)
 
 
 def position_ids(mask):

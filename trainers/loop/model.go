@@ -13,9 +13,9 @@ import (
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
-// Model is a Qwen2 checkpoint loaded for training: its weights as variables of Ctx at the HF
-// scopes (qwen2.VarScope), in the compute dtype, plus its text side (data/encode: tokenizer, chat
-// template, EOS), which Save writes back with the weights.
+// Model is a checkpoint of a supported family (qwen2.Families) loaded for training: its weights
+// as variables of Ctx at the HF scopes (qwen2.VarScope), in the compute dtype, plus its text side
+// (data/encode: tokenizer, chat template, EOS), which Save writes back with the weights.
 //
 // Under bf16 the variables at the HF scopes hold bfloat16 copies that the forward and backward
 // passes read, and the float32 master weights live at MasterScope+scope; the optimizer updates

@@ -1,5 +1,6 @@
 // Package looptest sets up tiny training runs for the trainers' tests: a random tiny Qwen2
-// checkpoint with a real (cut-down) Qwen tokenizer, a dataset file, a backend and a config.
+// checkpoint (or a tiny Qwen3 or Llama fixture) with a real (cut-down) Qwen tokenizer, a dataset
+// file, a backend and a config.
 package looptest
 
 import (
@@ -7,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -31,6 +33,30 @@ func Model(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "model")
 	if err := tinymodel.Write(dir, tinymodel.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Fixtures are the tiny checkpoints of the other families in models/testdata (vocabulary
+// tinymodel.VocabSize, bos/eos tinymodel's ids): Qwen3, Llama with llama3 RoPE scaling and
+// biases (untied), and SmolLM2's Llama form stored bfloat16.
+var Fixtures = []string{"qwen3-tiny", "llama-tiny", "smollm2-tiny"}
+
+// Fixture copies the model of models/testdata/NAME into a temporary directory with tinymodel's
+// tokenizer beside it and returns its path.
+func Fixture(t testing.TB, name string) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("looptest: no caller information to find models/testdata")
+	}
+	src := filepath.Join(filepath.Dir(file), "..", "..", "..", "models", "testdata", name, "model")
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tinymodel.WriteTokenizer(dir); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -1,0 +1,107 @@
+package generate_test
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/models/qwen2"
+)
+
+// The tiny Qwen3, Llama (llama3 RoPE, biases, untied) and SmolLM2-form (bfloat16) fixtures of
+// scripts/reference/tiny_checkpoints.py, with the greedy generations of its PyTorch reference.
+var familyDirs = []string{"../testdata/qwen3-tiny", "../testdata/llama-tiny", "../testdata/smollm2-tiny"}
+
+// With and without the KV cache, every family's greedy tokens and their log-probs are the
+// reference's (which are the same with and without its own cache).
+func TestGenerate_FamiliesGreedyMatchReference(t *testing.T) {
+	for _, dir := range familyDirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			cfg, err := qwen2.ReadConfig(filepath.Join(dir, "model"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.New()
+			if err := qwen2.LoadWeights(ctx, cfg, filepath.Join(dir, "model"), dtypes.Float32); err != nil {
+				t.Fatal(err)
+			}
+			g := generate.NewGenerator(generate.TestBackendOrSkip(t), ctx, qwen2.Arch{Config: cfg})
+			t.Cleanup(g.Finalize)
+			for _, name := range []string{"left_pad", "single"} {
+				want := readFamilyGeneration(t, dir, name)
+				if !slices.EqualFunc(want.TokensCache, want.TokensNoCache, slices.Equal) {
+					t.Fatalf("%s: reference cached %v and uncached %v differ", name, want.TokensCache, want.TokensNoCache)
+				}
+				b, _, err := qwen2.ReadBatchJSON(filepath.Join(dir, "inputs", name+".json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts := generate.Options{MaxNewTokens: want.MaxNewTokens, IgnoreEOS: true}
+				worst := 0.0
+				for _, cached := range []bool{true, false} {
+					gens := mustGenerate(t, g, cached, qwen2.PromptsFromBatch(b), opts)
+					if got := genIDs(gens); !slices.EqualFunc(got, want.TokensCache, slices.Equal) {
+						t.Errorf("%s cached=%v: got %v, want %v", name, cached, got, want.TokensCache)
+					}
+					for r, gen := range gens {
+						for i, lp := range gen.LogProbs {
+							d := math.Abs(lp - want.LogProbsCache[r][i])
+							worst = max(worst, d)
+							if d > 1e-5 {
+								t.Errorf("%s cached=%v row %d token %d: log-prob %v, want %v", name, cached, r, i, lp, want.LogProbsCache[r][i])
+							}
+						}
+					}
+				}
+				t.Logf("%s: max |Δ log-prob| %.2g", name, worst)
+			}
+		})
+	}
+}
+
+func readFamilyGeneration(t *testing.T, dir, name string) *expectedGeneration {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "expected", name+".float64.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct {
+		Generation *expectedGeneration `json:"generation"`
+	}
+	if err := json.Unmarshal(data, &e); err != nil || e.Generation == nil {
+		t.Fatalf("%s: no generation section (%v)", name, err)
+	}
+	return e.Generation
+}
+
+// With bfloat16 weights (and a bfloat16 KV cache) every family's cached and uncached greedy
+// generations agree.
+func TestGenerate_FamiliesBFloat16CachedEqualsUncached(t *testing.T) {
+	for _, dir := range familyDirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ctx, cfg, err := qwen2.Load(filepath.Join(dir, "model"), dtypes.BFloat16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := generate.NewGenerator(generate.TestBackendOrSkip(t), ctx, qwen2.Arch{Config: cfg})
+			t.Cleanup(g.Finalize)
+			b, _, err := qwen2.ReadBatchJSON(filepath.Join(dir, "inputs", "left_pad.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := generate.Options{MaxNewTokens: 6, IgnoreEOS: true}
+			cached := genIDs(mustGenerate(t, g, true, qwen2.PromptsFromBatch(b), opts))
+			uncached := genIDs(mustGenerate(t, g, false, qwen2.PromptsFromBatch(b), opts))
+			if !slices.EqualFunc(cached, uncached, slices.Equal) {
+				t.Errorf("bf16: cached %v, uncached %v", cached, uncached)
+			}
+		})
+	}
+}

@@ -1,0 +1,44 @@
+package qwen2
+
+import (
+	"maps"
+	"slices"
+)
+
+// Family is what a config's model_type fixes about the decoder; the config's own fields
+// (attention_bias, mlp_bias, head_dim, tie_word_embeddings, rope_scaling) set the rest.
+type Family struct {
+	// Architecture is config.json's architectures[0] for this model_type.
+	Architecture string
+	// QKVBias: the q/k/v projections always carry biases (Qwen2); otherwise attention_bias says,
+	// for q/k/v and o alike (Llama, Qwen3).
+	QKVBias bool
+	// AttentionBiasField: config.json has attention_bias (and, when MLPBiasField, mlp_bias).
+	AttentionBiasField, MLPBiasField bool
+	// QKNorm: per-head RMSNorm q_norm/k_norm over head_dim on the queries and keys, before RoPE
+	// (Qwen3).
+	QKNorm bool
+	// DefaultHeadDim is head_dim when config.json has none; 0 means hidden_size/num_attention_heads.
+	DefaultHeadDim int
+}
+
+// Families are the supported model_type values, after transformers' modeling_qwen2.py,
+// modeling_qwen3.py and modeling_llama.py (Llama 3.x; SmolLM2 is model_type llama too).
+var Families = map[string]Family{
+	"qwen2": {Architecture: "Qwen2ForCausalLM", QKVBias: true},
+	"qwen3": {Architecture: "Qwen3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 128},
+	"llama": {Architecture: "LlamaForCausalLM", AttentionBiasField: true, MLPBiasField: true},
+}
+
+// ModelTypes lists the supported model_type values, sorted.
+func ModelTypes() []string { return slices.Sorted(maps.Keys(Families)) }
+
+// Family is the config's model family (the zero Family for an unsupported model_type, which
+// Validate refuses).
+func (c *Config) Family() Family { return Families[c.ModelType] }
+
+// QKVBias reports whether the q/k/v projections carry biases.
+func (c *Config) QKVBias() bool { return c.Family().QKVBias || c.AttentionBias }
+
+// OBias reports whether o_proj carries a bias (attention_bias; never in Qwen2).
+func (c *Config) OBias() bool { return c.AttentionBias }
