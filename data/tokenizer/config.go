@@ -25,6 +25,8 @@ type Config struct {
 
 	BOSToken, EOSToken, PadToken, UNKToken string
 	AddBOSToken, AddEOSToken               bool // add_bos_token / add_eos_token
+	// HasAddBOS and HasAddEOS say whether the file sets add_bos_token / add_eos_token at all.
+	HasAddBOS, HasAddEOS bool
 	AdditionalSpecialTokens                []string
 	// AddedTokensDecoder is "added_tokens_decoder", keyed by id; Load checks it against
 	// tokenizer.json's added_tokens.
@@ -91,6 +93,8 @@ func ParseConfig(data []byte) (Config, error) {
 			}
 		}
 	}
+	cfg.HasAddBOS = raw["add_bos_token"] != nil && string(raw["add_bos_token"]) != "null"
+	cfg.HasAddEOS = raw["add_eos_token"] != nil && string(raw["add_eos_token"]) != "null"
 	if v, ok := raw["additional_special_tokens"]; ok && string(v) != "null" {
 		var list []json.RawMessage
 		if err := json.Unmarshal(v, &list); err != nil {
@@ -210,5 +214,41 @@ func (t *BPE) checkConfig(cfg Config) error {
 			return fmt.Errorf("tokenizer_config.json: added_tokens_decoder[%d] %q: special=%v but tokenizer.json says %v", id, a.Content, a.Special, t.added[i].Special)
 		}
 	}
+	return nil
+}
+
+// postProcessorClasses are the tokenizer classes whose transformers implementation rebuilds the
+// post-processor from add_bos_token (default true) and add_eos_token (default false) when it
+// loads (LlamaTokenizerFast.update_post_processor, which GemmaTokenizerFast inherits).
+var postProcessorClasses = map[string]bool{
+	"LlamaTokenizer": true, "LlamaTokenizerFast": true, "GemmaTokenizer": true, "GemmaTokenizerFast": true,
+}
+
+// applyConfigSpecials sets the special tokens EncodeSpecial adds as transformers does for cfg's
+// tokenizer class: for Llama and Gemma classes, [bos_token] if add_bos_token, then the text, then
+// [eos_token] if add_eos_token; for the others (Qwen2Tokenizer, PreTrainedTokenizerFast, whose
+// Llama 3 files carry a TemplateProcessing) the file's post-processor as it is.
+func (t *BPE) applyConfigSpecials(cfg Config) error {
+	if !postProcessorClasses[cfg.TokenizerClass] {
+		return nil
+	}
+	addBOS := cfg.AddBOSToken || !cfg.HasAddBOS
+	addEOS := cfg.AddEOSToken && cfg.HasAddEOS
+	var prefix, suffix []int
+	for _, f := range []struct {
+		on         bool
+		field, tok string
+		dst        *[]int
+	}{{addBOS, "bos_token", cfg.BOSToken, &prefix}, {addEOS, "eos_token", cfg.EOSToken, &suffix}} {
+		if !f.on {
+			continue
+		}
+		id, ok := t.TokenToID(f.tok)
+		if f.tok == "" || !ok {
+			return fmt.Errorf("tokenizer_config.json: add_%s is true but %s is not set (%s)", f.field, f.field, cfg.TokenizerClass)
+		}
+		*f.dst = []int{id}
+	}
+	t.prefix, t.suffix = prefix, suffix
 	return nil
 }

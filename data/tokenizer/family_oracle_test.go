@@ -1,0 +1,204 @@
+//go:build oracle
+
+package tokenizer
+
+// HuggingFace tokenizers as the reference for the Llama 3 and Gemma 3 tokenizers (family_test.go):
+//   UPDATE_GOLDEN=1 go test -tags oracle -run TestOracle_UpdateFamilies ./data/tokenizer/
+//   go test -tags oracle -run TestOracle_FamilyFuzz ./data/tokenizer/     # SEED=n for other inputs
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"unicode/utf8"
+)
+
+// familyExtras are the texts each family's golden file adds to Qwen's 415 (golden.json): its
+// chat markup and near misses, digit groupings, whitespace kinds, and for Gemma its added tokens
+// (newline and tab runs, HTML tags, "▁" runs) and characters missing from its vocabulary (byte
+// fallback).
+func familyExtras(name string) []familyCase {
+	common := map[string][]string{
+		"num": {"1", "12", "123", "1234", "12345", "123456", "1234567", "12345678901234567890", "3.14159", "1,234,567.89",
+			"x1234y", "  1234", "٣٤٥٦٧", "①②③④⑤", "१२३४", "2024-12-01T15:04:05Z", "0x1F600", "1e-10", "-42", "v1.2.3"},
+		"ws": {"", " ", "  ", "\t", "\t\t  \n \n\n", "\u3000\u3000x", "a\u00a0b", "line1\r\nline2\r\n", "   leading", "trailing   ",
+			"\n\n\n\n\n", "x\u2028y\u2029z", "\u200b\u200d"},
+		"misc": {"It's they're we've I'm you'll he'd", "IT'S THEY'RE", "don't  won't", "a\u0301 e\u0301 n\u0303", "Ǆ ǅ ǆ ß ẞ İ ı",
+			"👩\u200d👩\u200d👧\u200d👦 🇯🇵 🏳️\u200d🌈", "\x01\x02\x7f\u0085", "\ue000\uf8ff\U0010FFFD", "𠀀𪚥𫠠𬺰", "\U0001FAE8\U0001FAE9",
+			"▁", "▁▁▁", " ▁ x▁y", "<0x41><0xFF>", "<unk><mask>[multimodal]", "def f(x):\n\treturn x ** 2  # square\n",
+			"SELECT * FROM t WHERE a = 'b';", "<table><tr><td>x</td></tr></table>", "<h1>Title</h1>\n<p>text</p>",
+			"\t\tindented\n\t\t\tmore", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
+	}
+	chat := map[string][]string{
+		"llama3": {
+			"<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are helpful.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+			"<|begin_of_text|><|begin_of_text|>x", "<|eot_id|>\n<|eot_id|>", "<|eot_id", "<|start_header_id|>assistant", "<|reserved_special_token_5|>",
+			"<|end_of_text|>", "<|python_tag|>print(1)<|eom_id|>", "<|finetune_right_pad_id|>", "< |eot_id| >", "<|EOT_ID|>",
+		},
+		"gemma3": {
+			"<bos><start_of_turn>user\nHi!<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n",
+			"<bos><bos>x", "<end_of_turn>\n<end_of_turn>", "<start_of_turn", "<eos>", "<pad><pad>", "<unused0><unused6241>",
+			"<start_of_image><image_soft_token><end_of_image>", "<mask>", "<START_OF_TURN>", "< bos >",
+		},
+	}
+	var out []familyCase
+	for _, cat := range []string{"num", "ws", "misc"} {
+		for _, s := range common[cat] {
+			out = append(out, familyCase{Cat: cat, Text: s})
+		}
+	}
+	for _, s := range chat[name] {
+		out = append(out, familyCase{Cat: "chat", Text: s})
+	}
+	return out
+}
+
+// familyInputs returns random texts (fuzzInputs' texts with the family's markup spliced in at
+// random places) and random id sequences over the family's vocabulary, special tokens and low
+// ids (Gemma's <0xNN> byte tokens are ids 238-493, so sequences cut UTF-8 characters there).
+func familyInputs(tok *BPE, name string, seed uint64, nTexts, nIDs int) ([]string, [][]int) {
+	texts, _ := fuzzInputs(seed, nTexts, 0)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var frags []string
+	for _, c := range familyExtras(name) {
+		if c.Cat == "chat" || c.Cat == "misc" {
+			frags = append(frags, c.Text)
+		}
+	}
+	for i, s := range texts {
+		for n := rng.IntN(4); n > 0; n-- {
+			at := rng.IntN(len(s) + 1)
+			for at < len(s) && !utf8.RuneStart(s[at]) {
+				at++
+			}
+			s = s[:at] + frags[rng.IntN(len(frags))] + s[at:]
+		}
+		texts[i] = s
+	}
+	lowByte, _ := tok.TokenToID("<0x00>")
+	specials := tok.SpecialIDs()
+	idSeqs := make([][]int, nIDs)
+	for i := range idSeqs {
+		ids := make([]int, 1+rng.IntN(8))
+		for k := range ids {
+			switch rng.IntN(6) {
+			case 0:
+				ids[k] = rng.IntN(600)
+			case 1:
+				ids[k] = lowByte + rng.IntN(256) // Gemma: byte tokens; Llama: ordinary ids
+			case 2:
+				ids[k] = specials[rng.IntN(len(specials))]
+			default:
+				ids[k] = rng.IntN(tok.VocabSize())
+			}
+		}
+		idSeqs[i] = ids
+	}
+	return texts, idSeqs
+}
+
+func oracleFamilyCases(t *testing.T, file string, cases []familyCase, idSeqs [][]int) ([]familyCase, []hfDecoded) {
+	texts := make([]string, len(cases))
+	for i, c := range cases {
+		texts[i] = c.Text
+	}
+	lines := runOracleLines(t, file, texts, idSeqs)
+	for i := range cases {
+		if err := json.Unmarshal([]byte(lines[i]), &cases[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decs := make([]hfDecoded, len(idSeqs))
+	for i := range decs {
+		decs[i].IDs = idSeqs[i]
+		if err := json.Unmarshal([]byte(lines[len(texts)+i]), &decs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cases, decs
+}
+
+// TestOracle_UpdateFamilies rewrites testdata/<family>/golden.json.gz (read by family_test.go).
+func TestOracle_UpdateFamilies(t *testing.T) {
+	if os.Getenv("UPDATE_GOLDEN") == "" {
+		t.Skip("set UPDATE_GOLDEN=1 to rewrite testdata/<family>/golden.json.gz")
+	}
+	_, qwenCases := testTokenizer(t)
+	for _, f := range families {
+		tok, err := Load(f.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cases []familyCase
+		for _, c := range qwenCases {
+			cases = append(cases, familyCase{Cat: "qwen-" + c.Cat, Text: c.Text})
+		}
+		cases = append(cases, familyExtras(f.name)...)
+		file := f.dir + "/tokenizer.json.gz"
+		cases, _ = oracleFamilyCases(t, file, cases, nil)
+		texts, idSeqs := familyInputs(tok, f.name, 0, 2000, 1500)
+		fuzz := make([]familyCase, len(texts))
+		for i, s := range texts {
+			fuzz[i] = familyCase{Cat: "fuzz", Text: s}
+		}
+		fuzz, decs := oracleFamilyCases(t, file, fuzz, idSeqs)
+		g := familyGolden{
+			Meta: map[string]string{
+				"generator": "UPDATE_GOLDEN=1 go test -tags oracle -run TestOracle_UpdateFamilies ./data/tokenizer/ (familyInputs seed 0)",
+				"oracle":    "HuggingFace tokenizers (npm) 0.23.2 via testdata/oracle/oracle.js on " + file,
+				"cases":     strconv.Itoa(len(cases)) + " texts: golden.json's (cat qwen-*) and familyExtras",
+			},
+			Cases: cases, Fuzz: fuzz, Decode: decs,
+		}
+		out, err := os.Create(f.dir + "/golden.json.gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		zw, _ := gzip.NewWriterLevel(out, gzip.BestCompression)
+		enc := json.NewEncoder(zw)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(g); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d cases, %d fuzz texts, %d id sequences", f.name, len(cases), len(fuzz), len(decs))
+	}
+}
+
+// TestOracle_FamilyFuzz compares each family with HuggingFace on fresh random inputs.
+func TestOracle_FamilyFuzz(t *testing.T) {
+	seed, _ := strconv.Atoi(os.Getenv("SEED"))
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			tok, _ := loadFamily(t, f)
+			texts, idSeqs := familyInputs(tok, f.name, uint64(seed)+1000, 20000, 10000)
+			cases := make([]familyCase, len(texts))
+			for i, s := range texts {
+				cases[i] = familyCase{Cat: "fuzz", Text: s}
+			}
+			cases, decs := oracleFamilyCases(t, f.dir+"/tokenizer.json.gz", cases, idSeqs)
+			checkFamilyCases(t, tok, cases)
+			bad := 0
+			for _, d := range decs {
+				if got := tok.Decode(d.IDs, false); got != d.Decoded {
+					if bad++; bad <= 10 {
+						t.Errorf("Decode(%v) = %+q, want %+q", d.IDs, got, d.Decoded)
+					}
+				}
+				if got := tok.Decode(d.IDs, true); got != d.DecodedSkip {
+					if bad++; bad <= 10 {
+						t.Errorf("Decode(%v, skip) = %+q, want %+q", d.IDs, got, d.DecodedSkip)
+					}
+				}
+			}
+		})
+	}
+}
