@@ -26,14 +26,18 @@ type Config struct {
 	BOSToken, EOSToken, PadToken, UNKToken string
 	AddBOSToken, AddEOSToken               bool // add_bos_token / add_eos_token
 	// HasAddBOS and HasAddEOS say whether the file sets add_bos_token / add_eos_token at all.
-	HasAddBOS, HasAddEOS bool
-	AdditionalSpecialTokens                []string
+	HasAddBOS, HasAddEOS    bool
+	AdditionalSpecialTokens []string
 	// AddedTokensDecoder is "added_tokens_decoder", keyed by id; Load checks it against
 	// tokenizer.json's added_tokens.
 	AddedTokensDecoder map[int]AddedToken
 	// ModelMaxLength is "model_max_length"; 0 when absent or HF's "no limit" sentinel (1e30).
 	ModelMaxLength int
 	TokenizerClass string // "Qwen2Tokenizer", ...
+	// CleanUpTokenizationSpaces is "clean_up_tokenization_spaces" (true for Llama 3, false for
+	// Qwen and Gemma 3): transformers' decode then removes the space before punctuation and
+	// contractions (DecodeText).
+	CleanUpTokenizationSpaces bool
 }
 
 // LoadConfig reads tokenizer_config.json from dir (and chat_template.jinja when the config has
@@ -84,7 +88,7 @@ func ParseConfig(data []byte) (Config, error) {
 		dst   any
 	}{
 		{"add_bos_token", &cfg.AddBOSToken}, {"add_eos_token", &cfg.AddEOSToken},
-		{"tokenizer_class", &cfg.TokenizerClass},
+		{"tokenizer_class", &cfg.TokenizerClass}, {"clean_up_tokenization_spaces", &cfg.CleanUpTokenizationSpaces},
 	}
 	for _, f := range opt {
 		if v, ok := raw[f.field]; ok && string(v) != "null" {

@@ -11,7 +11,10 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -23,7 +26,7 @@ import (
 func familyExtras(name string) []familyCase {
 	common := map[string][]string{
 		"num": {"1", "12", "123", "1234", "12345", "123456", "1234567", "12345678901234567890", "3.14159", "1,234,567.89",
-			"x1234y", "  1234", "٣٤٥٦٧", "①②③④⑤", "१२३४", "2024-12-01T15:04:05Z", "0x1F600", "1e-10", "-42", "v1.2.3"},
+			"x1234y", "  1234", "٣٤٥٦٧", "①②③④⑤", "१२३४", "2024-12-01T15:04:05Z", "0x1F600", "1e-10", "-42", "v1.2.3 \U00011DE0\U00011DE9\U00016FF4\u2155"},
 		"ws": {"", " ", "  ", "\t", "\t\t  \n \n\n", "\u3000\u3000x", "a\u00a0b", "line1\r\nline2\r\n", "   leading", "trailing   ",
 			"\n\n\n\n\n", "x\u2028y\u2029z", "\u200b\u200d"},
 		"misc": {"It's they're we've I'm you'll he'd", "IT'S THEY'RE", "don't  won't", "a\u0301 e\u0301 n\u0303", "Ǆ ǅ ǆ ß ẞ İ ı",
@@ -49,6 +52,9 @@ func familyExtras(name string) []familyCase {
 		for _, s := range common[cat] {
 			out = append(out, familyCase{Cat: cat, Text: s})
 		}
+	}
+	if name == "smollm2-pipeline" {
+		name = "llama3" // the same vocabulary
 	}
 	for _, s := range chat[name] {
 		out = append(out, familyCase{Cat: "chat", Text: s})
@@ -100,6 +106,39 @@ func familyInputs(tok *BPE, name string, seed uint64, nTexts, nIDs int) ([]strin
 	return texts, idSeqs
 }
 
+// oracleFile returns the tokenizer.json for oracle.js: the family's file, or a temporary copy
+// with the overrides applied.
+func oracleFile(t *testing.T, f family) string {
+	if f.override == nil {
+		return f.dir + "/tokenizer.json.gz"
+	}
+	data, err := f.tokenizerJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "tokenizer.json")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func overrideNote(f family) string {
+	if f.override == nil {
+		return ""
+	}
+	keys := make([]string, 0, len(f.override))
+	for k := range f.override {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(", " + k + " = " + f.override[k])
+	}
+	return " with" + strings.TrimPrefix(b.String(), ",")
+}
+
 func oracleFamilyCases(t *testing.T, file string, cases []familyCase, idSeqs [][]int) ([]familyCase, []hfDecoded) {
 	texts := make([]string, len(cases))
 	for i, c := range cases {
@@ -128,16 +167,16 @@ func TestOracle_UpdateFamilies(t *testing.T) {
 	}
 	_, qwenCases := testTokenizer(t)
 	for _, f := range families {
-		tok, err := Load(f.dir)
+		tok, err := f.load()
 		if err != nil {
 			t.Fatal(err)
 		}
+		file := oracleFile(t, f)
 		var cases []familyCase
 		for _, c := range qwenCases {
 			cases = append(cases, familyCase{Cat: "qwen-" + c.Cat, Text: c.Text})
 		}
 		cases = append(cases, familyExtras(f.name)...)
-		file := f.dir + "/tokenizer.json.gz"
 		cases, _ = oracleFamilyCases(t, file, cases, nil)
 		texts, idSeqs := familyInputs(tok, f.name, 0, 2000, 1500)
 		fuzz := make([]familyCase, len(texts))
@@ -148,12 +187,12 @@ func TestOracle_UpdateFamilies(t *testing.T) {
 		g := familyGolden{
 			Meta: map[string]string{
 				"generator": "UPDATE_GOLDEN=1 go test -tags oracle -run TestOracle_UpdateFamilies ./data/tokenizer/ (familyInputs seed 0)",
-				"oracle":    "HuggingFace tokenizers (npm) 0.23.2 via testdata/oracle/oracle.js on " + file,
+				"oracle":    "HuggingFace tokenizers (npm) 0.23.2 via testdata/oracle/oracle.js on " + f.dir + "/tokenizer.json.gz" + overrideNote(f),
 				"cases":     strconv.Itoa(len(cases)) + " texts: golden.json's (cat qwen-*) and familyExtras",
 			},
 			Cases: cases, Fuzz: fuzz, Decode: decs,
 		}
-		out, err := os.Create(f.dir + "/golden.json.gz")
+		out, err := os.Create(f.goldenPath())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +223,7 @@ func TestOracle_FamilyFuzz(t *testing.T) {
 			for i, s := range texts {
 				cases[i] = familyCase{Cat: "fuzz", Text: s}
 			}
-			cases, decs := oracleFamilyCases(t, f.dir+"/tokenizer.json.gz", cases, idSeqs)
+			cases, decs := oracleFamilyCases(t, oracleFile(t, f), cases, idSeqs)
 			checkFamilyCases(t, tok, cases)
 			bad := 0
 			for _, d := range decs {
@@ -201,4 +240,37 @@ func TestOracle_FamilyFuzz(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOracle_DigitsTable runs every code point of planes 0-3 and 14 through HuggingFace's Digits
+// pre-tokenizer (the smollm2-pipeline family, Llama 3's vocabulary) between letters, and checks
+// the ids: it measures which characters Rust's char::is_numeric holds that Go's tables lack.
+func TestOracle_DigitsTable(t *testing.T) {
+	f := families[2]
+	tok, err := f.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	var b strings.Builder
+	for _, plane := range [][2]rune{{0, 0x3FFFF}, {0xE0000, 0xEFFFF}} {
+		for r := plane[0]; r <= plane[1]; r++ {
+			if r == 0 || r >= 0xD800 && r <= 0xDFFF {
+				continue
+			}
+			b.WriteString("x")
+			b.WriteRune(r)
+			if b.Len() > 4000 {
+				texts = append(texts, b.String())
+				b.Reset()
+			}
+		}
+	}
+	texts = append(texts, b.String())
+	cases := make([]familyCase, len(texts))
+	for i, s := range texts {
+		cases[i] = familyCase{Cat: "digits", Text: s}
+	}
+	cases, _ = oracleFamilyCases(t, oracleFile(t, f), cases, nil)
+	checkFamilyCases(t, tok, cases)
 }

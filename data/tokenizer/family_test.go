@@ -15,13 +15,17 @@ import (
 
 // family is one tokenizer of testdata/ other than Qwen's.
 type family struct {
-	name    string
-	dir     string
-	cases   int    // golden cases the file must hold
-	bos     string // the BOS the post-processor adds ("" none)
-	bosID   int
-	vocab   int // VocabSize
-	special []string
+	name string
+	dir  string // tokenizer.json.gz and tokenizer_config.json
+	// golden is the golden file ("" is dir/golden.json.gz); with override set, the tokenizer is
+	// dir's tokenizer.json with these top-level fields replaced, and no tokenizer_config.json.
+	golden   string
+	override map[string]string
+	cases    int    // golden cases the file must hold
+	bos      string // the BOS the post-processor adds ("" none)
+	bosID    int
+	vocab    int // VocabSize
+	special  []string
 }
 
 var families = []family{
@@ -29,6 +33,52 @@ var families = []family{
 		special: []string{"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}},
 	{name: "gemma3", dir: "testdata/gemma3", cases: 480, bos: "<bos>", bosID: 2, vocab: 262145,
 		special: []string{"<bos>", "<eos>", "<pad>", "<start_of_turn>", "<end_of_turn>"}},
+	// SmolLM2's pipeline (HuggingFaceTB/SmolLM2-*'s tokenizer.json: no normalizer, Digits with
+	// individual digits then ByteLevel with GPT-2's regex) on Llama 3's vocabulary and merges:
+	// it pins the GPT-2 regex and Digits against HuggingFace without a third vocabulary.
+	{name: "smollm2-pipeline", dir: "testdata/llama3", golden: "testdata/smollm2_pipeline.json.gz", cases: 480, vocab: 128256,
+		special: []string{"<|begin_of_text|>", "<|eot_id|>"},
+		override: map[string]string{
+			"normalizer":     `null`,
+			"pre_tokenizer":  `{"type":"Sequence","pretokenizers":[{"type":"Digits","individual_digits":true},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":true}]}`,
+			"post_processor": `{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":false,"use_regex":true}`,
+			"decoder":        `{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":true,"use_regex":true}`,
+		}},
+}
+
+// tokenizerJSON returns the family's tokenizer.json contents (with its overrides applied).
+func (f family) tokenizerJSON() ([]byte, error) {
+	data, err := readMaybeGzip(f.dir + "/tokenizer.json.gz")
+	if err != nil || f.override == nil {
+		return data, err
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	for k, v := range f.override {
+		doc[k] = json.RawMessage(v)
+	}
+	return json.Marshal(doc)
+}
+
+func (f family) goldenPath() string {
+	if f.golden != "" {
+		return f.golden
+	}
+	return f.dir + "/golden.json.gz"
+}
+
+// load builds the family's tokenizer: Load(dir), or FromJSON of the overridden file.
+func (f family) load() (*BPE, error) {
+	if f.override == nil {
+		return Load(f.dir)
+	}
+	data, err := f.tokenizerJSON()
+	if err != nil {
+		return nil, err
+	}
+	return FromJSON(data, f.name)
 }
 
 // familyCase is one golden text: HF's ids with added tokens matched, without (ids_plain), with
@@ -63,14 +113,14 @@ type familyLoad struct {
 // loadFamily loads a family's tokenizer and golden file once per test binary.
 func loadFamily(t testing.TB, f family) (*BPE, familyGolden) {
 	t.Helper()
-	v, _ := familyOnce.LoadOrStore(f.dir, &familyLoad{})
+	v, _ := familyOnce.LoadOrStore(f.name, &familyLoad{})
 	l := v.(*familyLoad)
 	l.once.Do(func() {
-		if l.tok, l.err = Load(f.dir); l.err != nil {
+		if l.tok, l.err = f.load(); l.err != nil {
 			return
 		}
 		var data []byte
-		if data, l.err = readMaybeGzip(f.dir + "/golden.json.gz"); l.err == nil {
+		if data, l.err = readMaybeGzip(f.goldenPath()); l.err == nil {
 			l.err = json.Unmarshal(data, &l.g)
 		}
 	})
@@ -176,11 +226,15 @@ func TestFamily_SpecialTokens(t *testing.T) {
 	}
 	for _, f := range families {
 		tok, _ := loadFamily(t, f)
-		if got := tok.SpecialPrefix(); !slices.Equal(got, []int{f.bosID}) || len(tok.SpecialSuffix()) != 0 {
-			t.Errorf("%s: EncodeSpecial adds %v ... %v, want [%d] ...", f.name, got, tok.SpecialSuffix(), f.bosID)
+		var want []int
+		if f.bos != "" {
+			want = []int{f.bosID}
+			if id, ok := tok.TokenToID(tok.Config().BOSToken); !ok || id != f.bosID || tok.Config().BOSToken != f.bos {
+				t.Errorf("%s: bos_token %q id %d, want %q %d", f.name, tok.Config().BOSToken, id, f.bos, f.bosID)
+			}
 		}
-		if id, ok := tok.TokenToID(tok.Config().BOSToken); !ok || id != f.bosID || tok.Config().BOSToken != f.bos {
-			t.Errorf("%s: bos_token %q id %d, want %q %d", f.name, tok.Config().BOSToken, id, f.bos, f.bosID)
+		if got := tok.SpecialPrefix(); !slices.Equal(got, want) || len(tok.SpecialSuffix()) != 0 {
+			t.Errorf("%s: EncodeSpecial adds %v ... %v, want %v ...", f.name, got, tok.SpecialSuffix(), want)
 		}
 		if got := tok.VocabSize(); got != f.vocab {
 			t.Errorf("%s: VocabSize %d, want %d", f.name, got, f.vocab)
@@ -225,6 +279,29 @@ func TestFamily_ConfigSpecials(t *testing.T) {
 		if err != nil || !slices.Equal(c.prefix, tc.prefix) || !slices.Equal(c.suffix, tc.suffix) {
 			t.Errorf("class %s add_bos %v/%v add_eos %v: prefix %v suffix %v (err %v), want %v %v",
 				cfg.TokenizerClass, cfg.HasAddBOS, cfg.AddBOSToken, cfg.AddEOSToken, c.prefix, c.suffix, err, tc.prefix, tc.suffix)
+		}
+	}
+}
+
+// DecodeText is transformers' decode: Llama 3's tokenizer_config.json sets
+// clean_up_tokenization_spaces, Qwen's and Gemma's do not.
+func TestFamily_DecodeText(t *testing.T) {
+	qwen, _ := testTokenizer(t)
+	llama, _ := loadFamily(t, families[0])
+	gemma, _ := loadFamily(t, families[1])
+	const text = "Hi , it 's here ! Don 't stop . Really ? We 're done ' ok"
+	const clean = "Hi, it's here! Don 't stop. Really? We're done'ok" // Python's replace chain
+	for _, tc := range []struct {
+		name string
+		tok  *BPE
+		want string
+	}{{"qwen3", qwen, text}, {"llama3", llama, clean}, {"gemma3", gemma, text}} {
+		ids := tc.tok.EncodeSpecial(text)
+		if got := tc.tok.DecodeText(ids, true); got != tc.want {
+			t.Errorf("%s: DecodeText = %q, want %q", tc.name, got, tc.want)
+		}
+		if got := tc.tok.Decode(ids, true); got != text {
+			t.Errorf("%s: Decode = %q, want %q", tc.name, got, text)
 		}
 	}
 }

@@ -169,6 +169,28 @@ func (t *BPE) Decode(ids []int, skipSpecial bool) string {
 	return lossyString(buf)
 }
 
+// DecodeText returns the text of ids as transformers' tokenizer.decode(ids, skip_special_tokens)
+// does (what TRL hands reward functions): Decode, then, when tokenizer_config.json sets
+// clean_up_tokenization_spaces (Llama 3), transformers' clean_up_tokenization, which removes the
+// space before . ? ! , and the contractions n't 'm 's 've 're, and turns " ' " into "'".
+func (t *BPE) DecodeText(ids []int, skipSpecial bool) string {
+	s := t.Decode(ids, skipSpecial)
+	if !t.config.CleanUpTokenizationSpaces {
+		return s
+	}
+	return cleanUpTokenization(s)
+}
+
+// cleanUpTokenization is transformers' PreTrainedTokenizerBase.clean_up_tokenization: the same
+// replacements, in the same order.
+func cleanUpTokenization(s string) string {
+	for _, r := range [][2]string{{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+		{" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}} {
+		s = strings.ReplaceAll(s, r[0], r[1])
+	}
+	return s
+}
+
 // TokenToID implements Tokenizer; added tokens take precedence, as in HuggingFace.
 func (t *BPE) TokenToID(token string) (int, bool) {
 	if i, ok := t.addedByContent[token]; ok {
