@@ -9,6 +9,7 @@ package tokenizer
 import (
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -273,4 +274,102 @@ func TestOracle_DigitsTable(t *testing.T) {
 	}
 	cases, _ = oracleFamilyCases(t, oracleFile(t, f), cases, nil)
 	checkFamilyCases(t, tok, cases)
+}
+
+// TestOracle_Pipelines checks the pipeline pieces no family file uses (String Split behaviors,
+// Digits runs, Prepend, Strip, ByteLevel's prefix space, unknown characters with and without
+// fuse_unk and byte fallback) on small tokenizers against HuggingFace, on random text.
+func TestOracle_Pipelines(t *testing.T) {
+	charVocab := func(byteTokens bool) (map[string]int, [][2]string) {
+		vocab := map[string]int{"<unk>": 0}
+		for _, s := range []string{"a", "b", "c", "▁", "1", "2", "\n", "x", " ", "é"} {
+			vocab[s] = len(vocab)
+		}
+		if byteTokens {
+			for b := range 256 {
+				if b >= 0x80 || b == '\t' { // not all bytes: "<0x41>" style tokens for the rest are absent
+					vocab[fmt.Sprintf("<0x%02X>", b)] = len(vocab)
+				}
+			}
+		}
+		merges := [][2]string{{"a", "b"}, {"▁", "a"}, {"ab", "c"}, {"1", "2"}, {"▁a", "b"}, {"b", "▁"}}
+		for _, m := range merges {
+			vocab[m[0]+m[1]] = len(vocab)
+		}
+		return vocab, merges
+	}
+	charModel := func(byteFallback, fuse bool) map[string]any {
+		vocab, merges := charVocab(byteFallback)
+		return map[string]any{"type": "BPE", "dropout": nil, "unk_token": "<unk>", "continuing_subword_prefix": nil,
+			"end_of_word_suffix": nil, "fuse_unk": fuse, "byte_fallback": byteFallback, "ignore_merges": false,
+			"vocab": vocab, "merges": merges}
+	}
+	sp := func(behavior string) map[string]any {
+		return map[string]any{"type": "Split", "pattern": map[string]any{"String": "▁"}, "behavior": behavior, "invert": false}
+	}
+	replace := map[string]any{"type": "Replace", "pattern": map[string]any{"String": " "}, "content": "▁"}
+	spDecoder := map[string]any{"type": "Sequence", "decoders": []any{
+		map[string]any{"type": "Replace", "pattern": map[string]any{"String": "▁"}, "content": " "},
+		map[string]any{"type": "ByteFallback"}, map[string]any{"type": "Fuse"},
+		map[string]any{"type": "Strip", "content": " ", "start": 1, "stop": 0}}}
+	var configs []map[string]any
+	for _, behavior := range []string{"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"} {
+		for _, bf := range []bool{false, true} {
+			configs = append(configs, map[string]any{
+				"normalizer":    map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "Prepend", "prepend": "▁"}, replace}},
+				"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{sp(behavior), map[string]any{"type": "Digits", "individual_digits": !bf}}},
+				"decoder":       spDecoder,
+				"model":         charModel(bf, behavior != "Isolated"),
+			})
+		}
+	}
+	llamaData, err := readMaybeGzip("testdata/llama3/tokenizer.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var llama map[string]any
+	if err := json.Unmarshal(llamaData, &llama); err != nil {
+		t.Fatal(err)
+	}
+	configs = append(configs, map[string]any{"normalizer": nil,
+		"pre_tokenizer": map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+		"decoder":       map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}, "model": llama["model"]})
+	rng := rand.New(rand.NewPCG(5, 5))
+	alphabet := []string{"a", "b", "c", " ", " ", "▁", "1", "2", "3", "\n", "x", "é", "😀", "\t", "A", "<s>", "ab ", "12345"}
+	texts := make([]string, 3000)
+	for i := range texts {
+		var b strings.Builder
+		for n := rng.IntN(14); n >= 0; n-- {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		texts[i] = b.String()
+	}
+	for k, cfg := range configs {
+		doc := map[string]any{"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": []AddedToken{}, "post_processor": nil}
+		if k < len(configs)-1 {
+			n := len(cfg["model"].(map[string]any)["vocab"].(map[string]int))
+			doc["added_tokens"] = []AddedToken{{ID: n, Content: "<s>", Special: true}, {ID: n + 1, Content: "ab▁", Normalized: true}}
+		}
+		for key, v := range cfg {
+			doc[key] = v
+		}
+		data, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := FromJSON(data, "pipeline.json")
+		if err != nil {
+			t.Fatalf("config %d: %v", k, err)
+		}
+		file := filepath.Join(t.TempDir(), "tokenizer.json")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cases := make([]familyCase, len(texts))
+		for i, s := range texts {
+			cases[i] = familyCase{Cat: "pipeline", Text: s}
+		}
+		cases, _ = oracleFamilyCases(t, file, cases, nil)
+		t.Run(fmt.Sprint(k), func(t *testing.T) { checkFamilyCases(t, tok, cases) })
+	}
 }

@@ -53,12 +53,15 @@ type BPE struct {
 	added          []AddedToken   // in tokenizer.json order
 	addedByID      map[int]int    // id → index into added
 	addedByContent map[string]int // content → index into added
-	raw            *addedMatcher  // added tokens with normalized=false, matched in the raw text
-	norm           *addedMatcher  // added tokens with normalized=true, matched in the NFC text
-	normalizers    []normalizer   // the normalizer, in order (none: nil)
-	nfcOnly        bool           // the normalizer is NFC alone (the fast path)
-	pre            *preTokenizer
-	decoder        []decStep // the decoder chain
+	// addedSpelling is the normalized content of the normalized added tokens the normalizer
+	// changes: HuggingFace's id → token map (IDToToken, Decode) holds that spelling.
+	addedSpelling map[int]string
+	raw           *addedMatcher // added tokens with normalized=false, matched in the raw text
+	norm          *addedMatcher // added tokens with normalized=true, matched in the NFC text
+	normalizers   []normalizer  // the normalizer, in order (none: nil)
+	nfcOnly       bool          // the normalizer is NFC alone (the fast path)
+	pre           *preTokenizer
+	decoder       []decStep // the decoder chain
 	// byteLevelDecoder: the decoder is ByteLevel alone (Decode's fast path).
 	byteLevelDecoder bool
 	// prefix and suffix are the special tokens the post-processor (or tokenizer_config.json's
@@ -203,6 +206,9 @@ func (t *BPE) TokenToID(token string) (int, bool) {
 // IDToToken implements Tokenizer.
 func (t *BPE) IDToToken(id int) (string, bool) {
 	if i, ok := t.addedByID[id]; ok {
+		if s, ok := t.addedSpelling[id]; ok {
+			return s, true
+		}
 		return t.added[i].Content, true
 	}
 	if id < 0 || id >= len(t.model.tokens) || t.model.tokens[id] == "" {

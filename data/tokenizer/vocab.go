@@ -125,6 +125,7 @@ func (t *BPE) setAddedTokens(tokens []AddedToken) error {
 	t.addedByID = make(map[int]int)
 	t.addedByContent = make(map[string]int)
 	t.special = make(map[int]bool)
+	t.addedSpelling = make(map[int]string)
 	next := len(t.model.vocab)
 	var raw, normalized []AddedToken
 	for i, a := range tokens {
@@ -151,6 +152,9 @@ func (t *BPE) setAddedTokens(tokens []AddedToken) error {
 		if a.Normalized {
 			a.Content = t.normalize(a.Content) // matched against normalized text
 			normalized = append(normalized, a)
+			if a.Content != t.added[len(t.added)-1].Content {
+				t.addedSpelling[a.ID] = a.Content
+			}
 		} else {
 			raw = append(raw, a)
 		}
