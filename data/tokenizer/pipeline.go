@@ -28,7 +28,8 @@ type component struct {
 	AddPrefixSpace bool            `json:"add_prefix_space"`
 	UseRegex       *bool           `json:"use_regex"`
 	Individual     bool            `json:"individual_digits"`
-	Start, Stop    int             // Strip decoder: "start", "stop"
+	Start          int             `json:"start"` // Strip decoder
+	Stop           int             `json:"stop"`
 	Single         []templatePiece `json:"single"`
 	SpecialTokens  map[string]struct {
 		IDs []int `json:"ids"`
@@ -60,25 +61,6 @@ func parseComponent(raw json.RawMessage) (*component, error) {
 	var c component
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
-	}
-	var ss struct {
-		Start int `json:"start"`
-		Stop  int `json:"stop"`
-	}
-	_ = json.Unmarshal(raw, &ss)
-	c.Start, c.Stop = ss.Start, ss.Stop
-	// Nested components need their own start/stop too.
-	var nested struct {
-		Decoders []json.RawMessage `json:"decoders"`
-	}
-	if json.Unmarshal(raw, &nested) == nil {
-		for i, d := range nested.Decoders {
-			sub, err := parseComponent(d)
-			if err != nil {
-				return nil, err
-			}
-			c.Decoders[i] = *sub
-		}
 	}
 	return &c, nil
 }
