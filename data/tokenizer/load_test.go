@@ -86,6 +86,9 @@ func TestFromJSON_Errors(t *testing.T) {
 		{"regex", nil, func(d map[string]any) {
 			d["pre_tokenizer"].(map[string]any)["pretokenizers"].([]any)[0].(map[string]any)["pattern"] = map[string]any{"Regex": `\s+`}
 		}, `pre_tokenizer: pretokenizers[0].pattern: regex "\\s+" is not supported`},
+		{"lookahead", nil, func(d map[string]any) {
+			d["pre_tokenizer"].(map[string]any)["pretokenizers"].([]any)[0].(map[string]any)["pattern"] = map[string]any{"Regex": `\p{L}+|\s+(?!\S)|\s+`}
+		}, `is not supported: its lookaround (?!...) has no Go regexp equivalent`},
 		{"normalizer", nil, func(d map[string]any) { d["normalizer"] = map[string]any{"type": "NFKC"} }, `normalizer: type "NFKC"`},
 		{"decoder", nil, func(d map[string]any) { d["decoder"] = nil }, "decoder: missing"},
 		{"decoder type", nil, func(d map[string]any) { d["decoder"] = map[string]any{"type": "WordPiece"} }, `decoder: type "WordPiece" is not supported`},

@@ -252,8 +252,15 @@ func knownRegex(re string) (matcher, error) {
 	case gpt2Pattern:
 		return matchGPT2, nil
 	}
-	return nil, fmt.Errorf("regex %q is not supported: Go's regexp lacks its lookahead (?!...) and Unicode \\s, so only hand-written engines exist, for Qwen2's %q, Llama 3's %q and GPT-2's %q",
-		re, qwenPattern, llama3Pattern, gpt2Pattern)
+	why := "no hand-written engine implements it"
+	for _, c := range []string{"(?!", "(?=", "(?<!", "(?<="} {
+		if strings.Contains(re, c) {
+			why = fmt.Sprintf("its lookaround %s...) has no Go regexp equivalent and no hand-written engine implements it", c)
+			break
+		}
+	}
+	return nil, fmt.Errorf("regex %q is not supported: %s (supported: Qwen2's %q, Llama 3's %q, GPT-2's %q)",
+		re, why, qwenPattern, llama3Pattern, gpt2Pattern)
 }
 
 // rustNumericSince16 are the numeric characters of Rust's char::is_numeric (the Unicode 17 tables
