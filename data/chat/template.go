@@ -156,7 +156,12 @@ func Parse(src string, special map[string]string) (_ *Template, err error) {
 			err = fmt.Errorf("parse chat template: malformed template (%v)", r)
 		}
 	}()
-	tpl, err := exec.NewTemplate("chat_template", newConfig(), &rootLoader{id: "chat_template", src: src}, newEnvironment())
+	cfg := newConfig()
+	gonjaSrc, err := rewriteNestedIfs(src, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tpl, err := exec.NewTemplate("chat_template", cfg, &rootLoader{id: "chat_template", src: gonjaSrc}, newEnvironment())
 	if err != nil {
 		return nil, fmt.Errorf("parse chat template: %w", err)
 	}

@@ -115,8 +115,8 @@ func (t *Text) withEOS(s string, addEOS bool) (string, error) {
 }
 
 // EncodeText tokenizes a language-modelling text (SFT's "text" rows, or a rendered conversation),
-// with the EOS appended when addEOS unless already there (TRL's add_eos). A doubled special token
-// is an error.
+// with the EOS appended when addEOS unless already there (TRL's add_eos) and the tokenizer's BOS
+// in front unless there (withSpecialTokens). A doubled special token is an error.
 func (t *Text) EncodeText(text string, addEOS bool) ([]int, error) {
 	text, err := t.withEOS(text, addEOS)
 	if err != nil {
@@ -125,11 +125,29 @@ func (t *Text) EncodeText(text string, addEOS bool) ([]int, error) {
 	if err := chat.CheckDoubledText(text, t.Specials()); err != nil {
 		return nil, err
 	}
-	return t.Tokenizer.Encode(text), nil
+	return t.withSpecialTokens(t.Tokenizer.Encode(text)), nil
+}
+
+// withSpecialTokens puts the tokens the tokenizer's post-processor adds around ids (the BOS of
+// Llama 3 and Gemma 3; nothing for Qwen), as TRL's SFTTrainer does by tokenizing standard text
+// with add_special_tokens=True, unless ids already start (end) with them: a conversation rendered
+// by a chat template that writes bos_token itself keeps its one BOS, as TRL's apply_chat_template
+// (add_special_tokens=False) gives. (A standard text that itself starts with the BOS text gets no
+// second one, where TRL would double it, TRL #1591.)
+func (t *Text) withSpecialTokens(ids []int) []int {
+	prefix, suffix := t.Tokenizer.SpecialPrefix(), t.Tokenizer.SpecialSuffix()
+	if len(prefix) > 0 && !slices.Equal(ids[:min(len(prefix), len(ids))], prefix) {
+		ids = append(prefix, ids...)
+	}
+	if len(suffix) > 0 && (len(ids) < len(suffix) || !slices.Equal(ids[len(ids)-len(suffix):], suffix)) {
+		ids = append(ids, suffix...)
+	}
+	return ids
 }
 
 // EncodeJoined tokenizes a prompt and prompt+completion, as TRL's SFTTrainer does for
-// prompt-completion rows (the completion mask starts where the prompt's tokens end), with the EOS
+// prompt-completion rows (the completion mask starts where the prompt's tokens end; both start
+// with the BOS of a tokenizer that adds one, withSpecialTokens), with the EOS
 // appended to the completion when addEOS unless already there. It is an error when the prompt's
 // tokens are not a prefix of the whole's (a token spans the boundary), when the completion adds
 // no token, and when a special token is doubled.
@@ -143,6 +161,10 @@ func (t *Text) EncodeJoined(prompt, completion string, addEOS bool) (ids []int, 
 		return nil, 0, err
 	}
 	pids, ids := t.Tokenizer.Encode(prompt), t.Tokenizer.Encode(full)
+	if suffix := t.Tokenizer.SpecialSuffix(); len(suffix) > 0 {
+		return nil, 0, fmt.Errorf("the tokenizer appends %v to every text (add_eos_token): a prompt-completion pair cannot be split after the prompt", suffix)
+	}
+	pids, ids = t.withSpecialTokens(pids), t.withSpecialTokens(ids)
 	if !slices.Equal(pids, ids[:min(len(pids), len(ids))]) {
 		return nil, 0, errors.New("the prompt's tokens are not a prefix of prompt+completion's (a token spans the boundary)")
 	}

@@ -26,18 +26,33 @@ type addedMatcher struct {
 	tokens  []AddedToken
 	byFirst [256][]int // first byte of content → indices into tokens, longest content first
 	first   []byte     // the distinct first bytes
+	// byTwo holds the tokens of two bytes or more by their first two bytes, longest first;
+	// single the one-byte tokens (index+1, 0: none). Gemma 3 has thousands of "<..." tokens.
+	byTwo  map[uint16][]int
+	single [256]int
 }
 
 func newAddedMatcher(tokens []AddedToken) *addedMatcher {
-	m := &addedMatcher{tokens: tokens}
+	m := &addedMatcher{tokens: tokens, byTwo: make(map[uint16][]int)}
 	for i, t := range tokens {
 		c := t.Content[0]
 		if len(m.byFirst[c]) == 0 {
 			m.first = append(m.first, c)
 		}
 		m.byFirst[c] = append(m.byFirst[c], i)
+		if len(t.Content) == 1 {
+			m.single[c] = i + 1
+		} else {
+			k := uint16(c)<<8 | uint16(t.Content[1])
+			m.byTwo[k] = append(m.byTwo[k], i)
+		}
 	}
 	for _, idx := range m.byFirst {
+		sort.SliceStable(idx, func(a, b int) bool {
+			return len(tokens[idx[a]].Content) > len(tokens[idx[b]].Content)
+		})
+	}
+	for _, idx := range m.byTwo {
 		sort.SliceStable(idx, func(a, b int) bool {
 			return len(tokens[idx[a]].Content) > len(tokens[idx[b]].Content)
 		})
@@ -98,10 +113,15 @@ func (m *addedMatcher) next(s string, pos int) (*AddedToken, int) {
 			pos++
 			continue
 		}
-		for _, k := range m.byFirst[s[pos]] {
-			if strings.HasPrefix(s[pos:], m.tokens[k].Content) {
-				return &m.tokens[k], pos
+		if pos+1 < len(s) {
+			for _, k := range m.byTwo[uint16(s[pos])<<8|uint16(s[pos+1])] {
+				if strings.HasPrefix(s[pos:], m.tokens[k].Content) {
+					return &m.tokens[k], pos
+				}
 			}
+		}
+		if k := m.single[s[pos]]; k > 0 {
+			return &m.tokens[k-1], pos
 		}
 		pos++
 	}

@@ -87,3 +87,27 @@ func BenchmarkEncode(b *testing.B) { benchmarkEncode(b, false) }
 // BenchmarkEncodeCold: every pass starts with an empty word cache, so every distinct word is
 // merged once per pass.
 func BenchmarkEncodeCold(b *testing.B) { benchmarkEncode(b, true) }
+
+// BenchmarkEncodeFamilies: the same text through Llama 3's and Gemma 3's tokenizers (Gemma's
+// pieces between added tokens are single BPE words of up to a document's length).
+func BenchmarkEncodeFamilies(b *testing.B) {
+	_, cases := testTokenizer(b)
+	docs := benchText(cases)
+	size := 0
+	for _, d := range docs {
+		size += len(d)
+	}
+	for _, f := range families[:2] {
+		b.Run(f.name, func(b *testing.B) {
+			tok, _ := loadFamily(b, f)
+			b.SetBytes(int64(size))
+			tokens := 0
+			for b.Loop() {
+				for _, d := range docs {
+					tokens += len(tok.Encode(d))
+				}
+			}
+			b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}

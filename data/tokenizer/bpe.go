@@ -1,26 +1,36 @@
 package tokenizer
 
-import "sync"
+import (
+	"sync"
+	"unicode/utf8"
+)
 
 // merge is one BPE merge rule: the pair it applies to becomes token id; lower rank merges first.
 type merge struct{ rank, id int32 }
 
 func pairKey(left, right int32) uint64 { return uint64(uint32(left))<<32 | uint64(uint32(right)) }
 
-// model is the BPE model of tokenizer.json ("model": {"type": "BPE", ...}) over the ByteLevel
-// alphabet: a word's bytes start as single-byte tokens and are merged pairwise by rank.
+// model is the BPE model of tokenizer.json ("model": {"type": "BPE", ...}). Over the ByteLevel
+// alphabet (byteLevel), a word's bytes start as single-byte tokens; otherwise (SentencePiece-style,
+// Gemma) its characters do, a character missing from the vocabulary becoming its <0xNN> byte
+// tokens (byte_fallback) or the unknown token. The symbols are then merged pairwise by rank.
 type model struct {
-	vocab        map[string]int   // token (ByteLevel spelling) → id
+	vocab        map[string]int   // token (ByteLevel spelling when byteLevel) → id
 	tokens       []string         // id → token; "" where no token has that id
 	merges       map[uint64]merge // pairKey(left, right) → rule
-	byteIDs      [256]int32       // id of each byte's one-rune token
+	byteLevel    bool             // words are raw bytes mapped to the ByteLevel alphabet
+	byteIDs      [256]int32       // byteLevel: id of each byte's one-rune token; else of <0xNN> (-1: none)
+	asciiIDs     [128]int32       // !byteLevel: id of each ASCII character's token (-1: none)
+	byteFallback bool             // !byteLevel: unknown characters become <0xNN> tokens
+	unk          int32            // id of the unknown token (-1: none; unknown characters are dropped)
+	fuseUnk      bool             // consecutive unknown characters give one unknown token
 	ignoreMerges bool             // a word found whole in vocab is one token (BPE.ignore_merges)
 	cache        *wordCache
 }
 
 // encodeWord appends the ids of one pre-tokenized word (raw bytes, before the ByteLevel mapping).
 func (m *model) encodeWord(word string, dst []int) []int {
-	if len(word) == 1 {
+	if len(word) == 1 && m.byteLevel {
 		return append(dst, int(m.byteIDs[word[0]]))
 	}
 	if ids, ok := m.cache.get(word); ok {
@@ -33,7 +43,7 @@ func (m *model) encodeWord(word string, dst []int) []int {
 	if id, ok := m.wholeWord(word); ok {
 		ids = []int32{int32(id)}
 	} else {
-		ids = m.mergeWord(word)
+		ids = m.mergeWord(m.symbols(word))
 	}
 	m.cache.put(word, ids)
 	for _, id := range ids {
@@ -47,8 +57,71 @@ func (m *model) wholeWord(word string) (int, bool) {
 	if !m.ignoreMerges {
 		return 0, false
 	}
-	id, ok := m.vocab[byteLevelString(word)]
+	if m.byteLevel {
+		word = byteLevelString(word)
+	}
+	id, ok := m.vocab[word]
 	return id, ok
+}
+
+// symbols returns the ids a word starts from, before any merge: its bytes' tokens (byteLevel), or
+// its characters' tokens with HuggingFace's BPE::merge_word rules for missing characters.
+func (m *model) symbols(word string) []int32 {
+	ids := make([]int32, 0, len(word))
+	if m.byteLevel {
+		for i := 0; i < len(word); i++ {
+			ids = append(ids, m.byteIDs[word[i]])
+		}
+		return ids
+	}
+	pendingUnk := false
+	for i := 0; i < len(word); {
+		var id int32 = -1
+		var w int
+		if c := word[i]; c < utf8.RuneSelf {
+			id, w = m.asciiIDs[c], 1
+		} else {
+			_, w = utf8.DecodeRuneInString(word[i:])
+			if v, ok := m.vocab[word[i:i+w]]; ok {
+				id = int32(v)
+			}
+		}
+		ch := word[i : i+w]
+		i += w
+		if id >= 0 {
+			if pendingUnk {
+				ids, pendingUnk = append(ids, m.unk), false
+			}
+			ids = append(ids, id)
+			continue
+		}
+		if m.byteFallback && m.hasByteTokens(ch) {
+			for k := 0; k < len(ch); k++ {
+				ids = append(ids, m.byteIDs[ch[k]])
+			}
+			continue // a pending unknown token stays pending, as in HuggingFace
+		}
+		if m.unk < 0 {
+			continue
+		}
+		if pendingUnk && !m.fuseUnk {
+			ids = append(ids, m.unk)
+		}
+		pendingUnk = true
+	}
+	if pendingUnk {
+		ids = append(ids, m.unk)
+	}
+	return ids
+}
+
+func (m *model) hasByteTokens(ch string) bool {
+	for k := 0; k < len(ch); k++ {
+		if m.byteIDs[ch[k]] < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // symbol is one token of a word during merging, linked to its live neighbours.
@@ -60,16 +133,19 @@ type symbol struct {
 // candidate is a pair waiting in the merge queue: the pair (pos, next of pos) becomes id.
 type candidate struct{ rank, pos, id int32 }
 
-// mergeWord applies the merges to a word as HuggingFace's Word::merge_all does: a priority queue
+// mergeWord applies the merges to a word's symbols as HuggingFace's Word::merge_all does: a priority queue
 // ordered by (rank, position); a popped pair that no longer exists, or whose rule changed, is
 // skipped; after each merge the pairs with the new token's neighbours are queued.
-func (m *model) mergeWord(word string) []int32 {
-	syms := make([]symbol, len(word))
+func (m *model) mergeWord(init []int32) []int32 {
+	if len(init) == 0 {
+		return nil
+	}
+	syms := make([]symbol, len(init))
 	for i := range syms {
-		syms[i] = symbol{id: m.byteIDs[word[i]], prev: int32(i - 1), next: int32(i + 1)}
+		syms[i] = symbol{id: init[i], prev: int32(i - 1), next: int32(i + 1)}
 	}
 	syms[len(syms)-1].next = -1
-	q := make(mergeQueue, 0, len(word))
+	q := make(mergeQueue, 0, len(init))
 	for i := 0; i+1 < len(syms); i++ {
 		if mg, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
 			q.push(candidate{mg.rank, int32(i), mg.id})

@@ -25,13 +25,19 @@ type Config struct {
 
 	BOSToken, EOSToken, PadToken, UNKToken string
 	AddBOSToken, AddEOSToken               bool // add_bos_token / add_eos_token
-	AdditionalSpecialTokens                []string
+	// HasAddBOS and HasAddEOS say whether the file sets add_bos_token / add_eos_token at all.
+	HasAddBOS, HasAddEOS    bool
+	AdditionalSpecialTokens []string
 	// AddedTokensDecoder is "added_tokens_decoder", keyed by id; Load checks it against
 	// tokenizer.json's added_tokens.
 	AddedTokensDecoder map[int]AddedToken
 	// ModelMaxLength is "model_max_length"; 0 when absent or HF's "no limit" sentinel (1e30).
 	ModelMaxLength int
 	TokenizerClass string // "Qwen2Tokenizer", ...
+	// CleanUpTokenizationSpaces is "clean_up_tokenization_spaces" (true for Llama 3, false for
+	// Qwen and Gemma 3): transformers' decode then removes the space before punctuation and
+	// contractions (DecodeText).
+	CleanUpTokenizationSpaces bool
 }
 
 // LoadConfig reads tokenizer_config.json from dir (and chat_template.jinja when the config has
@@ -82,7 +88,7 @@ func ParseConfig(data []byte) (Config, error) {
 		dst   any
 	}{
 		{"add_bos_token", &cfg.AddBOSToken}, {"add_eos_token", &cfg.AddEOSToken},
-		{"tokenizer_class", &cfg.TokenizerClass},
+		{"tokenizer_class", &cfg.TokenizerClass}, {"clean_up_tokenization_spaces", &cfg.CleanUpTokenizationSpaces},
 	}
 	for _, f := range opt {
 		if v, ok := raw[f.field]; ok && string(v) != "null" {
@@ -91,6 +97,8 @@ func ParseConfig(data []byte) (Config, error) {
 			}
 		}
 	}
+	cfg.HasAddBOS = raw["add_bos_token"] != nil && string(raw["add_bos_token"]) != "null"
+	cfg.HasAddEOS = raw["add_eos_token"] != nil && string(raw["add_eos_token"]) != "null"
 	if v, ok := raw["additional_special_tokens"]; ok && string(v) != "null" {
 		var list []json.RawMessage
 		if err := json.Unmarshal(v, &list); err != nil {
@@ -210,5 +218,41 @@ func (t *BPE) checkConfig(cfg Config) error {
 			return fmt.Errorf("tokenizer_config.json: added_tokens_decoder[%d] %q: special=%v but tokenizer.json says %v", id, a.Content, a.Special, t.added[i].Special)
 		}
 	}
+	return nil
+}
+
+// postProcessorClasses are the tokenizer classes whose transformers implementation rebuilds the
+// post-processor from add_bos_token (default true) and add_eos_token (default false) when it
+// loads (LlamaTokenizerFast.update_post_processor, which GemmaTokenizerFast inherits).
+var postProcessorClasses = map[string]bool{
+	"LlamaTokenizer": true, "LlamaTokenizerFast": true, "GemmaTokenizer": true, "GemmaTokenizerFast": true,
+}
+
+// applyConfigSpecials sets the special tokens EncodeSpecial adds as transformers does for cfg's
+// tokenizer class: for Llama and Gemma classes, [bos_token] if add_bos_token, then the text, then
+// [eos_token] if add_eos_token; for the others (Qwen2Tokenizer, PreTrainedTokenizerFast, whose
+// Llama 3 files carry a TemplateProcessing) the file's post-processor as it is.
+func (t *BPE) applyConfigSpecials(cfg Config) error {
+	if !postProcessorClasses[cfg.TokenizerClass] {
+		return nil
+	}
+	addBOS := cfg.AddBOSToken || !cfg.HasAddBOS
+	addEOS := cfg.AddEOSToken && cfg.HasAddEOS
+	var prefix, suffix []int
+	for _, f := range []struct {
+		on         bool
+		field, tok string
+		dst        *[]int
+	}{{addBOS, "bos_token", cfg.BOSToken, &prefix}, {addEOS, "eos_token", cfg.EOSToken, &suffix}} {
+		if !f.on {
+			continue
+		}
+		id, ok := t.TokenToID(f.tok)
+		if f.tok == "" || !ok {
+			return fmt.Errorf("tokenizer_config.json: add_%s is true but %s is not set (%s)", f.field, f.field, cfg.TokenizerClass)
+		}
+		*f.dst = []int{id}
+	}
+	t.prefix, t.suffix = prefix, suffix
 	return nil
 }

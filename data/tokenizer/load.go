@@ -39,6 +39,9 @@ func Load(path string) (*BPE, error) {
 	if err := t.checkConfig(cfg); err != nil {
 		return nil, err
 	}
+	if err := t.applyConfigSpecials(cfg); err != nil {
+		return nil, err
+	}
 	t.config = cfg
 	return t, nil
 }
@@ -91,6 +94,8 @@ type tokenizerJSON struct {
 		ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
 		EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
 		ByteFallback            bool            `json:"byte_fallback"`
+		UnkToken                *string         `json:"unk_token"`
+		FuseUnk                 bool            `json:"fuse_unk"`
 		IgnoreMerges            bool            `json:"ignore_merges"`
 		Vocab                   map[string]int  `json:"vocab"`
 		Merges                  json.RawMessage `json:"merges"`
@@ -98,107 +103,74 @@ type tokenizerJSON struct {
 }
 
 // FromJSON builds a tokenizer from the contents of a tokenizer.json; name (the file) prefixes
-// errors. Only what Qwen2/2.5/3 use is accepted: NFC or no normalizer, Qwen's Split regex then
-// ByteLevel, a BPE model without dropout or subword affixes, ByteLevel decoding. Anything else
-// is an error naming the field, never a silent approximation.
+// errors. The file's own pipeline is built (pipeline.go): NFC, Replace, Prepend or no
+// normalizer; Split (Qwen2's, Llama 3's or GPT-2's regex, or a String), ByteLevel, Digits
+// pre-tokenizers; a BPE model without dropout or subword affixes, over the ByteLevel alphabet or
+// with byte fallback; TemplateProcessing / ByteLevel post-processing; ByteLevel or
+// Replace/ByteFallback/Fuse/Strip decoding. Anything else is an error naming the field, never a
+// silent approximation.
 func FromJSON(data []byte, name string) (*BPE, error) {
 	var tj tokenizerJSON
 	if err := json.Unmarshal(data, &tj); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if err := checkPipeline(&tj); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	m, err := buildModel(&tj)
+	t, err := build(&tj)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	t := &BPE{model: m}
-	t.nfc = componentType(tj.Normalizer) == "NFC"
-	if err := t.setAddedTokens(tj.AddedTokens); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return t, nil
 }
 
-// component is the shape shared by normalizers, pre-tokenizers, post-processors and decoders.
-type component struct {
-	Type           string          `json:"type"`
-	Pretokenizers  []component     `json:"pretokenizers"`
-	Pattern        json.RawMessage `json:"pattern"`
-	Behavior       string          `json:"behavior"`
-	Invert         bool            `json:"invert"`
-	AddPrefixSpace bool            `json:"add_prefix_space"`
-	UseRegex       bool            `json:"use_regex"`
-}
-
-func componentType(raw json.RawMessage) string {
-	var c component
-	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
-		return ""
-	}
-	return c.Type
-}
-
-// checkPipeline rejects the normalizers, pre-tokenizers, processors and decoders not implemented.
-func checkPipeline(tj *tokenizerJSON) error {
+func build(tj *tokenizerJSON) (*BPE, error) {
 	for _, f := range []struct {
 		field string
 		raw   json.RawMessage
 	}{{"truncation", tj.Truncation}, {"padding", tj.Padding}} {
 		if len(f.raw) > 0 && string(f.raw) != "null" {
-			return fmt.Errorf("%s: must be null (set truncation and padding in posttrain instead)", f.field)
+			return nil, fmt.Errorf("%s: must be null (set truncation and padding in posttrain instead)", f.field)
 		}
 	}
-	if typ := componentType(tj.Normalizer); typ != "" && typ != "NFC" {
-		return fmt.Errorf("normalizer: type %q is not supported (only NFC or null)", typ)
-	}
-	if err := checkPreTokenizer(tj.PreTokenizer); err != nil {
-		return fmt.Errorf("pre_tokenizer: %w", err)
-	}
-	for _, f := range []struct {
-		field string
-		raw   json.RawMessage
-	}{{"post_processor", tj.PostProcessor}, {"decoder", tj.Decoder}} {
-		var c component
-		if len(f.raw) == 0 || string(f.raw) == "null" {
-			if f.field == "decoder" {
-				return fmt.Errorf("decoder: missing (want ByteLevel)")
-			}
-			continue
+	t := &BPE{pre: &preTokenizer{}}
+	comp := func(field string, raw json.RawMessage) (*component, error) {
+		c, err := parseComponent(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
 		}
-		if err := json.Unmarshal(f.raw, &c); err != nil {
-			return fmt.Errorf("%s: %w", f.field, err)
-		}
-		if c.Type != "ByteLevel" {
-			return fmt.Errorf("%s: type %q is not supported (only ByteLevel)", f.field, c.Type)
-		}
+		return c, nil
 	}
-	return nil
-}
-
-// checkPreTokenizer accepts Sequence[Split(Qwen's regex, Isolated), ByteLevel(no prefix space,
-// no regex)].
-func checkPreTokenizer(raw json.RawMessage) error {
-	var c component
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return err
+	c, err := comp("normalizer", tj.Normalizer)
+	if err != nil {
+		return nil, err
 	}
-	if c.Type != "Sequence" || len(c.Pretokenizers) != 2 {
-		return fmt.Errorf("want a Sequence of Split and ByteLevel, got %s", compact(raw))
+	if t.normalizers, err = buildNormalizer(c, "normalizer"); err != nil {
+		return nil, err
 	}
-	split, bl := c.Pretokenizers[0], c.Pretokenizers[1]
-	var pat struct{ Regex string }
-	_ = json.Unmarshal(split.Pattern, &pat)
-	switch {
-	case split.Type != "Split" || split.Behavior != "Isolated" || split.Invert:
-		return fmt.Errorf("pretokenizers[0]: want Split with behavior Isolated, got %s", compact(raw))
-	case pat.Regex != qwenPattern:
-		return fmt.Errorf("pretokenizers[0].pattern: regex %q is not Qwen2's %q", pat.Regex, qwenPattern)
-	case bl.Type != "ByteLevel" || bl.AddPrefixSpace || bl.UseRegex:
-		return fmt.Errorf("pretokenizers[1]: want ByteLevel without add_prefix_space and use_regex")
+	t.nfcOnly = len(t.normalizers) == 1 && c.Type == "NFC"
+	if c, err = comp("pre_tokenizer", tj.PreTokenizer); err != nil {
+		return nil, err
 	}
-	return nil
+	if err := buildPreTokenizer(c, "pre_tokenizer", t.pre); err != nil {
+		return nil, err
+	}
+	if c, err = comp("decoder", tj.Decoder); err != nil {
+		return nil, err
+	}
+	if t.decoder, t.byteLevelDecoder, err = buildDecoder(c, "decoder"); err != nil {
+		return nil, err
+	}
+	if t.model, err = buildModel(tj, t.pre.byteLevel); err != nil {
+		return nil, err
+	}
+	if err := t.setAddedTokens(tj.AddedTokens); err != nil {
+		return nil, err
+	}
+	if c, err = comp("post_processor", tj.PostProcessor); err != nil {
+		return nil, err
+	}
+	if t.prefix, t.suffix, err = buildPostProcessor(c, "post_processor", t.TokenToID); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 func compact(raw json.RawMessage) string {

@@ -26,6 +26,8 @@ func FuzzFromJSON(f *testing.F) {
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":[["a","b"]]},"added_tokens":[{"id":3,"content":"<x>","special":true}]}`))
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":-1},"merges":["a a a"]}}`))
 	f.Add([]byte(`{"model":{"type":"WordPiece"},"normalizer":{"type":"NFKC"}}`))
+	f.Add([]byte(`{"normalizer":{"type":"Replace","pattern":{"String":" "},"content":"▁"},"pre_tokenizer":{"type":"Split","pattern":{"String":" "},"behavior":"MergedWithPrevious","invert":false},"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"special_tokens":{"<s>":{"id":"<s>","ids":[1],"tokens":["<s>"]}}},"decoder":{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},{"type":"ByteFallback"},{"type":"Fuse"},{"type":"Strip","content":" ","start":1,"stop":0}]},"model":{"type":"BPE","unk_token":"<unk>","fuse_unk":true,"byte_fallback":true,"vocab":{"<unk>":0,"<s>":1,"a":2,"▁":3,"<0x0A>":4,"<0xC3>":5,"<0xA9>":6,"▁a":7},"merges":[["▁","a"]]}}`))
+	f.Add([]byte(`{"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Digits","individual_digits":true},{"type":"ByteLevel","add_prefix_space":true,"use_regex":true}]},"decoder":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{},"merges":[]}}`))
 	f.Add([]byte(`{"added_tokens":[{"id":0,"content":""}],"model":{"type":"BPE","vocab":{},"merges":[]}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) > maxFuzzTokenizer {

@@ -85,9 +85,33 @@ func TestFromJSON_Errors(t *testing.T) {
 		{"dropout", nil, func(d map[string]any) { modelOf(d)["dropout"] = 0.1 }, "model.dropout"},
 		{"regex", nil, func(d map[string]any) {
 			d["pre_tokenizer"].(map[string]any)["pretokenizers"].([]any)[0].(map[string]any)["pattern"] = map[string]any{"Regex": `\s+`}
-		}, "pre_tokenizer: pretokenizers[0].pattern"},
+		}, `pre_tokenizer: pretokenizers[0].pattern: regex "\\s+" is not supported`},
+		{"lookahead", nil, func(d map[string]any) {
+			d["pre_tokenizer"].(map[string]any)["pretokenizers"].([]any)[0].(map[string]any)["pattern"] = map[string]any{"Regex": `\p{L}+|\s+(?!\S)|\s+`}
+		}, `is not supported: its lookaround (?!...) has no Go regexp equivalent`},
 		{"normalizer", nil, func(d map[string]any) { d["normalizer"] = map[string]any{"type": "NFKC"} }, `normalizer: type "NFKC"`},
 		{"decoder", nil, func(d map[string]any) { d["decoder"] = nil }, "decoder: missing"},
+		{"decoder type", nil, func(d map[string]any) { d["decoder"] = map[string]any{"type": "WordPiece"} }, `decoder: type "WordPiece" is not supported`},
+		{"metaspace", nil, func(d map[string]any) {
+			d["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}
+		}, `pre_tokenizer: type "Metaspace" is not supported`},
+		{"split behavior", nil, func(d map[string]any) {
+			d["pre_tokenizer"].(map[string]any)["pretokenizers"].([]any)[0].(map[string]any)["behavior"] = "Removed"
+		}, "pre_tokenizer: pretokenizers[0]: Split with a Regex pattern supports behavior Isolated only"},
+		{"split invert", nil, func(d map[string]any) {
+			d["pre_tokenizer"].(map[string]any)["pretokenizers"].([]any)[0].(map[string]any)["invert"] = true
+		}, "pre_tokenizer: pretokenizers[0]: Split with invert true is not supported"},
+		{"replace regex", nil, func(d map[string]any) {
+			d["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "NFC"},
+				map[string]any{"type": "Replace", "pattern": map[string]any{"Regex": " +"}, "content": " "}}}
+		}, "normalizer: normalizers[1]: Replace with a Regex pattern is not supported"},
+		{"post processor", nil, func(d map[string]any) { d["post_processor"] = map[string]any{"type": "RobertaProcessing"} }, `post_processor: type "RobertaProcessing" is not supported`},
+		{"template token", nil, func(d map[string]any) {
+			d["post_processor"] = map[string]any{"type": "TemplateProcessing", "single": []any{
+				map[string]any{"SpecialToken": map[string]any{"id": "<s>", "type_id": 0}}, map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}}},
+				"special_tokens": map[string]any{}}
+		}, `post_processor: single[0]: special token "<s>" is not in special_tokens`},
+		{"byte fallback", nil, func(d map[string]any) { modelOf(d)["byte_fallback"] = true }, "model.byte_fallback: must be false for a ByteLevel tokenizer"},
 		{"truncation", nil, func(d map[string]any) { d["truncation"] = map[string]any{"max_length": 8} }, "truncation: must be null"},
 		{"added id", []AddedToken{{ID: 300, Content: "<x>"}}, nil, `added_tokens[0]: "<x>" has id 300 but HuggingFace would give it 260`},
 		{"added empty", []AddedToken{{ID: 260}}, nil, "added_tokens[0]: empty content"},

@@ -21,6 +21,28 @@ import (
 // and returns HuggingFace's answers in the same order.
 func runOracle(t *testing.T, texts []string, idSeqs [][]int) ([]hfEncoded, []hfDecoded) {
 	t.Helper()
+	lines := runOracleLines(t, "testdata/tokenizer.json.gz", texts, idSeqs)
+	encs := make([]hfEncoded, len(texts))
+	decs := make([]hfDecoded, len(idSeqs))
+	for i := range encs {
+		encs[i].Text = texts[i]
+		if err := json.Unmarshal([]byte(lines[i]), &encs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range decs {
+		decs[i].IDs = idSeqs[i]
+		if err := json.Unmarshal([]byte(lines[len(texts)+i]), &decs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return encs, decs
+}
+
+// runOracleLines runs oracle.js on the tokenizer.json file and returns its output lines: one per
+// text, then one per id sequence.
+func runOracleLines(t *testing.T, file string, texts []string, idSeqs [][]int) []string {
+	t.Helper()
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
 	f, err := os.Create(in)
@@ -39,7 +61,7 @@ func runOracle(t *testing.T, texts []string, idSeqs [][]int) ([]hfEncoded, []hfD
 		t.Fatal(err)
 	}
 	f.Close()
-	cmd := exec.Command("node", "testdata/oracle/oracle.js", "testdata/tokenizer.json.gz", in, out)
+	cmd := exec.Command("node", "testdata/oracle/oracle.js", file, in, out)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("oracle: %v\n%s(run `npm install` in testdata/oracle)", err, msg)
 	}
@@ -51,21 +73,7 @@ func runOracle(t *testing.T, texts []string, idSeqs [][]int) ([]hfEncoded, []hfD
 	if len(lines) != len(texts)+len(idSeqs) {
 		t.Fatalf("oracle answered %d lines for %d inputs", len(lines), len(texts)+len(idSeqs))
 	}
-	encs := make([]hfEncoded, len(texts))
-	decs := make([]hfDecoded, len(idSeqs))
-	for i := range encs {
-		encs[i].Text = texts[i]
-		if err := json.Unmarshal([]byte(lines[i]), &encs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range decs {
-		decs[i].IDs = idSeqs[i]
-		if err := json.Unmarshal([]byte(lines[len(texts)+i]), &decs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return encs, decs
+	return lines
 }
 
 // TestOracle_Fuzz compares this package with HuggingFace on fresh random inputs.

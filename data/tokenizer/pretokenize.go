@@ -10,6 +10,12 @@ import (
 // implements it by hand; pretokenize_test.go checks it against regexp on random text.
 const qwenPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
+// llama3Pattern is Llama 3's Split regex: Qwen's with numbers in runs of up to three digits.
+const llama3Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
+// gpt2Pattern is the regex of the ByteLevel pre-tokenizer with use_regex (GPT-2's; SmolLM2's).
+const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+
 // Character classes of the pattern. \s is Unicode White_Space, as in Oniguruma and Rust's regex;
 // \p{L} and \p{N} are Unicode 16.0's (see unicode.go).
 const (
@@ -59,15 +65,19 @@ func runeAt(s string, i int) (r rune, w int, cls uint8) {
 // matches somewhere at every position, so the pieces cover s exactly (behavior "Isolated").
 func splitWords(s string, emit func(word string)) {
 	for i := 0; i < len(s); {
-		n := matchAt(s, i)
+		n := matchAt(s, i, 1)
 		emit(s[i : i+n])
 		i += n
 	}
 }
 
-// matchAt returns the length of the pattern's match at s[i:] (s[i:] non-empty), trying the
-// alternatives in order as a backtracking engine does.
-func matchAt(s string, i int) int {
+func matchQwen(s string, i int) int   { return matchAt(s, i, 1) }
+func matchLlama3(s string, i int) int { return matchAt(s, i, 3) }
+
+// matchAt returns the length of the match at s[i:] (s[i:] non-empty) of qwenPattern (digits 1)
+// or llama3Pattern (digits 3: \p{N}{1,3}), trying the alternatives in order as a backtracking
+// engine does.
+func matchAt(s string, i, digits int) int {
 	r, w, cls := runeAt(s, i)
 	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
 	if r == '\'' {
@@ -84,9 +94,17 @@ func matchAt(s string, i int) int {
 			return letterRun(s, i+w) - i
 		}
 	}
-	// \p{N}
+	// \p{N} or \p{N}{1,3}
 	if cls&clsN != 0 {
-		return w
+		j := i + w
+		for k := 1; k < digits; k++ {
+			_, w2, c2 := runeAt(s, j)
+			if c2&clsN == 0 {
+				break
+			}
+			j += w2
+		}
+		return j - i
 	}
 	// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
 	start := i
@@ -167,4 +185,70 @@ func contraction(rest string) int {
 		}
 	}
 	return 0
+}
+
+// matchGPT2 returns the length of gpt2Pattern's match at s[i:] (s[i:] non-empty).
+func matchGPT2(s string, i int) int {
+	r, w, cls := runeAt(s, i)
+	// 's|'t|'re|'ve|'m|'ll|'d (case-sensitive)
+	if r == '\'' && i+1 < len(s) {
+		switch s[i+1] {
+		case 's', 't', 'm', 'd':
+			return 2
+		case 'r', 'v':
+			if i+2 < len(s) && s[i+2] == 'e' {
+				return 3
+			}
+		case 'l':
+			if i+2 < len(s) && s[i+2] == 'l' {
+				return 3
+			}
+		}
+	}
+	// ' ?\p{L}+', ' ?\p{N}+', ' ?[^\s\p{L}\p{N}]+': the class of the first rune after the optional
+	// space decides the alternative.
+	start, c := i, cls
+	if r == ' ' {
+		if _, nw, next := runeAt(s, i+w); nw > 0 && next&clsWS == 0 {
+			start, c = i+w, next
+		}
+	}
+	var want uint8
+	switch {
+	case c&clsL != 0:
+		want = clsL
+	case c&clsN != 0:
+		want = clsN
+	case c&clsWS == 0:
+		want = 0 // other: runs while the rune is neither space, letter nor number
+	default:
+		return gpt2Space(s, i)
+	}
+	j := start
+	for j < len(s) {
+		_, w2, c2 := runeAt(s, j)
+		if want == 0 && c2&(clsWS|clsL|clsN) != 0 || want != 0 && c2&want == 0 {
+			break
+		}
+		j += w2
+	}
+	return j - i
+}
+
+// gpt2Space handles \s+(?!\S)|\s+ at a whitespace rune s[i:]: the run, less its last rune when
+// a non-space follows and the run is longer than one rune.
+func gpt2Space(s string, i int) int {
+	j, lastStart := i, i
+	for j < len(s) {
+		_, w, c := runeAt(s, j)
+		if c&clsWS == 0 {
+			break
+		}
+		lastStart = j
+		j += w
+	}
+	if j == len(s) || lastStart == i {
+		return j - i
+	}
+	return lastStart - i
 }

@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// buildModel checks tokenizer.json's "model" and builds the vocabulary and merge table.
-func buildModel(tj *tokenizerJSON) (*model, error) {
+// buildModel checks tokenizer.json's "model" and builds the vocabulary and merge table; byteLevel
+// says whether the pre-tokenizer maps words to the ByteLevel alphabet.
+func buildModel(tj *tokenizerJSON, byteLevel bool) (*model, error) {
 	mj := &tj.Model
 	switch {
 	case mj.Type != "BPE":
@@ -19,12 +20,13 @@ func buildModel(tj *tokenizerJSON) (*model, error) {
 		return nil, fmt.Errorf("model.continuing_subword_prefix: must be empty")
 	case mj.EndOfWordSuffix != nil && *mj.EndOfWordSuffix != "":
 		return nil, fmt.Errorf("model.end_of_word_suffix: must be empty")
-	case mj.ByteFallback:
+	case mj.ByteFallback && byteLevel:
 		return nil, fmt.Errorf("model.byte_fallback: must be false for a ByteLevel tokenizer")
 	case len(mj.Vocab) == 0:
 		return nil, fmt.Errorf("model.vocab: missing or empty")
 	}
-	m := &model{vocab: mj.Vocab, ignoreMerges: mj.IgnoreMerges, cache: newWordCache()}
+	m := &model{vocab: mj.Vocab, byteLevel: byteLevel, byteFallback: mj.ByteFallback, fuseUnk: mj.FuseUnk,
+		unk: -1, ignoreMerges: mj.IgnoreMerges, cache: newWordCache()}
 	for tok, id := range mj.Vocab {
 		if id < 0 || id > 1<<24 {
 			return nil, fmt.Errorf("model.vocab: token %q has id %d out of range", tok, id)
@@ -37,12 +39,37 @@ func buildModel(tj *tokenizerJSON) (*model, error) {
 		}
 		m.tokens[id] = tok
 	}
-	for b := range 256 {
-		id, ok := mj.Vocab[string(byteToRune[b])]
-		if !ok {
-			return nil, fmt.Errorf("model.vocab: no token for byte 0x%02X (%q)", b, byteToRune[b])
+	if byteLevel {
+		if mj.UnkToken != nil {
+			return nil, fmt.Errorf("model.unk_token: must be null for a ByteLevel tokenizer")
 		}
-		m.byteIDs[b] = int32(id)
+		for b := range 256 {
+			id, ok := mj.Vocab[string(byteToRune[b])]
+			if !ok {
+				return nil, fmt.Errorf("model.vocab: no token for byte 0x%02X (%q)", b, byteToRune[b])
+			}
+			m.byteIDs[b] = int32(id)
+		}
+	} else {
+		for b := range 256 {
+			m.byteIDs[b] = -1
+			if id, ok := mj.Vocab[fmt.Sprintf("<0x%02X>", b)]; ok && mj.ByteFallback {
+				m.byteIDs[b] = int32(id)
+			}
+		}
+		for c := range 128 {
+			m.asciiIDs[c] = -1
+			if id, ok := mj.Vocab[string(rune(c))]; ok {
+				m.asciiIDs[c] = int32(id)
+			}
+		}
+		if mj.UnkToken != nil {
+			id, ok := mj.Vocab[*mj.UnkToken]
+			if !ok {
+				return nil, fmt.Errorf("model.unk_token: %q is not in model.vocab", *mj.UnkToken)
+			}
+			m.unk = int32(id)
+		}
 	}
 	pairs, err := parseMerges(mj.Merges)
 	if err != nil {
@@ -98,6 +125,7 @@ func (t *BPE) setAddedTokens(tokens []AddedToken) error {
 	t.addedByID = make(map[int]int)
 	t.addedByContent = make(map[string]int)
 	t.special = make(map[int]bool)
+	t.addedSpelling = make(map[int]string)
 	next := len(t.model.vocab)
 	var raw, normalized []AddedToken
 	for i, a := range tokens {
@@ -124,6 +152,9 @@ func (t *BPE) setAddedTokens(tokens []AddedToken) error {
 		if a.Normalized {
 			a.Content = t.normalize(a.Content) // matched against normalized text
 			normalized = append(normalized, a)
+			if a.Content != t.added[len(t.added)-1].Content {
+				t.addedSpelling[a.ID] = a.Content
+			}
 		} else {
 			raw = append(raw, a)
 		}
