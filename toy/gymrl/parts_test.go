@@ -18,7 +18,7 @@ import (
 
 var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
 
-// extrasGAE is the extras' loop, verbatim, with nonterminal = 1 − done:
+// extrasGAE is the extras' loop, verbatim, with nonterminal = 1 − done (buf['done'], float(terminated)):
 //
 //	for t in reversed(range(T)):
 //	    nv = next_v if t == T - 1 else buf['val'][t + 1]
@@ -52,10 +52,10 @@ func TestGAESegments_IsTheExtrasLoop(t *testing.T) {
 		for i := range n {
 			ro.rew = append(ro.rew, float64(r.RandBelow(3))-1)
 			ro.val = append(ro.val, r.Random()*4-2)
-			ro.done = append(ro.done, r.Random() < 0.2 || (n == 64 && i == n-1))
+			ro.terminated = append(ro.terminated, r.Random() < 0.2 || (n == 64 && i == n-1))
 		}
 		adv, ret := gaeSegments(ro, 0.99, 0.95)
-		want := extrasGAE(ro.rew, ro.val, ro.done, ro.nextValue, 0.99, 0.95)
+		want := extrasGAE(ro.rew, ro.val, ro.terminated, ro.nextValue, 0.99, 0.95)
 		for i := range want {
 			if math.Abs(adv[i]-want[i]) > 1e-12 || math.Abs(ret[i]-(want[i]+ro.val[i])) > 1e-12 {
 				t.Fatalf("n=%d t=%d: adv %v ret %v, want %v %v", n, i, adv[i], ret[i], want[i], want[i]+ro.val[i])
@@ -66,6 +66,29 @@ func TestGAESegments_IsTheExtrasLoop(t *testing.T) {
 
 // The GoMLX MLP is nn.Sequential(Linear, act, Linear, …) with PyTorch's [out, in] weights, and
 // nn.Linear's default init bound 1/√fan_in.
+// A truncated episode is not ended (the extras record float(terminated) only): its last step
+// bootstraps with the next episode's first value and carries that episode's advantage, while a
+// terminated one's next value is 0 and its advantage restarts.
+func TestGAESegments_TruncationBootstrapsFromTheNextEpisode(t *testing.T) {
+	const gamma, lam = 0.9, 0.5
+	// Episode 1: steps 0-1, truncated at step 1 (not recorded); episode 2: steps 2-3, terminated
+	// at 3; episode 3: step 4, unfinished (next value 7).
+	ro := ppoRollout{rew: []float64{1, 1, 1, 1, 1}, val: []float64{2, 3, 5, 4, 6}, nextValue: 7,
+		terminated: []bool{false, false, false, true, false}}
+	adv, ret := gaeSegments(ro, gamma, lam)
+	a4 := 1 + gamma*7 - 6
+	a3 := 1.0 - 4
+	a2 := 1 + gamma*4 - 5 + gamma*lam*a3
+	a1 := 1 + gamma*5 - 3 + gamma*lam*a2 // bootstraps with V(episode 2's first observation)
+	a0 := 1 + gamma*3 - 2 + gamma*lam*a1
+	want := []float64{a0, a1, a2, a3, a4}
+	for i := range want {
+		if math.Abs(adv[i]-want[i]) > 1e-12 || math.Abs(ret[i]-(want[i]+ro.val[i])) > 1e-12 {
+			t.Fatalf("t=%d: adv %v ret %v, want %v %v", i, adv[i], ret[i], want[i], want[i]+ro.val[i])
+		}
+	}
+}
+
 func TestMLP_ForwardAndInit(t *testing.T) {
 	ctx := context.New()
 	sizes := []int{4, 5, 3}

@@ -101,12 +101,14 @@ func ppoLoss(actor, critic *mlp, c PPOConfig, nAct int) step.LossFn {
 
 // ppoRollout is one iteration's buffer (the extras' buf).
 type ppoRollout struct {
-	obs       [][]float32
-	act       []int32
-	logp      []float32
-	rew, val  []float64
-	done      []bool // the episode ended at this step (terminated or truncated)
-	nextValue float64
+	obs      [][]float32
+	act      []int32
+	logp     []float32
+	rew, val []float64
+	// terminated is the extras' buf['done'], float(terminated): a truncation (the 500-step time
+	// limit) is not recorded, so GAE runs on across it into the next episode (gaeSegments).
+	terminated []bool
+	nextValue  float64
 }
 
 // RunPPO is extras/ppo_cartpole.py's main: T-step rollouts of π_old, GAE, then epochs of
@@ -148,7 +150,7 @@ func RunPPO(b backends.Backend, c PPOConfig) (Result, error) {
 			a := sampleCategorical(logps, rng.Random())
 			next, r, term, trunc := env.Step(a)
 			ro.obs, ro.act, ro.logp = append(ro.obs, obs), append(ro.act, int32(a)), append(ro.logp, logps[a])
-			ro.rew, ro.val, ro.done = append(ro.rew, r), append(ro.val, v), append(ro.done, term || trunc)
+			ro.rew, ro.val, ro.terminated = append(ro.rew, r), append(ro.val, v), append(ro.terminated, term)
 			obs = next
 			epReturn += r
 			if term || trunc {
@@ -180,18 +182,27 @@ func RunPPO(b backends.Backend, c PPOConfig) (Result, error) {
 	return res, nil
 }
 
-// gaeSegments is GAE (식 6.1–6.2, rl.GAE) over a rollout that holds several episodes: each
-// episode's piece separately, the value after an ended one 0 (the extras' comment: a truncation
-// counts as an end, as CleanRL's next_done = terminated | truncated), and the rollout's unfinished
-// last piece bootstrapped with V of the next observation.
+// gaeSegments is the extras' GAE loop (식 6.1–6.2) over a rollout that holds several episodes:
+//
+//	nv = next_v if t == T - 1 else buf['val'][t + 1]
+//	nonterminal = 1.0 - buf['done'][t]            # buf['done'] is float(terminated)
+//	delta = rew[t] + gamma * nv * nonterminal - val[t]
+//	A = delta + gamma * lam * nonterminal * A
+//
+// computed as rl.GAE over the pieces between terminations: after a terminated step the next value
+// is 0 and A restarts; the rollout's last piece bootstraps with V of the next observation. A
+// truncation is not an end here, although the extras' comment says "truncated는 이 축약판에서 종료처럼
+// 다룬다": their code stores only terminated, so a truncated episode's last step bootstraps with
+// the next episode's first value and its advantages carry on from that episode's, and this
+// follows the code (CleanRL's next_done = terminated | truncated would end it instead).
 func gaeSegments(ro ppoRollout, gamma, lam float64) (adv, ret []float64) {
 	start := 0
 	for t := range ro.rew {
 		last := t == len(ro.rew)-1
-		if !ro.done[t] && !last {
+		if !ro.terminated[t] && !last {
 			continue
 		}
-		_, a, r := rl.GAE(ro.rew[start:t+1], ro.val[start:t+1], ro.nextValue, ro.done[t], gamma, lam)
+		_, a, r := rl.GAE(ro.rew[start:t+1], ro.val[start:t+1], ro.nextValue, ro.terminated[t], gamma, lam)
 		adv, ret = append(adv, a...), append(ret, r...)
 		start = t + 1
 	}
