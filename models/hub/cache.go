@@ -34,22 +34,45 @@ func hfHome() string {
 	return filepath.Join(expandHome(cache), "huggingface")
 }
 
-// DefaultToken is the token huggingface_hub would send: $HF_TOKEN, else the first line of the
-// token file ($HF_TOKEN_PATH, else $HF_HOME/token); "" when there is none.
+// DefaultToken is the token huggingface_hub would send: $HF_TOKEN, else $HUGGING_FACE_HUB_TOKEN
+// (its older name), else the token file ($HF_TOKEN_PATH, else $HF_HOME/token, which
+// `hf auth login` writes); "" when there is none.
 func DefaultToken() string {
-	if tok := strings.TrimSpace(os.Getenv("HF_TOKEN")); tok != "" {
-		return tok
+	tok, _ := defaultToken()
+	return tok
+}
+
+// defaultToken is DefaultToken and where the token came from (a variable name or the file's
+// path), following huggingface_hub's utils/_auth.py: the first non-empty variable of HF_TOKEN and
+// HUGGING_FACE_HUB_TOKEN is cleaned (line breaks removed, spaces trimmed) and, if that leaves
+// nothing, the token file is read and cleaned the same way.
+func defaultToken() (token, source string) {
+	for _, key := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} {
+		if v := os.Getenv(key); v != "" {
+			if tok := cleanToken(v); tok != "" {
+				return tok, key
+			}
+			break
+		}
 	}
 	path := os.Getenv("HF_TOKEN_PATH")
 	if path == "" {
 		path = filepath.Join(hfHome(), "token")
 	}
-	b, err := os.ReadFile(expandHome(path))
+	path = expandHome(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	return strings.TrimSpace(line)
+	if tok := cleanToken(string(b)); tok != "" {
+		return tok, "the token file " + path
+	}
+	return "", ""
+}
+
+// cleanToken is huggingface_hub's _clean_token: line breaks removed, surrounding spaces trimmed.
+func cleanToken(s string) string {
+	return strings.TrimSpace(strings.NewReplacer("\r", "", "\n", "").Replace(s))
 }
 
 // OfflineFromEnv reports whether HF_HUB_OFFLINE (or transformers' TRANSFORMERS_OFFLINE) is set to

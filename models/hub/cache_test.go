@@ -13,7 +13,7 @@ func isolate(t *testing.T) string {
 	t.Helper()
 	tmp := t.TempDir()
 	for key, value := range map[string]string{
-		"HF_HUB_CACHE": "", "HF_HOME": "", "HF_TOKEN": "", "HF_TOKEN_PATH": "",
+		"HF_HUB_CACHE": "", "HF_HOME": "", "HF_TOKEN": "", "HUGGING_FACE_HUB_TOKEN": "", "HF_TOKEN_PATH": "",
 		"HF_HUB_OFFLINE": "", "TRANSFORMERS_OFFLINE": "",
 		"HF_ENDPOINT":    "http://127.0.0.1:1",
 		"XDG_CACHE_HOME": filepath.Join(tmp, "xdg"),
@@ -63,9 +63,22 @@ func TestDefaultToken_EnvThenTokenFile(t *testing.T) {
 	if got := DefaultToken(); got != "hf_path" {
 		t.Errorf("HF_TOKEN_PATH: got %q, want hf_path", got)
 	}
+	t.Setenv("HUGGING_FACE_HUB_TOKEN", "hf_old")
+	if got := DefaultToken(); got != "hf_old" {
+		t.Errorf("HUGGING_FACE_HUB_TOKEN: got %q, want hf_old", got)
+	}
 	t.Setenv("HF_TOKEN", "hf_env")
 	if got := DefaultToken(); got != "hf_env" {
 		t.Errorf("HF_TOKEN: got %q, want hf_env", got)
+	}
+	// As huggingface_hub: a blank HF_TOKEN shadows HUGGING_FACE_HUB_TOKEN and leaves the file.
+	t.Setenv("HF_TOKEN", " \n")
+	if got := DefaultToken(); got != "hf_path" {
+		t.Errorf("blank HF_TOKEN: got %q, want hf_path", got)
+	}
+	os.WriteFile(filepath.Join(tmp, "other"), []byte("\r\nhf_crlf\r\n"), 0o600)
+	if got := DefaultToken(); got != "hf_crlf" {
+		t.Errorf("token file with CRLF: got %q, want hf_crlf", got)
 	}
 }
 

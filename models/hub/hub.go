@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -22,11 +23,13 @@ import (
 // huggingface_hub does.
 type Options struct {
 	CacheDir string       // default DefaultCacheDir(): $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub
-	Token    string       // default DefaultToken(): $HF_TOKEN, else the token file
+	Token    string       // default DefaultToken(): $HF_TOKEN, $HUGGING_FACE_HUB_TOKEN, else the token file
 	Endpoint string       // default $HF_ENDPOINT, else https://huggingface.co
 	Revision string       // branch, tag or commit; default "main"
 	Offline  bool         // never touch the network; also on when OfflineFromEnv()
 	Logger   *slog.Logger // default slog.Default()
+
+	tokenFrom string // where Token came from, for error messages: "Options.Token", a variable or a file
 }
 
 // withDefaults fills the unset fields from the environment.
@@ -34,8 +37,10 @@ func (o Options) withDefaults() Options {
 	if o.CacheDir == "" {
 		o.CacheDir = DefaultCacheDir()
 	}
-	if o.Token == "" {
-		o.Token = DefaultToken()
+	if o.Token != "" {
+		o.tokenFrom = "Options.Token"
+	} else {
+		o.Token, o.tokenFrom = defaultToken()
 	}
 	if o.Endpoint == "" {
 		o.Endpoint = os.Getenv("HF_ENDPOINT")
@@ -88,7 +93,16 @@ func Resolve(ctx context.Context, model string, opts Options) (string, error) {
 	if dlErr == nil {
 		return dir, nil
 	}
-	dlErr = errors.New(oneLine(dlErr.Error()) + authHint(dlErr, o.Token))
+	msg := hideToken(oneLine(dlErr.Error()), o.Token)
+	if refused := accessRefused(model, msg, o); refused != "" {
+		cached, err := CachedSnapshot(o.CacheDir, model, o.Revision)
+		if err != nil {
+			return "", fmt.Errorf("%s (no usable cached copy either: %v)", refused, err)
+		}
+		o.Logger.Warn("hub refused access; using the cached snapshot", "model", model, "dir", cached, "err", refused)
+		return cached, nil
+	}
+	dlErr = errors.New(msg + authHint(msg, o.Token))
 	cached, err := CachedSnapshot(o.CacheDir, model, o.Revision)
 	if err != nil {
 		return "", fmt.Errorf("model %s: download from %s failed (%v), and no usable cached copy: %v", model, o.Endpoint, dlErr, err)
@@ -100,16 +114,62 @@ func Resolve(ctx context.Context, model string, opts Options) (string, error) {
 // revisionPattern accepts branch and tag names (e.g. main, v1.0, refs/pr/1) and commit hashes.
 var revisionPattern = regexp.MustCompile(`^[\w\-.]+(/[\w\-.]+)*$`)
 
-// authHint explains the status codes the hub answers for a missing, private or gated repo.
-func authHint(err error, token string) string {
-	msg := err.Error()
-	if !strings.Contains(msg, "code 401") && !strings.Contains(msg, "code 403") && !strings.Contains(msg, "code 404") {
+// statusPattern finds the HTTP status in go-huggingface's errors: "bad status code 401: ..." from
+// a GET and `... failed with the following message: "403 Forbidden"` from a HEAD.
+var statusPattern = regexp.MustCompile(`bad status code (\d{3})\b|following message: "(\d{3}) `)
+
+// httpStatus is the HTTP status named in a download error message, 0 when there is none.
+func httpStatus(msg string) int {
+	m := statusPattern.FindStringSubmatch(msg)
+	if m == nil {
+		return 0
+	}
+	code, _ := strconv.Atoi(m[1] + m[2])
+	return code
+}
+
+// accessRefused turns a 401 or 403 from the hub into one line that names the repo, says whether
+// a token was sent (and where it came from, never the token itself) and what to do; "" for any
+// other error. The hub answers 401 to a request without a valid token for a gated or private repo,
+// and 403 when the token's account has not been granted access to a gated repo (licence not
+// accepted, or not yet approved).
+func accessRefused(model, msg string, o Options) string {
+	code := httpStatus(msg)
+	if code != 401 && code != 403 {
+		return ""
+	}
+	page := o.Endpoint + "/" + model
+	if o.Token == "" {
+		return fmt.Sprintf("model %s: %s refused access (HTTP %d) and no token was sent: the repository is gated or private; "+
+			"set HF_TOKEN to a read token from %s/settings/tokens (or run `hf auth login`), and accept the licence on %s if it asks for it",
+			model, o.Endpoint, code, o.Endpoint, page)
+	}
+	if code == 401 {
+		return fmt.Sprintf("model %s: %s refused access (HTTP 401) to the token sent (from %s): the token is invalid or expired; "+
+			"set HF_TOKEN to a valid read token from %s/settings/tokens", model, o.Endpoint, o.tokenFrom, o.Endpoint)
+	}
+	return fmt.Sprintf("model %s: %s refused access (HTTP 403) to the token sent (from %s): the repository is gated and this account "+
+		"has no access yet; accept the licence on %s while logged in as the token's owner (and wait for approval), or use a token whose account has access",
+		model, o.Endpoint, o.tokenFrom, page)
+}
+
+// authHint explains a 404, which the hub also answers for a private repo without a token.
+func authHint(msg, token string) string {
+	if httpStatus(msg) != 404 && !strings.Contains(msg, "code 404") {
 		return ""
 	}
 	if token == "" {
 		return "; if the repo is private or gated, set HF_TOKEN"
 	}
 	return "; check the repo id and that the token in use may read it"
+}
+
+// hideToken removes the token from a message, should a library ever put it there.
+func hideToken(msg, token string) string {
+	if token == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, token, "<HF token>")
 }
 
 // oneLine keeps an error message from a library on one line.

@@ -28,6 +28,9 @@ type fakeHub struct {
 	commit string
 	files  map[string][]byte
 	token  string // required as "Bearer <token>" when set
+	// granted gates the repo as the hub does: the revision info is public, a file request
+	// without a token gets 401 and one with another token 403 (licence not accepted).
+	granted string
 
 	mu       sync.Mutex
 	requests []string
@@ -39,6 +42,15 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Unlock()
 	if h.token != "" && r.Header.Get("Authorization") != "Bearer "+h.token {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if auth := r.Header.Get("Authorization"); h.granted != "" && !strings.HasPrefix(r.URL.Path, "/api/") && auth != "Bearer "+h.granted {
+		status := http.StatusForbidden
+		if auth == "" {
+			status = http.StatusUnauthorized
+		}
+		w.Header().Set("X-Error-Message", "Access to model "+h.id+" is restricted.")
+		http.Error(w, "gated", status)
 		return
 	}
 	if r.URL.Path == "/api/models/"+h.id+"/revision/main" {
@@ -243,7 +255,7 @@ func TestResolve_ServerErrors(t *testing.T) {
 	opts := Options{Endpoint: srv.URL, CacheDir: filepath.Join(tmp, "c")}
 
 	_, err := Resolve(context.Background(), "Org/Tiny", opts) // no token
-	if err == nil || !strings.Contains(err.Error(), "code 401") || !strings.Contains(err.Error(), "set HF_TOKEN") || strings.Contains(err.Error(), "\n") {
+	if err == nil || !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), "set HF_TOKEN") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("no token: err = %v, want a one-line 401", err)
 	}
 	opts.Token = "hf_secret"
@@ -254,5 +266,84 @@ func TestResolve_ServerErrors(t *testing.T) {
 	}
 	if _, err := Resolve(context.Background(), "Org/Tiny", Options{Revision: "../x", CacheDir: opts.CacheDir}); err == nil {
 		t.Error("revision ../x accepted")
+	}
+}
+
+// TestResolve_GatedRepo follows a gated repo such as meta-llama/Llama-3.2-1B-Instruct through the
+// three answers the hub gives: 401 without a token, 403 with a token whose account has not
+// accepted the licence, the files with one that has. The token never shows in an error or a log.
+func TestResolve_GatedRepo(t *testing.T) {
+	tmp := isolate(t)
+	const id, good, other = "meta-llama/Llama-3.2-1B-Instruct", "hf_goodSECRET123", "hf_otherSECRET456"
+	hub := &fakeHub{t: t, id: id, commit: commitA, files: tinyRepoFiles(t), granted: good}
+	srv := httptest.NewServer(hub)
+	defer srv.Close()
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Setenv("HF_HOME", filepath.Join(tmp, "hf"))
+	var logs bytes.Buffer
+	opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	ctx := context.Background()
+	check := func(name string, err error, want ...string) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s: no error", name)
+		}
+		msg := err.Error()
+		for _, w := range append(want, id) {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: err = %q, want it to contain %q", name, msg, w)
+			}
+		}
+		if strings.Contains(msg, "\n") || strings.Contains(msg, "SECRET") {
+			t.Errorf("%s: err = %q: more than one line, or the token", name, msg)
+		}
+	}
+
+	_, err := Resolve(ctx, id, opts)
+	check("no token", err, "HTTP 401", "no token was sent", "set HF_TOKEN", "accept the licence on "+srv.URL+"/"+id)
+
+	t.Setenv("HUGGING_FACE_HUB_TOKEN", other)
+	_, err = Resolve(ctx, id, opts)
+	check("token without access", err, "HTTP 403", "token sent (from HUGGING_FACE_HUB_TOKEN)", "accept the licence on "+srv.URL+"/"+id)
+	t.Setenv("HUGGING_FACE_HUB_TOKEN", "")
+
+	must(t, os.MkdirAll(filepath.Join(tmp, "hf"), 0o700))
+	tokenFile := filepath.Join(tmp, "hf", "token")
+	must(t, os.WriteFile(tokenFile, []byte(other+"\n"), 0o600))
+	_, err = Resolve(ctx, id, opts)
+	check("token file without access", err, "HTTP 403", "from the token file "+tokenFile)
+
+	t.Setenv("HF_TOKEN", "bogus-SECRET")
+	_, err = Resolve(ctx, id, opts)
+	check("token file without access", err, "HTTP 403", "from HF_TOKEN")
+
+	t.Setenv("HF_TOKEN", good)
+	dir, err := Resolve(ctx, id, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(tmp, "hf", "hub", "models--meta-llama--Llama-3.2-1B-Instruct", "snapshots", commitA); dir != want {
+		t.Errorf("dir = %s, want %s (the layout Qwen repos get)", dir, want)
+	}
+	if _, err := safetensors.ReadModelDir(dir); err != nil {
+		t.Errorf("downloaded weights: %v", err)
+	}
+
+	// A refusal with a cached copy uses it, with a warning that names the refusal.
+	cache := filepath.Join(tmp, "hf", "hub")
+	other2 := fakeSnapshot(t, cache, "meta-llama/Llama-3.2-1B", commitB, completeFiles)
+	setRef(t, cache, "meta-llama/Llama-3.2-1B", "main", commitB)
+	hub2 := &fakeHub{t: t, id: "meta-llama/Llama-3.2-1B", commit: commitB, files: tinyRepoFiles(t), granted: good}
+	srv2 := httptest.NewServer(hub2)
+	defer srv2.Close()
+	t.Setenv("HF_TOKEN", other)
+	if got, err := Resolve(ctx, "meta-llama/Llama-3.2-1B", Options{Logger: opts.Logger, Endpoint: srv2.URL}); err != nil || got != other2 {
+		t.Errorf("refused with a cached copy: %s, %v; want %s", got, err, other2)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "HTTP 403") {
+		t.Errorf("no warning naming the 403: %q", logs.String())
+	}
+	if strings.Contains(logs.String(), "SECRET") {
+		t.Errorf("a token was logged: %q", logs.String())
 	}
 }
