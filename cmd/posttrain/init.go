@@ -1,7 +1,7 @@
 package main
 
-// `posttrain init`: write a randomly initialised Qwen2 checkpoint in HuggingFace's layout, for
-// tests, demos and GPU measurements.
+// `posttrain init`: write a randomly initialised Qwen2, Qwen3 or Llama (SmolLM2) checkpoint in
+// HuggingFace's layout, for tests, demos and GPU measurements.
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
@@ -28,10 +29,10 @@ type initConfig struct {
 func init() {
 	addCommand(&cli.Command{
 		Name:  "init",
-		Usage: "write a randomly initialised Qwen2 checkpoint (HF layout: safetensors, config.json, generation_config.json, tokenizer)",
+		Usage: "write a randomly initialised Qwen2, Qwen3 or Llama checkpoint (HF layout: safetensors, config.json, generation_config.json, tokenizer)",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "preset", Required: true, Usage: "model shape: tiny or qwen2.5-0.5b"},
-			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer directory or tokenizer.json[.gz] to copy in; the vocabulary and eos/bos ids follow it"},
+			&cli.StringFlag{Name: "preset", Required: true, Usage: "model shape: " + strings.Join(qwen2.PresetNames, ", ") + " (the -tiny ones keep their family's features at a test size)"},
+			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer directory (tokenizer.json[.gz], tokenizer_config.json) or tokenizer.json[.gz] to copy in, e.g. the family's; the vocabulary and eos/bos ids follow it"},
 			&cli.StringFlag{Name: "dtype", Value: "float32", Usage: "stored dtype: float32, bfloat16 or float16"},
 			&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "seed of the N(0, initializer_range²) draws"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "checkpoint directory to write (a previous checkpoint there is replaced)"},
@@ -66,7 +67,7 @@ func runInit(c initConfig, w io.Writer) error {
 			return err
 		}
 		// A real model shape keeps its (padded) embedding size when the tokenizer fits in it.
-		if c.Preset != "qwen2.5-0.5b" || tok.VocabSize() > cfg.VocabSize {
+		if !qwen2.RealPreset(c.Preset) || tok.VocabSize() > cfg.VocabSize {
 			cfg.VocabSize = tok.VocabSize()
 		}
 		opts.Generation = tokenizerIDs(cfg, tok)

@@ -35,3 +35,32 @@ func TestInit_CLI(t *testing.T) {
 		}
 	}
 }
+
+// init --preset llama-3.2-tiny --tokenizer DIR takes the family tokenizer (a directory with
+// tokenizer.json.gz and tokenizer_config.json): the vocabulary, bos and eos follow it and its
+// files are copied in; gemma-3-270m is refused.
+func TestInit_FamilyPresetWithTokenizer(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	tokDir := filepath.Join("..", "..", "data", "tokenizer", "testdata", "llama3")
+	if _, err := runCLI(t, "init", "--preset", "llama-3.2-tiny", "--tokenizer", tokDir, "--dtype", "bfloat16", "--out", dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := qwen2.ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Llama 3.1's tokenizer: 128256 ids, <|begin_of_text|> 128000, <|eot_id|> 128009.
+	if cfg.ModelType != "llama" || cfg.Rope.Type != "llama3" || cfg.VocabSize != 128256 || cfg.BOSTokenID == nil ||
+		*cfg.BOSTokenID != 128000 || !slices.Equal(cfg.EOSTokenIDs, []int{128009}) {
+		t.Errorf("config %+v", cfg)
+	}
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		if !fileExists(filepath.Join(dir, name)) {
+			t.Errorf("%s not copied", name)
+		}
+	}
+	_, err = runCLI(t, "init", "--preset", "gemma-3-270m", "--out", dir)
+	if err == nil || !strings.Contains(err.Error(), "Gemma 3") || !strings.Contains(err.Error(), "not supported yet") {
+		t.Errorf("gemma-3-270m: err = %v", err)
+	}
+}

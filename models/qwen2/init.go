@@ -9,18 +9,56 @@ import (
 )
 
 // PresetNames lists the model shapes Preset knows.
-var PresetNames = []string{"tiny", "qwen2.5-0.5b"}
+var PresetNames = []string{"tiny", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-tiny", "llama-3.2-1b", "llama-3.2-tiny",
+	"smollm2-135m", "smollm2-tiny"}
 
-// Preset returns the config of a named model shape:
+// RealPreset reports whether the preset is a released model's shape (its vocab_size is the
+// model's, padded past the tokenizer in Qwen's case), not a tiny test shape.
+func RealPreset(name string) bool {
+	switch strings.ToLower(name) {
+	case "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b", "smollm2-135m":
+		return true
+	}
+	return false
+}
+
+// Preset returns the config of a named model shape. The real shapes take every value from the
+// released config.json; each tiny variant keeps its family's features (q/k norms and head_dim
+// for Qwen3, llama3 RoPE scaling for Llama 3.2, SmolLM2's RoPE base and init range) at a test
+// size, with vocabulary 512, bos 509 and eos 511 (the models/testdata fixtures' ids):
 //   - "tiny": the qwen2-tiny fixture's shape (vocab 1024, hidden 64, 2 layers, 4/2 heads,
 //     intermediate 176, tied, bos 1022, eos 1023), for tests;
 //   - "qwen2.5-0.5b": Qwen2.5-0.5B exactly (vocab 151936, hidden 896, 24 layers, 14/2 heads,
 //     intermediate 4864, tied, rope_theta 1e6, rms_norm_eps 1e-6, 32768 positions,
-//     bos = eos = 151643 <|endoftext|>): 494,032,768 parameters.
+//     bos = eos = 151643 <|endoftext|>): 494,032,768 parameters;
+//   - "qwen3-0.6b": Qwen/Qwen3-0.6B's config.json (transformers 4.51.0): vocab 151936, hidden
+//     1024, 28 layers, 16/8 heads, head_dim 128, intermediate 3072, tied, rope_theta 1e6,
+//     rms_norm_eps 1e-6, 40960 positions, bos 151643, eos 151645, no attention bias;
+//     "qwen3-tiny": the qwen3-tiny fixture's shape (hidden 64, 2 layers, 4/2 heads, head_dim 32,
+//     intermediate 128, 4096 positions);
+//   - "llama-3.2-1b": meta-llama/Llama-3.2-1B's config.json (transformers 4.45.0.dev0): vocab
+//     128256, hidden 2048, 16 layers, 32/8 heads, head_dim 64, intermediate 8192, tied,
+//     rope_theta 500000 with rope_scaling llama3 (factor 32, low 1, high 4, original 8192),
+//     rms_norm_eps 1e-5, 131072 positions, bos 128000, eos 128001, no attention or MLP bias
+//     (Llama-3.2-1B-Instruct differs only in eos [128001, 128008, 128009]; --tokenizer sets
+//     the ids); "llama-3.2-tiny": hidden 64, 2 layers, 4/2 heads, head_dim 16, intermediate 128;
+//   - "smollm2-135m": HuggingFaceTB/SmolLM2-135M's config.json (transformers 4.40.1): a llama,
+//     vocab 49152, hidden 576, 30 layers, 9/3 heads (head_dim 64), intermediate 1536, tied,
+//     rope_theta 100000, no rope_scaling, rms_norm_eps 1e-5, initializer_range 1/24, 8192
+//     positions, bos = eos = 0 (the -Instruct model's are 1 and 2, from its tokenizer);
+//     "smollm2-tiny": the smollm2-tiny fixture's shape (hidden 48, 2 layers, 3/1 heads,
+//     intermediate 128).
+//
+// Sources of the released configs as quoted in public repositories (the Hub itself is not
+// reachable here): Qwen3-0.6B in a model report beside Qwen3ForCausalLM configs and in several
+// test files with transformers_version 4.51.0; Llama-3.2-1B in a project's configs module
+// ("As a reference, This is the config.json of Llama-3.2-1B model"); SmolLM2-135M in a
+// SmolLMv2 reproduction's README ("SmolLMv2 Configuration Used", transformers_version 4.40.1).
 func Preset(name string) (*Config, error) {
 	id := func(v int) *int { return &v }
 	base := Config{ModelType: "qwen2", HiddenAct: "silu", RMSNormEps: 1e-6, RopeTheta: 1e6,
 		TieWordEmbeddings: true, MaxPositionEmbeddings: 32768, InitializerRange: 0.02, TorchDType: "float32"}
+	llama3Rope := Rope{Type: "llama3", Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}
 	cfg := base
 	switch strings.ToLower(name) {
 	case "tiny":
@@ -31,10 +69,47 @@ func Preset(name string) (*Config, error) {
 		cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 151936, 896, 4864, 24
 		cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 14, 2
 		cfg.BOSTokenID, cfg.EOSTokenIDs = id(151643), []int{151643}
+	case "qwen3-0.6b":
+		cfg.ModelType, cfg.MaxPositionEmbeddings = "qwen3", 40960
+		cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 151936, 1024, 3072, 28
+		cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim = 16, 8, 128
+		cfg.BOSTokenID, cfg.EOSTokenIDs = id(151643), []int{151645}
+	case "qwen3-tiny":
+		cfg.ModelType, cfg.MaxPositionEmbeddings = "qwen3", 4096
+		cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 512, 64, 128, 2
+		cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim = 4, 2, 32
+		cfg.BOSTokenID, cfg.EOSTokenIDs = id(509), []int{511}
+	case "llama-3.2-1b", "llama-3.2-tiny":
+		cfg.ModelType, cfg.RopeTheta, cfg.Rope, cfg.RMSNormEps, cfg.MaxPositionEmbeddings = "llama", 500000, llama3Rope, 1e-5, 131072
+		if strings.ToLower(name) == "llama-3.2-1b" {
+			cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 128256, 2048, 8192, 16
+			cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim = 32, 8, 64
+			cfg.BOSTokenID, cfg.EOSTokenIDs = id(128000), []int{128001}
+		} else {
+			cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 512, 64, 128, 2
+			cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim = 4, 2, 16
+			cfg.BOSTokenID, cfg.EOSTokenIDs = id(509), []int{511}
+		}
+	case "smollm2-135m", "smollm2-tiny":
+		cfg.ModelType, cfg.RopeTheta, cfg.RMSNormEps, cfg.MaxPositionEmbeddings = "llama", 100000, 1e-5, 8192
+		cfg.InitializerRange = 0.041666666666666664
+		if strings.ToLower(name) == "smollm2-135m" {
+			cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 49152, 576, 1536, 30
+			cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 9, 3
+			cfg.BOSTokenID, cfg.EOSTokenIDs = id(0), []int{0}
+		} else {
+			cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 512, 48, 128, 2
+			cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 3, 1
+			cfg.BOSTokenID, cfg.EOSTokenIDs = id(509), []int{511}
+		}
+	case "gemma-3-270m", "gemma-3-tiny":
+		return nil, fmt.Errorf("qwen2: preset %q: Gemma 3 (model_type gemma3_text) is not supported yet; valid: %s", name, strings.Join(PresetNames, ", "))
 	default:
 		return nil, fmt.Errorf("qwen2: unknown preset %q; valid: %s", name, strings.Join(PresetNames, ", "))
 	}
-	cfg.HeadDim = cfg.HiddenSize / cfg.NumAttentionHeads
+	if cfg.HeadDim == 0 {
+		cfg.HeadDim = cfg.HiddenSize / cfg.NumAttentionHeads
+	}
 	return &cfg, cfg.Validate()
 }
 

@@ -113,3 +113,68 @@ func TestInitCheckpoint_Loads(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The real shapes' configs (never allocated here): parameter counts from the released configs,
+// worked out by hand — Qwen3-0.6B 596,049,920 (0.44B without the embedding, as its model card
+// says), Llama-3.2-1B 1,235,814,400, SmolLM2-135M 134,515,008 — and the family features.
+func TestPreset_RealFamilyShapes(t *testing.T) {
+	for _, c := range []struct {
+		name, modelType string
+		params          int64
+		headDim         int
+		rope            string
+	}{
+		{"qwen3-0.6b", "qwen3", 596_049_920, 128, ""},
+		{"llama-3.2-1b", "llama", 1_235_814_400, 64, "llama3"},
+		{"smollm2-135m", "llama", 134_515_008, 64, ""},
+	} {
+		cfg, err := Preset(c.name)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !RealPreset(c.name) || cfg.ModelType != c.modelType || int64(cfg.NumParameters()) != c.params ||
+			cfg.HeadDim != c.headDim || cfg.Rope.Type != c.rope || !cfg.TieWordEmbeddings || cfg.AttentionBias || cfg.MLPBias {
+			t.Errorf("%s: %+v (%d parameters), want model_type %s, %d parameters, head_dim %d, rope %q, tied, no biases",
+				c.name, cfg, cfg.NumParameters(), c.modelType, c.params, c.headDim, c.rope)
+		}
+	}
+	if _, err := Preset("gemma-3-270m"); err == nil || !strings.Contains(err.Error(), "Gemma 3") || !strings.Contains(err.Error(), "not supported yet") {
+		t.Errorf("gemma-3-270m: %v", err)
+	}
+}
+
+// Each tiny family preset initialises, loads back with its family's config and runs a forward
+// pass (greedy generation).
+func TestPreset_TinyFamiliesInitAndLoad(t *testing.T) {
+	backend := testBackendOrSkip(t)
+	for _, name := range []string{"qwen3-tiny", "llama-3.2-tiny", "smollm2-tiny"} {
+		cfg, err := Preset(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if RealPreset(name) {
+			t.Errorf("%s counted as a real shape", name)
+		}
+		dir := filepath.Join(t.TempDir(), name)
+		if err := InitCheckpoint(dir, cfg, 1, SaveOptions{DType: "F32"}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ctx, got, err := Load(dir, dtypes.Float32)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got.ModelType != cfg.ModelType || got.HeadDim != cfg.HeadDim || got.Rope != cfg.Rope || got.RopeTheta != cfg.RopeTheta ||
+			got.NumParameters() != cfg.NumParameters() || got.InitializerRange != cfg.InitializerRange {
+			t.Errorf("%s: loaded %+v, want %+v", name, got, cfg)
+		}
+		g := generate.NewGenerator(backend, ctx, Arch{Config: got})
+		out, err := g.Generate([][]int32{{1, 2, 3}}, generate.Options{MaxNewTokens: 2})
+		g.Finalize()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(out) != 1 {
+			t.Errorf("%s: %d rows generated, want 1", name, len(out))
+		}
+	}
+}
