@@ -2,7 +2,7 @@
 # gpu-check-test.sh BIN — scripts/gpu-check.sh exercised on a CPU (make gpu-check-cpu), so that the
 # GPU run cannot fail on something a CPU could have caught:
 #
-#   1. --cpu: the CPU shapes end to end;
+#   1. --cpu: the CPU shapes end to end, for every model family's tiny preset (--family);
 #   2. --rehearse: the GPU branch itself (its stage order, argument lists, bf16 bench paths and
 #      environment) at tiny sizes on the pure-Go backend;
 #   3. fake plugin trees in a temporary site-packages: the discovery of JAX's CUDA plugin, the CUDA
@@ -39,6 +39,14 @@ GC=(bash "$ROOT/scripts/gpu-check.sh" --bin "$BIN")
 # 1. The CPU shapes.
 run_check cpu 0 "${GC[@]}" --cpu --out "$T/cpu"
 expect "$T/cpu/summary.txt" "mode: cpu" "result: ok" "backend            ok" "compile " "graphs), run" "trainer_grpo       ok"
+
+# 1b. Every other model family's tiny preset on the CPU (--family).
+for fam in qwen3:qwen3-tiny llama:llama-3.2-tiny smollm2:smollm2-tiny; do
+  run_check "cpu-${fam%%:*}" 0 "${GC[@]}" --cpu --family "${fam%%:*}" --out "$T/cpu-${fam%%:*}"
+  expect "$T/cpu-${fam%%:*}/summary.txt" "family: ${fam%%:*}" "preset: ${fam#*:}" "result: ok" "trainer_sft        ok" "trainer_grpo       ok"
+done
+run_check family-unknown 2 "${GC[@]}" --cpu --family gemma3 --out "$T/family-unknown"
+expect "$T/family-unknown.stderr" "unknown --family gemma3 (valid: qwen2, qwen3, llama, smollm2)"
 
 # 2. The GPU branch at tiny sizes: bf16 benches, the trainers with --bf16, XLA logging visible.
 run_check rehearse 0 "${GC[@]}" --rehearse --out "$T/rehearse"
@@ -106,4 +114,4 @@ if [ "$fails" -gt 0 ]; then
   echo "gpu-check-test: $fails failure(s)" >&2
   exit 1
 fi
-echo "gpu-check-test: ok (cpu, rehearsal, 3 fake plugin trees, carry size)"
+echo "gpu-check-test: ok (cpu for 4 families, rehearsal, 3 fake plugin trees, carry size)"

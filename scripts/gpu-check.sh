@@ -10,8 +10,13 @@
 #                                    and tiny sizes (make gpu-check-cpu)
 #   scripts/gpu-check.sh --cpu       the CPU shapes: float32 bench paths, tiny sizes (make gpu-check-cpu)
 #
-# Options: --cpu, --rehearse, --bin PATH (default bin/posttrain), --out DIR (default $OUT, else
-# out/gpu-check), --budget SECONDS (whole run), --keep (keep the work directory). Every size below
+# Options: --cpu, --rehearse, --family NAME (the model family: qwen2, the default, qwen3, llama or
+# smollm2; also FAMILY=NAME), --bin PATH (default bin/posttrain), --out DIR (default $OUT, else
+# out/gpu-check), --budget SECONDS (whole run), --keep (keep the work directory). The family picks
+# the preset: on the GPU its real shape (qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b, smollm2-135m) with
+# its tokenizer where the repository has one (Qwen's, Llama 3.1's; SmolLM2 gets the cut-down test
+# tokenizer, which fits its vocabulary), on the CPU its tiny variant (tiny, qwen3-tiny,
+# llama-3.2-tiny, smollm2-tiny). Every size below
 # can be set from the environment (PRESET, BACKEND, BENCH_DTYPE, DECODE_BATCH, SFT_BATCH, ...; see
 # "Settings"). ONLY=REGEX runs only the stages whose names match (the others are recorded as
 # skipped; `backend` and `probe` always run), or a preset: ONLY=@first (correctness: the backend,
@@ -52,9 +57,11 @@ BIN=${POSTTRAIN_BIN:-$ROOT/bin/posttrain}
 OUT_DIR=${OUT:-$ROOT/out/gpu-check}
 BUDGET=${BUDGET:-}
 KEEP=${KEEP:-0}
+FAMILY=${FAMILY:-qwen2}
 while [ $# -gt 0 ]; do
   case $1 in
     --cpu) MODE=cpu ;;
+    --family) FAMILY=$2; shift ;;
     --gpu) MODE=gpu ;;
     --rehearse) MODE=gpu; REHEARSE=1 ;;
     --bin) BIN=$2; shift ;;
@@ -81,10 +88,19 @@ case ${ONLY:-} in
   @*) echo "gpu-check: unknown ONLY preset ${ONLY} (valid: @first, @speed, @trainers, @go, or a regular expression)" >&2; exit 2 ;;
 esac
 
+# ---- The family's presets and tokenizer (PRESET / TOKENIZER in the environment override them) ----
+case $FAMILY in
+  qwen2) TINY_PRESET=tiny; REAL_PRESET=qwen2.5-0.5b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata ;;
+  qwen3) TINY_PRESET=qwen3-tiny; REAL_PRESET=qwen3-0.6b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata ;;
+  llama) TINY_PRESET=llama-3.2-tiny; REAL_PRESET=llama-3.2-1b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata/llama3 ;;
+  smollm2) TINY_PRESET=smollm2-tiny; REAL_PRESET=smollm2-135m; REAL_TOKENIZER=$ROOT/internal/tinymodel/files ;;
+  *) echo "gpu-check: unknown --family ${FAMILY} (valid: qwen2, qwen3, llama, smollm2)" >&2; exit 2 ;;
+esac
+
 # ---- Settings (environment overrides the mode's default) ----
 # The stages' argument lists below are the same in every mode; only these values differ.
 if [ "$MODE" = cpu ]; then
-  : "${PRESET:=tiny}" "${BACKEND:=go}" "${BENCH_DTYPE:=float32}" "${BUDGET:=300}"
+  : "${PRESET:=$TINY_PRESET}" "${BACKEND:=go}" "${BENCH_DTYPE:=float32}" "${BUDGET:=300}"
   : "${SCORE_ROWS:=4}" "${SCORE_LEN:=32}"
   : "${DECODE_BATCH:=1,4}" "${DECODE_PROMPT:=8}" "${DECODE_NEW:=8}"
   : "${SFT_BATCH:=2}" "${SFT_LEN:=32}" "${SFT_STEPS:=2}"
@@ -97,7 +113,7 @@ if [ "$MODE" = cpu ]; then
   : "${T_DECODE:=60}" "${T_TRAINER:=60}" "${T_HF_SCORE:=120}" "${T_HF_BENCH:=120}"
 else
   if [ "$REHEARSE" = 1 ]; then # the GPU branch at tiny sizes on the pure-Go backend
-    : "${PRESET:=tiny}" "${BACKEND:=go}" "${BUDGET:=300}" "${TOKENIZER:=$ROOT/internal/tinymodel/files}"
+    : "${PRESET:=$TINY_PRESET}" "${BACKEND:=go}" "${BUDGET:=300}" "${TOKENIZER:=$ROOT/internal/tinymodel/files}"
     : "${SCORE_ROWS:=4}" "${SCORE_LEN:=32}"
     : "${DECODE_BATCH:=1,4}" "${DECODE_PROMPT:=8}" "${DECODE_NEW:=8}"
     : "${SFT_BATCH:=2}" "${SFT_LEN:=32}" "${SFT_STEPS:=2}"
@@ -105,7 +121,7 @@ else
     : "${TRAIN_SFT_STEPS:=2}" "${TRAIN_SFT_BATCH:=4}" "${TRAIN_SFT_LEN:=256}"
     : "${TRAIN_GRPO_STEPS:=2}" "${TRAIN_GRPO_BATCH:=4}" "${TRAIN_GRPO_GA:=2}" "${TRAIN_GRPO_GENS:=4}" "${TRAIN_GRPO_NEW:=8}"
   fi
-  : "${PRESET:=qwen2.5-0.5b}" "${BACKEND:=}" "${BENCH_DTYPE:=bfloat16}" "${BUDGET:=420}"
+  : "${PRESET:=$REAL_PRESET}" "${BACKEND:=}" "${BENCH_DTYPE:=bfloat16}" "${BUDGET:=420}"
   : "${SCORE_ROWS:=4}" "${SCORE_LEN:=128}"
   : "${DECODE_BATCH:=1,64,256}" "${DECODE_PROMPT:=64}" "${DECODE_NEW:=64}"
   : "${SFT_BATCH:=8}" "${SFT_LEN:=512}" "${SFT_STEPS:=3}"
@@ -116,7 +132,7 @@ else
   # libraries honour NVIDIA_TF32_OVERRIDE=0 (set for the float32 checks below): tolerances allow it,
   # and the report's max |Δ| shows which one ran (~1e-6 full float32, ~1e-3 TF32).
   : "${TOL_PROBE:=2e-3}" "${TOL_F32:=5e-3}" "${TOL_BF16:=0.15}"
-  : "${TOKENIZER:=$ROOT/data/tokenizer/testdata}"
+  : "${TOKENIZER:=$REAL_TOKENIZER}"
   # The real trainers, both in bf16 with float32 masters; GRPO at 64 prompts × 8 completions × 64
   # tokens per step in 8 accumulated micro-batches of 64.
   : "${TRAIN_DTYPE_FLAG:=--bf16}" "${TRAIN_SFT_STEPS:=5}" "${TRAIN_SFT_BATCH:=8}" "${TRAIN_SFT_LEN:=512}"
@@ -142,7 +158,7 @@ STAGES=$WORK/stages.jsonl
 declare -A STATUS=()
 MODE_NAME=$MODE
 [ "$REHEARSE" = 1 ] && MODE_NAME=gpu-rehearsal
-INFO=(--info "mode=$MODE_NAME" --info "preset=$PRESET" --info "bench_dtype=$BENCH_DTYPE" --info "seed=$SEED"
+INFO=(--info "mode=$MODE_NAME" --info "family=$FAMILY" --info "preset=$PRESET" --info "bench_dtype=$BENCH_DTYPE" --info "seed=$SEED"
       --info "posttrain=$("$BIN" --version 2>/dev/null | head -1)" --info "host=$(hostname 2>/dev/null || echo unknown)"
       --info "started_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)" --info "budget_s=$BUDGET" --info "only=${ONLY:-all}")
 [ -d "$ROOT/.git" ] && INFO+=(--info "commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)")
