@@ -69,7 +69,7 @@ func printLogProbs(w io.Writer, rep *Report) {
 	if len(rep.LogProbs) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "log-probs (posttrain vs transformers Qwen2ForCausalLM on the same checkpoint and device; probe: vs the fixture's float64 reference):")
+	fmt.Fprintln(w, "log-probs (posttrain vs transformers AutoModelForCausalLM on the same checkpoint and device; probe: vs the fixture's float64 reference):")
 	for _, dt := range []string{ProbeCheck, "float32", "bfloat16"} {
 		c := rep.LogProbs[dt]
 		if c == nil {

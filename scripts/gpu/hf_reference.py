@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch + HuggingFace transformers side of scripts/gpu-check.sh.
 
-Loads Qwen2ForCausalLM from the same checkpoint directory posttrain uses and runs the same
+Loads the checkpoint with AutoModelForCausalLM (Qwen2, Qwen3, Llama, ...) from the same checkpoint directory posttrain uses and runs the same
 workloads as `posttrain score` / `posttrain bench decode|sft|grpo`, printing one JSON object on
 stdout with the same keys (progress goes to stderr):
 
