@@ -17,6 +17,7 @@ import (
 )
 
 func init() {
+	freshFlags["grpo"] = func() []cli.Flag { return config.Flags(config.DefaultGRPO()) }
 	addCommand(&cli.Command{
 		Name:  "grpo",
 		Usage: "GRPO with verifier rewards: --model M --dataset FILE|mult --reward NAME[,NAME...] --output-dir DIR",

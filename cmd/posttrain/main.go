@@ -28,10 +28,19 @@ var commands []*cli.Command
 // addCommand registers a top-level subcommand; called from init functions.
 func addCommand(c *cli.Command) { commands = append(commands, c) }
 
+// freshFlags rebuilds a command's flags (by command name) for each newApp: urfave/cli keeps a
+// flag's "set" state after a run, and the trainers' --config precedence (flags given explicitly
+// win over the YAML) asks exactly that, so a second run in one process (the tests) saw the first
+// run's flags as given.
+var freshFlags = map[string]func() []cli.Flag{}
+
 func newApp() *cli.Command {
 	attachToys()
 	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
 	for _, c := range commands {
+		if f, ok := freshFlags[c.Name]; ok {
+			c.Flags = f()
+		}
 		setUsageErrors(c)
 	}
 	return &cli.Command{

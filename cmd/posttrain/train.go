@@ -29,6 +29,7 @@ func trainCommand(method, usage, description string, build trainMethod) *cli.Com
 	if err != nil {
 		panic(err)
 	}
+	freshFlags[method] = func() []cli.Flag { return config.Flags(defaults) }
 	return &cli.Command{
 		Name:        method,
 		Usage:       usage,
