@@ -43,17 +43,8 @@ func DefaultDQN() DQNConfig {
 
 // Validate names the first bad setting by its flag.
 func (c DQNConfig) Validate() error {
-	var first error // the first bad setting: one line naming its flag
-	check := func(bad bool, format string, args ...any) {
-		if bad && first == nil {
-			first = fmt.Errorf(format, args...)
-		}
-	}
-	_, err := gym.Make(c.Env)
-	check(err != nil, "env: %v", err)
-	check(c.Seed < 0, "seed %d: Gymnasium's seed must be >= 0", c.Seed)
+	first, check := checkCommon(c.Env, c.Seed, c.LearningRate)
 	check(c.TotalSteps < 1, "total-steps %d must be >= 1", c.TotalSteps)
-	check(!(c.LearningRate >= 0) || math.IsInf(c.LearningRate, 0), "learning-rate %v must be a number >= 0", c.LearningRate)
 	check(c.BatchSize < 1, "batch-size %d must be >= 1", c.BatchSize)
 	check(c.BufferSize < c.BatchSize, "buffer-size %d must be >= batch-size %d", c.BufferSize, c.BatchSize)
 	check(!(c.Gamma >= 0 && c.Gamma <= 1), "gamma %v must be in [0, 1]", c.Gamma)
@@ -67,7 +58,7 @@ func (c DQNConfig) Validate() error {
 	for _, h := range c.Hidden {
 		check(h < 1, "hidden: width %d must be >= 1", h)
 	}
-	return first
+	return *first
 }
 
 // Episode is one finished episode: the step (DQN) or iteration (PPO) it ended in, and its return.

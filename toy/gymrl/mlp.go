@@ -19,6 +19,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/gomlxfix"
 	"github.com/posttrain/posttrain/internal/pyrand"
+	"github.com/posttrain/posttrain/toy/gym"
 )
 
 // mlp is nn.Sequential(nn.Linear(sizes[0], sizes[1]), act, …, nn.Linear(sizes[n-2], sizes[n-1])):
@@ -127,4 +128,20 @@ func finalLast10(returns []float64) float64 {
 		s += r
 	}
 	return s / 10
+}
+
+// checkCommon starts a Validate: it checks the settings DQN and PPO share (env, seed, learning
+// rate) and returns the first error found so far and the check function that keeps the first.
+func checkCommon(env string, seed int64, lr float64) (*error, func(bad bool, format string, args ...any)) {
+	first := new(error) // the first bad setting: one line naming its flag
+	check := func(bad bool, format string, args ...any) {
+		if bad && *first == nil {
+			*first = fmt.Errorf(format, args...)
+		}
+	}
+	_, err := gym.Make(env)
+	check(err != nil, "env: %v", err)
+	check(seed < 0, "seed %d: Gymnasium's seed must be >= 0", seed)
+	check(!(lr >= 0) || math.IsInf(lr, 0), "learning-rate %v must be a number >= 0", lr)
+	return first, check
 }

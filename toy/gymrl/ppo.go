@@ -47,17 +47,8 @@ func DefaultPPO() PPOConfig {
 
 // Validate names the first bad setting by its flag.
 func (c PPOConfig) Validate() error {
-	var first error // the first bad setting: one line naming its flag
-	check := func(bad bool, format string, args ...any) {
-		if bad && first == nil {
-			first = fmt.Errorf(format, args...)
-		}
-	}
-	_, err := gym.Make(c.Env)
-	check(err != nil, "env: %v", err)
-	check(c.Seed < 0, "seed %d: Gymnasium's seed must be >= 0", c.Seed)
+	first, check := checkCommon(c.Env, c.Seed, c.LearningRate)
 	check(c.Iterations < 1, "iterations %d must be >= 1", c.Iterations)
-	check(!(c.LearningRate >= 0) || math.IsInf(c.LearningRate, 0), "learning-rate %v must be a number >= 0", c.LearningRate)
 	check(c.NumSteps < 1, "num-steps %d must be >= 1", c.NumSteps)
 	check(!(c.Gamma >= 0 && c.Gamma <= 1), "gamma %v must be in [0, 1]", c.Gamma)
 	check(!(c.GAELambda >= 0 && c.GAELambda <= 1), "gae-lambda %v must be in [0, 1]", c.GAELambda)
@@ -71,7 +62,7 @@ func (c PPOConfig) Validate() error {
 	for _, h := range c.Hidden {
 		check(h < 1, "hidden: width %d must be >= 1", h)
 	}
-	return first
+	return *first
 }
 
 // ppoBatch is one minibatch (graph inputs by name): observations, actions, π_old's log-probs,
