@@ -25,6 +25,11 @@ type KVFunc func(layer int, k, v *Node) (keys, values *Node)
 // weight returns the value of variable name in ctx's scope; under Reuse a missing variable or a
 // different shape or dtype panics, naming the variable.
 func weight(ctx *context.Context, g *Graph, name string, dtype dtypes.DType, dims ...int) *Node {
+	if a := activeAdapter(ctx, g); a != nil {
+		if w := a.Weight(ctx, g, name); w != nil {
+			return w
+		}
+	}
 	return ctx.VariableWithShape(name, shapes.Make(dtype, dims...)).ValueGraph(g)
 }
 
@@ -34,6 +39,9 @@ func linear(ctx *context.Context, x *Node, out int, bias bool) *Node {
 	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil) // [...,out]
 	if bias {
 		y = Add(y, ExpandLeftToRank(weight(ctx, x.Graph(), "bias", x.DType(), out), y.Rank()))
+	}
+	if a := activeAdapter(ctx, x.Graph()); a != nil {
+		y = a.Linear(ctx, x, y) // LoRA: y + s·B·A·x (models/lora)
 	}
 	return y
 }

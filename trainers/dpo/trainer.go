@@ -55,7 +55,7 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.D
 		t.chosen, t.rejected = append(t.chosen, c), append(t.rejected, rj)
 	}
 	batch := cfg.PerDeviceTrainBatchSize
-	sums, means, err := loop.SequenceLogProbs(backend, m, append(append([]encode.Encoded{}, t.chosen...), t.rejected...), batch)
+	sums, means, err := loop.ReferenceLogProbs(backend, m, append(append([]encode.Encoded{}, t.chosen...), t.rejected...), batch)
 	if err != nil {
 		return nil, fmt.Errorf("dpo reference log-probs: %w", err)
 	}

@@ -162,6 +162,13 @@ func (sp *lossSpec) scoreGraph(ctx *context.Context, nodes named.Inputs) map[str
 	return map[string]*Node{"logps": lp}
 }
 
+// baseScoreGraph is scoreGraph under the base model: the policy's adapter disabled (TRL's
+// reference under PEFT, model.disable_adapter()).
+func (sp *lossSpec) baseScoreGraph(ctx *context.Context, nodes named.Inputs) map[string]*Node {
+	qwen2.DisableAdapter(ctx, nodes.Values[0].Graph())
+	return sp.scoreGraph(ctx, nodes)
+}
+
 // aggregate is TRL's loss_type for one micro-batch of an accumulated step (TRL divides grpo, bnpo
 // and dr_grpo by the number of accumulation steps, and dapo by the accumulated batch's token
 // count, num_items_in_batch):

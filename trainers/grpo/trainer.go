@@ -175,7 +175,14 @@ func (t *Trainer) compile() error {
 		// TRL: with beta 0 ref_model is None and SyncRefModelCallback.on_step_end does nothing.
 		t.log.Info("grpo: sync_ref_model has no effect with beta 0: there is no reference model")
 	}
-	if c.Beta != 0 { // the reference is the initial policy, in a second context
+	if c.Beta != 0 && m.Adapter != nil { // PEFT: the policy with its adapter disabled, no copy
+		if c.SyncRefModel {
+			return errors.New("grpo: sync_ref_model (--sync-ref-model) needs a reference model of its own, which use_peft (--use-peft) does not keep (TRL: the reference is the base model with the adapter disabled)")
+		}
+		if t.refEval, err = step.NewContextEval(t.s.Backend, m.Ctx, t.spec.baseScoreGraph); err != nil {
+			return fmt.Errorf("grpo: reference log-probs: %w", err)
+		}
+	} else if c.Beta != 0 { // the reference is the initial policy, in a second context
 		ref, err := t.newReference()
 		if err != nil {
 			return err

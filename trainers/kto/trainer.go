@@ -75,7 +75,7 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.K
 		}
 	}
 	all := append(append([]encode.Encoded{}, t.rows...), t.kl...)
-	sums, _, err := loop.SequenceLogProbs(backend, m, all, b)
+	sums, _, err := loop.ReferenceLogProbs(backend, m, all, b)
 	if err != nil {
 		return nil, fmt.Errorf("kto reference log-probs: %w", err)
 	}

@@ -29,9 +29,24 @@ func EncodedRows(rows []encode.Encoded) Rows {
 // batches of batch, in order. Values are the float32 results, so feeding them back as inputs
 // reproduces what the graph computed.
 func SequenceLogProbs(backend backends.Backend, m *Model, rows []encode.Encoded, batch int) (sums, means []float32, err error) {
+	return sequenceLogProbs(backend, m, rows, batch, false)
+}
+
+// ReferenceLogProbs is SequenceLogProbs under the reference policy π_ref of DPO and KTO: the
+// model's current weights (the starting ones, called before training), with its adapter
+// disabled (qwen2.DisableAdapter) when it has one, as TRL's null_ref_context does under PEFT: no
+// second copy of the weights.
+func ReferenceLogProbs(backend backends.Backend, m *Model, rows []encode.Encoded, batch int) (sums, means []float32, err error) {
+	return sequenceLogProbs(backend, m, rows, batch, true)
+}
+
+func sequenceLogProbs(backend backends.Backend, m *Model, rows []encode.Encoded, batch int, reference bool) (sums, means []float32, err error) {
 	cfg := m.Config
 	ev, err := step.NewContextEval(backend, m.Ctx.Reuse(), func(ctx *context.Context, in named.Inputs) map[string]*graph.Node {
 		r := named.Bind[RowInputs[*graph.Node]](in)
+		if reference {
+			qwen2.DisableAdapter(ctx, r.IDs.Graph())
+		}
 		lp := qwen2.TokenLogProbs(ctx, cfg, r.IDs, r.Pos, r.Mask)
 		return map[string]*graph.Node{"sums": step.SeqSum(lp, r.Loss), "means": step.SeqMean(lp, r.Loss)}
 	})

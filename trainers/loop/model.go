@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -29,6 +30,10 @@ type Model struct {
 	// eos_token and chat_template_path); nil for a model built by hand (tests, benchmarks), which
 	// Save writes with the source's tokenizer files unchanged.
 	Text *encode.Text
+	// Adapter, when set, is the LoRA adapter being trained (--use-peft): only its variables (and
+	// its modules_to_save copies) are trainable, the base weights stay frozen in the compute dtype
+	// without float32 masters, and Save writes PEFT's adapter files (adapter.go).
+	Adapter *lora.Adapter
 }
 
 // MasterScope holds the float32 master weights under bf16.
@@ -69,9 +74,10 @@ func (m *Model) Params() ([]*context.Variable, []string, error) {
 	return vars, names, nil
 }
 
-// Master returns the float32 master variable of a weight (the weight itself in float32 mode).
+// Master returns the float32 master variable of a weight (the weight itself in float32 mode and
+// for a float32 variable; nil for a frozen base weight under bf16 with an adapter).
 func (m *Model) Master(v *context.Variable) *context.Variable {
-	if m.DType == dtypes.Float32 {
+	if m.DType == dtypes.Float32 || v.DType() == dtypes.Float32 { // LoRA's A and B are float32
 		return v
 	}
 	return m.Ctx.GetVariableByScopeAndName(MasterScope+v.Scope(), v.Name())
@@ -82,6 +88,9 @@ func (m *Model) Master(v *context.Variable) *context.Variable {
 func (m *Model) ToBF16() error {
 	if m.DType == dtypes.BFloat16 {
 		return nil
+	}
+	if m.Adapter != nil {
+		return m.adapterToBF16()
 	}
 	vars, _, err := m.Params()
 	if err != nil {
@@ -162,6 +171,9 @@ func (m *Model) masterContext() (*context.Context, error) {
 // text side's changes (encode.Text.SaveChanges, and ConfigEOS's eos_token_id in config.json and
 // generation_config.json).
 func (m *Model) Save(dir string) error {
+	if m.Adapter != nil {
+		return m.saveAdapter(dir)
+	}
 	ctx, err := m.masterContext()
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
@@ -53,6 +54,11 @@ type Optimizer struct {
 	// The names of accum's inputs (the method's, then "norm") and metrics, and of update's inputs.
 	accumSig, updateSig named.Signature
 	steps               int // AdamW updates done (PyTorch's state["step"])
+	// dropout: the model's adapter applies dropout in the training graph, whose masks come from
+	// an RNG state input derived from seed, the step and the micro-batch (resume draws the same).
+	dropout bool
+	seed    int64
+	micros  int // micro-batches of the step in progress
 }
 
 // LossFunc builds a micro-batch's loss, divided by norm (the accumulated batch's size, a float32
@@ -65,6 +71,9 @@ type LossFunc func(ctx *context.Context, in named.Inputs, norm *Node) (loss *Nod
 // cannot collide; Signature.Args refuses a Feed that names it twice.
 const normInput = "norm"
 
+// rngInput is the accumulation graph's RNG state of LoRA's dropout (only when it applies).
+const rngInput = "dropout_rng"
+
 // adamInputs are the inputs of the update graph (updateGraph), computed on the host.
 type adamInputs[T any] struct {
 	StepSize    T // lr/(1−β1ᵗ)
@@ -72,15 +81,17 @@ type adamInputs[T any] struct {
 	DecayFactor T // 1 − lr·wd
 }
 
-// NewOptimizer creates the float32 gradient accumulators and AdamW moments of m's weights in
+// NewOptimizer creates the float32 gradient accumulators and AdamW moments of m's trainable
+// weights (Model.Trainable: all of them, or an adapter's) in
 // m.Ctx (zero, or kept if they exist) and prepares the graphs; lossFn is compiled per input shape
 // on the first Micro call with that shape.
 func NewOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc) (*Optimizer, error) {
 	o := &Optimizer{backend: backend, model: m, hp: hp}
 	var err error
-	if o.params, o.names, err = m.Params(); err != nil {
+	if o.params, o.names, err = m.Trainable(); err != nil {
 		return nil, err
 	}
+	o.dropout = m.Adapter != nil && m.Adapter.Dropping()
 	for i, v := range o.params {
 		n := o.names[i]
 		o.decay = append(o.decay, !strings.HasSuffix(n, ".bias") && !strings.Contains(n, "norm"))
@@ -115,6 +126,10 @@ func NewOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc)
 // accumGraph is one micro-batch: loss → gradients → added to the accumulators. in are the
 // trainer's inputs and norm. Outputs: the loss, then the metrics by sorted name (accumSig).
 func (o *Optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, in named.Inputs) []*Node {
+	if o.dropout {
+		lora.Train(ctx, in.Get(rngInput).Graph(), in.Get(rngInput))
+		in = in.Without(rngInput)
+	}
 	loss, metrics := lossFn(ctx, in.Without(normInput), in.Get(normInput))
 	if loss == nil || !loss.Shape().IsScalar() {
 		panic(fmt.Sprintf("the loss must be a scalar, got %v", loss))
@@ -155,6 +170,9 @@ func (o *Optimizer) updateGraph(in adamInputs[*Node]) []*Node {
 	b1, b2 := o.hp.Beta1, o.hp.Beta2
 	for i, v := range o.params {
 		master := o.model.Master(v)
+		if master == nil {
+			panic(fmt.Sprintf("%s has no float32 master", o.names[i]))
+		}
 		theta := master.ValueGraph(g)
 		if o.decay[i] && o.hp.WeightDecay > 0 {
 			theta = Mul(theta, decayFactor)
@@ -180,7 +198,11 @@ func (o *Optimizer) updateGraph(in adamInputs[*Node]) []*Node {
 func (o *Optimizer) Micro(in named.Feed, norm float64) (loss float64, metrics map[string]float64, err error) {
 	var outs []*tensors.Tensor
 	err = catch("train micro-batch", func() error {
-		args, e := o.accumSig.Args(in.With(normInput, float32(norm)))
+		feed := in.With(normInput, float32(norm))
+		if o.dropout {
+			feed = feed.With(rngInput, o.dropoutState())
+		}
+		args, e := o.accumSig.Args(feed)
 		if e != nil {
 			return e
 		}
@@ -190,6 +212,7 @@ func (o *Optimizer) Micro(in named.Feed, norm float64) (loss float64, metrics ma
 	if err != nil {
 		return 0, nil, err
 	}
+	o.micros++
 	ms, err := o.accumSig.Results(outs[1:])
 	if err != nil {
 		return 0, nil, fmt.Errorf("train micro-batch: %w", err)
@@ -218,6 +241,7 @@ func (o *Optimizer) Apply(lr float64) (float64, error) {
 		return 0, err
 	}
 	o.steps++
+	o.micros = 0
 	return step.ScalarValue(outs[0]), nil
 }
 
@@ -238,8 +262,33 @@ func (o *Optimizer) Discard() error {
 			}
 		}
 		_, e := o.zero.Exec()
+		o.micros = 0
 		return e
 	})
+}
+
+// SetSeed sets the seed of the adapter's dropout masks (the run's seed).
+func (o *Optimizer) SetSeed(seed int64) { o.seed = seed }
+
+// dropoutState is the RNG state (graph.RNGStateShape) of the next micro-batch's dropout masks: a
+// function of the seed, the optimizer step and the micro-batch's index in it, so that a resumed
+// run draws what the uninterrupted one would have.
+func (o *Optimizer) dropoutState() []uint64 {
+	x := uint64(o.seed)
+	out := make([]uint64, 3)
+	for i, v := range []uint64{uint64(o.steps), uint64(o.micros), 0x6c6f7261} {
+		x = splitmix64(x ^ v)
+		out[i] = x
+	}
+	return out
+}
+
+// splitmix64 is Steele et al.'s SplitMix64 finaliser: a bijective mix of 64 bits.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // Steps is the number of updates applied (AdamW's t).

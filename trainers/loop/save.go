@@ -14,6 +14,7 @@ import (
 	"github.com/posttrain/posttrain/internal/fsmode"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/internal/tensorboard"
+	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/config"
@@ -39,9 +40,9 @@ type extra struct {
 var RunFiles = checkpoint.Run{
 	Files: append([]string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName, CardName, tensorboard.RunsDir,
 		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json", safetensors.IncompleteMarker,
-		qwen2.ConfigFileName, qwen2.GenerationConfigFileName}, qwen2.TokenizerFiles...),
+		qwen2.ConfigFileName, qwen2.GenerationConfigFileName, lora.ConfigName, lora.WeightsName}, qwen2.TokenizerFiles...),
 	Marks: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl",
-		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json", safetensors.IncompleteMarker},
+		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json", safetensors.IncompleteMarker, lora.WeightsName},
 }
 
 // CheckOutputDir refuses, before any work, an output_dir that holds a previous run when cfg neither
@@ -175,6 +176,26 @@ func (d *driver) resume(dir string) error {
 	if err != nil {
 		return err
 	}
+	if err := d.resumeWeights(dir); err != nil {
+		return err
+	}
+	if err := d.opt.ReadState(filepath.Join(dir, OptimizerName), optSteps); err != nil {
+		return err
+	}
+	d.step, d.history, d.lastSaved = st.GlobalStep, st.LogHistory, st.GlobalStep
+	return nil
+}
+
+// resumeWeights restores the trained weights of a checkpoint: the model's, or the adapter's
+// (adapter_model.safetensors) over the base weights this run loaded.
+func (d *driver) resumeWeights(dir string) error {
+	if d.m.Adapter != nil {
+		weights, err := lora.ReadWeights(dir)
+		if err != nil {
+			return err
+		}
+		return d.m.SetAdapterWeights(weights, filepath.Join(dir, lora.WeightsName))
+	}
 	weights, err := safetensors.ReadModelDir(dir)
 	if err != nil {
 		return err
@@ -183,14 +204,7 @@ func (d *driver) resume(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := d.m.SetWeights(byName); err != nil {
-		return err
-	}
-	if err := d.opt.ReadState(filepath.Join(dir, OptimizerName), optSteps); err != nil {
-		return err
-	}
-	d.step, d.history, d.lastSaved = st.GlobalStep, st.LogHistory, st.GlobalStep
-	return nil
+	return d.m.SetWeights(byName)
 }
 
 // Save adds the data position (pass and offset, with the seed that orders each pass), the tokens

@@ -66,6 +66,7 @@ func newDriver(m *Model, src Source, opts Options) (*driver, error) {
 	if d.opt, err = NewOptimizer(opts.Backend, m, hp, src.Loss); err != nil {
 		return nil, err
 	}
+	d.opt.SetSeed(int64(cfg.Seed))
 	return d, nil
 }
 
