@@ -42,7 +42,7 @@ type Config struct {
 	TargetModules []string
 	// TargetRegex, when set (an adapter_config.json whose target_modules is a string), selects the
 	// linear layers whose whole path matches it (PEFT: re.fullmatch), instead of TargetModules.
-	TargetRegex string
+	TargetRegex   string
 	UseRSLoRA     bool     // s = α/√r (Kalajdzievski 2023) instead of α/r
 	ModulesToSave []string // modules trained in full (a trained copy; the original stays for π_ref)
 	BaseModel     string   // base_model_name_or_path written to adapter_config.json
