@@ -67,7 +67,7 @@ func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build tr
 		return err
 	}
 	defer b.Finalize()
-	m, err := loop.LoadModel(dir, c.BF16)
+	m, err := loop.LoadForTraining(dir, cfg)
 	if err != nil {
 		return err
 	}

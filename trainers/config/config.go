@@ -155,11 +155,12 @@ type SFT struct {
 	EOSToken           string `yaml:"eos_token" usage:"replace the tokenizer's eos_token with this token of its vocabulary (appended to text rows and completions, saved in the output's tokenizer_config.json); empty = the tokenizer's"`
 	ChatTemplatePath   string `yaml:"chat_template_path" usage:"chat template for conversational rows, saved with the model: a .jinja/.j2 file, or a tokenizer directory (its template and eos_token, as TRL's clone_chat_template; its tokens must already be in the vocabulary)"`
 	DatasetTextField   string `yaml:"dataset_text_field" usage:"the column standard language-modelling rows are read from (conversational rows are always \"messages\"); as TRL v0.24, EOS is appended to these rows only when it is \"text\""`
+	PEFT               `yaml:",inline"`
 }
 
 // DefaultSFT returns SFTConfig's v0.24 defaults.
 func DefaultSFT() *SFT {
-	c := &SFT{Training: DefaultTraining(), MaxLength: 1024, PackingStrategy: "bfd", LossType: "nll", DatasetTextField: "text"}
+	c := &SFT{Training: DefaultTraining(), PEFT: DefaultPEFT(), MaxLength: 1024, PackingStrategy: "bfd", LossType: "nll", DatasetTextField: "text"}
 	c.LearningRate = 2e-5
 	return c
 }
@@ -189,11 +190,12 @@ type DPO struct {
 	MaxCompletionLength   int       `yaml:"max_completion_length" usage:"truncate completions to their first this many tokens; 0 = no limit"`
 	TruncationMode        string    `yaml:"truncation_mode" enum:"keep_end|keep_start" usage:"which end of prompt+completion max_length keeps (keep_end can drop the whole prompt)"`
 	PrecomputeRefLogProbs bool      `yaml:"precompute_ref_log_probs" usage:"accepted for TRL compatibility: posttrain always computes the reference log-probs once, before training, from the starting weights (no second resident copy)"`
+	PEFT                  `yaml:",inline"`
 }
 
 // DefaultDPO returns DPOConfig's v0.24 defaults.
 func DefaultDPO() *DPO {
-	c := &DPO{Training: DefaultTraining(), Beta: 0.1, LossType: []string{"sigmoid"}, DiscopopTau: 0.05, FDivergenceType: "reverse_kl", FAlphaDivergenceCoef: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
+	c := &DPO{Training: DefaultTraining(), PEFT: DefaultPEFT(), Beta: 0.1, LossType: []string{"sigmoid"}, DiscopopTau: 0.05, FDivergenceType: "reverse_kl", FAlphaDivergenceCoef: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
 	c.LearningRate = 1e-6
 	return c
 }
@@ -215,11 +217,12 @@ type KTO struct {
 	MaxPromptLength     int     `yaml:"max_prompt_length" usage:"length a prompt is cut to when prompt+completion exceeds max_length"`
 	MaxCompletionLength int     `yaml:"max_completion_length" usage:"accepted for TRL compatibility: TRL's KTOTrainer applies it to encoder-decoder models only, so it has no effect here"`
 	TruncationMode      string  `yaml:"truncation_mode" enum:"keep_end|keep_start" usage:"which end of a too-long prompt is kept"`
+	PEFT                `yaml:",inline"`
 }
 
 // DefaultKTO returns KTOConfig's v0.24 defaults.
 func DefaultKTO() *KTO {
-	c := &KTO{Training: DefaultTraining(), Beta: 0.1, LossType: "kto", DesirableWeight: 1, UndesirableWeight: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
+	c := &KTO{Training: DefaultTraining(), PEFT: DefaultPEFT(), Beta: 0.1, LossType: "kto", DesirableWeight: 1, UndesirableWeight: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
 	c.LearningRate = 1e-6
 	return c
 }
@@ -260,12 +263,13 @@ type GRPO struct {
 	SyncRefModel             bool      `yaml:"sync_ref_model" usage:"TR-DPO: every ref_model_sync_steps steps mix the policy into the reference, ref = α·policy + (1−α)·ref; no effect with beta 0 (no reference)"`
 	RefModelMixupAlpha       float64   `yaml:"ref_model_mixup_alpha" usage:"α of sync_ref_model, in [0, 1]"`
 	RefModelSyncSteps        int       `yaml:"ref_model_sync_steps" usage:"τ of sync_ref_model: mix after every step that is a multiple of it, ≥ 1"`
+	PEFT                     `yaml:",inline"`
 }
 
 // DefaultGRPO returns GRPOConfig's v0.24 defaults.
 func DefaultGRPO() *GRPO {
 	c := &GRPO{
-		Training: DefaultTraining(), NumGenerations: 8, MaxPromptLength: 512, MaxCompletionLength: 256,
+		Training: DefaultTraining(), PEFT: DefaultPEFT(), NumGenerations: 8, MaxPromptLength: 512, MaxCompletionLength: 256,
 		Temperature: 1, TopP: 1, RepetitionPenalty: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
 		ImportanceSamplingLevel: "token", Advantage: "grpo", NumIterations: 1, TopEntropyQuantile: 1,
 		RefModelMixupAlpha: 0.6, RefModelSyncSteps: 512,

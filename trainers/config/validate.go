@@ -255,6 +255,9 @@ func validateCommon(c Config) error {
 	if err := validateReportTo(c); err != nil {
 		return err
 	}
+	if err := validatePEFT(c); err != nil {
+		return err
+	}
 	return pos("adam_epsilon", t.AdamEpsilon)
 }
 

@@ -47,7 +47,7 @@ type RunOptions struct {
 // when asked; training_args.yaml, metrics.jsonl, completions.jsonl, the checkpoints and the final
 // model in OUTPUT_DIR).
 func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions) (*loop.Result, error) {
-	m, err := loop.LoadModel(modelDir, cfg.BF16)
+	m, err := loop.LoadForTraining(modelDir, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,7 @@ type Trainer struct {
 	oldEval   *step.ContextEval // off-policy runs: π_old log-probs after generation
 	refEval   *step.ContextEval // β ≠ 0: the reference's log-probs (the frozen initial weights unless synced)
 	ref       *loop.Model       // sync_ref_model with β ≠ 0: the reference weights that syncReference mixes
+	refCtx    *context.Context  // β ≠ 0: the context refEval reads (the policy's own under PEFT)
 	eval      *evaluator        // when the configuration evaluates
 	promptLen int               // P of the batch layout
 
@@ -179,6 +180,7 @@ func (t *Trainer) compile() error {
 		if c.SyncRefModel {
 			return errors.New("grpo: sync_ref_model (--sync-ref-model) needs a reference model of its own, which use_peft (--use-peft) does not keep (TRL: the reference is the base model with the adapter disabled)")
 		}
+		t.refCtx = m.Ctx
 		if t.refEval, err = step.NewContextEval(t.s.Backend, m.Ctx, t.spec.baseScoreGraph); err != nil {
 			return fmt.Errorf("grpo: reference log-probs: %w", err)
 		}
@@ -187,6 +189,7 @@ func (t *Trainer) compile() error {
 		if err != nil {
 			return err
 		}
+		t.refCtx = ref
 		if t.refEval, err = step.NewContextEval(t.s.Backend, ref, t.spec.scoreGraph); err != nil {
 			return fmt.Errorf("grpo: reference log-probs: %w", err)
 		}

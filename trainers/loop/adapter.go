@@ -13,6 +13,7 @@ import (
 	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/models/safetensors"
+	"github.com/posttrain/posttrain/trainers/config"
 )
 
 // LoadModelPEFT is LoadModel with a new LoRA adapter attached (--use-peft): A drawn from seed, B
@@ -217,4 +218,33 @@ func (m *Model) saveAdapter(dir string) error {
 		return nil
 	}
 	return m.Text.SaveChanges(dir)
+}
+
+// LoadForTraining loads the checkpoint in dir for a run of cfg: LoadModel, or with use_peft
+// (--use-peft) LoadModelPEFT with cfg's LoRA options (A drawn from the run's seed; DPO and KTO
+// without dropout, as TRL's disable_dropout, their default). Target modules the model has not
+// are an error naming the flag.
+func LoadForTraining(dir string, cfg config.Config) (*Model, error) {
+	c := cfg.Common()
+	p := config.PEFTOptions(cfg)
+	if p == nil || !p.UsePEFT {
+		return LoadModel(dir, c.BF16)
+	}
+	lc := lora.Config{R: p.LoraR, Alpha: float64(p.LoraAlpha), Dropout: p.LoraDropout, TargetModules: p.LoraTargetModules,
+		UseRSLoRA: p.UseRSLoRA, ModulesToSave: p.LoraModulesToSave, BaseModel: c.Model}
+	m, err := LoadModelPEFT(dir, c.BF16, lc, uint64(c.Seed))
+	if err != nil {
+		for prefix, flag := range map[string]string{"target_modules: ": "lora_target_modules (--lora-target-modules): ",
+			"modules_to_save: ": "lora_modules_to_save (--lora-modules-to-save): "} {
+			if rest, ok := strings.CutPrefix(err.Error(), prefix); ok {
+				return nil, fmt.Errorf("model %s: %s%s", dir, flag, rest)
+			}
+		}
+		return nil, err
+	}
+	switch cfg.Method() {
+	case "dpo", "kto":
+		m.Adapter.NoDropout = true
+	}
+	return m, nil
 }

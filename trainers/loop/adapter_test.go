@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
@@ -30,15 +31,17 @@ type loraRun struct {
 	n    float64 // scored tokens
 }
 
-func newLoRARun(t *testing.T, m *loop.Model) *loraRun {
+func newLoRARun(t *testing.T, m *loop.Model, b backends.Backend) *loraRun {
 	t.Helper()
 	cfg := config.DefaultSFT()
 	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 1, 1)), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := looptest.Backend(t)
-	t.Cleanup(b.Finalize)
+	if b == nil {
+		b = looptest.Backend(t)
+		t.Cleanup(b.Finalize)
+	}
 	opt, err := loop.NewOptimizer(b, m, loop.AdamW{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.01, MaxGradNorm: 1}, tr.Loss)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +177,7 @@ func encodedRows() []encode.Encoded {
 func TestLoRA_GradientsMatchFiniteDifferences(t *testing.T) {
 	m := peftModel(t, lora.Config{R: 2, Alpha: 5, TargetModules: []string{"q_proj", "down_proj"}, UseRSLoRA: true,
 		ModulesToSave: []string{"model.norm"}}, false)
-	r := newLoRARun(t, m)
+	r := newLoRARun(t, m, nil)
 	vars, names, err := m.Trainable()
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +250,7 @@ func TestLoRA_OnlyAdapterTrains(t *testing.T) {
 		for i, v := range base {
 			before[i] = values(t, v)
 		}
-		r := newLoRARun(t, m)
+		r := newLoRARun(t, m, nil)
 		var losses []float64
 		for range 5 {
 			l, _, err := r.opt.Micro(r.rows.Inputs(), r.n)
@@ -288,5 +291,39 @@ func TestLoRA_OnlyAdapterTrains(t *testing.T) {
 				t.Errorf("bf16 %v: %s is still zero after 5 updates", bf16, names[i])
 			}
 		}
+	}
+}
+
+// LoRA's dropout acts in the training graph only, and draws the same masks for the same seed,
+// step and micro-batch: the loss of a micro-batch repeats after Discard, differs from the loss
+// without dropout, and scoring (no training graph) is unaffected.
+func TestLoRA_DropoutOnlyInTraining(t *testing.T) {
+	m := peftModel(t, lora.Config{R: 4, Alpha: 8, Dropout: 0.5, TargetModules: []string{lora.AllLinear}}, false)
+	vars, names, _ := m.Trainable()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i, v := range vars {
+		if strings.HasSuffix(names[i], "lora_B.weight") {
+			setRandom(t, v, rng, 0.3)
+		}
+	}
+	b := looptest.Backend(t)
+	defer b.Finalize()
+	scored, _, err := loop.SequenceLogProbs(b, m, encodedRows(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLoRARun(t, m, b)
+	first, again := r.loss(t), r.loss(t)
+	m.Adapter.NoDropout = true
+	plain := newLoRARun(t, m, b).loss(t)
+	if first != again || first == plain {
+		t.Errorf("losses with dropout %v then %v, without %v: want the first two equal and the third different", first, again, plain)
+	}
+	rescored, _, err := loop.SequenceLogProbs(b, m, encodedRows(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(scored, rescored) {
+		t.Errorf("scoring depends on the dropout setting: %v vs %v", scored, rescored)
 	}
 }

@@ -1,0 +1,80 @@
+package grpo
+
+import (
+	stdctx "context"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/lora"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+)
+
+// GRPO with β > 0 and a LoRA adapter, on the tiny Qwen2 and the Qwen3, Llama and SmolLM2-form
+// fixtures: the reference log-probs are read from the policy's own context (the adapter
+// disabled), which holds one copy of the base weights and no other model variables; the KL to
+// the reference is 0 at step 1 (the adapter starts at the base) and grows once the adapter has
+// moved; the base weights never change.
+func TestGRPO_PEFTReferenceIsBase(t *testing.T) {
+	models := map[string]func() *loop.Model{"qwen2": func() *loop.Model {
+		m := tinyModel(t, 3)
+		if err := m.AttachAdapter(lora.Config{R: 4, Alpha: 16, TargetModules: []string{lora.AllLinear}}, 1); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}}
+	for _, f := range looptest.Fixtures {
+		models[f] = func() *loop.Model {
+			m, err := loop.LoadModelPEFT(looptest.Fixture(t, f), false, lora.Config{R: 4, Alpha: 16, TargetModules: []string{lora.AllLinear}}, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(models)) {
+		t.Run(name, func(t *testing.T) {
+			m := models[name]()
+			c := tinyConfig(t)
+			c.Beta, c.MaxSteps, c.MaxCompletionLength, c.LossType = 0.04, 3, 4, "grpo"
+			var infos []StepInfo
+			tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: m,
+				Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{firstLetter()},
+				OnStep: func(s StepInfo) { infos = append(infos, s) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.refCtx != m.Ctx || tr.ref != nil {
+				t.Fatalf("the reference reads another context (%p, policy %p) or keeps its own model", tr.refCtx, m.Ctx)
+			}
+			base, _, err := m.Params()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := modelWeights(t, tr)
+			n := 0
+			for v := range m.Ctx.IterVariables() {
+				if hasPrefix(v.Scope(), "/model") || hasPrefix(v.Scope(), "/lm_head") {
+					n++
+				}
+			}
+			if n != len(base) {
+				t.Fatalf("%d variables under /model and /lm_head, want the %d base tensors once", n, len(base))
+			}
+			if _, err := tr.Train(stdctx.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if len(infos) != 3 || infos[0].Metrics["kl"] != 0 || !(infos[2].Metrics["kl"] > 0) {
+				t.Fatalf("kl per step %v, %v, %v: want 0 at step 1, > 0 at step 3", infos[0].Metrics["kl"], infos[1].Metrics["kl"], infos[2].Metrics["kl"])
+			}
+			after := modelWeights(t, tr)
+			for k, v := range before {
+				if !slices.Equal(v, after[k]) {
+					t.Fatalf("base weight %s changed", k)
+				}
+			}
+		})
+	}
+}
