@@ -28,6 +28,7 @@ type evalMultConfig struct {
 	Batch        int
 	Backend      string
 	JSON         bool
+	Adapter      string // a PEFT LoRA adapter directory applied to Model ("" = none)
 }
 
 // evalMultResult is what `posttrain eval mult` reports.
@@ -58,6 +59,7 @@ func init() {
 				&cli.IntFlag{Name: "seed", Value: 1, Usage: "seed of the problem draw (the course's training data uses 0)"},
 				&cli.IntFlag{Name: "max-new-tokens", Value: 8, Usage: "most tokens generated per answer"},
 				&cli.IntFlag{Name: "batch", Value: 64, Usage: "prompts generated together"},
+				&cli.StringFlag{Name: "adapter", Usage: "a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors) to apply to --model"},
 				backendFlag(),
 				&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 			},
@@ -66,7 +68,8 @@ func init() {
 					return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
 				}
 				c := evalMultConfig{Model: cmd.String("model"), N: int(cmd.Int("n")), Seed: int64(cmd.Int("seed")),
-					MaxNewTokens: int(cmd.Int("max-new-tokens")), Batch: int(cmd.Int("batch")), Backend: cmd.String("backend"), JSON: cmd.Bool("json")}
+					MaxNewTokens: int(cmd.Int("max-new-tokens")), Batch: int(cmd.Int("batch")), Backend: cmd.String("backend"), JSON: cmd.Bool("json"),
+					Adapter: cmd.String("adapter")}
 				if c.N < 1 || c.MaxNewTokens < 1 || c.Batch < 1 {
 					return usageError{fmt.Errorf("%s: --n, --max-new-tokens and --batch must be ≥ 1", cmd.FullName())}
 				}
@@ -85,7 +88,7 @@ func runEvalMult(ctx context.Context, c evalMultConfig, w io.Writer) error {
 		return err
 	}
 	defer b.Finalize()
-	correct, err := evalMult(b, dir, mult.Problems(c.N, c.Seed), c.MaxNewTokens, c.Batch)
+	correct, err := evalMult(b, dir, c.Adapter, mult.Problems(c.N, c.Seed), c.MaxNewTokens, c.Batch)
 	if err != nil {
 		return err
 	}
@@ -101,12 +104,12 @@ func runEvalMult(ctx context.Context, c evalMultConfig, w io.Writer) error {
 
 // evalMult answers every problem greedily with the checkpoint in dir (trainers/eval) and counts
 // the answers the mult_correct verifier accepts.
-func evalMult(b backends.Backend, dir string, problems []mult.Problem, maxNew, batch int) (int, error) {
+func evalMult(b backends.Backend, dir, adapter string, problems []mult.Problem, maxNew, batch int) (int, error) {
 	prompts := make([][]chat.Message, len(problems))
 	for i, p := range problems {
 		prompts[i] = []chat.Message{{Role: "user", Content: p.Prompt()}}
 	}
-	answers, err := eval.Greedy(b, dir, prompts, maxNew, batch)
+	answers, err := eval.GreedyAdapter(b, dir, adapter, prompts, maxNew, batch)
 	if err != nil {
 		return 0, err
 	}

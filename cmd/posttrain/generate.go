@@ -15,6 +15,7 @@ import (
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -32,6 +33,7 @@ type generateConfig struct {
 	ComputeDType string
 	Backend      string
 	KVUpdate     string // auto, where, dynamic (generate.ParseKVUpdate)
+	Adapter      string // a PEFT LoRA adapter directory applied to Model ("" = none)
 }
 
 // generateOutput is the --json output.
@@ -69,6 +71,7 @@ func init() {
 			&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at the checkpoint's eos ids"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON: prompt ids, generated ids, text, log-probs, truncated, timings"},
 			&cli.StringFlag{Name: "compute-dtype", Value: "float32", Usage: "dtype of weights and activations: float32 or bfloat16"},
+			&cli.StringFlag{Name: "adapter", Usage: "a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors) to apply to --model"},
 			backendFlag(),
 			&cli.StringFlag{Name: "kv-update", Value: "auto", Usage: "how a decode step writes the KV cache: auto (DynamicUpdateSlice where the backend has it), where, dynamic"},
 		},
@@ -81,7 +84,7 @@ func init() {
 				Sample: generate.SampleOptions{Temperature: cmd.Float("temperature"), TopP: cmd.Float("top-p"), TopK: cmd.Int("top-k"), MinP: cmd.Float("min-p"),
 					RepetitionPenalty: cmd.Float("repetition-penalty")},
 				IgnoreEOS: cmd.Bool("ignore-eos"), JSON: cmd.Bool("json"), ComputeDType: cmd.String("compute-dtype"),
-				Backend: cmd.String("backend")}
+				Backend: cmd.String("backend"), Adapter: cmd.String("adapter")}
 			if err := c.validate(); err != nil {
 				return usageError{fmt.Errorf("%s: %w", cmd.FullName(), err)}
 			}
@@ -145,6 +148,11 @@ func runGenerate(ctx context.Context, c generateConfig, w io.Writer) error {
 	mctx, cfg, err := qwen2.Load(dir, dtype)
 	if err != nil {
 		return err
+	}
+	if c.Adapter != "" {
+		if _, err := lora.Load(mctx, cfg, c.Adapter); err != nil {
+			return err
+		}
 	}
 	if out.EOSIDs, err = qwen2.EOSTokenIDs(dir, cfg); err != nil {
 		return err

@@ -73,6 +73,9 @@ func TestPEFT_SFTFilesAndExactResume(t *testing.T) {
 	if len(recs) != 4 || !(recs[3].Metrics["loss"] < recs[0].Metrics["loss"]) {
 		t.Fatalf("metrics %v: want 4 lines with a falling loss", recs)
 	}
+	if _, err := runCLI(t, "generate", "--model", model, "--adapter", a, "--prompt", "2×3", "--max-new-tokens", "2"); err != nil {
+		t.Fatalf("generate with the trained adapter: %v", err)
+	}
 	if _, err := runCLI(t, args(b, "--resume-from-checkpoint", filepath.Join(a, "checkpoint-2"))...); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -23,6 +24,7 @@ type scoreConfig struct {
 	Gen          int // greedy new tokens per row, cached and uncached (0: none)
 	ComputeDType string
 	Backend      string
+	Adapter      string // a PEFT LoRA adapter directory applied to Model ("" = none)
 }
 
 // scoreOutput is the printed JSON; later sections (generation) are added as omitempty fields.
@@ -41,6 +43,7 @@ func init() {
 			&cli.BoolFlag{Name: "grad", Usage: "also print the L2 norm of the loss gradient per tensor (grad.l2, grad.global_l2)"},
 			&cli.IntFlag{Name: "gen", Usage: "also generate `N` greedy tokens per row with and without the KV cache (generation.tokens_cache, tokens_nocache)"},
 			&cli.StringFlag{Name: "compute-dtype", Value: "float32", Usage: "dtype of weights and activations: float32 or bfloat16"},
+			&cli.StringFlag{Name: "adapter", Usage: "a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors) to apply to --model"},
 			backendFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -48,7 +51,7 @@ func init() {
 				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
 			}
 			c := scoreConfig{Model: cmd.String("model"), Input: cmd.String("input"), Grad: cmd.Bool("grad"), Gen: cmd.Int("gen"),
-				ComputeDType: cmd.String("compute-dtype"), Backend: cmd.String("backend")}
+				ComputeDType: cmd.String("compute-dtype"), Backend: cmd.String("backend"), Adapter: cmd.String("adapter")}
 			if _, err := qwen2.ParseDType(c.ComputeDType); err != nil {
 				return usageError{fmt.Errorf("%s: --compute-dtype: %w", cmd.FullName(), err)}
 			}
@@ -81,6 +84,11 @@ func runScore(ctx context.Context, c scoreConfig, w io.Writer) error {
 	mctx, cfg, err := qwen2.Load(dir, dtype)
 	if err != nil {
 		return err
+	}
+	if c.Adapter != "" {
+		if _, err := lora.Load(mctx, cfg, c.Adapter); err != nil {
+			return err
+		}
 	}
 	res, err := qwen2.Score(b, mctx, cfg, batch, c.Grad)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -19,9 +20,20 @@ import (
 // prompt with the checkpoint in dir, generating at most maxNew tokens, batch prompts at a time
 // (batch ≤ 0: all at once).
 func Greedy(b backends.Backend, dir string, prompts [][]chat.Message, maxNew, batch int) ([]string, error) {
+	return GreedyAdapter(b, dir, "", prompts, maxNew, batch)
+}
+
+// GreedyAdapter is Greedy with the PEFT LoRA adapter saved in adapter (models/lora) on the
+// checkpoint in dir; "" is the checkpoint alone.
+func GreedyAdapter(b backends.Backend, dir, adapter string, prompts [][]chat.Message, maxNew, batch int) ([]string, error) {
 	ctx, cfg, err := qwen2.Load(dir, dtypes.Float32)
 	if err != nil {
 		return nil, err
+	}
+	if adapter != "" {
+		if _, err := lora.Load(ctx, cfg, adapter); err != nil {
+			return nil, err
+		}
 	}
 	txt, err := encode.Load(dir, encode.Options{Template: encode.TemplateRequired})
 	if err != nil {

@@ -40,22 +40,11 @@ func LoadModelPEFT(dir string, bf16 bool, c lora.Config, seed uint64) (*Model, e
 // the model has not, a tensor of another shape, a missing or unexpected tensor) is an error
 // naming it.
 func LoadModelAdapter(dir string, bf16 bool, adapterDir string) (*Model, error) {
-	c, err := lora.ReadConfig(adapterDir)
-	if err != nil {
-		return nil, err
-	}
 	m, err := LoadModel(dir, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.AttachAdapter(c, 0); err != nil {
-		return nil, fmt.Errorf("adapter %s on model %s: %w", adapterDir, dir, err)
-	}
-	weights, err := lora.ReadWeights(adapterDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.SetAdapterWeights(weights, adapterDir+"/"+lora.WeightsName); err != nil {
+	if m.Adapter, err = lora.Load(m.Ctx, m.Config, adapterDir); err != nil {
 		return nil, err
 	}
 	if bf16 {

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/urfave/cli/v3"
+
+	"github.com/posttrain/posttrain/models/hub"
+	"github.com/posttrain/posttrain/models/lora"
+	"github.com/posttrain/posttrain/models/qwen2"
+)
+
+// mergeConfig holds the flags of `posttrain merge`.
+type mergeConfig struct {
+	Model, Adapter, Out, DType string
+}
+
+func init() {
+	addCommand(&cli.Command{
+		Name:  "merge",
+		Usage: "fold a PEFT LoRA adapter into its base model (PEFT's merge_and_unload) and write a plain HF checkpoint",
+		Description: "Reads --model (float32), adds s·B·A to every adapted layer (s = lora_alpha/r, or /√r with\n" +
+			"use_rslora), replaces the modules_to_save tensors by their trained copies, and writes the\n" +
+			"weights, config.json, generation_config.json and the tokenizer (the adapter directory's, else\n" +
+			"the base's) to --output-dir. An adapter that does not fit the base is an error naming the tensor.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Required: true, Usage: "base checkpoint directory or HuggingFace repo id"},
+			&cli.StringFlag{Name: "adapter", Required: true, Usage: "PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors)"},
+			&cli.StringFlag{Name: "output-dir", Required: true, Usage: "checkpoint directory to write (a previous checkpoint there is replaced)"},
+			&cli.StringFlag{Name: "dtype", Value: "float32", Usage: "stored dtype: float32, bfloat16 or float16"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
+			}
+			c := mergeConfig{Model: cmd.String("model"), Adapter: cmd.String("adapter"), Out: cmd.String("output-dir"), DType: cmd.String("dtype")}
+			if err := runMerge(ctx, c, cmd.Root().Writer); err != nil {
+				return fmt.Errorf("%s: %w", cmd.FullName(), err)
+			}
+			return nil
+		},
+	})
+}
+
+func runMerge(ctx context.Context, c mergeConfig, w io.Writer) error {
+	dir, err := hub.Resolve(ctx, c.Model, hub.Options{})
+	if err != nil {
+		return err
+	}
+	mctx, cfg, err := qwen2.Load(dir, dtypes.Float32)
+	if err != nil {
+		return err
+	}
+	a, err := lora.Load(mctx, cfg, c.Adapter)
+	if err != nil {
+		return err
+	}
+	if err := a.Merge(mctx); err != nil {
+		return err
+	}
+	tok := dir
+	if _, err := os.Stat(filepath.Join(c.Adapter, "tokenizer.json")); err == nil {
+		tok = c.Adapter
+	}
+	if err := qwen2.Save(c.Out, mctx, cfg, qwen2.SaveOptions{DType: c.DType, TokenizerPath: tok, BaseDir: dir}); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "merge: %d adapted layers and %d modules_to_save tensors of %s merged into %s; wrote %s\n",
+		len(a.Modules()), len(a.Saved()), c.Adapter, c.Model, c.Out)
+	return err
+}
