@@ -77,7 +77,7 @@ func benchWorkload[P, R any](workload string, training bool, parse func(cmd *cli
 			return usageError{fmt.Errorf("%s: --dtype: %w", cmd.FullName(), err)}
 		}
 		env, err := bench.Load(ctx, bench.LoadOptions{Model: cmd.String("model"), DType: dtype, Backend: cmd.String("backend"),
-			Workload: workload, Training: training, Log: cmd.Root().ErrWriter})
+			Workload: workload, Training: training, LoRA: benchLoRAConfig(cmd), Log: cmd.Root().ErrWriter})
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd.FullName(), err)
 		}
@@ -173,14 +173,14 @@ func benchSFTCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "sft",
 		Usage: "time SFT training steps (the trainer's loss, loop.Optimizer: gradient, clip, AdamW) on rows × seq-len random tokens",
-		Flags: append(benchModelFlags("bfloat16"),
+		Flags: append(append(benchModelFlags("bfloat16"),
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "rows per step"},
 			&cli.IntFlag{Name: "seq-len", Value: 512, Usage: "tokens per row"},
 			&cli.IntFlag{Name: "steps", Value: 3, Usage: "timed steps"},
 			&cli.IntFlag{Name: "warmup", Value: 1, Usage: "untimed steps first (the first compiles)"},
 			&cli.Float64Flag{Name: "lr", Value: 1e-5, Usage: "AdamW learning rate"},
 			&cli.Float64Flag{Name: "peak-tflops", Usage: "the device's peak TFLOP/s for the dtype; > 0 adds MFU to the report"},
-		),
+		), benchPEFTFlags()...),
 		Action: benchWorkload("sft", true, func(cmd *cli.Command) (bench.SFTParams, error) {
 			p := bench.SFTParams{Batch: cmd.Int("batch"), SeqLen: cmd.Int("seq-len"), Steps: cmd.Int("steps"), Warmup: cmd.Int("warmup"),
 				LR: cmd.Float64("lr"), PeakTFLOPs: cmd.Float64("peak-tflops"), Seed: cmd.Uint64("seed")}

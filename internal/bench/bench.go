@@ -40,6 +40,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/hub"
+	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/loop"
 )
@@ -63,6 +64,10 @@ type Info struct {
 	// the other workloads, and from the PyTorch side's output, whose AdamW keeps weights and
 	// moments in the compute dtype.
 	MasterDType string `json:"master_dtype,omitempty"`
+	// PEFT is the LoRA adapter a training workload trains instead of every weight (the base
+	// frozen, without masters under bfloat16); FLOPsPerToken is then 4·N: the forward pass and
+	// the backward pass's input gradients, without the frozen weights' gradients (≈ 2N).
+	PEFT *PEFTInfo `json:"peft,omitempty"`
 }
 
 // Env is a loaded model on a backend.
@@ -88,7 +93,9 @@ type LoadOptions struct {
 	// Training loads the model as the trainers do (loop.Model: float32 weights, switched to
 	// bfloat16 compute with float32 masters when DType is bfloat16) for an optimizer.
 	Training bool
-	Log      io.Writer // progress lines; nil discards them
+	// LoRA, with Training, attaches a new LoRA adapter (seed 1) and trains only it.
+	LoRA *lora.Config
+	Log  io.Writer // progress lines; nil discards them
 }
 
 // Load resolves the checkpoint, reads its weights and creates the backend. Close releases it.
@@ -112,6 +119,11 @@ func Load(ctx context.Context, o LoadOptions) (*Env, error) {
 	}
 	if o.Training {
 		env.Model = &loop.Model{Dir: dir, Config: cfg, Ctx: mctx, DType: dtypes.Float32}
+		if o.LoRA != nil {
+			if err := env.Model.AttachAdapter(*o.LoRA, 1); err != nil {
+				return nil, err
+			}
+		}
 		if o.DType == dtypes.BFloat16 {
 			if err := env.Model.ToBF16(); err != nil {
 				return nil, err
@@ -128,6 +140,9 @@ func Load(ctx context.Context, o LoadOptions) (*Env, error) {
 		Vocab: cfg.VocabSize, LoadS: time.Since(t0).Seconds(), FLOPsPerToken: 6 * float64(n)}
 	if o.Training {
 		env.Info.MasterDType = "float32"
+		if env.Info.PEFT = peftInfo(o.LoRA, env.Model.Adapter); env.Info.PEFT != nil {
+			env.Info.FLOPsPerToken = 4 * float64(n)
+		}
 	}
 	env.logf("%s: %s, %d parameters, %s on %s (loaded in %.1fs)", o.Workload, o.Model, n, o.DType, cfgName, env.Info.LoadS)
 	return env, nil

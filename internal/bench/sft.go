@@ -29,6 +29,7 @@ type SFTResult struct {
 	Batch  int `json:"batch"`
 	SeqLen int `json:"seq_len"`
 	TrainTiming
+	Memory
 	Losses []float64 `json:"losses"`
 }
 
@@ -123,6 +124,9 @@ func SFT(env *Env, p SFTParams) (*SFTResult, error) {
 		}
 	}
 	res.finish(env.Info.FLOPsPerToken, p.PeakTFLOPs)
+	if res.Memory, err = measureMemory(env.Model); err != nil {
+		return nil, err
+	}
 	env.logf("sft %d×%d: %.3fs/step, %.0f tokens/s, %.1f TFLOP/s", p.Batch, p.SeqLen, res.MeanStepS, res.TokensPerS, res.TFLOPs)
 	return res, nil
 }
