@@ -1,12 +1,19 @@
 package grpo
 
 import (
+	"bytes"
 	stdctx "context"
+	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
@@ -77,4 +84,54 @@ func TestGRPO_PEFTReferenceIsBase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// GRPO with an adapter (dropout on, β > 0) resumes exactly: 2 steps straight equal 1 step, an
+// interruption and a resumed step (the adapter file and the metrics, bit for bit).
+func TestGRPO_PEFTResume(t *testing.T) {
+	dir := looptest.Fixture(t, "qwen3-tiny")
+	run := func(c *config.GRPO, stopAt int) error {
+		m, err := loop.LoadModelPEFT(dir, false, lora.Config{R: 4, Alpha: 8, Dropout: 0.2, TargetModules: []string{lora.AllLinear}}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
+		defer cancel(nil)
+		tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: m,
+			Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{firstLetter()},
+			OnStep: func(s StepInfo) {
+				if s.Step == stopAt {
+					cancel(checkpoint.ErrInterrupted)
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tr.Train(ctx)
+		return err
+	}
+	newConfig := func() *config.GRPO {
+		c := tinyConfig(t)
+		c.Model, c.LossType, c.MaxSteps, c.MaxCompletionLength, c.Beta = dir, "grpo", 2, 4, 0.04
+		return c
+	}
+	straight := newConfig()
+	if err := run(straight, 0); err != nil {
+		t.Fatal(err)
+	}
+	c := newConfig()
+	if err := run(c, 1); !errors.Is(err, loop.ErrInterrupted) {
+		t.Fatalf("interrupted run: %v, want loop.ErrInterrupted", err)
+	}
+	resumed := newConfig()
+	resumed.OutputDir, resumed.Resume = c.OutputDir, true
+	if err := run(resumed, 0); err != nil {
+		t.Fatal(err)
+	}
+	want, err1 := os.ReadFile(filepath.Join(straight.OutputDir, lora.WeightsName))
+	got, err2 := os.ReadFile(filepath.Join(c.OutputDir, lora.WeightsName))
+	if err1 != nil || err2 != nil || !bytes.Equal(got, want) {
+		t.Errorf("the resumed run's adapter differs from the straight run's (%v, %v)", err1, err2)
+	}
+	looptest.SameMetrics(t, filepath.Join(straight.OutputDir, runlog.MetricsName), filepath.Join(c.OutputDir, runlog.MetricsName))
 }
