@@ -42,7 +42,7 @@ func New(cfg *qwen2.Config, c Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.TargetRegex == "" && (c.TargetModules == nil || (len(c.TargetModules) == 1 && c.TargetModules[0] == AllLinear)) {
+	if c.TargetRegex == "" && (len(c.TargetModules) == 0 || (len(c.TargetModules) == 1 && c.TargetModules[0] == AllLinear)) {
 		// PEFT saves the resolved names: all-linear's and the model_type default's.
 		c.TargetModules = nil
 		for _, m := range mods {

@@ -327,3 +327,15 @@ func TestLoRA_DropoutOnlyInTraining(t *testing.T) {
 		t.Errorf("scoring depends on the dropout setting: %v vs %v", scored, rescored)
 	}
 }
+
+// Without target modules the adapter takes PEFT's default for the model_type (q_proj, v_proj for
+// qwen2) and records the resolved names, as PEFT writes them to adapter_config.json.
+func TestLoRA_DefaultTargets(t *testing.T) {
+	m := peftModel(t, lora.Config{R: 2, Alpha: 4, TargetModules: []string{}}, false)
+	if got := m.Adapter.Config.TargetModules; !slices.Equal(got, []string{"q_proj", "v_proj"}) {
+		t.Errorf("target modules %v, want [q_proj v_proj]", got)
+	}
+	if got := m.Adapter.Modules(); len(got) != 2*m.Config.NumHiddenLayers || got[1] != "model.layers.0.self_attn.v_proj" {
+		t.Errorf("adapted layers %v", got)
+	}
+}
