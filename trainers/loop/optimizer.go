@@ -82,9 +82,9 @@ type adamInputs[T any] struct {
 }
 
 // NewOptimizer creates the float32 gradient accumulators and AdamW moments of m's trainable
-// weights (Model.Trainable: all of them, or an adapter's) in
-// m.Ctx (zero, or kept if they exist) and prepares the graphs; lossFn is compiled per input shape
-// on the first Micro call with that shape.
+// weights (Model.Trainable: every weight, or an adapter's) in m.Ctx (zero, or kept if they exist)
+// and prepares the graphs; lossFn is compiled per input shape on the first Micro call with that
+// shape.
 func NewOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc) (*Optimizer, error) {
 	o := &Optimizer{backend: backend, model: m, hp: hp}
 	var err error
