@@ -108,7 +108,11 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, err
 	}
 	cfg.RopeScaling = nil
-	if len(ids.RopeParameters) > 0 && string(ids.RopeParameters) != "null" {
+	if cfg.Gemma != nil && perLayerTypeRope(ids.RopeParameters) {
+		if err := gemma3RopeParameters(ids.RopeParameters, cfg); err != nil {
+			return nil, err
+		}
+	} else if len(ids.RopeParameters) > 0 && string(ids.RopeParameters) != "null" {
 		rope, theta, err := parseRope("rope_parameters", ids.RopeParameters, cfg.ropeTypes())
 		if err != nil {
 			return nil, err

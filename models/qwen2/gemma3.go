@@ -114,6 +114,52 @@ func parseGemma3(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
+// perLayerTypeRope reports whether rope_parameters is transformers 5's Gemma 3 form, one RoPE per
+// layer type: {"full_attention": {…}, "sliding_attention": {…}}.
+func perLayerTypeRope(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	_, full := m["full_attention"]
+	_, sliding := m["sliding_attention"]
+	return full || sliding
+}
+
+// gemma3RopeParameters reads transformers 5's rope_parameters keyed by layer type into the 4.55
+// fields: full_attention's rope_type/factor and rope_theta (Config.Rope, RopeTheta),
+// sliding_attention's rope_theta (RopeLocalBaseFreq; only its default RoPE is supported). Another
+// form of rope_parameters is ParseConfig's.
+func gemma3RopeParameters(raw json.RawMessage, cfg *Config) error {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &m) // perLayerTypeRope parsed it
+	for kind, raw := range m {
+		field := "rope_parameters." + kind
+		var types []string
+		switch kind {
+		case "full_attention":
+			types = cfg.ropeTypes()
+		case "sliding_attention":
+			types = []string{"default"}
+		default:
+			return fmt.Errorf("config field %s: not a layer type (supported: %s)", field, quoteList(Gemma3LayerTypes))
+		}
+		rope, theta, err := parseRope(field, raw, types)
+		if err != nil {
+			return err
+		}
+		if theta == nil {
+			return fmt.Errorf("config field %s.rope_theta: missing", field)
+		}
+		if kind == "sliding_attention" {
+			cfg.Gemma.RopeLocalBaseFreq = *theta
+		} else {
+			cfg.Rope, cfg.RopeTheta = rope, *theta
+		}
+	}
+	return nil
+}
+
 // PatternLayerTypes are Gemma3TextConfig's layer_types for a sliding_window_pattern: layer i is
 // "full_attention" iff (i+1) % pattern == 0, else "sliding_attention".
 func PatternLayerTypes(layers, pattern int) []string {

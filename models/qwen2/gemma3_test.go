@@ -44,6 +44,26 @@ func TestParseConfig_Gemma3PatternAndDefaults(t *testing.T) {
 	}
 }
 
+// transformers 5 writes one rope_parameters per layer type; they read as 4.55's fields.
+func TestParseConfig_Gemma3RopeParametersPerLayerType(t *testing.T) {
+	base := strings.Replace(fixtureConfigJSON(t, "gemma3-tiny"), `"rope_scaling": {`, `"rope_parameters": {"full_attention": {"rope_theta": 500000.0, `, 1)
+	base = strings.Replace(base, `"rope_type": "linear"`, `"rope_type": "linear"}, "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}`, 1)
+	cfg, err := ParseConfig([]byte(base))
+	if err != nil || cfg.RopeTheta != 500000 || cfg.Rope != (Rope{Type: "linear", Factor: 8}) || cfg.Gemma.RopeLocalBaseFreq != 20000 {
+		t.Fatalf("got %+v, %v", cfg, err)
+	}
+	for from, want := range map[string]string{
+		`"rope_type": "default", "rope_theta": 20000.0`: `config field rope_parameters.sliding_attention.rope_type: "linear" is not supported (supported: "default")`,
+		`"sliding_attention": {`:                        `config field rope_parameters.chunked_attention: not a layer type`,
+	} {
+		to := map[string]string{`"rope_type": "default", "rope_theta": 20000.0`: `"rope_type": "linear", "factor": 2.0, "rope_theta": 20000.0`,
+			`"sliding_attention": {`: `"chunked_attention": {`}[from]
+		if _, err := ParseConfig([]byte(strings.Replace(base, from, to, 1))); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: want an error containing %q, got %v", to, want, err)
+		}
+	}
+}
+
 // Gemma 3 options this implementation does not have are errors naming the field.
 func TestParseConfig_Gemma3Refusals(t *testing.T) {
 	base := fixtureConfigJSON(t, "gemma3-tiny")
