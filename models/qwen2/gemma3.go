@@ -279,8 +279,8 @@ func gemmaRMSNorm(ctx *context.Context, cfg *Config, x *Node) *Node {
 }
 
 // activation is the MLP's: SiLU, or for Gemma 3 torch's gelu(approximate="tanh"),
-// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), computed in float32 for narrower dtypes as torch's
-// CPU kernel does.
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), computed in float32 for narrower dtypes and then
+// rounded.
 func activation(cfg *Config, x *Node) *Node {
 	if cfg.Gemma == nil {
 		return Mul(x, Sigmoid(x))
