@@ -10,13 +10,13 @@
 #                                    and tiny sizes (make gpu-check-cpu)
 #   scripts/gpu-check.sh --cpu       the CPU shapes: float32 bench paths, tiny sizes (make gpu-check-cpu)
 #
-# Options: --cpu, --rehearse, --family NAME (the model family: qwen2, the default, qwen3, llama or
-# smollm2; also FAMILY=NAME), --bin PATH (default bin/posttrain), --out DIR (default $OUT, else
+# Options: --cpu, --rehearse, --family NAME (the model family: qwen2, the default, qwen3, llama,
+# smollm2 or gemma3; also FAMILY=NAME), --bin PATH (default bin/posttrain), --out DIR (default $OUT, else
 # out/gpu-check), --budget SECONDS (whole run), --keep (keep the work directory). The family picks
-# the preset: on the GPU its real shape (qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b, smollm2-135m) with
-# its tokenizer where the repository has one (Qwen's, Llama 3.1's; SmolLM2 gets the cut-down test
-# tokenizer, which fits its vocabulary), on the CPU its tiny variant (tiny, qwen3-tiny,
-# llama-3.2-tiny, smollm2-tiny). Every size below
+# the preset: on the GPU its real shape (qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b, smollm2-135m,
+# gemma-3-270m) with its tokenizer where the repository has one (Qwen's, Llama 3.1's, Gemma 3's;
+# SmolLM2 gets the cut-down test tokenizer, which fits its vocabulary), on the CPU its tiny variant
+# (tiny, qwen3-tiny, llama-3.2-tiny, smollm2-tiny, gemma-3-tiny). Every size below
 # can be set from the environment (PRESET, BACKEND, BENCH_DTYPE, DECODE_BATCH, SFT_BATCH, ...; see
 # "Settings"). ONLY=REGEX runs only the stages whose names match (the others are recorded as
 # skipped; `backend` and `probe` always run), or a preset: ONLY=@first (correctness: the backend,
@@ -94,7 +94,8 @@ case $FAMILY in
   qwen3) TINY_PRESET=qwen3-tiny; REAL_PRESET=qwen3-0.6b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata ;;
   llama) TINY_PRESET=llama-3.2-tiny; REAL_PRESET=llama-3.2-1b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata/llama3 ;;
   smollm2) TINY_PRESET=smollm2-tiny; REAL_PRESET=smollm2-135m; REAL_TOKENIZER=$ROOT/internal/tinymodel/files ;;
-  *) echo "gpu-check: unknown --family ${FAMILY} (valid: qwen2, qwen3, llama, smollm2)" >&2; exit 2 ;;
+  gemma3) TINY_PRESET=gemma-3-tiny; REAL_PRESET=gemma-3-270m; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata/gemma3 ;;
+  *) echo "gpu-check: unknown --family ${FAMILY} (valid: qwen2, qwen3, llama, smollm2, gemma3)" >&2; exit 2 ;;
 esac
 
 # ---- Settings (environment overrides the mode's default) ----

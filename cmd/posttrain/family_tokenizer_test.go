@@ -11,12 +11,19 @@ import (
 // Every trainer runs on a Llama 3.2-shaped tiny checkpoint with Llama 3.1's real tokenizer and chat
 // template (vocabulary 128,256, BOS written by the template): SFT for 2 steps straight equals 1 step,
 // then --resume to 2, in weights and metrics; DPO, KTO and GRPO take a step with finite metrics.
-// (Gemma 3's tokenizer is in the repository too, but not its architecture.)
 func TestTrainers_LlamaWithItsTokenizer(t *testing.T) {
+	trainersWithFamilyTokenizer(t, "llama-3.2-tiny", "llama3")
+}
+
+// trainersWithFamilyTokenizer runs SFT (bit-exact resume), DPO, KTO and GRPO through the CLI on a
+// checkpoint of the tiny preset with the tokenizer (and chat template) of
+// data/tokenizer/testdata/TOKENIZER, and returns the directory of the runs.
+func trainersWithFamilyTokenizer(t *testing.T, preset, tokenizer string) string {
+	t.Helper()
 	dir := t.TempDir()
-	model := filepath.Join(dir, "llama")
-	tok := filepath.Join("..", "..", "data", "tokenizer", "testdata", "llama3")
-	if _, err := runCLI(t, "init", "--preset", "llama-3.2-tiny", "--tokenizer", tok, "--out", model); err != nil {
+	model := filepath.Join(dir, "model")
+	tok := filepath.Join("..", "..", "data", "tokenizer", "testdata", tokenizer)
+	if _, err := runCLI(t, "init", "--preset", preset, "--tokenizer", tok, "--out", model); err != nil {
 		t.Fatal(err)
 	}
 	common := []string{"--model", model, "--per-device-train-batch-size", "2", "--logging-steps", "1", "--learning-rate", "1e-3", "--lr-scheduler-type", "constant"}
@@ -59,4 +66,5 @@ func TestTrainers_LlamaWithItsTokenizer(t *testing.T) {
 			}
 		}
 	}
+	return dir
 }

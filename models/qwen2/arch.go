@@ -1,7 +1,9 @@
 package qwen2
 
 import (
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/models/generate"
@@ -39,11 +41,17 @@ func (a Arch) Prefill(ctx *context.Context, ids, pos, mask *Node) (logits *Node,
 }
 
 // Decode runs one token per row, tok [B,1] at positions pos [B,1], attending to the cache's real
-// slots through cache.Update; it returns the logits [B,V].
+// slots through cache.Update (a sliding-window layer: those of the window ending at cache.Slot,
+// the query's column); it returns the logits [B,V].
 func (a Arch) Decode(ctx *context.Context, tok, pos *Node, cache *generate.Cache) *Node {
 	cfg := a.Config
-	allowed := cache.Allowed()                                  // [B,1,L]
-	h := Decoder(ctx, cfg, tok, pos, allowed, cache.Update)     // [B,1,D]
+	masks := LayerMasks{Full: cache.Allowed()} // [B,1,L]
+	if cfg.HasSlidingLayers() {                // the window of the query's column, cache.Slot
+		l := masks.Full.Shape().Dim(2)
+		window := WindowMask(cfg, cache.Slot, Iota(tok.Graph(), shapes.Make(dtypes.Int32, l), 0)) // [L]
+		masks.Sliding = LogicalAnd(masks.Full, BroadcastToDims(Reshape(window, 1, 1, l), masks.Full.Shape().Dimensions...))
+	}
+	h := DecoderMasks(ctx, cfg, tok, pos, masks, cache.Update)  // [B,1,D]
 	return Logits(ctx, cfg, Reshape(h, tok.Shape().Dim(0), -1)) // [B,V]
 }
 

@@ -1,6 +1,7 @@
-// Package qwen2 is the decoder of the Qwen2, Qwen3 (dense) and Llama 3.x families (SmolLM2 is a
-// Llama) in GoMLX, one implementation parameterised by the config (see Family: q/k/v and MLP
-// biases, q/k norms, head_dim, RoPE scaling, tied embeddings), named after its first family. It
+// Package qwen2 is the decoder of the Qwen2, Qwen3 (dense), Llama 3.x (SmolLM2 is a Llama) and
+// Gemma 3 text families in GoMLX, one implementation parameterised by the config (see Family:
+// q/k/v and MLP biases, q/k norms, head_dim, RoPE scaling, tied embeddings; Gemma 3's norms,
+// sliding-window layers and soft-capping in gemma3.go), named after its first family. It
 // gives HuggingFace transformers' numbers: config.json parsing, safetensors weights as GoMLX
 // variables keyed by their HF names, the forward pass, chunked per-token log-probs, the mean NLL
 // and its gradients, scoring, save and init. Text generation is package generate's: Arch is the
@@ -18,12 +19,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // ConfigFileName is the HF file holding a checkpoint's Config.
 const ConfigFileName = "config.json"
 
-// Config is the subset of a HF Qwen2, Qwen3 or Llama config.json that the decoder uses.
+// Config is the subset of a HF Qwen2, Qwen3, Llama or Gemma 3 (gemma3_text) config.json that the
+// decoder uses.
 type Config struct {
 	ModelType string `json:"model_type"`
 	VocabSize int    `json:"vocab_size"`
@@ -53,8 +56,11 @@ type Config struct {
 
 	// RopeScaling is config.json's raw rope_scaling; ParseConfig parses it into Rope and clears it.
 	RopeScaling json.RawMessage `json:"rope_scaling"`
-	// LayerTypes (layer_types): only "full_attention" layers are implemented.
+	// LayerTypes (layer_types): "full_attention" layers, and for Gemma 3 "sliding_attention" ones
+	// (filled from sliding_window_pattern when config.json has no layer_types).
 	LayerTypes []string `json:"layer_types"`
+	// Gemma holds the gemma3_text fields (nil for the other families); see gemma3.go.
+	Gemma *Gemma3 `json:"-"`
 	// Fields that select features this implementation does not have; Validate refuses them.
 	UseSlidingWindow bool    `json:"use_sliding_window"`
 	AttentionDropout float64 `json:"attention_dropout"`
@@ -83,6 +89,12 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := json.Unmarshal(data, cfg); err != nil {
 		return nil, fmt.Errorf("parse config: %w", err)
 	}
+	if cfg.Family().Gemma3 {
+		var err error
+		if cfg, err = parseGemma3(data); err != nil {
+			return nil, err
+		}
+	}
 	var ids struct {
 		BOS json.RawMessage `json:"bos_token_id"`
 		EOS json.RawMessage `json:"eos_token_id"`
@@ -92,12 +104,16 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	_ = json.Unmarshal(data, &ids) // already known to be a JSON object
 	var err error
-	if cfg.Rope, _, err = parseRope("rope_scaling", cfg.RopeScaling); err != nil {
+	if cfg.Rope, _, err = parseRope("rope_scaling", cfg.RopeScaling, cfg.ropeTypes()); err != nil {
 		return nil, err
 	}
 	cfg.RopeScaling = nil
-	if len(ids.RopeParameters) > 0 && string(ids.RopeParameters) != "null" {
-		rope, theta, err := parseRope("rope_parameters", ids.RopeParameters)
+	if cfg.Gemma != nil && perLayerTypeRope(ids.RopeParameters) {
+		if err := gemma3RopeParameters(ids.RopeParameters, cfg); err != nil {
+			return nil, err
+		}
+	} else if len(ids.RopeParameters) > 0 && string(ids.RopeParameters) != "null" {
+		rope, theta, err := parseRope("rope_parameters", ids.RopeParameters, cfg.ropeTypes())
 		if err != nil {
 			return nil, err
 		}
@@ -181,8 +197,12 @@ func (c *Config) Validate() error {
 		bad("mlp_bias", "true is not supported by %s (only llama has MLP biases)", c.ModelType)
 	}
 	for i, t := range c.LayerTypes {
-		if t != "full_attention" {
-			bad("layer_types", "layer %d is %q; only \"full_attention\" is supported", i, t)
+		if t != "full_attention" && (t != "sliding_attention" || !fam.Gemma3) {
+			if fam.Gemma3 {
+				bad("layer_types", "layer %d is %q; supported: \"full_attention\", \"sliding_attention\"", i, t)
+			} else {
+				bad("layer_types", "layer %d is %q; only \"full_attention\" is supported", i, t)
+			}
 		}
 	}
 	if c.LayerTypes != nil && len(c.LayerTypes) != c.NumHiddenLayers {
@@ -219,14 +239,19 @@ func (c *Config) Validate() error {
 	if len(c.RopeScaling) > 0 && string(c.RopeScaling) != "null" {
 		bad("rope_scaling", "%s was not parsed (set Rope; ParseConfig does)", c.RopeScaling)
 	}
-	if _, ok := ropeKeys[c.Rope.Type]; !ok && c.Rope.Type != "" {
-		bad("rope_scaling.rope_type", "%q is not supported (supported: %s)", c.Rope.Type, quoteList(RopeTypes))
+	if _, ok := ropeKeys[c.Rope.Type]; (!ok || !slices.Contains(c.ropeTypes(), c.Rope.Type)) && c.Rope.Type != "" {
+		bad("rope_scaling.rope_type", "%q is not supported (supported: %s)", c.Rope.Type, quoteList(c.ropeTypes()))
 	}
 	if c.UseSlidingWindow {
 		bad("use_sliding_window", "true is not supported")
 	}
-	if c.HiddenAct != "silu" {
+	if c.HiddenAct != "silu" && !fam.Gemma3 { // Gemma3TextConfig reads hidden_activation instead
 		bad("hidden_act", "%q is not supported (only \"silu\")", c.HiddenAct)
+	}
+	if fam.Gemma3 != (c.Gemma != nil) {
+		bad("model_type", "%q needs the Gemma 3 fields exactly when it is gemma3_text (Config.Gemma: set by ParseConfig and Preset)", c.ModelType)
+	} else if c.Gemma != nil {
+		errs = append(errs, c.Gemma.validate(c)...)
 	}
 	if c.AttentionDropout != 0 {
 		bad("attention_dropout", "%g is not supported (only 0)", c.AttentionDropout)
@@ -250,7 +275,7 @@ type TensorSpec struct {
 // q_norm/k_norm for Qwen3, lm_head.weight only when the head is untied.
 func (c *Config) Tensors() []TensorSpec {
 	d, q, kv, inter, hd := c.HiddenSize, c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim, c.IntermediateSize, c.HeadDim
-	qkvBias, oBias, mlpBias, qkNorm := c.QKVBias(), c.OBias(), c.MLPBias, c.Family().QKNorm
+	qkvBias, oBias, mlpBias, qkNorm, gemma := c.QKVBias(), c.OBias(), c.MLPBias, c.Family().QKNorm, c.Family().Gemma3
 	specs := []TensorSpec{{"model.embed_tokens.weight", []int{c.VocabSize, d}}}
 	add := func(name string, shape ...int) { specs = append(specs, TensorSpec{name, shape}) }
 	linear := func(name string, out, in int, bias bool) {
@@ -271,6 +296,10 @@ func (c *Config) Tensors() []TensorSpec {
 			add(p+"self_attn.k_norm.weight", hd)
 		}
 		add(p+"post_attention_layernorm.weight", d)
+		if gemma { // Gemma 3: norms before and after the MLP too
+			add(p+"pre_feedforward_layernorm.weight", d)
+			add(p+"post_feedforward_layernorm.weight", d)
+		}
 		linear(p+"mlp.gate_proj", inter, d, mlpBias)
 		linear(p+"mlp.up_proj", inter, d, mlpBias)
 		linear(p+"mlp.down_proj", d, inter, mlpBias)

@@ -36,7 +36,7 @@ func TestParseConfig_RefusesUnsupported(t *testing.T) {
 		{`"rope_scaling": null`, `"rope_scaling": {"type": "yarn", "factor": 4.0}`, "rope_scaling"},
 		{`"use_sliding_window": false`, `"use_sliding_window": true`, "use_sliding_window"},
 		{`"hidden_act": "silu"`, `"hidden_act": "gelu"`, "hidden_act"},
-		{`"model_type": "qwen2"`, `"model_type": "gemma3_text"`, "model_type"},
+		{`"model_type": "qwen2"`, `"model_type": "gemma2"`, "model_type"},
 		{`"num_key_value_heads": 2`, `"num_key_value_heads": 3`, "num_key_value_heads"},
 		{`"hidden_size": 64`, `"hidden_size": 0`, "hidden_size"},
 		{`"attention_dropout": 0.0`, `"attention_dropout": 0.1`, "attention_dropout"},
@@ -120,7 +120,7 @@ func TestParseConfig_FamilyRefusals(t *testing.T) {
 	llama := fixtureConfigJSON(t, "llama-tiny")
 	qwen3 := fixtureConfigJSON(t, "qwen3-tiny")
 	for _, c := range []struct{ base, from, to, want string }{
-		{llama, `"model_type": "llama"`, `"model_type": "gemma3_text"`, `config field model_type: "gemma3_text" is not supported (supported: "llama", "qwen2", "qwen3")`},
+		{llama, `"model_type": "llama"`, `"model_type": "gemma2"`, `config field model_type: "gemma2" is not supported (supported: "gemma3_text", "llama", "qwen2", "qwen3")`},
 		{llama, `"rope_type": "llama3"`, `"rope_type": "yarn"`, `config field rope_scaling.rope_type: "yarn" is not supported (supported: "default", "llama3")`},
 		{llama, `"rope_type": "llama3"`, `"rope_type": "dynamic"`, `"dynamic" is not supported`},
 		{llama, `"rope_type": "llama3"`, `"type": "linear"`, `"linear" is not supported`},

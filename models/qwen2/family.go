@@ -20,14 +20,22 @@ type Family struct {
 	QKNorm bool
 	// DefaultHeadDim is head_dim when config.json has none; 0 means hidden_size/num_attention_heads.
 	DefaultHeadDim int
+	// Gemma3: the Gemma 3 decoder (gemma3.go): RMSNorm x·(1+w), scaled embeddings, GELU-tanh,
+	// pre- and post-norms, sliding-window layers with their own RoPE base, logit soft-capping.
+	Gemma3 bool
+	// RopeTypes are the rope_scaling types the family accepts; nil means RopeTypes.
+	RopeTypes []string
 }
 
 // Families are the supported model_type values, after transformers' modeling_qwen2.py,
-// modeling_qwen3.py and modeling_llama.py (Llama 3.x; SmolLM2 is model_type llama too).
+// modeling_qwen3.py, modeling_llama.py (Llama 3.x; SmolLM2 is model_type llama too) and
+// modeling_gemma3.py (Gemma3ForCausalLM, the text model of Gemma 3).
 var Families = map[string]Family{
 	"qwen2": {Architecture: "Qwen2ForCausalLM", QKVBias: true},
 	"qwen3": {Architecture: "Qwen3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 128},
 	"llama": {Architecture: "LlamaForCausalLM", AttentionBiasField: true, MLPBiasField: true},
+	"gemma3_text": {Architecture: "Gemma3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 256,
+		Gemma3: true, RopeTypes: []string{"default", "linear"}},
 }
 
 // ModelTypes lists the supported model_type values, sorted.
@@ -39,6 +47,14 @@ func (c *Config) Family() Family { return Families[c.ModelType] }
 
 // QKVBias reports whether the q/k/v projections carry biases.
 func (c *Config) QKVBias() bool { return c.Family().QKVBias || c.AttentionBias }
+
+// ropeTypes are the rope_scaling types the config's family accepts.
+func (c *Config) ropeTypes() []string {
+	if t := c.Family().RopeTypes; t != nil {
+		return t
+	}
+	return RopeTypes
+}
 
 // OBias reports whether o_proj carries a bias (attention_bias; never in Qwen2).
 func (c *Config) OBias() bool { return c.AttentionBias }

@@ -18,15 +18,18 @@ import (
 
 // familyFixtures are the tiny random checkpoints of the other families, written by
 // scripts/reference/tiny_checkpoints.py, with the expected outputs of scripts/reference/qwen2.py
-// (a plain-PyTorch coding of modeling_qwen3.py and modeling_llama.py) in float64.
+// (a plain-PyTorch coding of modeling_qwen3.py, modeling_llama.py and modeling_gemma3.py) in
+// float64.
 var familyFixtures = []struct {
 	dir, modelType string
 	stored         string // the safetensors dtype
 	tied           bool
 }{
-	{"../testdata/qwen3-tiny", "qwen3", "F32", true},    // q_norm/k_norm, head_dim 32 ≠ 64/4
-	{"../testdata/llama-tiny", "llama", "F32", false},   // llama3 RoPE scaling, attention and MLP biases
-	{"../testdata/smollm2-tiny", "llama", "BF16", true}, // SmolLM2's form, stored bfloat16
+	{"../testdata/qwen3-tiny", "qwen3", "F32", true},              // q_norm/k_norm, head_dim 32 ≠ 64/4
+	{"../testdata/llama-tiny", "llama", "F32", false},             // llama3 RoPE scaling, attention and MLP biases
+	{"../testdata/smollm2-tiny", "llama", "BF16", true},           // SmolLM2's form, stored bfloat16
+	{"../testdata/gemma3-tiny", "gemma3_text", "F32", true},       // Gemma 3: window 4, local RoPE base, linear RoPE, softcap
+	{"../testdata/gemma3-bf16-tiny", "gemma3_text", "BF16", true}, // Gemma 3 1B's config form (sliding_window_pattern), bfloat16
 }
 
 // Per-token log-probs within 1e-5 of the float64 reference, gradient norms within 1e-4
@@ -166,5 +169,40 @@ func TestFamilies_WeightsMustFitTheConfig(t *testing.T) {
 	err = SetWeights(context.New(), cfg, stored, dtypes.Float32, "smollm2-tiny")
 	if err == nil || !strings.Contains(err.Error(), `tensor "model.layers.0.self_attn.q_proj.bias" is missing`) {
 		t.Errorf("attention_bias without the biases: %v", err)
+	}
+}
+
+// Each Gemma 3 option moves the gemma3-tiny log-probs far past the 1e-5 the match allows, so the
+// fixture tells every one of them apart from its absence (the smallest effect measured: see the
+// log).
+func TestFamilies_Gemma3OptionsMatter(t *testing.T) {
+	const dir = "../testdata/gemma3-tiny"
+	ctx, cfg := loadFixture(t, dir, dtypes.Float32)
+	want := readExpectedIn(t, dir, "left_pad", "float64").TokenLogProbs
+	b := readInputIn(t, dir, "left_pad")
+	for _, c := range []struct {
+		name string
+		drop func(c *Config)
+	}{
+		{"RMSNorm x·w instead of x·(1+w)", func(c *Config) { c.Gemma.drop.onePlusW = true }},
+		{"no embedding scale √hidden", func(c *Config) { c.Gemma.drop.embedScale = true }},
+		{"no post-attention/post-feedforward norms", func(c *Config) { c.Gemma.drop.postNorms = true }},
+		{"no final_logit_softcapping", func(c *Config) { c.Gemma.FinalLogitSoftcapping = 0 }},
+		{"no sliding window", func(c *Config) { c.Gemma.SlidingWindow = 1 << 20 }},
+		{"window one wider (k ≥ q − W)", func(c *Config) { c.Gemma.SlidingWindow++ }},
+		{"window one narrower (k > q − W + 1)", func(c *Config) { c.Gemma.SlidingWindow-- }},
+		{"rope_theta on the sliding layers", func(c *Config) { c.Gemma.RopeLocalBaseFreq = c.RopeTheta }},
+		{"no linear rope_scaling", func(c *Config) { c.Rope = Rope{} }},
+		{"scores scaled by head_dim^-0.5", func(c *Config) { c.Gemma.QueryPreAttnScalar = float64(c.HeadDim) }},
+	} {
+		dropped := *cfg
+		g := *cfg.Gemma
+		dropped.Gemma = &g
+		c.drop(&dropped)
+		d := maxDiff(score(t, ctx, &dropped, b, false).TokenLogProbs, want)
+		if d < 1e-3 {
+			t.Errorf("%s: log-probs move by only %.2g", c.name, d)
+		}
+		t.Logf("%s: log-probs move by %.2g", c.name, d)
 	}
 }

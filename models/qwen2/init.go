@@ -10,13 +10,13 @@ import (
 
 // PresetNames lists the model shapes Preset knows.
 var PresetNames = []string{"tiny", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-tiny", "llama-3.2-1b", "llama-3.2-tiny",
-	"smollm2-135m", "smollm2-tiny"}
+	"smollm2-135m", "smollm2-tiny", "gemma-3-270m", "gemma-3-tiny"}
 
 // RealPreset reports whether the preset is a released model's shape (its vocab_size is the
 // model's, padded past the tokenizer in Qwen's case), not a tiny test shape.
 func RealPreset(name string) bool {
 	switch strings.ToLower(name) {
-	case "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b", "smollm2-135m":
+	case "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b", "smollm2-135m", "gemma-3-270m":
 		return true
 	}
 	return false
@@ -47,13 +47,23 @@ func RealPreset(name string) bool {
 //     rope_theta 100000, no rope_scaling, rms_norm_eps 1e-5, initializer_range 1/24, 8192
 //     positions, bos = eos = 0 (the -Instruct model's are 1 and 2, from its tokenizer);
 //     "smollm2-tiny": the smollm2-tiny fixture's shape (hidden 48, 2 layers, 3/1 heads,
-//     intermediate 128).
+//     intermediate 128);
+//   - "gemma-3-270m": google/gemma-3-270m's config.json (transformers 4.55.0.dev0): gemma3_text,
+//     vocab 262144, hidden 640, 18 layers (layer_types: every 6th full attention, the others
+//     sliding with sliding_window 512), 4/1 heads, head_dim 256, intermediate 2048, tied,
+//     query_pre_attn_scalar 256, rope_theta 1e6, rope_local_base_freq 10000, no rope_scaling or
+//     soft-capping, rms_norm_eps 1e-6, 32768 positions, bos 2, eos 1: 268,098,176 parameters;
+//     "gemma-3-tiny": hidden 64, 2 layers (sliding then full, sliding_window 4), 4/2 heads,
+//     head_dim 32, intermediate 128, query_pre_attn_scalar 32.
 //
 // Sources of the released configs as quoted in public repositories (the Hub itself is not
 // reachable here): Qwen3-0.6B in a model report beside Qwen3ForCausalLM configs and in several
 // test files with transformers_version 4.51.0; Llama-3.2-1B in a project's configs module
 // ("As a reference, This is the config.json of Llama-3.2-1B model"); SmolLM2-135M in a
-// SmolLMv2 reproduction's README ("SmolLMv2 Configuration Used", transformers_version 4.40.1).
+// SmolLMv2 reproduction's README ("SmolLMv2 Configuration Used", transformers_version 4.40.1);
+// gemma-3-270m as a test file of safety-research/circuit-tracer quotes it whole
+// (tests/test_attributions_gemma3_nnsight.py, which loads "google/gemma-3-270m" beside it), its
+// shape agreeing with the ollama library's GGUF metadata of gemma3:270m.
 func Preset(name string) (*Config, error) {
 	id := func(v int) *int { return &v }
 	base := Config{ModelType: "qwen2", HiddenAct: "silu", RMSNormEps: 1e-6, RopeTheta: 1e6,
@@ -103,7 +113,7 @@ func Preset(name string) (*Config, error) {
 			cfg.BOSTokenID, cfg.EOSTokenIDs = id(509), []int{511}
 		}
 	case "gemma-3-270m", "gemma-3-tiny":
-		return nil, fmt.Errorf("qwen2: preset %q: Gemma 3 (model_type gemma3_text) is not supported yet; valid: %s", name, strings.Join(PresetNames, ", "))
+		cfg = gemma3Preset(strings.ToLower(name) == "gemma-3-270m")
 	default:
 		return nil, fmt.Errorf("qwen2: unknown preset %q; valid: %s", name, strings.Join(PresetNames, ", "))
 	}
@@ -118,7 +128,7 @@ const initRandSeed2 = 0x9e3779b97f4a7c15
 
 // InitTensors draws the weights of a randomly initialised model as HF's Qwen2 (Qwen3, Llama)
 // _init_weights does — linear and embedding weights ~ N(0, initializer_range²), biases 0, norm
-// weights 1 — in float32 from seed (the same draws as InitWeights), stored as dtype ("F32",
+// weights 1 (Gemma 3: 0) — in float32 from seed (the same draws as InitWeights), stored as dtype ("F32",
 // "BF16", "F16"). It holds one float32 tensor at a time besides the result.
 func InitTensors(cfg *Config, seed uint64, dtype string) ([]*safetensors.Tensor, error) {
 	if dtype != "F32" && dtype != "BF16" && dtype != "F16" {
@@ -134,7 +144,7 @@ func InitTensors(cfg *Config, seed uint64, dtype string) ([]*safetensors.Tensor,
 
 // drawInit draws HF's Qwen2 initialisation of every tensor of cfg, in HF order, from one float32
 // stream seeded by seed — linear and embedding weights ~ N(0, initializer_range²), biases 0, norm
-// weights 1 — and hands each to emit (which may keep data). InitTensors and InitWeights share it,
+// weights 1 (Gemma 3's 0: its norms scale by 1 + w) — and hands each to emit (which may keep data). InitTensors and InitWeights share it,
 // so a checkpoint written by `posttrain init` equals a model initialised in memory.
 func drawInit(cfg *Config, seed uint64, emit func(s TensorSpec, data []float32) error) error {
 	rng := rand.New(rand.NewPCG(seed, initRandSeed2))
@@ -145,6 +155,7 @@ func drawInit(cfg *Config, seed uint64, emit func(s TensorSpec, data []float32) 
 		}
 		data := make([]float32, n)
 		switch {
+		case strings.HasSuffix(s.Name, "norm.weight") && cfg.Gemma != nil:
 		case strings.HasSuffix(s.Name, "norm.weight"):
 			for i := range data {
 				data[i] = 1

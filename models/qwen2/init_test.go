@@ -127,6 +127,7 @@ func TestPreset_RealFamilyShapes(t *testing.T) {
 		{"qwen3-0.6b", "qwen3", 596_049_920, 128, ""},
 		{"llama-3.2-1b", "llama", 1_235_814_400, 64, "llama3"},
 		{"smollm2-135m", "llama", 134_515_008, 64, ""},
+		{"gemma-3-270m", "gemma3_text", 268_098_176, 256, ""},
 	} {
 		cfg, err := Preset(c.name)
 		if err != nil {
@@ -138,16 +139,13 @@ func TestPreset_RealFamilyShapes(t *testing.T) {
 				c.name, cfg, cfg.NumParameters(), c.modelType, c.params, c.headDim, c.rope)
 		}
 	}
-	if _, err := Preset("gemma-3-270m"); err == nil || !strings.Contains(err.Error(), "Gemma 3") || !strings.Contains(err.Error(), "not supported yet") {
-		t.Errorf("gemma-3-270m: %v", err)
-	}
 }
 
 // Each tiny family preset initialises, loads back with its family's config and runs a forward
 // pass (greedy generation).
 func TestPreset_TinyFamiliesInitAndLoad(t *testing.T) {
 	backend := testBackendOrSkip(t)
-	for _, name := range []string{"qwen3-tiny", "llama-3.2-tiny", "smollm2-tiny"} {
+	for _, name := range []string{"qwen3-tiny", "llama-3.2-tiny", "smollm2-tiny", "gemma-3-tiny"} {
 		cfg, err := Preset(name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

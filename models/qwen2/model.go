@@ -1,7 +1,6 @@
 package qwen2
 
 import (
-	"math"
 	"strconv"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -46,8 +45,12 @@ func linear(ctx *context.Context, x *Node, out int, bias bool) *Node {
 	return y
 }
 
-// rmsNorm is x / sqrt(mean(x²) + eps) · w over x's last axis, normalized in float32 as HF does.
+// rmsNorm is x / sqrt(mean(x²) + eps) · w over x's last axis, normalized in float32 as HF does
+// (Gemma 3: gemmaRMSNorm).
 func rmsNorm(ctx *context.Context, cfg *Config, x *Node) *Node {
+	if cfg.Gemma != nil {
+		return gemmaRMSNorm(ctx, cfg, x)
+	}
 	xf := ConvertDType(x, dtypes.Float32)
 	xf = Mul(xf, Rsqrt(AddScalar(ReduceAndKeep(Square(xf), ReduceMean, -1), cfg.RMSNormEps)))
 	w := weight(ctx, x.Graph(), "weight", x.DType(), x.Shape().Dim(-1))
@@ -58,8 +61,13 @@ func rmsNorm(ctx *context.Context, cfg *Config, x *Node) *Node {
 // pos·f_i (f_i = θ^(-2i/hd), or its llama3 rescaling: Config.InvFreq), computed in float32 like
 // HF, duplicated over the two halves of a head.
 func Rotary(cfg *Config, pos *Node, dtype dtypes.DType) (cos, sin *Node) {
-	invFreq := make([]float32, cfg.HeadDim/2)
-	for i, f := range cfg.InvFreq() {
+	return rotary(cfg.InvFreq(), pos, dtype)
+}
+
+// rotary is Rotary for the inverse frequencies inv [hd/2].
+func rotary(inv []float64, pos *Node, dtype dtypes.DType) (cos, sin *Node) {
+	invFreq := make([]float32, len(inv))
+	for i, f := range inv {
 		invFreq[i] = float32(f)
 	}
 	angle := Mul(ExpandAxes(ConvertDType(pos, dtypes.Float32), -1), ExpandLeftToRank(Const(pos.Graph(), invFreq), 3)) // [B,S,hd/2]
@@ -94,8 +102,8 @@ func attention(ctx *context.Context, cfg *Config, layer int, x, cos, sin, allowe
 		k, v = kv(layer, k, v) // [B,Sk,KV,hd]
 	}
 	sk := k.Shape().Dim(1)
-	q5 := Reshape(q, b, s, nKV, g, hd)                                                // [B,S,KV,G,hd]
-	scores := MulScalar(Einsum("bqkgd,bskd->bkgqs", q5, k), 1/math.Sqrt(float64(hd))) // [B,KV,G,S,Sk]
+	q5 := Reshape(q, b, s, nKV, g, hd)                                       // [B,S,KV,G,hd]
+	scores := MulScalar(Einsum("bqkgd,bskd->bkgqs", q5, k), scoreScale(cfg)) // [B,KV,G,S,Sk]
 	scores = ConvertDType(scores, dtypes.Float32)
 	mask := BroadcastToDims(Reshape(allowed, b, 1, 1, s, sk), scores.Shape().Dimensions...)
 	probs := Softmax(Where(mask, scores, Scalar(x.Graph(), dtypes.Float32, maskedScore)), -1)
@@ -103,22 +111,40 @@ func attention(ctx *context.Context, cfg *Config, layer int, x, cos, sin, allowe
 	return linear(ctx.In("o_proj"), Reshape(out, b, s, nKV*g*hd), cfg.HiddenSize, cfg.OBias())
 }
 
-// mlp is SwiGLU: down(silu(gate(x)) · up(x)), with biases when mlp_bias (Llama).
+// mlp is SwiGLU: down(silu(gate(x)) · up(x)), with biases when mlp_bias (Llama); Gemma 3 has
+// GELU-tanh in place of silu (activation).
 func mlp(ctx *context.Context, cfg *Config, x *Node) *Node {
 	gate := linear(ctx.In("gate_proj"), x, cfg.IntermediateSize, cfg.MLPBias) // [B,S,I]
 	up := linear(ctx.In("up_proj"), x, cfg.IntermediateSize, cfg.MLPBias)
-	return linear(ctx.In("down_proj"), Mul(Mul(gate, Sigmoid(gate)), up), cfg.HiddenSize, cfg.MLPBias) // [B,S,D]
+	return linear(ctx.In("down_proj"), Mul(activation(cfg, gate), up), cfg.HiddenSize, cfg.MLPBias) // [B,S,D]
 }
 
 // Decoder runs the embedding, the layers and the final norm: ids [B,S] int → hidden [B,S,D] in
 // the weights' dtype. pos [B,S] are the position ids; allowed [B,S,Sk] says which keys each query
 // may attend to; kv may be nil (see KVFunc). ctx must hold the weights (LoadWeights, InitWeights).
+// Sliding-window layers (Gemma 3) restrict allowed to the window of each query's column, the
+// queries being the columns of the keys (Sk = S: no cache; a cache uses DecoderMasks).
 func Decoder(ctx *context.Context, cfg *Config, ids, pos, allowed *Node, kv KVFunc) *Node {
+	return DecoderMasks(ctx, cfg, ids, pos, SelfAttentionMasks(cfg, allowed), kv)
+}
+
+// DecoderMasks is Decoder with the allowed keys of each kind of layer given (LayerMasks).
+func DecoderMasks(ctx *context.Context, cfg *Config, ids, pos *Node, masks LayerMasks, kv KVFunc) *Node {
 	ctx = ctx.Reuse().In("model")
 	x := Gather(embedding(ctx, cfg, ids.Graph()), ExpandAxes(ids, -1)) // [B,S,D]
+	x = scaleEmbeddings(cfg, x)                                        // Gemma 3: ·√D
 	cos, sin := Rotary(cfg, pos, x.DType())
+	allowed := masks.Full
+	var local [2]*Node // Gemma 3's sliding layers' RoPE
+	if cfg.HasSlidingLayers() {
+		local[0], local[1] = rotary(cfg.LocalInvFreq(), pos, x.DType())
+	}
 	for i := range cfg.NumHiddenLayers {
 		lctx := ctx.In("layers").In(strconv.Itoa(i))
+		if cfg.Gemma != nil {
+			x = gemmaLayer(lctx, cfg, i, x, masks, [2]*Node{cos, sin}, local, kv)
+			continue
+		}
 		x = Add(x, attention(lctx.In("self_attn"), cfg, i, rmsNorm(lctx.In("input_layernorm"), cfg, x), cos, sin, allowed, kv))
 		x = Add(x, mlp(lctx.In("mlp"), cfg, rmsNorm(lctx.In("post_attention_layernorm"), cfg, x)))
 	}
@@ -149,7 +175,8 @@ func Hidden(ctx *context.Context, cfg *Config, ids, pos, mask *Node) *Node {
 	return Decoder(ctx, cfg, ids, pos, AttentionMask(mask), nil)
 }
 
-// Logits applies the LM head (tied: the embedding matrix) to hidden [...,D] → [...,V] float32.
+// Logits applies the LM head (tied: the embedding matrix) to hidden [...,D] → [...,V] float32,
+// soft-capped when final_logit_softcapping is set (Gemma 3).
 func Logits(ctx *context.Context, cfg *Config, hidden *Node) *Node {
 	var w *Node
 	if cfg.TieWordEmbeddings {
@@ -158,5 +185,5 @@ func Logits(ctx *context.Context, cfg *Config, hidden *Node) *Node {
 		w = weight(ctx.Reuse().In("lm_head"), hidden.Graph(), "weight", hidden.DType(), cfg.VocabSize, cfg.HiddenSize)
 	}
 	logits := DotGeneral(hidden, []int{hidden.Rank() - 1}, nil, w, []int{1}, nil) // [...,V]
-	return ConvertDType(logits, dtypes.Float32)
+	return ConvertDType(softcapLogits(cfg, logits), dtypes.Float32)
 }

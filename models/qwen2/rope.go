@@ -11,7 +11,9 @@ import (
 
 // Rope is the config's rotary scaling (rope_scaling, or transformers ≥ 5's rope_parameters) as
 // transformers' modeling_rope_utils.py reads it. Type "" is the original RoPE ("default"); "llama3"
-// is _compute_llama3_parameters with its four fields. Other types are refused by parseRope.
+// is _compute_llama3_parameters with its four fields; "linear" (Gemma 3 only: Family.RopeTypes)
+// is _compute_linear_scaling_rope_parameters, the frequencies divided by factor. Other types are
+// refused by parseRope.
 type Rope struct {
 	Type                          string  `json:"rope_type,omitempty"`
 	Factor                        float64 `json:"factor,omitempty"`
@@ -20,7 +22,7 @@ type Rope struct {
 	OriginalMaxPositionEmbeddings int     `json:"original_max_position_embeddings,omitempty"`
 }
 
-// RopeTypes are the supported rope_type values.
+// RopeTypes are the rope_type values supported by default (Family.RopeTypes may differ).
 var RopeTypes = []string{"default", "llama3"}
 
 // ropeKeys are the keys each rope type may carry besides rope_type (the legacy "type") and
@@ -28,12 +30,13 @@ var RopeTypes = []string{"default", "llama3"}
 var ropeKeys = map[string][]string{
 	"default": nil,
 	"llama3":  {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"},
+	"linear":  {"factor"},
 }
 
 // parseRope reads a rope_scaling / rope_parameters object (field names it in errors): the type,
 // its parameters, and rope_theta when present. null or absent is the default RoPE. A type not in
-// RopeTypes, a key the type does not use, or a missing or invalid parameter is an error.
-func parseRope(field string, raw json.RawMessage) (rope Rope, theta *float64, err error) {
+// types (the family's), a key the type does not use, or a missing or invalid parameter is an error.
+func parseRope(field string, raw json.RawMessage, types []string) (rope Rope, theta *float64, err error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return Rope{}, nil, nil
 	}
@@ -50,8 +53,8 @@ func parseRope(field string, raw json.RawMessage) (rope Rope, theta *float64, er
 		}
 	}
 	allowed, ok := ropeKeys[typ]
-	if !ok {
-		return Rope{}, nil, fmt.Errorf("config field %s.rope_type: %q is not supported (supported: %s)", field, typ, quoteList(RopeTypes))
+	if !ok || !slices.Contains(types, typ) {
+		return Rope{}, nil, fmt.Errorf("config field %s.rope_type: %q is not supported (supported: %s)", field, typ, quoteList(types))
 	}
 	for key, v := range m {
 		switch {
@@ -79,13 +82,17 @@ func parseRope(field string, raw json.RawMessage) (rope Rope, theta *float64, er
 	return rope, theta, nil
 }
 
-// validate checks the llama3 parameters as transformers' _validate_llama3_parameters does.
+// validate checks the llama3 parameters as transformers' _validate_llama3_parameters does, and
+// linear's factor as _validate_linear_scaling_rope_parameters does.
 func (r Rope) validate(field string) error {
 	if r.Type == "" {
 		return nil
 	}
 	if r.Factor < 1 {
 		return fmt.Errorf("config field %s.factor: must be ≥ 1, got %g", field, r.Factor)
+	}
+	if r.Type == "linear" {
+		return nil
 	}
 	if r.LowFreqFactor <= 0 || r.HighFreqFactor <= r.LowFreqFactor {
 		return fmt.Errorf("config field %s: need 0 < low_freq_factor < high_freq_factor, got %g and %g", field, r.LowFreqFactor, r.HighFreqFactor)
@@ -108,13 +115,16 @@ func quoteList(s []string) string {
 // default), rescaled by the llama3 rule when Rope.Type is "llama3" (transformers'
 // _compute_llama3_parameters): wavelengths 2π/f longer than original/low_freq_factor are divided
 // by factor, shorter than original/high_freq_factor kept, and those between interpolated with
-// s = (original/wavelength − low)/(high − low): f·((1−s)/factor + s). Computed in float64.
+// s = (original/wavelength − low)/(high − low): f·((1−s)/factor + s); divided by factor when
+// "linear". Computed in float64. (Gemma 3's sliding-window layers use LocalInvFreq instead.)
 func (c *Config) InvFreq() []float64 {
-	inv := make([]float64, c.HeadDim/2)
-	for i := range inv {
-		inv[i] = 1 / math.Pow(c.RopeTheta, float64(2*i)/float64(c.HeadDim))
-	}
+	inv := defaultInvFreq(c.RopeTheta, c.HeadDim)
 	r := c.Rope
+	if r.Type == "linear" {
+		for i := range inv {
+			inv[i] /= r.Factor
+		}
+	}
 	if r.Type != "llama3" {
 		return inv
 	}
@@ -130,6 +140,15 @@ func (c *Config) InvFreq() []float64 {
 			s := (old/wavelen - r.LowFreqFactor) / (r.HighFreqFactor - r.LowFreqFactor)
 			inv[i] = (1-s)*f/r.Factor + s*f
 		}
+	}
+	return inv
+}
+
+// defaultInvFreq is the original RoPE's θ^(-2i/hd) for i < hd/2.
+func defaultInvFreq(theta float64, headDim int) []float64 {
+	inv := make([]float64, headDim/2)
+	for i := range inv {
+		inv[i] = 1 / math.Pow(theta, float64(2*i)/float64(headDim))
 	}
 	return inv
 }

@@ -1,9 +1,17 @@
-"""Qwen2, Qwen3 and Llama in plain PyTorch: the forward pass of transformers' Qwen2ForCausalLM
-(modeling_qwen2.py, eager attention), Qwen3ForCausalLM (modeling_qwen3.py) and LlamaForCausalLM
-(modeling_llama.py, with modeling_rope_utils.py's llama3 RoPE scaling), written out so that the
-references need only torch (Debian's python3-torch). The families differ in what model_type
-fixes (Config): Qwen2's q/k/v biases; Qwen3's per-head RMSNorm q_norm/k_norm before rotary and its
-default head_dim 128; Llama's attention_bias (q/k/v/o) and mlp_bias; rope_scaling rope_type llama3.
+"""Qwen2, Qwen3, Llama and Gemma 3 in plain PyTorch: the forward pass of transformers'
+Qwen2ForCausalLM (modeling_qwen2.py, eager attention), Qwen3ForCausalLM (modeling_qwen3.py),
+LlamaForCausalLM (modeling_llama.py, with modeling_rope_utils.py's llama3 RoPE scaling) and
+Gemma3ForCausalLM (modeling_gemma3.py, model_type gemma3_text, config fields of transformers 4.55),
+written out so that the references need only torch (Debian's python3-torch). The families differ in
+what model_type fixes (Config): Qwen2's q/k/v biases; Qwen3's per-head RMSNorm q_norm/k_norm before
+rotary and its default head_dim 128; Llama's attention_bias (q/k/v/o) and mlp_bias; rope_scaling
+rope_type llama3. Gemma 3 (gemma3_forward): RMSNorm x*(1+w) (Gemma3RMSNorm), embeddings times
+torch.tensor(hidden_size**0.5) in the weights' dtype, q_norm/k_norm, scores times
+query_pre_attn_scalar**-0.5, GELU-tanh MLP, norms before and after attention and MLP,
+sliding_attention layers masked to kv_idx > q_idx - sliding_window (masking_utils'
+sliding_window_overlay, over cache positions) with the default RoPE of base rope_local_base_freq,
+full_attention layers with rope_theta and rope_scaling (linear: inv_freq / factor), final logits
+cap * tanh(logits / cap) when final_logit_softcapping is set.
 
 What it follows, op for op where the float32 rounding depends on it:
   - embeddings; per layer: RMSNorm -> q/k/v projections (with biases) -> rotary (rotate_half) ->
@@ -53,7 +61,7 @@ def read_safetensors(path):
     return out, sorted(dtypes)
 
 
-FAMILIES = ("qwen2", "qwen3", "llama")
+FAMILIES = ("qwen2", "qwen3", "llama", "gemma3_text")
 
 
 class Config:
@@ -64,6 +72,10 @@ class Config:
         self.model_type = c["model_type"]
         if self.model_type not in FAMILIES:
             raise ValueError(f"model_type {self.model_type!r} is not supported by this reference ({FAMILIES})")
+        self.gemma = self.model_type == "gemma3_text"
+        if self.gemma:  # Gemma3TextConfig's defaults
+            c = dict({"num_key_value_heads": 4, "head_dim": 256, "rope_theta": 1_000_000.0, "tie_word_embeddings": True,
+                      "rms_norm_eps": 1e-6}, **c)
         self.hidden_size = c["hidden_size"]
         self.intermediate_size = c["intermediate_size"]
         self.num_hidden_layers = c["num_hidden_layers"]
@@ -81,16 +93,30 @@ class Config:
         self.mlp_bias = self.model_type == "llama" and c.get("mlp_bias", False)
         self.qk_norm = self.model_type == "qwen3"
         self.rope_scaling = c.get("rope_scaling")
-        if self.rope_scaling and self.rope_scaling.get("rope_type", self.rope_scaling.get("type")) != "llama3":
-            raise ValueError(f"rope_scaling {self.rope_scaling} is not supported by this reference (llama3 only)")
+        rope_type = self.rope_scaling.get("rope_type", self.rope_scaling.get("type")) if self.rope_scaling else None
+        if rope_type and rope_type != ("linear" if self.gemma else "llama3"):
+            raise ValueError(f"rope_scaling {self.rope_scaling} is not supported by this reference (llama3; gemma3_text: linear)")
         if c.get("use_sliding_window"):
             raise ValueError("sliding-window attention is not supported by this reference")
+        if self.gemma:
+            self.qk_norm = True
+            if c.get("hidden_activation", "gelu_pytorch_tanh") != "gelu_pytorch_tanh" or c.get("attn_logit_softcapping") is not None:
+                raise ValueError("this reference has Gemma 3 with gelu_pytorch_tanh and no attention soft-capping only")
+            self.query_pre_attn_scalar = c.get("query_pre_attn_scalar", 256)
+            self.sliding_window = c.get("sliding_window", 4096)
+            self.rope_local_base_freq = c.get("rope_local_base_freq", 10_000.0)
+            self.final_logit_softcapping = c.get("final_logit_softcapping")
+            pattern = c.get("sliding_window_pattern", 6)  # configuration_gemma3.py: layer_types from the pattern
+            self.layer_types = c.get("layer_types") or [
+                "sliding_attention" if bool((i + 1) % pattern) else "full_attention" for i in range(self.num_hidden_layers)]
 
     def as_dict(self):
         keys = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
                 "head_dim", "vocab_size", "rms_norm_eps", "rope_theta", "tie_word_embeddings"]
         if self.model_type != "qwen2":  # the Qwen2 files keep their format_version 1 keys
             keys = ["model_type"] + keys + ["qkv_bias", "o_bias", "mlp_bias", "qk_norm", "rope_scaling"]
+        if self.gemma:
+            keys += ["query_pre_attn_scalar", "sliding_window", "rope_local_base_freq", "final_logit_softcapping", "layer_types"]
         return {k: getattr(self, k) for k in keys}
 
     def tensor_names(self):
@@ -105,6 +131,8 @@ class Config:
             if self.qk_norm:
                 names += [p + "self_attn.q_norm.weight", p + "self_attn.k_norm.weight"]
             names += [p + "post_attention_layernorm.weight"]
+            if self.gemma:
+                names += [p + "pre_feedforward_layernorm.weight", p + "post_feedforward_layernorm.weight"]
             for proj in ("gate", "up", "down"):
                 names += [p + f"mlp.{proj}_proj.weight"] + ([p + f"mlp.{proj}_proj.bias"] if self.mlp_bias else [])
         names += ["model.norm.weight"]
@@ -130,14 +158,21 @@ class Qwen2:
 
     def rms_norm(self, x, w):
         var = x.pow(2).mean(-1, keepdim=True)
+        if self.cfg.gemma:  # Gemma3RMSNorm: (x * rsqrt(var + eps)) * (1 + w)
+            return (x * torch.rsqrt(var + self.cfg.rms_norm_eps)) * (1.0 + w)
         return w * (x * torch.rsqrt(var + self.cfg.rms_norm_eps))
 
-    def rotary(self, pos):
-        """cos, sin [B, S, head_dim] for position ids pos [B, S]."""
+    def rotary(self, pos, local=False):
+        """cos, sin [B, S, head_dim] for position ids pos [B, S]; local: Gemma 3's sliding layers'
+        (the default RoPE with base rope_local_base_freq)."""
         hd = self.cfg.head_dim
-        inv_freq = 1.0 / (self.cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.int64).to(self.dtype) / hd))
-        if self.cfg.rope_scaling:
-            inv_freq = llama3_inv_freq(inv_freq, self.cfg.rope_scaling)
+        base = self.cfg.rope_local_base_freq if local else self.cfg.rope_theta
+        inv_freq = 1.0 / (base ** (torch.arange(0, hd, 2, dtype=torch.int64).to(self.dtype) / hd))
+        if self.cfg.rope_scaling and not local:
+            if self.cfg.gemma:  # _compute_linear_scaling_rope_parameters
+                inv_freq = inv_freq / self.cfg.rope_scaling["factor"]
+            else:
+                inv_freq = llama3_inv_freq(inv_freq, self.cfg.rope_scaling)
         angles = pos.to(self.dtype)[:, :, None] * inv_freq[None, None, :]
         emb = torch.cat((angles, angles), dim=-1)
         return emb.cos(), emb.sin()
@@ -146,6 +181,8 @@ class Qwen2:
         """Logits [B, S, V] of ids [B, S] at position ids pos [B, S]. mask [B, T] covers the cached
         keys and these tokens (T = cached + S). cache: None (no cache), or a list the call extends
         with each layer's (keys, values), [] on the first call."""
+        if self.cfg.gemma:
+            return self.gemma3_forward(ids, mask, pos, cache)
         cfg, p = self.cfg, self.params
         B, S = ids.shape
         nh, nkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
@@ -197,6 +234,67 @@ class Qwen2:
         h = self.rms_norm(h, p["model.norm.weight"])
         head = p["model.embed_tokens.weight"] if cfg.tie_word_embeddings else p["lm_head.weight"]
         return torch.nn.functional.linear(h, head)
+
+    def gemma3_forward(self, ids, mask, pos, cache):
+        """forward for Gemma3ForCausalLM, op for op after modeling_gemma3.py (eager attention)."""
+        cfg, p = self.cfg, self.params
+        B, S = ids.shape
+        nh, nkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        past = 0 if not cache else cache[0][0].shape[2]
+        T = past + S
+        q_idx, kv_idx = (past + torch.arange(S))[:, None], torch.arange(T)[None, :]
+        causal = (kv_idx <= q_idx)[None, None] & (mask[:, None, None, :] == 1)
+        sliding = causal & (kv_idx > q_idx - cfg.sliding_window)[None, None]  # sliding_window_overlay
+        bias = {kind: torch.zeros(B, 1, S, T, dtype=self.dtype).masked_fill(~allowed, torch.finfo(self.dtype).min)
+                for kind, allowed in (("full_attention", causal), ("sliding_attention", sliding))}
+        rope = {"full_attention": self.rotary(pos), "sliding_attention": self.rotary(pos, local=True)}
+
+        def rotate_half(x):
+            return torch.cat((-x[..., hd // 2 :], x[..., : hd // 2]), dim=-1)
+
+        def lin(x, name):
+            return torch.nn.functional.linear(x, p[name + ".weight"], p.get(name + ".bias"))
+
+        # Gemma3TextScaledWordEmbedding: the scale is a float32 tensor cast to the weights' dtype
+        h = p["model.embed_tokens.weight"][ids] * torch.tensor(cfg.hidden_size**0.5).to(self.dtype)
+        for i in range(cfg.num_hidden_layers):
+            L, kind = f"model.layers.{i}.", cfg.layer_types[i]
+            cos, sin = rope[kind]
+            cos, sin = cos[:, None], sin[:, None]
+            residual = h
+            x = self.rms_norm(h, p[L + "input_layernorm.weight"])
+            q = lin(x, L + "self_attn.q_proj").view(B, S, nh, hd).transpose(1, 2)
+            k = lin(x, L + "self_attn.k_proj").view(B, S, nkv, hd).transpose(1, 2)
+            v = lin(x, L + "self_attn.v_proj").view(B, S, nkv, hd).transpose(1, 2)
+            q = self.rms_norm(q, p[L + "self_attn.q_norm.weight"])
+            k = self.rms_norm(k, p[L + "self_attn.k_norm.weight"])
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            if cache is not None:
+                if len(cache) > i:
+                    k = torch.cat((cache[i][0], k), dim=2)
+                    v = torch.cat((cache[i][1], v), dim=2)
+                    cache[i] = (k, v)
+                else:
+                    cache.append((k, v))
+            rep = nh // nkv
+            k = k[:, :, None].expand(B, nkv, rep, T, hd).reshape(B, nh, T, hd)
+            v = v[:, :, None].expand(B, nkv, rep, T, hd).reshape(B, nh, T, hd)
+            w = torch.matmul(q, k.transpose(2, 3)) * cfg.query_pre_attn_scalar**-0.5 + bias[kind]
+            w = torch.softmax(w, dim=-1)
+            a = torch.matmul(w, v).transpose(1, 2).reshape(B, S, nh * hd)
+            h = lin(a, L + "self_attn.o_proj")
+            h = residual + self.rms_norm(h, p[L + "post_attention_layernorm.weight"])
+            residual = h
+            x = self.rms_norm(h, p[L + "pre_feedforward_layernorm.weight"])
+            x = torch.nn.functional.gelu(lin(x, L + "mlp.gate_proj"), approximate="tanh") * lin(x, L + "mlp.up_proj")
+            h = residual + self.rms_norm(lin(x, L + "mlp.down_proj"), p[L + "post_feedforward_layernorm.weight"])
+        h = self.rms_norm(h, p["model.norm.weight"])
+        head = p["model.embed_tokens.weight"] if cfg.tie_word_embeddings else p["lm_head.weight"]
+        logits = torch.nn.functional.linear(h, head)
+        if cfg.final_logit_softcapping is not None:
+            logits = torch.tanh(logits / cfg.final_logit_softcapping) * cfg.final_logit_softcapping
+        return logits
 
 
 def llama3_inv_freq(inv_freq, rs):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the tiny random Qwen3 and Llama checkpoints of models/testdata/{qwen3,llama,smollm2}-tiny in
+"""Writes the tiny random Qwen3, Llama and Gemma 3 checkpoints of models/testdata/*-tiny in
 HuggingFace layout: config.json as transformers' configuration classes write it (sorted keys, two-space
 indent) and model.safetensors with HF's tensor names ({"format": "pt"} metadata, tensors sorted by name,
 the header padded with spaces to 8 bytes, as safetensors' save_file does). The inputs/ are the
@@ -7,7 +7,8 @@ qwen2-tiny fixture's batches (token ids < 512, the vocabulary here and internal/
 
 Weights are drawn from torch.Generator seeds, with magnitudes that make the outputs depend on every
 tensor (the qwen2-tiny fixture's scale): embeddings and lm_head N(0, 0.25²), projections N(0, 1/in),
-down_proj N(0, 0.25/in), biases N(0, 0.3²), norm weights 1 + N(0, 0.2²) (q_norm and k_norm too).
+down_proj N(0, 0.25/in), biases N(0, 0.3²), norm weights 1 + N(0, 0.2²) (q_norm and k_norm too; Gemma's,
+which scale by 1 + w, N(0, 0.2²)).
 
   /usr/bin/python3 scripts/reference/tiny_checkpoints.py            # (re)write the three fixtures' model/ and inputs/
   /usr/bin/python3 scripts/reference/qwen2_ref.py --fixture models/testdata/qwen3-tiny --write   # then their expected/
@@ -20,6 +21,14 @@ Fixtures:
                 attention_bias and mlp_bias true (both bias paths), head_dim written, untied, float32.
   smollm2-tiny  model_type llama as SmolLM2 writes it: no rope_scaling, no biases, no head_dim
                 (hidden 48 / 3 heads), GQA 3:1, tied, stored bfloat16.
+  gemma3-tiny   model_type gemma3_text as gemma-3-270m's config.json (transformers 4.55) writes it:
+                layer_types [sliding, full] with sliding_window 4 (shorter than every test sequence),
+                rope_local_base_freq 10000 vs rope_theta 1e6 with rope_scaling linear factor 8 (the
+                4B's form), head_dim 32 with hidden 64 and 4/2 heads, query_pre_attn_scalar 24 (not
+                head_dim), final_logit_softcapping 5, tied, float32.
+  gemma3-bf16-tiny  gemma3_text as gemma-3-1b's config.json (transformers 4.50) writes it: no
+                layer_types, sliding_window_pattern 2 (layer 0 sliding, 1 full), sliding_window 3,
+                no soft-capping, no rope_scaling, hidden 48, 3/1 heads, head_dim 16, stored bfloat16.
 """
 
 import json
@@ -60,13 +69,30 @@ FIXTURES = {
         "max_position_embeddings": 8192, "rms_norm_eps": 1e-05, "rope_theta": 100000.0, "rope_scaling": None,
         "attention_bias": False, "mlp_bias": False, "pretraining_tp": 1, "tie_word_embeddings": True,
         "torch_dtype": "bfloat16", "seed": 33}),
+    "gemma3-tiny": dict(COMMON, **{
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+        "max_position_embeddings": 32768, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "rope_local_base_freq": 10000.0,
+        "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 4, "_sliding_window_pattern": 2,
+        "query_pre_attn_scalar": 24, "final_logit_softcapping": 5.0, "attn_logit_softcapping": None,
+        "hidden_activation": "gelu_pytorch_tanh", "attention_bias": False, "use_bidirectional_attention": False,
+        "pad_token_id": 0, "tie_word_embeddings": True, "torch_dtype": "float32", "seed": 34}),
+    "gemma3-bf16-tiny": dict(COMMON, **{
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 48, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 3, "num_key_value_heads": 1, "head_dim": 16,
+        "max_position_embeddings": 32768, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "rope_scaling": None,
+        "rope_local_base_freq": 10000.0, "sliding_window_pattern": 2, "sliding_window": 3,
+        "query_pre_attn_scalar": 16, "final_logit_softcapping": None, "attn_logit_softcapping": None,
+        "hidden_activation": "gelu_pytorch_tanh", "attention_bias": False, "cache_implementation": "hybrid",
+        "pad_token_id": 0, "torch_dtype": "bfloat16", "seed": 35}),
 }
 
 
-def draw(name, shape, gen):
+def draw(name, shape, gen, gemma):
     """One tensor's random values (float32)."""
     if name.endswith("norm.weight"):
-        return 1 + 0.2 * torch.randn(shape, generator=gen)
+        return (0 if gemma else 1) + 0.2 * torch.randn(shape, generator=gen)
     if name.endswith(".bias"):
         return 0.3 * torch.randn(shape, generator=gen)
     if "embed_tokens" in name or name == "lm_head.weight":
@@ -84,7 +110,8 @@ def shapes(cfg):
         base = name.rsplit(".", 2)[-2] if name.startswith("model.layers.") else name
         table = {"q_proj": (q, d), "k_proj": (kv, d), "v_proj": (kv, d), "o_proj": (d, q), "gate_proj": (inter, d),
                  "up_proj": (inter, d), "down_proj": (d, inter), "q_norm": (hd,), "k_norm": (hd,),
-                 "input_layernorm": (d,), "post_attention_layernorm": (d,),
+                 "input_layernorm": (d,), "post_attention_layernorm": (d,), "pre_feedforward_layernorm": (d,),
+                 "post_feedforward_layernorm": (d,),
                  "model.embed_tokens.weight": (cfg.vocab_size, d), "model.norm.weight": (d,),
                  "lm_head.weight": (cfg.vocab_size, d)}
         shape = table[base]
@@ -115,7 +142,7 @@ def main():
         (model / "config.json").write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n")
         cfg = qwen2.Config(model / "config.json")
         gen = torch.Generator().manual_seed(seed)
-        tensors = {n: draw(n, s, gen) for n, s in shapes(cfg).items()}
+        tensors = {n: draw(n, s, gen, cfg.gemma) for n, s in shapes(cfg).items()}
         write_safetensors(model / "model.safetensors", tensors, "BF16" if conf["torch_dtype"] == "bfloat16" else "F32")
         inputs = TESTDATA / name / "inputs"
         inputs.mkdir(exist_ok=True)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
@@ -16,9 +18,10 @@ import (
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
 )
 
-// SFT trains the tiny Qwen3, Llama and SmolLM2-form checkpoints: 3 steps straight give
+// SFT trains the tiny Qwen3, Llama, SmolLM2-form and Gemma 3 checkpoints: 3 steps straight give
 // bit-identical weights and metrics lines to 2 steps, an interruption and a resumed step, and the
-// saved model keeps the family's config (model_type, head_dim, biases, RoPE scaling, tying) and
+// saved model keeps the family's config (model_type, head_dim, biases, RoPE scaling, tying, Gemma's
+// fields and layer types) and
 // loads back. (The resume itself is the driver's and family-blind: TestRun_ResumeEqualsStraight
 // covers DPO and KTO; TestRun_FamiliesDPOKTO runs them on the new families.)
 func TestRun_FamiliesResumeEqualsStraight(t *testing.T) {
@@ -124,7 +127,8 @@ func checkFamilyKept(t *testing.T, base *qwen2.Config, out, dir string) {
 	m := looptest.Load(t, out, false)
 	got := m.Config
 	if got.ModelType != base.ModelType || got.HeadDim != base.HeadDim || got.Rope != base.Rope || got.AttentionBias != base.AttentionBias ||
-		got.MLPBias != base.MLPBias || got.TieWordEmbeddings != base.TieWordEmbeddings || len(got.Tensors()) != len(base.Tensors()) {
+		got.MLPBias != base.MLPBias || got.TieWordEmbeddings != base.TieWordEmbeddings || len(got.Tensors()) != len(base.Tensors()) ||
+		!reflect.DeepEqual(got.Gemma, base.Gemma) || !slices.Equal(got.LayerTypes, base.LayerTypes) {
 		t.Errorf("saved config %+v, want the family options of %+v", got, base)
 	}
 	if bytes.Equal(readFile(t, filepath.Join(out, "model.safetensors")), readFile(t, filepath.Join(dir, "model.safetensors"))) {
