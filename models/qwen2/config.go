@@ -48,6 +48,11 @@ type Config struct {
 	// AttentionBias (Qwen3, Llama): q/k/v/o projections with biases; MLPBias (Llama): the MLP's.
 	AttentionBias bool `json:"attention_bias"`
 	MLPBias       bool `json:"mlp_bias"`
+	// NoRopeLayers (SmolLM3's no_rope_layers): 1 where a layer applies RoPE, 0 on its NoPE layers;
+	// ParseConfig derives it from NoRopeLayerInterval (no_rope_layer_interval) when absent. See
+	// UsesRope.
+	NoRopeLayers        []int `json:"no_rope_layers"`
+	NoRopeLayerInterval int   `json:"no_rope_layer_interval"`
 	// Rope is the parsed rope_scaling (or rope_parameters); see InvFreq.
 	Rope Rope `json:"-"`
 
@@ -92,6 +97,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	_ = json.Unmarshal(data, &ids) // already known to be a JSON object
 	var err error
+	ropeThetaSet := false
 	if cfg.Rope, _, err = parseRope("rope_scaling", cfg.RopeScaling); err != nil {
 		return nil, err
 	}
@@ -102,7 +108,7 @@ func ParseConfig(data []byte) (*Config, error) {
 			return nil, err
 		}
 		if theta != nil {
-			cfg.RopeTheta = *theta
+			cfg.RopeTheta, ropeThetaSet = *theta, true
 		}
 		if rope.Type != "" {
 			cfg.Rope = rope
@@ -116,6 +122,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	if cfg.EOSTokenIDs, err = idList(ids.EOS); err != nil {
 		return nil, fmt.Errorf("config field eos_token_id: %w", err)
+	}
+	if cfg.ModelType == "smollm3" {
+		cfg.smolLM3Defaults(data, ropeThetaSet)
 	}
 	if cfg.NumKeyValueHeads == 0 {
 		cfg.NumKeyValueHeads = cfg.NumAttentionHeads
@@ -178,7 +187,10 @@ func (c *Config) Validate() error {
 		bad("attention_bias", "is not a %s option (its q/k/v biases are fixed)", c.ModelType)
 	}
 	if c.MLPBias && known && !fam.MLPBiasField {
-		bad("mlp_bias", "true is not supported by %s (only llama has MLP biases)", c.ModelType)
+		bad("mlp_bias", "true is not supported by %s (only llama and smollm3 have MLP biases)", c.ModelType)
+	}
+	if c.ModelType == "smollm3" {
+		c.validateSmolLM3(bad)
 	}
 	for i, t := range c.LayerTypes {
 		if t != "full_attention" {

@@ -23,11 +23,14 @@ type Family struct {
 }
 
 // Families are the supported model_type values, after transformers' modeling_qwen2.py,
-// modeling_qwen3.py and modeling_llama.py (Llama 3.x; SmolLM2 is model_type llama too).
+// modeling_qwen3.py, modeling_llama.py (Llama 3.x; SmolLM2 is model_type llama too) and
+// modeling_smollm3.py.
 var Families = map[string]Family{
 	"qwen2": {Architecture: "Qwen2ForCausalLM", QKVBias: true},
 	"qwen3": {Architecture: "Qwen3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 128},
 	"llama": {Architecture: "LlamaForCausalLM", AttentionBiasField: true, MLPBiasField: true},
+	// SmolLM3: a Llama with NoPE layers (Config.NoRopeLayers, UsesRope).
+	"smollm3": {Architecture: "SmolLM3ForCausalLM", AttentionBiasField: true, MLPBiasField: true},
 }
 
 // ModelTypes lists the supported model_type values, sorted.

@@ -194,6 +194,8 @@ func familyConfigJSON(m map[string]any, cfg *Config) {
 	case "llama":
 		m["attention_bias"], m["mlp_bias"], m["head_dim"] = cfg.AttentionBias, cfg.MLPBias, cfg.HeadDim
 		setDefault("pretraining_tp", 1)
+	case "smollm3":
+		smolLM3ConfigJSON(m, cfg)
 	}
 }
 
