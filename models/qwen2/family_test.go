@@ -24,9 +24,9 @@ var familyFixtures = []struct {
 	stored         string // the safetensors dtype
 	tied           bool
 }{
-	{"../testdata/qwen3-tiny", "qwen3", "F32", true},    // q_norm/k_norm, head_dim 32 ≠ 64/4
-	{"../testdata/llama-tiny", "llama", "F32", false},   // llama3 RoPE scaling, attention and MLP biases
-	{"../testdata/smollm2-tiny", "llama", "BF16", true}, // SmolLM2's form, stored bfloat16
+	{"../testdata/qwen3-tiny", "qwen3", "F32", true},     // q_norm/k_norm, head_dim 32 ≠ 64/4
+	{"../testdata/llama-tiny", "llama", "F32", false},    // llama3 RoPE scaling, attention and MLP biases
+	{"../testdata/smollm2-tiny", "llama", "BF16", true},  // SmolLM2's form, stored bfloat16
 	{"../testdata/smollm3-tiny", "smollm3", "F32", true}, // NoPE layers 1 and 3, MLP biases
 }
 
