@@ -10,13 +10,14 @@
 #                                    and tiny sizes (make gpu-check-cpu)
 #   scripts/gpu-check.sh --cpu       the CPU shapes: float32 bench paths, tiny sizes (make gpu-check-cpu)
 #
-# Options: --cpu, --rehearse, --family NAME (the model family: qwen2, the default, qwen3, llama or
-# smollm2; also FAMILY=NAME), --bin PATH (default bin/posttrain), --out DIR (default $OUT, else
+# Options: --cpu, --rehearse, --family NAME (the model family: qwen2, the default, qwen3, llama,
+# smollm2 or smollm3; also FAMILY=NAME), --bin PATH (default bin/posttrain), --out DIR (default $OUT, else
 # out/gpu-check), --budget SECONDS (whole run), --keep (keep the work directory). The family picks
-# the preset: on the GPU its real shape (qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b, smollm2-135m) with
-# its tokenizer where the repository has one (Qwen's, Llama 3.1's; SmolLM2 gets the cut-down test
-# tokenizer, which fits its vocabulary), on the CPU its tiny variant (tiny, qwen3-tiny,
-# llama-3.2-tiny, smollm2-tiny). Every size below
+# the preset: on the GPU its real shape (qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b, smollm2-135m,
+# smollm3-3b) with its tokenizer where the repository has one (Qwen's, Llama 3.1's; SmolLM2 gets the
+# cut-down test tokenizer, which fits its vocabulary; SmolLM3 Llama 3.1's, whose 128256 ids it
+# shares), on the CPU its tiny variant (tiny, qwen3-tiny, llama-3.2-tiny, smollm2-tiny,
+# smollm3-tiny). Every size below
 # can be set from the environment (PRESET, BACKEND, BENCH_DTYPE, DECODE_BATCH, SFT_BATCH, ...; see
 # "Settings"). ONLY=REGEX runs only the stages whose names match (the others are recorded as
 # skipped; `backend` and `probe` always run), or a preset: ONLY=@first (correctness: the backend,
@@ -94,7 +95,8 @@ case $FAMILY in
   qwen3) TINY_PRESET=qwen3-tiny; REAL_PRESET=qwen3-0.6b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata ;;
   llama) TINY_PRESET=llama-3.2-tiny; REAL_PRESET=llama-3.2-1b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata/llama3 ;;
   smollm2) TINY_PRESET=smollm2-tiny; REAL_PRESET=smollm2-135m; REAL_TOKENIZER=$ROOT/internal/tinymodel/files ;;
-  *) echo "gpu-check: unknown --family ${FAMILY} (valid: qwen2, qwen3, llama, smollm2)" >&2; exit 2 ;;
+  smollm3) TINY_PRESET=smollm3-tiny; REAL_PRESET=smollm3-3b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata/llama3 ;;
+  *) echo "gpu-check: unknown --family ${FAMILY} (valid: qwen2, qwen3, llama, smollm2, smollm3)" >&2; exit 2 ;;
 esac
 
 # ---- Settings (environment overrides the mode's default) ----

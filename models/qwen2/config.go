@@ -1,6 +1,7 @@
-// Package qwen2 is the decoder of the Qwen2, Qwen3 (dense) and Llama 3.x families (SmolLM2 is a
-// Llama) in GoMLX, one implementation parameterised by the config (see Family: q/k/v and MLP
-// biases, q/k norms, head_dim, RoPE scaling, tied embeddings), named after its first family. It
+// Package qwen2 is the decoder of the Qwen2, Qwen3 (dense), Llama 3.x (SmolLM2 is a Llama) and
+// SmolLM3 families in GoMLX, one implementation parameterised by the config (see Family: q/k/v
+// and MLP biases, q/k norms, head_dim, RoPE scaling, NoPE layers, tied embeddings), named after
+// its first family. It
 // gives HuggingFace transformers' numbers: config.json parsing, safetensors weights as GoMLX
 // variables keyed by their HF names, the forward pass, chunked per-token log-probs, the mean NLL
 // and its gradients, scoring, save and init. Text generation is package generate's: Arch is the
@@ -23,7 +24,7 @@ import (
 // ConfigFileName is the HF file holding a checkpoint's Config.
 const ConfigFileName = "config.json"
 
-// Config is the subset of a HF Qwen2, Qwen3 or Llama config.json that the decoder uses.
+// Config is the subset of a HF Qwen2, Qwen3, Llama or SmolLM3 config.json that the decoder uses.
 type Config struct {
 	ModelType string `json:"model_type"`
 	VocabSize int    `json:"vocab_size"`

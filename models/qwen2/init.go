@@ -10,13 +10,13 @@ import (
 
 // PresetNames lists the model shapes Preset knows.
 var PresetNames = []string{"tiny", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-tiny", "llama-3.2-1b", "llama-3.2-tiny",
-	"smollm2-135m", "smollm2-tiny"}
+	"smollm2-135m", "smollm2-tiny", "smollm3-3b", "smollm3-tiny"}
 
 // RealPreset reports whether the preset is a released model's shape (its vocab_size is the
 // model's, padded past the tokenizer in Qwen's case), not a tiny test shape.
 func RealPreset(name string) bool {
 	switch strings.ToLower(name) {
-	case "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b", "smollm2-135m":
+	case "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b", "smollm2-135m", "smollm3-3b":
 		return true
 	}
 	return false
@@ -47,13 +47,24 @@ func RealPreset(name string) bool {
 //     rope_theta 100000, no rope_scaling, rms_norm_eps 1e-5, initializer_range 1/24, 8192
 //     positions, bos = eos = 0 (the -Instruct model's are 1 and 2, from its tokenizer);
 //     "smollm2-tiny": the smollm2-tiny fixture's shape (hidden 48, 2 layers, 3/1 heads,
-//     intermediate 128).
+//     intermediate 128);
+//   - "smollm3-3b": HuggingFaceTB/SmolLM3-3B's config.json (transformers 4.54): model_type
+//     smollm3, vocab 128256, hidden 2048, 36 layers, 16/4 heads (head_dim 128), intermediate
+//     11008, tied, rope_theta 5e6, no rope_scaling, rms_norm_eps 1e-6, 65536 positions,
+//     no_rope_layer_interval 4 (layers 3, 7, ..., 35 NoPE), no biases, bos none, eos 128012
+//     <|im_end|>: 3,075,098,624 parameters; "smollm3-tiny": the smollm3-tiny fixture's shape
+//     (hidden 64, 4 layers, 4/2 heads, intermediate 128, no_rope_layer_interval 2: layers 1 and
+//     3 NoPE), without its MLP biases.
 //
 // Sources of the released configs as quoted in public repositories (the Hub itself is not
 // reachable here): Qwen3-0.6B in a model report beside Qwen3ForCausalLM configs and in several
 // test files with transformers_version 4.51.0; Llama-3.2-1B in a project's configs module
 // ("As a reference, This is the config.json of Llama-3.2-1B model"); SmolLM2-135M in a
-// SmolLMv2 reproduction's README ("SmolLMv2 Configuration Used", transformers_version 4.40.1).
+// SmolLMv2 reproduction's README ("SmolLMv2 Configuration Used", transformers_version 4.40.1);
+// SmolLM3-3B in the config.json of fine-tunes published with the 3B's unchanged config (e.g.
+// koutch/0.json_train_grpo_v1_dev, N-Bot-Int/SmolSam3-merged: bos null, eos 128012, hidden 2048,
+// intermediate 11008, 65536 positions, the 1,1,1,0 no_rope_layers) and in several projects'
+// tests quoting it (rope_theta 5e6, 16/4 heads, 36 layers, vocab 128256).
 func Preset(name string) (*Config, error) {
 	id := func(v int) *int { return &v }
 	base := Config{ModelType: "qwen2", HiddenAct: "silu", RMSNormEps: 1e-6, RopeTheta: 1e6,
@@ -102,6 +113,18 @@ func Preset(name string) (*Config, error) {
 			cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 3, 1
 			cfg.BOSTokenID, cfg.EOSTokenIDs = id(509), []int{511}
 		}
+	case "smollm3-3b", "smollm3-tiny":
+		cfg.ModelType, cfg.RopeTheta, cfg.MaxPositionEmbeddings = "smollm3", 5e6, 65536
+		if strings.ToLower(name) == "smollm3-3b" {
+			cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 128256, 2048, 11008, 36
+			cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.NoRopeLayerInterval = 16, 4, 4
+			cfg.EOSTokenIDs = []int{128012}
+		} else {
+			cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 512, 64, 128, 4
+			cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.NoRopeLayerInterval = 4, 2, 2
+			cfg.BOSTokenID, cfg.EOSTokenIDs = id(509), []int{511}
+		}
+		cfg.NoRopeLayers = SmolLM3NoRopeLayers(cfg.NumHiddenLayers, cfg.NoRopeLayerInterval)
 	case "gemma-3-270m", "gemma-3-tiny":
 		return nil, fmt.Errorf("qwen2: preset %q: Gemma 3 (model_type gemma3_text) is not supported yet; valid: %s", name, strings.Join(PresetNames, ", "))
 	default:

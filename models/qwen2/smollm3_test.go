@@ -97,3 +97,35 @@ func TestSmolLM3_NoPEMatters(t *testing.T) {
 		}
 	}
 }
+
+// The smollm3-3b preset is SmolLM3-3B's config: every fourth layer NoPE (3, 7, ..., 35), no BOS,
+// EOS <|im_end|> 128012; smollm3-tiny is the fixture's shape with its NoPE layers 1 and 3.
+func TestSmolLM3_Presets(t *testing.T) {
+	cfg, err := Preset("smollm3-3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nope []int
+	for i := range cfg.NumHiddenLayers {
+		if !cfg.UsesRope(i) {
+			nope = append(nope, i)
+		}
+	}
+	if want := []int{3, 7, 11, 15, 19, 23, 27, 31, 35}; !slices.Equal(nope, want) || cfg.BOSTokenID != nil ||
+		!slices.Equal(cfg.EOSTokenIDs, []int{128012}) || cfg.RopeTheta != 5e6 || cfg.MaxPositionEmbeddings != 65536 {
+		t.Errorf("smollm3-3b: NoPE layers %v (want %v), bos %v, eos %v, rope_theta %g, positions %d", nope, want,
+			cfg.BOSTokenID, cfg.EOSTokenIDs, cfg.RopeTheta, cfg.MaxPositionEmbeddings)
+	}
+	tiny, err := Preset("smollm3-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture, err := ReadConfig("../testdata/smollm3-tiny/model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tiny.NoRopeLayers, fixture.NoRopeLayers) || tiny.HiddenSize != fixture.HiddenSize ||
+		tiny.NumHiddenLayers != fixture.NumHiddenLayers || tiny.NumKeyValueHeads != fixture.NumKeyValueHeads {
+		t.Errorf("smollm3-tiny %+v, fixture %+v", tiny, fixture)
+	}
+}
