@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // Every trainer runs on a Llama 3.2-shaped tiny checkpoint with Llama 3.1's real tokenizer and chat
@@ -13,10 +15,23 @@ import (
 // then --resume to 2, in weights and metrics; DPO, KTO and GRPO take a step with finite metrics.
 // (Gemma 3's tokenizer is in the repository too, but not its architecture.)
 func TestTrainers_LlamaWithItsTokenizer(t *testing.T) {
+	trainersWithTokenizer(t, "llama-3.2-tiny", filepath.Join("..", "..", "data", "tokenizer", "testdata", "llama3"), "llama")
+}
+
+// The same on a Qwen3-shaped tiny checkpoint (q/k norms, head_dim 32) with Qwen3's real tokenizer
+// and tokenizer_config.json (vocabulary 151,669, no BOS, eos <|im_end|>, Qwen3's chat template with
+// its empty <think> block on the last assistant turn): data/tokenizer/testdata is Qwen3's.
+func TestTrainers_Qwen3WithItsTokenizer(t *testing.T) {
+	trainersWithTokenizer(t, "qwen3-tiny", filepath.Join("..", "..", "data", "tokenizer", "testdata"), "qwen3")
+}
+
+// trainersWithTokenizer inits preset with the tokenizer directory tok (the vocabulary follows it)
+// and runs SFT (2 steps straight = 1 step + --resume to 2, weights bit for bit, metrics equal),
+// DPO, KTO and GRPO (one step each, finite metrics) on it; every saved model keeps model_type.
+func trainersWithTokenizer(t *testing.T, preset, tok, modelType string) {
 	dir := t.TempDir()
-	model := filepath.Join(dir, "llama")
-	tok := filepath.Join("..", "..", "data", "tokenizer", "testdata", "llama3")
-	if _, err := runCLI(t, "init", "--preset", "llama-3.2-tiny", "--tokenizer", tok, "--out", model); err != nil {
+	model := filepath.Join(dir, preset)
+	if _, err := runCLI(t, "init", "--preset", preset, "--tokenizer", tok, "--out", model); err != nil {
 		t.Fatal(err)
 	}
 	common := []string{"--model", model, "--per-device-train-batch-size", "2", "--logging-steps", "1", "--learning-rate", "1e-3", "--lr-scheduler-type", "constant"}
@@ -48,6 +63,9 @@ func TestTrainers_LlamaWithItsTokenizer(t *testing.T) {
 		}
 		if _, err := runCLI(t, args...); err != nil {
 			t.Fatalf("%s: %v", kind, err)
+		}
+		if cfg, err := qwen2.ReadConfig(out); err != nil || cfg.ModelType != modelType {
+			t.Errorf("%s: saved model: %v (want model_type %s)", kind, err, modelType)
 		}
 		recs := metricsLines(t, out)
 		if len(recs) != 1 {
