@@ -72,11 +72,11 @@ func ReadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, ConfigFileName)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("qwen2: %w", err)
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	cfg, err := ParseConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("qwen2 %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", modelTypeName(data), path, err)
 	}
 	return cfg, nil
 }

@@ -1,6 +1,7 @@
 package qwen2
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 )
@@ -42,6 +43,24 @@ func (c *Config) Family() Family { return Families[c.ModelType] }
 
 // QKVBias reports whether the q/k/v projections carry biases.
 func (c *Config) QKVBias() bool { return c.Family().QKVBias || c.AttentionBias }
+
+// errName is what this package's errors about the model start with: its model_type ("llama",
+// "qwen3", ...), or "model" when there is no config yet.
+func (c *Config) errName() string {
+	if c == nil || c.ModelType == "" {
+		return "model"
+	}
+	return c.ModelType
+}
+
+// modelTypeName is errName for a config.json that did not parse: its model_type, if it has one.
+func modelTypeName(data []byte) string {
+	var m struct {
+		ModelType string `json:"model_type"`
+	}
+	_ = json.Unmarshal(data, &m)
+	return (&Config{ModelType: m.ModelType}).errName()
+}
 
 // OBias reports whether o_proj carries a bias (attention_bias; never in Qwen2).
 func (c *Config) OBias() bool { return c.AttentionBias }

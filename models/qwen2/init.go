@@ -126,9 +126,9 @@ func Preset(name string) (*Config, error) {
 		}
 		cfg.NoRopeLayers = SmolLM3NoRopeLayers(cfg.NumHiddenLayers, cfg.NoRopeLayerInterval)
 	case "gemma-3-270m", "gemma-3-tiny":
-		return nil, fmt.Errorf("qwen2: preset %q: Gemma 3 (model_type gemma3_text) is not supported yet; valid: %s", name, strings.Join(PresetNames, ", "))
+		return nil, fmt.Errorf("model: preset %q: Gemma 3 (model_type gemma3_text) is not supported yet; valid: %s", name, strings.Join(PresetNames, ", "))
 	default:
-		return nil, fmt.Errorf("qwen2: unknown preset %q; valid: %s", name, strings.Join(PresetNames, ", "))
+		return nil, fmt.Errorf("model: unknown preset %q; valid: %s", name, strings.Join(PresetNames, ", "))
 	}
 	if cfg.HeadDim == 0 {
 		cfg.HeadDim = cfg.HiddenSize / cfg.NumAttentionHeads
@@ -145,7 +145,7 @@ const initRandSeed2 = 0x9e3779b97f4a7c15
 // "BF16", "F16"). It holds one float32 tensor at a time besides the result.
 func InitTensors(cfg *Config, seed uint64, dtype string) ([]*safetensors.Tensor, error) {
 	if dtype != "F32" && dtype != "BF16" && dtype != "F16" {
-		return nil, fmt.Errorf("qwen2 init: dtype %q is not supported; valid: F32, BF16, F16", dtype)
+		return nil, fmt.Errorf("%s init: dtype %q is not supported; valid: F32, BF16, F16", cfg.errName(), dtype)
 	}
 	var out []*safetensors.Tensor
 	drawInit(cfg, seed, func(s TensorSpec, data []float32) error {
@@ -191,14 +191,14 @@ func drawInit(cfg *Config, seed uint64, emit func(s TensorSpec, data []float32) 
 func InitCheckpoint(dir string, cfg *Config, seed uint64, opts SaveOptions) error {
 	st, _, err := storedDType(opts.DType)
 	if err != nil {
-		return fmt.Errorf("qwen2 init: %w", err)
+		return fmt.Errorf("%s init: %w", cfg.errName(), err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("qwen2 init: %w", err)
+		return fmt.Errorf("%s init: %w", cfg.errName(), err)
 	}
 	weights, err := InitTensors(cfg, seed, st)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(dir, func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
+	return writeAtomic(dir, cfg.errName(), func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
 }
