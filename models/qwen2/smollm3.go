@@ -66,12 +66,14 @@ func (c *Config) smolLM3Defaults(data []byte, ropeThetaSet bool) {
 
 // validateSmolLM3 refuses the SmolLM3 settings this implementation does not have or that
 // transformers would reject: a no_rope_layers entry other than 0 or 1, a list shorter than the
-// layers (SmolLM3Attention indexes it by layer), a non-positive no_rope_layer_interval.
+// layers (SmolLM3Attention indexes it by layer), no list and a non-positive
+// no_rope_layer_interval to derive it from (with a list, SmolLM3Config never reads the interval).
 // (use_sliding_window and layer_types other than full_attention are refused by Validate for
 // every family.)
 func (c *Config) validateSmolLM3(bad func(field, format string, args ...any)) {
-	if c.NoRopeLayerInterval <= 0 {
-		bad("no_rope_layer_interval", "must be positive, got %d", c.NoRopeLayerInterval)
+	if c.NoRopeLayers == nil && c.NoRopeLayerInterval <= 0 {
+		bad("no_rope_layer_interval", "must be positive to derive no_rope_layers, got %d", c.NoRopeLayerInterval)
+		return
 	}
 	if len(c.NoRopeLayers) < c.NumHiddenLayers {
 		bad("no_rope_layers", "has %d entries for %d layers (one per layer: 1 = RoPE, 0 = NoPE)", len(c.NoRopeLayers), c.NumHiddenLayers)

@@ -50,6 +50,11 @@ func TestSmolLM3_ConfigDefaults(t *testing.T) {
 	if cfg.UsesRope(0) || !cfg.UsesRope(3) || !cfg.UsesRope(7) {
 		t.Errorf("explicit no_rope_layers %v not followed", cfg.NoRopeLayers)
 	}
+	// With a list, SmolLM3Config never reads the interval: 0 is accepted (and kept for saving).
+	cfg, err = ParseConfig([]byte(smolLM3Config(`, "no_rope_layer_interval": 0, "no_rope_layers": [1, 1, 1, 1, 1, 1, 1, 0]`)))
+	if err != nil || cfg.UsesRope(7) || cfg.NoRopeLayerInterval != 0 {
+		t.Errorf("interval 0 with a list: %v", err)
+	}
 	// The other families ignore the keys (transformers' Llama does too).
 	cfg, err = ParseConfig([]byte(`{"model_type": "llama", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128,
 		"num_hidden_layers": 2, "num_attention_heads": 4, "no_rope_layers": [0, 0]}`))
@@ -63,8 +68,8 @@ func TestSmolLM3_ConfigRefused(t *testing.T) {
 	for _, c := range []struct{ extra, want string }{
 		{`, "no_rope_layers": [1, 0, 1]`, "config field no_rope_layers: has 3 entries for 8 layers"},
 		{`, "no_rope_layers": [1, 1, 1, 2, 1, 1, 1, 0]`, "config field no_rope_layers: entry 3 is 2"},
-		{`, "no_rope_layer_interval": 0`, "config field no_rope_layer_interval: must be positive, got 0"},
-		{`, "no_rope_layer_interval": -2, "no_rope_layers": [1, 1, 1, 1, 1, 1, 1, 1]`, "config field no_rope_layer_interval: must be positive"},
+		{`, "no_rope_layer_interval": 0`, "config field no_rope_layer_interval: must be positive to derive no_rope_layers, got 0"},
+		{`, "no_rope_layer_interval": -2, "no_rope_layers": []`, "config field no_rope_layers: has 0 entries for 8 layers"},
 		{`, "use_sliding_window": true, "sliding_window": 4`, "config field use_sliding_window: true is not supported"},
 		{`, "layer_types": ["full_attention", "sliding_attention", "full_attention", "full_attention", "full_attention", "full_attention", "full_attention", "full_attention"]`, `config field layer_types: layer 1 is "sliding_attention"`},
 		{`, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}`, `config field rope_scaling.rope_type: "yarn" is not supported`},
