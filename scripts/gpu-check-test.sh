@@ -41,12 +41,12 @@ run_check cpu 0 "${GC[@]}" --cpu --out "$T/cpu"
 expect "$T/cpu/summary.txt" "mode: cpu" "result: ok" "backend            ok" "compile " "graphs), run" "trainer_grpo       ok"
 
 # 1b. Every other model family's tiny preset on the CPU (--family).
-for fam in qwen3:qwen3-tiny llama:llama-3.2-tiny smollm2:smollm2-tiny gemma3:gemma-3-tiny; do
+for fam in qwen3:qwen3-tiny llama:llama-3.2-tiny smollm2:smollm2-tiny smollm3:smollm3-tiny gemma3:gemma-3-tiny; do
   run_check "cpu-${fam%%:*}" 0 "${GC[@]}" --cpu --family "${fam%%:*}" --out "$T/cpu-${fam%%:*}"
   expect "$T/cpu-${fam%%:*}/summary.txt" "family: ${fam%%:*}" "preset: ${fam#*:}" "result: ok" "trainer_sft        ok" "trainer_grpo       ok"
 done
 run_check family-unknown 2 "${GC[@]}" --cpu --family gemma2 --out "$T/family-unknown"
-expect "$T/family-unknown.stderr" "unknown --family gemma2 (valid: qwen2, qwen3, llama, smollm2, gemma3)"
+expect "$T/family-unknown.stderr" "unknown --family gemma2 (valid: qwen2, qwen3, llama, smollm2, smollm3, gemma3)"
 
 # 2. The GPU branch at tiny sizes: bf16 benches, the trainers with --bf16, XLA logging visible.
 run_check rehearse 0 "${GC[@]}" --rehearse --out "$T/rehearse"

@@ -11,12 +11,13 @@
 #   scripts/gpu-check.sh --cpu       the CPU shapes: float32 bench paths, tiny sizes (make gpu-check-cpu)
 #
 # Options: --cpu, --rehearse, --family NAME (the model family: qwen2, the default, qwen3, llama,
-# smollm2 or gemma3; also FAMILY=NAME), --bin PATH (default bin/posttrain), --out DIR (default $OUT, else
+# smollm2, smollm3 or gemma3; also FAMILY=NAME), --bin PATH (default bin/posttrain), --out DIR (default $OUT, else
 # out/gpu-check), --budget SECONDS (whole run), --keep (keep the work directory). The family picks
 # the preset: on the GPU its real shape (qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b, smollm2-135m,
-# gemma-3-270m) with its tokenizer where the repository has one (Qwen's, Llama 3.1's, Gemma 3's;
-# SmolLM2 gets the cut-down test tokenizer, which fits its vocabulary), on the CPU its tiny variant
-# (tiny, qwen3-tiny, llama-3.2-tiny, smollm2-tiny, gemma-3-tiny). Every size below
+# smollm3-3b, gemma-3-270m) with its tokenizer where the repository has one (Qwen's, Llama 3.1's,
+# Gemma 3's; SmolLM2 gets the cut-down test tokenizer, which fits its vocabulary; SmolLM3 Llama
+# 3.1's, whose 128256 ids it shares), on the CPU its tiny variant (tiny, qwen3-tiny,
+# llama-3.2-tiny, smollm2-tiny, smollm3-tiny, gemma-3-tiny). Every size below
 # can be set from the environment (PRESET, BACKEND, BENCH_DTYPE, DECODE_BATCH, SFT_BATCH, ...; see
 # "Settings"). ONLY=REGEX runs only the stages whose names match (the others are recorded as
 # skipped; `backend` and `probe` always run), or a preset: ONLY=@first (correctness: the backend,
@@ -94,8 +95,9 @@ case $FAMILY in
   qwen3) TINY_PRESET=qwen3-tiny; REAL_PRESET=qwen3-0.6b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata ;;
   llama) TINY_PRESET=llama-3.2-tiny; REAL_PRESET=llama-3.2-1b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata/llama3 ;;
   smollm2) TINY_PRESET=smollm2-tiny; REAL_PRESET=smollm2-135m; REAL_TOKENIZER=$ROOT/internal/tinymodel/files ;;
+  smollm3) TINY_PRESET=smollm3-tiny; REAL_PRESET=smollm3-3b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata/llama3 ;;
   gemma3) TINY_PRESET=gemma-3-tiny; REAL_PRESET=gemma-3-270m; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata/gemma3 ;;
-  *) echo "gpu-check: unknown --family ${FAMILY} (valid: qwen2, qwen3, llama, smollm2, gemma3)" >&2; exit 2 ;;
+  *) echo "gpu-check: unknown --family ${FAMILY} (valid: qwen2, qwen3, llama, smollm2, smollm3, gemma3)" >&2; exit 2 ;;
 esac
 
 # ---- Settings (environment overrides the mode's default) ----

@@ -6,23 +6,32 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // Every trainer runs on a Llama 3.2-shaped tiny checkpoint with Llama 3.1's real tokenizer and chat
 // template (vocabulary 128,256, BOS written by the template): SFT for 2 steps straight equals 1 step,
 // then --resume to 2, in weights and metrics; DPO, KTO and GRPO take a step with finite metrics.
 func TestTrainers_LlamaWithItsTokenizer(t *testing.T) {
-	trainersWithFamilyTokenizer(t, "llama-3.2-tiny", "llama3")
+	trainersWithTokenizer(t, "llama-3.2-tiny", filepath.Join("..", "..", "data", "tokenizer", "testdata", "llama3"), "llama")
 }
 
-// trainersWithFamilyTokenizer runs SFT (bit-exact resume), DPO, KTO and GRPO through the CLI on a
-// checkpoint of the tiny preset with the tokenizer (and chat template) of
-// data/tokenizer/testdata/TOKENIZER, and returns the directory of the runs.
-func trainersWithFamilyTokenizer(t *testing.T, preset, tokenizer string) string {
+// The same on a Qwen3-shaped tiny checkpoint (q/k norms, head_dim 32) with Qwen3's real tokenizer
+// and tokenizer_config.json (vocabulary 151,669, no BOS, eos <|im_end|>, Qwen3's chat template with
+// its empty <think> block on the last assistant turn): data/tokenizer/testdata is Qwen3's.
+func TestTrainers_Qwen3WithItsTokenizer(t *testing.T) {
+	trainersWithTokenizer(t, "qwen3-tiny", filepath.Join("..", "..", "data", "tokenizer", "testdata"), "qwen3")
+}
+
+// trainersWithTokenizer inits preset with the tokenizer directory tok (the vocabulary follows it)
+// into DIR/model and runs SFT (2 steps straight = 1 step + --resume to 2, weights bit for bit,
+// metrics equal), DPO, KTO and GRPO (one step each, finite metrics) on it; every saved model keeps
+// model_type. It returns DIR.
+func trainersWithTokenizer(t *testing.T, preset, tok, modelType string) string {
 	t.Helper()
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model")
-	tok := filepath.Join("..", "..", "data", "tokenizer", "testdata", tokenizer)
 	if _, err := runCLI(t, "init", "--preset", preset, "--tokenizer", tok, "--out", model); err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +64,9 @@ func trainersWithFamilyTokenizer(t *testing.T, preset, tokenizer string) string 
 		}
 		if _, err := runCLI(t, args...); err != nil {
 			t.Fatalf("%s: %v", kind, err)
+		}
+		if cfg, err := qwen2.ReadConfig(out); err != nil || cfg.ModelType != modelType {
+			t.Errorf("%s: saved model: %v (want model_type %s)", kind, err, modelType)
 		}
 		recs := metricsLines(t, out)
 		if len(recs) != 1 {

@@ -13,7 +13,7 @@ import (
 // sequence) with Gemma 3's real tokenizer (262,145 ids) and chat template (which writes the BOS),
 // as for Llama; each trained checkpoint keeps the Gemma config and loads back.
 func TestTrainers_Gemma3WithItsTokenizer(t *testing.T) {
-	dir := trainersWithFamilyTokenizer(t, "gemma-3-tiny", "gemma3")
+	dir := trainersWithTokenizer(t, "gemma-3-tiny", filepath.Join("..", "..", "data", "tokenizer", "testdata", "gemma3"), "gemma3_text")
 	base, err := qwen2.ReadConfig(filepath.Join(dir, "model"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 package main
 
-// `posttrain init`: write a randomly initialised Qwen2, Qwen3, Llama (SmolLM2) or Gemma 3 checkpoint in
-// HuggingFace's layout, for tests, demos and GPU measurements.
+// `posttrain init`: write a randomly initialised Qwen2, Qwen3, Llama (SmolLM2), SmolLM3 or Gemma 3
+// checkpoint in HuggingFace's layout, for tests, demos and GPU measurements.
 
 import (
 	"context"
@@ -29,7 +29,7 @@ type initConfig struct {
 func init() {
 	addCommand(&cli.Command{
 		Name:  "init",
-		Usage: "write a randomly initialised Qwen2, Qwen3, Llama or Gemma 3 checkpoint (HF layout: safetensors, config.json, generation_config.json, tokenizer)",
+		Usage: "write a randomly initialised Qwen2, Qwen3, Llama, SmolLM3 or Gemma 3 checkpoint (HF layout: safetensors, config.json, generation_config.json, tokenizer)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "preset", Required: true, Usage: "model shape: " + strings.Join(qwen2.PresetNames, ", ") + " (the -tiny ones keep their family's features at a test size)"},
 			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer directory (tokenizer.json[.gz], tokenizer_config.json) or tokenizer.json[.gz] to copy in, e.g. the family's; the vocabulary and eos/bos ids follow it"},

@@ -18,7 +18,7 @@ import (
 // The tiny Qwen3, Llama (llama3 RoPE, biases, untied) and SmolLM2-form (bfloat16) fixtures of
 // scripts/reference/tiny_checkpoints.py, with the greedy generations of its PyTorch reference.
 var familyDirs = []string{"../testdata/qwen3-tiny", "../testdata/llama-tiny", "../testdata/smollm2-tiny",
-	"../testdata/gemma3-tiny", "../testdata/gemma3-bf16-tiny"}
+	"../testdata/smollm3-tiny", "../testdata/gemma3-tiny", "../testdata/gemma3-bf16-tiny"}
 
 // With and without the KV cache, every family's greedy tokens and their log-probs are the
 // reference's (which are the same with and without its own cache).

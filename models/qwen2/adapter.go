@@ -58,4 +58,4 @@ func activeAdapter(ctx *context.Context, g *Graph) Adapter {
 
 // CopyTokenizer copies the tokenizer files of the checkpoint (or tokenizer file) at path into dir,
 // as Save does (an adapter's output carries them too).
-func CopyTokenizer(dir, path string) error { return copyTokenizer(dir, path) }
+func CopyTokenizer(dir, path string) error { return copyTokenizer(dir, path, "model") }

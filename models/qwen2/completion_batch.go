@@ -13,7 +13,7 @@ import (
 // generated tokens.
 func CompletionBatch(prompts [][]int32, gens []generate.Generation) (*Batch, error) {
 	if len(prompts) != len(gens) || len(prompts) == 0 {
-		return nil, fmt.Errorf("qwen2: completion batch of %d prompts and %d generations", len(prompts), len(gens))
+		return nil, fmt.Errorf("model: completion batch of %d prompts and %d generations", len(prompts), len(gens))
 	}
 	plen, clen := 0, 0
 	for _, p := range prompts {

@@ -1,7 +1,8 @@
-// Package qwen2 is the decoder of the Qwen2, Qwen3 (dense), Llama 3.x (SmolLM2 is a Llama) and
-// Gemma 3 text families in GoMLX, one implementation parameterised by the config (see Family:
-// q/k/v and MLP biases, q/k norms, head_dim, RoPE scaling, tied embeddings; Gemma 3's norms,
-// sliding-window layers and soft-capping in gemma3.go), named after its first family. It
+// Package qwen2 is the decoder of the Qwen2, Qwen3 (dense), Llama 3.x (SmolLM2 is a Llama),
+// SmolLM3 and Gemma 3 text families in GoMLX, one implementation parameterised by the config (see
+// Family: q/k/v and MLP biases, q/k norms, head_dim, RoPE scaling, NoPE layers, tied embeddings;
+// Gemma 3's norms, sliding-window layers and soft-capping in gemma3.go), named after its first
+// family. It
 // gives HuggingFace transformers' numbers: config.json parsing, safetensors weights as GoMLX
 // variables keyed by their HF names, the forward pass, chunked per-token log-probs, the mean NLL
 // and its gradients, scoring, save and init. Text generation is package generate's: Arch is the
@@ -25,8 +26,8 @@ import (
 // ConfigFileName is the HF file holding a checkpoint's Config.
 const ConfigFileName = "config.json"
 
-// Config is the subset of a HF Qwen2, Qwen3, Llama or Gemma 3 (gemma3_text) config.json that the
-// decoder uses.
+// Config is the subset of a HF Qwen2, Qwen3, Llama, SmolLM3 or Gemma 3 (gemma3_text) config.json
+// that the decoder uses.
 type Config struct {
 	ModelType string `json:"model_type"`
 	VocabSize int    `json:"vocab_size"`
@@ -51,6 +52,11 @@ type Config struct {
 	// AttentionBias (Qwen3, Llama): q/k/v/o projections with biases; MLPBias (Llama): the MLP's.
 	AttentionBias bool `json:"attention_bias"`
 	MLPBias       bool `json:"mlp_bias"`
+	// NoRopeLayers (SmolLM3's no_rope_layers): 1 where a layer applies RoPE, 0 on its NoPE layers;
+	// ParseConfig derives it from NoRopeLayerInterval (no_rope_layer_interval) when absent. See
+	// UsesRope.
+	NoRopeLayers        []int `json:"no_rope_layers"`
+	NoRopeLayerInterval int   `json:"no_rope_layer_interval"`
 	// Rope is the parsed rope_scaling (or rope_parameters); see InvFreq.
 	Rope Rope `json:"-"`
 
@@ -72,11 +78,11 @@ func ReadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, ConfigFileName)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("qwen2: %w", err)
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	cfg, err := ParseConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("qwen2 %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", modelTypeName(data), path, err)
 	}
 	return cfg, nil
 }
@@ -104,6 +110,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	_ = json.Unmarshal(data, &ids) // already known to be a JSON object
 	var err error
+	ropeThetaSet := false
 	if cfg.Rope, _, err = parseRope("rope_scaling", cfg.RopeScaling, cfg.ropeTypes()); err != nil {
 		return nil, err
 	}
@@ -118,7 +125,7 @@ func ParseConfig(data []byte) (*Config, error) {
 			return nil, err
 		}
 		if theta != nil {
-			cfg.RopeTheta = *theta
+			cfg.RopeTheta, ropeThetaSet = *theta, true
 		}
 		if rope.Type != "" {
 			cfg.Rope = rope
@@ -132,6 +139,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	if cfg.EOSTokenIDs, err = idList(ids.EOS); err != nil {
 		return nil, fmt.Errorf("config field eos_token_id: %w", err)
+	}
+	if cfg.ModelType == "smollm3" {
+		cfg.smolLM3Defaults(data, ropeThetaSet)
 	}
 	if cfg.NumKeyValueHeads == 0 {
 		cfg.NumKeyValueHeads = cfg.NumAttentionHeads
@@ -194,7 +204,10 @@ func (c *Config) Validate() error {
 		bad("attention_bias", "is not a %s option (its q/k/v biases are fixed)", c.ModelType)
 	}
 	if c.MLPBias && known && !fam.MLPBiasField {
-		bad("mlp_bias", "true is not supported by %s (only llama has MLP biases)", c.ModelType)
+		bad("mlp_bias", "true is not supported by %s (only llama and smollm3 have MLP biases)", c.ModelType)
+	}
+	if c.ModelType == "smollm3" {
+		c.validateSmolLM3(bad)
 	}
 	for i, t := range c.LayerTypes {
 		if t != "full_attention" && (t != "sliding_attention" || !fam.Gemma3) {

@@ -120,7 +120,7 @@ func TestParseConfig_FamilyRefusals(t *testing.T) {
 	llama := fixtureConfigJSON(t, "llama-tiny")
 	qwen3 := fixtureConfigJSON(t, "qwen3-tiny")
 	for _, c := range []struct{ base, from, to, want string }{
-		{llama, `"model_type": "llama"`, `"model_type": "gemma2"`, `config field model_type: "gemma2" is not supported (supported: "gemma3_text", "llama", "qwen2", "qwen3")`},
+		{llama, `"model_type": "llama"`, `"model_type": "gemma2"`, `config field model_type: "gemma2" is not supported (supported: "gemma3_text", "llama", "qwen2", "qwen3", "smollm3")`},
 		{llama, `"rope_type": "llama3"`, `"rope_type": "yarn"`, `config field rope_scaling.rope_type: "yarn" is not supported (supported: "default", "llama3")`},
 		{llama, `"rope_type": "llama3"`, `"rope_type": "dynamic"`, `"dynamic" is not supported`},
 		{llama, `"rope_type": "llama3"`, `"type": "linear"`, `"linear" is not supported`},

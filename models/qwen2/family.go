@@ -1,6 +1,7 @@
 package qwen2
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 )
@@ -29,13 +30,15 @@ type Family struct {
 
 // Families are the supported model_type values, after transformers' modeling_qwen2.py,
 // modeling_qwen3.py, modeling_llama.py (Llama 3.x; SmolLM2 is model_type llama too) and
-// modeling_gemma3.py (Gemma3ForCausalLM, the text model of Gemma 3).
+// modeling_gemma3.py (Gemma3ForCausalLM, the text model of Gemma 3) and modeling_smollm3.py.
 var Families = map[string]Family{
 	"qwen2": {Architecture: "Qwen2ForCausalLM", QKVBias: true},
 	"qwen3": {Architecture: "Qwen3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 128},
 	"llama": {Architecture: "LlamaForCausalLM", AttentionBiasField: true, MLPBiasField: true},
 	"gemma3_text": {Architecture: "Gemma3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 256,
 		Gemma3: true, RopeTypes: []string{"default", "linear"}},
+	// SmolLM3: a Llama with NoPE layers (Config.NoRopeLayers, UsesRope).
+	"smollm3": {Architecture: "SmolLM3ForCausalLM", AttentionBiasField: true, MLPBiasField: true},
 }
 
 // ModelTypes lists the supported model_type values, sorted.
@@ -54,6 +57,24 @@ func (c *Config) ropeTypes() []string {
 		return t
 	}
 	return RopeTypes
+}
+
+// errName is what this package's errors about the model start with: its model_type ("llama",
+// "qwen3", ...), or "model" when there is no config yet.
+func (c *Config) errName() string {
+	if c == nil || c.ModelType == "" {
+		return "model"
+	}
+	return c.ModelType
+}
+
+// modelTypeName is errName for a config.json that did not parse: its model_type, if it has one.
+func modelTypeName(data []byte) string {
+	var m struct {
+		ModelType string `json:"model_type"`
+	}
+	_ = json.Unmarshal(data, &m)
+	return (&Config{ModelType: m.ModelType}).errName()
 }
 
 // OBias reports whether o_proj carries a bias (attention_bias; never in Qwen2).

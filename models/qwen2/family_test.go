@@ -28,6 +28,7 @@ var familyFixtures = []struct {
 	{"../testdata/qwen3-tiny", "qwen3", "F32", true},              // q_norm/k_norm, head_dim 32 ≠ 64/4
 	{"../testdata/llama-tiny", "llama", "F32", false},             // llama3 RoPE scaling, attention and MLP biases
 	{"../testdata/smollm2-tiny", "llama", "BF16", true},           // SmolLM2's form, stored bfloat16
+	{"../testdata/smollm3-tiny", "smollm3", "F32", true},          // NoPE layers 1 and 3, MLP biases
 	{"../testdata/gemma3-tiny", "gemma3_text", "F32", true},       // Gemma 3: window 4, local RoPE base, linear RoPE, softcap
 	{"../testdata/gemma3-bf16-tiny", "gemma3_text", "BF16", true}, // Gemma 3 1B's config form (sliding_window_pattern), bfloat16
 }

@@ -20,7 +20,7 @@ func fuzzSeed(f *testing.F, path string) {
 // passes Validate and lists its weights (the work Load does before reading them).
 func FuzzParseConfig(f *testing.F) {
 	fuzzSeed(f, filepath.Join(fuzzFixtureDir, "model", "config.json"))
-	for _, family := range []string{"qwen3-tiny", "llama-tiny", "smollm2-tiny"} {
+	for _, family := range []string{"qwen3-tiny", "llama-tiny", "smollm2-tiny", "smollm3-tiny"} {
 		fuzzSeed(f, filepath.Join("..", "testdata", family, "model", "config.json"))
 	}
 	f.Add([]byte(`{"model_type":"qwen2","vocab_size":8,"hidden_size":4,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"eos_token_id":[1,2],"bos_token_id":null}`))

@@ -33,11 +33,11 @@ func ReadGenerationConfig(dir string) (*GenerationConfig, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("qwen2: %w", err)
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	gc, err := ParseGenerationConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("qwen2 %s: %w", path, err)
+		return nil, fmt.Errorf("model %s: %w", path, err)
 	}
 	return gc, nil
 }
@@ -85,7 +85,7 @@ func EOSTokenIDs(dir string, cfg *Config) ([]int, error) {
 	}
 	for _, id := range ids {
 		if id < 0 || id >= cfg.VocabSize {
-			return nil, fmt.Errorf("qwen2 %s: eos_token_id %d is outside the vocabulary [0, %d)", dir, id, cfg.VocabSize)
+			return nil, fmt.Errorf("%s %s: eos_token_id %d is outside the vocabulary [0, %d)", cfg.errName(), dir, id, cfg.VocabSize)
 		}
 	}
 	return ids, nil

@@ -10,13 +10,13 @@ import (
 
 // PresetNames lists the model shapes Preset knows.
 var PresetNames = []string{"tiny", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-tiny", "llama-3.2-1b", "llama-3.2-tiny",
-	"smollm2-135m", "smollm2-tiny", "gemma-3-270m", "gemma-3-tiny"}
+	"smollm2-135m", "smollm2-tiny", "smollm3-3b", "smollm3-tiny", "gemma-3-270m", "gemma-3-tiny"}
 
 // RealPreset reports whether the preset is a released model's shape (its vocab_size is the
 // model's, padded past the tokenizer in Qwen's case), not a tiny test shape.
 func RealPreset(name string) bool {
 	switch strings.ToLower(name) {
-	case "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b", "smollm2-135m", "gemma-3-270m":
+	case "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b", "smollm2-135m", "smollm3-3b", "gemma-3-270m":
 		return true
 	}
 	return false
@@ -48,6 +48,13 @@ func RealPreset(name string) bool {
 //     positions, bos = eos = 0 (the -Instruct model's are 1 and 2, from its tokenizer);
 //     "smollm2-tiny": the smollm2-tiny fixture's shape (hidden 48, 2 layers, 3/1 heads,
 //     intermediate 128);
+//   - "smollm3-3b": HuggingFaceTB/SmolLM3-3B's config.json (transformers 4.54): model_type
+//     smollm3, vocab 128256, hidden 2048, 36 layers, 16/4 heads (head_dim 128), intermediate
+//     11008, tied, rope_theta 5e6, no rope_scaling, rms_norm_eps 1e-6, 65536 positions,
+//     no_rope_layer_interval 4 (layers 3, 7, ..., 35 NoPE), no biases, bos none, eos 128012
+//     <|im_end|>: 3,075,098,624 parameters; "smollm3-tiny": the smollm3-tiny fixture's shape
+//     (hidden 64, 4 layers, 4/2 heads, intermediate 128, no_rope_layer_interval 2: layers 1 and
+//     3 NoPE), without its MLP biases.
 //   - "gemma-3-270m": google/gemma-3-270m's config.json (transformers 4.55.0.dev0): gemma3_text,
 //     vocab 262144, hidden 640, 18 layers (layer_types: every 6th full attention, the others
 //     sliding with sliding_window 512), 4/1 heads, head_dim 256, intermediate 2048, tied,
@@ -61,6 +68,10 @@ func RealPreset(name string) bool {
 // test files with transformers_version 4.51.0; Llama-3.2-1B in a project's configs module
 // ("As a reference, This is the config.json of Llama-3.2-1B model"); SmolLM2-135M in a
 // SmolLMv2 reproduction's README ("SmolLMv2 Configuration Used", transformers_version 4.40.1);
+// SmolLM3-3B in the config.json of fine-tunes published with the 3B's unchanged config (e.g.
+// koutch/0.json_train_grpo_v1_dev, N-Bot-Int/SmolSam3-merged: bos null, eos 128012, hidden 2048,
+// intermediate 11008, 65536 positions, the 1,1,1,0 no_rope_layers) and in several projects'
+// tests quoting it (rope_theta 5e6, 16/4 heads, 36 layers, vocab 128256).
 // gemma-3-270m as a test file of safety-research/circuit-tracer quotes it whole
 // (tests/test_attributions_gemma3_nnsight.py, which loads "google/gemma-3-270m" beside it), its
 // shape agreeing with the ollama library's GGUF metadata of gemma3:270m.
@@ -112,10 +123,22 @@ func Preset(name string) (*Config, error) {
 			cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 3, 1
 			cfg.BOSTokenID, cfg.EOSTokenIDs = id(509), []int{511}
 		}
+	case "smollm3-3b", "smollm3-tiny":
+		cfg.ModelType, cfg.RopeTheta, cfg.MaxPositionEmbeddings = "smollm3", 5e6, 65536
+		if strings.ToLower(name) == "smollm3-3b" {
+			cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 128256, 2048, 11008, 36
+			cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.NoRopeLayerInterval = 16, 4, 4
+			cfg.EOSTokenIDs = []int{128012}
+		} else {
+			cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 512, 64, 128, 4
+			cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.NoRopeLayerInterval = 4, 2, 2
+			cfg.BOSTokenID, cfg.EOSTokenIDs = id(509), []int{511}
+		}
+		cfg.NoRopeLayers = SmolLM3NoRopeLayers(cfg.NumHiddenLayers, cfg.NoRopeLayerInterval)
 	case "gemma-3-270m", "gemma-3-tiny":
 		cfg = gemma3Preset(strings.ToLower(name) == "gemma-3-270m")
 	default:
-		return nil, fmt.Errorf("qwen2: unknown preset %q; valid: %s", name, strings.Join(PresetNames, ", "))
+		return nil, fmt.Errorf("model: unknown preset %q; valid: %s", name, strings.Join(PresetNames, ", "))
 	}
 	if cfg.HeadDim == 0 {
 		cfg.HeadDim = cfg.HiddenSize / cfg.NumAttentionHeads
@@ -132,7 +155,7 @@ const initRandSeed2 = 0x9e3779b97f4a7c15
 // "BF16", "F16"). It holds one float32 tensor at a time besides the result.
 func InitTensors(cfg *Config, seed uint64, dtype string) ([]*safetensors.Tensor, error) {
 	if dtype != "F32" && dtype != "BF16" && dtype != "F16" {
-		return nil, fmt.Errorf("qwen2 init: dtype %q is not supported; valid: F32, BF16, F16", dtype)
+		return nil, fmt.Errorf("%s init: dtype %q is not supported; valid: F32, BF16, F16", cfg.errName(), dtype)
 	}
 	var out []*safetensors.Tensor
 	drawInit(cfg, seed, func(s TensorSpec, data []float32) error {
@@ -179,14 +202,14 @@ func drawInit(cfg *Config, seed uint64, emit func(s TensorSpec, data []float32) 
 func InitCheckpoint(dir string, cfg *Config, seed uint64, opts SaveOptions) error {
 	st, _, err := storedDType(opts.DType)
 	if err != nil {
-		return fmt.Errorf("qwen2 init: %w", err)
+		return fmt.Errorf("%s init: %w", cfg.errName(), err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("qwen2 init: %w", err)
+		return fmt.Errorf("%s init: %w", cfg.errName(), err)
 	}
 	weights, err := InitTensors(cfg, seed, st)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(dir, func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
+	return writeAtomic(dir, cfg.errName(), func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,7 +117,8 @@ func TestInitCheckpoint_Loads(t *testing.T) {
 
 // The real shapes' configs (never allocated here): parameter counts from the released configs,
 // worked out by hand — Qwen3-0.6B 596,049,920 (0.44B without the embedding, as its model card
-// says), Llama-3.2-1B 1,235,814,400, SmolLM2-135M 134,515,008 — and the family features.
+// says), Llama-3.2-1B 1,235,814,400, SmolLM2-135M 134,515,008, SmolLM3-3B 3,075,098,624 (36 layers
+// of 78,123,008 plus the tied 128256×2048 embedding and the final norm) — and the family features.
 func TestPreset_RealFamilyShapes(t *testing.T) {
 	for _, c := range []struct {
 		name, modelType string
@@ -128,6 +130,7 @@ func TestPreset_RealFamilyShapes(t *testing.T) {
 		{"llama-3.2-1b", "llama", 1_235_814_400, 64, "llama3"},
 		{"smollm2-135m", "llama", 134_515_008, 64, ""},
 		{"gemma-3-270m", "gemma3_text", 268_098_176, 256, ""},
+		{"smollm3-3b", "smollm3", 3_075_098_624, 128, ""},
 	} {
 		cfg, err := Preset(c.name)
 		if err != nil {
@@ -145,7 +148,7 @@ func TestPreset_RealFamilyShapes(t *testing.T) {
 // pass (greedy generation).
 func TestPreset_TinyFamiliesInitAndLoad(t *testing.T) {
 	backend := testBackendOrSkip(t)
-	for _, name := range []string{"qwen3-tiny", "llama-3.2-tiny", "smollm2-tiny", "gemma-3-tiny"} {
+	for _, name := range []string{"qwen3-tiny", "llama-3.2-tiny", "smollm2-tiny", "smollm3-tiny", "gemma-3-tiny"} {
 		cfg, err := Preset(name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -162,7 +165,8 @@ func TestPreset_TinyFamiliesInitAndLoad(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if got.ModelType != cfg.ModelType || got.HeadDim != cfg.HeadDim || got.Rope != cfg.Rope || got.RopeTheta != cfg.RopeTheta ||
-			got.NumParameters() != cfg.NumParameters() || got.InitializerRange != cfg.InitializerRange {
+			got.NumParameters() != cfg.NumParameters() || got.InitializerRange != cfg.InitializerRange ||
+			!slices.Equal(got.NoRopeLayers, cfg.NoRopeLayers) {
 			t.Errorf("%s: loaded %+v, want %+v", name, got, cfg)
 		}
 		g := generate.NewGenerator(backend, ctx, Arch{Config: got})

@@ -97,7 +97,9 @@ func attention(ctx *context.Context, cfg *Config, layer int, x, cos, sin, allowe
 	if cfg.Family().QKNorm {
 		q, k = rmsNorm(ctx.In("q_norm"), cfg, q), rmsNorm(ctx.In("k_norm"), cfg, k)
 	}
-	q, k = applyRotary(q, cos, sin), applyRotary(k, cos, sin)
+	if cfg.UsesRope(layer) { // not on SmolLM3's NoPE layers
+		q, k = applyRotary(q, cos, sin), applyRotary(k, cos, sin)
+	}
 	if kv != nil {
 		k, v = kv(layer, k, v) // [B,Sk,KV,hd]
 	}

@@ -56,13 +56,13 @@ func storedDType(s string) (st, torch string, err error) {
 func Save(dir string, ctx *context.Context, cfg *Config, opts SaveOptions) error {
 	st, _, err := storedDType(opts.DType)
 	if err != nil {
-		return fmt.Errorf("qwen2 save: %w", err)
+		return fmt.Errorf("%s save: %w", cfg.errName(), err)
 	}
 	weights, err := ExportWeights(ctx, cfg, st)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(dir, func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
+	return writeAtomic(dir, cfg.errName(), func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
 }
 
 // WriteModel is Save into an existing directory, without the temporary directory: for callers
@@ -70,7 +70,7 @@ func Save(dir string, ctx *context.Context, cfg *Config, opts SaveOptions) error
 func WriteModel(dir string, ctx *context.Context, cfg *Config, opts SaveOptions) error {
 	st, _, err := storedDType(opts.DType)
 	if err != nil {
-		return fmt.Errorf("qwen2 save: %w", err)
+		return fmt.Errorf("%s save: %w", cfg.errName(), err)
 	}
 	weights, err := ExportWeights(ctx, cfg, st)
 	if err != nil {
@@ -83,14 +83,14 @@ func WriteModel(dir string, ctx *context.Context, cfg *Config, opts SaveOptions)
 func writeCheckpoint(dir string, cfg *Config, weights []*safetensors.Tensor, opts SaveOptions) error {
 	_, torch, err := storedDType(opts.DType)
 	if err != nil {
-		return fmt.Errorf("qwen2 save: %w", err)
+		return fmt.Errorf("%s save: %w", cfg.errName(), err)
 	}
 	shard := opts.MaxShardBytes
 	if shard <= 0 {
 		shard = DefaultMaxShardBytes
 	}
 	if err := safetensors.WriteModelDir(dir, weights, shard); err != nil {
-		return fmt.Errorf("qwen2 save: %w", err)
+		return fmt.Errorf("%s save: %w", cfg.errName(), err)
 	}
 	conf, err := configJSON(cfg, opts.BaseDir, torch)
 	if err != nil {
@@ -102,29 +102,30 @@ func writeCheckpoint(dir string, cfg *Config, weights []*safetensors.Tensor, opt
 	}
 	for name, data := range map[string][]byte{ConfigFileName: conf, GenerationConfigFileName: gen} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return fmt.Errorf("qwen2 save: %w", err)
+			return fmt.Errorf("%s save: %w", cfg.errName(), err)
 		}
 	}
 	if opts.TokenizerPath != "" {
-		return copyTokenizer(dir, opts.TokenizerPath)
+		return copyTokenizer(dir, opts.TokenizerPath, cfg.errName())
 	}
 	return nil
 }
 
 // readJSONObject reads a JSON object keeping numbers as written; a missing file gives an empty map.
-func readJSONObject(path string) (map[string]any, error) {
+// name starts its errors (Config.errName).
+func readJSONObject(path, name string) (map[string]any, error) {
 	m := map[string]any{}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("qwen2 save: %w", err)
+		return nil, fmt.Errorf("%s save: %w", name, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("qwen2 save: %s: %w", path, err)
+		return nil, fmt.Errorf("%s save: %s: %w", name, path, err)
 	}
 	return m, nil
 }
@@ -142,7 +143,7 @@ func configJSON(cfg *Config, baseDir, torchDType string) ([]byte, error) {
 	m := map[string]any{}
 	if baseDir != "" {
 		var err error
-		if m, err = readJSONObject(filepath.Join(baseDir, ConfigFileName)); err != nil {
+		if m, err = readJSONObject(filepath.Join(baseDir, ConfigFileName), cfg.errName()); err != nil {
 			return nil, err
 		}
 	}
@@ -167,7 +168,7 @@ func configJSON(cfg *Config, baseDir, torchDType string) ([]byte, error) {
 	if len(cfg.EOSTokenIDs) > 0 {
 		m["eos_token_id"] = idJSON(cfg.EOSTokenIDs)
 	}
-	return marshalConfig(m)
+	return marshalConfig(m, cfg.errName())
 }
 
 // familyConfigJSON sets the keys of config.json that differ between the families, as their
@@ -196,6 +197,8 @@ func familyConfigJSON(m map[string]any, cfg *Config) {
 		setDefault("pretraining_tp", 1)
 	case "gemma3_text":
 		gemma3ConfigJSON(m, cfg)
+	case "smollm3":
+		smolLM3ConfigJSON(m, cfg)
 	}
 }
 
@@ -205,7 +208,7 @@ func generationJSON(cfg *Config, opts SaveOptions) ([]byte, error) {
 	m := map[string]any{}
 	if opts.BaseDir != "" {
 		var err error
-		if m, err = readJSONObject(filepath.Join(opts.BaseDir, GenerationConfigFileName)); err != nil {
+		if m, err = readJSONObject(filepath.Join(opts.BaseDir, GenerationConfigFileName), cfg.errName()); err != nil {
 			return nil, err
 		}
 	}
@@ -227,39 +230,39 @@ func generationJSON(cfg *Config, opts SaveOptions) ([]byte, error) {
 			m["pad_token_id"] = *gc.PadTokenID
 		}
 	}
-	return marshalConfig(m)
+	return marshalConfig(m, cfg.errName())
 }
 
 // marshalConfig writes a config map as transformers does: sorted keys, two-space indent.
-func marshalConfig(m map[string]any) ([]byte, error) {
+func marshalConfig(m map[string]any, name string) ([]byte, error) {
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("qwen2 save: %w", err)
+		return nil, fmt.Errorf("%s save: %w", name, err)
 	}
 	return append(data, '\n'), nil
 }
 
 // writeAtomic fills a fresh temporary directory beside dir, then renames it to dir, moving a
-// previous checkpoint aside first and deleting it afterwards.
-func writeAtomic(dir string, fill func(tmp string) error) (err error) {
+// previous checkpoint aside first and deleting it afterwards. name starts its errors.
+func writeAtomic(dir, name string, fill func(tmp string) error) (err error) {
 	dir = filepath.Clean(dir)
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		if _, err := os.Stat(filepath.Join(dir, ConfigFileName)); err != nil {
-			return fmt.Errorf("qwen2 save: %s is not empty and holds no %s: refusing to replace it", dir, ConfigFileName)
+			return fmt.Errorf("%s save: %s is not empty and holds no %s: refusing to replace it", name, dir, ConfigFileName)
 		}
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("qwen2 save: %w", err)
+		return fmt.Errorf("%s save: %w", name, err)
 	}
 	parent, base := filepath.Split(dir)
 	if parent == "" {
 		parent = "."
 	}
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("qwen2 save: %w", err)
+		return fmt.Errorf("%s save: %w", name, err)
 	}
 	tmp, err := fsmode.MkdirTemp(parent, "."+base+".tmp-")
 	if err != nil {
-		return fmt.Errorf("qwen2 save: %w", err)
+		return fmt.Errorf("%s save: %w", name, err)
 	}
 	defer func() {
 		if err != nil {
@@ -267,7 +270,7 @@ func writeAtomic(dir string, fill func(tmp string) error) (err error) {
 		}
 	}()
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("qwen2 save: %w", err)
+		return fmt.Errorf("%s save: %w", name, err)
 	}
 	if err := fill(tmp); err != nil {
 		return err
@@ -276,14 +279,14 @@ func writeAtomic(dir string, fill func(tmp string) error) (err error) {
 	if _, err := os.Stat(dir); err == nil {
 		old = tmp + ".old"
 		if err := os.Rename(dir, old); err != nil {
-			return fmt.Errorf("qwen2 save: %w", err)
+			return fmt.Errorf("%s save: %w", name, err)
 		}
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		if old != "" {
 			_ = os.Rename(old, dir)
 		}
-		return fmt.Errorf("qwen2 save: %w", err)
+		return fmt.Errorf("%s save: %w", name, err)
 	}
 	if old != "" {
 		_ = os.RemoveAll(old)

@@ -17,27 +17,28 @@ var TokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "specia
 	"added_tokens.json", "vocab.json", "merges.txt", "chat_template.jinja"}
 
 // copyTokenizer copies the tokenizer at path (a directory, or a tokenizer.json[.gz] file and the
-// files beside it) into dir, writing tokenizer.json uncompressed.
-func copyTokenizer(dir, path string) error {
-	src, main, err := tokenizerSource(path)
+// files beside it) into dir, writing tokenizer.json uncompressed; its errors start with model
+// (Config.errName).
+func copyTokenizer(dir, path, model string) error {
+	src, main, err := tokenizerSource(path, model)
 	if err != nil {
 		return err
 	}
 	data, err := os.ReadFile(main)
 	if err != nil {
-		return fmt.Errorf("qwen2 save tokenizer: %w", err)
+		return fmt.Errorf("%s save tokenizer: %w", model, err)
 	}
 	if strings.HasSuffix(main, ".gz") {
 		zr, err := gzip.NewReader(bytes.NewReader(data))
 		if err != nil {
-			return fmt.Errorf("qwen2 save tokenizer %s: %w", main, err)
+			return fmt.Errorf("%s save tokenizer %s: %w", model, main, err)
 		}
 		if data, err = io.ReadAll(zr); err != nil {
-			return fmt.Errorf("qwen2 save tokenizer %s: %w", main, err)
+			return fmt.Errorf("%s save tokenizer %s: %w", model, main, err)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), data, 0o644); err != nil {
-		return fmt.Errorf("qwen2 save tokenizer: %w", err)
+		return fmt.Errorf("%s save tokenizer: %w", model, err)
 	}
 	for _, name := range TokenizerFiles[1:] {
 		data, err := os.ReadFile(filepath.Join(src, name))
@@ -48,17 +49,17 @@ func copyTokenizer(dir, path string) error {
 			err = os.WriteFile(filepath.Join(dir, name), data, 0o644)
 		}
 		if err != nil {
-			return fmt.Errorf("qwen2 save tokenizer: %w", err)
+			return fmt.Errorf("%s save tokenizer: %w", model, err)
 		}
 	}
 	return nil
 }
 
 // tokenizerSource returns the directory of the tokenizer files and its tokenizer.json[.gz].
-func tokenizerSource(path string) (dir, main string, err error) {
+func tokenizerSource(path, model string) (dir, main string, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return "", "", fmt.Errorf("qwen2 save tokenizer: %w", err)
+		return "", "", fmt.Errorf("%s save tokenizer: %w", model, err)
 	}
 	if !st.IsDir() {
 		return filepath.Dir(path), path, nil
@@ -68,5 +69,5 @@ func tokenizerSource(path string) (dir, main string, err error) {
 			return path, filepath.Join(path, name), nil
 		}
 	}
-	return "", "", fmt.Errorf("qwen2 save tokenizer: %s holds no tokenizer.json", path)
+	return "", "", fmt.Errorf("%s save tokenizer: %s holds no tokenizer.json", model, path)
 }

@@ -108,7 +108,7 @@ func Score(backend backends.Backend, ctx *context.Context, cfg *Config, batch *B
 		outs = named.Bind[scoreOutputs[*tensors.Tensor]](l)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("qwen2 score: %w", err)
+		return nil, fmt.Errorf("%s score: %w", cfg.errName(), err)
 	}
 	return res, res.fill(outs, names, b, s, cfg.VocabSize)
 }

@@ -45,7 +45,7 @@ func ParseDType(s string) (dtypes.DType, error) {
 func LoadWeights(ctx *context.Context, cfg *Config, dir string, dtype dtypes.DType) error {
 	stored, err := safetensors.ReadModelDir(dir)
 	if err != nil {
-		return fmt.Errorf("qwen2: %w", err)
+		return fmt.Errorf("%s: %w", cfg.errName(), err)
 	}
 	return SetWeights(ctx, cfg, stored, dtype, weightsFile(dir))
 }
@@ -69,7 +69,7 @@ func ignoredTensor(cfg *Config, name string) bool {
 // source names their file in errors.
 func SetWeights(ctx *context.Context, cfg *Config, stored map[string]*safetensors.Tensor, dtype dtypes.DType, source string) error {
 	if dtype != dtypes.Float32 && dtype != dtypes.BFloat16 {
-		return fmt.Errorf("qwen2: compute dtype %s is not supported; valid: float32, bfloat16", dtype)
+		return fmt.Errorf("%s: compute dtype %s is not supported; valid: float32, bfloat16", cfg.errName(), dtype)
 	}
 	specs := cfg.Tensors()
 	known := map[string]bool{}
@@ -84,23 +84,23 @@ func SetWeights(ctx *context.Context, cfg *Config, stored map[string]*safetensor
 	}
 	if len(unexpected) > 0 {
 		slices.Sort(unexpected)
-		return fmt.Errorf("qwen2 %s: unexpected tensors %q (not in a %d-layer %s with tie_word_embeddings=%v)",
-			source, unexpected, cfg.NumHiddenLayers, strings.TrimSuffix(cfg.Family().Architecture, "ForCausalLM"), cfg.TieWordEmbeddings)
+		return fmt.Errorf("%s %s: unexpected tensors %q (not in a %d-layer %s with tie_word_embeddings=%v)",
+			cfg.errName(), source, unexpected, cfg.NumHiddenLayers, strings.TrimSuffix(cfg.Family().Architecture, "ForCausalLM"), cfg.TieWordEmbeddings)
 	}
 	for _, s := range specs {
 		st := stored[s.Name]
 		if st == nil {
-			return fmt.Errorf("qwen2 %s: tensor %q is missing", source, s.Name)
+			return fmt.Errorf("%s %s: tensor %q is missing", cfg.errName(), source, s.Name)
 		}
 		if !slices.Equal(st.Shape, s.Shape) {
-			return fmt.Errorf("qwen2 %s: tensor %q has shape %v, config.json implies %v", source, s.Name, st.Shape, s.Shape)
+			return fmt.Errorf("%s %s: tensor %q has shape %v, config.json implies %v", cfg.errName(), source, s.Name, st.Shape, s.Shape)
 		}
 		t, err := toTensor(st, dtype)
 		if err != nil {
-			return fmt.Errorf("qwen2 %s: tensor %q: %w", source, s.Name, err)
+			return fmt.Errorf("%s %s: tensor %q: %w", cfg.errName(), source, s.Name, err)
 		}
 		if err := setVariable(ctx, s.Name, t); err != nil {
-			return fmt.Errorf("qwen2 %s: tensor %q: %w", source, s.Name, err)
+			return fmt.Errorf("%s %s: tensor %q: %w", cfg.errName(), source, s.Name, err)
 		}
 	}
 	return nil
@@ -145,11 +145,11 @@ func setVariable(ctx *context.Context, hfName string, t *tensors.Tensor) error {
 // draws are made in float32 from seed (then converted to dtype), so they are reproducible.
 func InitWeights(ctx *context.Context, cfg *Config, seed uint64, dtype dtypes.DType) error {
 	if dtype != dtypes.Float32 && dtype != dtypes.BFloat16 {
-		return fmt.Errorf("qwen2: compute dtype %s is not supported; valid: float32, bfloat16", dtype)
+		return fmt.Errorf("%s: compute dtype %s is not supported; valid: float32, bfloat16", cfg.errName(), dtype)
 	}
 	return drawInit(cfg, seed, func(s TensorSpec, data []float32) error {
 		if err := setVariable(ctx, s.Name, fromFloat32s(data, s.Shape, dtype)); err != nil {
-			return fmt.Errorf("qwen2 init: tensor %q: %w", s.Name, err)
+			return fmt.Errorf("%s init: tensor %q: %w", cfg.errName(), s.Name, err)
 		}
 		return nil
 	})
@@ -159,22 +159,22 @@ func InitWeights(ctx *context.Context, cfg *Config, seed uint64, dtype dtypes.DT
 // stored as dtype ("F32", "BF16" or "F16").
 func ExportWeights(ctx *context.Context, cfg *Config, dtype string) ([]*safetensors.Tensor, error) {
 	if dtype != "F32" && dtype != "BF16" && dtype != "F16" {
-		return nil, fmt.Errorf("qwen2 export: dtype %q is not supported; valid: F32, BF16, F16", dtype)
+		return nil, fmt.Errorf("%s export: dtype %q is not supported; valid: F32, BF16, F16", cfg.errName(), dtype)
 	}
 	var out []*safetensors.Tensor
 	for _, s := range cfg.Tensors() {
 		scope, name := VarScope(s.Name)
 		v := ctx.GetVariableByScopeAndName(scope, name)
 		if v == nil {
-			return nil, fmt.Errorf("qwen2 export: no variable for tensor %q", s.Name)
+			return nil, fmt.Errorf("%s export: no variable for tensor %q", cfg.errName(), s.Name)
 		}
 		value, err := v.Value()
 		if err != nil {
-			return nil, fmt.Errorf("qwen2 export: tensor %q: %w", s.Name, err)
+			return nil, fmt.Errorf("%s export: tensor %q: %w", cfg.errName(), s.Name, err)
 		}
 		f32, err := Float32s(value)
 		if err != nil {
-			return nil, fmt.Errorf("qwen2 export: tensor %q: %w", s.Name, err)
+			return nil, fmt.Errorf("%s export: tensor %q: %w", cfg.errName(), s.Name, err)
 		}
 		out = append(out, safetensors.FromFloat32s(s.Name, s.Shape, f32, dtype))
 	}

@@ -1,11 +1,13 @@
-"""Qwen2, Qwen3, Llama and Gemma 3 in plain PyTorch: the forward pass of transformers'
+"""Qwen2, Qwen3, Llama, SmolLM3 and Gemma 3 in plain PyTorch: the forward pass of transformers'
 Qwen2ForCausalLM (modeling_qwen2.py, eager attention), Qwen3ForCausalLM (modeling_qwen3.py),
-LlamaForCausalLM (modeling_llama.py, with modeling_rope_utils.py's llama3 RoPE scaling) and
-Gemma3ForCausalLM (modeling_gemma3.py, model_type gemma3_text, config fields of transformers 4.55),
-written out so that the references need only torch (Debian's python3-torch). The families differ in
-what model_type fixes (Config): Qwen2's q/k/v biases; Qwen3's per-head RMSNorm q_norm/k_norm before
-rotary and its default head_dim 128; Llama's attention_bias (q/k/v/o) and mlp_bias; rope_scaling
-rope_type llama3. Gemma 3 (gemma3_forward): RMSNorm x*(1+w) (Gemma3RMSNorm), embeddings times
+LlamaForCausalLM (modeling_llama.py, with modeling_rope_utils.py's llama3 RoPE scaling),
+SmolLM3ForCausalLM (modeling_smollm3.py) and Gemma3ForCausalLM (modeling_gemma3.py, model_type
+gemma3_text, config fields of transformers 4.55), written out so that the references need only torch
+(Debian's python3-torch). The families differ in what model_type fixes (Config): Qwen2's q/k/v
+biases; Qwen3's per-head RMSNorm q_norm/k_norm before rotary and its default head_dim 128; Llama's
+attention_bias (q/k/v/o) and mlp_bias; rope_scaling rope_type llama3; SmolLM3 is a Llama whose
+NoPE layers (no_rope_layers[i] = 0, or every no_rope_layer_interval-th layer) skip the rotary.
+Gemma 3 (gemma3_forward): RMSNorm x*(1+w) (Gemma3RMSNorm), embeddings times
 torch.tensor(hidden_size**0.5) in the weights' dtype, q_norm/k_norm, scores times
 query_pre_attn_scalar**-0.5, GELU-tanh MLP, norms before and after attention and MLP,
 sliding_attention layers masked to kv_idx > q_idx - sliding_window (masking_utils'
@@ -61,7 +63,7 @@ def read_safetensors(path):
     return out, sorted(dtypes)
 
 
-FAMILIES = ("qwen2", "qwen3", "llama", "gemma3_text")
+FAMILIES = ("qwen2", "qwen3", "llama", "smollm3", "gemma3_text")
 
 
 class Config:
@@ -80,17 +82,19 @@ class Config:
         self.intermediate_size = c["intermediate_size"]
         self.num_hidden_layers = c["num_hidden_layers"]
         self.num_attention_heads = c["num_attention_heads"]
-        self.num_key_value_heads = c.get("num_key_value_heads", c["num_attention_heads"])
+        smol = self.model_type == "smollm3"
+        # SmolLM3Config's defaults differ: 4 key/value heads, rope_theta 2e6, tied embeddings.
+        self.num_key_value_heads = c.get("num_key_value_heads") or (4 if smol else c["num_attention_heads"])
         default_head_dim = 128 if self.model_type == "qwen3" else None  # Qwen3Config's default
         self.head_dim = c.get("head_dim", default_head_dim) or c["hidden_size"] // c["num_attention_heads"]
         self.vocab_size = c["vocab_size"]
         self.rms_norm_eps = c["rms_norm_eps"]
-        self.rope_theta = c.get("rope_theta", 10000.0)
-        self.tie_word_embeddings = c.get("tie_word_embeddings", False)
+        self.rope_theta = c.get("rope_theta", 2000000.0 if smol else 10000.0)
+        self.tie_word_embeddings = c.get("tie_word_embeddings", smol)
         # Qwen2: q/k/v biases, none on o_proj; Qwen3, Llama: attention_bias on q/k/v/o.
         self.qkv_bias = self.model_type == "qwen2" or c.get("attention_bias", False)
         self.o_bias = self.model_type != "qwen2" and c.get("attention_bias", False)
-        self.mlp_bias = self.model_type == "llama" and c.get("mlp_bias", False)
+        self.mlp_bias = self.model_type in ("llama", "smollm3") and c.get("mlp_bias", False)
         self.qk_norm = self.model_type == "qwen3"
         self.rope_scaling = c.get("rope_scaling")
         rope_type = self.rope_scaling.get("rope_type", self.rope_scaling.get("type")) if self.rope_scaling else None
@@ -109,6 +113,13 @@ class Config:
             pattern = c.get("sliding_window_pattern", 6)  # configuration_gemma3.py: layer_types from the pattern
             self.layer_types = c.get("layer_types") or [
                 "sliding_attention" if bool((i + 1) % pattern) else "full_attention" for i in range(self.num_hidden_layers)]
+        # SmolLM3 (configuration_smollm3.py): no_rope_layers[i] = 1 where layer i applies rotary, 0 on
+        # its NoPE layers; derived from no_rope_layer_interval (default 4) when absent. Others: all 1.
+        self.no_rope_layers = [1] * self.num_hidden_layers
+        if smol:
+            interval = c.get("no_rope_layer_interval") or 4
+            self.no_rope_layers = c.get("no_rope_layers") or [
+                int((i + 1) % interval != 0) for i in range(self.num_hidden_layers)]
 
     def as_dict(self):
         keys = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
@@ -117,6 +128,8 @@ class Config:
             keys = ["model_type"] + keys + ["qkv_bias", "o_bias", "mlp_bias", "qk_norm", "rope_scaling"]
         if self.gemma:
             keys += ["query_pre_attn_scalar", "sliding_window", "rope_local_base_freq", "final_logit_softcapping", "layer_types"]
+        if self.model_type == "smollm3":
+            keys += ["no_rope_layers"]
         return {k: getattr(self, k) for k in keys}
 
     def tensor_names(self):
@@ -212,8 +225,9 @@ class Qwen2:
                 k = self.rms_norm(k, p[L + "self_attn.k_norm.weight"])
             q, k = q.transpose(1, 2), k.transpose(1, 2)
             v = lin(x, L + "self_attn.v_proj").view(B, S, nkv, hd).transpose(1, 2)
-            q = q * cos + rotate_half(q) * sin
-            k = k * cos + rotate_half(k) * sin
+            if cfg.no_rope_layers[i]:  # SmolLM3's NoPE layers skip the rotary (SmolLM3Attention.use_rope)
+                q = q * cos + rotate_half(q) * sin
+                k = k * cos + rotate_half(k) * sin
             if cache is not None:
                 if len(cache) > i:
                     k = torch.cat((cache[i][0], k), dim=2)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the tiny random Qwen3, Llama and Gemma 3 checkpoints of models/testdata/*-tiny in
+"""Writes the tiny random Qwen3, Llama, SmolLM3 and Gemma 3 checkpoints of models/testdata/*-tiny in
 HuggingFace layout: config.json as transformers' configuration classes write it (sorted keys, two-space
 indent) and model.safetensors with HF's tensor names ({"format": "pt"} metadata, tensors sorted by name,
 the header padded with spaces to 8 bytes, as safetensors' save_file does). The inputs/ are the
@@ -10,7 +10,7 @@ tensor (the qwen2-tiny fixture's scale): embeddings and lm_head N(0, 0.25²), pr
 down_proj N(0, 0.25/in), biases N(0, 0.3²), norm weights 1 + N(0, 0.2²) (q_norm and k_norm too; Gemma's,
 which scale by 1 + w, N(0, 0.2²)).
 
-  /usr/bin/python3 scripts/reference/tiny_checkpoints.py            # (re)write the three fixtures' model/ and inputs/
+  /usr/bin/python3 scripts/reference/tiny_checkpoints.py            # (re)write the fixtures' model/ and inputs/
   /usr/bin/python3 scripts/reference/qwen2_ref.py --fixture models/testdata/qwen3-tiny --write   # then their expected/
 
 Fixtures:
@@ -21,6 +21,12 @@ Fixtures:
                 attention_bias and mlp_bias true (both bias paths), head_dim written, untied, float32.
   smollm2-tiny  model_type llama as SmolLM2 writes it: no rope_scaling, no biases, no head_dim
                 (hidden 48 / 3 heads), GQA 3:1, tied, stored bfloat16.
+  smollm3-tiny  model_type smollm3 as SmolLM3Config writes it: 4 layers, no_rope_layer_interval 2 and the
+                no_rope_layers [1, 0, 1, 0] derived from it (layers 1 and 3 NoPE), layer_types, rope_theta
+                5e6 (the 3B's), mlp_bias true, no attention bias (on a NoPE layer k_proj.bias has a zero
+                gradient: a key offset shared by all positions cancels in the softmax), no head_dim (64 / 4
+                heads), GQA 4:2, tied,
+                float32.
   gemma3-tiny   model_type gemma3_text as gemma-3-270m's config.json (transformers 4.55) writes it:
                 layer_types [sliding, full] with sliding_window 4 (shorter than every test sequence),
                 rope_local_base_freq 10000 vs rope_theta 1e6 with rope_scaling linear factor 8 (the
@@ -69,6 +75,13 @@ FIXTURES = {
         "max_position_embeddings": 8192, "rms_norm_eps": 1e-05, "rope_theta": 100000.0, "rope_scaling": None,
         "attention_bias": False, "mlp_bias": False, "pretraining_tp": 1, "tie_word_embeddings": True,
         "torch_dtype": "bfloat16", "seed": 33}),
+    "smollm3-tiny": dict(COMMON, **{
+        "architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "hidden_size": 64,
+        "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "max_position_embeddings": 65536, "rms_norm_eps": 1e-06, "rope_theta": 5000000.0, "rope_scaling": None,
+        "no_rope_layer_interval": 2, "no_rope_layers": [1, 0, 1, 0], "layer_types": ["full_attention"] * 4,
+        "use_sliding_window": False, "sliding_window": None, "attention_bias": False, "mlp_bias": True,
+        "tie_word_embeddings": True, "torch_dtype": "float32", "seed": 34}),
     "gemma3-tiny": dict(COMMON, **{
         "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 128,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,

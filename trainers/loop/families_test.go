@@ -18,7 +18,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
 )
 
-// SFT trains the tiny Qwen3, Llama, SmolLM2-form and Gemma 3 checkpoints: 3 steps straight give
+// SFT trains the tiny Qwen3, Llama, SmolLM2-form, SmolLM3 and Gemma 3 checkpoints: 3 steps straight give
 // bit-identical weights and metrics lines to 2 steps, an interruption and a resumed step, and the
 // saved model keeps the family's config (model_type, head_dim, biases, RoPE scaling, tying, Gemma's
 // fields and layer types) and

@@ -40,9 +40,9 @@ func Model(t testing.TB) string {
 
 // Fixtures are the tiny checkpoints of the other families in models/testdata (vocabulary
 // tinymodel.VocabSize, bos/eos tinymodel's ids): Qwen3, Llama with llama3 RoPE scaling and
-// biases (untied), SmolLM2's Llama form stored bfloat16, and Gemma 3 (sliding window 4, local
-// RoPE base, logit soft-capping).
-var Fixtures = []string{"qwen3-tiny", "llama-tiny", "smollm2-tiny", "gemma3-tiny"}
+// biases (untied), SmolLM2's Llama form stored bfloat16, SmolLM3 with NoPE layers, and Gemma 3
+// (sliding window 4, local RoPE base, logit soft-capping).
+var Fixtures = []string{"qwen3-tiny", "llama-tiny", "smollm2-tiny", "smollm3-tiny", "gemma3-tiny"}
 
 // Fixture copies the model of models/testdata/NAME into a temporary directory with tinymodel's
 // tokenizer beside it and returns its path.
