@@ -59,6 +59,11 @@ type Config struct {
 	UseSlidingWindow bool    `json:"use_sliding_window"`
 	AttentionDropout float64 `json:"attention_dropout"`
 	UseMRope         bool    `json:"use_mrope"`
+
+	// NumLabels > 0 makes the config a sequence-classification model (classifier.go): a score
+	// head of NumLabels outputs instead of the LM head. PadTokenID is config.json's pad_token_id.
+	NumLabels  int  `json:"-"`
+	PadTokenID *int `json:"-"`
 }
 
 // ReadConfig reads and validates dir/config.json.
@@ -116,6 +121,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	if cfg.EOSTokenIDs, err = idList(ids.EOS); err != nil {
 		return nil, fmt.Errorf("config field eos_token_id: %w", err)
+	}
+	if err := parseClassifier(cfg, data); err != nil {
+		return nil, err
 	}
 	if cfg.NumKeyValueHeads == 0 {
 		cfg.NumKeyValueHeads = cfg.NumAttentionHeads
@@ -247,7 +255,8 @@ type TensorSpec struct {
 }
 
 // Tensors lists the checkpoint's weights in HF order; biases as the family and config say,
-// q_norm/k_norm for Qwen3, lm_head.weight only when the head is untied.
+// q_norm/k_norm for Qwen3, lm_head.weight only when the head is untied (score.weight instead in a
+// classification model).
 func (c *Config) Tensors() []TensorSpec {
 	d, q, kv, inter, hd := c.HiddenSize, c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim, c.IntermediateSize, c.HeadDim
 	qkvBias, oBias, mlpBias, qkNorm := c.QKVBias(), c.OBias(), c.MLPBias, c.Family().QKNorm
@@ -276,7 +285,9 @@ func (c *Config) Tensors() []TensorSpec {
 		linear(p+"mlp.down_proj", d, inter, mlpBias)
 	}
 	add("model.norm.weight", d)
-	if !c.TieWordEmbeddings {
+	if c.IsClassifier() {
+		add(ScoreWeight, c.NumLabels, d)
+	} else if !c.TieWordEmbeddings {
 		add("lm_head.weight", c.VocabSize, d)
 	}
 	return specs
