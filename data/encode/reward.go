@@ -62,6 +62,27 @@ func (t *Text) rewardChat(prompt, answer data.Text) ([]int32, error) {
 	return int32s(ids), nil
 }
 
+// PadTokenID is the pad token a reward model reads its score before (model.config.pad_token_id)
+// as TRL's RewardTrainer and GRPOTrainer set it: padToken when given, else the tokenizer's
+// pad_token, else its eos_token.
+func (t *Text) PadTokenID(padToken string) (int, error) {
+	tok := padToken
+	if tok == "" {
+		tok = t.Tokenizer.Config().PadToken
+	}
+	if tok == "" {
+		var err error
+		if tok, _, err = t.EOS(); err != nil {
+			return 0, fmt.Errorf("no pad_token: %w", err)
+		}
+	}
+	id, ok := t.Tokenizer.TokenToID(tok)
+	if !ok {
+		return 0, fmt.Errorf("pad_token %q is not a token of the tokenizer", tok)
+	}
+	return id, nil
+}
+
 func int32s(ids []int) []int32 {
 	out := make([]int32, len(ids))
 	for i, id := range ids {

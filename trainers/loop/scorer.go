@@ -62,8 +62,10 @@ func describeHead(c *qwen2.Config) string {
 }
 
 // LoadScorer loads the reward model checkpoint in dir, which must be a *ForSequenceClassification
-// one with num_labels 1 and a pad_token_id (as `posttrain reward` writes: a causal LM's new score
-// head would give random rewards), and compiles its scorer.
+// one with num_labels 1 (as `posttrain reward` writes: a causal LM's new score head would give
+// random rewards), and compiles its scorer. Its config's pad_token_id is the one it was trained
+// with; a checkpoint without one gets the tokenizer's pad_token, else its eos_token, as TRL's
+// GRPOTrainer gives a reward model.
 func LoadScorer(backend backends.Backend, dir string, bf16 bool, batch int) (*Scorer, error) {
 	cfg, err := qwen2.ReadConfig(dir)
 	if err != nil {
@@ -76,6 +78,13 @@ func LoadScorer(backend backends.Backend, dir string, bf16 bool, batch int) (*Sc
 	m, _, err := LoadClassifier(dir, bf16, 1, 0)
 	if err != nil {
 		return nil, err
+	}
+	if m.Config.PadTokenID == nil { // TRL's GRPOTrainer: the tokenizer's pad_token, else its eos_token
+		pad, err := m.Text.PadTokenID("")
+		if err != nil {
+			return nil, fmt.Errorf("reward model %s: %w", dir, err)
+		}
+		m.Config.PadTokenID = &pad
 	}
 	return NewScorer(backend, m, batch)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
@@ -38,29 +37,9 @@ type Trainer struct {
 	warnings         []string
 }
 
-// PadTokenID is the pad token RewardTrainer gives the model (model.config.pad_token_id): the
-// pad_token option, else the tokenizer's pad_token, else its eos_token.
-func PadTokenID(t *encode.Text, padToken string) (int, error) {
-	tok := padToken
-	if tok == "" {
-		tok = t.Tokenizer.Config().PadToken
-	}
-	if tok == "" {
-		var err error
-		if tok, _, err = t.EOS(); err != nil {
-			return 0, fmt.Errorf("no pad_token: %w", err)
-		}
-	}
-	id, ok := t.Tokenizer.TokenToID(tok)
-	if !ok {
-		return 0, fmt.Errorf("pad_token %q is not a token of the tokenizer", tok)
-	}
-	return id, nil
-}
-
 // New tokenizes the preference rows of d (explicit or implicit prompt, standard or
 // conversational) with RewardTrainingIDs, drops the pairs longer than max_length as TRL filters them, reads
-// the margin column, and sets the model's pad_token_id (PadTokenID). m must be a classifier with
+// the margin column, and sets the model's pad_token_id (encode.Text.PadTokenID). m must be a classifier with
 // one label (loop.LoadClassifier).
 func New(m *loop.Model, d *data.Dataset, cfg *config.Reward) (*Trainer, error) {
 	if d.Format != data.Preference {
@@ -69,7 +48,7 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.Reward) (*Trainer, error) {
 	if m.Config.NumLabels != 1 {
 		return nil, fmt.Errorf("model %s: a reward model has one output (num_labels 1), got %d", m.Dir, m.Config.NumLabels)
 	}
-	pad, err := PadTokenID(m.Text, cfg.PadToken)
+	pad, err := m.Text.PadTokenID(cfg.PadToken)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", m.Dir, err)
 	}

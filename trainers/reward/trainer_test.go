@@ -322,3 +322,31 @@ func int32sToInts(ids []int32) []int {
 	}
 	return out
 }
+
+// A reward model checkpoint without pad_token_id is scored before the tokenizer's pad_token (TRL's
+// GRPOTrainer sets it so); one with a pad_token_id keeps the one it was trained with.
+func TestLoadScorer_PadToken(t *testing.T) {
+	m := load(t, looptest.Model(t))
+	dir := filepath.Join(t.TempDir(), "rm")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	s, err := loop.LoadScorer(looptest.Backend(t), dir, false, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Model.Config.PadTokenID; p == nil || *p != tinymodel.EndOfText {
+		t.Errorf("no pad_token_id in config.json: scored before %v, want the tokenizer's pad %d", p, tinymodel.EndOfText)
+	}
+	pad := tinymodel.IMStart
+	m.Config.PadTokenID = &pad
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = loop.LoadScorer(looptest.Backend(t), dir, false, 2); err != nil || *s.Model.Config.PadTokenID != pad {
+		t.Errorf("pad_token_id %d in config.json: scored before %v (%v)", pad, s.Model.Config.PadTokenID, err)
+	}
+}
