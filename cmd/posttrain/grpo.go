@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/grpo"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -24,7 +25,9 @@ func init() {
 		Description: "Samples num_generations completions per prompt with the KV cache, scores them with the named\n" +
 			"reward functions (posttrain data rewards lists them; \"random\" is a control), and updates the\n" +
 			"policy with the clipped GRPO loss (TRL v0.24 semantics). --dataset mult generates the course's\n" +
-			"multiplication prompts. Writes metrics.jsonl, completions.jsonl and the final model to --output-dir.\n" +
+			"multiplication prompts. --reward-model DIR (repeatable) adds a reward model (posttrain reward's output)\n" +
+			"scoring prompt+completion through its own chat template, logged as rewards/<dir name>/mean; --reward-weights\n" +
+			"lists the reward models' weights first. Writes metrics.jsonl, completions.jsonl and the final model to --output-dir.\n" +
 			"With --eval-dataset and --eval-strategy steps|epoch (or --eval-on-start) it also evaluates: the eval\n" +
 			"prompts × num_generations are sampled and rewarded with the current weights, eval_* lines go to\n" +
 			"metrics.jsonl and the completions to eval_completions.jsonl (docs/grpo.md, Evaluation).",
@@ -46,7 +49,8 @@ func init() {
 }
 
 func runGRPO(ctx context.Context, cfg *config.GRPO, cmd *cli.Command) error {
-	if _, err := grpo.LookupRewards(cfg.RewardFuncs, cfg.RewardWeights, uint64(cfg.Seed)); err != nil {
+	_, funcWeights := grpo.SplitRewardWeights(cfg)
+	if _, err := grpo.LookupRewards(cfg.RewardFuncs, funcWeights, uint64(cfg.Seed)); err != nil {
 		return usageError{err}
 	}
 	if err := loop.CheckOutputDir(&cfg.Training); err != nil { // before loading anything
@@ -61,7 +65,15 @@ func runGRPO(ctx context.Context, cfg *config.GRPO, cmd *cli.Command) error {
 		return err
 	}
 	defer b.Finalize()
-	sum, err := grpo.Run(ctx, cfg, dir, grpo.RunOptions{Backend: b, Logger: logger, Progress: progressWriter(errw)})
+	var rms []string
+	for _, rm := range cfg.RewardModels {
+		d, err := hub.Resolve(ctx, rm, hub.Options{})
+		if err != nil {
+			return fmt.Errorf("reward model: %w", err)
+		}
+		rms = append(rms, d)
+	}
+	sum, err := grpo.Run(ctx, cfg, dir, grpo.RunOptions{Backend: b, Logger: logger, Progress: progressWriter(errw), RewardModelDirs: rms})
 	if err != nil {
 		return err
 	}

@@ -30,8 +30,8 @@ func runFiles(t *testing.T, args ...string) (int, string) {
 // An unknown command followed by flags is named as such, with the real commands listed (it used
 // to say "flag provided but not defined: -model").
 func TestRun_UnknownCommandIsNamed(t *testing.T) {
-	rc, stderr := runFiles(t, "reward", "--model", "M")
-	if rc != 2 || !strings.Contains(stderr, `unknown command "reward"`) || !strings.Contains(stderr, "valid: data, demo") || strings.Count(stderr, "\n") != 1 {
+	rc, stderr := runFiles(t, "frobnicate", "--model", "M")
+	if rc != 2 || !strings.Contains(stderr, `unknown command "frobnicate"`) || !strings.Contains(stderr, "valid: data, demo") || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("exit %d, stderr %q", rc, stderr)
 	}
 	for _, args := range [][]string{{"version"}, {"help"}, {"--version"}} {

@@ -185,6 +185,8 @@ func runMethod(run plotRun) string {
 		return "dpo"
 	case has("mean_token_accuracy"):
 		return "sft"
+	case has("accuracy") && has("margin") && has("mean_reward"):
+		return "reward"
 	}
 	return ""
 }
@@ -199,6 +201,7 @@ var panelOrder = map[string][]string{
 		"logps/chosen", "logps/rejected", "logits/chosen", "logits/rejected", "grad_norm", "learning_rate"},
 	"kto": {"loss", "rewards/margins", "rewards/chosen", "rewards/rejected", "kl",
 		"logps/chosen", "logps/rejected", "logits/chosen", "logits/rejected", "grad_norm", "learning_rate"},
+	"reward": {"loss", "accuracy", "margin", "mean_reward", "min_reward", "max_reward", "grad_norm", "learning_rate"},
 }
 
 // panelRank is metric's place in method's panelOrder (len of the list when it is not there).

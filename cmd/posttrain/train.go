@@ -51,6 +51,10 @@ func trainCommand(method, usage, description string, build trainMethod) *cli.Com
 	}
 }
 
+// modelLoaders load the model of the methods that do not train a causal LM (reward: a
+// sequence-classification model); the others use loop.LoadModel.
+var modelLoaders = map[string]func(dir string, cfg config.Config) (*loop.Model, error){}
+
 // runTrain loads everything, trains, and prints where the model went. Ctrl-C saves a checkpoint
 // and returns an error naming it (a second Ctrl-C exits at once).
 func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build trainMethod) error {
@@ -67,7 +71,11 @@ func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build tr
 		return err
 	}
 	defer b.Finalize()
-	m, err := loop.LoadForTraining(dir, cfg)
+	load := loop.LoadForTraining
+	if l, ok := modelLoaders[cfg.Method()]; ok {
+		load = l
+	}
+	m, err := load(dir, cfg)
 	if err != nil {
 		return err
 	}

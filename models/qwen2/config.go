@@ -71,6 +71,11 @@ type Config struct {
 	UseSlidingWindow bool    `json:"use_sliding_window"`
 	AttentionDropout float64 `json:"attention_dropout"`
 	UseMRope         bool    `json:"use_mrope"`
+
+	// NumLabels > 0 makes the config a sequence-classification model (classifier.go): a score
+	// head of NumLabels outputs instead of the LM head. PadTokenID is config.json's pad_token_id.
+	NumLabels  int  `json:"-"`
+	PadTokenID *int `json:"-"`
 }
 
 // ReadConfig reads and validates dir/config.json.
@@ -142,6 +147,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	if cfg.ModelType == "smollm3" {
 		cfg.smolLM3Defaults(data, ropeThetaSet)
+	}
+	if err := parseClassifier(cfg, data); err != nil {
+		return nil, err
 	}
 	if cfg.NumKeyValueHeads == 0 {
 		cfg.NumKeyValueHeads = cfg.NumAttentionHeads
@@ -285,7 +293,8 @@ type TensorSpec struct {
 }
 
 // Tensors lists the checkpoint's weights in HF order; biases as the family and config say,
-// q_norm/k_norm for Qwen3, lm_head.weight only when the head is untied.
+// q_norm/k_norm for Qwen3, lm_head.weight only when the head is untied (score.weight instead in a
+// classification model).
 func (c *Config) Tensors() []TensorSpec {
 	d, q, kv, inter, hd := c.HiddenSize, c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim, c.IntermediateSize, c.HeadDim
 	qkvBias, oBias, mlpBias, qkNorm, gemma := c.QKVBias(), c.OBias(), c.MLPBias, c.Family().QKNorm, c.Family().Gemma3
@@ -318,7 +327,9 @@ func (c *Config) Tensors() []TensorSpec {
 		linear(p+"mlp.down_proj", d, inter, mlpBias)
 	}
 	add("model.norm.weight", d)
-	if !c.TieWordEmbeddings {
+	if c.IsClassifier() {
+		add(ScoreWeight, c.NumLabels, d)
+	} else if !c.TieWordEmbeddings {
 		add("lm_head.weight", c.VocabSize, d)
 	}
 	return specs

@@ -240,7 +240,7 @@ func SelfAttentionMasks(cfg *Config, allowed *Node) LayerMasks {
 	}
 	s, sk := allowed.Shape().Dim(1), allowed.Shape().Dim(2)
 	if s != sk {
-		panic(fmt.Errorf("qwen2: sliding-window layers need the query columns: %d queries against %d keys (use DecoderMasks)", s, sk))
+		panic(fmt.Errorf("gemma3_text: sliding-window layers need the query columns: %d queries against %d keys (use DecoderMasks)", s, sk))
 	}
 	g := allowed.Graph()
 	q := Iota(g, shapes.Make(dtypes.Int32, s, 1), 0) // [S,1]: the query's column

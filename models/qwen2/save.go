@@ -160,6 +160,7 @@ func configJSON(cfg *Config, baseDir, torchDType string) ([]byte, error) {
 		m[k] = v
 	}
 	familyConfigJSON(m, cfg)
+	classifierConfigJSON(m, cfg)
 	delete(m, "bos_token_id")
 	delete(m, "eos_token_id")
 	if cfg.BOSTokenID != nil {

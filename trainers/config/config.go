@@ -238,7 +238,8 @@ func (*KTO) Resolve() {}
 type GRPO struct {
 	Training                 `yaml:",inline"`
 	RewardFuncs              []string  `yaml:"reward_funcs" flag:"reward" usage:"verifier reward function name(s), comma-separated"`
-	RewardWeights            []float64 `yaml:"reward_weights" usage:"weight of each reward function (default: all 1)"`
+	RewardModels             []string  `yaml:"reward_model_name_or_path" flag:"reward-model" usage:"reward model checkpoint(s) (*ForSequenceClassification, num_labels 1, e.g. posttrain reward's output), comma-separated or repeated: each scores prompt+completion through its own chat template and counts as a reward function named after its directory, before reward_funcs (TRL's grpo.py order)"`
+	RewardWeights            []float64 `yaml:"reward_weights" usage:"weight of each reward model, then of each reward function (default: all 1)"`
 	NumGenerations           int       `yaml:"num_generations" usage:"completions sampled per prompt (group size G)"`
 	MaxPromptLength          int       `yaml:"max_prompt_length" usage:"truncate prompts (left) to this many tokens"`
 	MaxCompletionLength      int       `yaml:"max_completion_length" usage:"maximum generated tokens per completion"`
@@ -299,7 +300,7 @@ func (c *GRPO) Resolve() {
 	}
 }
 
-// New returns the default configuration of a method ("sft", "dpo", "kto", "grpo").
+// New returns the default configuration of a method ("sft", "dpo", "kto", "grpo", "reward").
 func New(method string) (Config, error) {
 	switch method {
 	case "sft":
@@ -310,6 +311,8 @@ func New(method string) (Config, error) {
 		return DefaultKTO(), nil
 	case "grpo":
 		return DefaultGRPO(), nil
+	case "reward":
+		return DefaultReward(), nil
 	}
-	return nil, fmt.Errorf("unknown training method %q; valid: sft, dpo, kto, grpo", method)
+	return nil, fmt.Errorf("unknown training method %q; valid: sft, dpo, kto, grpo, reward", method)
 }

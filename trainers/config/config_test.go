@@ -479,3 +479,29 @@ func TestReportTo(t *testing.T) {
 		}
 	}
 }
+
+// RewardConfig's v0.24 defaults (lr 1e-4, max_length 1024, center_rewards_coefficient None) and
+// its checks.
+func TestReward_DefaultsAndValidate(t *testing.T) {
+	c := DefaultReward()
+	if c.LearningRate != 1e-4 || c.MaxLength != 1024 || c.CenterRewardsCoefficient != 0 || c.LoggingSteps != 10 || c.Method() != "reward" {
+		t.Errorf("defaults: %+v", c)
+	}
+	c.Model, c.Dataset, c.OutputDir = "m", "d", "o"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for key, set := range map[string]func(*Reward){
+		"max_length":                 func(r *Reward) { r.MaxLength = -1 },
+		"center_rewards_coefficient": func(r *Reward) { r.CenterRewardsCoefficient = -0.1 },
+	} {
+		bad := *c
+		set(&bad)
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: error %v, want one naming it", key, err)
+		}
+	}
+	if got, err := New("reward"); err != nil || got.Method() != "reward" {
+		t.Errorf("New(reward) = %v, %v", got, err)
+	}
+}

@@ -101,10 +101,12 @@ func (c *GRPO) Validate() error {
 		epsHigh = c.Epsilon
 	}
 	switch {
-	case len(c.RewardFuncs) == 0:
-		return bad(c, "reward_funcs", "is required: name at least one reward function")
-	case len(c.RewardWeights) > 0 && len(c.RewardWeights) != len(c.RewardFuncs):
+	case len(c.RewardFuncs) == 0 && len(c.RewardModels) == 0:
+		return bad(c, "reward_funcs", "is required: name at least one reward function (or give a reward model, --reward-model)")
+	case len(c.RewardWeights) > 0 && len(c.RewardModels) == 0 && len(c.RewardWeights) != len(c.RewardFuncs):
 		return bad(c, "reward_weights", fmt.Sprintf("has %d weights for %d reward functions", len(c.RewardWeights), len(c.RewardFuncs)))
+	case len(c.RewardWeights) > 0 && len(c.RewardWeights) != len(c.RewardModels)+len(c.RewardFuncs):
+		return bad(c, "reward_weights", fmt.Sprintf("has %d weights for %d reward models and %d reward functions (models first)", len(c.RewardWeights), len(c.RewardModels), len(c.RewardFuncs)))
 	case c.NumGenerations < 2:
 		return bad(c, "num_generations", fmt.Sprintf("must be ≥ 2 (advantages need a group), got %d", c.NumGenerations))
 	case c.MaxPromptLength < 1:

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
 )
 
@@ -17,6 +18,9 @@ type Reward struct {
 	// Random is set for the "random" reward: the run's draw stream, whose call count checkpoints
 	// save (NewRandomReward).
 	Random *RandomReward
+	// Scorer is set for a reward model (Func is then nil): it scores prompt+completion
+	// (scoreWithModel).
+	Scorer *loop.Scorer
 }
 
 // LookupRewards makes a run's reward functions from data's registry, seeded with the run's seed
@@ -49,14 +53,14 @@ func LookupRewards(names []string, weights []float64, seed uint64) ([]Reward, er
 	return out, nil
 }
 
-// CheckRewards runs every reward function without state once per prompt of a dataset, on an empty
+// CheckRewards runs every reward function without state (reward models aside) once per prompt of a dataset, on an empty
 // completion, before anything is generated: a column a reward cannot read (an "answer" of the
 // wrong type) is then an error naming the file and line at load time, not one after the first
 // generation. Rewards with state (the random stream) are not called, so the run's draws are
 // unchanged. rows are the prompts' dataset rows (for their lines).
 func CheckRewards(dataset string, rows []data.Row, prompts []*Prompt, rewards []Reward) error {
 	for _, rw := range rewards {
-		if rw.Random != nil {
+		if rw.Random != nil || rw.Scorer != nil {
 			continue
 		}
 		for i, p := range prompts {
@@ -84,7 +88,8 @@ func randomStream(rewards []Reward) *RandomReward {
 }
 
 // scoreRewards runs every reward function over the rollout's completion texts, the prompts' texts
-// and the dataset columns, and sums them as TRL does (grpo_trainer.py L1018-1050):
+// and the dataset columns (a reward model over the prompts and completions, scoreWithModel), and
+// sums them as TRL does (grpo_trainer.py L1018-1050):
 //
 //	r_i = nansum_k w_k · r_ik
 //
@@ -101,7 +106,13 @@ func scoreRewards(r *Rollout, rewards []Reward) error {
 	r.Rewards = make([]float64, n)
 	r.FuncRewards = map[string][]float64{}
 	for _, rw := range rewards {
-		vals, err := rw.Func(prompts, r.Texts, columns)
+		var vals []float64
+		var err error
+		if rw.Scorer != nil {
+			vals, err = scoreWithModel(rw.Scorer, r)
+		} else {
+			vals, err = rw.Func(prompts, r.Texts, columns)
+		}
 		if err != nil {
 			return fmt.Errorf("reward %s: %w", rw.Name, err)
 		}

@@ -40,6 +40,9 @@ type RunOptions struct {
 	OnStep   func(StepInfo)
 	// Rows, when set, replaces --dataset (the demo passes its own prompt split).
 	Rows []data.Row
+	// RewardModelDirs, when set, are the local directories of cfg.RewardModels (the CLI resolves
+	// Hub ids); nil: cfg.RewardModels as they are.
+	RewardModelDirs []string
 }
 
 // Run is `posttrain grpo`: it loads the checkpoint in modelDir (HF layout: weights, config,
@@ -70,8 +73,21 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 	if err != nil {
 		return nil, err
 	}
-	rewards, err := LookupRewards(cfg.RewardFuncs, cfg.RewardWeights, uint64(cfg.Seed))
+	modelWeights, funcWeights := SplitRewardWeights(cfg)
+	funcs, err := LookupRewards(cfg.RewardFuncs, funcWeights, uint64(cfg.Seed))
 	if err != nil {
+		return nil, err
+	}
+	dirs := opts.RewardModelDirs
+	if dirs == nil {
+		dirs = cfg.RewardModels
+	}
+	rewards, err := LoadRewardModels(opts.Backend, dirs, modelWeights, cfg.BF16, cfg.PerDeviceTrainBatchSize)
+	if err != nil {
+		return nil, err
+	}
+	rewards = append(rewards, funcs...)
+	if err := checkRewardNames(rewards); err != nil {
 		return nil, err
 	}
 	if err := CheckRewards(cfg.Dataset, rows, prompts, rewards); err != nil {

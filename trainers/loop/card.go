@@ -23,10 +23,11 @@ const CardName = "README.md"
 // paper is the method's paper as TRL's model cards cite it (trainer_name, paper_title, paper_id);
 // SFT has none.
 var papers = map[string]struct{ name, title, id string }{
-	"sft":  {"SFT", "", ""},
-	"dpo":  {"DPO", "Direct Preference Optimization: Your Language Model is Secretly a Reward Model", "2305.18290"},
-	"kto":  {"KTO", "KTO: Model Alignment as Prospect Theoretic Optimization", "2402.01306"},
-	"grpo": {"GRPO", "DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language Models", "2402.03300"},
+	"sft":    {"SFT", "", ""},
+	"dpo":    {"DPO", "Direct Preference Optimization: Your Language Model is Secretly a Reward Model", "2305.18290"},
+	"kto":    {"KTO", "KTO: Model Alignment as Prospect Theoretic Optimization", "2402.01306"},
+	"grpo":   {"GRPO", "DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language Models", "2402.03300"},
+	"reward": {"Reward", "", ""},
 }
 
 // isHubID reports whether s names a Hub repository (owner/name) rather than a local path.
@@ -72,10 +73,14 @@ func modelCard(cfg config.Config, steps int, last runlog.Record) []byte {
 	}
 	fmt.Fprintf(&b, "This model is a fine-tuned version of %s on `%s`.\n", base, t.Dataset)
 	b.WriteString("It has been trained using posttrain, with TRL v0.24's semantics for its method.\n\n")
-	b.WriteString("## Quick start\n\n```python\nfrom transformers import pipeline\n\n")
-	fmt.Fprintf(&b, "generator = pipeline(\"text-generation\", model=%q)\n", t.OutputDir)
-	b.WriteString("output = generator([{\"role\": \"user\", \"content\": \"What is 3×4?\"}], max_new_tokens=64, return_full_text=False)[0]\nprint(output[\"generated_text\"])\n```\n\n")
-	fmt.Fprintf(&b, "or `posttrain generate --model %s --prompt \"What is 3×4?\"`.\n\n", t.OutputDir)
+	if cfg.Method() == "reward" {
+		rewardQuickStart(&b, t.OutputDir)
+	} else {
+		b.WriteString("## Quick start\n\n```python\nfrom transformers import pipeline\n\n")
+		fmt.Fprintf(&b, "generator = pipeline(\"text-generation\", model=%q)\n", t.OutputDir)
+		b.WriteString("output = generator([{\"role\": \"user\", \"content\": \"What is 3×4?\"}], max_new_tokens=64, return_full_text=False)[0]\nprint(output[\"generated_text\"])\n```\n\n")
+		fmt.Fprintf(&b, "or `posttrain generate --model %s --prompt \"What is 3×4?\"`.\n\n", t.OutputDir)
+	}
 	b.WriteString("## Training procedure\n\n")
 	fmt.Fprintf(&b, "This model was trained with %s", p.name)
 	if p.id != "" {
@@ -131,4 +136,12 @@ func buildVersions() (string, string) {
 		}
 	}
 	return bi.Main.Version, gomlx
+}
+
+// rewardQuickStart is the quick start of a reward model: a sequence classifier's one logit.
+func rewardQuickStart(b *strings.Builder, dir string) {
+	b.WriteString("## Quick start\n\n```python\nfrom transformers import AutoModelForSequenceClassification, AutoTokenizer\n\n")
+	fmt.Fprintf(b, "model = AutoModelForSequenceClassification.from_pretrained(%q)\ntokenizer = AutoTokenizer.from_pretrained(%q)\n", dir, dir)
+	b.WriteString("ids = tokenizer.apply_chat_template([{\"role\": \"user\", \"content\": \"What is 3×4?\"}, {\"role\": \"assistant\", \"content\": \"12\"}], return_tensors=\"pt\")\nprint(model(ids).logits[0, 0].item())\n```\n\n")
+	fmt.Fprintf(b, "or `posttrain score-reward --model %s --dataset PAIRS.jsonl`.\n\n", dir)
 }

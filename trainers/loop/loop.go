@@ -16,8 +16,8 @@
 // same struct from named.Inputs, and its metrics are a map by TRL name, so the driver never pairs
 // tensors or metric values with their meaning by position. Besides the driver the package
 // holds the trainable Model (weights, bf16 masters, saving; the checkpoint's text side — tokenizer, chat
-// template, EOS, encodings — is data/encode's) and the batch helpers the methods
-// share.
+// template, EOS, encodings — is data/encode's; LoadClassifier for a reward model), the batch
+// helpers the methods share, and the reward-model Scorer (GRPO's --reward-model, score-reward).
 package loop
 
 import (
