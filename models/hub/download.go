@@ -16,7 +16,7 @@ import (
 // does not have them.
 var (
 	requiredFiles = []string{"config.json"}
-	optionalFiles = []string{"generation_config.json", "tokenizer.json", "tokenizer_config.json"}
+	optionalFiles = []string{"generation_config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}
 )
 
 // download fetches the checkpoint files of repoID into the cache and returns its snapshot

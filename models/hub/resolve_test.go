@@ -90,7 +90,9 @@ func (h *fakeHub) count(prefix string) int {
 
 func tinyRepoFiles(t *testing.T) map[string][]byte {
 	t.Helper()
-	files := map[string][]byte{"tokenizer.json": []byte(`{"model":{}}`), "tokenizer_config.json": []byte(`{}`), "README.md": []byte("# tiny")}
+	files := map[string][]byte{"tokenizer.json": []byte(`{"model":{}}`), "tokenizer_config.json": []byte(`{}`), "README.md": []byte("# tiny"),
+		// newer transformers (and e.g. google/gemma-3-270m-it) keep the chat template in its own file
+		"chat_template.jinja": []byte("{{ messages[0].content }}")}
 	for _, name := range []string{"config.json", "model.safetensors"} {
 		b, err := os.ReadFile(filepath.Join("../testdata/qwen2-tiny/model", name))
 		must(t, err)
@@ -139,7 +141,7 @@ func TestResolve_DownloadsIntoHFCacheLayout(t *testing.T) {
 	if want := filepath.Join(repoDir, "snapshots", commitA); dir != want {
 		t.Errorf("dir = %s, want %s", dir, want)
 	}
-	for _, name := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+	for _, name := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"} {
 		link, err := os.Readlink(filepath.Join(dir, name))
 		if err != nil || !strings.HasPrefix(link, "../../blobs/") {
 			t.Errorf("%s: link %q, %v; want a link into ../../blobs/", name, link, err)
