@@ -87,7 +87,13 @@ fuzz-run:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_FOR) $$pkg; \
 	done
 
+# bench: posttrain's CPU workloads, then PyTorch's on the same shapes, one table (README, "Benchmarks").
 bench:
+	scripts/bench-cpu.sh
+
+# bench-go: every Go benchmark once (BenchmarkCPU's 0.5B decode included).
+.PHONY: bench-go
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
 
 clean:

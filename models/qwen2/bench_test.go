@@ -61,8 +61,8 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkForward: TokenLogProbs on the eighth config, B2×S64. PyTorch 1.13 (2 threads,
-// OpenBLAS) takes 0.11 s on this machine's 2 cores.
+// BenchmarkForward: TokenLogProbs on the eighth config, B2×S64. `make bench` times the same
+// workload beside PyTorch (internal/bench BenchmarkCPU, scripts/reference/cpu_bench.py).
 func BenchmarkForward(b *testing.B) {
 	ctx, cfg, batch := benchModel(b)
 	exec, err := context.NewExec(testBackendOrSkip(b), ctx, func(ctx *context.Context, ids, pos, mask *Node) *Node {
@@ -87,7 +87,7 @@ func BenchmarkForward(b *testing.B) {
 }
 
 // BenchmarkTrainStep: forward, backward, global-norm clip and AdamW on the eighth config,
-// B2×S64. PyTorch 1.13 (2 threads, OpenBLAS) takes 0.88 s on this machine's 2 cores.
+// B2×S64. `make bench` times the trainers' AdamW step on the same shape beside PyTorch's.
 func BenchmarkTrainStep(b *testing.B) {
 	ctx, cfg, batch := benchModel(b)
 	exec := newTrainStep(b, testBackendOrSkip(b), ctx, cfg, 1.0)

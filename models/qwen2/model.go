@@ -35,7 +35,7 @@ func weight(ctx *context.Context, g *Graph, name string, dtype dtypes.DType, dim
 // linear is HF's nn.Linear with weight [out,in]: x [...,in] → [...,out].
 func linear(ctx *context.Context, x *Node, out int, bias bool) *Node {
 	w := weight(ctx, x.Graph(), "weight", x.DType(), out, x.Shape().Dim(-1))
-	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil) // [...,out]
+	y := matmulT(x, w) // [...,out]
 	if bias {
 		y = Add(y, ExpandLeftToRank(weight(ctx, x.Graph(), "bias", x.DType(), out), y.Rank()))
 	}
@@ -186,6 +186,6 @@ func Logits(ctx *context.Context, cfg *Config, hidden *Node) *Node {
 	} else {
 		w = weight(ctx.Reuse().In("lm_head"), hidden.Graph(), "weight", hidden.DType(), cfg.VocabSize, cfg.HiddenSize)
 	}
-	logits := DotGeneral(hidden, []int{hidden.Rank() - 1}, nil, w, []int{1}, nil) // [...,V]
+	logits := matmulT(hidden, w) // [...,V]
 	return ConvertDType(softcapLogits(cfg, logits), dtypes.Float32)
 }

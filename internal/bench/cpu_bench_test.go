@@ -1,0 +1,175 @@
+package bench
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/trainers/loop"
+)
+
+// BenchmarkCPU is posttrain's side of `make bench` (scripts/bench-cpu.sh): the workloads that
+// scripts/reference/cpu_bench.py times in PyTorch on the same shapes, float32, random weights,
+// on the backend of $GOMLX_BACKEND (default: the pure-Go one). Run it with -benchtime 1x: each
+// sub-benchmark does its own warm-up (compilation included) and timed repetitions.
+//
+//	forward  qwen2.TokenLogProbs of 2×64 tokens on the eighth-width config: median of 5
+//	adamw    one SFT optimizer step on the same shape (sft.Trainer's loss, loop.Optimizer:
+//	         gradient, clip at 1, AdamW): median of 3
+//	grpo     one GRPO step on the eighth-width config: 2 prompts × 4 completions of 16 tokens
+//	         from 16-token prompts, temperature 1 (the workload of `posttrain bench grpo`)
+//	decode   batch-1 greedy decoding at Qwen2.5-0.5B's shape: an 8-token prompt, 32 new tokens;
+//	         tokens/s of the decode steps
+func BenchmarkCPU(b *testing.B) {
+	eighth := eighthConfig()
+	full, err := qwen2.Preset("qwen2.5-0.5b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("forward", func(b *testing.B) {
+		env := randomEnv(b, eighth, false)
+		exec, err := mlctx.NewExec(env.Backend, env.Ctx, func(ctx *mlctx.Context, ids, pos, mask *Node) *Node {
+			return qwen2.TokenLogProbs(ctx, env.Config, ids, pos, mask)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer exec.Finalize()
+		ids, mask := randomRows(eighth, 2, 64)
+		args := []any{tensors.FromValue(ids), tensors.FromValue(qwen2.PositionIDs(mask)), tensors.FromValue(mask)}
+		for b.Loop() {
+			b.ReportMetric(medianSeconds(b, 5, func() error {
+				out, err := exec.Exec(args...)
+				if err == nil {
+					_ = tensors.MustCopyFlatData[float32](out[0]) // the result reaches the host
+				}
+				return err
+			}), "s/op-median")
+		}
+	})
+	b.Run("adamw", func(b *testing.B) {
+		env := randomEnv(b, eighth, true)
+		for b.Loop() {
+			res, err := SFT(env, SFTParams{Batch: 2, SeqLen: 64, Steps: 3, Warmup: 1, LR: 1e-5, Seed: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(median(res.StepS), "s/op-median")
+		}
+	})
+	b.Run("grpo", func(b *testing.B) {
+		env := randomEnv(b, eighth, true)
+		for b.Loop() {
+			res, err := GRPO(env, GRPOParams{Prompts: 2, Generations: 4, PromptLen: 16, NewTokens: 16, MicroBatch: 8,
+				Temperature: 1, LR: 1e-6, Seed: 4})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(res.StepS, "s/step")
+			b.ReportMetric(res.GenerateS, "generate-s")
+			b.ReportMetric(res.TrainS, "update-s")
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		env := randomEnv(b, full, false)
+		for b.Loop() {
+			res, err := Decode(env, DecodeParams{Batches: []int{1}, PromptLen: 8, NewTokens: 32, Seed: 3})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(res.Runs[0].DecodeTokensPerS, "tokens/s")
+			b.ReportMetric(res.Runs[0].PrefillS, "prefill-s")
+		}
+	})
+}
+
+// eighthConfig is Qwen2.5-0.5B at one-eighth width: hidden 896, 14/2 heads, intermediate 4864,
+// vocabulary 8192, 2 layers (37.2M parameters).
+func eighthConfig() *qwen2.Config {
+	cfg, err := qwen2.Preset("qwen2.5-0.5b")
+	if err != nil {
+		panic(err)
+	}
+	cfg.VocabSize, cfg.NumHiddenLayers = 8192, 2
+	cfg.BOSTokenID, cfg.EOSTokenIDs = nil, []int{8191}
+	return cfg
+}
+
+// randomEnv is cfg with random float32 weights (qwen2.InitWeights) on the backend of
+// $GOMLX_BACKEND, held for training (float32 weights, no masters) when training is set.
+func randomEnv(b *testing.B, cfg *qwen2.Config, training bool) *Env {
+	b.Helper()
+	if err := cfg.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	ctx := mlctx.New()
+	if err := qwen2.InitWeights(ctx, cfg, 42, dtypes.Float32); err != nil {
+		b.Fatal(err)
+	}
+	name := backend.Resolve("")
+	be, err := backend.New(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := cfg.NumParameters()
+	env := &Env{DType: dtypes.Float32, Ctx: ctx, Config: cfg, Backend: be, log: testLog{b},
+		Info: Info{Backend: name, DType: "float32", Params: n, Layers: cfg.NumHiddenLayers, Hidden: cfg.HiddenSize,
+			Vocab: cfg.VocabSize, FLOPsPerToken: 6 * float64(n)}}
+	if training {
+		env.Model = &loop.Model{Config: cfg, Ctx: ctx, DType: dtypes.Float32}
+	}
+	b.Cleanup(env.Close)
+	return env
+}
+
+// randomRows are rows × n random ids, all real tokens.
+func randomRows(cfg *qwen2.Config, rows, n int) (ids, mask [][]int32) {
+	ids = randomIDs(rand.New(rand.NewPCG(1, 2)), cfg, rows, n)
+	for range rows {
+		mask = append(mask, slices.Repeat([]int32{1}, n))
+	}
+	return ids, mask
+}
+
+// medianSeconds runs fn once untimed (compilation), then reps times, and returns the median time.
+func medianSeconds(b *testing.B, reps int, fn func() error) float64 {
+	b.Helper()
+	var times []float64
+	for i := range reps + 1 {
+		t0 := time.Now()
+		if err := fn(); err != nil {
+			b.Fatal(err)
+		}
+		if i > 0 {
+			times = append(times, time.Since(t0).Seconds())
+		}
+	}
+	return median(times)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// testLog sends the workloads' progress lines to the benchmark's log.
+type testLog struct{ b *testing.B }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.b.Log(string(p))
+	return len(p), nil
+}
