@@ -114,4 +114,4 @@ if [ "$fails" -gt 0 ]; then
   echo "gpu-check-test: $fails failure(s)" >&2
   exit 1
 fi
-echo "gpu-check-test: ok (cpu for 4 families, rehearsal, 3 fake plugin trees, carry size)"
+echo "gpu-check-test: ok (cpu for 6 families, rehearsal, 3 fake plugin trees, carry size)"
