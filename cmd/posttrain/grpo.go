@@ -1,6 +1,6 @@
 package main
 
-// `posttrain grpo`: Group Relative Policy Optimization with verifier rewards on a Qwen2, Qwen3, Llama or Gemma 3 checkpoint,
+// `posttrain grpo`: Group Relative Policy Optimization with verifier rewards on a Qwen2, Qwen3, Llama, SmolLM3 or Gemma 3 checkpoint,
 // with TRL v0.24's GRPOConfig options in kebab-case (trainers/config).
 
 import (

@@ -125,3 +125,18 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// The classification class of each family is transformers' name for its text model:
+// Gemma 3's is Gemma3TextForSequenceClassification (Gemma3ForSequenceClassification is the
+// multimodal model's).
+func TestClassifierArchitecture_Families(t *testing.T) {
+	for modelType, want := range map[string]string{
+		"qwen2": "Qwen2ForSequenceClassification", "qwen3": "Qwen3ForSequenceClassification",
+		"llama": "LlamaForSequenceClassification", "smollm3": "SmolLM3ForSequenceClassification",
+		"gemma3_text": "Gemma3TextForSequenceClassification",
+	} {
+		if got := (&Config{ModelType: modelType}).ClassifierArchitecture(); got != want {
+			t.Errorf("%s: %s, want %s", modelType, got, want)
+		}
+	}
+}
