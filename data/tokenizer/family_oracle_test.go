@@ -7,7 +7,6 @@ package tokenizer
 //   go test -tags oracle -run TestOracle_FamilyFuzz ./data/tokenizer/     # SEED=n for other inputs
 
 import (
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -193,22 +192,7 @@ func TestOracle_UpdateFamilies(t *testing.T) {
 			},
 			Cases: cases, Fuzz: fuzz, Decode: decs,
 		}
-		out, err := os.Create(f.goldenPath())
-		if err != nil {
-			t.Fatal(err)
-		}
-		zw, _ := gzip.NewWriterLevel(out, gzip.BestCompression)
-		enc := json.NewEncoder(zw)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(g); err != nil {
-			t.Fatal(err)
-		}
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := out.Close(); err != nil {
-			t.Fatal(err)
-		}
+		writeGzipJSON(t, f.goldenPath(), g)
 		t.Logf("%s: %d cases, %d fuzz texts, %d id sequences", f.name, len(cases), len(fuzz), len(decs))
 	}
 }

@@ -14,15 +14,19 @@ import (
 	"testing"
 )
 
-func writeHFFuzz(t *testing.T, g hfFuzzFile) {
-	f, err := os.Create(hfFuzzPath)
+func writeHFFuzz(t *testing.T, g hfFuzzFile) { writeGzipJSON(t, hfFuzzPath, g) }
+
+// writeGzipJSON writes v as gzipped JSON (HTML characters unescaped) to path: the committed goldens'
+// format.
+func writeGzipJSON(t *testing.T, path string, v any) {
+	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	zw, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
 	enc := json.NewEncoder(zw)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(g); err != nil {
+	if err := enc.Encode(v); err != nil {
 		t.Fatal(err)
 	}
 	if err := zw.Close(); err != nil {

@@ -32,10 +32,8 @@ func (c *Config) IsClassifier() bool { return c.NumLabels > 0 }
 // ClassifierArchitecture is config.json's architectures[0] of the family's classification model,
 // e.g. Qwen2ForSequenceClassification.
 func (c *Config) ClassifierArchitecture() string {
-	if c.ModelType == "gemma3_text" {
-		// modeling_gemma3.py: Gemma3ForSequenceClassification is the multimodal model's; the
-		// text model's (config Gemma3TextConfig) is Gemma3TextForSequenceClassification.
-		return "Gemma3Text" + classifierSuffix
+	if a := c.Family().Classifier; a != "" {
+		return a
 	}
 	return strings.TrimSuffix(c.Family().Architecture, "ForCausalLM") + classifierSuffix
 }

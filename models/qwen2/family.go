@@ -11,6 +11,9 @@ import (
 type Family struct {
 	// Architecture is config.json's architectures[0] for this model_type.
 	Architecture string
+	// Classifier is the architecture of its sequence-classification model when it is not
+	// Architecture with ForSequenceClassification for ForCausalLM (Gemma 3's text model).
+	Classifier string
 	// QKVBias: the q/k/v projections always carry biases (Qwen2); otherwise attention_bias says,
 	// for q/k/v and o alike (Llama, Qwen3).
 	QKVBias bool
@@ -36,7 +39,9 @@ var Families = map[string]Family{
 	"qwen3": {Architecture: "Qwen3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 128},
 	"llama": {Architecture: "LlamaForCausalLM", AttentionBiasField: true, MLPBiasField: true},
 	"gemma3_text": {Architecture: "Gemma3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 256,
-		Gemma3: true, RopeTypes: []string{"default", "linear"}},
+		Gemma3: true, RopeTypes: []string{"default", "linear"},
+		// modeling_gemma3.py: Gemma3ForSequenceClassification is the multimodal model's.
+		Classifier: "Gemma3TextForSequenceClassification"},
 	// SmolLM3: a Llama with NoPE layers (Config.NoRopeLayers, UsesRope).
 	"smollm3": {Architecture: "SmolLM3ForCausalLM", AttentionBiasField: true, MLPBiasField: true},
 }
