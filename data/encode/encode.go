@@ -35,6 +35,9 @@ type Text struct {
 	// eosID ≥ 0 is the eos_token_id a cloned chat template gives config.json and
 	// generation_config.json (ConfigEOS; -1: they keep theirs).
 	eosID int
+	// pad replaces the tokenizer's pad_token when set (the reward trainer's pad token, SetPadToken);
+	// SaveChanges writes it into the output's tokenizer_config.json and special_tokens_map.json.
+	pad string
 }
 
 // TemplateMode says how Load treats the checkpoint's chat template.

@@ -1,6 +1,7 @@
 package encode_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -292,5 +293,58 @@ func TestSetEOSTokenAndChatTemplate(t *testing.T) {
 	}
 	if eos, _, _ := base.EOS(); eos != "<|im_end|>" {
 		t.Errorf("cloned directory: EOS %q, want its eos_token <|im_end|>", eos)
+	}
+}
+
+// SetPadToken makes the resolved pad token the saved tokenizer's pad_token when it changes it, as
+// TRL's RewardTrainer sets processing_class.pad_token_id: an explicit token, and the eos_token of a
+// tokenizer without one; a tokenizer keeping its own pad_token is not rewritten.
+func TestSetPadToken(t *testing.T) {
+	saved := func(txt *encode.Text) (map[string]any, bool) {
+		t.Helper()
+		out := t.TempDir()
+		src, err := os.ReadFile(filepath.Join(txt.Dir, "tokenizer_config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(out, "tokenizer_config.json"), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := txt.SaveChanges(out); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(out, "tokenizer_config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := map[string]any{}
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		return cfg, !bytes.Equal(raw, src)
+	}
+	txt := load(t, checkpoint(t, nil)) // pad_token <|endoftext|>
+	if id, err := txt.SetPadToken(""); err != nil || id != tinymodel.EndOfText {
+		t.Fatalf("SetPadToken(\"\") = %d, %v; want the tokenizer's pad %d", id, err, tinymodel.EndOfText)
+	}
+	if _, changed := saved(txt); changed {
+		t.Error("the tokenizer's own pad_token rewrote tokenizer_config.json")
+	}
+	if _, err := txt.SetPadToken("<|nope|>"); err == nil || !strings.Contains(err.Error(), `"<|nope|>"`) {
+		t.Errorf("unknown pad token: err %v", err)
+	}
+	id, err := txt.SetPadToken("<|im_end|>")
+	if want, _ := txt.Tokenizer.TokenToID("<|im_end|>"); err != nil || id != want {
+		t.Fatalf("SetPadToken(<|im_end|>) = %d, %v; want %d", id, err, want)
+	}
+	if cfg, _ := saved(txt); cfg["pad_token"] != "<|im_end|>" || cfg["eos_token"] != "<|im_end|>" {
+		t.Errorf("saved pad_token %v eos_token %v, want <|im_end|> for both", cfg["pad_token"], cfg["eos_token"])
+	}
+	nopad := load(t, checkpoint(t, func(c map[string]any) { delete(c, "pad_token") }))
+	if id, err := nopad.SetPadToken(""); err != nil || id == tinymodel.EndOfText {
+		t.Fatalf("no pad_token: SetPadToken = %d, %v; want the eos_token's id", id, err)
+	}
+	if cfg, _ := saved(nopad); cfg["pad_token"] != "<|im_end|>" {
+		t.Errorf("no pad_token: saved pad_token %v, want the eos_token <|im_end|>", cfg["pad_token"])
 	}
 }

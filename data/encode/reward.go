@@ -66,6 +66,28 @@ func (t *Text) rewardChat(prompt, answer data.Text) ([]int32, error) {
 // as TRL's RewardTrainer and GRPOTrainer set it: padToken when given, else the tokenizer's
 // pad_token, else its eos_token.
 func (t *Text) PadTokenID(padToken string) (int, error) {
+	_, id, err := t.padToken(padToken)
+	return id, err
+}
+
+// SetPadToken makes the pad token PadTokenID resolves the tokenizer's pad_token, as TRL v0.24's
+// RewardTrainer sets processing_class.pad_token_id (reward_trainer.py: pad_token = args.pad_token or
+// processing_class.pad_token or processing_class.eos_token), so that the saved tokenizer names it:
+// SaveChanges writes it as tokenizer_config.json's and special_tokens_map.json's pad_token when it
+// differs from the tokenizer's own (e.g. a tokenizer without one gets its eos_token). It returns
+// the token's id.
+func (t *Text) SetPadToken(padToken string) (int, error) {
+	tok, id, err := t.padToken(padToken)
+	if err != nil {
+		return 0, err
+	}
+	if tok != t.Tokenizer.Config().PadToken {
+		t.pad = tok
+	}
+	return id, nil
+}
+
+func (t *Text) padToken(padToken string) (string, int, error) {
 	tok := padToken
 	if tok == "" {
 		tok = t.Tokenizer.Config().PadToken
@@ -73,14 +95,14 @@ func (t *Text) PadTokenID(padToken string) (int, error) {
 	if tok == "" {
 		var err error
 		if tok, _, err = t.EOS(); err != nil {
-			return 0, fmt.Errorf("no pad_token: %w", err)
+			return "", 0, fmt.Errorf("no pad_token: %w", err)
 		}
 	}
 	id, ok := t.Tokenizer.TokenToID(tok)
 	if !ok {
-		return 0, fmt.Errorf("pad_token %q is not a token of the tokenizer", tok)
+		return "", 0, fmt.Errorf("pad_token %q is not a token of the tokenizer", tok)
 	}
-	return id, nil
+	return tok, id, nil
 }
 
 func int32s(ids []int) []int32 {

@@ -131,18 +131,21 @@ func templateTokens(src string) []string {
 }
 
 // SaveChanges rewrites dir/tokenizer_config.json (and special_tokens_map.json), tokenizer files
-// copied from Dir, with the replaced eos_token and chat template, as transformers' save_pretrained
+// copied from Dir, with the replaced eos_token, pad_token and chat template, as transformers' save_pretrained
 // writes a changed tokenizer: sorted keys, two-space indent, no ASCII escaping. A replaced template
 // goes into chat_template, and a copied chat_template.jinja, which would take precedence, is
 // removed. Nothing is rewritten when nothing changed. config.json and generation_config.json are
 // the model's to write (ConfigEOS).
 func (t *Text) SaveChanges(dir string) error {
-	if t.eos == "" && t.template == "" {
+	if t.eos == "" && t.template == "" && t.pad == "" {
 		return nil
 	}
 	set := map[string]string{}
 	if t.eos != "" {
 		set["eos_token"] = t.eos
+	}
+	if t.pad != "" {
+		set["pad_token"] = t.pad
 	}
 	if t.template != "" {
 		set["chat_template"] = t.template

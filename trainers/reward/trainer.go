@@ -39,7 +39,7 @@ type Trainer struct {
 
 // New tokenizes the preference rows of d (explicit or implicit prompt, standard or
 // conversational) with RewardTrainingIDs, drops the pairs longer than max_length as TRL filters them, reads
-// the margin column, and sets the model's pad_token_id (encode.Text.PadTokenID). m must be a classifier with
+// the margin column, and sets the model's pad_token_id and the tokenizer's pad_token (encode.Text.SetPadToken). m must be a classifier with
 // one label (loop.LoadClassifier).
 func New(m *loop.Model, d *data.Dataset, cfg *config.Reward) (*Trainer, error) {
 	if d.Format != data.Preference {
@@ -48,7 +48,7 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.Reward) (*Trainer, error) {
 	if m.Config.NumLabels != 1 {
 		return nil, fmt.Errorf("model %s: a reward model has one output (num_labels 1), got %d", m.Dir, m.Config.NumLabels)
 	}
-	pad, err := m.Text.PadTokenID(cfg.PadToken)
+	pad, err := m.Text.SetPadToken(cfg.PadToken)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", m.Dir, err)
 	}
