@@ -43,7 +43,7 @@ func (sp *spec) responseLogProbs(ctx *context.Context, in Sequences[*Node]) (log
 	g := in.IDs.Graph()
 	b, s := in.IDs.Shape().Dim(0), in.IDs.Shape().Dim(1)
 	p := s - sp.ResponseLen
-	hidden := qwen2.Hidden(ctx, sp.Policy, in.IDs, in.Pos, in.Attn)                   // [B,S,D]
+	hidden := qwen2.Hidden(ctx, sp.Policy, in.IDs, in.Pos, in.Attn)                    // [B,S,D]
 	h := Slice(hidden, AxisRange(), AxisRange(p-1, s-1))                               // [B,R,D]
 	targets := ConvertDType(Slice(in.IDs, AxisRange(), AxisRange(p, s)), dtypes.Int32) // [B,R]
 	var lps, ents []*Node

@@ -46,6 +46,15 @@ func LoadRows(dataset string) ([]data.Row, error) {
 // by default the reward model's checkpoint, as TRL's ppo.py) beside it in the same optimizer, the
 // frozen reward model, renders and tokenizes the prompts, and trains (Trainer.Train).
 func Run(ctx stdctx.Context, cfg *config.PPO, modelDir string, opts RunOptions) (*loop.Result, error) {
+	t, err := Load(cfg, modelDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return t.Train(ctx)
+}
+
+// Load is Run's setup without the training: the models, the prompts and the compiled graphs.
+func Load(cfg *config.PPO, modelDir string, opts RunOptions) (*Trainer, error) {
 	if cfg.UsePEFT {
 		return nil, errNoPEFT
 	}
@@ -109,12 +118,8 @@ func Run(ctx stdctx.Context, cfg *config.PPO, modelDir string, opts RunOptions) 
 			return nil, fmt.Errorf("eval_dataset: %s: %w", cfg.EvalDataset, err)
 		}
 	}
-	t, err := New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Reward: reward, Decoder: txt.Tokenizer, Pad: pad, EOS: eos,
+	return New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Reward: reward, Decoder: txt.Tokenizer, Pad: pad, EOS: eos,
 		Prompts: prompts, EvalPrompts: evalPrompts, Logger: opts.Logger, Progress: opts.Progress, OnUpdate: opts.OnUpdate})
-	if err != nil {
-		return nil, err
-	}
-	return t.Train(ctx)
 }
 
 func (o RunOptions) logger() *slog.Logger {

@@ -65,6 +65,9 @@ type UpdateInfo struct {
 	// First is the statistics of the first micro-batch of the first PPO epoch (before any
 	// optimizer step of the update): its ratio is 1 on-policy.
 	First map[string]float64
+	// Micro is every micro-batch's statistics, in training order (num_ppo_epochs × mini-batches ×
+	// micro-batches).
+	Micro []map[string]float64
 }
 
 // Trainer runs PPO.
@@ -94,6 +97,7 @@ type Trainer struct {
 	rollout *Rollout
 	stats   *updateStats
 	first   map[string]float64
+	micro   []map[string]float64
 	window  map[string][]float64
 }
 
@@ -225,7 +229,7 @@ func (s source) Accumulate(acc loop.Accumulator) error {
 	if err := t.scoreRollout(r); err != nil {
 		return fmt.Errorf("ppo: update %d: %w", t.round+1, err)
 	}
-	t.rollout, t.first = r, nil
+	t.rollout, t.first, t.micro = r, nil, nil
 	mini := t.batch / c.NumMiniBatches
 	micros := mini / c.PerDeviceTrainBatchSize
 	t.stats = newUpdateStats(c.NumPPOEpochs, c.NumMiniBatches, c.GradientAccumulationSteps)
@@ -239,6 +243,7 @@ func (s source) Accumulate(acc loop.Accumulator) error {
 					return fmt.Errorf("ppo: update %d: %w", t.round+1, err)
 				}
 				t.stats.add(e, mb, k, ms)
+				t.micro = append(t.micro, ms)
 				if t.first == nil {
 					t.first = ms
 				}
@@ -271,7 +276,7 @@ func (s source) Stepped(u loop.Update) error {
 		t.window[k] = append(t.window[k], v)
 	}
 	if t.s.OnUpdate != nil {
-		t.s.OnUpdate(UpdateInfo{Update: u.Step, Metrics: ms, Rollout: t.rollout, First: t.first})
+		t.s.OnUpdate(UpdateInfo{Update: u.Step, Metrics: ms, Rollout: t.rollout, First: t.first, Micro: t.micro})
 	}
 	return nil
 }
