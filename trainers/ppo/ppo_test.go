@@ -129,17 +129,19 @@ func sameFile(t *testing.T, a, b string) {
 	}
 }
 
-// resumeCheck runs c's 3 updates straight, and again interrupted (Ctrl-C) after update 1 then
+// resumeCheck runs c's updates straight, and again interrupted (Ctrl-C) after update 1 then
 // resumed: the final policy and value model are the same bytes, and so are metrics.jsonl's lines
 // (timings aside). The resume restores the policy, the value model, AdamW's state of both, the
 // prompt position and the sampler's round.
-func resumeCheck(t *testing.T, newConfig func() *config.PPO) {
+func resumeCheck(t *testing.T, newConfig func() *config.PPO, updates int) {
 	t.Helper()
 	straight := newConfig()
+	straight.MaxSteps = updates
 	if _, err := run(t, straight, 0); err != nil {
 		t.Fatal(err)
 	}
 	c := newConfig()
+	c.MaxSteps = updates
 	if _, err := run(t, c, 1); !errors.Is(err, loop.ErrInterrupted) {
 		t.Fatalf("interrupted run: %v, want loop.ErrInterrupted", err)
 	}
@@ -147,7 +149,7 @@ func resumeCheck(t *testing.T, newConfig func() *config.PPO) {
 		t.Fatalf("checkpoint-1 has no value model: %v", err)
 	}
 	resumed := newConfig()
-	resumed.OutputDir, resumed.Resume = c.OutputDir, true
+	resumed.OutputDir, resumed.Resume, resumed.MaxSteps = c.OutputDir, true, updates
 	if _, err := run(t, resumed, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -164,9 +166,9 @@ func TestPPO_ResumeExact(t *testing.T) {
 	rm := rewardModel(t, policy, 3)
 	resumeCheck(t, func() *config.PPO {
 		c := tinyConfig(t, policy, rm)
-		c.MaxSteps, c.KLEstimator, c.MissingEOSPenalty = 3, "k3", 1
+		c.KLEstimator, c.MissingEOSPenalty = "k3", 1
 		return c
-	})
+	}, 3)
 }
 
 // The value model trains: on one rollout batch seen 6 times (num_ppo_epochs 6, one mini-batch
@@ -203,4 +205,16 @@ func TestPPO_ValueModelTrains(t *testing.T) {
 	if len(a) == 0 || slices.Equal(a, b) {
 		t.Errorf("the value model's score head did not change (%d values)", len(a))
 	}
+}
+
+// Under bf16 the value model gets float32 masters beside the policy's: the run trains and its
+// resume is bit-exact too.
+func TestPPO_BF16ResumeExact(t *testing.T) {
+	policy := looptest.Model(t)
+	rm := rewardModel(t, policy, 3)
+	resumeCheck(t, func() *config.PPO {
+		c := tinyConfig(t, policy, rm)
+		c.BF16, c.NumPPOEpochs, c.NumMiniBatches = true, 1, 1
+		return c
+	}, 2)
 }
