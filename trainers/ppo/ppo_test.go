@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/qwen2"
@@ -217,4 +219,37 @@ func TestPPO_BF16ResumeExact(t *testing.T) {
 		c.BF16, c.NumPPOEpochs, c.NumMiniBatches = true, 1, 1
 		return c
 	}, 2)
+}
+
+// Evaluation on the driver's cadence: eval_objective/scores (the reward model's mean score of the
+// eval prompts' near-greedy responses) at every eval_steps update, the same numbers in a resumed
+// run; a run without eval_strategy does not evaluate.
+func TestPPO_Evaluate(t *testing.T) {
+	policy := looptest.Model(t)
+	rm := rewardModel(t, policy, 3)
+	evalFile := looptest.MultFile(t, mult.GRPO, 3, 1)
+	newConfig := func() *config.PPO {
+		c := tinyConfig(t, policy, rm)
+		c.NumPPOEpochs, c.NumMiniBatches = 1, 1
+		c.EvalDataset, c.EvalStrategy, c.EvalSteps, c.PerDeviceEvalBatchSize = evalFile, "steps", 1, 2
+		return c
+	}
+	c := newConfig()
+	if _, err := run(t, c, 0); err != nil {
+		t.Fatal(err)
+	}
+	var evals int
+	b, err := os.ReadFile(filepath.Join(c.OutputDir, runlog.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.Contains(line, `"eval_objective/scores"`) && strings.Contains(line, `"eval_val/num_eos_tokens"`) {
+			evals++
+		}
+	}
+	if evals != 2 {
+		t.Errorf("%d eval lines in metrics.jsonl, want 2 (eval_steps 1, 2 updates):\n%s", evals, b)
+	}
+	resumeCheck(t, newConfig, 2)
 }
