@@ -2,6 +2,7 @@ package ppo
 
 import (
 	stdctx "context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -252,4 +253,34 @@ func TestPPO_Evaluate(t *testing.T) {
 		t.Errorf("%d eval lines in metrics.jsonl, want 2 (eval_steps 1, 2 updates):\n%s", evals, b)
 	}
 	resumeCheck(t, newConfig, 2)
+}
+
+// A reward model of another tokenizer (here: two tokens' ids swapped) is refused before training,
+// naming both checkpoints and the token id.
+func TestPPO_RefusesOtherVocabulary(t *testing.T) {
+	policy := looptest.Model(t)
+	rm := rewardModel(t, policy, 3)
+	path := filepath.Join(rm, "tokenizer.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok map[string]any
+	if err := json.Unmarshal(raw, &tok); err != nil {
+		t.Fatal(err)
+	}
+	vocab := tok["model"].(map[string]any)["vocab"].(map[string]any)
+	vocab["a"], vocab["b"] = vocab["b"], vocab["a"]
+	if raw, err = json.Marshal(tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := tinyConfig(t, policy, rm)
+	_, err = Load(c, policy, RunOptions{Backend: looptest.Backend(t), Rows: tinyRows()})
+	if err == nil || !strings.Contains(err.Error(), rm) || !strings.Contains(err.Error(), policy) || !strings.Contains(err.Error(), "token id") {
+		t.Errorf("a reward model of another vocabulary: %v, want an error naming both and the token id", err)
+	}
+	t.Log(err)
 }
