@@ -170,3 +170,12 @@ func LoadClassifier(dir string, dtype dtypes.DType, numLabels int, seed uint64) 
 	}
 	return ctx, cfg, fresh, nil
 }
+
+// TokenScores applies the score head to every position of hidden [B,T,D]: [B,T,num_labels]
+// float32, transformers' model.score(hidden_states[-1]) before the pooling (TRL's PPO reads its
+// value model this way, one value per token).
+func TokenScores(ctx *context.Context, cfg *Config, hidden *Node) *Node {
+	w := weight(ctx.Reuse().In("score"), hidden.Graph(), "weight", hidden.DType(), cfg.NumLabels, cfg.HiddenSize)
+	s := DotGeneral(hidden, []int{2}, nil, w, []int{1}, nil) // [B,T,L]
+	return ConvertDType(s, dtypes.Float32)
+}

@@ -172,7 +172,7 @@ func NewRollout(lm, ref *TinyLM, rm *RewardModel, values map[Key]float64, x stri
 	n := len(y)
 	rewards := make([]float64, n)
 	for t := range y {
-		rewards[t] = -cfg.Beta * (old[t] - refl[t])
+		rewards[t] = -cfg.Beta * rl.TokenKL(old[t], refl[t], rl.KLK1) // k1 = old − ref
 	}
 	rewards[n-1] += rm.Score(x, Show(y))
 	r := Rollout{Prompt: x, Tokens: y, Rewards: rewards, Old: old}

@@ -313,6 +313,8 @@ func New(method string) (Config, error) {
 		return DefaultGRPO(), nil
 	case "reward":
 		return DefaultReward(), nil
+	case "ppo":
+		return DefaultPPO(), nil
 	}
-	return nil, fmt.Errorf("unknown training method %q; valid: sft, dpo, kto, grpo, reward", method)
+	return nil, fmt.Errorf("unknown training method %q; valid: sft, dpo, kto, grpo, reward, ppo", method)
 }

@@ -211,28 +211,11 @@ func (t *Trainer) newReference() (*context.Context, error) {
 }
 
 // CloneWeights copies the model weights of ctx (the variables under /model and /lm_head) into a
-// new context, not trainable: a frozen reference policy.
+// new context, not trainable: a frozen reference policy (loop.CloneWeights).
 func CloneWeights(ctx *context.Context) (*context.Context, error) {
-	ref := context.New()
-	n := 0
-	for v := range ctx.IterVariables() {
-		scope := v.Scope()
-		if !(hasPrefix(scope, "/model") || hasPrefix(scope, "/lm_head")) {
-			continue
-		}
-		val, err := v.Value()
-		if err != nil {
-			return nil, fmt.Errorf("grpo: reference weights: %s/%s: %w", scope, v.Name(), err)
-		}
-		c, err := val.LocalClone()
-		if err != nil {
-			return nil, fmt.Errorf("grpo: reference weights: %s/%s: %w", scope, v.Name(), err)
-		}
-		ref.InAbsPath(scope).Checked(false).VariableWithValue(v.Name(), c).SetTrainable(false)
-		n++
-	}
-	if n == 0 {
-		return nil, errors.New("grpo: reference weights: the model context has no /model variables")
+	ref, err := loop.CloneWeights(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("grpo: %w", err)
 	}
 	return ref, nil
 }

@@ -77,6 +77,9 @@ func (m *Model) AttachAdapter(c lora.Config, seed uint64) error {
 // Trainable returns the variables the optimizer updates and their names (the optimizer state's
 // keys): the base weights at their HF names, or, with an adapter, only the adapter's (PEFT names).
 func (m *Model) Trainable() ([]*context.Variable, []string, error) {
+	if m.Value != nil {
+		return m.withValue()
+	}
 	if m.Adapter == nil {
 		return m.Params()
 	}

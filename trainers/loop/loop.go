@@ -15,7 +15,8 @@
 // name (internal/named): a method's batch is a named.Feed of its input struct, its loss binds the
 // same struct from named.Inputs, and its metrics are a map by TRL name, so the driver never pairs
 // tensors or metric values with their meaning by position. Besides the driver the package
-// holds the trainable Model (weights, bf16 masters, saving; the checkpoint's text side — tokenizer, chat
+// holds the trainable Model (weights, bf16 masters, saving; a companion value model trained in the
+// same optimizer, PPO's, value.go; the checkpoint's text side — tokenizer, chat
 // template, EOS, encodings — is data/encode's; LoadClassifier for a reward model), the batch
 // helpers the methods share, and the reward-model Scorer (GRPO's --reward-model, score-reward).
 package loop

@@ -3,6 +3,7 @@ package loop
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
@@ -34,6 +35,14 @@ type Model struct {
 	// its modules_to_save copies) are trainable, the base weights stay frozen in the compute dtype
 	// without float32 masters, and Save writes PEFT's adapter files (adapter.go).
 	Adapter *lora.Adapter
+	// Value, when set, is a second model trained with this one in the same optimizer (PPO's value
+	// model: TRL's PolicyAndValueWrapper under one AdamW and one global-norm clip): its variables
+	// live in Ctx under ValueScope, Trainable includes them (named "value_model." + HF name), and
+	// Save writes it into the ValueDir subdirectory (value.go).
+	Value *Model
+	// Prefix is the scope under which a companion model's (Value's) variables live in the owner's
+	// context; "" for a model of its own.
+	Prefix string
 }
 
 // MasterScope holds the float32 master weights under bf16.
@@ -65,7 +74,7 @@ func (m *Model) Params() ([]*context.Variable, []string, error) {
 	var names []string
 	for _, s := range m.Config.Tensors() {
 		scope, name := qwen2.VarScope(s.Name)
-		v := m.Ctx.GetVariableByScopeAndName(scope, name)
+		v := m.Ctx.GetVariableByScopeAndName(m.Prefix+scope, name)
 		if v == nil {
 			return nil, nil, fmt.Errorf("model: no variable for %s", s.Name)
 		}
@@ -107,6 +116,9 @@ func (m *Model) ToBF16() error {
 		}
 	}
 	m.DType = dtypes.BFloat16
+	if m.Value != nil {
+		return m.Value.ToBF16()
+	}
 	return nil
 }
 
@@ -148,7 +160,7 @@ func (m *Model) SetWeights(byName map[string]*tensors.Tensor) error {
 
 // masterContext returns a context holding the float32 weights at the HF scopes, for saving.
 func (m *Model) masterContext() (*context.Context, error) {
-	if m.DType == dtypes.Float32 {
+	if m.DType == dtypes.Float32 && m.Prefix == "" {
 		return m.Ctx, nil
 	}
 	vars, _, err := m.Params()
@@ -161,7 +173,7 @@ func (m *Model) masterContext() (*context.Context, error) {
 		if err != nil {
 			return nil, err
 		}
-		out.InAbsPath(v.Scope()).Checked(false).VariableWithValue(v.Name(), t)
+		out.InAbsPath(strings.TrimPrefix(v.Scope(), m.Prefix)).Checked(false).VariableWithValue(v.Name(), t)
 	}
 	return out, nil
 }
@@ -197,6 +209,9 @@ func (m *Model) Save(dir string) error {
 		}
 	}
 	if err := qwen2.WriteModel(dir, ctx, cfg, opts); err != nil {
+		return err
+	}
+	if err := m.saveValue(dir); err != nil {
 		return err
 	}
 	if m.Text == nil {

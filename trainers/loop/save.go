@@ -40,7 +40,7 @@ type extra struct {
 var RunFiles = checkpoint.Run{
 	Files: append([]string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName, CardName, tensorboard.RunsDir,
 		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json", safetensors.IncompleteMarker,
-		qwen2.ConfigFileName, qwen2.GenerationConfigFileName, lora.ConfigName, lora.WeightsName}, qwen2.TokenizerFiles...),
+		qwen2.ConfigFileName, qwen2.GenerationConfigFileName, lora.ConfigName, lora.WeightsName, ValueDir}, qwen2.TokenizerFiles...),
 	Marks: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl",
 		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json", safetensors.IncompleteMarker, lora.WeightsName},
 }
@@ -204,7 +204,10 @@ func (d *driver) resumeWeights(dir string) error {
 	if err != nil {
 		return err
 	}
-	return d.m.SetWeights(byName)
+	if err := d.m.SetWeights(byName); err != nil {
+		return err
+	}
+	return d.m.resumeValue(dir)
 }
 
 // Save adds the data position (pass and offset, with the seed that orders each pass), the tokens

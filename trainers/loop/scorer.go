@@ -93,17 +93,29 @@ func LoadScorer(backend backends.Backend, dir string, bf16 bool, batch int) (*Sc
 func (s *Scorer) Score(rows [][]int32) ([]float64, error) {
 	out := make([]float64, 0, len(rows))
 	for lo := 0; lo < len(rows); lo += s.batch {
-		outs, err := s.eval.Run(named.Of[any](ScoreRows(rows[lo:min(lo+s.batch, len(rows))], s.Model.Config.PadTokenID)))
+		r, err := s.ScoreLayout(ScoreRows(rows[lo:min(lo+s.batch, len(rows))], s.Model.Config.PadTokenID))
 		if err != nil {
-			return nil, fmt.Errorf("reward model %s: %w", s.Model.Dir, err)
+			return nil, err
 		}
-		r := outs["rewards"]
-		if r.DType() != dtypes.Float32 {
-			return nil, fmt.Errorf("reward model %s: rewards of dtype %s, want float32", s.Model.Dir, r.DType())
-		}
-		for _, v := range r.Value().([]float32) {
-			out = append(out, float64(v))
-		}
+		out = append(out, r...)
+	}
+	return out, nil
+}
+
+// ScoreLayout returns the rewards of one batch of rows laid out by the caller (ids, positions,
+// attention mask, and the position each row is scored at), e.g. PPO's TRL get_reward layout.
+func (s *Scorer) ScoreLayout(in ScoreInputs[any]) ([]float64, error) {
+	outs, err := s.eval.Run(named.Of[any](in))
+	if err != nil {
+		return nil, fmt.Errorf("reward model %s: %w", s.Model.Dir, err)
+	}
+	r := outs["rewards"]
+	if r.DType() != dtypes.Float32 {
+		return nil, fmt.Errorf("reward model %s: rewards of dtype %s, want float32", s.Model.Dir, r.DType())
+	}
+	out := make([]float64, 0, r.Shape().Dim(0))
+	for _, v := range r.Value().([]float32) {
+		out = append(out, float64(v))
 	}
 	return out, nil
 }

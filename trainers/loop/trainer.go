@@ -135,14 +135,14 @@ func (d *driver) canStop() bool {
 // trainStep runs one optimizer step: the source's micro-batches, then the update with the
 // schedule's learning rate.
 func (d *driver) trainStep() error {
-	acc := &stepAccumulator{opt: d.opt}
+	lr := d.sched.LR(d.step)
+	acc := &stepAccumulator{opt: d.opt, d: d, lr: lr}
 	if err := d.src.Accumulate(acc); err != nil {
 		return err
 	}
 	if err := d.finite("loss", acc.loss); err != nil { // before the update: the weights stay finite
 		return err
 	}
-	lr := d.sched.LR(d.step)
 	gnorm, err := d.opt.Apply(lr)
 	if err != nil {
 		return fmt.Errorf("step %d: %w", d.step+1, err)
@@ -171,10 +171,39 @@ func (d *driver) finite(metric string, v float64) error {
 	return fmt.Errorf("step %d: %s is %g: training stopped, nothing saved of this step (%s)", d.step+1, metric, v, last)
 }
 
-// stepAccumulator sums the loss of a step's micro-batches.
+// stepAccumulator sums the loss of a step's micro-batches (since its last Update).
 type stepAccumulator struct {
 	opt  *Optimizer
 	loss float64
+	d    *driver
+	lr   float64 // the step's learning rate (Update's)
+}
+
+// Updater is the optional side of the Accumulator given to Source.Accumulate for a source that
+// makes several optimizer updates in one driver step (PPO: num_ppo_epochs × num_mini_batches
+// AdamW steps on one rollout batch, TRL's "update", which is its global_step and the unit of its
+// LR schedule). Update applies AdamW to the gradients accumulated so far with the step's
+// learning rate, as the driver does at the end of the step (with the same non-finite checks),
+// and returns the global gradient norm before clipping; the driver's own update at the end of
+// the step applies the micro-batches after the last Update.
+type Updater interface {
+	Update() (gradNorm float64, err error)
+}
+
+// Update implements Updater.
+func (a *stepAccumulator) Update() (float64, error) {
+	if err := a.d.finite("loss", a.loss); err != nil {
+		return 0, err
+	}
+	gnorm, err := a.opt.Apply(a.lr)
+	if err != nil {
+		return 0, fmt.Errorf("step %d: %w", a.d.step+1, err)
+	}
+	if err := a.d.finite("grad_norm", gnorm); err != nil {
+		return 0, err
+	}
+	a.loss = 0
+	return gnorm, nil
 }
 
 func (a *stepAccumulator) Micro(in named.Feed, norm float64) (float64, map[string]float64, error) {

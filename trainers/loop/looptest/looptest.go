@@ -167,11 +167,12 @@ func FullLogits(t testing.TB, b backends.Backend, m *loop.Model, inputs named.Fe
 }
 
 // timing reports whether a metric is a wall-clock measurement, which differs between two runs of
-// the same computation: TRL's timing_s/* and tokens_per_s/*, HF's eval speed metrics.
+// the same computation: TRL's timing_s/* and tokens_per_s/*, PPO's eps (episodes per second), HF's
+// eval speed metrics.
 func timing(name string) bool {
 	name = strings.TrimPrefix(name, "eval_")
 	return strings.HasPrefix(name, "timing_s/") || strings.HasPrefix(name, "tokens_per_s/") ||
-		name == "runtime" || name == "samples_per_second" || name == "steps_per_second"
+		name == "runtime" || name == "samples_per_second" || name == "steps_per_second" || name == "eps"
 }
 
 // SameMetrics fails t unless the metrics.jsonl files at paths want and got have the same lines,

@@ -1,0 +1,80 @@
+package main
+
+// `posttrain ppo`: PPO with a reward model and a value model (TRL v0.24's PPOTrainer/PPOConfig,
+// trainers/ppo), with PPOConfig's options in kebab-case (trainers/config).
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/models/hub"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/ppo"
+)
+
+func init() {
+	freshFlags["ppo"] = func() []cli.Flag { return config.Flags(config.DefaultPPO()) }
+	addCommand(&cli.Command{
+		Name:  "ppo",
+		Usage: "PPO with a reward model: --model SFT --reward-model RM --dataset PROMPTS --output-dir DIR",
+		Description: "TRL v0.24's PPOTrainer: each update samples a response (response_length tokens, temperature) for\n" +
+			"per_device_train_batch_size × gradient_accumulation_steps prompts, scores it with the reward model\n" +
+			"(posttrain reward's output; it must share the policy's tokenizer), folds the per-token KL to the frozen\n" +
+			"starting policy into the rewards (kl_coef, kl_estimator), computes GAE advantages (gamma, lam) with a\n" +
+			"value model initialised from the reward model (--value-model), and trains policy and value model\n" +
+			"together for num_ppo_epochs × num_mini_batches optimizer steps on the clipped policy loss plus vf_coef ×\n" +
+			"the clipped value loss. Writes metrics.jsonl (TRL's objective/*, policy/*, loss/*, val/* names), checkpoints\n" +
+			"(the value model in checkpoint-N/value_model/) and the final policy (value model in value_model/) to\n" +
+			"--output-dir. logging_steps, save_steps and the LR schedule count updates, as TRL's.",
+		Flags: config.Flags(config.DefaultPPO()),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
+			}
+			cfg := config.DefaultPPO()
+			if err := config.FromCommand(cmd, cfg); err != nil {
+				return usageError{err}
+			}
+			if err := runPPO(ctx, cfg, cmd); err != nil {
+				return fmt.Errorf("%s: %w", cmd.FullName(), err)
+			}
+			return nil
+		},
+	})
+}
+
+func runPPO(ctx context.Context, cfg *config.PPO, cmd *cli.Command) error {
+	if err := loop.CheckOutputDir(&cfg.Training); err != nil { // before loading anything
+		return err
+	}
+	errw := cmd.Root().ErrWriter
+	logger := slog.New(slog.NewTextHandler(errw, nil))
+	ctx, stop := checkpoint.NotifyContext(ctx, logger) // Ctrl-C saves a checkpoint; --resume continues
+	defer stop()
+	dir, b, err := openModel(ctx, cfg.Model, cfg.Backend)
+	if err != nil {
+		return err
+	}
+	defer b.Finalize()
+	rm, err := hub.Resolve(ctx, cfg.RewardModelPath, hub.Options{})
+	if err != nil {
+		return fmt.Errorf("reward model: %w", err)
+	}
+	vm, err := hub.Resolve(ctx, cfg.ValueModelPath, hub.Options{})
+	if err != nil {
+		return fmt.Errorf("value model: %w", err)
+	}
+	sum, err := ppo.Run(ctx, cfg, dir, ppo.RunOptions{Backend: b, Logger: logger, Progress: progressWriter(errw),
+		RewardModelDir: rm, ValueModelDir: vm})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(cmd.Root().Writer, "ppo: %d updates in %s; objective/scores %.4g, objective/kl %.4g; policy and metrics.jsonl in %s\n",
+		sum.Steps, sum.Elapsed.Round(1e7), sum.Last.Metrics["objective/scores"], sum.Last.Metrics["objective/kl"], cfg.OutputDir)
+	return err
+}

@@ -1,0 +1,33 @@
+package ppo
+
+import (
+	"testing"
+
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+)
+
+// PPO on every fixture family (Qwen3, Llama, SmolLM2's Llama form, SmolLM3, Gemma 3), each its
+// own reward and value model: the first micro-batch's ratio is 1, and 2 updates straight equal 1
+// update, Ctrl-C and a resumed update, bit for bit (policy, value model, metrics).
+func TestPPO_Families(t *testing.T) {
+	for _, fixture := range looptest.Fixtures {
+		t.Run(fixture, func(t *testing.T) {
+			dir := looptest.Fixture(t, fixture)
+			rm := rewardModel(t, dir, 11)
+			newConfig := func() *config.PPO {
+				c := tinyConfig(t, dir, rm)
+				c.GradientAccumulationSteps, c.NumPPOEpochs, c.NumMiniBatches, c.ResponseLength = 2, 1, 1, 4
+				return c
+			}
+			infos, err := run(t, newConfig(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := infos[0].First; f["policy/approxkl"] != 0 || f["val/ratio"] != 1 || infos[0].Metrics["objective/kl"] != 0 {
+				t.Errorf("update 1: approxkl %g, ratio %g, objective/kl %g; want 0, 1, 0", f["policy/approxkl"], f["val/ratio"], infos[0].Metrics["objective/kl"])
+			}
+			resumeCheck(t, newConfig, 2)
+		})
+	}
+}

@@ -1,0 +1,106 @@
+package ppo
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/step"
+)
+
+// The gradients of the whole micro-batch graph (the policy's and the value model's forward passes
+// on one context, the clipped losses, vf_coef) equal central finite differences of the loss, for
+// the value head (value loss) and the policy's final norm (policy loss, at ratio 1): the gradient
+// the driver's one AdamW applies to each model is the loss's.
+func TestLossGraph_GradientsFD(t *testing.T) {
+	policy := looptest.Model(t)
+	c := tinyConfig(t, policy, rewardModel(t, policy, 3))
+	c.VFCoef = 1
+	backend := looptest.Backend(t)
+	tr, err := Load(c, policy, RunOptions{Backend: backend, Rows: tinyRows()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tr.newRollout(tr.nextPrompts(), c.Temperature, tr.rolloutSeed(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.scoreRollout(r); err != nil {
+		t.Fatal(err)
+	}
+	// The rollout's values are the head's own, so v = v_old: inside the clip range, where both
+	// value terms are the same function of v and the loss is smooth; likewise ρ = 1.
+	feed := tr.microBatch(r, []int{0, 1, 2, 3})
+	for _, v := range []struct{ scope, name string }{{loop.ValueScope + "/score", "weight"}, {"/model/norm", "weight"}} {
+		t.Run(v.scope, func(t *testing.T) {
+			fdCheck(t, backend, tr, feed, tr.s.Model.Ctx.GetVariableByScopeAndName(v.scope, v.name))
+		})
+	}
+}
+
+func fdCheck(t *testing.T, backend backends.Backend, tr *Trainer, feed named.Feed, x *context.Variable) {
+	t.Helper()
+	if x == nil {
+		t.Fatal("no such variable")
+	}
+	var sig named.Signature
+	exec, err := context.NewExec(backend, tr.s.Model.Ctx.Reuse(), func(ctx *context.Context, nodes []*Node) []*Node {
+		g := nodes[0].Graph()
+		loss, _ := tr.spec.lossGraph(ctx, sig.Inputs(nodes), Scalar(g, dtypes.Float32, 1))
+		return []*Node{ConvertDType(loss, dtypes.Float64), ConvertDType(Gradient(loss, x.ValueGraph(g))[0], dtypes.Float64)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := sig.Args(feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval := func() (float64, []float64) {
+		outs, err := exec.Exec(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return step.ScalarValue(outs[0]), step.Float64s(outs[1])
+	}
+	w0, err := x.Value()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := tensors.MustCopyFlatData[float32](w0)
+	dims := x.Shape().Dimensions
+	_, grad := eval()
+	set := func(i int, d float32) {
+		w := append([]float32(nil), base...)
+		w[i] += d
+		if err := x.SetValue(tensors.FromFlatDataAndDimensions(w, dims...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const eps = 1e-2
+	worst := 0.0
+	for _, i := range []int{0, 3, 7, 15, 31} {
+		set(i, eps)
+		up, _ := eval()
+		set(i, -eps)
+		down, _ := eval()
+		fd := (up - down) / (2 * eps)
+		if d := math.Abs(fd - grad[i]); d > 1e-4+1e-2*math.Abs(fd) {
+			t.Errorf("∂loss/∂w[%d]: graph %.6g, finite differences %.6g", i, grad[i], fd)
+		}
+		worst = max(worst, math.Abs(fd-grad[i]))
+		if grad[i] == 0 {
+			t.Errorf("∂loss/∂w[%d] is 0: the loss does not reach the weight", i)
+		}
+	}
+	set(0, 0)
+	t.Logf("max |graph − finite differences| = %.2g (gradients %.3g %.3g ...)", worst, grad[0], grad[3])
+}

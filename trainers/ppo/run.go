@@ -1,0 +1,154 @@
+package ppo
+
+import (
+	stdctx "context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/gomlx/gomlx/backends"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+)
+
+// RunOptions are what Run needs besides the configuration (shaped like grpo.RunOptions).
+type RunOptions struct {
+	Backend  backends.Backend
+	Logger   *slog.Logger
+	Progress io.Writer
+	OnUpdate func(UpdateInfo)
+	// Rows, when set, replaces --dataset (the demo passes its own prompt split).
+	Rows []data.Row
+	// RewardModelDir and ValueModelDir, when set, are the local directories of
+	// cfg.RewardModelPath and cfg.ValueModelPath (the CLI resolves Hub ids); empty: the paths as
+	// they are.
+	RewardModelDir, ValueModelDir string
+}
+
+// LoadRows returns the prompt-only rows of a dataset: a registered source (e.g. "mult") or a
+// JSONL/JSON file with a "prompt" column (standard or conversational, as TRL's prompt-only format).
+func LoadRows(dataset string) ([]data.Row, error) {
+	d, err := data.Open(dataset, data.PromptOnly)
+	if err != nil {
+		return nil, err
+	}
+	if d.Format != data.PromptOnly {
+		return nil, fmt.Errorf("%s: PPO needs prompt-only rows (a \"prompt\" and optional columns), got %s", dataset, d.Format)
+	}
+	return d.Rows, nil
+}
+
+// Run is `posttrain ppo`: it loads the policy from modelDir, the value model (value_model_path,
+// by default the reward model's checkpoint, as TRL's ppo.py) beside it in the same optimizer, the
+// frozen reward model, renders and tokenizes the prompts, and trains (Trainer.Train).
+func Run(ctx stdctx.Context, cfg *config.PPO, modelDir string, opts RunOptions) (*loop.Result, error) {
+	t, err := Load(cfg, modelDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return t.Train(ctx)
+}
+
+// Load is Run's setup without the training: the models, the prompts and the compiled graphs.
+func Load(cfg *config.PPO, modelDir string, opts RunOptions) (*Trainer, error) {
+	if cfg.UsePEFT {
+		return nil, errNoPEFT
+	}
+	rmDir, vmDir := opts.RewardModelDir, opts.ValueModelDir
+	if rmDir == "" {
+		rmDir = cfg.RewardModelPath
+	}
+	if vmDir == "" {
+		vmDir = cfg.ValueModelPath
+	}
+	m, err := loop.LoadModel(modelDir, cfg.BF16)
+	if err != nil {
+		return nil, err
+	}
+	value, fresh, err := loop.LoadClassifier(vmDir, false, 1, uint64(cfg.Seed))
+	if err != nil {
+		return nil, fmt.Errorf("value model: %w", err)
+	}
+	if fresh {
+		opts.logger().Info("ppo: the value model's checkpoint is a causal LM: its LM head is dropped and a new score head drawn (AutoModelForSequenceClassification, num_labels 1)", "value_model_path", vmDir)
+	}
+	if err := SameVocabulary(m.Text, value.Text, modelDir, vmDir); err != nil {
+		return nil, fmt.Errorf("value model: %w", err)
+	}
+	if err := m.AttachValue(value); err != nil {
+		return nil, err
+	}
+	reward, err := loop.LoadScorer(opts.Backend, rmDir, cfg.BF16, cfg.LocalRolloutForwardBatchSize)
+	if err != nil {
+		return nil, err
+	}
+	if err := SameVocabulary(m.Text, reward.Model.Text, modelDir, rmDir); err != nil {
+		return nil, fmt.Errorf("reward model: %w", err)
+	}
+	txt := m.Text
+	pad, err := txt.PadTokenID("")
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", modelDir, err)
+	}
+	_, eos, err := txt.EOS()
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", modelDir, err)
+	}
+	rows := opts.Rows
+	if rows == nil {
+		if rows, err = LoadRows(cfg.Dataset); err != nil {
+			return nil, err
+		}
+	}
+	prompts, err := txt.Prompts(rows)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Dataset, err)
+	}
+	var evalPrompts []*Prompt
+	if cfg.EvalDataset != "" && cfg.Evaluates() {
+		erows, err := LoadRows(cfg.EvalDataset)
+		if err != nil {
+			return nil, fmt.Errorf("eval_dataset: %w", err)
+		}
+		if evalPrompts, err = txt.Prompts(erows); err != nil {
+			return nil, fmt.Errorf("eval_dataset: %s: %w", cfg.EvalDataset, err)
+		}
+	}
+	return New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Reward: reward, Decoder: txt.Tokenizer, Pad: pad, EOS: eos,
+		Prompts: prompts, EvalPrompts: evalPrompts, Logger: opts.Logger, Progress: opts.Progress, OnUpdate: opts.OnUpdate})
+}
+
+func (o RunOptions) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.Default()
+	}
+	return o.Logger
+}
+
+// errNoPEFT refuses use_peft: TRL's PPOTrainer trains a LoRA policy with the reference as the
+// adapter disabled, but posttrain's LoRA hooks would also reach the value model's forward pass in
+// the shared context, so PPO trains every weight.
+var errNoPEFT = errors.New("use_peft (--use-peft) is not supported by ppo: the policy and the value model are trained in full (docs: README, posttrain ppo)")
+
+// SameVocabulary refuses a reward or value model whose tokenizer is not the policy's: TRL feeds
+// the policy's token ids to both models unchanged, so every id must mean the same token.
+func SameVocabulary(policy, other *encode.Text, policyDir, otherDir string) error {
+	a, b := policy.Tokenizer, other.Tokenizer
+	if a.VocabSize() != b.VocabSize() {
+		return fmt.Errorf("%s has a vocabulary of %d tokens, the policy %s %d: PPO feeds the policy's token ids to it, so both must share one tokenizer",
+			otherDir, b.VocabSize(), policyDir, a.VocabSize())
+	}
+	for id := range a.VocabSize() {
+		x, _ := a.IDToToken(id)
+		y, _ := b.IDToToken(id)
+		if x != y {
+			return fmt.Errorf("token id %d is %q for the policy %s but %q for %s: PPO feeds the policy's token ids to it, so both must share one tokenizer",
+				id, x, policyDir, y, otherDir)
+		}
+	}
+	return nil
+}
