@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -16,16 +17,17 @@ import (
 
 // The generator's prompt pass and decode steps multiply a few rows (the batch, or the batch times a
 // short prompt) by every projection and the LM head. On GoMLX v0.26's pure-Go backend (simplego)
-// such a product runs in its direct kernel, which walks the weight [out,in] in 64×64 tiles: 64
-// rows of 64 values 4·in bytes apart, a strided pattern the CPU's prefetcher follows badly, and on
-// one goroutine per batch example, so one core. The decode layout is a copy of each projection
+// such a product runs in its direct kernel, which walks the weight [out,in] in 64×64 tiles (64
+// rows of 64 values, 4·in bytes apart: a strided read) on one goroutine per batch example, so on
+// one core. The decode layout is a copy of each projection
 // weight that the direct kernel reads sequentially and in parallel: [in/c, k, out/k, c] with c = 64
 // (or 32) values of the contracting axis innermost and (in/c)·k batch examples, element
 // [j, a, o, i] = w[a·out/k + o, j·c + i]. The product is then x's chunks [in/c, k, rows, c] times the
 // layout, batched over (j, a), summed over j: every batch example reads one contiguous block of the
 // weight, each on its own goroutine. Measured on this 2-core machine (loaded, 2026-12-01), one
-// decode step's [1,896]·[4864,896]ᵀ took 15.8 ms as one DotGeneral and 6.4 ms in this layout;
-// [1,896]·[896,896]ᵀ 4.8 and 1.5 ms.
+// decode step's [1,896]·[4864,896]ᵀ took 15.8 ms as one DotGeneral and 6.4 ms as 14 chunks of 64;
+// [1,896]·[896,896]ᵀ 4.8 and 1.5 ms; the whole batch-1 decode of Qwen2.5-0.5B's shape went from
+// 0.22 to 0.86 tokens/s (load average 8-11, BenchmarkCPU/decode, both runs back to back).
 //
 // The layouts are non-trainable variables at decodeLayoutScope followed by the weight's scope and
 // name (e.g. /posttrain_decode_layout/model/layers/0/mlp/gate_proj:weight), made on the host by
@@ -33,8 +35,9 @@ import (
 // is made again when its weight's tensor changed (a trainer's update or a load sets a new tensor),
 // so only the first generation after a change pays for the copy. They cost one more copy of the
 // projection weights (and of the tied embedding, as the LM head) for as long as the context lives.
-// Only the graphs of Arch.Prefill and Arch.Decode read them, and only on the pure-Go backend without
-// an adapter: training, scoring and the XLA backend keep the plain DotGeneral of matmulT. Each
+// Only the graphs of Arch.Prefill and Arch.Decode read them, only on the pure-Go backend, in float32
+// and without an adapter: training, scoring, the XLA backend and bfloat16 weights (whose product
+// would round each chunk's partial sum to bfloat16) keep the plain DotGeneral of matmulT. Each
 // output is the same sum over in as the plain product, grouped by chunks of c: the results differ
 // by float rounding only.
 const (
@@ -76,10 +79,10 @@ func decodeLayoutDims(out, in int) (dims [4]int, ok bool) {
 	return [4]int{in / c, k, out / k, c}, true
 }
 
-// PrepareWeights makes or refreshes, on the pure-Go backend, the decode layout of every projection
-// weight and of the LM head in ctx (see decodeLayoutScope), from the weights' current values; a
-// layout whose weight still holds the tensor it was made from is kept. It does nothing on other
-// backends or when an adapter is set on ctx. generate.Generator calls it before each cached
+// PrepareWeights makes or refreshes, on the pure-Go backend, the decode layout of every float32
+// projection weight and of the LM head in ctx (see decodeLayoutScope), from the weights' current
+// values; a layout whose weight still holds the tensor it was made from is kept. It does nothing
+// on other backends or when an adapter is set on ctx. generate.Generator calls it before each cached
 // generation (generate.WeightPreparer).
 func (a Arch) PrepareWeights(ctx *context.Context, b backends.Backend) error {
 	if _, ok := backend.Unwrap(b).(*simplego.Backend); !ok || AdapterOf(ctx) != nil {
@@ -95,7 +98,8 @@ func (a Arch) PrepareWeights(ctx *context.Context, b backends.Backend) error {
 	var weights []*context.Variable
 	for v := range ctx.IterVariables() {
 		scope := v.Scope()
-		if v.Name() != "weight" || v.Shape().Rank() != 2 || !(strings.HasPrefix(scope, "/model/") || scope == "/lm_head") {
+		if v.Name() != "weight" || v.Shape().Rank() != 2 || v.DType() != dtypes.Float32 ||
+			!(strings.HasPrefix(scope, "/model/") || scope == "/lm_head") {
 			continue
 		}
 		if scope == "/model/embed_tokens" && !a.Config.TieWordEmbeddings {
@@ -159,7 +163,7 @@ func readsDecodeLayout(ctx *context.Context, g *Graph) {
 // adapter is active, no layout was prepared, or x has too many rows for the direct kernel.
 func decodeLayoutWeight(ctx *context.Context, x *Node, out int) *Node {
 	g := x.Graph()
-	if on, _ := ctx.GetGraphParam(g, decodeLayoutParam); on != true || activeAdapter(ctx, g) != nil {
+	if on, _ := ctx.GetGraphParam(g, decodeLayoutParam); on != true || activeAdapter(ctx, g) != nil || x.DType() != dtypes.Float32 {
 		return nil
 	}
 	in := x.Shape().Dim(-1)
