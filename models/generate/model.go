@@ -3,6 +3,7 @@ package generate
 import (
 	"fmt"
 
+	"github.com/gomlx/gomlx/backends"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
@@ -40,6 +41,15 @@ type Model interface {
 	// ids [B,S] at positions pos [B,S] with mask [B,S] as in Prefill, and the logits [B,V] at
 	// column last [B] (int32) of each row.
 	LastLogits(ctx *context.Context, ids, pos, mask, last *Node) (logits *Node)
+}
+
+// WeightPreparer is implemented by a Model that derives tensors from the weights for its prompt
+// pass and decode step (qwen2.Arch: the pure-Go backend's layout of the projection weights). The
+// Generator calls PrepareWeights with its context and backend at the start of every cached
+// generation, before the prompt pass (its time counts in Stats.Prefill), so that weights a trainer
+// updated between calls are seen.
+type WeightPreparer interface {
+	PrepareWeights(ctx *context.Context, b backends.Backend) error
 }
 
 // Spec is what the Generator must know of a Model.

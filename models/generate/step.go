@@ -63,6 +63,11 @@ type cachedStepper struct {
 
 func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
 	g := s.g
+	if p, ok := g.model.(WeightPreparer); ok {
+		if err := p.PrepareWeights(g.ctx, g.backend); err != nil {
+			return nil, nil, g.errorf("%w", err)
+		}
+	}
 	exec, err := g.exec(execKey{graph: "prefill", mode: s.mode}, func(ctx *context.Context, nodes named.Inputs) named.List[*Node] {
 		in := named.Bind[prefillInputs[*Node]](nodes)
 		var out stepOutputs[*Node]

@@ -31,6 +31,7 @@ func (a Arch) Prefill(ctx *context.Context, ids, pos, mask *Node) (logits *Node,
 	cfg := a.Config
 	b, p := ids.Shape().Dim(0), ids.Shape().Dim(1)
 	kv = make([]*Node, 2*cfg.NumHiddenLayers)
+	readsDecodeLayout(ctx, ids.Graph())
 	keep := func(layer int, k, v *Node) (*Node, *Node) {
 		kv[2*layer], kv[2*layer+1] = k, v
 		return k, v
@@ -45,6 +46,7 @@ func (a Arch) Prefill(ctx *context.Context, ids, pos, mask *Node) (logits *Node,
 // the query's column); it returns the logits [B,V].
 func (a Arch) Decode(ctx *context.Context, tok, pos *Node, cache *generate.Cache) *Node {
 	cfg := a.Config
+	readsDecodeLayout(ctx, tok.Graph())
 	masks := LayerMasks{Full: cache.Allowed()} // [B,1,L]
 	if cfg.HasSlidingLayers() {                // the window of the query's column, cache.Slot
 		l := masks.Full.Shape().Dim(2)

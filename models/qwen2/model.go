@@ -34,8 +34,12 @@ func weight(ctx *context.Context, g *Graph, name string, dtype dtypes.DType, dim
 
 // linear is HF's nn.Linear with weight [out,in]: x [...,in] → [...,out].
 func linear(ctx *context.Context, x *Node, out int, bias bool) *Node {
-	w := weight(ctx, x.Graph(), "weight", x.DType(), out, x.Shape().Dim(-1))
-	y := matmulT(x, w) // [...,out]
+	var y *Node // [...,out]
+	if wl := decodeLayoutWeight(ctx, x, out); wl != nil {
+		y = matmulLayout(x, wl) // the generator's steps on the pure-Go backend (decode_layout.go)
+	} else {
+		y = matmulT(x, weight(ctx, x.Graph(), "weight", x.DType(), out, x.Shape().Dim(-1)))
+	}
 	if bias {
 		y = Add(y, ExpandLeftToRank(weight(ctx, x.Graph(), "bias", x.DType(), out), y.Rank()))
 	}
@@ -180,12 +184,17 @@ func Hidden(ctx *context.Context, cfg *Config, ids, pos, mask *Node) *Node {
 // Logits applies the LM head (tied: the embedding matrix) to hidden [...,D] → [...,V] float32,
 // soft-capped when final_logit_softcapping is set (Gemma 3).
 func Logits(ctx *context.Context, cfg *Config, hidden *Node) *Node {
-	var w *Node
+	head := ctx.Reuse().In("lm_head")
 	if cfg.TieWordEmbeddings {
-		w = embedding(ctx.Reuse().In("model"), cfg, hidden.Graph())
-	} else {
-		w = weight(ctx.Reuse().In("lm_head"), hidden.Graph(), "weight", hidden.DType(), cfg.VocabSize, cfg.HiddenSize)
+		head = ctx.Reuse().In("model").In("embed_tokens")
 	}
-	logits := matmulT(hidden, w) // [...,V]
+	var logits *Node // [...,V]
+	if wl := decodeLayoutWeight(head, hidden, cfg.VocabSize); wl != nil {
+		logits = matmulLayout(hidden, wl) // the generator's steps on the pure-Go backend (decode_layout.go)
+	} else if cfg.TieWordEmbeddings {
+		logits = matmulT(hidden, embedding(ctx.Reuse().In("model"), cfg, hidden.Graph()))
+	} else {
+		logits = matmulT(hidden, weight(head, hidden.Graph(), "weight", hidden.DType(), cfg.VocabSize, cfg.HiddenSize))
+	}
 	return ConvertDType(softcapLogits(cfg, logits), dtypes.Float32)
 }

@@ -1,0 +1,139 @@
+package qwen2
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/models/generate"
+)
+
+// x·wᵀ through the decode layout equals the plain DotGeneral, for a layout split over both the
+// contracting axis (in/c = 2) and the outputs (k = 2).
+func TestMatmulLayout_EqualsDotGeneral(t *testing.T) {
+	const rows, out, in = 3, 4096, 128
+	dims, ok := decodeLayoutDims(out, in)
+	if !ok || dims != [4]int{2, 2, 2048, 64} {
+		t.Fatalf("decodeLayoutDims(%d, %d) = %v, %v; want [2 2 2048 64]", out, in, dims, ok)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	randn := func(dims ...int) *tensors.Tensor {
+		x := make([]float32, dims[0]*dims[1]*dims[2])
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		return tensors.FromFlatDataAndDimensions(x, dims...)
+	}
+	xT, wT := randn(1, rows, in), randn(1, out, in)
+	wl := decodeLayoutOf(tensors.FromFlatDataAndDimensions(tensors.MustCopyFlatData[float32](wT), out, in), dims)
+	exec, err := NewExec(testBackendOrSkip(t), func(x, w, wl *Node) []*Node {
+		w = Reshape(w, out, in)
+		return []*Node{matmulLayout(x, wl), DotGeneral(x, []int{2}, nil, w, []int{1}, nil)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := exec.Exec(xT, wT, wl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res[0].Shape().Dimensions; len(got) != 3 || got[0] != 1 || got[1] != rows || got[2] != out {
+		t.Fatalf("shape %v, want [1 %d %d]", got, rows, out)
+	}
+	got, want := tensors.MustCopyFlatData[float32](res[0]), tensors.MustCopyFlatData[float32](res[1])
+	for j := range want {
+		if d := math.Abs(float64(got[j] - want[j])); d > 1e-4*(1+math.Abs(float64(want[j]))) {
+			t.Fatalf("[%d]: layout %g, DotGeneral %g", j, got[j], want[j])
+		}
+	}
+}
+
+// layoutConfig is a small random Qwen2 whose projections and LM head all get a decode layout
+// (in = 128 and 192: two and three chunks; vocabulary 4096: two output slices).
+func layoutConfig(t *testing.T) (*context.Context, *Config) {
+	t.Helper()
+	cfg, err := Preset("qwen2.5-0.5b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 128, 192, 2
+	cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim = 4, 2, 32
+	cfg.VocabSize, cfg.BOSTokenID, cfg.EOSTokenIDs = 4096, nil, []int{4095}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.New()
+	if err := InitWeights(ctx, cfg, 7, dtypes.Float32); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, cfg
+}
+
+// On the pure-Go backend the cached generation multiplies by the decode layouts, made before the
+// prompt pass and made again after a weight changes: it matches the uncached reference (plain
+// products) before and after an update, and a layout the weights did not change is not remade.
+func TestGenerate_DecodeLayout(t *testing.T) {
+	ctx, cfg := layoutConfig(t)
+	b := testBackendOrSkip(t)
+	g := generate.NewGenerator(b, ctx, Arch{Config: cfg})
+	defer g.Finalize()
+	prompts := [][]int32{{5, 17, 300, 4000, 9}, {77, 1024}}
+	opts := generate.Options{MaxNewTokens: 6, IgnoreEOS: true}
+	compare := func(when string) {
+		t.Helper()
+		cached, err := g.Generate(prompts, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := g.GenerateUncached(prompts, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range ref {
+			for i := range ref[r].IDs {
+				if cached[r].IDs[i] != ref[r].IDs[i] || math.Abs(cached[r].LogProbs[i]-ref[r].LogProbs[i]) > 1e-4 {
+					t.Fatalf("%s: row %d token %d: cached %d (%.6f), uncached %d (%.6f)", when, r, i,
+						cached[r].IDs[i], cached[r].LogProbs[i], ref[r].IDs[i], ref[r].LogProbs[i])
+				}
+			}
+		}
+	}
+	compare("first generation")
+	for _, scope := range []string{"/model/layers/0/self_attn/q_proj", "/model/layers/1/mlp/down_proj", "/model/embed_tokens"} {
+		if ctx.GetVariableByScopeAndName(decodeLayoutScope+scope, "weight") == nil {
+			t.Fatalf("no decode layout of %s after Generate", scope)
+		}
+	}
+
+	// A trainer's update: new tensors for the LM head (the tied embedding) and a projection.
+	for _, scope := range []string{"/model/embed_tokens", "/model/layers/1/mlp/up_proj"} {
+		v := ctx.GetVariableByScopeAndName(scope, "weight")
+		w := tensors.MustCopyFlatData[float32](v.MustValue())
+		for i := range w {
+			w[i] = -1.5 * w[i]
+		}
+		if err := v.SetValue(tensors.FromFlatDataAndDimensions(w, v.Shape().Dimensions...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compare("after a weight update")
+
+	// The decode step reads the layout: zeroing the LM head's layout (its weight unchanged, so
+	// it is kept) makes every logit 0, every token's log-prob −ln V.
+	head := ctx.GetVariableByScopeAndName(decodeLayoutScope+"/model/embed_tokens", "weight")
+	if err := head.SetValue(tensors.FromShape(head.Shape())); err != nil {
+		t.Fatal(err)
+	}
+	gens, err := g.Generate(prompts, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lp := gens[0].LogProbs[1]; math.Abs(lp+math.Log(float64(cfg.VocabSize))) > 1e-4 {
+		t.Fatalf("decode step with a zeroed LM-head layout: log-prob %.6f, want −ln %d", lp, cfg.VocabSize)
+	}
+}
