@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	d := demo.Default
+	d, r := demo.Default, demo.DefaultRLHF
 	addCommand(&cli.Command{
 		Name:  "demo",
 		Usage: "learn multiplication on a CPU in minutes: BPE tokenizer → small Qwen2 → SFT → GRPO (verifier) vs GRPO (random reward)",
@@ -49,6 +49,11 @@ func init() {
 			&cli.IntFlag{Name: "grpo-seeds", Value: d.GRPOSeeds, Usage: "verifier GRPO runs with consecutive seeds, to measure run-to-run noise"},
 			&cli.IntFlag{Name: "hidden-size", Value: d.Shape.Hidden, Usage: "model width"},
 			&cli.IntFlag{Name: "layers", Value: d.Shape.Layers, Usage: "decoder layers"},
+			&cli.BoolFlag{Name: "rlhf", Usage: "the RLHF demo instead: SFT → reward model on preference pairs → GRPO with the learned reward vs GRPO (random reward), under OUTPUT_DIR/rlhf"},
+			&cli.IntFlag{Name: "rm-steps", Value: r.RMSteps, Usage: "--rlhf: reward model optimizer steps"},
+			&cli.IntFlag{Name: "rm-batch", Value: r.RMBatch, Usage: "--rlhf: reward model pairs per step"},
+			&cli.FloatFlag{Name: "rm-learning-rate", Value: r.RMLearningRate, Usage: "--rlhf: reward model learning rate"},
+			&cli.IntFlag{Name: "rm-train-wrongs", Value: r.RMTrainWrongs, Usage: "--rlhf: wrong answers per GRPO problem the reward model trains on (of 6; the others are held out)"},
 			backendFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -64,6 +69,17 @@ func init() {
 			o.Temperature, o.Beta, o.ReuseSFT = cmd.Float("temperature"), cmd.Float("beta"), cmd.Bool("reuse-sft")
 			o.NumGenerations, o.GRPOPrompts = int(cmd.Int("num-generations")), int(cmd.Int("grpo-prompts"))
 			o.SFTFormat, o.Reward = cmd.String("sft-format"), cmd.String("reward")
+			if cmd.Bool("rlhf") {
+				if err := demoRLHF(ctx, cmd, o); err != nil {
+					return err
+				}
+				return nil
+			}
+			for _, f := range []string{"rm-steps", "rm-batch", "rm-learning-rate", "rm-train-wrongs"} {
+				if cmd.IsSet(f) {
+					return usageError{fmt.Errorf("%s: --%s is a flag of the RLHF demo: add --rlhf", cmd.FullName(), f)}
+				}
+			}
 			if err := runDemo(ctx, o, cmd); err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}
