@@ -18,8 +18,13 @@
 //
 // Each stage's run replaces the one a previous demo left in its directory (overwrite_output_dir).
 //
+// RunRLHF is `posttrain demo --rlhf` (rlhf.go): from the same SFT model, a reward model
+// (trainers/reward) on multiplication preference pairs of the GRPO problems, its ranking of
+// held-out pairs, then RL stages from the SFT model with the learned reward against the
+// random-reward control, scored as above.
+//
 // It is the demo's orchestrator, so unlike the trainer packages, which import no other trainer, it
-// imports trainers/sft and trainers/grpo (and trainers/eval to score each stage).
+// imports trainers/sft, trainers/grpo and trainers/reward (and trainers/eval to score each stage).
 package demo
 
 import (
