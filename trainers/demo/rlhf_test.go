@@ -90,6 +90,12 @@ func TestRunRLHF_Miniature(t *testing.T) {
 	if cfg.NumLabels != 1 {
 		t.Errorf("reward model has %d labels, want 1", cfg.NumLabels)
 	}
+	if _, fresh, err := loop.LoadClassifier(rm.Dir, false, 1, 0); err != nil || fresh {
+		t.Errorf("reward model: fresh head %v, %v (want its trained score head)", fresh, err)
+	}
+	if _, err := loop.LoadModel(filepath.Join(o.OutputDir, "sft"), false); err != nil {
+		t.Errorf("SFT: %v", err)
+	}
 	if len(rep.RL) != 2 {
 		t.Fatalf("%d RL rows, want 2", len(rep.RL))
 	}
