@@ -20,37 +20,18 @@ import (
 )
 
 func init() {
-	d := demo.Default
+	freshFlags["demo"] = demoFlags // the RLHF demo asks whether --reward and --grpo-seeds were given
 	addCommand(&cli.Command{
 		Name:  "demo",
 		Usage: "learn multiplication on a CPU in minutes: BPE tokenizer → small Qwen2 → SFT → GRPO (verifier) vs GRPO (random reward)",
 		Description: "Writes everything under --output-dir: tokenizer/, base/ (random init), sft/, grpo/ and grpo-random/\n" +
 			"(HF checkpoints with metrics.jsonl; `posttrain plot DIR/grpo DIR/grpo-random -o curves.png` overlays\n" +
 			"the two runs' curves). Prints greedy accuracy, strict (exactly the product) and correct (its first\n" +
-			"integer), on the GRPO and the held-out problems after each stage, ± the binomial standard error.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "output-dir", Value: d.OutputDir, Usage: "directory for the runs"},
-			&cli.IntFlag{Name: "seed", Value: d.Seed, Usage: "seed of the split, the initialisation, SFT and GRPO"},
-			&cli.IntFlag{Name: "max-factor", Value: d.MaxFactor, Usage: "problems a×b with a, b in [2, N]"},
-			&cli.IntFlag{Name: "intermediate-size", Value: d.Shape.Intermediate, Usage: "MLP width"},
-			&cli.IntFlag{Name: "held-out", Value: d.HeldOut, Usage: "problems GRPO never samples, for evaluation"},
-			&cli.StringFlag{Name: "sft-format", Value: d.SFTFormat, Usage: "SFT answers: bare (\"72\") or mixed (7 in 10 \"72.\", 3 bare)"},
-			&cli.StringFlag{Name: "reward", Value: d.Reward, Usage: "GRPO verifier reward: mult_strict (exactly the product) or mult_correct (its first integer)"},
-			&cli.IntFlag{Name: "sft-steps", Value: d.SFTSteps, Usage: "SFT optimizer steps"},
-			&cli.FloatFlag{Name: "sft-learning-rate", Value: d.SFTLearningRate, Usage: "SFT learning rate"},
-			&cli.IntFlag{Name: "sft-batch", Value: d.SFTBatch, Usage: "SFT batch size"},
-			&cli.IntFlag{Name: "grpo-steps", Value: d.GRPOSteps, Usage: "GRPO optimizer steps"},
-			&cli.FloatFlag{Name: "grpo-learning-rate", Value: d.GRPOLearningRate, Usage: "GRPO learning rate"},
-			&cli.FloatFlag{Name: "temperature", Value: d.Temperature, Usage: "GRPO sampling temperature"},
-			&cli.FloatFlag{Name: "beta", Value: d.Beta, Usage: "GRPO KL coefficient"},
-			&cli.IntFlag{Name: "num-generations", Value: d.NumGenerations, Usage: "GRPO completions per prompt"},
-			&cli.IntFlag{Name: "grpo-prompts", Value: d.GRPOPrompts, Usage: "GRPO prompts per step"},
-			&cli.BoolFlag{Name: "reuse-sft", Usage: "keep OUTPUT_DIR/sft if it exists (tune GRPO from a fixed SFT model)"},
-			&cli.IntFlag{Name: "grpo-seeds", Value: d.GRPOSeeds, Usage: "verifier GRPO runs with consecutive seeds, to measure run-to-run noise"},
-			&cli.IntFlag{Name: "hidden-size", Value: d.Shape.Hidden, Usage: "model width"},
-			&cli.IntFlag{Name: "layers", Value: d.Shape.Layers, Usage: "decoder layers"},
-			backendFlag(),
-		},
+			"integer), on the GRPO and the held-out problems after each stage, ± the binomial standard error.\n" +
+			"--rlhf: from the same SFT model, a reward model on multiplication preference pairs of the GRPO\n" +
+			"problems (rlhf/reward-model; its ranking of held-out pairs is printed), then GRPO with the learned\n" +
+			"reward (rlhf/grpo-reward-model) and the random-reward control (rlhf/grpo-random).",
+		Flags: demoFlags(),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
@@ -64,12 +45,56 @@ func init() {
 			o.Temperature, o.Beta, o.ReuseSFT = cmd.Float("temperature"), cmd.Float("beta"), cmd.Bool("reuse-sft")
 			o.NumGenerations, o.GRPOPrompts = int(cmd.Int("num-generations")), int(cmd.Int("grpo-prompts"))
 			o.SFTFormat, o.Reward = cmd.String("sft-format"), cmd.String("reward")
+			if cmd.Bool("rlhf") {
+				if err := demoRLHF(ctx, cmd, o); err != nil {
+					return err
+				}
+				return nil
+			}
+			for _, f := range []string{"rm-steps", "rm-batch", "rm-learning-rate", "rm-train-wrongs"} {
+				if cmd.IsSet(f) {
+					return usageError{fmt.Errorf("%s: --%s is a flag of the RLHF demo: add --rlhf", cmd.FullName(), f)}
+				}
+			}
 			if err := runDemo(ctx, o, cmd); err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}
 			return nil
 		},
 	})
+}
+
+// demoFlags are the flags of both demos (a fresh set for each run: freshFlags).
+func demoFlags() []cli.Flag {
+	d, r := demo.Default, demo.DefaultRLHF
+	return []cli.Flag{
+		&cli.StringFlag{Name: "output-dir", Value: d.OutputDir, Usage: "directory for the runs"},
+		&cli.IntFlag{Name: "seed", Value: d.Seed, Usage: "seed of the split, the initialisation, SFT and GRPO"},
+		&cli.IntFlag{Name: "max-factor", Value: d.MaxFactor, Usage: "problems a×b with a, b in [2, N]"},
+		&cli.IntFlag{Name: "intermediate-size", Value: d.Shape.Intermediate, Usage: "MLP width"},
+		&cli.IntFlag{Name: "held-out", Value: d.HeldOut, Usage: "problems GRPO never samples, for evaluation"},
+		&cli.StringFlag{Name: "sft-format", Value: d.SFTFormat, Usage: "SFT answers: bare (\"72\") or mixed (7 in 10 \"72.\", 3 bare)"},
+		&cli.StringFlag{Name: "reward", Value: d.Reward, Usage: "GRPO verifier reward: mult_strict (exactly the product) or mult_correct (its first integer)"},
+		&cli.IntFlag{Name: "sft-steps", Value: d.SFTSteps, Usage: "SFT optimizer steps"},
+		&cli.FloatFlag{Name: "sft-learning-rate", Value: d.SFTLearningRate, Usage: "SFT learning rate"},
+		&cli.IntFlag{Name: "sft-batch", Value: d.SFTBatch, Usage: "SFT batch size"},
+		&cli.IntFlag{Name: "grpo-steps", Value: d.GRPOSteps, Usage: "GRPO optimizer steps"},
+		&cli.FloatFlag{Name: "grpo-learning-rate", Value: d.GRPOLearningRate, Usage: "GRPO learning rate"},
+		&cli.FloatFlag{Name: "temperature", Value: d.Temperature, Usage: "GRPO sampling temperature"},
+		&cli.FloatFlag{Name: "beta", Value: d.Beta, Usage: "GRPO KL coefficient"},
+		&cli.IntFlag{Name: "num-generations", Value: d.NumGenerations, Usage: "GRPO completions per prompt"},
+		&cli.IntFlag{Name: "grpo-prompts", Value: d.GRPOPrompts, Usage: "GRPO prompts per step"},
+		&cli.BoolFlag{Name: "reuse-sft", Usage: "keep OUTPUT_DIR/sft if it exists (tune GRPO from a fixed SFT model)"},
+		&cli.IntFlag{Name: "grpo-seeds", Value: d.GRPOSeeds, Usage: "verifier GRPO runs with consecutive seeds, to measure run-to-run noise"},
+		&cli.IntFlag{Name: "hidden-size", Value: d.Shape.Hidden, Usage: "model width"},
+		&cli.IntFlag{Name: "layers", Value: d.Shape.Layers, Usage: "decoder layers"},
+		&cli.BoolFlag{Name: "rlhf", Usage: "the RLHF demo instead: SFT → reward model on preference pairs → GRPO with the learned reward vs GRPO (random reward), under OUTPUT_DIR/rlhf"},
+		&cli.IntFlag{Name: "rm-steps", Value: r.RMSteps, Usage: "--rlhf: reward model optimizer steps"},
+		&cli.IntFlag{Name: "rm-batch", Value: r.RMBatch, Usage: "--rlhf: reward model pairs per step"},
+		&cli.FloatFlag{Name: "rm-learning-rate", Value: r.RMLearningRate, Usage: "--rlhf: reward model learning rate"},
+		&cli.IntFlag{Name: "rm-train-wrongs", Value: r.RMTrainWrongs, Usage: "--rlhf: wrong answers per GRPO problem the reward model trains on (of 6; the others are held out)"},
+		backendFlag(),
+	}
 }
 
 func runDemo(ctx context.Context, o demo.Options, cmd *cli.Command) error {

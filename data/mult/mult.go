@@ -27,6 +27,10 @@ func (p Problem) Prompt() string {
 // Answer is a·b.
 func (p Problem) Answer() int { return p.A * p.B }
 
+// WrongOffsets are make_pairs' offsets of a plausible wrong answer from a·b, in its order:
+// [-a, -b, b, a, 1, -1].
+func (p Problem) WrongOffsets() [6]int { return [...]int{-p.A, -p.B, p.B, p.A, 1, -1} }
+
 // Pair is a problem with the DPO rejected answer.
 type Pair struct {
 	Problem
@@ -53,8 +57,9 @@ func Pairs(n int, seed int64) []Pair {
 	for i := range out {
 		a := rng.RandInt(Lo, Hi)
 		b := rng.RandInt(Lo, Hi)
-		offsets := [...]int{-a, -b, b, a, 1, -1}
-		out[i] = Pair{Problem{a, b}, a*b + offsets[rng.Choice(len(offsets))]}
+		p := Problem{a, b}
+		offsets := p.WrongOffsets()
+		out[i] = Pair{p, a*b + offsets[rng.Choice(len(offsets))]}
 	}
 	return out
 }

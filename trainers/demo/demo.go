@@ -18,8 +18,13 @@
 //
 // Each stage's run replaces the one a previous demo left in its directory (overwrite_output_dir).
 //
+// RunRLHF is `posttrain demo --rlhf` (rlhf.go): from the same SFT model, a reward model
+// (trainers/reward) on multiplication preference pairs of the GRPO problems, its ranking of
+// held-out pairs, then RL stages from the SFT model with the learned reward against the
+// random-reward control, scored as above.
+//
 // It is the demo's orchestrator, so unlike the trainer packages, which import no other trainer, it
-// imports trainers/sft and trainers/grpo (and trainers/eval to score each stage).
+// imports trainers/sft, trainers/grpo and trainers/reward (and trainers/eval to score each stage).
 package demo
 
 import (
@@ -122,36 +127,10 @@ func Run(ctx stdctx.Context, o Options, env Env) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{}
-	eval := func(name, dir string, t0 time.Time) (*Stage, error) {
-		st := Stage{Name: name, Dir: dir, Wall: time.Since(t0)}
-		if st.HeldOut, err = Evaluate(env.Backend, dir, split.HeldOut); err != nil {
-			return nil, fmt.Errorf("demo: evaluate %s: %w", name, err)
-		}
-		if st.Train, err = Evaluate(env.Backend, dir, split.Train); err != nil {
-			return nil, fmt.Errorf("demo: evaluate %s: %w", name, err)
-		}
-		env.Logger.Info("demo: "+name, "held_out_strict", st.HeldOut.Strict.String(), "held_out_correct", st.HeldOut.Correct.String(),
-			"train_strict", st.Train.Strict.String(), "train_correct", st.Train.Correct.String(), "wall", st.Wall.Round(time.Second))
-		rep.Stages = append(rep.Stages, st)
-		return &rep.Stages[len(rep.Stages)-1], nil
-	}
-	t0 := time.Now()
-	sftDir := filepath.Join(o.OutputDir, "sft")
-	if _, err := os.Stat(filepath.Join(sftDir, "config.json")); err != nil || !o.ReuseSFT {
-		base, err := WriteBase(o.OutputDir, o.Shape, uint64(o.Seed))
-		if err != nil {
-			return nil, err
-		}
-		if _, err := eval("init (random weights)", base, t0); err != nil {
-			return nil, err
-		}
-		t0 = time.Now()
-		if err := runSFT(ctx, o, env, base, sftDir, append(append([]mult.Problem(nil), split.Train...), split.HeldOut...)); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := eval("SFT", sftDir, t0); err != nil {
+	r := &stages{o: o, env: env, split: split, rep: &Report{}}
+	rep := r.rep
+	sftDir, err := r.sft(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if o.GRPOSteps == 0 {
@@ -160,7 +139,7 @@ func Run(ctx stdctx.Context, o Options, env Env) (*Report, error) {
 	}
 	var trains, helds []Accuracy
 	for k := range max(1, o.GRPOSeeds) {
-		t0 = time.Now()
+		t0 := time.Now()
 		name, dir := "GRPO "+o.Reward, filepath.Join(o.OutputDir, "grpo")
 		if k > 0 {
 			name, dir = name+" seed "+strconv.Itoa(o.Seed+k), dir+"-seed"+strconv.Itoa(o.Seed+k)
@@ -169,20 +148,20 @@ func Run(ctx stdctx.Context, o Options, env Env) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		st, err := eval(name, dir, t0)
+		st, err := r.eval(name, dir, t0)
 		if err != nil {
 			return nil, err
 		}
 		st.Reward = reward
 		trains, helds = append(trains, st.Train.Of(o.Reward)), append(helds, st.HeldOut.Of(o.Reward))
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	dir := filepath.Join(o.OutputDir, "grpo-random")
 	reward, err := runGRPO(ctx, o, env, sftDir, dir, "random", o.Seed, split)
 	if err != nil {
 		return nil, err
 	}
-	st, err := eval("GRPO random (control)", dir, t0)
+	st, err := r.eval("GRPO random (control)", dir, t0)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +174,55 @@ func Run(ctx stdctx.Context, o Options, env Env) (*Report, error) {
 	}
 	rep.Wall = time.Since(start)
 	return rep, nil
+}
+
+// stages runs the demo's stages and collects their rows of the report.
+type stages struct {
+	o     Options
+	env   Env
+	split Split
+	rep   *Report
+}
+
+// eval scores the checkpoint in dir on the held-out and the GRPO problems and appends its row.
+func (r *stages) eval(name, dir string, t0 time.Time) (*Stage, error) {
+	st := Stage{Name: name, Dir: dir, Wall: time.Since(t0)}
+	var err error
+	if st.HeldOut, err = Evaluate(r.env.Backend, dir, r.split.HeldOut); err != nil {
+		return nil, fmt.Errorf("demo: evaluate %s: %w", name, err)
+	}
+	if st.Train, err = Evaluate(r.env.Backend, dir, r.split.Train); err != nil {
+		return nil, fmt.Errorf("demo: evaluate %s: %w", name, err)
+	}
+	r.env.Logger.Info("demo: "+name, "held_out_strict", st.HeldOut.Strict.String(), "held_out_correct", st.HeldOut.Correct.String(),
+		"train_strict", st.Train.Strict.String(), "train_correct", st.Train.Correct.String(), "wall", st.Wall.Round(time.Second))
+	r.rep.Stages = append(r.rep.Stages, st)
+	return &r.rep.Stages[len(r.rep.Stages)-1], nil
+}
+
+// sft runs the tokenizer, init and SFT stages into OutputDir (or, with ReuseSFT, keeps
+// OutputDir/sft when it holds a model), evaluates them, and returns the SFT model's directory.
+func (r *stages) sft(ctx stdctx.Context) (string, error) {
+	o := r.o
+	t0 := time.Now()
+	sftDir := filepath.Join(o.OutputDir, "sft")
+	if _, err := os.Stat(filepath.Join(sftDir, "config.json")); err != nil || !o.ReuseSFT {
+		base, err := WriteBase(o.OutputDir, o.Shape, uint64(o.Seed))
+		if err != nil {
+			return "", err
+		}
+		if _, err := r.eval("init (random weights)", base, t0); err != nil {
+			return "", err
+		}
+		t0 = time.Now()
+		if err := runSFT(ctx, o, r.env, base, sftDir, append(append([]mult.Problem(nil), r.split.Train...), r.split.HeldOut...)); err != nil {
+			return "", err
+		}
+	}
+	if _, err := r.eval("SFT", sftDir, t0); err != nil {
+		return "", err
+	}
+	return sftDir, nil
 }
 
 func seedStats(as []Accuracy) (mean, std float64) {
@@ -241,8 +269,14 @@ func runSFT(ctx stdctx.Context, o Options, env Env, base, dir string, problems [
 // runGRPO trains from the SFT model on the training prompts with one reward function into dir
 // and returns the last logged mean reward.
 func runGRPO(ctx stdctx.Context, o Options, env Env, from, dir, reward string, seed int, split Split) (float64, error) {
+	return runGRPOWith(ctx, o, env, from, dir, []string{reward}, nil, reward, seed, split)
+}
+
+// runGRPOWith is runGRPO with reward functions funcs and reward models (checkpoint directories);
+// what names the rewards in an error.
+func runGRPOWith(ctx stdctx.Context, o Options, env Env, from, dir string, funcs, models []string, what string, seed int, split Split) (float64, error) {
 	cfg := config.DefaultGRPO()
-	cfg.Model, cfg.Dataset, cfg.OutputDir, cfg.RewardFuncs = from, "demo:grpo", dir, []string{reward}
+	cfg.Model, cfg.Dataset, cfg.OutputDir, cfg.RewardFuncs, cfg.RewardModels = from, "demo:grpo", dir, funcs, models
 	cfg.NumGenerations, cfg.PerDeviceTrainBatchSize = o.NumGenerations, o.GRPOPrompts*o.NumGenerations
 	cfg.MaxCompletionLength, cfg.Temperature = 4, o.Temperature
 	cfg.Beta = o.Beta
@@ -255,7 +289,7 @@ func runGRPO(ctx stdctx.Context, o Options, env Env, from, dir, reward string, s
 	}
 	sum, err := grpo.Run(ctx, cfg, from, grpo.RunOptions{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress, Rows: PromptRows(split.Train)})
 	if err != nil {
-		return 0, fmt.Errorf("demo grpo (%s): %w", reward, err)
+		return 0, fmt.Errorf("demo grpo (%s): %w", what, err)
 	}
 	return sum.Last.Metrics["reward"], nil
 }

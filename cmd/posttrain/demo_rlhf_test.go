@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The flags of one demo are refused by the other, each in one line naming the flag.
+func TestDemo_RLHFFlagsBelongToTheirDemo(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"demo", "--rm-steps", "3"}, "--rm-steps is a flag of the RLHF demo: add --rlhf"},
+		{[]string{"demo", "--rlhf", "--reward", "mult_correct"}, "--reward is not a flag of the RLHF demo"},
+		{[]string{"demo", "--rlhf", "--grpo-seeds", "2"}, "--grpo-seeds is not a flag of the RLHF demo"},
+	} {
+		rc, stderr := runFiles(t, c.args...)
+		if rc != 2 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q", c.args, rc, stderr)
+		}
+	}
+}
+
+// A miniature `posttrain demo --rlhf` prints the reward model's ranking and one row per stage.
+func TestDemo_RLHFMiniature(t *testing.T) {
+	dir := t.TempDir()
+	out, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	errF, err := os.Create(filepath.Join(dir, "err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errF.Close()
+	rc := run([]string{"posttrain", "demo", "--rlhf", "--output-dir", filepath.Join(dir, "demo"), "--max-factor", "4", "--held-out", "3",
+		"--hidden-size", "16", "--intermediate-size", "32", "--layers", "1", "--sft-steps", "3", "--sft-batch", "4",
+		"--grpo-steps", "2", "--grpo-prompts", "2", "--num-generations", "4", "--rm-steps", "3", "--rm-batch", "4"}, out, errF)
+	stdout, _ := os.ReadFile(out.Name())
+	if rc != 0 {
+		stderr, _ := os.ReadFile(errF.Name())
+		t.Fatalf("exit %d: %s", rc, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
+	if len(lines) != 8 {
+		t.Fatalf("%d lines, want 8 (reward model, header, 4 stages, legend, total):\n%s", len(lines), stdout)
+	}
+	if !strings.HasPrefix(lines[0], "reward model (") || !strings.Contains(lines[0], "/24)") || !strings.Contains(lines[0], "/8)") {
+		t.Errorf("reward model line %q (want its 24 training and 8 held-out pairs)", lines[0])
+	}
+	for i, name := range []string{"init (random weights)", "SFT", "GRPO reward model", "GRPO random (control)"} {
+		row := lines[2+i]
+		if !strings.HasPrefix(row, name) || strings.Count(row, "/6)") != 2 || strings.Count(row, "/3)") != 2 {
+			t.Errorf("row %d %q, want %s on 6 GRPO and 3 held-out problems", i, row, name)
+		}
+		if rl := i >= 2; rl == strings.Contains(row, "  -  ") {
+			t.Errorf("row %q: a reward only for the RL stages", row)
+		}
+	}
+}
