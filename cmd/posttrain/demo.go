@@ -51,7 +51,7 @@ func init() {
 				}
 				return nil
 			}
-			for _, f := range []string{"rm-steps", "rm-batch", "rm-learning-rate", "rm-train-wrongs"} {
+			for _, f := range []string{"rm-steps", "rm-batch", "rm-learning-rate", "rm-train-wrongs", "reuse-rm", "rl-stages", "ppo-updates", "ppo-prompts", "ppo-epochs", "ppo-learning-rate", "ppo-kl-coef"} {
 				if cmd.IsSet(f) {
 					return usageError{fmt.Errorf("%s: --%s is a flag of the RLHF demo: add --rlhf", cmd.FullName(), f)}
 				}
@@ -93,6 +93,13 @@ func demoFlags() []cli.Flag {
 		&cli.IntFlag{Name: "rm-batch", Value: r.RMBatch, Usage: "--rlhf: reward model pairs per step"},
 		&cli.FloatFlag{Name: "rm-learning-rate", Value: r.RMLearningRate, Usage: "--rlhf: reward model learning rate"},
 		&cli.IntFlag{Name: "rm-train-wrongs", Value: r.RMTrainWrongs, Usage: "--rlhf: wrong answers per GRPO problem the reward model trains on (of 6; the others are held out)"},
+		&cli.BoolFlag{Name: "reuse-rm", Usage: "--rlhf: keep OUTPUT_DIR/rlhf/reward-model if it exists (its ranking is measured again)"},
+		&cli.StringSliceFlag{Name: "rl-stages", Usage: "--rlhf: run only these RL stages, in this order (grpo-reward-model, ppo-reward-model, grpo-random; default all)"},
+		&cli.IntFlag{Name: "ppo-updates", Value: r.PPOUpdates, Usage: "--rlhf: PPO rollout batches (updates)"},
+		&cli.IntFlag{Name: "ppo-prompts", Value: r.PPOPrompts, Usage: "--rlhf: PPO prompts per rollout batch"},
+		&cli.IntFlag{Name: "ppo-epochs", Value: r.PPOEpochs, Usage: "--rlhf: PPO optimizer steps (epochs) per rollout batch"},
+		&cli.FloatFlag{Name: "ppo-learning-rate", Value: r.PPOLearningRate, Usage: "--rlhf: PPO learning rate (policy and value model)"},
+		&cli.FloatFlag{Name: "ppo-kl-coef", Value: r.PPOKLCoef, Usage: "--rlhf: PPO's KL penalty coefficient"},
 		backendFlag(),
 	}
 }

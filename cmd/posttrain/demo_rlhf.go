@@ -30,6 +30,9 @@ func demoRLHF(ctx context.Context, cmd *cli.Command, o demo.Options) error {
 	r.Options = o
 	r.RMSteps, r.RMBatch, r.RMLearningRate = int(cmd.Int("rm-steps")), int(cmd.Int("rm-batch")), cmd.Float("rm-learning-rate")
 	r.RMTrainWrongs = int(cmd.Int("rm-train-wrongs"))
+	r.ReuseRewardModel, r.Only = cmd.Bool("reuse-rm"), cmd.StringSlice("rl-stages")
+	r.PPOUpdates, r.PPOPrompts, r.PPOEpochs = int(cmd.Int("ppo-updates")), int(cmd.Int("ppo-prompts")), int(cmd.Int("ppo-epochs"))
+	r.PPOLearningRate, r.PPOKLCoef = cmd.Float("ppo-learning-rate"), cmd.Float("ppo-kl-coef")
 	b, err := backend.New(backend.Resolve(cmd.String("backend")))
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd.FullName(), err)

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/posttrain/posttrain/data"
@@ -19,6 +21,7 @@ import (
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/ppo"
 	"github.com/posttrain/posttrain/trainers/reward"
 )
 
@@ -31,10 +34,24 @@ type RLHFOptions struct {
 	RMTrainWrongs    int
 	RMSteps, RMBatch int
 	RMLearningRate   float64
+	// ReuseRewardModel keeps OutputDir/rlhf/reward-model when it holds a model (its ranking is
+	// measured again), as ReuseSFT keeps the SFT model.
+	ReuseRewardModel bool
+	// Only, when not empty, names the RL stages to run (their Dir: grpo-reward-model,
+	// ppo-reward-model, grpo-random); the others are skipped.
+	Only []string
+
+	// PPO's stage (trainers/ppo, TRL's PPOTrainer semantics): PPOUpdates rollout batches of
+	// PPOPrompts prompts, each trained PPOEpochs optimizer steps (one mini-batch) on the clipped
+	// policy and value losses, responses of at most 4 tokens stopped at EOS, sampled at the
+	// demo's Temperature, the KL penalty PPOKLCoef; the value model starts from the reward model.
+	PPOUpdates, PPOPrompts, PPOEpochs int
+	PPOLearningRate, PPOKLCoef        float64
 }
 
 // DefaultRLHF is the configuration the README's RLHF numbers come from.
-var DefaultRLHF = RLHFOptions{Options: Default, RMTrainWrongs: 4, RMSteps: 100, RMBatch: 16, RMLearningRate: 1e-3}
+var DefaultRLHF = RLHFOptions{Options: Default, RMTrainWrongs: 4, RMSteps: 100, RMBatch: 16, RMLearningRate: 1e-3,
+	PPOUpdates: 30, PPOPrompts: 32, PPOEpochs: 4, PPOLearningRate: 1e-4, PPOKLCoef: 0.1}
 
 // RLHFDir is the RLHF demo's directory under OutputDir: the reward model and the RL runs (the
 // tokenizer, base and SFT model are the demo's, in OutputDir).
@@ -66,11 +83,15 @@ type RLStage struct {
 }
 
 // RLStages are the RLHF demo's RL runs, each from the SFT model: GRPO with the reward model as its
-// only reward, and the demo's control, GRPO with the seeded random reward.
+// only reward, PPO with the reward model (and a value model started from it), and the demo's
+// control, GRPO with the seeded random reward.
 func RLStages(o RLHFOptions, env Env, split Split) []RLStage {
 	return []RLStage{
 		{Name: "GRPO reward model", Dir: "grpo-reward-model", Train: func(ctx stdctx.Context, sftDir, rmDir, outDir string) (float64, error) {
 			return runGRPOWith(ctx, o.Options, env, sftDir, outDir, nil, []string{rmDir}, "reward model "+rmDir, o.Seed, split)
+		}},
+		{Name: "PPO reward model", Dir: "ppo-reward-model", Train: func(ctx stdctx.Context, sftDir, rmDir, outDir string) (float64, error) {
+			return runPPO(ctx, o, env, sftDir, rmDir, outDir, split)
 		}},
 		{Name: "GRPO random (control)", Dir: "grpo-random", Train: func(ctx stdctx.Context, sftDir, _, outDir string) (float64, error) {
 			return runGRPO(ctx, o.Options, env, sftDir, outDir, "random", o.Seed, split)
@@ -99,6 +120,21 @@ func RunRLHF(ctx stdctx.Context, o RLHFOptions, env Env, rl []RLStage) (*RLHFRep
 	if rl == nil {
 		rl = RLStages(o, env, split)
 	}
+	if len(o.Only) > 0 {
+		var kept []RLStage
+		for _, name := range o.Only {
+			i := slices.IndexFunc(rl, func(s RLStage) bool { return s.Dir == name })
+			if i < 0 {
+				var names []string
+				for _, s := range rl {
+					names = append(names, s.Dir)
+				}
+				return nil, fmt.Errorf("demo: no RL stage %q (stages: %s)", name, strings.Join(names, ", "))
+			}
+			kept = append(kept, rl[i])
+		}
+		rl = kept
+	}
 	r := &stages{o: o.Options, env: env, split: split, rep: &Report{}}
 	sftDir, err := r.sft(ctx)
 	if err != nil {
@@ -112,8 +148,10 @@ func RunRLHF(ctx stdctx.Context, o RLHFOptions, env Env, rl []RLStage) (*RLHFRep
 	if len(heldRows) == 0 {
 		return nil, fmt.Errorf("demo: no held-out pairs of the GRPO problems with %d wrong answers per problem for training", o.RMTrainWrongs)
 	}
-	if err := runRewardModel(ctx, o, env, sftDir, rmDir, trainRows); err != nil {
-		return nil, err
+	if _, err := os.Stat(filepath.Join(rmDir, "config.json")); err != nil || !o.ReuseRewardModel {
+		if err := runRewardModel(ctx, o, env, sftDir, rmDir, trainRows); err != nil {
+			return nil, err
+		}
 	}
 	rm := RewardModelReport{Dir: rmDir}
 	scorer, err := loop.LoadScorer(env.Backend, rmDir, false, 64)
@@ -208,6 +246,28 @@ func runRewardModel(ctx stdctx.Context, o RLHFOptions, env Env, sftDir, dir stri
 		return fmt.Errorf("demo reward model: %w", err)
 	}
 	return nil
+}
+
+// runPPO trains the SFT model with PPO (trainers/ppo) against the reward model in rmDir, its value
+// model started from the reward model (TRL's ppo.py), on the GRPO problems' prompts into dir, and
+// returns the last logged mean score (objective/scores).
+func runPPO(ctx stdctx.Context, o RLHFOptions, env Env, sftDir, rmDir, dir string, split Split) (float64, error) {
+	cfg := config.DefaultPPO()
+	cfg.Model, cfg.RewardModelPath, cfg.Dataset, cfg.OutputDir = sftDir, rmDir, "demo:ppo", dir
+	cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps, cfg.NumPPOEpochs = o.PPOPrompts, 1, o.PPOEpochs
+	cfg.ResponseLength, cfg.StopToken, cfg.Temperature, cfg.KLCoef = 4, "eos", o.Temperature, o.PPOKLCoef
+	cfg.MaxSteps, cfg.LearningRate, cfg.LRSchedulerType, cfg.WeightDecay = o.PPOUpdates, o.PPOLearningRate, "constant", 0
+	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed = 5, 0, o.Seed
+	cfg.OverwriteOutputDir = true // the demo redoes its stages: a rerun replaces the previous one
+	cfg.Resolve()
+	if err := cfg.Validate(); err != nil {
+		return 0, fmt.Errorf("demo ppo: %w", err)
+	}
+	sum, err := ppo.Run(ctx, cfg, sftDir, ppo.RunOptions{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress, Rows: PromptRows(split.Train)})
+	if err != nil {
+		return 0, fmt.Errorf("demo ppo: %w", err)
+	}
+	return sum.Last.Metrics["objective/scores"], nil
 }
 
 // RankPairs scores each preference row's chosen and rejected answer with the reward model s as
