@@ -14,6 +14,7 @@ func TestDemo_RLHFFlagsBelongToTheirDemo(t *testing.T) {
 		want string
 	}{
 		{[]string{"demo", "--rm-steps", "3"}, "--rm-steps is a flag of the RLHF demo: add --rlhf"},
+		{[]string{"demo", "--ppo-updates", "3"}, "--ppo-updates is a flag of the RLHF demo: add --rlhf"},
 		{[]string{"demo", "--rlhf", "--reward", "mult_correct"}, "--reward is not a flag of the RLHF demo"},
 		{[]string{"demo", "--rlhf", "--grpo-seeds", "2"}, "--grpo-seeds is not a flag of the RLHF demo"},
 	} {
@@ -39,20 +40,21 @@ func TestDemo_RLHFMiniature(t *testing.T) {
 	defer errF.Close()
 	rc := run([]string{"posttrain", "demo", "--rlhf", "--output-dir", filepath.Join(dir, "demo"), "--max-factor", "4", "--held-out", "3",
 		"--hidden-size", "16", "--intermediate-size", "32", "--layers", "1", "--sft-steps", "3", "--sft-batch", "4",
-		"--grpo-steps", "2", "--grpo-prompts", "2", "--num-generations", "4", "--rm-steps", "3", "--rm-batch", "4"}, out, errF)
+		"--grpo-steps", "2", "--grpo-prompts", "2", "--num-generations", "4", "--rm-steps", "3", "--rm-batch", "4",
+		"--ppo-updates", "2", "--ppo-prompts", "4", "--ppo-epochs", "2"}, out, errF)
 	stdout, _ := os.ReadFile(out.Name())
 	if rc != 0 {
 		stderr, _ := os.ReadFile(errF.Name())
 		t.Fatalf("exit %d: %s", rc, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
-	if len(lines) != 8 {
-		t.Fatalf("%d lines, want 8 (reward model, header, 4 stages, legend, total):\n%s", len(lines), stdout)
+	if len(lines) != 9 {
+		t.Fatalf("%d lines, want 9 (reward model, header, 5 stages, legend, total):\n%s", len(lines), stdout)
 	}
 	if !strings.HasPrefix(lines[0], "reward model (") || !strings.Contains(lines[0], "/24)") || !strings.Contains(lines[0], "/8)") {
 		t.Errorf("reward model line %q (want its 24 training and 8 held-out pairs)", lines[0])
 	}
-	for i, name := range []string{"init (random weights)", "SFT", "GRPO reward model", "GRPO random (control)"} {
+	for i, name := range []string{"init (random weights)", "SFT", "GRPO reward model", "PPO reward model", "GRPO random (control)"} {
 		row := lines[2+i]
 		if !strings.HasPrefix(row, name) || strings.Count(row, "/6)") != 2 || strings.Count(row, "/3)") != 2 {
 			t.Errorf("row %d %q, want %s on 6 GRPO and 3 held-out problems", i, row, name)

@@ -50,7 +50,7 @@ func TestPreferencePairs_Split(t *testing.T) {
 	}
 }
 
-// A miniature RLHF demo runs every stage end to end (SFT, reward model, GRPO with it, control)
+// A miniature RLHF demo runs every stage end to end (SFT, reward model, GRPO and PPO with it, control)
 // and leaves checkpoints that load; the learning itself is measured by `posttrain demo --rlhf`.
 func TestRunRLHF_Miniature(t *testing.T) {
 	o := DefaultRLHF
@@ -59,6 +59,7 @@ func TestRunRLHF_Miniature(t *testing.T) {
 	o.Shape = ModelShape{Hidden: 16, Intermediate: 32, Layers: 1, Heads: 2, KVHeads: 1}
 	o.SFTSteps, o.SFTBatch, o.GRPOSteps, o.GRPOPrompts, o.NumGenerations = 3, 4, 2, 2, 4
 	o.RMSteps, o.RMBatch = 3, 4
+	o.PPOUpdates, o.PPOPrompts, o.PPOEpochs = 2, 4, 2
 	b := backend.MustNew(backend.Default)
 	rep, err := RunRLHF(stdctx.Background(), o, Env{Backend: b}, nil)
 	if err != nil {
@@ -71,7 +72,7 @@ func TestRunRLHF_Miniature(t *testing.T) {
 			t.Errorf("%s evaluated on %+v/%+v problems, want 3 held out and 6 trained", s.Name, s.HeldOut, s.Train)
 		}
 	}
-	if got := strings.Join(names, "|"); got != "init (random weights)|SFT|GRPO reward model|GRPO random (control)" {
+	if got := strings.Join(names, "|"); got != "init (random weights)|SFT|GRPO reward model|PPO reward model|GRPO random (control)" {
 		t.Errorf("stages %s", got)
 	}
 	// 6 GRPO problems (2..4)², two of them squares: 4·4 + 2·4 = 24 training pairs; 4·2 held out;
@@ -96,8 +97,8 @@ func TestRunRLHF_Miniature(t *testing.T) {
 	if _, err := loop.LoadModel(filepath.Join(o.OutputDir, "sft"), false); err != nil {
 		t.Errorf("SFT: %v", err)
 	}
-	if len(rep.RL) != 2 {
-		t.Fatalf("%d RL rows, want 2", len(rep.RL))
+	if len(rep.RL) != 3 {
+		t.Fatalf("%d RL rows, want 3", len(rep.RL))
 	}
 	for _, s := range rep.RL {
 		if filepath.Dir(s.Dir) != filepath.Join(o.OutputDir, RLHFDir) {
@@ -116,5 +117,33 @@ func TestRunRLHF_Miniature(t *testing.T) {
 	}
 	if !strings.Contains(string(m), `"rewards/reward-model/mean"`) {
 		t.Errorf("the reward-model GRPO run logged no rewards/reward-model/mean:\n%s", m)
+	}
+	if m, err = os.ReadFile(filepath.Join(rep.RL[1].Dir, "metrics.jsonl")); err != nil || !strings.Contains(string(m), `"objective/scores"`) {
+		t.Errorf("the PPO run logged no objective/scores (%v):\n%s", err, m)
+	}
+	if _, fresh, err := loop.LoadClassifier(filepath.Join(rep.RL[1].Dir, loop.ValueDir), false, 1, 0); err != nil || fresh {
+		t.Errorf("PPO's value model: fresh head %v, %v", fresh, err)
+	}
+
+	// Reusing the SFT and reward models runs only the stages asked for, in their order.
+	weights := filepath.Join(rm.Dir, "model.safetensors")
+	before, err := os.Stat(weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.ReuseSFT, o.ReuseRewardModel, o.Only = true, true, []string{"grpo-random", "ppo-reward-model"}
+	again, err := RunRLHF(stdctx.Background(), o, Env{Backend: b}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.Stat(weights); err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("--reuse-rm retrained the reward model (%v)", err)
+	}
+	if again.RewardModel.Unseen != rm.Unseen || len(again.RL) != 2 || again.RL[0].Name != "GRPO random (control)" || again.RL[1].Name != "PPO reward model" {
+		t.Errorf("reused run: ranking %+v (first %+v), stages %+v", again.RewardModel.Unseen, rm.Unseen, again.RL)
+	}
+	o.Only = []string{"ppo"}
+	if _, err := RunRLHF(stdctx.Background(), o, Env{Backend: b}, nil); err == nil || !strings.Contains(err.Error(), `no RL stage "ppo" (stages: grpo-reward-model, ppo-reward-model, grpo-random)`) {
+		t.Errorf("unknown stage: %v", err)
 	}
 }
