@@ -243,10 +243,8 @@ func runSFT(ctx stdctx.Context, o Options, env Env, base, dir string, problems [
 	cfg.MaxSteps, cfg.PerDeviceTrainBatchSize, cfg.LearningRate = o.SFTSteps, o.SFTBatch, o.SFTLearningRate
 	cfg.LRSchedulerType, cfg.WarmupRatio, cfg.WeightDecay = "constant_with_warmup", 0.05, 0
 	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed, cfg.MaxLength = 10, 0, o.Seed, 128
-	cfg.OverwriteOutputDir = true // the demo redoes its stages: a rerun replaces the previous one
-	cfg.Resolve()
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("demo sft: %w", err)
+	if err := prepare(cfg, "sft"); err != nil {
+		return err
 	}
 	m, err := loop.LoadModel(base, false)
 	if err != nil {
@@ -282,14 +280,24 @@ func runGRPOWith(ctx stdctx.Context, o Options, env Env, from, dir string, funcs
 	cfg.Beta = o.Beta
 	cfg.MaxSteps, cfg.LearningRate, cfg.LRSchedulerType, cfg.WeightDecay = o.GRPOSteps, o.GRPOLearningRate, "constant", 0
 	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed = 5, 0, seed
-	cfg.OverwriteOutputDir = true // the demo redoes its stages: a rerun replaces the previous one
-	cfg.Resolve()
-	if err := cfg.Validate(); err != nil {
-		return 0, fmt.Errorf("demo grpo: %w", err)
+	if err := prepare(cfg, "grpo"); err != nil {
+		return 0, err
 	}
 	sum, err := grpo.Run(ctx, cfg, from, grpo.RunOptions{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress, Rows: PromptRows(split.Train)})
 	if err != nil {
 		return 0, fmt.Errorf("demo grpo (%s): %w", what, err)
 	}
 	return sum.Last.Metrics["reward"], nil
+}
+
+// prepare readies a stage's configuration: overwrite_output_dir (the demo redoes its stages: a
+// rerun replaces the previous one), then Resolve and Validate; an invalid option is an error
+// naming the stage.
+func prepare(cfg config.Config, stage string) error {
+	cfg.Common().OverwriteOutputDir = true
+	cfg.Resolve()
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("demo %s: %w", stage, err)
+	}
+	return nil
 }

@@ -228,10 +228,8 @@ func runRewardModel(ctx stdctx.Context, o RLHFOptions, env Env, sftDir, dir stri
 	cfg.MaxSteps, cfg.PerDeviceTrainBatchSize, cfg.LearningRate = o.RMSteps, o.RMBatch, o.RMLearningRate
 	cfg.LRSchedulerType, cfg.WarmupRatio, cfg.WeightDecay = "constant_with_warmup", 0.05, 0
 	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed = 10, 0, o.Seed
-	cfg.OverwriteOutputDir = true // the demo redoes its stages: a rerun replaces the previous one
-	cfg.Resolve()
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("demo reward model: %w", err)
+	if err := prepare(cfg, "reward model"); err != nil {
+		return err
 	}
 	m, _, err := loop.LoadClassifier(sftDir, false, 1, uint64(o.Seed))
 	if err != nil {
@@ -258,10 +256,8 @@ func runPPO(ctx stdctx.Context, o RLHFOptions, env Env, sftDir, rmDir, dir strin
 	cfg.ResponseLength, cfg.StopToken, cfg.Temperature, cfg.KLCoef = 4, "eos", o.Temperature, o.PPOKLCoef
 	cfg.MaxSteps, cfg.LearningRate, cfg.LRSchedulerType, cfg.WeightDecay = o.PPOUpdates, o.PPOLearningRate, "constant", 0
 	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed = 5, 0, o.Seed
-	cfg.OverwriteOutputDir = true // the demo redoes its stages: a rerun replaces the previous one
-	cfg.Resolve()
-	if err := cfg.Validate(); err != nil {
-		return 0, fmt.Errorf("demo ppo: %w", err)
+	if err := prepare(cfg, "ppo"); err != nil {
+		return 0, err
 	}
 	sum, err := ppo.Run(ctx, cfg, sftDir, ppo.RunOptions{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress, Rows: PromptRows(split.Train)})
 	if err != nil {
