@@ -88,7 +88,7 @@ func demoFlags() []cli.Flag {
 		&cli.IntFlag{Name: "grpo-seeds", Value: d.GRPOSeeds, Usage: "verifier GRPO runs with consecutive seeds, to measure run-to-run noise"},
 		&cli.IntFlag{Name: "hidden-size", Value: d.Shape.Hidden, Usage: "model width"},
 		&cli.IntFlag{Name: "layers", Value: d.Shape.Layers, Usage: "decoder layers"},
-		&cli.BoolFlag{Name: "rlhf", Usage: "the RLHF demo instead: SFT → reward model on preference pairs → GRPO with the learned reward vs GRPO (random reward), under OUTPUT_DIR/rlhf"},
+		&cli.BoolFlag{Name: "rlhf", Usage: "the RLHF demo instead: SFT → reward model on preference pairs → GRPO and PPO with the learned reward vs GRPO (random reward), under OUTPUT_DIR/rlhf"},
 		&cli.IntFlag{Name: "rm-steps", Value: r.RMSteps, Usage: "--rlhf: reward model optimizer steps"},
 		&cli.IntFlag{Name: "rm-batch", Value: r.RMBatch, Usage: "--rlhf: reward model pairs per step"},
 		&cli.FloatFlag{Name: "rm-learning-rate", Value: r.RMLearningRate, Usage: "--rlhf: reward model learning rate"},

@@ -1,7 +1,7 @@
 package main
 
 // `posttrain demo --rlhf`: the demo's SFT model → a reward model on multiplication preference
-// pairs → GRPO with the learned reward, against the random-reward GRPO control.
+// pairs → GRPO and PPO with the learned reward, against the random-reward GRPO control.
 
 import (
 	"context"

@@ -20,11 +20,11 @@
 //
 // RunRLHF is `posttrain demo --rlhf` (rlhf.go): from the same SFT model, a reward model
 // (trainers/reward) on multiplication preference pairs of the GRPO problems, its ranking of
-// held-out pairs, then RL stages from the SFT model with the learned reward against the
-// random-reward control, scored as above.
+// held-out pairs, then RL stages from the SFT model with the learned reward (GRPO, and PPO through
+// trainers/ppo) against the random-reward control, scored as above.
 //
 // It is the demo's orchestrator, so unlike the trainer packages, which import no other trainer, it
-// imports trainers/sft, trainers/grpo and trainers/reward (and trainers/eval to score each stage).
+// imports trainers/sft, trainers/grpo, trainers/reward and trainers/ppo (and trainers/eval to score each stage).
 package demo
 
 import (
