@@ -183,7 +183,7 @@ func TestPEFT_HandWrittenAdapterAndMerge(t *testing.T) {
 	other := looptest.Fixture(t, "qwen3-tiny")
 	for _, c := range []struct{ model, edit, want string }{
 		{looptest.Model(t), "", "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight has shape [2 64]"},
-		{other, "", "q_proj.lora_B.weight has shape [64 2], the model's layer needs [128 2]"},
+		{other, "", "q_proj.lora_B.weight has shape [64 2], want [128 2] (the model's layer; an adapter of another base model?)"},
 		{base, `"target_modules": ["c_attn"]`, `"c_attn" is not a linear layer of the qwen2 model`},
 		{base, `"modules_to_save": ["q_norm"]`, `modules_to_save: module "q_norm" is not in the qwen2 model`},
 		{base, `"use_dora": true`, "use_dora: DoRA is not supported"},

@@ -56,18 +56,11 @@ func (a *Adapter) SetWeights(ctx *context.Context, stored map[string]*safetensor
 		}
 	}
 	for i, v := range vars {
-		st, ok := stored[names[i]]
-		if !ok {
-			return fmt.Errorf("%s: tensor %s is missing", source, names[i])
-		}
-		if !slices.Equal(st.Shape, v.Shape().Dimensions) {
-			return fmt.Errorf("%s: tensor %s has shape %v, the model's layer needs %v (an adapter of another base model?)", source, names[i], st.Shape, v.Shape().Dimensions)
-		}
-		f, err := st.Float32s()
+		f, err := safetensors.Float32sShaped(stored, names[i], v.Shape().Dimensions)
 		if err != nil {
-			return fmt.Errorf("%s: %s: %w", source, names[i], err)
+			return fmt.Errorf("%s: %w (the model's layer; an adapter of another base model?)", source, err)
 		}
-		if err := v.SetValue(asDType(f, st.Shape, v.DType())); err != nil {
+		if err := v.SetValue(asDType(f, v.Shape().Dimensions, v.DType())); err != nil {
 			return err
 		}
 	}

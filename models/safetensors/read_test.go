@@ -165,3 +165,22 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// Float32sShaped restores a variable's values: present, the wanted shape, converted to float32;
+// otherwise an error naming the tensor and the two shapes.
+func TestFloat32sShaped(t *testing.T) {
+	bf := &Tensor{Name: "w", DType: "BF16", Shape: []int{2}, Data: []byte{0x80, 0x3f, 0x00, 0xc0}} // 1, −2
+	stored := map[string]*Tensor{"w": bf}
+	if f, err := Float32sShaped(stored, "w", []int{2}); err != nil || len(f) != 2 || f[0] != 1 || f[1] != -2 {
+		t.Errorf("Float32sShaped = %v, %v; want [1 -2]", f, err)
+	}
+	for _, c := range []struct {
+		name string
+		want []int
+		msg  string
+	}{{"v", []int{2}, "tensor v is missing"}, {"w", []int{1, 2}, "tensor w has shape [2], want [1 2]"}} {
+		if _, err := Float32sShaped(stored, c.name, c.want); err == nil || err.Error() != c.msg {
+			t.Errorf("Float32sShaped(%s, %v): err %v, want %q", c.name, c.want, err, c.msg)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Tensor is one named tensor: its dtype as spelled in the header ("F32", "BF16", ...), its shape
@@ -76,6 +77,24 @@ func (t *Tensor) check() error {
 		return fmt.Errorf("tensor %q: %s%v needs %d bytes, has %d", t.Name, t.DType, t.Shape, want, len(t.Data))
 	}
 	return nil
+}
+
+// Float32sShaped returns the float32 values (Float32s) of stored[name] after checking that the
+// tensor is there and has the shape want: what restoring a variable from a file needs. Its errors
+// name the tensor ("tensor NAME is missing", "tensor NAME has shape S, want W"); callers add the file.
+func Float32sShaped(stored map[string]*Tensor, name string, want []int) ([]float32, error) {
+	t, ok := stored[name]
+	if !ok {
+		return nil, fmt.Errorf("tensor %s is missing", name)
+	}
+	if !slices.Equal(t.Shape, want) {
+		return nil, fmt.Errorf("tensor %s has shape %v, want %v", name, t.Shape, want)
+	}
+	f, err := t.Float32s()
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", name, err)
+	}
+	return f, nil
 }
 
 // Float32s converts the data to float32: F32 as is, BF16 and F16 exactly, F64 rounded.

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
-	"slices"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
@@ -177,16 +176,9 @@ func (t *Trainer) readReference(dir string, step int) error {
 		return err
 	}
 	for i, v := range vars {
-		s, ok := stored[names[i]]
-		if !ok {
-			return fmt.Errorf("%s: weight %s is missing", path, names[i])
-		}
-		if !slices.Equal(s.Shape, v.Shape().Dimensions) {
-			return fmt.Errorf("%s: weight %s has shape %v, want %v", path, names[i], s.Shape, v.Shape().Dimensions)
-		}
-		w, err := s.Float32s()
+		w, err := safetensors.Float32sShaped(stored, names[i], v.Shape().Dimensions)
 		if err != nil {
-			return fmt.Errorf("%s: %s: %w", path, names[i], err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		if err := t.setReference(v, w); err != nil {
 			return fmt.Errorf("%s: %s: %w", path, names[i], err)

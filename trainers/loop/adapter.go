@@ -131,18 +131,11 @@ func (m *Model) SetAdapterWeights(stored map[string]*safetensors.Tensor, source 
 		}
 	}
 	for i, v := range vars {
-		st, ok := stored[names[i]]
-		if !ok {
-			return fmt.Errorf("%s: tensor %s is missing", source, names[i])
-		}
-		if !slices.Equal(st.Shape, v.Shape().Dimensions) {
-			return fmt.Errorf("%s: tensor %s has shape %v, the model's layer needs %v", source, names[i], st.Shape, v.Shape().Dimensions)
-		}
-		f, err := st.Float32s()
+		f, err := safetensors.Float32sShaped(stored, names[i], v.Shape().Dimensions)
 		if err != nil {
-			return fmt.Errorf("%s: %s: %w", source, names[i], err)
+			return fmt.Errorf("%s: %w (the model's layer)", source, err)
 		}
-		t := tensors.FromFlatDataAndDimensions(f, st.Shape...)
+		t := tensors.FromFlatDataAndDimensions(f, v.Shape().Dimensions...)
 		master := m.Master(v)
 		if master == nil {
 			return fmt.Errorf("model: %s has no float32 master", names[i])
