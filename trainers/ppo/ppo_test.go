@@ -106,6 +106,18 @@ func TestPPO_Step1Invariants(t *testing.T) {
 	if f := u.First; f["policy/approxkl"] != 0 || f["policy/clipfrac"] != 0 || f["val/ratio"] != 1 {
 		t.Errorf("first micro-batch: approxkl %g clipfrac %g ratio %.17g, want 0, 0, 1", f["policy/approxkl"], f["policy/clipfrac"], f["val/ratio"])
 	}
+	// TRL's statistics tensors are (epochs 2, mini-batches 2, gradient_accumulation_steps 4): each
+	// mini-batch fills 2 of its 4 entries, and the logged means count the zeros left.
+	if len(u.Micro) != 8 {
+		t.Fatalf("%d micro-batches, want 2 epochs × 2 mini-batches × 2", len(u.Micro))
+	}
+	sum := 0.0
+	for _, m := range u.Micro {
+		sum += m["val/ratio"]
+	}
+	if got, want := u.Metrics["val/ratio"], sum/16; math.Abs(got-want) > 1e-12 || math.Abs(got-0.5) > 0.05 {
+		t.Errorf("logged val/ratio %.17g, want Σ micro ratios / 16 = %.17g (about 0.5)", got, want)
+	}
 	if kl := infos[1].Metrics["objective/kl"]; kl == 0 || math.IsNaN(kl) {
 		t.Errorf("update 2 objective/kl = %g, want ≠ 0 after 8 optimizer steps", kl)
 	}
