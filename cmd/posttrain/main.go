@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -97,6 +98,9 @@ func main() {
 func run(args []string, stdout, stderr *os.File) int {
 	t0 := time.Now()
 	defer writeCompileReport(stderr, t0)
+	if stop := startCPUProfile(stderr); stop != nil {
+		defer stop()
+	}
 	app := newApp()
 	app.Writer, app.ErrWriter = stdout, stderr
 	if err := checkCommand(app, args); err != nil {
@@ -149,5 +153,35 @@ func writeCompileReport(stderr *os.File, t0 time.Time) {
 	line := fmt.Sprintf("{\"graphs\": %d, \"compile_s\": %.3f, \"wall_s\": %.3f}\n", c.Graphs, c.Time.Seconds(), time.Since(t0).Seconds())
 	if err := os.WriteFile(path, []byte(line), 0o644); err != nil {
 		fmt.Fprintf(stderr, "posttrain: $%s: %v\n", CompileReportEnv, err)
+	}
+}
+
+// CPUProfileEnv names a file that receives a CPU profile of the whole command (`go tool pprof -top
+// bin/posttrain FILE`): where a run's time goes, on any backend, without a rebuild.
+const CPUProfileEnv = "POSTTRAIN_CPUPROFILE"
+
+// startCPUProfile starts the profile $POSTTRAIN_CPUPROFILE asks for and returns what stops and
+// writes it; nil when the variable is unset or the file cannot be made (said on stderr: the
+// command still runs).
+func startCPUProfile(stderr *os.File) func() {
+	path := os.Getenv(CPUProfileEnv)
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "posttrain: $%s: %v\n", CPUProfileEnv, err)
+		return nil
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintf(stderr, "posttrain: $%s: %v\n", CPUProfileEnv, err)
+		f.Close()
+		return nil
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(stderr, "posttrain: $%s: %v\n", CPUProfileEnv, err)
+		}
 	}
 }

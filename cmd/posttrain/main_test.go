@@ -40,3 +40,24 @@ func TestRun_UnknownCommandIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// $POSTTRAIN_CPUPROFILE gets a CPU profile of the command (gzip-compressed protobuf, as
+// runtime/pprof writes); a file that cannot be made is said on stderr in one line and the
+// command still runs.
+func TestRun_CPUProfileEnv(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.prof")
+	t.Setenv(CPUProfileEnv, prof)
+	if rc, stderr := runFiles(t, "init", "--preset", "tiny", "--out", filepath.Join(dir, "m")); rc != 0 {
+		t.Fatalf("exit %d: %s", rc, stderr)
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile %s: %d bytes, err %v; want a gzip-compressed profile", prof, len(b), err)
+	}
+	t.Setenv(CPUProfileEnv, filepath.Join(dir, "no-such-dir", "cpu.prof"))
+	rc, stderr := runFiles(t, "init", "--preset", "tiny", "--out", filepath.Join(dir, "m2"))
+	if rc != 0 || !strings.Contains(stderr, "$"+CPUProfileEnv) || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("unwritable profile: exit %d, stderr %q; want exit 0 and one line naming $%s", rc, stderr, CPUProfileEnv)
+	}
+}

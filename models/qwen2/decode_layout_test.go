@@ -3,6 +3,7 @@ package qwen2
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -135,5 +136,31 @@ func TestGenerate_DecodeLayout(t *testing.T) {
 	}
 	if lp := gens[0].LogProbs[1]; math.Abs(lp+math.Log(float64(cfg.VocabSize))) > 1e-4 {
 		t.Fatalf("decode step with a zeroed LM-head layout: log-prob %.6f, want −ln %d", lp, cfg.VocabSize)
+	}
+}
+
+// PrepareWeights writes each layout into a buffer of the pure-Go backend (which shares its buffers
+// with the host), not into a host tensor that the first execution would copy again: before any
+// execution, the layout is on the backend and has no host copy, and it holds w's values.
+func TestPrepareWeights_LayoutInBackendBuffer(t *testing.T) {
+	ctx, cfg := layoutConfig(t)
+	b := testBackendOrSkip(t)
+	if err := (Arch{Config: cfg}).PrepareWeights(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	const scope = "/model/layers/1/mlp/down_proj"
+	lv := ctx.GetVariableByScopeAndName(decodeLayoutScope+scope, "weight")
+	if lv == nil {
+		t.Fatalf("no decode layout of %s", scope)
+	}
+	val := lv.MustValue()
+	if val.HasLocal() || !val.IsOnDevice(0) {
+		t.Fatalf("decode layout of %s: host copy %v, on the backend %v; want only the backend's buffer", scope, val.HasLocal(), val.IsOnDevice(0))
+	}
+	w := ctx.GetVariableByScopeAndName(scope, "weight").MustValue()
+	want := tensors.MustCopyFlatData[float32](decodeLayoutOf(w, [4]int(val.Shape().Dimensions)))
+	got := tensors.MustCopyFlatData[float32](val)
+	if !slices.Equal(got, want) {
+		t.Fatalf("decode layout of %s differs from decodeLayoutOf", scope)
 	}
 }

@@ -106,12 +106,22 @@ func SetWeights(ctx *context.Context, cfg *Config, stored map[string]*safetensor
 	return nil
 }
 
-// toTensor converts a stored tensor to a GoMLX tensor of dtype; BF16 → bfloat16 keeps the bits.
+// toTensor converts a stored tensor to a GoMLX tensor of dtype; BF16 → bfloat16 keeps the bits,
+// and float32 values are decoded straight into the tensor (no intermediate copy of the weights:
+// at Qwen2.5-0.5B's size that was 2 GB and a quarter of `generate`'s start-up).
 func toTensor(st *safetensors.Tensor, dtype dtypes.DType) (*tensors.Tensor, error) {
 	if dtype == dtypes.BFloat16 && st.DType == "BF16" {
 		t := tensors.FromShape(shapes.Make(dtype, st.Shape...))
 		err := t.MutableBytes(func(b []byte) { copy(b, st.Data) })
 		return t, err
+	}
+	if dtype == dtypes.Float32 {
+		t := tensors.FromShape(shapes.Make(dtype, st.Shape...))
+		var derr error
+		if err := tensors.MutableFlatData(t, func(f []float32) { derr = st.DecodeFloat32s(f) }); err != nil {
+			return nil, err
+		}
+		return t, derr
 	}
 	f32, err := st.Float32s()
 	if err != nil {

@@ -155,3 +155,40 @@ func TestFloat32ToF16_MatchesPythonStruct(t *testing.T) {
 		}
 	}
 }
+
+// A tensor large enough to be decoded in slices on several goroutines gives every value where a
+// one-element tensor of it would put it (the slices' bounds land on whole elements of every
+// dtype), and a destination of the wrong length is refused.
+func TestDecodeFloat32s_SlicedEqualsElementwise(t *testing.T) {
+	n := 3*parallelDecodeMin + 7
+	in := make([]float32, n)
+	for i := range in {
+		in[i] = float32(i%1000)/7 - float32(i%13)
+	}
+	for _, dtype := range []string{"F32", "BF16", "F16", "F64"} {
+		tt := FromFloat32s("w", []int{n}, in, dtype)
+		got := make([]float32, n)
+		if err := tt.DecodeFloat32s(got); err != nil {
+			t.Fatal(err)
+		}
+		size := len(tt.Data) / n
+		for _, i := range []int{0, 1, parallelDecodeMin - 1, parallelDecodeMin, n / 2, n/2 + 1, 2*n/3 + 1, n - 1} {
+			one := &Tensor{Name: "w", DType: dtype, Shape: []int{1}, Data: tt.Data[i*size : (i+1)*size]}
+			want, err := one.Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[i] != want[0] {
+				t.Errorf("%s: element %d = %g, alone it decodes to %g", dtype, i, got[i], want[0])
+			}
+		}
+		for i := range got {
+			if math.Abs(float64(got[i]-in[i])) > 0.01*(1+math.Abs(float64(in[i]))) {
+				t.Fatalf("%s: element %d = %g, stored from %g", dtype, i, got[i], in[i])
+			}
+		}
+		if err := tt.DecodeFloat32s(make([]float32, n-1)); err == nil {
+			t.Errorf("%s: decoded %d values into %d without error", dtype, n, n-1)
+		}
+	}
+}

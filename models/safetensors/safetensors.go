@@ -12,7 +12,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 // Tensor is one named tensor: its dtype as spelled in the header ("F32", "BF16", ...), its shape
@@ -102,35 +104,70 @@ func (t *Tensor) Float32s() ([]float32, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	d := t.Data
+	out := make([]float32, t.NumElements())
+	if err := t.DecodeFloat32s(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DecodeFloat32s converts the data to float32 as Float32s does, into dst (NumElements long):
+// loading a model decodes each tensor straight into the memory that will hold it. A large tensor
+// is decoded in slices on all CPUs (reading a mapped file and writing fresh memory is mostly page
+// faults, which run in parallel).
+func (t *Tensor) DecodeFloat32s(dst []float32) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if n := t.NumElements(); len(dst) != n {
+		return fmt.Errorf("tensor %q: %d values to decode into %d", t.Name, n, len(dst))
+	}
+	var decode func(d []byte, dst []float32)
 	switch t.DType {
 	case "F32":
-		out := make([]float32, len(d)/4)
-		for i := range out {
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(d[4*i:]))
+		decode = func(d []byte, dst []float32) {
+			for i := range dst {
+				dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(d[4*i:]))
+			}
 		}
-		return out, nil
 	case "BF16":
-		out := make([]float32, len(d)/2)
-		for i := range out {
-			out[i] = BF16ToFloat32(binary.LittleEndian.Uint16(d[2*i:]))
+		decode = func(d []byte, dst []float32) {
+			for i := range dst {
+				dst[i] = BF16ToFloat32(binary.LittleEndian.Uint16(d[2*i:]))
+			}
 		}
-		return out, nil
 	case "F16":
-		out := make([]float32, len(d)/2)
-		for i := range out {
-			out[i] = F16ToFloat32(binary.LittleEndian.Uint16(d[2*i:]))
+		decode = func(d []byte, dst []float32) {
+			for i := range dst {
+				dst[i] = F16ToFloat32(binary.LittleEndian.Uint16(d[2*i:]))
+			}
 		}
-		return out, nil
 	case "F64":
-		out := make([]float32, len(d)/8)
-		for i := range out {
-			out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(d[8*i:])))
+		decode = func(d []byte, dst []float32) {
+			for i := range dst {
+				dst[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(d[8*i:])))
+			}
 		}
-		return out, nil
+	default:
+		return fmt.Errorf("tensor %q: dtype %s is not a floating-point type", t.Name, t.DType)
 	}
-	return nil, fmt.Errorf("tensor %q: dtype %s is not a floating-point type", t.Name, t.DType)
+	size := len(t.Data) / max(len(dst), 1)
+	parts := min(runtime.GOMAXPROCS(0), len(dst)/parallelDecodeMin)
+	if parts <= 1 {
+		decode(t.Data, dst)
+		return nil
+	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*len(dst)/parts, (p+1)*len(dst)/parts
+		wg.Go(func() { decode(t.Data[lo*size:hi*size], dst[lo:hi]) })
+	}
+	wg.Wait()
+	return nil
 }
+
+// parallelDecodeMin is the fewest values per goroutine of DecodeFloat32s.
+const parallelDecodeMin = 1 << 20
 
 // Float64s converts the data to float64 (exactly, for every supported dtype).
 func (t *Tensor) Float64s() ([]float64, error) {
