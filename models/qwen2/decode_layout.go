@@ -32,7 +32,7 @@ import (
 // 0.22 to 0.86 tokens/s (load average 8-11, BenchmarkCPU/decode, both runs back to back).
 //
 // The layouts are non-trainable variables at decodeLayoutScope followed by the weight's scope and
-// name (e.g. /posttrain_decode_layout/model/layers/0/mlp/gate_proj:weight), made on the host by
+// name (e.g. /posttrain_decode_layout/model/layers/0/mlp/gate_proj:weight), written by
 // Arch.PrepareWeights, which the Generator calls at the start of every cached generation: a layout
 // is made again when its weight's tensor changed (a trainer's update or a load sets a new tensor),
 // so only the first generation after a change pays for the copy. They cost one more copy of the
