@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/gomlx/gomlx/backends/simplego"
 	"sync/atomic"
 	"time"
 
@@ -58,4 +59,11 @@ func Unwrap(b backends.Backend) backends.Backend {
 		return c.Backend
 	}
 	return b
+}
+
+// IsPureGo reports whether b is GoMLX's pure-Go backend (simplego), wrapped or not: the backend
+// whose compilation is nearly free and whose matrix kernels the models lay their products out for.
+func IsPureGo(b backends.Backend) bool {
+	_, ok := Unwrap(b).(*simplego.Backend)
+	return ok
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
 	"github.com/posttrain/posttrain/internal/backend"
@@ -30,10 +31,14 @@ func load(t *testing.T, workload string, dtype dtypes.DType, training bool) *Env
 }
 
 func TestWarmupNewTokens_KeepsTheCacheBucket(t *testing.T) {
-	for _, c := range []struct{ plen, n, want int }{{64, 64, 2}, {8, 8, 2}, {5, 4, 2}, {64, 200, 193}, {100, 30, 2}} {
-		got := WarmupNewTokens(c.plen, c.n)
-		if got != c.want || generate.BucketLen(generate.BucketLen(c.plen)+got) != generate.BucketLen(generate.BucketLen(c.plen)+c.n) {
-			t.Errorf("WarmupNewTokens(%d, %d) = %d, want %d", c.plen, c.n, got, c.want)
+	pureGo := backend.MustNew(backend.Default)
+	for _, b := range []backends.Backend{nil, pureGo} { // nil: a compiling backend's buckets
+		for _, c := range []struct{ plen, n, want int }{{64, 64, 2}, {8, 8, 2}, {5, 4, 2}, {64, 200, 193}, {100, 30, 2}} {
+			got := WarmupNewTokens(b, c.plen, c.n)
+			pb := generate.PromptBucket(b, c.plen)
+			if generate.BucketLen(pb+got) != generate.BucketLen(pb+c.n) || (b == nil && got != c.want) {
+				t.Errorf("pure Go %v: WarmupNewTokens(%d, %d) = %d, want %d", b != nil, c.plen, c.n, got, c.want)
+			}
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/gomlx/gomlx/backends"
+
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
@@ -41,11 +43,11 @@ type DecodeParams struct {
 }
 
 // WarmupNewTokens is the fewest new tokens (≥ 2: one prefill and one decode step) whose cache
-// bucket is that of newTok: a warm-up that compiles the timed shapes in the least time.
-func WarmupNewTokens(plen, newTok int) int {
-	want := generate.BucketLen(generate.BucketLen(plen) + newTok)
+// bucket on backend b is that of newTok: a warm-up that compiles the timed shapes in the least time.
+func WarmupNewTokens(b backends.Backend, plen, newTok int) int {
+	want := generate.BucketLen(generate.PromptBucket(b, plen) + newTok)
 	for n := 2; n < newTok; n++ {
-		if generate.BucketLen(generate.BucketLen(plen)+n) == want {
+		if generate.BucketLen(generate.PromptBucket(b, plen)+n) == want {
 			return n
 		}
 	}
@@ -61,7 +63,7 @@ func Decode(env *Env, p DecodeParams) (*DecodeResult, error) {
 	res := &DecodeResult{Info: env.Info}
 	for _, bs := range p.Batches {
 		prompts := randomIDs(rng, env.Config, bs, p.PromptLen)
-		opts := generate.Options{MaxNewTokens: WarmupNewTokens(p.PromptLen, p.NewTokens), IgnoreEOS: true, Seed: p.Seed}
+		opts := generate.Options{MaxNewTokens: WarmupNewTokens(env.Backend, p.PromptLen, p.NewTokens), IgnoreEOS: true, Seed: p.Seed}
 		t0 := time.Now()
 		if _, err := gen.Generate(prompts, opts); err != nil {
 			return nil, fmt.Errorf("batch %d warm-up: %w", bs, err)

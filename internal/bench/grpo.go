@@ -138,7 +138,7 @@ func (r *grpoRun) sampling(maxNew int) generate.Options {
 // are).
 func (r *grpoRun) warmup(gen *generate.Generator) error {
 	t0 := time.Now()
-	wg, err := gen.Generate(r.prompts, r.sampling(WarmupNewTokens(r.p.PromptLen, r.p.NewTokens)))
+	wg, err := gen.Generate(r.prompts, r.sampling(WarmupNewTokens(r.env.Backend, r.p.PromptLen, r.p.NewTokens)))
 	if err != nil {
 		return fmt.Errorf("warm-up generation: %w", err)
 	}

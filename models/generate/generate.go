@@ -164,7 +164,7 @@ func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Genera
 		return nil, err
 	}
 	n := len(prompts)
-	rows, plen := bucketRows(n), BucketLen(maxLen(prompts))
+	rows, plen := bucketRows(n), PromptBucket(g.backend, maxLen(prompts))
 	clen := BucketLen(plen + opts.MaxNewTokens)
 	ids, mask := leftPad(prompts, rows, plen)
 	keyValid := make([][]int32, rows)

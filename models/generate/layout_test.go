@@ -3,12 +3,23 @@ package generate
 import (
 	"slices"
 	"testing"
+
+	"github.com/posttrain/posttrain/internal/backend"
 )
 
 func TestBuckets(t *testing.T) {
 	for _, c := range [][2]int{{1, 8}, {8, 8}, {9, 16}, {200, 256}, {256, 256}, {257, 384}, {1000, 1024}, {1025, 1152}} {
 		if got := BucketLen(c[0]); got != c[1] {
 			t.Errorf("BucketLen(%d) = %d, want %d", c[0], got, c[1])
+		}
+	}
+	pureGo := backend.MustNew(backend.Default)
+	for _, c := range [][3]int{{1, 8, 8}, {8, 8, 8}, {9, 16, 16}, {20, 32, 32}, {33, 64, 64}, {65, 128, 96}, {200, 256, 224}, {256, 256, 256}, {257, 384, 384}} {
+		if got := PromptBucket(nil, c[0]); got != c[1] {
+			t.Errorf("PromptBucket(compiling backend, %d) = %d, want %d", c[0], got, c[1])
+		}
+		if got := PromptBucket(pureGo, c[0]); got != c[2] {
+			t.Errorf("PromptBucket(pure Go, %d) = %d, want %d", c[0], got, c[2])
 		}
 	}
 	for _, c := range [][2]int{{1, 1}, {2, 2}, {3, 4}, {5, 8}, {16, 16}} {

@@ -87,7 +87,7 @@ func decodeLayoutDims(out, in int) (dims [4]int, ok bool) {
 // on other backends or when an adapter is set on ctx. generate.Generator calls it before each cached
 // generation (generate.WeightPreparer).
 func (a Arch) PrepareWeights(ctx *context.Context, b backends.Backend) error {
-	if _, ok := backend.Unwrap(b).(*simplego.Backend); !ok || AdapterOf(ctx) != nil {
+	if !backend.IsPureGo(b) || AdapterOf(ctx) != nil {
 		return nil
 	}
 	root := ctx.InAbsPath("/")

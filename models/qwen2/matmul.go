@@ -41,7 +41,7 @@ func matmulT(x, w *Node) *Node {
 // directSplit is the number of slices matmulT splits out into on the pure-Go backend (see
 // matmulT), 1 for no split.
 func directSplit(x *Node, rows, out int) int {
-	if _, ok := backend.Unwrap(x.Graph().Backend()).(*simplego.Backend); !ok {
+	if !backend.IsPureGo(x.Graph().Backend()) {
 		return 1
 	}
 	blockDim := 1 << simplego.DotGeneralTargetBlockLog2Dim[x.DType()]
