@@ -164,6 +164,10 @@ func decodeLayoutOn(b backends.Backend, w *tensors.Tensor, dims [4]int) (*tensor
 		return nil, fmt.Errorf("the backend's float32 buffer holds %T", flat)
 	}
 	fillDecodeLayout(dst, w, dims)
+	// FromBuffer's tensor does not know the buffer is shared (GoMLX v0.26 builds shared tensors
+	// only internally): reading it takes a view of the buffer (ConstFlatData, BufferData) and
+	// finalizing it returns the buffer to the backend, which is all a layout needs; no graph
+	// updates or donates it.
 	return tensors.FromBuffer(b, buf)
 }
 
