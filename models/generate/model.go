@@ -45,11 +45,11 @@ type Model interface {
 
 // WeightPreparer is implemented by a Model that derives tensors from the weights for its prompt
 // pass and decode step (qwen2.Arch: the pure-Go backend's layout of the projection weights). The
-// Generator calls PrepareWeights with its context and backend at the start of every cached
-// generation, before the prompt pass (its time counts in Stats.Prefill), so that weights a trainer
-// updated between calls are seen.
+// Generator calls PrepareWeights with its context, its backend and the rows of the coming decode
+// steps (the batch bucket) at the start of every cached generation, before the prompt pass (its
+// time counts in Stats.Prefill), so that weights a trainer updated between calls are seen.
 type WeightPreparer interface {
-	PrepareWeights(ctx *context.Context, b backends.Backend) error
+	PrepareWeights(ctx *context.Context, b backends.Backend, rows int) error
 }
 
 // Spec is what the Generator must know of a Model.

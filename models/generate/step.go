@@ -64,7 +64,7 @@ type cachedStepper struct {
 func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
 	g := s.g
 	if p, ok := g.model.(WeightPreparer); ok {
-		if err := p.PrepareWeights(g.ctx, g.backend); err != nil {
+		if err := p.PrepareWeights(g.ctx, g.backend, len(ids)); err != nil {
 			return nil, nil, g.errorf("%w", err)
 		}
 	}

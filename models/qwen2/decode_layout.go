@@ -82,11 +82,13 @@ func decodeLayoutDims(out, in int) (dims [4]int, ok bool) {
 }
 
 // PrepareWeights makes or refreshes, on the pure-Go backend, the decode layout of every float32
-// projection weight and of the LM head in ctx (see decodeLayoutScope), from the weights' current
-// values; a layout whose weight still holds the tensor it was made from is kept. It does nothing
-// on other backends or when an adapter is set on ctx. generate.Generator calls it before each cached
-// generation (generate.WeightPreparer).
-func (a Arch) PrepareWeights(ctx *context.Context, b backends.Backend) error {
+// projection weight and of the LM head in ctx (see decodeLayoutScope) that decode steps of rows
+// sequences would read (layoutFits), from the weights' current values; a layout whose weight still
+// holds the tensor it was made from is kept. It does nothing on other backends or when an adapter
+// is set on ctx, and makes no layout that a batch of rows would not read (a larger batch's graphs
+// never read one, so a layout left from an earlier, smaller batch is not read either).
+// generate.Generator calls it before each cached generation (generate.WeightPreparer).
+func (a Arch) PrepareWeights(ctx *context.Context, b backends.Backend, rows int) error {
 	if !backend.IsPureGo(b) || AdapterOf(ctx) != nil {
 		return nil
 	}
@@ -111,7 +113,7 @@ func (a Arch) PrepareWeights(ctx *context.Context, b backends.Backend) error {
 	}
 	for _, v := range weights {
 		dims, ok := decodeLayoutDims(v.Shape().Dim(0), v.Shape().Dim(1))
-		if !ok {
+		if !ok || !layoutFits(rows, dims) {
 			continue
 		}
 		val, err := v.Value()
@@ -215,12 +217,18 @@ func decodeLayoutWeight(ctx *context.Context, x *Node, out int) *Node {
 	if v == nil || !v.Shape().Equal(shapes.Make(x.DType(), dims[:]...)) {
 		return nil
 	}
-	rows := x.Shape().Size() / in
-	blockDim := 1 << simplego.DotGeneralTargetBlockLog2Dim[x.DType()]
-	if rows >= blockDim || rows*dims[2] > 16*blockDim*blockDim {
-		return nil // the blocked kernel would pad the rows and re-block the layout
+	if !layoutFits(x.Shape().Size()/in, dims) {
+		return nil
 	}
 	return v.ValueGraph(g)
+}
+
+// layoutFits reports whether a product of rows rows by the layout dims runs in the pure-Go
+// backend's direct kernel; with more rows the blocked kernel would pad them and re-block the
+// layout at every call, so the plain product is used instead.
+func layoutFits(rows int, dims [4]int) bool {
+	blockDim := 1 << simplego.DotGeneralTargetBlockLog2Dim[dtypes.Float32]
+	return rows < blockDim && rows*dims[2] <= 16*blockDim*blockDim
 }
 
 // matmulLayout is x·wᵀ for x [...,in] and the decode layout wl [in/c, k, out/k, c] of w [out,in]

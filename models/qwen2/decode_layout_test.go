@@ -145,7 +145,7 @@ func TestGenerate_DecodeLayout(t *testing.T) {
 func TestPrepareWeights_LayoutInBackendBuffer(t *testing.T) {
 	ctx, cfg := layoutConfig(t)
 	b := testBackendOrSkip(t)
-	if err := (Arch{Config: cfg}).PrepareWeights(ctx, b); err != nil {
+	if err := (Arch{Config: cfg}).PrepareWeights(ctx, b, 1); err != nil {
 		t.Fatal(err)
 	}
 	const scope = "/model/layers/1/mlp/down_proj"
@@ -162,5 +162,56 @@ func TestPrepareWeights_LayoutInBackendBuffer(t *testing.T) {
 	got := tensors.MustCopyFlatData[float32](val)
 	if !slices.Equal(got, want) {
 		t.Fatalf("decode layout of %s differs from decodeLayoutOf", scope)
+	}
+}
+
+// PrepareWeights makes only the layouts that decode steps of its rows read: none for 32 rows (the
+// blocked kernel's), for 16 rows those of the projections but not the LM head's (16 × 2048 outputs
+// per batch example is past the direct kernel's limit), and a cached generation of 9 sequences
+// (bucket 16) over that mix still matches the uncached reference.
+func TestPrepareWeights_OnlyLayoutsTheBatchReads(t *testing.T) {
+	ctx, cfg := layoutConfig(t)
+	b := testBackendOrSkip(t)
+	layout := func(scope string) bool {
+		return ctx.GetVariableByScopeAndName(decodeLayoutScope+scope, "weight") != nil
+	}
+	const proj, head = "/model/layers/0/self_attn/q_proj", "/model/embed_tokens"
+	if err := (Arch{Config: cfg}).PrepareWeights(ctx, b, 32); err != nil {
+		t.Fatal(err)
+	}
+	if layout(proj) || layout(head) {
+		t.Fatalf("32 rows: layouts of %s %v, of the LM head %v; want none", proj, layout(proj), layout(head))
+	}
+	if err := (Arch{Config: cfg}).PrepareWeights(ctx, b, 16); err != nil {
+		t.Fatal(err)
+	}
+	if !layout(proj) || layout(head) {
+		t.Fatalf("16 rows: layouts of %s %v, of the LM head %v; want the projection's only", proj, layout(proj), layout(head))
+	}
+	g := generate.NewGenerator(b, ctx, Arch{Config: cfg})
+	defer g.Finalize()
+	var prompts [][]int32
+	for r := range 9 {
+		prompts = append(prompts, []int32{int32(5 + r), int32(300 + 7*r), 4000})
+	}
+	opts := generate.Options{MaxNewTokens: 4, IgnoreEOS: true}
+	cached, err := g.Generate(prompts, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := g.GenerateUncached(prompts, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range ref {
+		for i := range ref[r].IDs {
+			if cached[r].IDs[i] != ref[r].IDs[i] || math.Abs(cached[r].LogProbs[i]-ref[r].LogProbs[i]) > 1e-4 {
+				t.Fatalf("row %d token %d: cached %d (%.6f), uncached %d (%.6f)", r, i,
+					cached[r].IDs[i], cached[r].LogProbs[i], ref[r].IDs[i], ref[r].LogProbs[i])
+			}
+		}
+	}
+	if layout(head) {
+		t.Error("a generation of 9 sequences made the LM head's layout, which its 16-row decode steps do not read")
 	}
 }
