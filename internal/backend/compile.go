@@ -1,11 +1,11 @@
 package backend
 
 import (
-	"github.com/gomlx/gomlx/backends/simplego"
 	"sync/atomic"
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
 )
 
 // Compile time is measured where it happens: Builder.Compile, which on XLA runs the whole PJRT
