@@ -85,25 +85,7 @@ func TestGenerate_DecodeLayout(t *testing.T) {
 	defer g.Finalize()
 	prompts := [][]int32{{5, 17, 300, 4000, 9}, {77, 1024}}
 	opts := generate.Options{MaxNewTokens: 6, IgnoreEOS: true}
-	compare := func(when string) {
-		t.Helper()
-		cached, err := g.Generate(prompts, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref, err := g.GenerateUncached(prompts, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r := range ref {
-			for i := range ref[r].IDs {
-				if cached[r].IDs[i] != ref[r].IDs[i] || math.Abs(cached[r].LogProbs[i]-ref[r].LogProbs[i]) > 1e-4 {
-					t.Fatalf("%s: row %d token %d: cached %d (%.6f), uncached %d (%.6f)", when, r, i,
-						cached[r].IDs[i], cached[r].LogProbs[i], ref[r].IDs[i], ref[r].LogProbs[i])
-				}
-			}
-		}
-	}
+	compare := func(when string) { t.Helper(); matchUncached(t, g, prompts, opts, when) }
 	compare("first generation")
 	for _, scope := range []string{"/model/layers/0/self_attn/q_proj", "/model/layers/1/mlp/down_proj", "/model/embed_tokens"} {
 		if ctx.GetVariableByScopeAndName(decodeLayoutScope+scope, "weight") == nil {
@@ -194,7 +176,16 @@ func TestPrepareWeights_OnlyLayoutsTheBatchReads(t *testing.T) {
 	for r := range 9 {
 		prompts = append(prompts, []int32{int32(5 + r), int32(300 + 7*r), 4000})
 	}
-	opts := generate.Options{MaxNewTokens: 4, IgnoreEOS: true}
+	matchUncached(t, g, prompts, generate.Options{MaxNewTokens: 4, IgnoreEOS: true}, "9 sequences")
+	if layout(head) {
+		t.Error("a generation of 9 sequences made the LM head's layout, which its 16-row decode steps do not read")
+	}
+}
+
+// matchUncached checks that g's cached generation of prompts gives the uncached reference's tokens
+// and log-probs (within 1e-4).
+func matchUncached(t *testing.T, g *generate.Generator, prompts [][]int32, opts generate.Options, when string) {
+	t.Helper()
 	cached, err := g.Generate(prompts, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -206,12 +197,9 @@ func TestPrepareWeights_OnlyLayoutsTheBatchReads(t *testing.T) {
 	for r := range ref {
 		for i := range ref[r].IDs {
 			if cached[r].IDs[i] != ref[r].IDs[i] || math.Abs(cached[r].LogProbs[i]-ref[r].LogProbs[i]) > 1e-4 {
-				t.Fatalf("row %d token %d: cached %d (%.6f), uncached %d (%.6f)", r, i,
+				t.Fatalf("%s: row %d token %d: cached %d (%.6f), uncached %d (%.6f)", when, r, i,
 					cached[r].IDs[i], cached[r].LogProbs[i], ref[r].IDs[i], ref[r].LogProbs[i])
 			}
 		}
-	}
-	if layout(head) {
-		t.Error("a generation of 9 sequences made the LM head's layout, which its 16-row decode steps do not read")
 	}
 }
