@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,26 +27,14 @@ func TestDemo_RLHFFlagsBelongToTheirDemo(t *testing.T) {
 // A miniature `posttrain demo --rlhf` prints the reward model's ranking and one row per stage.
 func TestDemo_RLHFMiniature(t *testing.T) {
 	dir := t.TempDir()
-	out, err := os.Create(filepath.Join(dir, "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	errF, err := os.Create(filepath.Join(dir, "err"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer errF.Close()
-	rc := run([]string{"posttrain", "demo", "--rlhf", "--output-dir", filepath.Join(dir, "demo"), "--max-factor", "4", "--held-out", "3",
+	rc, stdout, stderr := runFilesOut(t, "demo", "--rlhf", "--output-dir", filepath.Join(dir, "demo"), "--max-factor", "4", "--held-out", "3",
 		"--hidden-size", "16", "--intermediate-size", "32", "--layers", "1", "--sft-steps", "3", "--sft-batch", "4",
 		"--grpo-steps", "2", "--grpo-prompts", "2", "--num-generations", "4", "--rm-steps", "3", "--rm-batch", "4",
-		"--ppo-updates", "2", "--ppo-prompts", "4", "--ppo-epochs", "2"}, out, errF)
-	stdout, _ := os.ReadFile(out.Name())
+		"--ppo-updates", "2", "--ppo-prompts", "4", "--ppo-epochs", "2")
 	if rc != 0 {
-		stderr, _ := os.ReadFile(errF.Name())
 		t.Fatalf("exit %d: %s", rc, stderr)
 	}
-	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	if len(lines) != 9 {
 		t.Fatalf("%d lines, want 9 (reward model, header, 5 stages, legend, total):\n%s", len(lines), stdout)
 	}

@@ -31,24 +31,12 @@ func init() {
 			"With --eval-dataset and --eval-strategy steps|epoch (or --eval-on-start) it also evaluates: the eval\n" +
 			"prompts × num_generations are sampled and rewarded with the current weights, eval_* lines go to\n" +
 			"metrics.jsonl and the completions to eval_completions.jsonl (docs/grpo.md, Evaluation).",
-		Flags: config.Flags(config.DefaultGRPO()),
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if cmd.Args().Len() > 0 {
-				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
-			}
-			cfg := config.DefaultGRPO()
-			if err := config.FromCommand(cmd, cfg); err != nil {
-				return usageError{err}
-			}
-			if err := runGRPO(ctx, cfg, cmd); err != nil {
-				return fmt.Errorf("%s: %w", cmd.FullName(), err)
-			}
-			return nil
-		},
+		Flags:  config.Flags(config.DefaultGRPO()),
+		Action: configAction(config.DefaultGRPO, runGRPO),
 	})
 }
 
-func runGRPO(ctx context.Context, cfg *config.GRPO, cmd *cli.Command) error {
+func runGRPO(ctx context.Context, cmd *cli.Command, cfg *config.GRPO) error {
 	_, funcWeights := grpo.SplitRewardWeights(cfg)
 	if _, err := grpo.LookupRewards(cfg.RewardFuncs, funcWeights, uint64(cfg.Seed)); err != nil {
 		return usageError{err}

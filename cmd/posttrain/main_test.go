@@ -11,6 +11,13 @@ import (
 // status and stderr.
 func runFiles(t *testing.T, args ...string) (int, string) {
 	t.Helper()
+	rc, _, stderr := runFilesOut(t, args...)
+	return rc, stderr
+}
+
+// runFilesOut is runFiles that returns stdout too.
+func runFilesOut(t *testing.T, args ...string) (rc int, stdout, stderr string) {
+	t.Helper()
 	dir := t.TempDir()
 	out, err := os.Create(filepath.Join(dir, "out"))
 	if err != nil {
@@ -22,9 +29,10 @@ func runFiles(t *testing.T, args ...string) (int, string) {
 		t.Fatal(err)
 	}
 	defer errF.Close()
-	rc := run(append([]string{"posttrain"}, args...), out, errF)
-	b, _ := os.ReadFile(errF.Name())
-	return rc, string(b)
+	rc = run(append([]string{"posttrain"}, args...), out, errF)
+	o, _ := os.ReadFile(out.Name())
+	e, _ := os.ReadFile(errF.Name())
+	return rc, string(o), string(e)
 }
 
 // An unknown command followed by flags is named as such, with the real commands listed (it used

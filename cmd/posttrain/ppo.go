@@ -31,24 +31,12 @@ func init() {
 			"the clipped value loss. Writes metrics.jsonl (TRL's objective/*, policy/*, loss/*, val/* names), checkpoints\n" +
 			"(the value model in checkpoint-N/value_model/) and the final policy (value model in value_model/) to\n" +
 			"--output-dir. logging_steps, save_steps and the LR schedule count updates, as TRL's.",
-		Flags: config.Flags(config.DefaultPPO()),
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if cmd.Args().Len() > 0 {
-				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
-			}
-			cfg := config.DefaultPPO()
-			if err := config.FromCommand(cmd, cfg); err != nil {
-				return usageError{err}
-			}
-			if err := runPPO(ctx, cfg, cmd); err != nil {
-				return fmt.Errorf("%s: %w", cmd.FullName(), err)
-			}
-			return nil
-		},
+		Flags:  config.Flags(config.DefaultPPO()),
+		Action: configAction(config.DefaultPPO, runPPO),
 	})
 }
 
-func runPPO(ctx context.Context, cfg *config.PPO, cmd *cli.Command) error {
+func runPPO(ctx context.Context, cmd *cli.Command, cfg *config.PPO) error {
 	if err := loop.CheckOutputDir(&cfg.Training); err != nil { // before loading anything
 		return err
 	}

@@ -35,19 +35,29 @@ func trainCommand(method, usage, description string, build trainMethod) *cli.Com
 		Usage:       usage,
 		Description: description,
 		Flags:       config.Flags(defaults),
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if cmd.Args().Len() > 0 {
-				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
-			}
-			cfg, _ := config.New(method)
-			if err := config.FromCommand(cmd, cfg); err != nil {
-				return usageError{err}
-			}
-			if err := runTrain(ctx, cmd, cfg, build); err != nil {
-				return fmt.Errorf("%s: %w", cmd.FullName(), err)
-			}
-			return nil
-		},
+		Action: configAction(func() config.Config { cfg, _ := config.New(method); return cfg },
+			func(ctx context.Context, cmd *cli.Command, cfg config.Config) error {
+				return runTrain(ctx, cmd, cfg, build)
+			}),
+	}
+}
+
+// configAction is a trainer command's Action: no positional arguments, the configuration from
+// newCfg's defaults, --config and the flags (a bad one is a usage error naming it), then run; its
+// error is prefixed with the command's name.
+func configAction[C config.Config](newCfg func() C, run func(context.Context, *cli.Command, C) error) cli.ActionFunc {
+	return func(ctx context.Context, cmd *cli.Command) error {
+		if cmd.Args().Len() > 0 {
+			return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
+		}
+		cfg := newCfg()
+		if err := config.FromCommand(cmd, cfg); err != nil {
+			return usageError{err}
+		}
+		if err := run(ctx, cmd, cfg); err != nil {
+			return fmt.Errorf("%s: %w", cmd.FullName(), err)
+		}
+		return nil
 	}
 }
 

@@ -23,14 +23,7 @@ func TestMatmulLayout_EqualsDotGeneral(t *testing.T) {
 		t.Fatalf("decodeLayoutDims(%d, %d) = %v, %v; want [2 2 2048 64]", out, in, dims, ok)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	randn := func(dims ...int) *tensors.Tensor {
-		x := make([]float32, dims[0]*dims[1]*dims[2])
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		return tensors.FromFlatDataAndDimensions(x, dims...)
-	}
-	xT, wT := randn(1, rows, in), randn(1, out, in)
+	xT, wT := randnTensor(rng, 1, rows, in), randnTensor(rng, 1, out, in)
 	wl := decodeLayoutOf(tensors.FromFlatDataAndDimensions(tensors.MustCopyFlatData[float32](wT), out, in), dims)
 	exec, err := NewExec(testBackendOrSkip(t), func(x, w, wl *Node) []*Node {
 		w = Reshape(w, out, in)

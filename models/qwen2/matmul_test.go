@@ -14,14 +14,7 @@ import (
 func TestMatmulT_SplitEqualsDotGeneral(t *testing.T) {
 	const rows, out, in = 2, 10240, 24 // rows·out = 20480 > simplego's direct limit 16·32²
 	rng := rand.New(rand.NewPCG(1, 2))
-	randn := func(dims ...int) *tensors.Tensor {
-		x := make([]float32, dims[0]*dims[1]*dims[2])
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		return tensors.FromFlatDataAndDimensions(x, dims...)
-	}
-	xT, wT := randn(1, rows, in), randn(1, out, in)
+	xT, wT := randnTensor(rng, 1, rows, in), randnTensor(rng, 1, out, in)
 	b := testBackendOrSkip(t)
 	var split int
 	exec, err := NewExec(b, func(x, w *Node) []*Node {
@@ -52,4 +45,17 @@ func TestMatmulT_SplitEqualsDotGeneral(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randnTensor is a float32 tensor of dims drawn from N(0, 1) with rng.
+func randnTensor(rng *rand.Rand, dims ...int) *tensors.Tensor {
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return tensors.FromFlatDataAndDimensions(x, dims...)
 }

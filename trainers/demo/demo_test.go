@@ -44,11 +44,7 @@ func TestNewSplit_DisjointAndSeeded(t *testing.T) {
 // A miniature demo runs every stage end to end (tokenizer, init, SFT, GRPO, control) and leaves
 // HF checkpoints with metrics.jsonl; the learning itself is measured by `posttrain demo`.
 func TestRun_Miniature(t *testing.T) {
-	o := Default
-	o.OutputDir = t.TempDir()
-	o.MaxFactor, o.HeldOut = 4, 3
-	o.Shape = ModelShape{Hidden: 16, Intermediate: 32, Layers: 1, Heads: 2, KVHeads: 1}
-	o.SFTSteps, o.SFTBatch, o.GRPOSteps, o.GRPOPrompts, o.NumGenerations = 3, 4, 2, 2, 4
+	o := miniature(t, Default)
 	rep, err := Run(stdctx.Background(), o, Env{Backend: backend.MustNew(backend.Default)})
 	if err != nil {
 		t.Fatal(err)
@@ -114,4 +110,14 @@ func TestSFTDataset_Formats(t *testing.T) {
 	if _, err := SFTDataset(ps, "json"); err == nil {
 		t.Error("an unknown format must be an error")
 	}
+}
+
+// miniature is o at the miniature tests' size: 3×3 problems (3 held out), a one-layer model of
+// width 16, 3 SFT and 2 GRPO steps, in a fresh directory.
+func miniature(t *testing.T, o Options) Options {
+	o.OutputDir = t.TempDir()
+	o.MaxFactor, o.HeldOut = 4, 3
+	o.Shape = ModelShape{Hidden: 16, Intermediate: 32, Layers: 1, Heads: 2, KVHeads: 1}
+	o.SFTSteps, o.SFTBatch, o.GRPOSteps, o.GRPOPrompts, o.NumGenerations = 3, 4, 2, 2, 4
+	return o
 }

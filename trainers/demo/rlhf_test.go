@@ -54,10 +54,7 @@ func TestPreferencePairs_Split(t *testing.T) {
 // and leaves checkpoints that load; the learning itself is measured by `posttrain demo --rlhf`.
 func TestRunRLHF_Miniature(t *testing.T) {
 	o := DefaultRLHF
-	o.OutputDir = t.TempDir()
-	o.MaxFactor, o.HeldOut = 4, 3
-	o.Shape = ModelShape{Hidden: 16, Intermediate: 32, Layers: 1, Heads: 2, KVHeads: 1}
-	o.SFTSteps, o.SFTBatch, o.GRPOSteps, o.GRPOPrompts, o.NumGenerations = 3, 4, 2, 2, 4
+	o.Options = miniature(t, o.Options)
 	o.RMSteps, o.RMBatch = 3, 4
 	o.PPOUpdates, o.PPOPrompts, o.PPOEpochs = 2, 4, 2
 	b := backend.MustNew(backend.Default)

@@ -234,16 +234,9 @@ func (t *Trainer) process(r *Rollout) error {
 		r.Rewards[i][end] += r.Scores[i]
 	}
 	if c.WhitenRewards {
-		wr, err := rl.MaskedWhiten(r.Rewards, notPadP1, false)
+		wr, err := whitenZeroed(r.Rewards, notPadP1, false)
 		if err != nil {
 			return fmt.Errorf("ppo: whiten_rewards: %w", err)
-		}
-		for i := range wr {
-			for j := range wr[i] {
-				if !notPadP1[i][j] {
-					wr[i][j] = 0
-				}
-			}
 		}
 		r.Rewards = wr
 	}
@@ -252,19 +245,29 @@ func (t *Trainer) process(r *Rollout) error {
 	for i := range n {
 		_, adv[i], r.Returns[i] = rl.GAE(r.Rewards[i], r.Values[i], 0, true, c.Gamma, c.Lam)
 	}
-	wa, err := rl.MaskedWhiten(adv, notPad, true)
+	wa, err := whitenZeroed(adv, notPad, true)
 	if err != nil {
 		return fmt.Errorf("ppo: advantages: %w", err)
 	}
-	for i := range wa {
-		for j := range wa[i] {
-			if !notPad[i][j] {
-				wa[i][j] = 0
+	r.Advantages = wa
+	return nil
+}
+
+// whitenZeroed is rl.MaskedWhiten of x over mask with the positions outside mask set to 0: TRL's
+// masked_whiten followed by masked_fill(·, padding_mask, 0), for the rewards and the advantages.
+func whitenZeroed(x [][]float64, mask [][]bool, shiftMean bool) ([][]float64, error) {
+	w, err := rl.MaskedWhiten(x, mask, shiftMean)
+	if err != nil {
+		return nil, err
+	}
+	for i := range w {
+		for j := range w[i] {
+			if !mask[i][j] {
+				w[i][j] = 0
 			}
 		}
 	}
-	r.Advantages = wa
-	return nil
+	return w, nil
 }
 
 // microBatch is the loss graph's feed of rows idx of the rollout, the per-token tables padded to
