@@ -6,15 +6,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/grpo"
-	"github.com/posttrain/posttrain/trainers/loop"
 )
 
 func init() {
@@ -41,18 +38,12 @@ func runGRPO(ctx context.Context, cmd *cli.Command, cfg *config.GRPO) error {
 	if _, err := grpo.LookupRewards(cfg.RewardFuncs, funcWeights, uint64(cfg.Seed)); err != nil {
 		return usageError{err}
 	}
-	if err := loop.CheckOutputDir(&cfg.Training); err != nil { // before loading anything
-		return err
-	}
-	errw := cmd.Root().ErrWriter
-	logger := slog.New(slog.NewTextHandler(errw, nil))
-	ctx, stop := checkpoint.NotifyContext(ctx, logger) // Ctrl-C saves a checkpoint; --resume continues
-	defer stop()
-	dir, b, err := openModel(ctx, cfg.Model, cfg.Backend)
+	s, err := openTrainSession(ctx, cmd, &cfg.Training)
 	if err != nil {
 		return err
 	}
-	defer b.Finalize()
+	defer s.close()
+	ctx = s.ctx
 	var rms []string
 	for _, rm := range cfg.RewardModels {
 		d, err := hub.Resolve(ctx, rm, hub.Options{})
@@ -61,7 +52,7 @@ func runGRPO(ctx context.Context, cmd *cli.Command, cfg *config.GRPO) error {
 		}
 		rms = append(rms, d)
 	}
-	sum, err := grpo.Run(ctx, cfg, dir, grpo.RunOptions{Backend: b, Logger: logger, Progress: progressWriter(errw), RewardModelDirs: rms})
+	sum, err := grpo.Run(ctx, cfg, s.dir, grpo.RunOptions{Backend: s.b, Logger: s.logger, Progress: s.progress, RewardModelDirs: rms})
 	if err != nil {
 		return err
 	}

@@ -6,14 +6,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/ppo"
 )
 
@@ -37,18 +34,12 @@ func init() {
 }
 
 func runPPO(ctx context.Context, cmd *cli.Command, cfg *config.PPO) error {
-	if err := loop.CheckOutputDir(&cfg.Training); err != nil { // before loading anything
-		return err
-	}
-	errw := cmd.Root().ErrWriter
-	logger := slog.New(slog.NewTextHandler(errw, nil))
-	ctx, stop := checkpoint.NotifyContext(ctx, logger) // Ctrl-C saves a checkpoint; --resume continues
-	defer stop()
-	dir, b, err := openModel(ctx, cfg.Model, cfg.Backend)
+	s, err := openTrainSession(ctx, cmd, &cfg.Training)
 	if err != nil {
 		return err
 	}
-	defer b.Finalize()
+	defer s.close()
+	ctx = s.ctx
 	rm, err := hub.Resolve(ctx, cfg.RewardModelPath, hub.Options{})
 	if err != nil {
 		return fmt.Errorf("reward model: %w", err)
@@ -57,7 +48,7 @@ func runPPO(ctx context.Context, cmd *cli.Command, cfg *config.PPO) error {
 	if err != nil {
 		return fmt.Errorf("value model: %w", err)
 	}
-	sum, err := ppo.Run(ctx, cfg, dir, ppo.RunOptions{Backend: b, Logger: logger, Progress: progressWriter(errw),
+	sum, err := ppo.Run(ctx, cfg, s.dir, ppo.RunOptions{Backend: s.b, Logger: s.logger, Progress: s.progress,
 		RewardModelDir: rm, ValueModelDir: vm})
 	if err != nil {
 		return err

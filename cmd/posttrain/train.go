@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -69,23 +68,16 @@ var modelLoaders = map[string]func(dir string, cfg config.Config) (*loop.Model, 
 // and returns an error naming it (a second Ctrl-C exits at once).
 func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build trainMethod) error {
 	c := cfg.Common()
-	if err := loop.CheckOutputDir(c); err != nil { // before loading anything
-		return err
-	}
-	errw := cmd.Root().ErrWriter
-	logger := slog.New(slog.NewTextHandler(errw, nil))
-	ctx, stop := checkpoint.NotifyContext(ctx, logger)
-	defer stop()
-	dir, b, err := openModel(ctx, c.Model, c.Backend)
+	s, err := openTrainSession(ctx, cmd, c)
 	if err != nil {
 		return err
 	}
-	defer b.Finalize()
+	defer s.close()
 	load := loop.LoadForTraining
 	if l, ok := modelLoaders[cfg.Method()]; ok {
 		load = l
 	}
-	m, err := load(dir, cfg)
+	m, err := load(s.dir, cfg)
 	if err != nil {
 		return err
 	}
@@ -93,20 +85,51 @@ func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build tr
 	if err != nil {
 		return err
 	}
-	method, err := build(b, m, d, cfg)
+	method, err := build(s.b, m, d, cfg)
 	if err != nil {
 		return err
 	}
-	res, err := loop.Run(ctx, m, method, loop.Options{Config: cfg, Backend: b, Progress: progressWriter(errw), Logger: logger})
-	if errors.Is(err, loop.ErrInterrupted) {
-		return err
-	}
+	res, err := loop.Run(s.ctx, m, method, loop.Options{Config: cfg, Backend: s.b, Progress: s.progress, Logger: s.logger})
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(cmd.Root().Writer, "%s: %d steps; loss %.4g; model in %s, metrics in %s/metrics.jsonl\n",
 		cfg.Method(), res.Steps, res.Last.Metrics["loss"], c.OutputDir, c.OutputDir)
 	return err
+}
+
+// trainSession is what a trainer command opens before its trainer, in this order: the output
+// directory checked (before anything is loaded or downloaded), a logger on the error stream, Ctrl-C
+// saving a checkpoint (checkpoint.NotifyContext; --resume continues), the model resolved (a local
+// directory or the Hub) and the backend.
+type trainSession struct {
+	ctx      context.Context // cancelled by Ctrl-C
+	logger   *slog.Logger
+	progress io.Writer // the progress bar's stream
+	dir      string    // the model's local directory
+	b        backends.Backend
+	stop     func()
+}
+
+func openTrainSession(ctx context.Context, cmd *cli.Command, c *config.Training) (*trainSession, error) {
+	if err := loop.CheckOutputDir(c); err != nil {
+		return nil, err
+	}
+	errw := cmd.Root().ErrWriter
+	logger := slog.New(slog.NewTextHandler(errw, nil))
+	ctx, stop := checkpoint.NotifyContext(ctx, logger)
+	dir, b, err := openModel(ctx, c.Model, c.Backend)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return &trainSession{ctx: ctx, logger: logger, progress: progressWriter(errw), dir: dir, b: b, stop: stop}, nil
+}
+
+// close frees the backend, then stops listening for Ctrl-C.
+func (s *trainSession) close() {
+	s.b.Finalize()
+	s.stop()
 }
 
 // readOptions are how a method's dataset files are read: SFT's dataset_text_field names the column
