@@ -38,7 +38,7 @@ func runGRPO(ctx context.Context, cmd *cli.Command, cfg *config.GRPO) error {
 	if _, err := grpo.LookupRewards(cfg.RewardFuncs, funcWeights, uint64(cfg.Seed)); err != nil {
 		return usageError{err}
 	}
-	s, err := openTrainSession(ctx, cmd, &cfg.Training)
+	s, err := openTrainSession(ctx, cmd, cfg)
 	if err != nil {
 		return err
 	}

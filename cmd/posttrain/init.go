@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/data/tokenizer"
+	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
@@ -24,6 +25,7 @@ type initConfig struct {
 	DType     string // stored dtype: float32, bfloat16, float16
 	Seed      uint64
 	Out       string
+	Overwrite bool // replace a model posttrain wrote at Out
 }
 
 func init() {
@@ -35,14 +37,15 @@ func init() {
 			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer directory (tokenizer.json[.gz], tokenizer_config.json) or tokenizer.json[.gz] to copy in, e.g. the family's; the vocabulary and eos/bos ids follow it"},
 			&cli.StringFlag{Name: "dtype", Value: "float32", Usage: "stored dtype: float32, bfloat16 or float16"},
 			&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "seed of the N(0, initializer_range²) draws"},
-			&cli.StringFlag{Name: "out", Required: true, Usage: "checkpoint directory to write (a previous checkpoint there is replaced)"},
+			&cli.StringFlag{Name: "out", Required: true, Usage: "checkpoint directory to write: new or empty, or (with --overwrite) one posttrain wrote"},
+			&cli.BoolFlag{Name: "overwrite", Usage: "replace the model posttrain wrote at --out before (only its files; anything else there stays)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
 			}
 			c := initConfig{Preset: cmd.String("preset"), Tokenizer: cmd.String("tokenizer"), DType: cmd.String("dtype"),
-				Seed: cmd.Uint64("seed"), Out: cmd.String("out")}
+				Seed: cmd.Uint64("seed"), Out: cmd.String("out"), Overwrite: cmd.Bool("overwrite")}
 			if _, err := qwen2.Preset(c.Preset); err != nil {
 				return usageError{fmt.Errorf("%s: --preset: %w", cmd.FullName(), err)}
 			}
@@ -60,7 +63,10 @@ func runInit(c initConfig, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := qwen2.SaveOptions{DType: c.DType, TokenizerPath: c.Tokenizer}
+	if err := checkpoint.CheckOutside("--out", c.Out, []checkpoint.Input{{Name: "--tokenizer", Path: c.Tokenizer}}); err != nil {
+		return err
+	}
+	opts := qwen2.SaveOptions{DType: c.DType, TokenizerPath: c.Tokenizer, Overwrite: c.Overwrite, WrittenBy: "posttrain init"}
 	if c.Tokenizer != "" {
 		tok, err := tokenizer.Load(tokenizerFile(c.Tokenizer))
 		if err != nil {

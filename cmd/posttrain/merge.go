@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/urfave/cli/v3"
 
+	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/models/qwen2"
@@ -18,6 +19,7 @@ import (
 // mergeConfig holds the flags of `posttrain merge`.
 type mergeConfig struct {
 	Model, Adapter, Out, DType string
+	Overwrite                  bool // replace a model posttrain wrote at Out
 }
 
 func init() {
@@ -31,14 +33,15 @@ func init() {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Usage: "base checkpoint directory or HuggingFace repo id"},
 			&cli.StringFlag{Name: "adapter", Required: true, Usage: "PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors)"},
-			&cli.StringFlag{Name: "output-dir", Required: true, Usage: "checkpoint directory to write (a previous checkpoint there is replaced)"},
+			&cli.StringFlag{Name: "output-dir", Required: true, Usage: "checkpoint directory to write: new or empty, or (with --overwrite) one posttrain wrote; never the base or the adapter"},
+			&cli.BoolFlag{Name: "overwrite", Usage: "replace the model posttrain wrote at --output-dir before (only its files; anything else there stays)"},
 			&cli.StringFlag{Name: "dtype", Value: "float32", Usage: "stored dtype: float32, bfloat16 or float16"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
 			}
-			c := mergeConfig{Model: cmd.String("model"), Adapter: cmd.String("adapter"), Out: cmd.String("output-dir"), DType: cmd.String("dtype")}
+			c := mergeConfig{Model: cmd.String("model"), Adapter: cmd.String("adapter"), Out: cmd.String("output-dir"), DType: cmd.String("dtype"), Overwrite: cmd.Bool("overwrite")}
 			if err := runMerge(ctx, c, cmd.Root().Writer); err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}
@@ -50,6 +53,10 @@ func init() {
 func runMerge(ctx context.Context, c mergeConfig, w io.Writer) error {
 	dir, err := hub.Resolve(ctx, c.Model, hub.Options{})
 	if err != nil {
+		return err
+	}
+	inputs := []checkpoint.Input{{Name: "the base model (--model)", Path: dir}, {Name: "the adapter (--adapter)", Path: c.Adapter}}
+	if err := checkpoint.CheckOutside("--output-dir", c.Out, inputs); err != nil {
 		return err
 	}
 	mctx, cfg, err := qwen2.Load(dir, dtypes.Float32)
@@ -67,7 +74,8 @@ func runMerge(ctx context.Context, c mergeConfig, w io.Writer) error {
 	if _, err := os.Stat(filepath.Join(c.Adapter, "tokenizer.json")); err == nil {
 		tok = c.Adapter
 	}
-	if err := qwen2.Save(c.Out, mctx, cfg, qwen2.SaveOptions{DType: c.DType, TokenizerPath: tok, BaseDir: dir}); err != nil {
+	if err := qwen2.Save(c.Out, mctx, cfg, qwen2.SaveOptions{DType: c.DType, TokenizerPath: tok, BaseDir: dir,
+		Overwrite: c.Overwrite, WrittenBy: "posttrain merge"}); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(w, "merge: %d adapted layers and %d modules_to_save tensors of %s merged into %s; wrote %s\n",

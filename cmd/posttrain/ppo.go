@@ -34,7 +34,7 @@ func init() {
 }
 
 func runPPO(ctx context.Context, cmd *cli.Command, cfg *config.PPO) error {
-	s, err := openTrainSession(ctx, cmd, &cfg.Training)
+	s, err := openTrainSession(ctx, cmd, cfg)
 	if err != nil {
 		return err
 	}

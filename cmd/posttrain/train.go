@@ -68,7 +68,7 @@ var modelLoaders = map[string]func(dir string, cfg config.Config) (*loop.Model, 
 // and returns an error naming it (a second Ctrl-C exits at once).
 func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build trainMethod) error {
 	c := cfg.Common()
-	s, err := openTrainSession(ctx, cmd, c)
+	s, err := openTrainSession(ctx, cmd, cfg)
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build tr
 }
 
 // trainSession is what a trainer command opens before its trainer, in this order: the output
-// directory checked (before anything is loaded or downloaded), a logger on the error stream, Ctrl-C
+// directory checked and, when it exists, locked (before anything is loaded or downloaded), a logger on the error stream, Ctrl-C
 // saving a checkpoint (checkpoint.NotifyContext; --resume continues), the model resolved (a local
 // directory or the Hub) and the backend.
 type trainSession struct {
@@ -109,27 +109,32 @@ type trainSession struct {
 	dir      string    // the model's local directory
 	b        backends.Backend
 	stop     func()
+	unlock   func() // releases the output directory's lock
 }
 
-func openTrainSession(ctx context.Context, cmd *cli.Command, c *config.Training) (*trainSession, error) {
-	if err := loop.CheckOutputDir(c); err != nil {
+func openTrainSession(ctx context.Context, cmd *cli.Command, cfg config.Config) (*trainSession, error) {
+	unlock, err := loop.CheckOutputDir(cfg, cmd.String(config.ConfigFlag))
+	if err != nil {
 		return nil, err
 	}
+	c := cfg.Common()
 	errw := cmd.Root().ErrWriter
 	logger := slog.New(slog.NewTextHandler(errw, nil))
 	ctx, stop := checkpoint.NotifyContext(ctx, logger)
 	dir, b, err := openModel(ctx, c.Model, c.Backend)
 	if err != nil {
 		stop()
+		unlock()
 		return nil, err
 	}
-	return &trainSession{ctx: ctx, logger: logger, progress: progressWriter(errw), dir: dir, b: b, stop: stop}, nil
+	return &trainSession{ctx: ctx, logger: logger, progress: progressWriter(errw), dir: dir, b: b, stop: stop, unlock: unlock}, nil
 }
 
-// close frees the backend, then stops listening for Ctrl-C.
+// close frees the backend, stops listening for Ctrl-C and releases the output directory.
 func (s *trainSession) close() {
 	s.b.Finalize()
 	s.stop()
+	s.unlock()
 }
 
 // readOptions are how a method's dataset files are read: SFT's dataset_text_field names the column

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/posttrain/posttrain/models/safetensors"
 )
 
 // Hidden-name prefixes of the temporaries a run makes in its output directory: a checkpoint being
@@ -25,15 +27,24 @@ const (
 // run, to remove one (overwrite_output_dir) and to find stale temporaries; nothing else in the
 // directory is ever touched.
 type Run struct {
-	Files []string // every file the run writes (metrics.jsonl, training_args.yaml, the model's files, ...)
-	Marks []string // the files that, when not empty, show that a run was there (metrics.jsonl, the weights)
+	Files []string // the logs and configuration a run writes (metrics.jsonl, training_args.yaml, runs/, ...)
+	Marks []string // the Files that, when not empty, show that a run was there (metrics.jsonl, ...)
+	// Model are the names a final model's files may have (weights, configs, tokenizer, card). A
+	// run writes them with WriteModelFiles, which lists them in ModelMark; such a file that is not
+	// listed belongs to a model posttrain did not write, and the run refuses the directory rather
+	// than replace it.
+	Model []string
 }
 
-// Start readies outputDir for a run: it removes the temporaries a killed run left (logging their
-// names), then, unless the run resumes, refuses a directory that holds a previous run (a
-// checkpoint-N directory or a non-empty mark file) or, with overwrite, removes that run's files
-// and checkpoints first. A missing or empty directory just works.
+// Start readies outputDir for a run (whose lock the caller holds): it refuses a directory holding
+// a model posttrain did not write (Foreign), removes the temporaries a killed run left (logging
+// their names), then, unless the run resumes, refuses a directory that holds a previous run (a
+// checkpoint-N directory, a non-empty mark file, a finished model) or, with overwrite, removes
+// that run's files and checkpoints first (Owned). A missing or empty directory just works.
 func (r Run) Start(outputDir string, resume, overwrite bool, logger *slog.Logger) error {
+	if err := r.checkForeign(outputDir); err != nil {
+		return err
+	}
 	stale, err := r.Stale(outputDir)
 	if err != nil {
 		return err
@@ -52,7 +63,7 @@ func (r Run) Start(outputDir string, resume, overwrite bool, logger *slog.Logger
 		return err
 	}
 	if !overwrite {
-		return fmt.Errorf("output_dir %s holds a previous run (%s): continue it with --resume, or remove it with --overwrite-output-dir", outputDir, brief(prev))
+		return previousRun(outputDir, prev)
 	}
 	files, err := r.Owned(outputDir)
 	if err != nil {
@@ -65,9 +76,13 @@ func (r Run) Start(outputDir string, resume, overwrite bool, logger *slog.Logger
 	return nil
 }
 
-// Check is Start's refusal without touching anything: an error when outputDir holds a previous run
-// and the run neither resumes nor overwrites (for a check before the expensive setup).
+// Check is Start's refusals without touching anything (for a check before the expensive setup):
+// a model posttrain did not write, and a previous run when the run neither resumes nor
+// overwrites it.
 func (r Run) Check(outputDir string, resume, overwrite bool) error {
+	if err := r.checkForeign(outputDir); err != nil {
+		return err
+	}
 	if resume || overwrite {
 		return nil
 	}
@@ -75,7 +90,23 @@ func (r Run) Check(outputDir string, resume, overwrite bool) error {
 	if err != nil || len(prev) == 0 {
 		return err
 	}
+	return previousRun(outputDir, prev)
+}
+
+func previousRun(outputDir string, prev []string) error {
 	return fmt.Errorf("output_dir %s holds a previous run (%s): continue it with --resume, or remove it with --overwrite-output-dir", outputDir, brief(prev))
+}
+
+// checkForeign refuses an output directory holding model files posttrain did not write.
+func (r Run) checkForeign(outputDir string) error {
+	foreign, err := ForeignModel(outputDir, r.Model)
+	if err != nil {
+		return fmt.Errorf("output_dir: %w", err)
+	}
+	if len(foreign) > 0 {
+		return fmt.Errorf("output_dir %s holds %s, which posttrain did not write (%s does not list them) and the final model would replace: choose another output_dir", outputDir, brief(foreign), ModelMark)
+	}
+	return nil
 }
 
 // brief lists the first names and how many more.
@@ -88,10 +119,14 @@ func brief(names []string) string {
 }
 
 // Previous returns the entries of outputDir that show a previous run: checkpoint-N directories
-// (complete or not) and non-empty mark files. A missing directory has none.
+// (complete or not), non-empty mark files and a model a run wrote (ModelMark, or the marker of
+// one being written). A missing directory has none.
 func (r Run) Previous(outputDir string) ([]string, error) {
 	return entriesWhere(outputDir, func(e os.DirEntry) bool {
 		if _, ok := stepOf(e.Name()); ok && e.IsDir() {
+			return true
+		}
+		if e.Name() == ModelMark || e.Name() == safetensors.IncompleteMarker {
 			return true
 		}
 		if !e.Type().IsRegular() || !match(r.Marks, e.Name()) {
@@ -102,12 +137,19 @@ func (r Run) Previous(outputDir string) ([]string, error) {
 	})
 }
 
-// Owned returns the entries of outputDir that a run writes: checkpoint-N directories, the Files
-// and the temporaries (Stale). A missing directory has none.
+// Owned returns the entries of outputDir that a run wrote: checkpoint-N directories, the Files,
+// the temporaries (Stale), and the model files its ModelMark lists with the mark itself. A missing
+// directory has none.
 func (r Run) Owned(outputDir string) ([]string, error) {
+	model, _, err := ReadModelMark(outputDir)
+	if err != nil {
+		return nil, fmt.Errorf("output_dir: %w", err)
+	}
 	return entriesWhere(outputDir, func(e os.DirEntry) bool {
-		_, ck := stepOf(e.Name())
-		return (ck && e.IsDir()) || match(r.Files, e.Name()) || r.stale(e.Name())
+		n := e.Name()
+		_, ck := stepOf(n)
+		return (ck && e.IsDir()) || match(r.Files, n) || r.stale(n) || slices.Contains(model, n) ||
+			n == ModelMark || n == safetensors.IncompleteMarker
 	})
 }
 
@@ -134,6 +176,9 @@ func entriesWhere(dir string, keep func(os.DirEntry) bool) ([]string, error) {
 }
 
 func (r Run) stale(name string) bool {
+	if name == ModelMark+".tmp" {
+		return true
+	}
 	for _, p := range []string{tmpPrefix, deletingPrefix, ModelTmpPrefix} {
 		if strings.HasPrefix(name, p) && len(name) > len(p) {
 			return true
@@ -144,10 +189,11 @@ func (r Run) stale(name string) bool {
 		rest := base[i+len(".tmp"):]
 		if rest == "" || strings.HasPrefix(rest, "-") {
 			f := base[:i]
+			files := append(slices.Clone(r.Files), r.Model...)
 			if hidden, ok := strings.CutPrefix(f, "."); ok {
-				return match(r.Files, hidden)
+				return match(files, hidden)
 			}
-			return base == name && rest == "" && match(r.Files, f)
+			return base == name && rest == "" && match(files, f)
 		}
 	}
 	return false

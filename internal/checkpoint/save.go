@@ -154,7 +154,11 @@ func syncPath(path string) error {
 // one, a kill between two renames leaves a mix of old and new files (shards of two models): before
 // the first rename dir gets the marker file safetensors.IncompleteMarker (fsynced), removed after
 // the last one, and loading a model directory that holds it fails naming it.
-func WriteFiles(dir string, files map[string]WriteFunc) error {
+func WriteFiles(dir string, files map[string]WriteFunc) error { return writeFiles(dir, files, nil) }
+
+// writeFiles is WriteFiles that also removes the entries named in remove after the last rename,
+// while the marker stands.
+func writeFiles(dir string, files map[string]WriteFunc, remove []string) error {
 	marker := filepath.Join(dir, safetensors.IncompleteMarker)
 	marked := false
 	mark := func() error {
@@ -194,6 +198,14 @@ func WriteFiles(dir string, files map[string]WriteFunc) error {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
 		Fault(PhaseModelRenamed)
+	}
+	if len(remove) > 0 {
+		if err := mark(); err != nil {
+			return fmt.Errorf("write %s: %w", dir, err)
+		}
+		if err := removeAll(dir, remove); err != nil {
+			return err
+		}
 	}
 	if err := syncPath(dir); err != nil {
 		return err

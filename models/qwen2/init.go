@@ -211,5 +211,5 @@ func InitCheckpoint(dir string, cfg *Config, seed uint64, opts SaveOptions) erro
 	if err != nil {
 		return err
 	}
-	return writeAtomic(dir, cfg.errName(), func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
+	return writeAtomic(dir, cfg.errName(), opts, func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/posttrain/posttrain/internal/fsmode"
+	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
 
@@ -34,6 +34,10 @@ type SaveOptions struct {
 	Generation *GenerationConfig
 	// MaxShardBytes splits the weights into shards above this size; 0 means DefaultMaxShardBytes.
 	MaxShardBytes int64
+	// Overwrite lets Save and InitCheckpoint replace a model posttrain wrote into dir before (its
+	// files only); WrittenBy names the command in dir's checkpoint.ModelMark ("posttrain init").
+	Overwrite bool
+	WrittenBy string
 }
 
 // storedDType maps a dtype spelling to the safetensors one and config.json's torch_dtype.
@@ -51,8 +55,9 @@ func storedDType(s string) (st, torch string, err error) {
 
 // Save writes the model in ctx to dir as a HF transformers checkpoint: the weights under their HF
 // names in opts.DType, config.json (with torch_dtype), generation_config.json and, when given,
-// the tokenizer files. It writes a temporary directory beside dir and renames it, replacing a
-// previous checkpoint in dir; a non-empty dir without config.json is refused.
+// the tokenizer files. dir must be new or empty, or hold a model posttrain wrote and
+// opts.Overwrite be set (checkpoint.WriteModel: a new dir is written beside and renamed, a model
+// posttrain wrote has only its own files replaced); anything else is refused naming what is there.
 func Save(dir string, ctx *context.Context, cfg *Config, opts SaveOptions) error {
 	st, _, err := storedDType(opts.DType)
 	if err != nil {
@@ -62,7 +67,7 @@ func Save(dir string, ctx *context.Context, cfg *Config, opts SaveOptions) error
 	if err != nil {
 		return err
 	}
-	return writeAtomic(dir, cfg.errName(), func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
+	return writeAtomic(dir, cfg.errName(), opts, func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
 }
 
 // WriteModel is Save into an existing directory, without the temporary directory: for callers
@@ -243,54 +248,15 @@ func marshalConfig(m map[string]any, name string) ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-// writeAtomic fills a fresh temporary directory beside dir, then renames it to dir, moving a
-// previous checkpoint aside first and deleting it afterwards. name starts its errors.
-func writeAtomic(dir, name string, fill func(tmp string) error) (err error) {
-	dir = filepath.Clean(dir)
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		if _, err := os.Stat(filepath.Join(dir, ConfigFileName)); err != nil {
-			return fmt.Errorf("%s save: %s is not empty and holds no %s: refusing to replace it", name, dir, ConfigFileName)
-		}
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+// writeAtomic writes the checkpoint fill makes into dir under checkpoint.WriteModel's rules.
+// name starts its errors.
+func writeAtomic(dir, name string, opts SaveOptions, fill func(tmp string) error) error {
+	by := opts.WrittenBy
+	if by == "" {
+		by = "posttrain"
+	}
+	if err := checkpoint.WriteModel(dir, by, opts.Overwrite, fill); err != nil {
 		return fmt.Errorf("%s save: %w", name, err)
-	}
-	parent, base := filepath.Split(dir)
-	if parent == "" {
-		parent = "."
-	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("%s save: %w", name, err)
-	}
-	tmp, err := fsmode.MkdirTemp(parent, "."+base+".tmp-")
-	if err != nil {
-		return fmt.Errorf("%s save: %w", name, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.RemoveAll(tmp)
-		}
-	}()
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("%s save: %w", name, err)
-	}
-	if err := fill(tmp); err != nil {
-		return err
-	}
-	old := ""
-	if _, err := os.Stat(dir); err == nil {
-		old = tmp + ".old"
-		if err := os.Rename(dir, old); err != nil {
-			return fmt.Errorf("%s save: %w", name, err)
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			_ = os.Rename(old, dir)
-		}
-		return fmt.Errorf("%s save: %w", name, err)
-	}
-	if old != "" {
-		_ = os.RemoveAll(old)
 	}
 	return nil
 }

@@ -34,11 +34,11 @@ type Config interface {
 // Training holds the options every trainer shares: HF TrainingArguments names with TRL v0.24's
 // overrides (logging_steps 10), plus the model/dataset inputs of TRL's CLI scripts.
 type Training struct {
-	Model   string `yaml:"model_name_or_path" resume:"content" flag:"model" usage:"model directory or Hub id (HF layout)"`
-	Dataset string `yaml:"dataset_name" resume:"content" flag:"dataset" usage:"training data file (JSONL)"`
+	Model   string `yaml:"model_name_or_path" input:"path" resume:"content" flag:"model" usage:"model directory or Hub id (HF layout)"`
+	Dataset string `yaml:"dataset_name" input:"path" resume:"content" flag:"dataset" usage:"training data file (JSONL)"`
 	// TRL's CLI scripts take the eval rows from a split of dataset_name (dataset_test_split);
 	// posttrain reads them from a second file.
-	EvalDataset string `yaml:"eval_dataset" resume:"free" usage:"evaluation data file (JSONL, the same formats as --dataset); evaluated only when eval_strategy is steps or epoch, or with eval_on_start (as HF's Trainer)"`
+	EvalDataset string `yaml:"eval_dataset" input:"path" resume:"free" usage:"evaluation data file (JSONL, the same formats as --dataset); evaluated only when eval_strategy is steps or epoch, or with eval_on_start (as HF's Trainer)"`
 
 	OutputDir                 string   `yaml:"output_dir" resume:"free" usage:"directory for checkpoints, metrics.jsonl and the final model"`
 	LearningRate              float64  `yaml:"learning_rate" usage:"initial AdamW learning rate"`
@@ -153,7 +153,7 @@ type SFT struct {
 	PaddingFree        bool   `yaml:"padding_free" usage:"accepted for TRL compatibility: posttrain's masks already give flash-attention's padding-free numbers, so it changes nothing"`
 	LossType           string `yaml:"loss_type" enum:"nll|dft" usage:"nll: negative log-likelihood of the scored tokens; dft: Dynamic Fine-Tuning (arXiv:2508.05629), each token's NLL weighted by its detached probability"`
 	EOSToken           string `yaml:"eos_token" usage:"replace the tokenizer's eos_token with this token of its vocabulary (appended to text rows and completions, saved in the output's tokenizer_config.json); empty = the tokenizer's"`
-	ChatTemplatePath   string `yaml:"chat_template_path" usage:"chat template for conversational rows, saved with the model: a .jinja/.j2 file, or a tokenizer directory (its template and eos_token, as TRL's clone_chat_template; its tokens must already be in the vocabulary)"`
+	ChatTemplatePath   string `yaml:"chat_template_path" input:"path" usage:"chat template for conversational rows, saved with the model: a .jinja/.j2 file, or a tokenizer directory (its template and eos_token, as TRL's clone_chat_template; its tokens must already be in the vocabulary)"`
 	DatasetTextField   string `yaml:"dataset_text_field" usage:"the column standard language-modelling rows are read from (conversational rows are always \"messages\"); as TRL v0.24, EOS is appended to these rows only when it is \"text\""`
 	PEFT               `yaml:",inline"`
 }
@@ -238,7 +238,7 @@ func (*KTO) Resolve() {}
 type GRPO struct {
 	Training                 `yaml:",inline"`
 	RewardFuncs              []string  `yaml:"reward_funcs" flag:"reward" usage:"verifier reward function name(s), comma-separated"`
-	RewardModels             []string  `yaml:"reward_model_name_or_path" flag:"reward-model" usage:"reward model checkpoint(s) (*ForSequenceClassification, num_labels 1, e.g. posttrain reward's output), comma-separated or repeated: each scores prompt+completion through its own chat template and counts as a reward function named after its directory, before reward_funcs (TRL's grpo.py order)"`
+	RewardModels             []string  `yaml:"reward_model_name_or_path" input:"path" flag:"reward-model" usage:"reward model checkpoint(s) (*ForSequenceClassification, num_labels 1, e.g. posttrain reward's output), comma-separated or repeated: each scores prompt+completion through its own chat template and counts as a reward function named after its directory, before reward_funcs (TRL's grpo.py order)"`
 	RewardWeights            []float64 `yaml:"reward_weights" usage:"weight of each reward model, then of each reward function (default: all 1)"`
 	NumGenerations           int       `yaml:"num_generations" usage:"completions sampled per prompt (group size G)"`
 	MaxPromptLength          int       `yaml:"max_prompt_length" usage:"truncate prompts (left) to this many tokens"`

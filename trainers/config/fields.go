@@ -1,8 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/posttrain/posttrain/internal/checkpoint"
 )
 
 // field is one option of a configuration, found by reflection over its struct tags.
@@ -16,6 +19,7 @@ type field struct {
 	// trajectory and must equal the checkpoint's value; "free" = it may change; "content" = the
 	// path may change but what it names must not (compared by fingerprint).
 	Resume string
+	Input  bool          // tag input:"path": a file or directory the run reads
 	Value  reflect.Value // the settable field
 }
 
@@ -49,7 +53,8 @@ func collect(v reflect.Value, group string, out *[]field) {
 		if key == "" || key == "-" {
 			continue
 		}
-		f := field{Key: key, Flag: sf.Tag.Get("flag"), Usage: sf.Tag.Get("usage"), Group: group, Value: v.Field(i), Resume: sf.Tag.Get("resume")}
+		f := field{Key: key, Flag: sf.Tag.Get("flag"), Usage: sf.Tag.Get("usage"), Group: group, Value: v.Field(i), Resume: sf.Tag.Get("resume"),
+			Input: sf.Tag.Get("input") == "path"}
 		if f.Flag == "" {
 			f.Flag = strings.ReplaceAll(key, "_", "-")
 		}
@@ -122,4 +127,32 @@ func Option(cfg Config, key string) (OptionValue, bool) {
 		return OptionValue{}, false
 	}
 	return OptionValue{Key: f.Key, Group: f.Group, Value: f.Value.Interface()}, true
+}
+
+// Inputs returns the paths cfg's run reads (the options tagged input:"path": the model, the
+// datasets, reward and value models, a chat template), each named by its key and flag, for the
+// output-directory check (checkpoint.CheckOutside). Empty options are left out.
+func Inputs(cfg Config) []checkpoint.Input {
+	var out []checkpoint.Input
+	for _, f := range fields(cfg) {
+		if !f.Input {
+			continue
+		}
+		name := fmt.Sprintf("%s (--%s)", f.Key, f.Flag)
+		switch v := f.Value.Interface().(type) {
+		case string:
+			if v != "" {
+				out = append(out, checkpoint.Input{Name: name, Path: v})
+			}
+		case []string:
+			for _, p := range v {
+				if p != "" {
+					out = append(out, checkpoint.Input{Name: name, Path: p})
+				}
+			}
+		default:
+			panic(fmt.Sprintf("config: input option %s has type %T", f.Key, v))
+		}
+	}
+	return out
 }

@@ -13,8 +13,8 @@ import (
 // "updates", its global_step), not optimizer steps.
 type PPO struct {
 	Training                     `yaml:",inline"`
-	RewardModelPath              string  `yaml:"reward_model_path" flag:"reward-model" usage:"reward model (a *ForSequenceClassification checkpoint with num_labels 1, e.g. posttrain reward's output; local directory or Hub id) scoring query+response; it must share the policy's vocabulary"`
-	ValueModelPath               string  `yaml:"value_model_path" flag:"value-model" usage:"posttrain extension: the checkpoint the value model starts from (a *ForSequenceClassification with num_labels 1); empty = reward_model_path, as TRL's examples/scripts/ppo/ppo.py does"`
+	RewardModelPath              string  `yaml:"reward_model_path" input:"path" flag:"reward-model" usage:"reward model (a *ForSequenceClassification checkpoint with num_labels 1, e.g. posttrain reward's output; local directory or Hub id) scoring query+response; it must share the policy's vocabulary"`
+	ValueModelPath               string  `yaml:"value_model_path" input:"path" flag:"value-model" usage:"posttrain extension: the checkpoint the value model starts from (a *ForSequenceClassification with num_labels 1); empty = reward_model_path, as TRL's examples/scripts/ppo/ppo.py does"`
 	NumPPOEpochs                 int     `yaml:"num_ppo_epochs" usage:"passes over each rollout batch"`
 	NumMiniBatches               int     `yaml:"num_mini_batches" usage:"mini-batches per pass: each is one optimizer step; must divide gradient_accumulation_steps"`
 	TotalEpisodes                int     `yaml:"total_episodes" usage:"prompts (episodes) to train on in all; 0 = num_train_epochs × the dataset's prompts (TRL's None)"`

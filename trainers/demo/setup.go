@@ -147,7 +147,7 @@ func WriteBase(dir string, shape ModelShape, seed uint64) (string, error) {
 	}
 	base := filepath.Join(dir, "base")
 	gen := &qwen2.GenerationConfig{BOSTokenID: &pad, EOSTokenIDs: []int{eos}, PadTokenID: &pad}
-	if err := qwen2.InitCheckpoint(base, cfg, seed, qwen2.SaveOptions{TokenizerPath: tokDir, Generation: gen}); err != nil {
+	if err := qwen2.InitCheckpoint(base, cfg, seed, qwen2.SaveOptions{TokenizerPath: tokDir, Generation: gen, Overwrite: true, WrittenBy: "posttrain demo"}); err != nil {
 		return "", err
 	}
 	return base, nil

@@ -48,7 +48,8 @@ func TestRun_OutputDirNeedsResumeOrOverwrite(t *testing.T) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
 	}
-	if err := loop.CheckOutputDir(&cfg.Training); err == nil {
+	if release, err := loop.CheckOutputDir(cfg, ""); err == nil {
+		release()
 		t.Error("CheckOutputDir accepted the directory")
 	}
 	if got := readFile(t, filepath.Join(cfg.OutputDir, runlog.MetricsName)); !bytes.Equal(got, metrics) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
@@ -32,57 +31,68 @@ type extra struct {
 }
 
 // RunFiles is what a run writes at the top of OUTPUT_DIR besides its checkpoint-N directories:
-// the logs (with report_to tensorboard, the runs/ directory of event files), the resolved
-// configuration, the model card, the final model's files (weights, configs, tokenizer) and the marker of a final
-// model being written (safetensors.IncompleteMarker, left by a run killed then; a resumed run
-// removes it when it rewrites the model). overwrite_output_dir removes exactly
-// these (and the checkpoints and temporaries); any other file in the directory is left alone.
+// the logs (with report_to tensorboard, the runs/ directory of event files) and the resolved
+// configuration (Files), and the final model's files (Model: weights, configs, tokenizer, the
+// value model, the model card), which the final save lists in checkpoint.ModelMark.
+// overwrite_output_dir removes exactly these (the model's only when the mark lists them, and the
+// checkpoints and temporaries); any other file in the directory is left alone, and model files the
+// mark does not list refuse the directory.
 var RunFiles = checkpoint.Run{
-	Files: append([]string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName, CardName, tensorboard.RunsDir,
-		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json", safetensors.IncompleteMarker,
+	Files: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName, tensorboard.RunsDir},
+	Marks: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl"},
+	Model: append([]string{CardName, "model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
 		qwen2.ConfigFileName, qwen2.GenerationConfigFileName, lora.ConfigName, lora.WeightsName, ValueDir}, qwen2.TokenizerFiles...),
-	Marks: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl",
-		"model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json", safetensors.IncompleteMarker, lora.WeightsName},
 }
 
-// CheckOutputDir refuses, before any work, an output_dir that holds a previous run when cfg neither
-// resumes nor overwrites it (the driver checks again when it starts, and cleans up).
-func CheckOutputDir(cfg *config.Training) error {
-	return RunFiles.Check(cfg.OutputDir, resuming(cfg), cfg.OverwriteOutputDir)
+// CheckOutputDir checks, before any work, what the driver checks again when it starts
+// (prepareOutput): no input of cfg (nor configFile, the --config file) is or lies in output_dir;
+// a previous run there needs resume or overwrite; a model posttrain did not write refuses it. When
+// output_dir exists it also takes its lock (checkpoint.Lock) for the rest of the run, so a second
+// run is refused before it loads anything; release gives it back.
+func CheckOutputDir(cfg config.Config, configFile string) (release func(), err error) {
+	c := cfg.Common()
+	if err := checkInputs(cfg, configFile); err != nil {
+		return nil, err
+	}
+	release = func() {}
+	if _, err := os.Stat(c.OutputDir); err == nil {
+		if release, err = checkpoint.Lock(c.OutputDir); err != nil {
+			return nil, err
+		}
+	}
+	if err := RunFiles.Check(c.OutputDir, resuming(c), c.OverwriteOutputDir); err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
+}
+
+// checkInputs refuses an output_dir that is or contains a path the run reads, with or without
+// overwrite_output_dir (a run's own checkpoint read by --resume is not an input).
+func checkInputs(cfg config.Config, configFile string) error {
+	inputs := config.Inputs(cfg)
+	if configFile != "" {
+		inputs = append(inputs, checkpoint.Input{Name: "the configuration (--config)", Path: configFile})
+	}
+	return checkpoint.CheckOutside("output_dir", cfg.Common().OutputDir, inputs)
 }
 
 func resuming(cfg *config.Training) bool { return cfg.Resume || cfg.ResumeFromCheckpoint != "" }
 
-// prepareOutput readies OUTPUT_DIR before anything is written to it (checkpoint.Run.Start): stale
-// temporaries of a killed run are removed; a previous run there needs --resume, or
-// --overwrite-output-dir, which removes it first (refused when that would remove the model or data
-// this run reads).
+// prepareOutput readies OUTPUT_DIR before anything is written to it: it takes the directory's lock
+// (released by close), refuses inputs inside it, then checkpoint.Run.Start: stale temporaries of a
+// killed run are removed; a previous run there needs --resume, or --overwrite-output-dir, which
+// removes it first.
 func (d *driver) prepareOutput() error {
-	if d.cfg.OverwriteOutputDir && !resuming(d.cfg) {
-		owned, err := RunFiles.Owned(d.cfg.OutputDir)
-		if err != nil {
-			return err
-		}
-		for _, in := range []struct{ key, path string }{{"model_name_or_path", d.cfg.Model}, {"dataset_name", d.cfg.Dataset}, {"eval_dataset", d.cfg.EvalDataset}} {
-			for _, name := range owned {
-				if in.path != "" && within(in.path, filepath.Join(d.cfg.OutputDir, name)) {
-					return fmt.Errorf("overwrite_output_dir (--overwrite-output-dir) would remove %s, which %s reads: choose another output_dir", filepath.Join(d.cfg.OutputDir, name), in.key)
-				}
-			}
-		}
+	release, err := checkpoint.Lock(d.cfg.OutputDir)
+	if err != nil {
+		return err
+	}
+	d.unlock = release
+	if err := checkInputs(d.opts.Config, ""); err != nil {
+		return err
 	}
 	return RunFiles.Start(d.cfg.OutputDir, resuming(d.cfg), d.cfg.OverwriteOutputDir, d.logger)
-}
-
-// within reports whether path is dir or lies under it.
-func within(path, dir string) bool {
-	p, err1 := filepath.Abs(path)
-	q, err2 := filepath.Abs(dir)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	rel, err := filepath.Rel(q, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // modelFiles writes the model into a temporary directory under the output directory and returns
@@ -159,7 +169,7 @@ func (d *driver) saveFinal() error {
 	defer cleanup()
 	card := modelCard(d.opts.Config, d.step, d.last)
 	files[CardName] = func(path string) error { return os.WriteFile(path, card, 0o644) }
-	return checkpoint.WriteFiles(d.cfg.OutputDir, files)
+	return checkpoint.WriteModelFiles(d.cfg.OutputDir, "posttrain "+d.opts.Config.Method(), files)
 }
 
 // resume checks the checkpoint (Load's validation, then checkResume), then restores the source's position and state, then the weights and the optimizer state,

@@ -40,6 +40,7 @@ type driver struct {
 	fps       map[string]string // the inputs' fingerprints, saved in each checkpoint
 	saved     []string
 	last      runlog.Record
+	unlock    func() // releases OUTPUT_DIR's lock (prepareOutput); nil before
 }
 
 func newDriver(m *Model, src Source, opts Options) (*driver, error) {
@@ -82,6 +83,9 @@ func (d *driver) close() {
 	}
 	if d.hooks != nil {
 		d.hooks.Close()
+	}
+	if d.unlock != nil {
+		d.unlock()
 	}
 }
 
