@@ -46,25 +46,25 @@ var RunFiles = checkpoint.Run{
 
 // CheckOutputDir checks, before any work, what the driver checks again when it starts
 // (prepareOutput): no input of cfg (nor configFile, the --config file) is or lies in output_dir;
-// a previous run there needs resume or overwrite; a model posttrain did not write refuses it. When
-// output_dir exists it also takes its lock (checkpoint.Lock) for the rest of the run, so a second
-// run is refused before it loads anything; release gives it back.
+// a previous run there needs resume or overwrite; a model posttrain did not write refuses it; a live
+// run there refuses it, naming its pid. When output_dir exists it then takes its lock
+// (checkpoint.Lock) for the rest of the run, so a second run is refused before it loads anything;
+// release gives it back. A refusal writes nothing.
 func CheckOutputDir(cfg config.Config, configFile string) (release func(), err error) {
 	c := cfg.Common()
 	if err := checkInputs(cfg, configFile); err != nil {
 		return nil, err
 	}
-	release = func() {}
-	if _, err := os.Stat(c.OutputDir); err == nil {
-		if release, err = checkpoint.Lock(c.OutputDir); err != nil {
-			return nil, err
-		}
-	}
-	if err := RunFiles.Check(c.OutputDir, resuming(c), c.OverwriteOutputDir); err != nil {
-		release()
+	if err := checkpoint.CheckUnlocked(c.OutputDir); err != nil {
 		return nil, err
 	}
-	return release, nil
+	if err := RunFiles.Check(c.OutputDir, resuming(c), c.OverwriteOutputDir); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(c.OutputDir); err != nil {
+		return func() {}, nil // made and locked when the driver starts
+	}
+	return checkpoint.Lock(c.OutputDir)
 }
 
 // checkInputs refuses an output_dir that is or contains a path the run reads, with or without
