@@ -8,18 +8,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/data/bpetrain"
+	"github.com/posttrain/posttrain/internal/checkpoint"
 )
 
 // tokenizerTrainConfig holds the flags of `posttrain tokenizer-train`.
 type tokenizerTrainConfig struct {
 	bpetrain.Config
-	Corpus string // text file, read line by line as HuggingFace's tokenizer.train(files)
-	Demo   bool   // bpetrain.DemoCorpus instead of a file
-	Output string // directory
+	Corpus    string // text file, read line by line as HuggingFace's tokenizer.train(files)
+	Demo      bool   // bpetrain.DemoCorpus instead of a file
+	Output    string // directory
+	Overwrite bool   // replace the tokenizer files already in Output
 }
 
 func init() {
@@ -33,13 +37,15 @@ func init() {
 			&cli.StringFlag{Name: "corpus", Usage: "UTF-8 text file to learn from"},
 			&cli.BoolFlag{Name: "demo", Usage: "learn from the built-in corpus: multiplication conversations in the chat template, and the numbers 0-400"},
 			&cli.IntFlag{Name: "model-max-length", Value: bpetrain.DefaultModelMaxLength, Usage: "tokenizer_config.json model_max_length"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "directory for tokenizer.json, tokenizer_config.json, vocab.json, merges.txt"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "directory for tokenizer.json, tokenizer_config.json, vocab.json, merges.txt (a tokenizer already there needs --overwrite)"},
+			&cli.BoolFlag{Name: "overwrite", Usage: "replace the tokenizer files already in -o DIR (only those four files)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			c := tokenizerTrainConfig{
 				Config: bpetrain.Config{VocabSize: cmd.Int("vocab-size"), MinFrequency: cmd.Int("min-frequency"),
 					ModelMaxLength: cmd.Int("model-max-length")},
 				Corpus: cmd.String("corpus"), Demo: cmd.Bool("demo"), Output: cmd.String("output"),
+				Overwrite: cmd.Bool("overwrite"),
 			}
 			if err := c.validate(cmd); err != nil {
 				return usageError{fmt.Errorf("%s: %w", cmd.FullName(), err)}
@@ -71,6 +77,9 @@ func (c tokenizerTrainConfig) validate(cmd *cli.Command) error {
 
 // runTokenizerTrain feeds the corpus, trains, saves and prints one summary line to w.
 func runTokenizerTrain(c tokenizerTrainConfig, w io.Writer) error {
+	if err := checkTokenizerOutput(c); err != nil {
+		return err
+	}
 	tr, err := bpetrain.New(c.Config)
 	if err != nil {
 		return err
@@ -102,4 +111,25 @@ func runTokenizerTrain(c tokenizerTrainConfig, w io.Writer) error {
 	_, err = fmt.Fprintf(w, "wrote %s: %d tokens (%d model + %d special), %d merges, from %d distinct words\n",
 		c.Output, res.VocabSize(), len(res.Tokens), len(res.Added), len(res.Merges), tr.Words())
 	return err
+}
+
+// checkTokenizerOutput refuses, before training, an output directory that holds the corpus or
+// (without --overwrite) tokenizer files that saving would replace, naming them.
+func checkTokenizerOutput(c tokenizerTrainConfig) error {
+	if err := checkpoint.CheckOutside("-o", c.Output, []checkpoint.Input{{Name: "--corpus", Path: c.Corpus}}); err != nil {
+		return err
+	}
+	if c.Overwrite {
+		return nil
+	}
+	var there []string
+	for _, name := range bpetrain.Files {
+		if _, err := os.Lstat(filepath.Join(c.Output, name)); err == nil {
+			there = append(there, name)
+		}
+	}
+	if len(there) > 0 {
+		return fmt.Errorf("-o %s already holds %s: replace them with --overwrite, or choose another directory", c.Output, strings.Join(there, ", "))
+	}
+	return nil
 }

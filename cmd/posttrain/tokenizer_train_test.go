@@ -73,3 +73,32 @@ func TestTokenizerTrain_Errors(t *testing.T) {
 		}
 	}
 }
+
+// tokenizer-train replaces a tokenizer already in -o DIR only with --overwrite (and then only its
+// four files), and never writes into the directory of its corpus.
+func TestTokenizerTrain_ExistingOutput(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "notes.txt"), "mine")
+	if _, err := runCLI(t, "tokenizer-train", "--demo", "-o", dir); err != nil {
+		t.Fatalf("a directory with other files: %v", err)
+	}
+	before := snapshot(t, dir)
+	_, err := runCLI(t, "tokenizer-train", "--demo", "--vocab-size", "400", "-o", dir)
+	if err == nil || !strings.Contains(err.Error(), "already holds vocab.json, merges.txt, tokenizer.json, tokenizer_config.json") {
+		t.Fatalf("over a tokenizer: %v, want a refusal naming its files", err)
+	}
+	if !sameSnapshot(before, snapshot(t, dir)) {
+		t.Error("the refused run changed the directory")
+	}
+	if _, err := runCLI(t, "tokenizer-train", "--demo", "--vocab-size", "400", "-o", dir, "--overwrite"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "mine" {
+		t.Errorf("--overwrite touched notes.txt: %q %v", b, err)
+	}
+	corpus := filepath.Join(dir, "corpus.txt")
+	writeFile(t, corpus, "a b c\n")
+	if _, err := runCLI(t, "tokenizer-train", "--corpus", corpus, "-o", dir, "--overwrite"); err == nil || !strings.Contains(err.Error(), "contains --corpus") {
+		t.Errorf("-o holding the corpus: %v, want a refusal naming --corpus", err)
+	}
+}

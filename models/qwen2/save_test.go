@@ -108,21 +108,26 @@ func TestSave_CopiesTokenizer(t *testing.T) {
 	}
 }
 
-// Save replaces a previous checkpoint but not a directory that holds something else.
+// Save replaces a previous checkpoint it wrote only when told to (Overwrite), never a directory
+// that holds something else.
 func TestSave_Atomic(t *testing.T) {
 	ctx, cfg := loadTiny(t, dtypes.Float32)
 	dir := t.TempDir()
 	foreign := filepath.Join(dir, "foreign")
 	_ = os.MkdirAll(foreign, 0o755)
 	_ = os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("keep"), 0o644)
-	if err := Save(foreign, ctx, cfg, SaveOptions{}); err == nil || !strings.Contains(err.Error(), "refusing") {
+	if err := Save(foreign, ctx, cfg, SaveOptions{Overwrite: true}); err == nil || !strings.Contains(err.Error(), "holds no model posttrain wrote") {
 		t.Errorf("save over a foreign directory: got %v, want a refusal", err)
 	}
 	ckpt := filepath.Join(dir, "ckpt")
-	for _, dtype := range []string{"F32", "F16"} {
-		if err := Save(ckpt, ctx, cfg, SaveOptions{DType: dtype}); err != nil {
-			t.Fatal(err)
-		}
+	if err := Save(ckpt, ctx, cfg, SaveOptions{DType: "F32"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Save(ckpt, ctx, cfg, SaveOptions{DType: "F16"}); err == nil || !strings.Contains(err.Error(), "--overwrite") {
+		t.Errorf("save over its own checkpoint without Overwrite: got %v, want a refusal naming --overwrite", err)
+	}
+	if err := Save(ckpt, ctx, cfg, SaveOptions{DType: "F16", Overwrite: true}); err != nil {
+		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 2 {
