@@ -375,7 +375,7 @@ if [ -z "$STOPPED" ]; then
 
   # One checkpoint stored in bfloat16 serves every stage: float32 runs load it exactly (upcast). The
   # tokenizer is for the trainers (Qwen2.5's keeps the preset's vocabulary of 151,936).
-  stage init "$T_INIT" text "${PT[@]}" init --preset "$PRESET" --seed "$SEED" --dtype bfloat16 --tokenizer "$TOKENIZER" --out "$M"
+  stage init "$T_INIT" text "${PT[@]}" init --preset "$PRESET" --seed "$SEED" --dtype bfloat16 --tokenizer "$TOKENIZER" --out "$M" --overwrite
   VOCAB=$(sed -n 's/.*"vocab_size": *\([0-9]*\).*/\1/p' "$M/config.json" 2>/dev/null | head -n 1 || true)
   if needs inputs init; then
     stage inputs 30 json "$BIN" bench inputs --vocab "${VOCAB:-0}" --rows "$SCORE_ROWS" --len "$SCORE_LEN" --seed "$SEED"
