@@ -5,8 +5,8 @@ package backend
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"

@@ -83,7 +83,6 @@ func AutoInstallAllowed() bool {
 	return false
 }
 
-
 // minAPITable is the smallest PJRT_Api table (its struct_size) the client can use: the table must
 // reach the last function go-xla v0.1.4 calls, PJRT_Executable_GetCompiledMemoryStats (entry 97 of
 // the 0.83 header; TestMinAPITableMatchesHeader checks the offset). A smaller table would have the
