@@ -99,8 +99,8 @@ func TestBadPlugins_OneLineNamingFileAndVersions(t *testing.T) {
 	for _, c := range []struct {
 		name, path, plugin, want string
 	}{
-		{"truncated", truncated(t, good), "unknown", "is truncated"},
-		{"other architecture", withMachine(t, good, elf.EM_AARCH64), "unknown", "is built for EM_AARCH64"},
+		{"truncated", truncated(t, good), "unknown", "truncated: "},
+		{"other architecture", withMachine(t, good, elf.EM_AARCH64), "unknown", "built for EM_AARCH64"},
 		{"missing library", missingDependency(t), "unknown", "libptgone.so"},
 		{"table too small", fakePluginTable(t, 0, 30, 400), "0.30", "function table of 400 bytes, too small for the client"},
 		{"other major", fakePlugin(t, 1, 0), "1.0", "the major versions differ"},

@@ -104,7 +104,8 @@ var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM
 
 // checkELF reads a plugin file's ELF header before dlopen so that the common bad files get a
 // plain reason: not an ELF file, a 32-bit or foreign-architecture library, or a truncated one
-// (shorter than its own section or program header tables say). Other systems are not checked.
+// (shorter than its own section or program header tables say). The error does not repeat the
+// path. Other systems are not checked.
 func checkELF(path string) error {
 	if runtime.GOOS != "linux" {
 		return nil
@@ -121,23 +122,23 @@ func checkELF(path string) error {
 	var h [64]byte
 	n, _ := f.ReadAt(h[:], 0)
 	if n < 4 || !bytes.Equal(h[:4], []byte(elf.ELFMAG)) {
-		return fmt.Errorf("%s is not an ELF shared library (%d bytes)", path, st.Size())
+		return fmt.Errorf("not an ELF shared library (%d bytes)", st.Size())
 	}
 	if n < len(h) {
-		return fmt.Errorf("%s is truncated: %d bytes, shorter than an ELF header", path, st.Size())
+		return fmt.Errorf("truncated: %d bytes, shorter than an ELF header", st.Size())
 	}
 	if elf.Class(h[4]) != elf.ELFCLASS64 || elf.Data(h[5]) != elf.ELFDATA2LSB {
-		return fmt.Errorf("%s is a %v %v library; this binary (%s) loads 64-bit little-endian ones", path, elf.Class(h[4]), elf.Data(h[5]), runtime.GOARCH)
+		return fmt.Errorf("a %v %v library; this binary (%s) loads 64-bit little-endian ones", elf.Class(h[4]), elf.Data(h[5]), runtime.GOARCH)
 	}
 	le := binary.LittleEndian
 	machine := elf.Machine(le.Uint16(h[18:]))
 	if want, ok := elfMachines[runtime.GOARCH]; ok && machine != want {
-		return fmt.Errorf("%s is built for %v, this binary for %v (%s)", path, machine, want, runtime.GOARCH)
+		return fmt.Errorf("built for %v, this binary for %v (%s)", machine, want, runtime.GOARCH)
 	}
 	phEnd := le.Uint64(h[32:]) + uint64(le.Uint16(h[54:]))*uint64(le.Uint16(h[56:]))
 	shEnd := le.Uint64(h[40:]) + uint64(le.Uint16(h[58:]))*uint64(le.Uint16(h[60:]))
 	if need := max(phEnd, shEnd); uint64(st.Size()) < need {
-		return fmt.Errorf("%s is truncated: %d bytes, its ELF header expects at least %d", path, st.Size(), need)
+		return fmt.Errorf("truncated: %d bytes, its ELF header expects at least %d", st.Size(), need)
 	}
 	return nil
 }

@@ -136,7 +136,7 @@ func CheckPlugin(config string) (PluginInfo, error) {
 			if info.Name == "cpu" {
 				hint = "; install the pinned CPU plugin with `make xla-cpu`"
 			}
-			return fail("no PJRT plugin named %q: searched %s for %s (CUDA plugins only where a GPU is visible)%s; or name the file, e.g. --backend xla:/…/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so, or set %s=1 to let GoMLX download one",
+			return fail("no PJRT plugin named %q found: searched %s for %s (CUDA plugins only where a GPU is visible)%s; or name the file, e.g. --backend xla:/…/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so, or set %s=1 to let GoMLX download one",
 				info.Name, strings.Join(searched, ", "), PluginFile(info.Name), hint, AutoInstallEnv)
 		}
 		info.Path = p
@@ -147,7 +147,7 @@ func CheckPlugin(config string) (PluginInfo, error) {
 		return fail("PJRT plugin %s is a directory; name the .so file", info.Path)
 	}
 	if err := checkELF(info.Path); err != nil {
-		return fail("PJRT plugin %v", err)
+		return fail("cannot load PJRT plugin %s: %v", info.Path, err)
 	}
 	cpath := C.CString(info.Path)
 	defer C.free(unsafe.Pointer(cpath))
@@ -166,7 +166,7 @@ func CheckPlugin(config string) (PluginInfo, error) {
 	info.Major, info.Minor, info.TableSize = int(major), int(minor), int(size)
 	info.API = fmt.Sprintf("%d.%d", info.Major, info.Minor)
 	if info.Major != ClientAPIMajor {
-		return fail("PJRT plugin %s speaks PJRT C API %s, the client %d.%d: the major versions differ, so they cannot work together; use a plugin of API %d.x", info.Path, info.API, ClientAPIMajor, ClientAPIMinor, ClientAPIMajor)
+		return fail("PJRT plugin %s speaks PJRT C API %s, posttrain's client speaks %d.%d: the major versions differ, so they cannot work together; use a plugin of API %d.x", info.Path, info.API, ClientAPIMajor, ClientAPIMinor, ClientAPIMajor)
 	}
 	if info.TableSize < minAPITable {
 		return fail("PJRT plugin %s has a function table of %d bytes, too small for the client, which calls entries up to byte %d (PJRT_Executable_GetCompiledMemoryStats)", info.Path, info.TableSize, minAPITable)

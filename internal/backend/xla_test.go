@@ -116,7 +116,7 @@ func TestCheckPluginBadFiles(t *testing.T) {
 	}
 	for path, want := range map[string]string{
 		notPJRT:                  "exports no GetPjrtApi",
-		garbage:                  "is not an ELF shared library",
+		garbage:                  "not an ELF shared library",
 		"/nonexistent/plugin.so": "no such file",
 		t.TempDir():              "is a directory",
 	} {
