@@ -87,6 +87,13 @@ fuzz-run:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_FOR) $$pkg; \
 	done
 
+# The pinned XLA CPU PJRT plugin from PyPI (scripts/xla-cpu.sh: version and sha256), installed as
+# bin/xla/pjrt_c_api_cpu_plugin.so, where `--backend xla:cpu` finds it; idempotent, and nothing
+# downloads at run time (docs/xla.md).
+.PHONY: xla-cpu
+xla-cpu:
+	scripts/xla-cpu.sh
+
 # bench: posttrain's CPU workloads, then PyTorch's on the same shapes, one table (README, "Benchmarks").
 bench:
 	scripts/bench-cpu.sh

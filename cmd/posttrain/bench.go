@@ -104,13 +104,17 @@ func benchUsage(msg string) error { return usageError{errors.New(msg)} }
 func benchBackendCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "backend",
-		Usage: "report the backend's plugin and API versions, create a client, list its devices and run one small graph",
-		Flags: []cli.Flag{backendFlag()},
+		Usage: "report the backend's plugin and API versions, create a client, list its devices and run one small graph on each",
+		Flags: []cli.Flag{backendFlag(),
+			&cli.IntFlag{Name: "devices", Usage: "CPU devices an XLA CPU plugin creates (its cpu_device_count; default: the plugin's, 4)"}},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
 			}
-			res, err := bench.Backend(backend.Resolve(cmd.String("backend")), cmd.Root().ErrWriter)
+			if n := cmd.Int("devices"); n < 0 {
+				return usageError{fmt.Errorf("%s: --devices %d: want ≥ 1", cmd.FullName(), n)}
+			}
+			res, err := bench.Backend(backend.Resolve(cmd.String("backend")), int(cmd.Int("devices")), cmd.Root().ErrWriter)
 			if err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}

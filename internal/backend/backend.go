@@ -62,13 +62,27 @@ func IsXLA(config string) bool {
 	return false
 }
 
+// Options are client options of a backend beyond its configuration string.
+type Options struct {
+	// CPUDevices, when > 0, is the number of devices an XLA CPU plugin creates (its
+	// "cpu_device_count" client option; XLA's CPU plugin makes 4 by default). XLA only.
+	CPUDevices int
+}
+
 // New creates the backend for a configuration string as returned by Resolve ("go[:opts]",
-// "xla:cuda", "xla:/abs/path/pjrt_plugin.so", ...). GoMLX panics are returned as errors. For XLA,
-// the plugin's PJRT C API version is checked first (CheckPlugin) and named in any error.
-func New(config string) (backends.Backend, error) {
+// "xla:cpu", "xla:cuda", "xla:/abs/path/pjrt_plugin.so", ...). GoMLX panics are returned as errors.
+// For XLA, the plugin is found and checked first (CheckPlugin) and named in any error.
+func New(config string) (backends.Backend, error) { return NewWithOptions(config, Options{}) }
+
+// NewWithOptions is New with client options.
+func NewWithOptions(config string, opt Options) (backends.Backend, error) {
 	name, _, _ := strings.Cut(config, ":")
 	switch {
 	case name == "go":
+		if opt.CPUDevices > 0 {
+			return nil, fmt.Errorf("backend %q: a device count is an XLA CPU plugin option; the pure-Go backend has one device", config)
+		}
+		return create(config, backends.NewWithConfig)
 	case IsXLA(config):
 		if !xlaCompiled {
 			return nil, fmt.Errorf("backend %q: this binary was built without XLA (-tags noxla or CGO_ENABLED=0); rebuild with cgo to use GPUs", config)
@@ -77,15 +91,9 @@ func New(config string) (backends.Backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, err := create(config, backends.NewWithConfig)
-		if err != nil && info.Path != "" {
-			return nil, fmt.Errorf("%w (plugin %s: PJRT C API %s; posttrain's client: %s)", err, info.Path, info.API, ClientAPI)
-		}
-		return b, err
-	default:
-		return nil, fmt.Errorf("backend %q: unknown backend %q; valid: go[:options], xla:cuda, xla:cpu, xla:/absolute/path/to/pjrt_plugin.so", config, name)
+		return newXLA(config, info, opt)
 	}
-	return create(config, backends.NewWithConfig)
+	return nil, fmt.Errorf("backend %q: unknown backend %q; valid: go[:options], xla:cpu, xla:cuda, xla:/absolute/path/to/pjrt_plugin.so", config, name)
 }
 
 // stdoutMu serializes the stdout redirection of create.

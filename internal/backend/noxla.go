@@ -2,7 +2,11 @@
 
 package backend
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/gomlx/gomlx/backends"
+)
 
 const xlaCompiled = false
 
@@ -14,12 +18,20 @@ type PluginInfo struct {
 	Name, Path   string
 	Major, Minor int
 	API          string
+	TableSize    int
 }
 
 // CheckPlugin fails: this binary has no XLA backend.
 func CheckPlugin(config string) (PluginInfo, error) {
 	return PluginInfo{}, errors.New("backend " + config + ": this binary was built without XLA")
 }
+
+func newXLA(config string, _ PluginInfo, _ Options) (backends.Backend, error) {
+	return nil, errors.New("backend " + config + ": this binary was built without XLA")
+}
+
+// PluginDirs is empty: this binary has no XLA backend.
+func PluginDirs() []string { return nil }
 
 // PluginAttributes is nil: this binary has no XLA backend.
 func PluginAttributes(string) map[string]any { return nil }

@@ -17,9 +17,9 @@ typedef struct { size_t struct_size; void* extension_start; pt_api_version versi
 typedef const pt_api_head* (*pt_get_api_fn)(void);
 
 // pt_plugin_version loads path (kept loaded: the client will dlopen the same file) and reads its
-// PJRT C API version. Returns 0 on success, else 1 (dlopen), 2 (no GetPjrtApi), 3 (null API);
-// err receives dlerror's text.
-static int pt_plugin_version(const char* path, int* major, int* minor, char* err, size_t n) {
+// PJRT C API version and the size of its PJRT_Api table. Returns 0 on success, else 1 (dlopen),
+// 2 (no GetPjrtApi), 3 (null API); err receives dlerror's text.
+static int pt_plugin_version(const char* path, int* major, int* minor, size_t* size, char* err, size_t n) {
 	dlerror();
 	void* h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
 	if (h == NULL) {
@@ -36,6 +36,7 @@ static int pt_plugin_version(const char* path, int* major, int* minor, char* err
 	}
 	const pt_api_head* api = fn();
 	if (api == NULL) { return 3; }
+	*size = api->struct_size;
 	*major = api->version.major_version;
 	*minor = api->version.minor_version;
 	return 0;
@@ -51,6 +52,7 @@ import (
 	"unsafe"
 
 	"github.com/gomlx/go-xla/pkg/pjrt"
+	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/xla" // registers "xla" (cgo; the PJRT plugin is dlopen-ed at run time)
 )
 
@@ -81,12 +83,19 @@ func AutoInstallAllowed() bool {
 	return false
 }
 
+// minAPITable is the smallest PJRT_Api table (its struct_size) the client can use: the table must
+// reach the last function go-xla v0.1.4 calls, PJRT_Executable_GetCompiledMemoryStats (entry 97 of
+// the 0.83 header; TestMinAPITableMatchesHeader checks the offset). A smaller table would have the
+// client call past its end.
+const minAPITable = 816
+
 // PluginInfo is what CheckPlugin learned about the PJRT plugin of an XLA configuration.
 type PluginInfo struct {
-	Name         string // the configuration's plugin name or path ("cuda", "/…/xla_cuda_plugin.so")
+	Name         string // the configuration's plugin name or path ("cpu", "/…/xla_cuda_plugin.so")
 	Path         string // the file found ("" when GoMLX is left to choose or install one)
 	Major, Minor int    // its PJRT C API version (PJRT_Api.pjrt_api_version)
 	API          string // "major.minor"
+	TableSize    int    // PJRT_Api.struct_size: the size of its function table in bytes
 }
 
 // pluginName is the plugin part of "xla:<plugin>[,options]".
@@ -97,74 +106,115 @@ func pluginName(config string) string {
 }
 
 // CheckPlugin finds the PJRT plugin an XLA configuration names (an absolute path, or a name
-// searched where go-xla searches: $PJRT_PLUGIN_LIBRARY_PATH, else ~/.local/lib/go-xla,
-// /usr/local/lib/go-xla, $LD_LIBRARY_PATH, ld.so.conf), loads it and reads its PJRT C API
-// version without initializing it. A plugin of another major version than the client's is an
-// error naming both; so is a file that cannot be loaded or is no PJRT plugin. With no plugin named
-// (config "xla"), or a name not found while auto-install is allowed, it returns an empty Path and
-// leaves the choice to GoMLX.
+// searched as findPlugin does: $PJRT_PLUGIN_LIBRARY_PATH, PluginDirs, go-xla's directories),
+// checks its ELF header, loads it and reads its PJRT C API version and table size without
+// initializing it. Every failure is one line naming the file (or what was searched) and both API
+// versions: a missing, truncated, foreign or non-PJRT file, a table too small for the client, a
+// major version other than the client's. With no plugin named (config "xla"), or a name not found
+// while auto-install is allowed, it returns an empty Path and leaves the choice to GoMLX.
 func CheckPlugin(config string) (PluginInfo, error) {
 	info := PluginInfo{Name: pluginName(config)}
+	fail := func(format string, args ...any) (PluginInfo, error) {
+		api := info.API
+		if api == "" {
+			api = "unknown"
+		}
+		return info, fmt.Errorf("backend %q: %s [plugin PJRT C API %s, posttrain's client %s]", config, fmt.Sprintf(format, args...), api, ClientAPI)
+	}
 	switch {
 	case info.Name == "":
 		return info, nil
 	case filepath.IsAbs(info.Name):
 		info.Path = info.Name
 	default:
-		if p, ok := pjrt.AvailablePlugins()[info.Name]; ok {
-			info.Path = p
-		} else if AutoInstallAllowed() {
+		p, searched := findPlugin(info.Name)
+		if p == "" && AutoInstallAllowed() {
 			return info, nil
-		} else {
-			return info, fmt.Errorf("backend %q: no PJRT plugin named %q found (searched $%s, else ~/.local/lib/go-xla, /usr/local/lib/go-xla, $LD_LIBRARY_PATH and ld.so.conf for pjrt_c_api_%s_plugin.so and the like; CUDA plugins only where a GPU is visible). Name the plugin file instead, e.g. --backend xla:/…/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so, or set %s=1 to let GoMLX download one",
-				config, info.Name, pjrt.PJRTPluginPathsEnv, info.Name, AutoInstallEnv)
 		}
+		if p == "" {
+			hint := ""
+			if info.Name == "cpu" {
+				hint = "; install the pinned CPU plugin with `make xla-cpu`"
+			}
+			return fail("no PJRT plugin named %q found: searched %s for %s (CUDA plugins only where a GPU is visible)%s; or name the file, e.g. --backend xla:/…/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so, or set %s=1 to let GoMLX download one",
+				info.Name, strings.Join(searched, ", "), PluginFile(info.Name), hint, AutoInstallEnv)
+		}
+		info.Path = p
 	}
 	if st, err := os.Stat(info.Path); err != nil {
-		return info, fmt.Errorf("backend %q: PJRT plugin: %w", config, err)
+		return fail("PJRT plugin: %v", err)
 	} else if st.IsDir() {
-		return info, fmt.Errorf("backend %q: PJRT plugin %s is a directory; name the .so file", config, info.Path)
+		return fail("PJRT plugin %s is a directory; name the .so file", info.Path)
+	}
+	if err := checkELF(info.Path); err != nil {
+		return fail("cannot load PJRT plugin %s: %v", info.Path, err)
 	}
 	cpath := C.CString(info.Path)
 	defer C.free(unsafe.Pointer(cpath))
 	var major, minor C.int
+	var size C.size_t
 	var msg [512]C.char
-	switch C.pt_plugin_version(cpath, &major, &minor, &msg[0], C.size_t(len(msg))) {
+	switch C.pt_plugin_version(cpath, &major, &minor, &size, &msg[0], C.size_t(len(msg))) {
 	case 0:
 	case 1:
-		return info, fmt.Errorf("backend %q: cannot load PJRT plugin %s: %s (check its libraries with `ldd %s`)", config, info.Path, C.GoString(&msg[0]), info.Path)
+		return fail("cannot load PJRT plugin %s: %s (check its libraries with `ldd %s`)", info.Path, C.GoString(&msg[0]), info.Path)
 	case 2:
-		return info, fmt.Errorf("backend %q: %s is not a PJRT plugin: it exports no GetPjrtApi (%s)", config, info.Path, C.GoString(&msg[0]))
+		return fail("%s is not a PJRT plugin: it exports no GetPjrtApi (%s)", info.Path, C.GoString(&msg[0]))
 	default:
-		return info, fmt.Errorf("backend %q: PJRT plugin %s returned no API table from GetPjrtApi", config, info.Path)
+		return fail("PJRT plugin %s returned no API table from GetPjrtApi", info.Path)
 	}
-	info.Major, info.Minor = int(major), int(minor)
+	info.Major, info.Minor, info.TableSize = int(major), int(minor), int(size)
 	info.API = fmt.Sprintf("%d.%d", info.Major, info.Minor)
-	if err := compatible(info); err != nil {
-		return info, fmt.Errorf("backend %q: %w", config, err)
+	if info.Major != ClientAPIMajor {
+		return fail("PJRT plugin %s speaks PJRT C API %s, posttrain's client speaks %d.%d: the major versions differ, so they cannot work together; use a plugin of API %d.x", info.Path, info.API, ClientAPIMajor, ClientAPIMinor, ClientAPIMajor)
+	}
+	if info.TableSize < minAPITable {
+		return fail("PJRT plugin %s has a function table of %d bytes, too small for the client, which calls entries up to byte %d (PJRT_Executable_GetCompiledMemoryStats)", info.Path, info.TableSize, minAPITable)
 	}
 	return info, nil
 }
 
-// compatible applies PJRT's versioning rule (pjrt_c_api.h): a major version change breaks the ABI;
-// minor versions add fields that each side detects through struct_size, so a newer plugin serves
-// an older client as long as it still accepts the older structs (an error at client creation, with
-// both versions named by New, if it does not).
-func compatible(info PluginInfo) error {
-	if info.Major != ClientAPIMajor {
-		return fmt.Errorf("PJRT plugin %s speaks PJRT C API %s, posttrain's client speaks %s: the major versions differ, so they cannot work together; use a plugin of API %d.x", info.Path, info.API, ClientAPI, ClientAPIMajor)
+// newXLA creates the XLA backend of config with the plugin CheckPlugin found (GoMLX is given its
+// absolute path, so it neither searches nor installs; a plugin named "cpu" keeps GoMLX's shared
+// host buffers) and opt's client options.
+func newXLA(config string, info PluginInfo, opt Options) (backends.Backend, error) {
+	_, rest, _ := strings.Cut(config, ":")
+	name, opts, _ := strings.Cut(rest, ",")
+	if info.Path != "" {
+		if strings.TrimSpace(name) == "cpu" && !strings.Contains(opts, "shared_buffers") {
+			opts = strings.TrimPrefix(opts+",shared_buffers", ",")
+		}
+		name = info.Path
 	}
-	return nil
+	cfg := name
+	if opts != "" {
+		cfg += "," + opts
+	}
+	var options pjrt.NamedValuesMap
+	if opt.CPUDevices > 0 {
+		options = pjrt.NamedValuesMap{"cpu_device_count": int64(opt.CPUDevices)}
+	}
+	b, err := create(config, func(string) (backends.Backend, error) {
+		b, err := xla.NewWithOptions(cfg, options)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	})
+	if err != nil && info.Path != "" {
+		return nil, fmt.Errorf("%w [plugin %s: PJRT C API %s, posttrain's client %s]", err, info.Path, info.API, ClientAPI)
+	}
+	return b, err
 }
 
-// PluginAttributes returns the attributes of the loaded plugin named by an XLA configuration
-// (e.g. xla_version, stablehlo_current_version), or nil. Call it after New created the backend.
-func PluginAttributes(config string) map[string]any {
-	name := pluginName(config)
-	if name == "" {
+// PluginAttributes returns the attributes of the loaded plugin at path (xla_version,
+// stablehlo_current_version, stablehlo_minimum_version), or nil. Call it after New created the
+// backend.
+func PluginAttributes(path string) map[string]any {
+	if path == "" {
 		return nil
 	}
-	p, err := pjrt.GetPlugin(name)
+	p, err := pjrt.GetPlugin(path)
 	if err != nil {
 		return nil
 	}

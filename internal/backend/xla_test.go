@@ -30,29 +30,42 @@ func TestClientAPIMatchesHeader(t *testing.T) {
 	}
 }
 
-// fakePlugin compiles a shared library exporting GetPjrtApi with the given API version (or, with
-// major < 0, no GetPjrtApi at all) and returns its path.
+// fakePlugin compiles a shared library exporting GetPjrtApi with the given API version and a
+// PJRT_Api table as large as the 0.83 header's (or, with major < 0, no GetPjrtApi at all) and
+// returns its path.
 func fakePlugin(t *testing.T, major, minor int) string {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("no gcc")
-	}
-	dir := t.TempDir()
-	src := filepath.Join(dir, "plugin.c")
+	return fakePluginTable(t, major, minor, 1000)
+}
+
+// fakePluginTable is fakePlugin whose PJRT_Api says its table is tableBytes long.
+func fakePluginTable(t *testing.T, major, minor, tableBytes int) string {
+	t.Helper()
 	code := "int not_pjrt(void) { return 0; }\n"
 	if major >= 0 {
 		code = fmt.Sprintf(`#include <stddef.h>
 typedef struct { size_t struct_size; void* ext; int major; int minor; } v;
-typedef struct { size_t struct_size; void* ext; v version; } api;
-static api the_api = { sizeof(api), 0, { sizeof(v), 0, %d, %d } };
+typedef struct { size_t struct_size; void* ext; v version; void* fns[120]; } api;
+static api the_api = { %d, 0, { sizeof(v), 0, %d, %d }, { 0 } };
 const api* GetPjrtApi(void) { return &the_api; }
-`, major, minor)
+`, tableBytes, major, minor)
 	}
+	return compileSO(t, t.TempDir(), "pjrt_c_api_fake_plugin.so", code)
+}
+
+// compileSO compiles C code into dir/name as a shared library (extra: gcc arguments after it).
+func compileSO(t *testing.T, dir, name, code string, extra ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc: the fake plugins are compiled C")
+	}
+	src := filepath.Join(dir, name+".c")
 	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	so := filepath.Join(dir, "pjrt_c_api_fake_plugin.so")
-	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", so, src).CombinedOutput(); err != nil {
+	so := filepath.Join(dir, name)
+	args := append([]string{"-shared", "-fPIC", "-o", so, src}, extra...)
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	return so
@@ -103,7 +116,7 @@ func TestCheckPluginBadFiles(t *testing.T) {
 	}
 	for path, want := range map[string]string{
 		notPJRT:                  "exports no GetPjrtApi",
-		garbage:                  "cannot load PJRT plugin",
+		garbage:                  "not an ELF shared library",
 		"/nonexistent/plugin.so": "no such file",
 		t.TempDir():              "is a directory",
 	} {
