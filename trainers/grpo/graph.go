@@ -1,6 +1,8 @@
 package grpo
 
 import (
+	"math"
+
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -9,6 +11,7 @@ import (
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/rl"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
@@ -104,7 +107,7 @@ func MicroBatchLoss(model *qwen2.Config, completionLen int, temperature float64,
 
 // sampleDiffMax is the step metric that a step takes the maximum of over its micro-batches (the
 // others are averaged).
-const sampleDiffMax = "sampling/sampling_logp_difference/max"
+const sampleDiffMax = rl.SamplingDiffMax
 
 // lossGraph is the loop.LossFunc of a GRPO micro-batch: inputs MicroBatch; norm is the optimizer
 // step's normaliser (see aggregate), so that the micro-batch losses of a step sum to the loss of
@@ -139,18 +142,22 @@ func (sp *lossSpec) lossGraph(ctx *context.Context, nodes named.Inputs, norm *No
 	if sp.OffPolicy {
 		training = old
 	}
-	diff := step.Masked(Abs(Sub(training, sampled)), mask)
+	delta := Sub(training, sampled)
+	diff := step.Masked(Abs(delta), mask)
+	outside := ConvertDType(LogicalOr(LessThan(delta, ConstAs(delta, math.Log(rl.RatioBandLow))),
+		GreaterThan(delta, ConstAs(delta, math.Log(rl.RatioBandHigh)))), delta.DType())
 	f64 := func(x *Node) *Node { return ConvertDType(x, dtypes.Float64) }
 	return loss, map[string]*Node{
-		"clip_ratio/low_mean":                    m.ClipRatioLow,
-		"clip_ratio/low_min":                     m.ClipRatioLow, // one process
-		"clip_ratio/high_mean":                   m.ClipRatioHigh,
-		"clip_ratio/high_max":                    m.ClipRatioHigh, // one process
-		"clip_ratio/region_mean":                 m.ClipRatioRegion,
-		"kl":                                     m.KL,
-		"entropy":                                f64(step.TokenMean(entropy, mask)),
-		"sampling/sampling_logp_difference/mean": f64(step.TokenMean(diff, mask)),
-		sampleDiffMax:                            f64(ReduceAllMax(diff)),
+		"clip_ratio/low_mean":    m.ClipRatioLow,
+		"clip_ratio/low_min":     m.ClipRatioLow, // one process
+		"clip_ratio/high_mean":   m.ClipRatioHigh,
+		"clip_ratio/high_max":    m.ClipRatioHigh, // one process
+		"clip_ratio/region_mean": m.ClipRatioRegion,
+		"kl":                     m.KL,
+		"entropy":                f64(step.TokenMean(entropy, mask)),
+		rl.SamplingDiffMean:      f64(step.TokenMean(diff, mask)),
+		sampleDiffMax:            f64(ReduceAllMax(diff)),
+		rl.SamplingOutside:       f64(step.TokenMean(outside, mask)),
 	}
 }
 

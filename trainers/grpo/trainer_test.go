@@ -134,6 +134,9 @@ func TestGRPO_OnPolicyLossIsZeroGradientIsNot(t *testing.T) {
 	if !(s.GradNorm > 1e-4) {
 		t.Errorf("grad norm = %g, want > 0", s.GradNorm)
 	}
+	if f := s.Metrics["sampling/ratio_outside_0.9_1.1"]; f != 0 {
+		t.Errorf("float32: %g of the tokens have a sampling/training ratio outside [0.9, 1.1], want none", f)
+	}
 	if d := s.Metrics["sampling/sampling_logp_difference/max"]; !(d < 1e-4) {
 		t.Errorf("max |sampling − training log-prob| = %g, want < 1e-4 (both at T = 0.7)", d)
 	}
@@ -375,7 +378,7 @@ func TestGRPO_MetricsAndCompletionFiles(t *testing.T) {
 		"completions/max_length", "completions/clipped_ratio", "completions/mean_terminated_length", "entropy",
 		"clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean", "clip_ratio/high_max",
 		"clip_ratio/region_mean", "num_tokens",
-		"sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max",
+		"sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max", "sampling/ratio_outside_0.9_1.1",
 		"timing_s/generation", "timing_s/scoring", "timing_s/update", "tokens_per_s/generation"} {
 		if _, ok := last[k]; !ok {
 			t.Errorf("metrics.jsonl lacks %q", k)

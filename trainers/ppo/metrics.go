@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/rl"
 )
 
 // updateStats are TRL's per-micro-batch statistics of an update, in tensors of shape
@@ -85,6 +86,10 @@ func (t *Trainer) updateMetrics(u loop.Update) map[string]float64 {
 	for name, logged := range statNames {
 		ms[logged] = meanOf(t.stats.sums[name])
 	}
+	// The sampler's log-probs against the rollout's forward pass on the same tokens, before the
+	// update (posttrain's addition; TRL's PPO samples with the policy's own generate and logs none).
+	ms[rl.SamplingDiffMean], ms[rl.SamplingDiffMax], ms[rl.SamplingOutside] = rl.SamplingGap(r.Sampled, r.LogProbs,
+		func(i, j int) bool { return r.LogProbs[i][j] != InvalidLogProb })
 	ms["val/ratio_var"] = varOf(t.stats.sums["val/ratio"])
 	return ms
 }

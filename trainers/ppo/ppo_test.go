@@ -127,6 +127,10 @@ func TestPPO_Step1Invariants(t *testing.T) {
 	if ep := infos[1].Metrics["episode"]; ep != 8 {
 		t.Errorf("episode %g after 2 updates of 4, want 8", ep)
 	}
+	// The sampler and the rollout's forward pass compute the same float32 distribution.
+	if d, f := u.Metrics["sampling/sampling_logp_difference/max"], u.Metrics["sampling/ratio_outside_0.9_1.1"]; !(d > 0 && d < 1e-4) || f != 0 {
+		t.Errorf("sampling/training gap: max |Δ| %g, outside the band %g; want 0 < max < 1e-4 and none outside", d, f)
+	}
 }
 
 func sameFile(t *testing.T, a, b string) {

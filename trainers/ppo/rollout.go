@@ -23,6 +23,7 @@ type Rollout struct {
 	Texts     []string  // the postprocessed responses decoded without special tokens
 	Width     int       // generated columns (≤ R)
 
+	Sampled               [][]float64 // the sampler's log-probs of the generated tokens (models/generate)
 	LogProbs, RefLogProbs [][]float64 // INVALID_LOGPROB after each row's end
 	Values                [][]float64 // 0 past sequence_length + 1
 	Scores                []float64   // the reward model's, minus missing_eos_penalty where it applies
@@ -125,6 +126,7 @@ func (t *Trainer) newRollout(prompts []*Prompt, temperature float64, seed uint64
 		}
 		copy(resp, gens[i].IDs)
 		r.Queries, r.Responses = append(r.Queries, q), append(r.Responses, resp)
+		r.Sampled = append(r.Sampled, gens[i].LogProbs)
 		r.Width = max(r.Width, len(gens[i].IDs))
 	}
 	for _, resp := range r.Responses {
