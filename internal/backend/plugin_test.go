@@ -184,3 +184,33 @@ func TestInstalledCPUPlugin_Devices(t *testing.T) {
 		b.Finalize()
 	}
 }
+
+// A plugin whose name says CUDA with an nvidia/ directory at ../nvidia (the layout go-xla v0.1.4
+// looks for) leaves XLA_FLAGS alone: go-xla's check would set --xla_gpu_cuda_data_dir to a
+// directory of its author's machine (the installed CPU plugin stands in for the CUDA one: the
+// check only reads the file's name and its neighbours).
+func TestCUDAPluginLeavesXLAFlags(t *testing.T) {
+	info := installedCPU(t)
+	tree := t.TempDir()
+	dir := filepath.Join(tree, "jax_plugins", "xla_cuda13")
+	for _, d := range []string{dir, filepath.Join(tree, "jax_plugins", "nvidia")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	so := filepath.Join(dir, "xla_cuda_plugin.so")
+	if err := os.Symlink(info.Path, so); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XLA_FLAGS", "")
+	os.Unsetenv(CUDAChecksEnv)
+	t.Cleanup(func() { os.Unsetenv(CUDAChecksEnv) })
+	b, err := New("xla:" + so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Finalize()
+	if flags := os.Getenv("XLA_FLAGS"); flags != "" {
+		t.Errorf("XLA_FLAGS = %q after loading %s, want it left empty", flags, so)
+	}
+}

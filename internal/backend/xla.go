@@ -174,6 +174,21 @@ func CheckPlugin(config string) (PluginInfo, error) {
 	return info, nil
 }
 
+// CUDAChecksEnv is go-xla's switch of its CUDA library check, which posttrain turns off.
+const CUDAChecksEnv = "GOPJRT_CUDA_CHECKS"
+
+// keepCUDADataDir turns off go-xla v0.1.4's CUDA library check before a plugin is loaded, unless
+// the user set it: when an nvidia/ directory sits at ../nvidia from a plugin whose name says CUDA,
+// that check sets XLA_FLAGS=--xla_gpu_cuda_data_dir to a directory of its author's machine
+// (pkg/pjrt/cuda_linux.go:98, "/home/janpf/.local/lib/go-xla/nvidia"; fixed upstream in v0.2.1),
+// which would send XLA looking for ptxas and libdevice where they are not. XLA_FLAGS stays the
+// user's.
+func keepCUDADataDir() {
+	if _, set := os.LookupEnv(CUDAChecksEnv); !set {
+		os.Setenv(CUDAChecksEnv, "0")
+	}
+}
+
 // newXLA creates the XLA backend of config with the plugin CheckPlugin found (GoMLX is given its
 // absolute path, so it neither searches nor installs; a plugin named "cpu" keeps GoMLX's shared
 // host buffers) and opt's client options.
@@ -190,6 +205,7 @@ func newXLA(config string, info PluginInfo, opt Options) (backends.Backend, erro
 	if opts != "" {
 		cfg += "," + opts
 	}
+	keepCUDADataDir()
 	var options pjrt.NamedValuesMap
 	if opt.CPUDevices > 0 {
 		options = pjrt.NamedValuesMap{"cpu_device_count": int64(opt.CPUDevices)}
