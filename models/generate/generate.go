@@ -256,6 +256,10 @@ func (g *Generator) errorf(format string, args ...any) error {
 	return fmt.Errorf(prefix+format, args...)
 }
 
+// MaxLen bounds prompt + new tokens when the model has no max_position_embeddings (Spec
+// MaxPositions 0): the KV cache and the masks are sized by it.
+const MaxLen = 1 << 24
+
 func (g *Generator) validate(prompts [][]int32, opts Options) error {
 	if len(prompts) == 0 {
 		return g.errorf("no prompts")
@@ -284,8 +288,12 @@ func (g *Generator) validate(prompts [][]int32, opts Options) error {
 				return g.errorf("prompt %d: token id %d is outside the vocabulary [0, %d)", r, id, g.spec.VocabSize)
 			}
 		}
-		if m := g.spec.MaxPositions; m > 0 && len(p)+opts.MaxNewTokens > m {
+		// Compared by subtraction: len(p) + MaxNewTokens overflows for a count near the int limit.
+		if m := g.spec.MaxPositions; m > 0 && opts.MaxNewTokens > m-len(p) {
 			return g.errorf("prompt %d: %d tokens + %d new exceed max_position_embeddings %d", r, len(p), opts.MaxNewTokens, m)
+		}
+		if opts.MaxNewTokens > MaxLen-len(p) {
+			return g.errorf("prompt %d: %d tokens + %d new exceed %d, the longest sequence generated", r, len(p), opts.MaxNewTokens, MaxLen)
 		}
 	}
 	return nil

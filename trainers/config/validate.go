@@ -181,6 +181,9 @@ func validateLengths(c Config, maxLength, maxPromptLength, maxCompletionLength i
 
 // validateCommon checks the choices of every option and the shared training options.
 func validateCommon(c Config) error {
+	if err := validateCounts(c); err != nil {
+		return err
+	}
 	for _, f := range fields(c) {
 		if f.Enum == nil {
 			continue
