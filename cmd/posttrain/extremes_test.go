@@ -1,0 +1,109 @@
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v3"
+)
+
+// intFlag is one integer flag of a command: the command's path from the root and the flag.
+type intFlag struct {
+	path []string
+	name string
+	seed bool // a seed: any value is valid (unboundedIntFlags)
+}
+
+// intFlags walks the command tree, so that a flag added later is swept too.
+func intFlags(c *cli.Command, path []string) []intFlag {
+	var out []intFlag
+	for _, f := range c.Flags {
+		switch f.(type) {
+		case *cli.IntFlag, *cli.Int64Flag, *cli.Int32Flag, *cli.UintFlag, *cli.Uint64Flag, *cli.Uint32Flag:
+			name := f.Names()[0]
+			_, isInt := f.(*cli.IntFlag)
+			out = append(out, intFlag{path: path, name: name, seed: !isInt || slices.Contains(unboundedIntFlags, name)})
+		}
+	}
+	for _, sub := range c.Commands {
+		out = append(out, intFlags(sub, append(slices.Clone(path), sub.Name))...)
+	}
+	return out
+}
+
+// oneLine reports whether stderr is one line naming the flag.
+func oneLine(stderr, flag string) bool {
+	return strings.Count(stderr, "\n") == 1 && strings.Contains(stderr, "-"+flag)
+}
+
+// Every integer flag of every command but the seeds refuses 2³¹ and 2⁶³−1 as it is parsed: one
+// line naming the flag, exit 2. `generate --max-new-tokens 9223372036854775807` panicked in
+// models/generate (prompt + new tokens overflowed the context check), `score --gen`, `eval mult
+// --max-new-tokens`, grpo's --max-completion-length and ppo's --response-length with it.
+func TestIntFlags_HugeValuesRefusedByName(t *testing.T) {
+	flags := intFlags(newApp(), nil)
+	if len(flags) < 100 {
+		t.Fatalf("found %d integer flags in the command tree, want every command's (over 200)", len(flags))
+	}
+	for _, f := range flags {
+		if f.seed {
+			if f.name != "seed" {
+				t.Errorf("%s --%s: only seeds may be unbounded", strings.Join(f.path, " "), f.name)
+			}
+			continue
+		}
+		for _, v := range []string{"2147483648", "9223372036854775807", "-9223372036854775808"} {
+			args := append(slices.Clone(f.path), "--"+f.name+"="+v)
+			rc, stderr := runFiles(t, args...)
+			if rc != 2 || !oneLine(stderr, f.name) || !strings.Contains(stderr, "16777216") {
+				t.Errorf("%s: exit %d, stderr %q; want exit 2 and one line naming -%s and the bound 16777216", strings.Join(args, " "), rc, stderr, f.name)
+			}
+		}
+	}
+}
+
+// The lengths that reach the generator, at 0, −1, 2³¹ and 2⁶³−1 and at the bound, on a real
+// checkpoint: an error naming the flag (or max_position_embeddings for the bound itself), or a
+// run; never a panic.
+func TestIntFlags_GeneratorLengthsAtExtremes(t *testing.T) {
+	tk := initTinyWithTokenizer(t)
+	score := []string{"score", "--model", filepath.Join(tinyFixture, "model"), "--input", filepath.Join(tinyFixture, "inputs", "single.json")}
+	for _, c := range []struct {
+		base    []string
+		flag    string
+		ok      []string // values that run
+		context bool     // a length the context bounds: 16777216 is refused naming max_position_embeddings
+	}{
+		{[]string{"generate", "--model", tk, "--prompt", "x"}, "max-new-tokens", []string{"1"}, true},
+		{[]string{"generate", "--model", tk, "--prompt", "x", "--max-new-tokens", "1"}, "top-k", []string{"0", "1"}, false},
+		{score, "gen", []string{"0", "1"}, true},
+		{[]string{"eval", "mult", "--model", tk, "--n", "1", "--batch", "1"}, "max-new-tokens", []string{"1"}, true},
+		{[]string{"eval", "mult", "--model", tk, "--n", "1", "--max-new-tokens", "1"}, "batch", []string{"1"}, false},
+		{[]string{"eval", "mult", "--model", tk, "--batch", "1", "--max-new-tokens", "1"}, "n", []string{"1"}, false},
+	} {
+		values := []string{"0", "-1", "1", "2147483648", "9223372036854775807"}
+		if c.context {
+			values = append(values, "16777216")
+		}
+		for _, v := range values {
+			args := append(slices.Clone(c.base), "--"+c.flag, v)
+			rc, stderr := runFiles(t, args...)
+			switch {
+			case slices.Contains(c.ok, v):
+				if rc != 0 {
+					t.Errorf("%v: exit %d (%q), want a run", args, rc, stderr)
+				}
+			case v == "16777216":
+				if rc != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "exceed max_position_embeddings") {
+					t.Errorf("%v: exit %d, stderr %q; want one line naming max_position_embeddings", args, rc, stderr)
+				}
+			default:
+				if rc == 0 || !oneLine(stderr, c.flag) {
+					t.Errorf("%v: exit %d, stderr %q; want a non-zero exit and one line naming -%s", args, rc, stderr, c.flag)
+				}
+			}
+		}
+	}
+}
