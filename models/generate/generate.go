@@ -185,7 +185,10 @@ func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Genera
 	ds := newDecodeState(n, stopSet(g.spec, opts))
 	pos := make([][]int32, rows)
 	for step := 0; ; step++ {
-		tok := ds.step(drawn, lps, rows)
+		tok, err := ds.step(drawn, lps, rows, step)
+		if err != nil {
+			return nil, g.errorf("%w", err)
+		}
 		if step+1 == opts.MaxNewTokens || ds.finished() {
 			break
 		}
@@ -226,8 +229,10 @@ func newDecodeState(n int, stop map[int]bool) *decodeState {
 }
 
 // step records the drawn tokens [rows] and log-probs of every unfinished row and returns the
-// tokens to feed [rows][1] (0 for finished and padding rows).
-func (d *decodeState) step(drawn []int32, lps []float32, rows int) [][]int32 {
+// tokens to feed [rows][1] (0 for finished and padding rows). A non-finite log-prob is an error
+// naming the row, the new token's index and its id: the model's logits were NaN or infinite, and
+// a token drawn from them means nothing (it printed an empty line and exited 0).
+func (d *decodeState) step(drawn []int32, lps []float32, rows, step int) ([][]int32, error) {
 	tok := make([][]int32, rows)
 	for r := range rows {
 		tok[r] = []int32{0}
@@ -235,6 +240,9 @@ func (d *decodeState) step(drawn []int32, lps []float32, rows int) [][]int32 {
 			continue
 		}
 		id := drawn[r]
+		if lp := float64(lps[r]); math.IsNaN(lp) || math.IsInf(lp, 0) {
+			return nil, fmt.Errorf("prompt %d, new token %d (id %d): log-prob %g: the model's logits are not finite", r, step, id, lp)
+		}
 		d.gens[r].IDs, d.gens[r].LogProbs = append(d.gens[r].IDs, id), append(d.gens[r].LogProbs, float64(lps[r]))
 		tok[r][0] = id
 		d.newTokens++
@@ -242,7 +250,7 @@ func (d *decodeState) step(drawn []int32, lps []float32, rows int) [][]int32 {
 			d.done[r], d.gens[r].Truncated = true, false
 		}
 	}
-	return tok
+	return tok, nil
 }
 
 func (d *decodeState) finished() bool { return !slices.Contains(d.done, false) }
