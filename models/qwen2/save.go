@@ -247,6 +247,9 @@ func marshalConfig(m map[string]any, name string) ([]byte, error) {
 // previous checkpoint aside first and deleting it afterwards. name starts its errors.
 func writeAtomic(dir, name string, fill func(tmp string) error) (err error) {
 	dir = filepath.Clean(dir)
+	if err := notWorkingDir(dir); err != nil {
+		return fmt.Errorf("%s save: %w", name, err)
+	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		if _, err := os.Stat(filepath.Join(dir, ConfigFileName)); err != nil {
 			return fmt.Errorf("%s save: %s is not empty and holds no %s: refusing to replace it", name, dir, ConfigFileName)
@@ -291,6 +294,25 @@ func writeAtomic(dir, name string, fill func(tmp string) error) (err error) {
 	}
 	if old != "" {
 		_ = os.RemoveAll(old)
+	}
+	return nil
+}
+
+// notWorkingDir refuses to replace the current directory or a directory above it: writeAtomic
+// renames the directory it replaces, which for "." failed with rename's "device or resource
+// busy" on a temporary's name, and for a parent would leave the shell in a removed directory.
+func notWorkingDir(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil // no working directory to protect
+	}
+	rel, err := filepath.Rel(abs, wd)
+	if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s is the current directory or holds it: the checkpoint is written beside the directory it replaces and renamed into place; name another directory (e.g. a new subdirectory)", dir)
 	}
 	return nil
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+)
+
+// Errors that used to name the wrong thing, or only an OS call, name the fault in one line:
+// modules_to_save taking the target modules blamed --lora-target-modules; init (and merge) into
+// the current directory failed with rename's "device or resource busy" on a temporary's name.
+// Nothing is written.
+func TestErrors_NameTheFault(t *testing.T) {
+	dir := t.TempDir()
+	model := looptest.Model(t)
+	sftData := multData(t, dir, "sft", "4")
+	adapter, _ := writeHandAdapter(t)
+	base, err := filepath.Abs(filepath.Join(tinyFixture, "model")) // the subtests change directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"modules_to_save", []string{"sft", "--model", model, "--dataset", sftData, "--output-dir", filepath.Join(dir, "peft"),
+			"--use-peft", "--lora-modules-to-save", "q_proj"},
+			`lora_modules_to_save (--lora-modules-to-save): "q_proj" takes every q_proj layer, which target_modules (q_proj,v_proj) adapts`},
+		{"init into the current directory", []string{"init", "--preset", "tiny", "--out", "."}, ". is the current directory or holds it"},
+		{"init into its parent", []string{"init", "--preset", "tiny", "--out", ".."}, ".. is the current directory or holds it"},
+		{"merge into the current directory", []string{"merge", "--model", base, "--adapter", adapter,
+			"--output-dir", "."}, ". is the current directory or holds it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			wd := filepath.Join(t.TempDir(), "wd")
+			if err := os.MkdirAll(wd, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Chdir(wd)
+			rc, stdout, stderr := runFilesOut(t, c.args...)
+			if rc != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "busy") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line containing %q", rc, stdout, stderr, c.want)
+			}
+			if entries, _ := os.ReadDir(wd); len(entries) != 0 {
+				t.Errorf("the working directory holds %v, want nothing written", entries)
+			}
+		})
+	}
+}
