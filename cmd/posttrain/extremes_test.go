@@ -1,12 +1,16 @@
 package main
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/posttrain/posttrain/trainers/demo"
 )
 
 // intFlag is one integer flag of a command: the command's path from the root and the flag.
@@ -104,6 +108,41 @@ func TestIntFlags_GeneratorLengthsAtExtremes(t *testing.T) {
 					t.Errorf("%v: exit %d, stderr %q; want a non-zero exit and one line naming -%s", args, rc, stderr, c.flag)
 				}
 			}
+		}
+	}
+}
+
+// GRPO's max_completion_length and PPO's response_length are checked against the model's
+// max_position_embeddings when the trainer is built, before a graph is compiled or a file
+// written (PPO compiled graphs sized by it; GRPO failed at its first generation, the output
+// directory already started).
+func TestIntFlags_RLCompletionLengthAgainstContext(t *testing.T) {
+	dir := t.TempDir()
+	model, err := demo.WriteBase(dir, demo.ModelShape{Hidden: 16, Intermediate: 32, Layers: 1, Heads: 2, KVHeads: 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm := filepath.Join(dir, "rm")
+	if _, err := runCLI(t, "reward", "--model", model, "--dataset", multData(t, dir, "dpo", "6"), "--output-dir", rm,
+		"--max-steps", "1", "--per-device-train-batch-size", "3"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"grpo", "--reward", "mult_correct", "--num-generations", "4", "--per-device-train-batch-size", "8", "--max-completion-length", "16777216"},
+			"max_completion_length (--max-completion-length) 16777216 + the longest prompt's "},
+		{[]string{"ppo", "--reward-model", rm, "--per-device-train-batch-size", "2", "--response-length", "16777216"},
+			"response_length (--response-length) 16777216 + the longest prompt's "},
+	} {
+		out := filepath.Join(dir, c.args[0])
+		rc, stderr := runFiles(t, append(c.args, "--model", model, "--dataset", "mult", "--output-dir", out, "--max-steps", "1")...)
+		if rc != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "exceed the model's max_position_embeddings") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 and one line containing %q", c.args, rc, stderr, c.want)
+		}
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v; want nothing written", out, err)
 		}
 	}
 }
