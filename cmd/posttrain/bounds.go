@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/urfave/cli/v3"
@@ -42,4 +43,18 @@ func boundIntFlags(c *cli.Command) {
 	for _, sub := range c.Commands {
 		boundIntFlags(sub)
 	}
+}
+
+// checkTokens refuses sizes whose product, the tokens one batch holds, exceeds config.MaxCount:
+// each flag is bounded alone, and `bench inputs --rows 16777216 --len 16777216` ran out of memory.
+// desc names the product ("--rows × --len"); the sizes are positive.
+func checkTokens(desc string, sizes ...int) error {
+	p := 1
+	for _, s := range sizes {
+		if s > config.MaxCount/p {
+			return fmt.Errorf("%s is more than %d tokens in one batch", desc, config.MaxCount)
+		}
+		p *= s
+	}
+	return nil
 }

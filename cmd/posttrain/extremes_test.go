@@ -146,3 +146,26 @@ func TestIntFlags_RLCompletionLengthAgainstContext(t *testing.T) {
 		}
 	}
 }
+
+// Sizes bounded one by one still multiply: the bench commands refuse a batch of more than 2²⁴
+// tokens before allocating it (`bench inputs --rows 16777216 --len 16777216` ran out of memory),
+// and each entry of a --batch list is bounded as an integer flag is.
+func TestIntFlags_BenchTokenProductsBounded(t *testing.T) {
+	model := filepath.Join(tinyFixture, "model")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "inputs", "--vocab", "10", "--rows", "16777216", "--len", "16777216"}, "--rows × --len is more than 16777216 tokens"},
+		{[]string{"bench", "decode", "--model", model, "--batch", "1,9223372036854775807"}, "--batch: 9223372036854775807 is more than 16777216"},
+		{[]string{"bench", "decode", "--model", model, "--batch", "4096", "--prompt-len", "4096"}, "--batch × (--prompt-len + --new-tokens) is more"},
+		{[]string{"bench", "sft", "--model", model, "--batch", "65536", "--seq-len", "65536"}, "--batch × --seq-len is more"},
+		{[]string{"bench", "grpo", "--model", model, "--prompts", "4096", "--generations", "4096"}, "--prompts × --generations × (--prompt-len + --new-tokens) is more"},
+		{[]string{"bench", "sample", "--model", model, "--rows", "16777216"}, "--rows × (--prompt-len + --new-tokens) is more"},
+	} {
+		rc, stdout, stderr := runFilesOut(t, c.args...)
+		if rc != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", c.args, rc, stdout, stderr, c.want)
+		}
+	}
+}
