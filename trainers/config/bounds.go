@@ -40,3 +40,16 @@ func validateCounts(c Config) error {
 	}
 	return nil
 }
+
+// tokensAtMost reports whether the product of the positive sizes is at most MaxCount, without
+// overflowing.
+func tokensAtMost(sizes ...int) bool {
+	p := 1
+	for _, s := range sizes {
+		if s > MaxCount/p {
+			return false
+		}
+		p *= s
+	}
+	return true
+}

@@ -52,3 +52,26 @@ func TestValidate_IntegerOptionsAtExtremes(t *testing.T) {
 		}
 	}
 }
+
+// GRPO's generation batch is a product of options bounded alone: more than MaxCount tokens in it
+// (train or eval) is refused naming the product; the defaults and a long-completion run pass.
+func TestValidate_GRPOGenerationBatchBounded(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "" = valid
+	}{
+		{nil, ""},
+		{[]string{"--per-device-train-batch-size", "64", "--num-generations", "8", "--max-completion-length", "16384"}, ""},
+		{[]string{"--per-device-train-batch-size", "16777216", "--num-generations", "16777216"},
+			"per_device_train_batch_size (--per-device-train-batch-size) × steps_per_generation × (max_prompt_length + max_completion_length) = 16777216 × 1 × (512 + 256) is more than 16777216 tokens"},
+		{[]string{"--per-device-train-batch-size", "8", "--steps-per-generation", "4096", "--max-completion-length", "4096"},
+			"= 8 × 4096 × (512 + 4096) is more than 16777216 tokens in one generation batch"},
+		{[]string{"--eval-dataset", "e.jsonl", "--eval-strategy", "steps", "--per-device-eval-batch-size", "65536"},
+			"per_device_eval_batch_size (--per-device-eval-batch-size) × (max_prompt_length + max_completion_length) = 65536 × (512 + 256) is more than 16777216 tokens"},
+	} {
+		_, err := runCmd(t, "grpo", append(append([]string{"--reward", "a"}, c.args...), required...)...)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
+		}
+	}
+}
