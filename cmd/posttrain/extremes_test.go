@@ -113,7 +113,7 @@ func TestIntFlags_GeneratorLengthsAtExtremes(t *testing.T) {
 }
 
 // GRPO's max_completion_length and PPO's response_length are checked against the model's
-// max_position_embeddings when the trainer is built, before a graph is compiled or a file
+// max_position_embeddings (512 here) when the trainer is built, before a graph is compiled or a file
 // written (PPO compiled graphs sized by it; GRPO failed at its first generation, the output
 // directory already started).
 func TestIntFlags_RLCompletionLengthAgainstContext(t *testing.T) {
@@ -131,10 +131,10 @@ func TestIntFlags_RLCompletionLengthAgainstContext(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"grpo", "--reward", "mult_correct", "--num-generations", "4", "--per-device-train-batch-size", "8", "--max-completion-length", "16777216"},
-			"max_completion_length (--max-completion-length) 16777216 + the longest prompt's "},
-		{[]string{"ppo", "--reward-model", rm, "--per-device-train-batch-size", "2", "--response-length", "16777216"},
-			"response_length (--response-length) 16777216 + the longest prompt's "},
+		{[]string{"grpo", "--reward", "mult_correct", "--num-generations", "4", "--per-device-train-batch-size", "8", "--max-completion-length", "4096"},
+			"max_completion_length (--max-completion-length) 4096 + the longest prompt's "},
+		{[]string{"ppo", "--reward-model", rm, "--per-device-train-batch-size", "2", "--response-length", "4096"},
+			"response_length (--response-length) 4096 + the longest prompt's "},
 	} {
 		out := filepath.Join(dir, c.args[0])
 		rc, stderr := runFiles(t, append(c.args, "--model", model, "--dataset", "mult", "--output-dir", out, "--max-steps", "1")...)
