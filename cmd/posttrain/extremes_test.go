@@ -169,3 +169,55 @@ func TestIntFlags_BenchTokenProductsBounded(t *testing.T) {
 		}
 	}
 }
+
+// zeroSweepBase are the arguments a command of the 0 and −1 sweep runs with (its required inputs,
+// and shorter runs where its defaults take seconds); the flag under test comes after them and
+// wins. zeroSweepSkip are the commands left to other tests, with why.
+var (
+	zeroSweepBase = map[string][]string{
+		"toy cartpole-dqn": {"--total-steps", "300", "--learning-starts", "100", "--print-every", "100"},
+		"toy cartpole-ppo": {"--iterations", "1", "--num-steps", "64", "--minibatch-size", "32"},
+		"tokenizer-train":  {"--demo", "--vocab-size", "300"},
+		"data mult":        {"--kind", "sft", "-n", "4"},
+		"bench inputs":     {"--vocab", "16", "--rows", "2", "--len", "8"},
+	}
+	zeroSweepSkip = map[string]string{
+		"demo":  "minutes per run; its integers are bounded by TestIntFlags_HugeValuesRefusedByName",
+		"bench": "times a model per run (bench inputs is swept)",
+		"sft":   "TestValidate_IntegerOptionsAtExtremes sweeps every trainer option",
+		"dpo":   "as sft", "kto": "as sft", "grpo": "as sft", "ppo": "as sft", "reward": "as sft",
+		"generate": "TestIntFlags_GeneratorLengthsAtExtremes", "score": "as generate", "eval": "as generate",
+		"score-reward": "needs a reward model; its --batch is bounded by TestIntFlags_HugeValuesRefusedByName",
+		"plot":         "reads runs; --cols is bounded by TestIntFlags_HugeValuesRefusedByName",
+	}
+)
+
+// 0 and −1 on every integer flag of the commands that run in a moment (the toys, tokenizer-train,
+// data mult, bench inputs), found in the command tree: a run, or one line and exit 1 or 2; never
+// a panic.
+func TestIntFlags_ZeroAndMinusOne(t *testing.T) {
+	dir := t.TempDir()
+	swept := 0
+	for _, f := range intFlags(newApp(), nil) {
+		path := strings.Join(f.path, " ")
+		if _, skip := zeroSweepSkip[path]; skip || zeroSweepSkip[f.path[0]] != "" && zeroSweepBase[path] == nil {
+			continue
+		}
+		base := slices.Clone(f.path)
+		base = append(base, zeroSweepBase[path]...)
+		if path == "tokenizer-train" {
+			base = append(base, "--output", filepath.Join(dir, "tok-"+f.name))
+		}
+		for _, v := range []string{"0", "-1"} {
+			args := append(slices.Clone(base), "--"+f.name+"="+v)
+			rc, stderr := runFiles(t, args...)
+			if rc != 0 && (rc > 2 || strings.Count(stderr, "\n") != 1) {
+				t.Errorf("%s: exit %d, stderr %q; want a run, or exit 1 or 2 with one line", strings.Join(args, " "), rc, stderr)
+			}
+			swept++
+		}
+	}
+	if swept < 150 {
+		t.Errorf("swept %d runs, want every integer flag of the toys and the quick commands", swept)
+	}
+}
