@@ -51,3 +51,23 @@ func TestErrors_NameTheFault(t *testing.T) {
 		})
 	}
 }
+
+// score with no scored token is an error, exit 1, nothing printed: it reported "loss": -0 (the
+// mean of nothing) and exited 0. A padded row whose completion is all padding, and a one-token row
+// (position 0 is never scored), score nothing.
+func TestScore_NothingToScoreIsAnError(t *testing.T) {
+	model := filepath.Join(tinyFixture, "model")
+	for _, batch := range []string{
+		`{"input_ids": [[5, 17, 301]], "attention_mask": [[1, 0, 0]], "completion_start": 1}`,
+		`{"input_ids": [[5]], "completion_start": 0}`,
+	} {
+		input := filepath.Join(t.TempDir(), "batch.json")
+		if err := os.WriteFile(input, []byte(batch), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rc, stdout, stderr := runFilesOut(t, "score", "--model", model, "--input", input)
+		if want := "posttrain: score: no token to score"; rc != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and one line starting %q", batch, rc, stdout, stderr, want)
+		}
+	}
+}
