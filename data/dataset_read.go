@@ -261,6 +261,11 @@ func (b *rowBuilder) parsePreference(obj map[string]json.RawMessage, row *Row, f
 	if err := errors.Join(field("chosen", &row.Chosen), field("rejected", &row.Rejected)); err != nil {
 		return err
 	}
+	// Before the implicit prompt is extracted, which compares the two as one kind: a message
+	// list against a string read as "chosen or rejected is empty".
+	if c, r := row.Chosen.Conversational(), row.Rejected.Conversational(); c != r {
+		return fmt.Errorf(`mixes conversational and standard fields: "chosen" is %s, "rejected" is %s`, kindText(c), kindText(r))
+	}
 	if hasPrompt {
 		return field("prompt", &row.Prompt)
 	}
@@ -294,6 +299,13 @@ func (b *rowBuilder) checkKind(texts []Text) error {
 		return fmt.Errorf("row is %s but the rows before it are %s", kindName(conv), kindName(b.d.Conversational))
 	}
 	return nil
+}
+
+func kindText(conv bool) string {
+	if conv {
+		return "a message list"
+	}
+	return "a string"
 }
 
 func kindName(conv bool) string {

@@ -102,6 +102,12 @@ func TestRead_Errors(t *testing.T) {
 		{"{\"prompt\": \"a\"}\n{\"prompt\": [{\"role\": \"user\", \"content\": \"b\"}]}", FormatAuto, "mem.jsonl:2: row is conversational but the rows before it are standard"},
 		{"{\"prompt\": \"a\", \"chosen\": \"b\", \"rejected\": \"c\"}\n{\"chosen\": \"b\", \"rejected\": \"c\"}", FormatAuto, `mem.jsonl:2: "prompt" present in some`},
 		{`{"chosen": "", "rejected": "x"}`, FormatAuto, "chosen or rejected is empty"},
+		// A message list against a string, with the prompt implicit, read as "chosen or rejected is empty".
+		{`{"chosen": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], "rejected": "c"}`, FormatAuto,
+			`mem.jsonl:1: mixes conversational and standard fields: "chosen" is a message list, "rejected" is a string`},
+		{`{"chosen": "a b", "rejected": [{"role": "user", "content": "a"}]}`, FormatAuto,
+			`mem.jsonl:1: mixes conversational and standard fields: "chosen" is a string, "rejected" is a message list`},
+		{`{"prompt": "a", "chosen": [{"role": "assistant", "content": "b"}], "rejected": "c"}`, FormatAuto, `"chosen" is a message list, "rejected" is a string`},
 		{`{"chosen": [{"role": "user", "content": "a"}], "rejected": [{"role": "user", "content": "b"}]}`, FormatAuto, "share no leading message"},
 		{`{"prompt": "a"}`, PromptCompletion, `missing "completion" (format prompt_completion)`},
 		{"\n\n", FormatAuto, "mem.jsonl: no rows"},

@@ -139,6 +139,9 @@ func benchInputsCommand() *cli.Command {
 			if vocab < 2 || rows < 1 || n < 8 {
 				return usageError{fmt.Errorf("%s: need --vocab ≥ 2, --rows ≥ 1, --len ≥ 8", cmd.FullName())}
 			}
+			if err := checkTokens("--rows × --len", rows, n); err != nil {
+				return usageError{fmt.Errorf("%s: %w", cmd.FullName(), err)}
+			}
 			start := cmd.Int("completion-start")
 			if start < 0 {
 				start = n / 4
@@ -166,6 +169,11 @@ func benchDecodeCommand() *cli.Command {
 			if p.PromptLen < 1 || p.NewTokens < 2 {
 				return p, benchUsage("need --prompt-len ≥ 1 and --new-tokens ≥ 2")
 			}
+			for _, b := range batches {
+				if err := checkTokens("--batch × (--prompt-len + --new-tokens)", b, p.PromptLen+p.NewTokens); err != nil {
+					return p, benchUsage(err.Error())
+				}
+			}
 			return p, nil
 		}, func(cmd *cli.Command, env *bench.Env, p bench.DecodeParams) (*bench.DecodeResult, error) {
 			return bench.Decode(env, p)
@@ -190,6 +198,9 @@ func benchSFTCommand() *cli.Command {
 				LR: cmd.Float64("lr"), PeakTFLOPs: cmd.Float64("peak-tflops"), Seed: cmd.Uint64("seed")}
 			if p.Batch < 1 || p.SeqLen < 2 || p.Steps < 1 || p.Warmup < 1 {
 				return p, benchUsage("need --batch ≥ 1, --seq-len ≥ 2, --steps ≥ 1, --warmup ≥ 1")
+			}
+			if err := checkTokens("--batch × --seq-len", p.Batch, p.SeqLen); err != nil {
+				return p, benchUsage(err.Error())
 			}
 			return p, nil
 		}, func(cmd *cli.Command, env *bench.Env, p bench.SFTParams) (*bench.SFTResult, error) {
@@ -220,6 +231,9 @@ func benchGRPOCommand() *cli.Command {
 			if p.Prompts < 1 || p.Generations < 2 || p.PromptLen < 1 || p.NewTokens < 2 || p.MicroBatch < 1 || p.Temperature <= 0 {
 				return p, benchUsage("need --prompts ≥ 1, --generations ≥ 2, --prompt-len ≥ 1, --new-tokens ≥ 2, --micro-batch ≥ 1, --temperature > 0")
 			}
+			if err := checkTokens("--prompts × --generations × (--prompt-len + --new-tokens)", p.Prompts, p.Generations, p.PromptLen+p.NewTokens); err != nil {
+				return p, benchUsage(err.Error())
+			}
 			return p, nil
 		}, func(cmd *cli.Command, env *bench.Env, p bench.GRPOParams) (*bench.GRPOResult, error) {
 			return bench.GRPO(env, p)
@@ -241,6 +255,9 @@ func benchSampleCommand() *cli.Command {
 			p := bench.SampleParams{Rows: cmd.Int("rows"), PromptLen: cmd.Int("prompt-len"), NewTokens: cmd.Int("new-tokens"), Seed: cmd.Uint64("seed")}
 			if p.Rows < 1 || p.PromptLen < 1 || p.NewTokens < 1 {
 				return p, benchUsage("need --rows, --prompt-len and --new-tokens ≥ 1")
+			}
+			if err := checkTokens("--rows × (--prompt-len + --new-tokens)", p.Rows, p.PromptLen+p.NewTokens); err != nil {
+				return p, benchUsage(err.Error())
 			}
 			return p, nil
 		}, func(cmd *cli.Command, env *bench.Env, p bench.SampleParams) (*bench.SampleResult, error) {

@@ -43,6 +43,7 @@ func newApp() *cli.Command {
 			c.Flags = f()
 		}
 		setUsageErrors(c)
+		boundIntFlags(c)
 	}
 	return &cli.Command{
 		Name:                  "posttrain",

@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/urfave/cli/v3"
 
+	"github.com/posttrain/posttrain/data/tokenizer"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/models/lora"
@@ -70,9 +71,9 @@ func runMerge(ctx context.Context, c mergeConfig, w io.Writer) error {
 	if err := a.Merge(mctx); err != nil {
 		return err
 	}
-	tok := dir
-	if _, err := os.Stat(filepath.Join(c.Adapter, "tokenizer.json")); err == nil {
-		tok = c.Adapter
+	tok, err := mergeTokenizer(dir, cfg, c.Adapter)
+	if err != nil {
+		return err
 	}
 	if err := qwen2.Save(c.Out, mctx, cfg, qwen2.SaveOptions{DType: c.DType, TokenizerPath: tok, BaseDir: dir,
 		Overwrite: c.Overwrite, WrittenBy: "posttrain merge"}); err != nil {
@@ -81,4 +82,23 @@ func runMerge(ctx context.Context, c mergeConfig, w io.Writer) error {
 	_, err = fmt.Fprintf(w, "merge: %d adapted layers and %d modules_to_save tensors of %s merged into %s; wrote %s\n",
 		len(a.Modules()), len(a.Saved()), c.Adapter, c.Model, c.Out)
 	return err
+}
+
+// mergeTokenizer is the tokenizer merge writes: the adapter directory's when it has one (PEFT
+// saves the tokenizer a run added tokens to there), else the base's. An adapter's tokenizer with
+// more tokens than the base's embedding has rows is refused, naming both sizes: the merged
+// checkpoint would hand ids the model has no embedding for (it was written as is).
+func mergeTokenizer(base string, cfg *qwen2.Config, adapter string) (string, error) {
+	if _, err := os.Stat(filepath.Join(adapter, "tokenizer.json")); err != nil {
+		return base, nil
+	}
+	tok, err := tokenizer.Load(adapter)
+	if err != nil {
+		return "", fmt.Errorf("adapter %s: %w", adapter, err)
+	}
+	if n := tok.VocabSize(); n > cfg.VocabSize {
+		return "", fmt.Errorf("adapter %s: its tokenizer.json has %d tokens, more than the %d rows of the base's embedding (vocab_size in %s): the merged model would have no embedding for ids %d..%d; resize the base's embedding or merge with the base's tokenizer (remove the adapter's tokenizer files)",
+			adapter, n, cfg.VocabSize, filepath.Join(base, "config.json"), cfg.VocabSize, n-1)
+	}
+	return adapter, nil
 }

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -209,5 +213,37 @@ func TestPEFT_HandWrittenAdapterAndMerge(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("adapter edit %q on %s: error %v, want one containing %q", c.edit, filepath.Base(c.model), err, c.want)
 		}
+	}
+}
+
+// An adapter whose tokenizer has more tokens than the base's embedding has rows is refused,
+// naming both sizes, and nothing is written: merge copied the adapter's tokenizer onto the
+// smaller base as is.
+func TestMerge_AdapterTokenizerMustFitTheEmbedding(t *testing.T) {
+	adapter, _ := writeHandAdapter(t)
+	gz, err := os.ReadFile(filepath.Join(tokenizerFixture, "tokenizer.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokJSON, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(adapter, "tokenizer.json"), tokJSON, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(tinyFixture, "model")
+	out := filepath.Join(t.TempDir(), "merged")
+	rc, stdout, stderr := runFilesOut(t, "merge", "--model", base, "--adapter", adapter, "--output-dir", out)
+	want := "its tokenizer.json has 151669 tokens, more than the 1024 rows of the base's embedding"
+	if rc != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line containing %q", rc, stdout, stderr, want)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s: %v; want nothing written", out, err)
 	}
 }

@@ -94,6 +94,9 @@ func runScore(ctx context.Context, c scoreConfig, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := res.Check(batch); err != nil {
+		return err
+	}
 	out := scoreOutput{Report: res.Report(batch)}
 	if c.Gen > 0 {
 		if out.Generation, err = generateForScore(b, mctx, cfg, batch, c.Gen); err != nil {

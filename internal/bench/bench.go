@@ -166,7 +166,10 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// ParseInts reads a comma-separated list of positive integers.
+// MaxListInt bounds each entry of ParseInts, as every integer flag is bounded (2²⁴).
+const MaxListInt = 1 << 24
+
+// ParseInts reads a comma-separated list of positive integers, each at most MaxListInt.
 func ParseInts(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
@@ -176,6 +179,9 @@ func ParseInts(s string) ([]int, error) {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		if n > MaxListInt {
+			return nil, fmt.Errorf("%d is more than %d", n, MaxListInt)
 		}
 		out = append(out, n)
 	}

@@ -185,7 +185,10 @@ func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Genera
 	ds := newDecodeState(n, stopSet(g.spec, opts))
 	pos := make([][]int32, rows)
 	for step := 0; ; step++ {
-		tok := ds.step(drawn, lps, rows)
+		tok, err := ds.step(drawn, lps, rows, step)
+		if err != nil {
+			return nil, g.errorf("%w", err)
+		}
 		if step+1 == opts.MaxNewTokens || ds.finished() {
 			break
 		}
@@ -226,8 +229,10 @@ func newDecodeState(n int, stop map[int]bool) *decodeState {
 }
 
 // step records the drawn tokens [rows] and log-probs of every unfinished row and returns the
-// tokens to feed [rows][1] (0 for finished and padding rows).
-func (d *decodeState) step(drawn []int32, lps []float32, rows int) [][]int32 {
+// tokens to feed [rows][1] (0 for finished and padding rows). A non-finite log-prob is an error
+// naming the row, the new token's index and its id: the model's logits were NaN or infinite, and
+// a token drawn from them means nothing (it printed an empty line and exited 0).
+func (d *decodeState) step(drawn []int32, lps []float32, rows, step int) ([][]int32, error) {
 	tok := make([][]int32, rows)
 	for r := range rows {
 		tok[r] = []int32{0}
@@ -235,6 +240,9 @@ func (d *decodeState) step(drawn []int32, lps []float32, rows int) [][]int32 {
 			continue
 		}
 		id := drawn[r]
+		if lp := float64(lps[r]); math.IsNaN(lp) || math.IsInf(lp, 0) {
+			return nil, fmt.Errorf("prompt %d, new token %d (id %d): log-prob %g: the model's logits are not finite", r, step, id, lp)
+		}
 		d.gens[r].IDs, d.gens[r].LogProbs = append(d.gens[r].IDs, id), append(d.gens[r].LogProbs, float64(lps[r]))
 		tok[r][0] = id
 		d.newTokens++
@@ -242,7 +250,7 @@ func (d *decodeState) step(drawn []int32, lps []float32, rows int) [][]int32 {
 			d.done[r], d.gens[r].Truncated = true, false
 		}
 	}
-	return tok
+	return tok, nil
 }
 
 func (d *decodeState) finished() bool { return !slices.Contains(d.done, false) }
@@ -255,6 +263,10 @@ func (g *Generator) errorf(format string, args ...any) error {
 	}
 	return fmt.Errorf(prefix+format, args...)
 }
+
+// MaxLen bounds prompt + new tokens when the model has no max_position_embeddings (Spec
+// MaxPositions 0): the KV cache and the masks are sized by it.
+const MaxLen = 1 << 24
 
 func (g *Generator) validate(prompts [][]int32, opts Options) error {
 	if len(prompts) == 0 {
@@ -284,8 +296,12 @@ func (g *Generator) validate(prompts [][]int32, opts Options) error {
 				return g.errorf("prompt %d: token id %d is outside the vocabulary [0, %d)", r, id, g.spec.VocabSize)
 			}
 		}
-		if m := g.spec.MaxPositions; m > 0 && len(p)+opts.MaxNewTokens > m {
+		// Compared by subtraction: len(p) + MaxNewTokens overflows for a count near the int limit.
+		if m := g.spec.MaxPositions; m > 0 && opts.MaxNewTokens > m-len(p) {
 			return g.errorf("prompt %d: %d tokens + %d new exceed max_position_embeddings %d", r, len(p), opts.MaxNewTokens, m)
+		}
+		if opts.MaxNewTokens > MaxLen-len(p) {
+			return g.errorf("prompt %d: %d tokens + %d new exceed %d, the longest sequence generated", r, len(p), opts.MaxNewTokens, MaxLen)
 		}
 	}
 	return nil

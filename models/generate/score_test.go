@@ -78,6 +78,9 @@ func TestGenerate_Errors(t *testing.T) {
 		{[][]int32{{1}, {}}, generate.Options{MaxNewTokens: 1}, "prompt 1 is empty"},
 		{[][]int32{{1, 1024}}, generate.Options{MaxNewTokens: 1}, "outside the vocabulary"},
 		{[][]int32{{1}}, generate.Options{MaxNewTokens: 40000}, "max_position_embeddings"},
+		// 1 + MaxInt overflowed the context check, which passed; the cache allocation panicked.
+		{[][]int32{{1, 2}}, generate.Options{MaxNewTokens: math.MaxInt}, "2 tokens + 9223372036854775807 new exceed max_position_embeddings"},
+		{[][]int32{{1}}, generate.Options{MaxNewTokens: math.MaxInt - 1}, "max_position_embeddings"},
 		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{Temperature: 1, TopK: -1}}, "negative"},
 		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{Temperature: 1, MinP: 2}}, "min-p"},
 		{[][]int32{{1}}, generate.Options{MaxNewTokens: 1, SampleOptions: generate.SampleOptions{RepetitionPenalty: -1}}, "repetition penalty"},

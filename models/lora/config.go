@@ -140,10 +140,16 @@ func plan(cfg *qwen2.Config, c Config) (mods []module, saved []string, err error
 		targets = nil
 	}
 	found := map[string]bool{}
+	saving := map[string]string{} // a target whose every layer modules_to_save took: the module that did
 	for _, s := range specs {
 		path, ok := strings.CutSuffix(s.Name, ".weight")
 		if !ok || len(s.Shape) != 2 || path == "model.embed_tokens" || path == "lm_head" {
 			continue // PEFT's all-linear leaves the output layer out; embeddings are not linear
+		}
+		for _, t := range targets {
+			if m := savedBy(path, c.ModulesToSave); m != "" && (path == t || strings.HasSuffix(path, "."+t)) {
+				saving[t] = m
+			}
 		}
 		if excluded(path, c.ModulesToSave) {
 			continue
@@ -163,6 +169,11 @@ func plan(cfg *qwen2.Config, c Config) (mods []module, saved []string, err error
 		if all || found[t] {
 			continue
 		}
+		if m := saving[t]; m != "" {
+			// PEFT gives no adapter to a module under modules_to_save: naming a target there
+			// leaves it with none (the error used to blame target_modules).
+			return nil, nil, fmt.Errorf("modules_to_save: %q takes every %s layer, which target_modules (%s) adapts: a module trained in full gets no adapter; name it in one of the two", m, t, strings.Join(targets, ","))
+		}
 		if t == "lm_head" || t == "embed_tokens" || strings.HasSuffix(t, ".lm_head") || strings.HasSuffix(t, ".embed_tokens") {
 			return nil, nil, fmt.Errorf("target_modules: %s: LoRA on the LM head or the embeddings is not supported (train it with modules_to_save)", t)
 		}
@@ -176,13 +187,16 @@ func plan(cfg *qwen2.Config, c Config) (mods []module, saved []string, err error
 
 // excluded is PEFT's rule that a module under modules_to_save gets no adapter:
 // re.match(rf"(^|.*\.){m}($|\..*)", key).
-func excluded(path string, save []string) bool {
+func excluded(path string, save []string) bool { return savedBy(path, save) != "" }
+
+// savedBy is the entry of save that excludes path (excluded), or "".
+func savedBy(path string, save []string) string {
 	for _, m := range save {
 		if regexp.MustCompile(`^(.*\.)?` + regexp.QuoteMeta(m) + `(\..*)?$`).MatchString(path) {
-			return true
+			return m
 		}
 	}
-	return false
+	return ""
 }
 
 func parent(p string) string {

@@ -171,8 +171,8 @@ func ParseBatchJSON(data []byte) (*Batch, int, error) {
 			return nil, 0, fmt.Errorf("parse batch: completion_start must be a position or a list of positions: %w", err)
 		}
 	}
-	if in.MaxNewTokens < 0 {
-		return nil, 0, fmt.Errorf("parse batch: max_new_tokens must be ≥ 0, got %d", in.MaxNewTokens)
+	if in.MaxNewTokens < 0 || in.MaxNewTokens > generate.MaxLen {
+		return nil, 0, fmt.Errorf("parse batch: max_new_tokens must be in [0, %d], got %d", generate.MaxLen, in.MaxNewTokens)
 	}
 	return b, in.MaxNewTokens, nil
 }

@@ -1,6 +1,11 @@
 package qwen2
 
-import "slices"
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
 
 // Report is a ScoreResult in the JSON layout of the qwen2-tiny expected files
 // (models/testdata/qwen2-tiny/expected): the scored tokens' positions, ids and log-probs per row.
@@ -64,4 +69,41 @@ func (res *ScoreResult) Report(batch *Batch) *Report {
 // argmax returns the index of the largest value, the lowest index on ties.
 func argmax(x []float32) int {
 	return slices.Index(x, slices.Max(x))
+}
+
+// Check refuses a result that would report nothing or a number that is not one: no scored token
+// (the loss of an empty mean printed as -0, exit 0), or a non-finite log-prob, last logit or
+// gradient norm (encoding/json's "unsupported value: NaN" was the whole error). The error names
+// the row and position, or the tensor.
+func (res *ScoreResult) Check(batch *Batch) error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	scored := 0
+	for r := range res.Scored {
+		for t, sc := range res.Scored[r] {
+			if sc != 1 {
+				continue
+			}
+			scored++
+			if lp := res.LogProbs[r][t]; !finite(lp) {
+				return fmt.Errorf("row %d, position %d (token %d): log-prob %g: the model's logits are not finite", r, t, batch.IDs[r][t], lp)
+			}
+		}
+	}
+	if scored == 0 {
+		return errors.New("no token to score: every row's completion (its real tokens from completion_start on, position 0 excepted) is empty")
+	}
+	for r, logits := range res.LastLogits {
+		if i := slices.IndexFunc(logits, func(x float32) bool { return !finite(float64(x)) }); i >= 0 {
+			return fmt.Errorf("row %d, position %d: logit %d is %g: the model's logits are not finite", r, res.LastIndex[r], i, logits[i])
+		}
+	}
+	if !finite(res.Loss) {
+		return fmt.Errorf("loss is %g", res.Loss)
+	}
+	for i, name := range res.GradNames {
+		if !finite(res.GradL2[i]) {
+			return fmt.Errorf("the gradient of %s has L2 norm %g", name, res.GradL2[i])
+		}
+	}
+	return nil
 }

@@ -220,7 +220,9 @@ func TestScore_LengthAndCompletionStartChecked(t *testing.T) {
 			t.Errorf("completion_start %d: %v", cs, err)
 		}
 	}
-	if _, _, err := ParseBatchJSON([]byte(`{"input_ids": [[1, 2]], "max_new_tokens": -3}`)); err == nil || !strings.Contains(err.Error(), "max_new_tokens") {
-		t.Errorf("negative max_new_tokens: %v", err)
+	for _, n := range []string{"-3", "-1", "16777217", "2147483648", "9223372036854775807"} {
+		if _, _, err := ParseBatchJSON([]byte(`{"input_ids": [[1, 2]], "max_new_tokens": ` + n + `}`)); err == nil || !strings.Contains(err.Error(), "max_new_tokens") {
+			t.Errorf("max_new_tokens %s: %v", n, err)
+		}
 	}
 }

@@ -141,6 +141,13 @@ func (c *GRPO) Validate() error {
 		return bad(c, "num_iterations", fmt.Sprintf("must be ≥ 1, got %d", c.NumIterations))
 	case c.StepsPerGeneration < 0:
 		return bad(c, "steps_per_generation", fmt.Sprintf("must be ≥ 0 (0 = gradient_accumulation_steps), got %d", c.StepsPerGeneration))
+	case !tokensAtMost(c.PerDeviceTrainBatchSize, spg, c.MaxPromptLength+c.MaxCompletionLength):
+		// Each option is bounded alone; the generation batch is their product (its KV cache).
+		return bad(c, "per_device_train_batch_size", fmt.Sprintf("× steps_per_generation × (max_prompt_length + max_completion_length) = %d × %d × (%d + %d) is more than %d tokens in one generation batch",
+			c.PerDeviceTrainBatchSize, spg, c.MaxPromptLength, c.MaxCompletionLength, MaxCount))
+	case c.Evaluates() && !tokensAtMost(c.PerDeviceEvalBatchSize, c.MaxPromptLength+c.MaxCompletionLength):
+		return bad(c, "per_device_eval_batch_size", fmt.Sprintf("× (max_prompt_length + max_completion_length) = %d × (%d + %d) is more than %d tokens in one eval generation batch",
+			c.PerDeviceEvalBatchSize, c.MaxPromptLength, c.MaxCompletionLength, MaxCount))
 	case (c.PerDeviceTrainBatchSize*spg)%c.NumGenerations != 0:
 		return bad(c, "num_generations", fmt.Sprintf(
 			"(%d) must divide the generation batch per_device_train_batch_size × steps_per_generation = %d × %d = %d",
@@ -181,6 +188,9 @@ func validateLengths(c Config, maxLength, maxPromptLength, maxCompletionLength i
 
 // validateCommon checks the choices of every option and the shared training options.
 func validateCommon(c Config) error {
+	if err := validateCounts(c); err != nil {
+		return err
+	}
 	for _, f := range fields(c) {
 		if f.Enum == nil {
 			continue

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -31,14 +32,39 @@ func LoadFile(path string, cfg Config) error {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// docStart is the line of the last document marker (---) at or before line, or anywhere when
+// line is 0 (an empty document).
+func docStart(data []byte, line int) int {
+	start := 0
+	for i, l := range strings.Split(string(data), "\n") {
+		if (line == 0 || i+1 <= line) && (l == "---" || strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "---\t") || l == "---\r") {
+			start = i + 1
+		}
+	}
+	return start
+}
+
+func yamlError(name string, err error) error {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("%s:%s: invalid YAML: %s", name, m[1], m[2])
+	}
+	return fmt.Errorf("%s: invalid YAML: %w", name, err)
+}
+
 // Load is LoadFile for a file's contents; name is used in error messages.
 func Load(name string, data []byte, cfg Config) error {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			return fmt.Errorf("%s:%s: invalid YAML: %s", name, m[1], m[2])
-		}
-		return fmt.Errorf("%s: invalid YAML: %w", name, err)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc, next yaml.Node
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return yamlError(name, err)
+	}
+	// yaml.Unmarshal read the first document and ignored the others; PyYAML's safe_load, which
+	// TRL's parser uses, refuses a second one.
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		return fmt.Errorf("%s:%d: a second YAML document starts here: a config is one document", name, docStart(data, next.Line))
+	case !errors.Is(err, io.EOF):
+		return yamlError(name, err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil // empty file

@@ -122,6 +122,11 @@ func New(s Setup) (*Trainer, error) {
 		}
 		t.promptLen = max(t.promptLen, len(p.IDs))
 	}
+	// Refused here, before any graph or output: the generator would refuse the first batch.
+	if m := s.Model.Config.MaxPositionEmbeddings; m > 0 && cfg.MaxCompletionLength > m-t.promptLen {
+		return nil, fmt.Errorf("grpo: max_completion_length (--max-completion-length) %d + the longest prompt's %d tokens exceed the model's max_position_embeddings %d",
+			cfg.MaxCompletionLength, t.promptLen, m)
+	}
 	t.promptLen = (t.promptLen + 7) / 8 * 8 // one graph for every batch of the run
 	// The driver builds the schedule; a configuration it would refuse is refused here already.
 	if _, err := cfg.Schedule(t.totalSteps); err != nil {

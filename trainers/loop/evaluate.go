@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/config"
@@ -167,6 +168,16 @@ func (d *driver) evaluate() error {
 	ms, err := d.eval.Evaluate()
 	if err != nil {
 		return err
+	}
+	// A NaN eval_loss (the model's logits on the eval set are not finite) was logged as a metric
+	// and training went on; GRPO's and PPO's evaluations generate, and the generator stops at a
+	// non-finite log-prob itself.
+	if v, ok := ms["eval_loss"]; ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
+		last := "no checkpoint was saved"
+		if d.lastSaved > 0 {
+			last = "the last checkpoint is " + checkpoint.Dir(d.cfg.OutputDir, d.lastSaved)
+		}
+		return fmt.Errorf("step %d: evaluation: eval_loss is %g: the model's logits on the eval set are not finite; training stopped (%s)", d.step, v, last)
 	}
 	epoch, _ := d.src.Epoch()
 	return d.write(runlog.Record{Step: d.step, Epoch: epoch, Metrics: ms})

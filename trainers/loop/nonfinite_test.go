@@ -12,10 +12,13 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // poisoned is a method whose loss is NaN (nanLoss) or whose loss is finite but whose gradient is
@@ -96,5 +99,34 @@ func TestRun_NonFiniteStops(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A NaN eval_loss (the eval set's logits are not finite) stops the run at that evaluation with
+// one line naming the step and the last checkpoint (step 2 is not saved: HF evaluates before it
+// saves); it was logged as a metric and training went
+// on. Saved at step 1, evaluated at step 2 with an eval method whose loss is NaN.
+func TestRun_NonFiniteEvalStops(t *testing.T) {
+	dir := looptest.Model(t)
+	train := looptest.MultFile(t, mult.SFT, 8, 3)
+	cfg := config.DefaultSFT()
+	looptest.Common(t, &cfg.Training, 1e-3, 4, 1, 3)
+	cfg.OutputDir = filepath.Join(t.TempDir(), "out")
+	cfg.SaveSteps, cfg.EvalStrategy, cfg.EvalSteps, cfg.EvalDataset = 1, "steps", 2, train
+	cfg.Model, cfg.Dataset = dir, train
+	m := looptest.Load(t, dir, false)
+	tr, err := sft.New(m, looptest.Read(t, train), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := sft.New(m, looptest.Read(t, train), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = loop.Run(context.Background(), m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t), Eval: poisoned{Method: ev}})
+	want := "step 2: evaluation: eval_loss is NaN: the model's logits on the eval set are not finite; training stopped (the last checkpoint is " +
+		filepath.Join(cfg.OutputDir, "checkpoint-1") + ")"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("got %v, want one line containing %q", err, want)
 	}
 }

@@ -2,6 +2,7 @@ package ppo
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 )
 
@@ -39,7 +40,7 @@ func (s source) Evaluate() (map[string]float64, error) {
 		batch := t.eval.prompts[lo:min(lo+t.cfg.PerDeviceEvalBatchSize, len(t.eval.prompts))]
 		r, err := t.newRollout(batch, evalTemperature, t.rolloutSeed(t.round)^0x6576616c+uint64(lo))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("ppo: evaluate after update %d: %w", t.round, err)
 		}
 		sc, err := t.rewardScores(r)
 		if err != nil {

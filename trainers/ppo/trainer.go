@@ -132,6 +132,11 @@ func New(s Setup) (*Trainer, error) {
 		}
 		t.promptLen = max(t.promptLen, len(p.IDs))
 	}
+	// Refused here, before the graphs (sized by it) are compiled.
+	if m := s.Model.Config.MaxPositionEmbeddings; m > 0 && cfg.ResponseLength > m-t.promptLen {
+		return nil, fmt.Errorf("ppo: response_length (--response-length) %d + the longest prompt's %d tokens exceed the model's max_position_embeddings %d",
+			cfg.ResponseLength, t.promptLen, m)
+	}
 	t.promptLen = (t.promptLen + 7) / 8 * 8 // one graph shape for the run
 	if _, err := cfg.Schedule(t.updates); err != nil {
 		return nil, fmt.Errorf("ppo: %w", err)
