@@ -64,6 +64,17 @@ func init() {
 	})
 }
 
+// atLeast is a flag validator: the value must be ≥ n (checked as the flag is parsed, so a bad
+// size is one line before any stage runs).
+func atLeast(n int) func(int) error {
+	return func(v int) error {
+		if v < n {
+			return fmt.Errorf("must be ≥ %d, got %d", n, v)
+		}
+		return nil
+	}
+}
+
 // demoFlags are the flags of both demos (a fresh set for each run: freshFlags).
 func demoFlags() []cli.Flag {
 	d, r := demo.Default, demo.DefaultRLHF
@@ -71,33 +82,33 @@ func demoFlags() []cli.Flag {
 		&cli.StringFlag{Name: "output-dir", Value: d.OutputDir, Usage: "directory for the runs"},
 		&cli.IntFlag{Name: "seed", Value: d.Seed, Usage: "seed of the split, the initialisation, SFT and GRPO"},
 		&cli.IntFlag{Name: "max-factor", Value: d.MaxFactor, Usage: "problems a×b with a, b in [2, N]"},
-		&cli.IntFlag{Name: "intermediate-size", Value: d.Shape.Intermediate, Usage: "MLP width"},
+		&cli.IntFlag{Name: "intermediate-size", Validator: atLeast(1), Value: d.Shape.Intermediate, Usage: "MLP width"},
 		&cli.IntFlag{Name: "held-out", Value: d.HeldOut, Usage: "problems GRPO never samples, for evaluation"},
 		&cli.StringFlag{Name: "sft-format", Value: d.SFTFormat, Usage: "SFT answers: bare (\"72\") or mixed (7 in 10 \"72.\", 3 bare)"},
 		&cli.StringFlag{Name: "reward", Value: d.Reward, Usage: "GRPO verifier reward: mult_strict (exactly the product) or mult_correct (its first integer)"},
 		&cli.IntFlag{Name: "sft-steps", Value: d.SFTSteps, Usage: "SFT optimizer steps"},
 		&cli.FloatFlag{Name: "sft-learning-rate", Value: d.SFTLearningRate, Usage: "SFT learning rate"},
-		&cli.IntFlag{Name: "sft-batch", Value: d.SFTBatch, Usage: "SFT batch size"},
+		&cli.IntFlag{Name: "sft-batch", Validator: atLeast(1), Value: d.SFTBatch, Usage: "SFT batch size"},
 		&cli.IntFlag{Name: "grpo-steps", Value: d.GRPOSteps, Usage: "GRPO optimizer steps"},
 		&cli.FloatFlag{Name: "grpo-learning-rate", Value: d.GRPOLearningRate, Usage: "GRPO learning rate"},
 		&cli.FloatFlag{Name: "temperature", Value: d.Temperature, Usage: "GRPO sampling temperature"},
 		&cli.FloatFlag{Name: "beta", Value: d.Beta, Usage: "GRPO KL coefficient"},
-		&cli.IntFlag{Name: "num-generations", Value: d.NumGenerations, Usage: "GRPO completions per prompt"},
-		&cli.IntFlag{Name: "grpo-prompts", Value: d.GRPOPrompts, Usage: "GRPO prompts per step"},
+		&cli.IntFlag{Name: "num-generations", Validator: atLeast(2), Value: d.NumGenerations, Usage: "GRPO completions per prompt"},
+		&cli.IntFlag{Name: "grpo-prompts", Validator: atLeast(1), Value: d.GRPOPrompts, Usage: "GRPO prompts per step"},
 		&cli.BoolFlag{Name: "reuse-sft", Usage: "keep OUTPUT_DIR/sft if it exists (tune GRPO from a fixed SFT model)"},
 		&cli.IntFlag{Name: "grpo-seeds", Value: d.GRPOSeeds, Usage: "verifier GRPO runs with consecutive seeds, to measure run-to-run noise"},
-		&cli.IntFlag{Name: "hidden-size", Value: d.Shape.Hidden, Usage: "model width"},
-		&cli.IntFlag{Name: "layers", Value: d.Shape.Layers, Usage: "decoder layers"},
+		&cli.IntFlag{Name: "hidden-size", Validator: atLeast(1), Value: d.Shape.Hidden, Usage: "model width"},
+		&cli.IntFlag{Name: "layers", Validator: atLeast(1), Value: d.Shape.Layers, Usage: "decoder layers"},
 		&cli.BoolFlag{Name: "rlhf", Usage: "the RLHF demo instead: SFT → reward model on preference pairs → GRPO and PPO with the learned reward vs GRPO (random reward), under OUTPUT_DIR/rlhf"},
 		&cli.IntFlag{Name: "rm-steps", Value: r.RMSteps, Usage: "--rlhf: reward model optimizer steps (0: num_train_epochs, 3, over its pairs, as max_steps 0 means)"},
-		&cli.IntFlag{Name: "rm-batch", Value: r.RMBatch, Usage: "--rlhf: reward model pairs per step"},
+		&cli.IntFlag{Name: "rm-batch", Validator: atLeast(1), Value: r.RMBatch, Usage: "--rlhf: reward model pairs per step"},
 		&cli.FloatFlag{Name: "rm-learning-rate", Value: r.RMLearningRate, Usage: "--rlhf: reward model learning rate"},
 		&cli.IntFlag{Name: "rm-train-wrongs", Value: r.RMTrainWrongs, Usage: "--rlhf: wrong answers per GRPO problem the reward model trains on (of 6; the others are held out)"},
 		&cli.BoolFlag{Name: "reuse-rm", Usage: "--rlhf: keep OUTPUT_DIR/rlhf/reward-model if it exists (its ranking is measured again)"},
 		&cli.StringSliceFlag{Name: "rl-stages", Usage: "--rlhf: run only these RL stages, in this order (grpo-reward-model, ppo-reward-model, grpo-random; default all)"},
 		&cli.IntFlag{Name: "ppo-updates", Value: r.PPOUpdates, Usage: "--rlhf: PPO rollout batches (updates; 0: TRL's total_episodes = num_train_epochs, 3, × the GRPO problems)"},
-		&cli.IntFlag{Name: "ppo-prompts", Value: r.PPOPrompts, Usage: "--rlhf: PPO prompts per rollout batch"},
-		&cli.IntFlag{Name: "ppo-epochs", Value: r.PPOEpochs, Usage: "--rlhf: PPO optimizer steps (epochs) per rollout batch"},
+		&cli.IntFlag{Name: "ppo-prompts", Validator: atLeast(1), Value: r.PPOPrompts, Usage: "--rlhf: PPO prompts per rollout batch"},
+		&cli.IntFlag{Name: "ppo-epochs", Validator: atLeast(1), Value: r.PPOEpochs, Usage: "--rlhf: PPO optimizer steps (epochs) per rollout batch"},
 		&cli.FloatFlag{Name: "ppo-learning-rate", Value: r.PPOLearningRate, Usage: "--rlhf: PPO learning rate (policy and value model)"},
 		&cli.FloatFlag{Name: "ppo-kl-coef", Value: r.PPOKLCoef, Usage: "--rlhf: PPO's KL penalty coefficient"},
 		backendFlag(),

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/trainers/demo"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
 )
 
 // intFlag is one integer flag of a command: the command's path from the root and the flag.
@@ -182,13 +183,13 @@ var (
 		"bench inputs":     {"--vocab", "16", "--rows", "2", "--len", "8"},
 	}
 	zeroSweepSkip = map[string]string{
-		"demo":  "minutes per run; its integers are bounded by TestIntFlags_HugeValuesRefusedByName",
-		"bench": "times a model per run (bench inputs is swept)",
+		"demo":  "TestIntFlags_ZeroAndMinusOneWithInputs",
+		"bench": "TestIntFlags_ZeroAndMinusOneWithInputs (bench inputs is swept here)",
 		"sft":   "TestValidate_IntegerOptionsAtExtremes sweeps every trainer option",
 		"dpo":   "as sft", "kto": "as sft", "grpo": "as sft", "ppo": "as sft", "reward": "as sft",
 		"generate": "TestIntFlags_GeneratorLengthsAtExtremes", "score": "as generate", "eval": "as generate",
-		"score-reward": "needs a reward model; its --batch is bounded by TestIntFlags_HugeValuesRefusedByName",
-		"plot":         "reads runs; --cols is bounded by TestIntFlags_HugeValuesRefusedByName",
+		"score-reward": "TestIntFlags_ZeroAndMinusOneWithInputs",
+		"plot":         "TestIntFlags_ZeroAndMinusOneWithInputs",
 	}
 )
 
@@ -220,4 +221,62 @@ func TestIntFlags_ZeroAndMinusOne(t *testing.T) {
 	if swept < 150 {
 		t.Errorf("swept %d runs, want every integer flag of the toys and the quick commands", swept)
 	}
+}
+
+// 0 and −1 on every integer flag of the commands that need inputs made first or run longer at
+// their defaults: the demo (at a tiny size, its RLHF flags with --rlhf), the model-timing bench
+// workloads, score-reward and plot. The same rule: a run, or one line and exit 1 or 2; never a
+// panic.
+func TestIntFlags_ZeroAndMinusOneWithInputs(t *testing.T) {
+	dir := t.TempDir()
+	model := looptest.Model(t)
+	rm := filepath.Join(dir, "rm")
+	prefs := multData(t, dir, "dpo", "4")
+	if _, err := runCLI(t, "reward", "--model", model, "--dataset", prefs, "--output-dir", rm, "--max-steps", "1", "--per-device-train-batch-size", "2"); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	writeRunMetrics(t, run)
+	input := filepath.Join(tinyFixture, "inputs", "single.json")
+	tinyDemo := []string{"--sft-steps", "1", "--grpo-steps", "1", "--hidden-size", "16", "--intermediate-size", "32", "--layers", "1",
+		"--held-out", "4", "--max-factor", "4", "--sft-batch", "2", "--num-generations", "2", "--grpo-prompts", "1"}
+	rlhf := []string{"--rlhf", "--rm-steps", "1", "--rm-batch", "2", "--ppo-updates", "1", "--ppo-prompts", "1", "--ppo-epochs", "1"}
+	bases := map[string][]string{
+		"bench decode": {"--model", model, "--batch", "1", "--prompt-len", "4", "--new-tokens", "2"},
+		"bench sft":    {"--model", model, "--batch", "2", "--seq-len", "8", "--steps", "1", "--warmup", "0"},
+		"bench grpo":   {"--model", model, "--prompts", "1", "--generations", "2", "--prompt-len", "4", "--new-tokens", "2", "--micro-batch", "2"},
+		"bench sample": {"--model", model, "--rows", "1", "--prompt-len", "2", "--new-tokens", "2"},
+		"bench parity": {"--model", model, "--input", input, "--steps", "1"},
+		"score-reward": {"--model", rm, "--text", "7×8 is 56"},
+		"plot":         {run, "-o", filepath.Join(dir, "curves.png")},
+	}
+	swept := 0
+	for _, f := range intFlags(newApp(), nil) {
+		path := strings.Join(f.path, " ")
+		base, ok := bases[path]
+		if path == "demo" {
+			base, ok = append(slices.Clone(tinyDemo), "--output-dir", filepath.Join(dir, "demo-"+f.name)), true
+			if strings.HasPrefix(f.name, "rm-") || strings.HasPrefix(f.name, "ppo-") {
+				base = append(base, rlhf...)
+			}
+		}
+		if !ok {
+			continue
+		}
+		for _, v := range []string{"0", "-1"} {
+			args := append(append(slices.Clone(f.path), base...), "--"+f.name+"="+v)
+			if path == "plot" { // plot takes its run directories last
+				args = append(append(slices.Clone(f.path), "--"+f.name+"="+v), base...)
+			}
+			rc, stderr := runFiles(t, args...)
+			if rc != 0 && (rc > 2 || strings.Count(stderr, "\n") != 1) {
+				t.Errorf("%s: exit %d, stderr %q; want a run, or exit 1 or 2 with one line", strings.Join(args, " "), rc, stderr)
+			}
+			swept++
+		}
+	}
+	if swept < 60 {
+		t.Errorf("swept %d runs, want every integer flag of the demo, the bench workloads, score-reward and plot", swept)
+	}
+	t.Logf("swept %d runs", swept)
 }

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // ConfigFileName is the HF file holding a checkpoint's Config.
@@ -280,7 +281,20 @@ func (c *Config) Validate() error {
 	if c.UseMRope {
 		bad("use_mrope", "true is not supported")
 	}
-	return errors.Join(errs...)
+	return oneLine(errs)
+}
+
+// oneLine joins errors into one error of one line ("a; b"), so that a config with several bad
+// fields is still one line to the user.
+func oneLine(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 // NumGroups is the number of query heads sharing one key/value head (GQA).
