@@ -207,3 +207,35 @@ func variable(t *testing.T, ctx *context.Context, hf string) []float32 {
 	}
 	return f
 }
+
+// The output follows checkpoint.WriteModel: a second conversion needs Overwrite, and a directory
+// holding files posttrain did not write is refused even with it.
+func TestConvertLlama_OutputRules(t *testing.T) {
+	data, _ := tinyLlama(t)
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	opts := ConvertOptions{DType: "bfloat16", WrittenBy: "test"}
+	if _, err := ConvertLlama(path, dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ConvertLlama(path, dir, opts); err == nil {
+		t.Error("a second conversion into the same directory without Overwrite succeeded")
+	}
+	opts.Overwrite = true
+	if _, err := ConvertLlama(path, dir, opts); err != nil {
+		t.Errorf("Overwrite of its own output: %v", err)
+	}
+	if cfg, err := qwen2.ReadConfig(dir); err != nil || cfg.TorchDType != "bfloat16" {
+		t.Errorf("torch_dtype %q, %v", cfg.TorchDType, err)
+	}
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ConvertLlama(path, other, opts); err == nil {
+		t.Error("converted into a directory posttrain did not write")
+	}
+}
