@@ -81,4 +81,3 @@ func ConvertLlama(path, dir string, opts ConvertOptions) (*Converted, error) {
 	}
 	return &Converted{Config: cfg, Tensors: len(weights), Summary: f.Summary()}, nil
 }
-

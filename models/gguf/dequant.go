@@ -55,7 +55,8 @@ func Dequantize(t Type, data []byte, n int64) ([]float32, error) {
 
 func f16(b []byte) float32 { return safetensors.F16ToFloat32(binary.LittleEndian.Uint16(b)) }
 
-// dequantQ8_0 is dequantize_row_q8_0 for one block: block_q8_0 {f16 d; int8 qs[32]}; y[j] = qs[j]·d.
+// dequantQ8_0 is dequantize_row_q8_0 for one block: block_q8_0 {f16 d; int8 qs[32]}; y[j] =
+// qs[j]·d.
 func dequantQ8_0(y []float32, x []byte) {
 	d := f16(x)
 	for j := range 32 {
@@ -63,8 +64,8 @@ func dequantQ8_0(y []float32, x []byte) {
 	}
 }
 
-// dequantQ4_0 is dequantize_row_q4_0 for one block: block_q4_0 {f16 d; u8 qs[16]}; low nibble of qs[j] is element j, high nibble
-// element j+16; y = (q − 8)·d.
+// dequantQ4_0 is dequantize_row_q4_0 for one block: block_q4_0 {f16 d; u8 qs[16]}; low nibble of
+// qs[j] is element j, high nibble element j+16; y = (q − 8)·d.
 func dequantQ4_0(y []float32, x []byte) {
 	d, qs := f16(x), x[2:18]
 	for j := range 16 {
@@ -82,8 +83,9 @@ func dequantQ4_1(y []float32, x []byte) {
 	}
 }
 
-// dequantQ5_0 is dequantize_row_q5_0 for one block: block_q5_0 {f16 d; u8 qh[4]; u8 qs[16]}; bit j of the little-endian u32 qh is the
-// 5th bit of element j, bit j+16 that of element j+16; y = (q − 16)·d.
+// dequantQ5_0 is dequantize_row_q5_0 for one block: block_q5_0 {f16 d; u8 qh[4]; u8 qs[16]}; bit j
+// of the little-endian u32 qh is the 5th bit of element j, bit j+16 that of element j+16; y = (q −
+// 16)·d.
 func dequantQ5_0(y []float32, x []byte) {
 	d, qh, qs := f16(x), binary.LittleEndian.Uint32(x[2:]), x[6:22]
 	for j := range 16 {
@@ -94,7 +96,8 @@ func dequantQ5_0(y []float32, x []byte) {
 	}
 }
 
-// dequantQ5_1 is dequantize_row_q5_1 for one block: block_q5_1 {f16 d, m; u8 qh[4]; u8 qs[16]}; y = q·d + m.
+// dequantQ5_1 is dequantize_row_q5_1 for one block: block_q5_1 {f16 d, m; u8 qh[4]; u8 qs[16]}; y =
+// q·d + m.
 func dequantQ5_1(y []float32, x []byte) {
 	d, m, qh, qs := f16(x), f16(x[2:]), binary.LittleEndian.Uint32(x[4:]), x[8:24]
 	for j := range 16 {
@@ -115,9 +118,9 @@ func scaleMinK4(j int, q []byte) (sc, m uint8) {
 	return q[j+4]&0x0f | (q[j-4]>>6)<<4, q[j+4]>>4 | (q[j]>>6)<<4
 }
 
-// dequantQ4_K is dequantize_row_q4_K for one block: block_q4_K {f16 d, dmin; u8 scales[12]; u8 qs[128]}, 256 elements in 4 chunks of
-// 64; chunk c uses qs[32c:32c+32], low nibbles with sub-block 2c, high nibbles with 2c+1;
-// y = (d·sc)·q − dmin·m.
+// dequantQ4_K is dequantize_row_q4_K for one block: block_q4_K {f16 d, dmin; u8 scales[12]; u8
+// qs[128]}, 256 elements in 4 chunks of 64; chunk c uses qs[32c:32c+32], low nibbles with sub-block
+// 2c, high nibbles with 2c+1; y = (d·sc)·q − dmin·m.
 func dequantQ4_K(y []float32, x []byte) {
 	d, dmin, scales, qs := f16(x), f16(x[2:]), x[4:16], x[16:144]
 	for c := range 4 {
@@ -133,8 +136,9 @@ func dequantQ4_K(y []float32, x []byte) {
 	}
 }
 
-// dequantQ5_K is dequantize_row_q5_K for one block: block_q5_K {f16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]}: Q4_K with a 5th
-// bit, bit 2c of qh[l] for the low nibbles of chunk c and bit 2c+1 for the high ones.
+// dequantQ5_K is dequantize_row_q5_K for one block: block_q5_K {f16 d, dmin; u8 scales[12]; u8
+// qh[32]; u8 qs[128]}: Q4_K with a 5th bit, bit 2c of qh[l] for the low nibbles of chunk c and bit
+// 2c+1 for the high ones.
 func dequantQ5_K(y []float32, x []byte) {
 	d, dmin, scales, qh, qs := f16(x), f16(x[2:]), x[4:16], x[16:48], x[48:176]
 	for c := range 4 {
@@ -158,9 +162,9 @@ func dequantQ5_K(y []float32, x []byte) {
 	}
 }
 
-// dequantQ6_K is dequantize_row_q6_K for one block: block_q6_K {u8 ql[128]; u8 qh[64]; int8 scales[16]; f16 d}, 256 elements in 2
-// halves of 128; in half h, element l+32k (k = 0..3) takes 4 bits of ql and 2 of qh and the scale
-// scales[8h + l/16 + 2k]; y = (d·sc)·(q − 32).
+// dequantQ6_K is dequantize_row_q6_K for one block: block_q6_K {u8 ql[128]; u8 qh[64]; int8
+// scales[16]; f16 d}, 256 elements in 2 halves of 128; in half h, element l+32k (k = 0..3) takes 4
+// bits of ql and 2 of qh and the scale scales[8h + l/16 + 2k]; y = (d·sc)·(q − 32).
 func dequantQ6_K(y []float32, x []byte) {
 	d := f16(x[208:])
 	for h := range 2 {

@@ -151,7 +151,9 @@ func marshal(v any, indent string) ([]byte, error) {
 
 // bosTemplate is the TemplateProcessing post-processor that prefixes bos (Llama's "<s> $A").
 func bosTemplate(bos string, id int) map[string]any {
-	seq := func(s string) map[string]any { return map[string]any{"Sequence": map[string]any{"id": s, "type_id": 0}} }
+	seq := func(s string) map[string]any {
+		return map[string]any{"Sequence": map[string]any{"id": s, "type_id": 0}}
+	}
 	tok := map[string]any{"SpecialToken": map[string]any{"id": bos, "type_id": 0}}
 	return map[string]any{"type": "TemplateProcessing",
 		"single":         []any{tok, seq("A")},
