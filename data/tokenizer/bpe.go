@@ -31,7 +31,10 @@ type model struct {
 // encodeWord appends the ids of one pre-tokenized word (raw bytes, before the ByteLevel mapping).
 func (m *model) encodeWord(word string, dst []int) []int {
 	if len(word) == 1 && m.byteLevel {
-		return append(dst, int(m.byteIDs[word[0]]))
+		if id := m.byteIDs[word[0]]; id >= 0 {
+			dst = append(dst, int(id))
+		}
+		return dst
 	}
 	if ids, ok := m.cache.get(word); ok {
 		for _, id := range ids {
@@ -70,7 +73,9 @@ func (m *model) symbols(word string) []int32 {
 	ids := make([]int32, 0, len(word))
 	if m.byteLevel {
 		for i := 0; i < len(word); i++ {
-			ids = append(ids, m.byteIDs[word[i]])
+			if id := m.byteIDs[word[i]]; id >= 0 { // a byte without a token is dropped (see buildModel)
+				ids = append(ids, id)
+			}
 		}
 		return ids
 	}

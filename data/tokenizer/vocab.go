@@ -43,12 +43,14 @@ func buildModel(tj *tokenizerJSON, byteLevel bool) (*model, error) {
 		if mj.UnkToken != nil {
 			return nil, fmt.Errorf("model.unk_token: must be null for a ByteLevel tokenizer")
 		}
+		// A byte without a token is dropped from the text, as HuggingFace's BPE::merge_word drops
+		// a symbol missing from the vocabulary when there is no unk_token (SmolLM2's vocabulary
+		// has no token for 21 bytes: 0x04, 0x06, 0x13, ..., 0xC0, 0xC1, 0xF1, 0xF2, 0xF5-0xFF).
 		for b := range 256 {
-			id, ok := mj.Vocab[string(byteToRune[b])]
-			if !ok {
-				return nil, fmt.Errorf("model.vocab: no token for byte 0x%02X (%q)", b, byteToRune[b])
+			m.byteIDs[b] = -1
+			if id, ok := mj.Vocab[string(byteToRune[b])]; ok {
+				m.byteIDs[b] = int32(id)
 			}
-			m.byteIDs[b] = int32(id)
 		}
 	} else {
 		for b := range 256 {

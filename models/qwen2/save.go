@@ -70,6 +70,15 @@ func Save(dir string, ctx *context.Context, cfg *Config, opts SaveOptions) error
 	return writeAtomic(dir, cfg.errName(), opts, func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
 }
 
+// SaveTensors is Save for weights already on the host (HF names and PyTorch shapes, stored in
+// opts.DType: a converter's output, e.g. models/gguf's), under the same rules for dir.
+func SaveTensors(dir string, cfg *Config, weights []*safetensors.Tensor, opts SaveOptions) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%s save: %w", cfg.errName(), err)
+	}
+	return writeAtomic(dir, cfg.errName(), opts, func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
+}
+
 // WriteModel is Save into an existing directory, without the temporary directory: for callers
 // that make the whole directory atomic themselves (internal/checkpoint).
 func WriteModel(dir string, ctx *context.Context, cfg *Config, opts SaveOptions) error {

@@ -1,0 +1,83 @@
+package gguf
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/posttrain/posttrain/models/qwen2"
+)
+
+// ConvertOptions say how ConvertLlama writes the checkpoint.
+type ConvertOptions struct {
+	// DType is the stored dtype: "F32" (default), "BF16" or "F16".
+	DType string
+	// Overwrite lets it replace a model posttrain wrote at the output directory before.
+	Overwrite bool
+	// WrittenBy names the command in the directory's checkpoint mark ("posttrain convert").
+	WrittenBy string
+}
+
+// Converted is what ConvertLlama wrote.
+type Converted struct {
+	Config  *qwen2.Config
+	Tensors int
+	Summary string // File.Summary of the input
+}
+
+// ConvertLlama writes the llama GGUF at path to dir as a HF LlamaForCausalLM checkpoint: weights
+// dequantised to float32 (then stored as opts.DType) under HF names with the Q/K permutation
+// undone, config.json and generation_config.json from the metadata, tokenizer.json and
+// tokenizer_config.json rebuilt from it (GPT2Tokenizer). dir follows qwen2.Save's rules: new or
+// empty, or a model posttrain wrote and opts.Overwrite.
+func ConvertLlama(path, dir string, opts ConvertOptions) (*Converted, error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cfg, err := LlamaConfig(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	st := opts.DType
+	switch st {
+	case "", "F32", "float32":
+		st = "F32"
+	case "BF16", "bfloat16":
+		st = "BF16"
+	case "F16", "float16":
+		st = "F16"
+	default:
+		return nil, fmt.Errorf("dtype %q is not supported; valid: float32, bfloat16, float16", opts.DType)
+	}
+	tokJSON, tokCfg, err := GPT2Tokenizer(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	weights, err := LlamaTensors(f, cfg, st)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	tmp, err := os.MkdirTemp("", "gguf-tokenizer-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	for name, data := range map[string][]byte{"tokenizer.json": tokJSON, "tokenizer_config.json": tokCfg} {
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	gen := &qwen2.GenerationConfig{BOSTokenID: cfg.BOSTokenID, EOSTokenIDs: cfg.EOSTokenIDs}
+	if pad, err := f.Int("tokenizer.ggml.padding_token_id"); err == nil {
+		p := int(pad)
+		gen.PadTokenID = &p
+	}
+	so := qwen2.SaveOptions{DType: st, TokenizerPath: tmp, Generation: gen, Overwrite: opts.Overwrite,
+		WrittenBy: opts.WrittenBy, MaxShardBytes: qwen2.DefaultMaxShardBytes}
+	if err := qwen2.SaveTensors(dir, cfg, weights, so); err != nil {
+		return nil, err
+	}
+	return &Converted{Config: cfg, Tensors: len(weights), Summary: f.Summary()}, nil
+}
