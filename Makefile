@@ -65,7 +65,7 @@ FUZZ_TARGETS := \
 	./models/safetensors:FuzzParse ./models/safetensors:FuzzReadIndex \
 	./models/qwen2:FuzzParseConfig ./models/qwen2:FuzzParseGenerationConfig ./models/qwen2:FuzzParseBatchJSON \
 	./data/tokenizer:FuzzFromJSON ./data/tokenizer:FuzzParseConfig \
-	./data:FuzzRead ./data/chat:FuzzRender ./internal/checkpoint:FuzzLoad
+	./data:FuzzRead ./data/chat:FuzzRender ./internal/checkpoint:FuzzLoad ./models/gguf:FuzzParse
 # fuzz-short counts executions rather than seconds: with a duration, Go 1.26's fuzz coordinator can
 # report "context deadline exceeded" at the deadline with no failing input on a loaded machine
 # (go.dev/issue/75804, fixed in Go 1.27; seen here in make test), which would make CI flaky.
