@@ -94,9 +94,16 @@ fuzz-run:
 xla-cpu:
 	scripts/xla-cpu.sh
 
-# bench: posttrain's CPU workloads, then PyTorch's on the same shapes, one table (README, "Benchmarks").
+# bench: posttrain's CPU workloads on the pure-Go backend and on xla:cpu (when installed), then
+# PyTorch 2.x's from the reference venv on the same shapes, one table (README, "Benchmarks").
 bench:
 	scripts/bench-cpu.sh
+
+# reference-env: the pinned PyTorch / transformers / TRL venvs under .venv-reference/
+# (scripts/reference/requirements*.txt; scripts/reference/README.md). Idempotent.
+.PHONY: reference-env
+reference-env:
+	scripts/reference-env.sh
 
 # bench-go: every Go benchmark once (BenchmarkCPU's 0.5B decode included).
 .PHONY: bench-go

@@ -1,33 +1,36 @@
 #!/usr/bin/env bash
-# `make bench`: posttrain's CPU workloads (internal/bench BenchmarkCPU) and, right after them in
-# the same run, the same workloads in PyTorch (scripts/reference/cpu_bench.py: Debian's
-# python3-torch, installed with apt-get when missing), then one table of both sides and their
-# ratio. The backend is $GOMLX_BACKEND's (default: the pure-Go one); PyTorch runs with
-# $BENCH_THREADS threads (default: the number of CPUs). The machine's load average is printed
-# before and after: other jobs on the same cores skew both sides.
+# `make bench`: posttrain's CPU workloads (internal/bench BenchmarkCPU) on the pure-Go backend and
+# on xla:cpu (when `make xla-cpu` installed the plugin), then, in the same run, the same workloads
+# in PyTorch 2.x from PyPI (scripts/reference/cpu_bench.py in the venv of `make reference-env`,
+# which this script builds when it is missing: torch's default CPU kernels), and one table of the
+# three with the ratios and the compile times. PyTorch runs with $BENCH_THREADS threads (default:
+# the number of CPUs). The machine's load average is printed before, between the sides and after:
+# other jobs on the same cores skew every side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-py=/usr/bin/python3 # Debian's torch installs into the system Python, not into a python3 earlier on PATH
-# Debian's python3-torch calls the system BLAS (libblas.so.3, "BLAS_INFO=generic"): without an
-# optimised one installed that is netlib's reference BLAS, which made PyTorch's matrix products
-# 20-25x slower here (forward 5.2 s instead of 0.23 s) and the ratios flattering. OpenBLAS (the
-# pthread build, which takes torch's thread count from OPENBLAS_NUM_THREADS) is installed with it.
-sudo=""
-if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
-blas=/etc/alternatives/libblas.so.3-$(uname -m)-linux-gnu
-if ! "$py" -c 'import torch' 2>/dev/null || ! readlink -f "$blas" 2>/dev/null | grep -q openblas; then
-	echo "bench: installing Debian's python3-torch and OpenBLAS (libopenblas0-pthread)" >&2
-	$sudo apt-get update -qq
-	$sudo apt-get install -y -qq python3-torch libopenblas0-pthread
-fi
-if ! readlink -f "$blas" | grep -q openblas; then
-	echo "bench: $blas is $(readlink -f "$blas"), not OpenBLAS: PyTorch's times would be those of the reference BLAS; select OpenBLAS with update-alternatives" >&2
-	exit 1
-fi
+venv=${REFERENCE_VENV_DIR:-.venv-reference}/trl-0.24
+scripts/reference-env.sh trl-0.24
+threads=${BENCH_THREADS:-$(nproc)}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-echo "bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-go test -run '^$' -bench '^BenchmarkCPU$' -benchtime 1x -timeout 60m ./internal/bench | tee "$out/posttrain.txt" >&2
-echo "bench: PyTorch's BLAS: $(readlink -f "$blas")" >&2
-OPENBLAS_NUM_THREADS="${BENCH_THREADS:-$(nproc)}" "$py" scripts/reference/cpu_bench.py --threads "${BENCH_THREADS:-$(nproc)}" --posttrain "$out/posttrain.txt"
-echo "bench: finished $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+load() { echo "bench: $1 $(date -u '+%Y-%m-%d %H:%M:%S UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2; }
+echo "bench: $(nproc) CPUs, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >&2
+go test -c -o "$out/bench.test" ./internal/bench
+# run BACKEND FILE: BenchmarkCPU on BACKEND, its output in FILE (and on stderr).
+run() {
+	load "BenchmarkCPU on $1, start"
+	(cd internal/bench && GOMLX_BACKEND=$1 "$out/bench.test" -test.run '^$' -test.bench '^BenchmarkCPU$' \
+		-test.benchtime 1x -test.timeout 60m) | tee "$2" >&2
+}
+run go "$out/go.txt"
+xla=()
+if [ -f bin/xla/pjrt_c_api_cpu_plugin.so ] || [ -n "${PJRT_PLUGIN_LIBRARY_PATH:-}" ]; then
+	run xla:cpu "$out/xla.txt"
+	xla=(--posttrain-xla "$out/xla.txt")
+else
+	echo "bench: no XLA CPU plugin (make xla-cpu): the xla:cpu column stays empty" >&2
+fi
+load "PyTorch, start"
+OMP_NUM_THREADS=$threads "$venv/bin/python" scripts/reference/cpu_bench.py --threads "$threads" \
+	--posttrain "$out/go.txt" "${xla[@]}"
+load "finished"

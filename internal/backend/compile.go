@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -66,4 +67,11 @@ func Unwrap(b backends.Backend) backends.Backend {
 func IsPureGo(b backends.Backend) bool {
 	_, ok := Unwrap(b).(*simplego.Backend)
 	return ok
+}
+
+// IsXLACPU reports whether b, wrapped or not, is an XLA backend whose device 0 is a CPU (a CPU
+// PJRT plugin's devices are "cpu:0", "TFRT_CPU_0", ...).
+func IsXLACPU(b backends.Backend) bool {
+	u := Unwrap(b)
+	return u.Name() == "xla" && u.NumDevices() > 0 && strings.Contains(strings.ToLower(u.DeviceDescription(0)), "cpu")
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,17 +18,22 @@ import (
 )
 
 // BenchmarkCPU is posttrain's side of `make bench` (scripts/bench-cpu.sh): the workloads that
-// scripts/reference/cpu_bench.py times in PyTorch on the same shapes, float32, random weights,
-// on the backend of $GOMLX_BACKEND (default: the pure-Go one). Run it with -benchtime 1x: each
+// scripts/reference/cpu_bench.py times in PyTorch on the same shapes, random weights, on the
+// backend of $GOMLX_BACKEND (default: the pure-Go one). Run it with -benchtime 1x: each
 // sub-benchmark does its own warm-up (compilation included) and timed repetitions.
 //
-//	forward  qwen2.TokenLogProbs of 2×64 tokens on the eighth-width config: median of 5
-//	adamw    one SFT optimizer step on the same shape (sft.Trainer's loss, loop.Optimizer:
-//	         gradient, clip at 1, AdamW): median of 3
-//	grpo     one GRPO step on the eighth-width config: 2 prompts × 4 completions of 16 tokens
-//	         from 16-token prompts, temperature 1 (the workload of `posttrain bench grpo`)
-//	decode   batch-1 greedy decoding at Qwen2.5-0.5B's shape: an 8-token prompt, 32 new tokens;
-//	         tokens/s of the decode steps
+//	forward      qwen2.TokenLogProbs of 2×64 tokens on the eighth-width config, float32: median of 5
+//	adamw        one SFT optimizer step on the same shape (sft.Trainer's loss, loop.Optimizer:
+//	             gradient, clip at 1, AdamW), float32: median of 3
+//	grpo         one GRPO step on the eighth-width config: 2 prompts × 4 completions of 16 tokens
+//	             from 16-token prompts, temperature 1 (the workload of `posttrain bench grpo`)
+//	decode       batch-1 greedy decoding at Qwen2.5-0.5B's shape in float32: an 8-token prompt,
+//	             32 new tokens; tokens/s of the decode steps
+//	decode_bf16  the same with bfloat16 weights and activations
+//
+// Besides its figures, each reports compile-s (the wall time of every graph compilation of the
+// sub-benchmark: the compile time apart from the run time), graphs (how many) and
+// timed-compiles (those inside the timed runs: 0 unless a step recompiles).
 func BenchmarkCPU(b *testing.B) {
 	eighth := eighthConfig()
 	full, err := qwen2.Preset("qwen2.5-0.5b")
@@ -35,7 +41,8 @@ func BenchmarkCPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("forward", func(b *testing.B) {
-		env := randomEnv(b, eighth, false)
+		c0 := backend.Compiled()
+		env := randomEnv(b, eighth, false, dtypes.Float32)
 		exec, err := mlctx.NewExec(env.Backend, env.Ctx, func(ctx *mlctx.Context, ids, pos, mask *Node) *Node {
 			return qwen2.TokenLogProbs(ctx, env.Config, ids, pos, mask)
 		})
@@ -45,28 +52,37 @@ func BenchmarkCPU(b *testing.B) {
 		defer exec.Finalize()
 		ids, mask := randomRows(eighth, 2, 64)
 		args := []any{tensors.FromValue(ids), tensors.FromValue(qwen2.PositionIDs(mask)), tensors.FromValue(mask)}
+		run := func() error {
+			out, err := exec.Exec(args...)
+			if err == nil {
+				_ = tensors.MustCopyFlatData[float32](out[0]) // the result reaches the host
+			}
+			return err
+		}
 		for b.Loop() {
-			b.ReportMetric(medianSeconds(b, 5, func() error {
-				out, err := exec.Exec(args...)
-				if err == nil {
-					_ = tensors.MustCopyFlatData[float32](out[0]) // the result reaches the host
-				}
-				return err
-			}), "s/op-median")
+			if err := run(); err != nil { // warm-up: compilation
+				b.Fatal(err)
+			}
+			timed := backend.Compiled()
+			b.ReportMetric(medianSeconds(b, 5, run), "s/op-median")
+			reportCompiles(b, c0, backend.Compiled().Graphs-timed.Graphs)
 		}
 	})
 	b.Run("adamw", func(b *testing.B) {
-		env := randomEnv(b, eighth, true)
+		c0 := backend.Compiled()
+		env := randomEnv(b, eighth, true, dtypes.Float32)
 		for b.Loop() {
 			res, err := SFT(env, SFTParams{Batch: 2, SeqLen: 64, Steps: 3, Warmup: 1, LR: 1e-5, Seed: 1})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportMetric(median(res.StepS), "s/op-median")
+			reportCompiles(b, c0, res.TimedCompiles)
 		}
 	})
 	b.Run("grpo", func(b *testing.B) {
-		env := randomEnv(b, eighth, true)
+		c0 := backend.Compiled()
+		env := randomEnv(b, eighth, true, dtypes.Float32)
 		for b.Loop() {
 			res, err := GRPO(env, GRPOParams{Prompts: 2, Generations: 4, PromptLen: 16, NewTokens: 16, MicroBatch: 8,
 				Temperature: 1, LR: 1e-6, Seed: 4})
@@ -76,19 +92,36 @@ func BenchmarkCPU(b *testing.B) {
 			b.ReportMetric(res.StepS, "s/step")
 			b.ReportMetric(res.GenerateS, "generate-s")
 			b.ReportMetric(res.TrainS, "update-s")
+			reportCompiles(b, c0, res.TimedCompiles)
 		}
 	})
-	b.Run("decode", func(b *testing.B) {
-		env := randomEnv(b, full, false)
-		for b.Loop() {
-			res, err := Decode(env, DecodeParams{Batches: []int{1}, PromptLen: 8, NewTokens: 32, Seed: 3})
-			if err != nil {
-				b.Fatal(err)
+	for _, d := range []struct {
+		name  string
+		dtype dtypes.DType
+	}{{"decode", dtypes.Float32}, {"decode_bf16", dtypes.BFloat16}} {
+		b.Run(d.name, func(b *testing.B) {
+			c0 := backend.Compiled()
+			env := randomEnv(b, full, false, d.dtype)
+			for b.Loop() {
+				res, err := Decode(env, DecodeParams{Batches: []int{1}, PromptLen: 8, NewTokens: 32, Seed: 3})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(res.Runs[0].DecodeTokensPerS, "tokens/s")
+				b.ReportMetric(res.Runs[0].PrefillS, "prefill-s")
+				reportCompiles(b, c0, res.Runs[0].TimedCompiles)
 			}
-			b.ReportMetric(res.Runs[0].DecodeTokensPerS, "tokens/s")
-			b.ReportMetric(res.Runs[0].PrefillS, "prefill-s")
-		}
-	})
+		})
+	}
+}
+
+// reportCompiles reports the graph compilations since c0: their wall time (compile-s), their
+// number (graphs) and timed of them inside the timed runs (timed-compiles).
+func reportCompiles(b *testing.B, c0 backend.CompileStats, timed int) {
+	c := backend.Compiled()
+	b.ReportMetric((c.Time - c0.Time).Seconds(), "compile-s")
+	b.ReportMetric(float64(c.Graphs-c0.Graphs), "graphs")
+	b.ReportMetric(float64(timed), "timed-compiles")
 }
 
 // eighthConfig is Qwen2.5-0.5B at one-eighth width: hidden 896, 14/2 heads, intermediate 4864,
@@ -103,15 +136,18 @@ func eighthConfig() *qwen2.Config {
 	return cfg
 }
 
-// randomEnv is cfg with random float32 weights (qwen2.InitWeights) on the backend of
+// randomEnv is cfg with random weights of dtype (qwen2.InitWeights) on the backend of
 // $GOMLX_BACKEND, held for training (float32 weights, no masters) when training is set.
-func randomEnv(b *testing.B, cfg *qwen2.Config, training bool) *Env {
+func randomEnv(b *testing.B, cfg *qwen2.Config, training bool, dtype dtypes.DType) *Env {
 	b.Helper()
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
 	}
 	ctx := mlctx.New()
-	if err := qwen2.InitWeights(ctx, cfg, 42, dtypes.Float32); err != nil {
+	if training && dtype != dtypes.Float32 {
+		b.Fatalf("the training workloads hold float32 weights, not %s", dtype)
+	}
+	if err := qwen2.InitWeights(ctx, cfg, 42, dtype); err != nil {
 		b.Fatal(err)
 	}
 	name := backend.Resolve("")
@@ -120,8 +156,8 @@ func randomEnv(b *testing.B, cfg *qwen2.Config, training bool) *Env {
 		b.Fatal(err)
 	}
 	n := cfg.NumParameters()
-	env := &Env{DType: dtypes.Float32, Ctx: ctx, Config: cfg, Backend: be, log: testLog{b},
-		Info: Info{Backend: name, DType: "float32", Params: n, Layers: cfg.NumHiddenLayers, Hidden: cfg.HiddenSize,
+	env := &Env{DType: dtype, Ctx: ctx, Config: cfg, Backend: be, log: testLog{b},
+		Info: Info{Backend: name, DType: strings.ToLower(dtype.String()), Params: n, Layers: cfg.NumHiddenLayers, Hidden: cfg.HiddenSize,
 			Vocab: cfg.VocabSize, FLOPsPerToken: 6 * float64(n)}}
 	if training {
 		env.Model = &loop.Model{Config: cfg, Ctx: ctx, DType: dtypes.Float32}

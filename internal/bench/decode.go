@@ -7,6 +7,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
@@ -19,10 +20,12 @@ type DecodeRun struct {
 	NewTokens int     `json:"new_tokens"`
 	CacheLen  int     `json:"cache_len"`
 	WarmupS   float64 `json:"warmup_s"` // first call of these shapes: compilation included
-	PrefillS  float64 `json:"prefill_s"`
-	DecodeS   float64 `json:"decode_s"`
-	TotalS    float64 `json:"total_s"`
-	Tokens    int     `json:"tokens"`
+	// TimedCompiles are the graphs compiled during the timed generation: 0 unless it recompiles.
+	TimedCompiles int     `json:"timed_compiles"`
+	PrefillS      float64 `json:"prefill_s"`
+	DecodeS       float64 `json:"decode_s"`
+	TotalS        float64 `json:"total_s"`
+	Tokens        int     `json:"tokens"`
 	// TokensPerS counts every generated token over prefill + decode; DecodeTokensPerS the tokens
 	// of the decode steps (all but the first of each row) over the decode time.
 	TokensPerS       float64 `json:"tokens_per_s"`
@@ -70,6 +73,7 @@ func Decode(env *Env, p DecodeParams) (*DecodeResult, error) {
 		}
 		warm := time.Since(t0)
 		opts.MaxNewTokens = p.NewTokens
+		c0 := backend.Compiled()
 		t0 = time.Now()
 		gens, err := gen.Generate(prompts, opts)
 		if err != nil {
@@ -78,7 +82,7 @@ func Decode(env *Env, p DecodeParams) (*DecodeResult, error) {
 		total := time.Since(t0)
 		st := gen.Stats()
 		run := DecodeRun{Batch: bs, Rows: st.Rows, PromptLen: p.PromptLen, NewTokens: p.NewTokens, CacheLen: st.CacheLen,
-			WarmupS: warm.Seconds(), PrefillS: st.Prefill.Seconds(), DecodeS: st.Decode.Seconds(), TotalS: total.Seconds()}
+			WarmupS: warm.Seconds(), TimedCompiles: backend.Compiled().Graphs - c0.Graphs, PrefillS: st.Prefill.Seconds(), DecodeS: st.Decode.Seconds(), TotalS: total.Seconds()}
 		for _, g := range gens {
 			run.Tokens += len(g.IDs)
 		}

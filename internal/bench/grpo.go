@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
@@ -25,6 +26,8 @@ type GRPOResult struct {
 	Updates     int `json:"updates"` // optimizer updates, one per micro-batch
 	// WarmupS: a short generation and one update on the timed shapes (compilation included).
 	WarmupS float64 `json:"warmup_s"`
+	// TimedCompiles are the graphs compiled during the timed step: 0 unless it recompiles.
+	TimedCompiles int `json:"timed_compiles"`
 	// StepS = GenerateS + RewardS + TrainS, the timed step.
 	StepS          float64   `json:"step_s"`
 	GenerateS      float64   `json:"generate_s"`
@@ -159,6 +162,8 @@ func (r *grpoRun) warmup(gen *generate.Generator) error {
 // step is the timed step: generation, rewards and advantages, the updates.
 func (r *grpoRun) step(gen *generate.Generator) error {
 	res, p := r.res, r.p
+	c0 := backend.Compiled()
+	defer func() { res.TimedCompiles = backend.Compiled().Graphs - c0.Graphs }()
 	tStep := time.Now()
 	gens, err := gen.Generate(r.prompts, r.sampling(p.NewTokens))
 	if err != nil {

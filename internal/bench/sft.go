@@ -6,14 +6,17 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // TrainTiming is the timing part of a training workload's JSON.
 type TrainTiming struct {
-	TokensPerStep int       `json:"tokens_per_step"`
-	WarmupS       float64   `json:"warmup_s"` // the warm-up steps, compilation included
+	TokensPerStep int     `json:"tokens_per_step"`
+	WarmupS       float64 `json:"warmup_s"` // the warm-up steps, compilation included
+	// TimedCompiles are the graphs compiled during the timed steps: 0 unless a step recompiles.
+	TimedCompiles int       `json:"timed_compiles"`
 	StepS         []float64 `json:"step_s"`
 	MeanStepS     float64   `json:"mean_step_s"`
 	TokensPerS    float64   `json:"tokens_per_s"`
@@ -111,6 +114,7 @@ func SFT(env *Env, p SFTParams) (*SFTResult, error) {
 	}
 	res.WarmupS = time.Since(t0).Seconds()
 	env.logf("sft warm-up (%d steps, compilation included): %.1fs", p.Warmup, res.WarmupS)
+	c0 := backend.Compiled()
 	for i := range p.Steps {
 		t0 = time.Now()
 		loss, err := step()
@@ -123,6 +127,7 @@ func SFT(env *Env, p SFTParams) (*SFTResult, error) {
 			return nil, fmt.Errorf("step %d: loss is NaN", i+1)
 		}
 	}
+	res.TimedCompiles = backend.Compiled().Graphs - c0.Graphs
 	res.finish(env.Info.FLOPsPerToken, p.PeakTFLOPs)
 	if res.Memory, err = measureMemory(env.Model); err != nil {
 		return nil, err

@@ -88,8 +88,12 @@ func decodeLayoutDims(out, in int) (dims [4]int, ok bool) {
 // is set on ctx, and makes no layout that a batch of rows would not read (a larger batch's graphs
 // never read one, so a layout left from an earlier, smaller batch is not read either).
 // generate.Generator calls it before each cached generation (generate.WeightPreparer).
+//
+// On an XLA CPU backend it makes or refreshes the float32 copies of the bfloat16 weights instead
+// (decode_upcast.go).
 func (a Arch) PrepareWeights(ctx *context.Context, b backends.Backend, rows int) error {
-	if !backend.IsPureGo(b) || AdapterOf(ctx) != nil {
+	pureGo, xlaCPU := backend.IsPureGo(b), backend.IsXLACPU(b)
+	if !(pureGo || xlaCPU) || AdapterOf(ctx) != nil {
 		return nil
 	}
 	root := ctx.InAbsPath("/")
@@ -98,6 +102,9 @@ func (a Arch) PrepareWeights(ctx *context.Context, b backends.Backend, rows int)
 	if sources == nil {
 		sources = &layoutSources{src: map[string]*tensors.Tensor{}}
 		root.SetParam(layoutSourcesParam, sources)
+	}
+	if xlaCPU {
+		return a.prepareUpcasts(ctx, sources)
 	}
 	var weights []*context.Variable
 	for v := range ctx.IterVariables() {

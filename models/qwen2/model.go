@@ -37,6 +37,8 @@ func linear(ctx *context.Context, x *Node, out int, bias bool) *Node {
 	var y *Node // [...,out]
 	if wl := decodeLayoutWeight(ctx, x, out); wl != nil {
 		y = matmulLayout(x, wl) // the generator's steps on the pure-Go backend (decode_layout.go)
+	} else if yu := matmulUpcast(ctx, x, out); yu != nil {
+		y = yu // the generator's bfloat16 steps on XLA's CPU backend (decode_upcast.go)
 	} else {
 		y = matmulT(x, weight(ctx, x.Graph(), "weight", x.DType(), out, x.Shape().Dim(-1)))
 	}
@@ -191,6 +193,8 @@ func Logits(ctx *context.Context, cfg *Config, hidden *Node) *Node {
 	var logits *Node // [...,V]
 	if wl := decodeLayoutWeight(head, hidden, cfg.VocabSize); wl != nil {
 		logits = matmulLayout(hidden, wl) // the generator's steps on the pure-Go backend (decode_layout.go)
+	} else if lu := matmulUpcast(head, hidden, cfg.VocabSize); lu != nil {
+		logits = lu // the generator's bfloat16 steps on XLA's CPU backend (decode_upcast.go)
 	} else if cfg.TieWordEmbeddings {
 		logits = matmulT(hidden, embedding(ctx.Reuse().In("model"), cfg, hidden.Graph()))
 	} else {

@@ -1,6 +1,7 @@
 """PyTorch's side of `make bench`: the CPU workloads of internal/bench's BenchmarkCPU, timed with
-plain PyTorch (qwen2.py's Qwen2, float32, random weights of the same shapes), then one table with
-posttrain's figures from the `go test -bench` output given with --posttrain.
+PyTorch 2.x from PyPI (the reference venv of `make reference-env`, its default CPU kernels),
+random weights of the same shapes, then one table with posttrain's figures from the
+`go test -bench` outputs given with --posttrain (pure-Go backend) and --posttrain-xla (xla:cpu).
 
 Workloads (the same shapes and statistics as BenchmarkCPU; each after one untimed warm-up):
   forward  per-token log-probs (log_softmax + gather) of batch 2 x 64 on the eighth-width
@@ -9,13 +10,20 @@ Workloads (the same shapes and statistics as BenchmarkCPU; each after one untime
   adamw    forward, mean NLL, backward, clip_grad_norm_(1), torch.optim.AdamW on the same batch:
            median of 3
   decode   batch-1 greedy decoding at Qwen2.5-0.5B's shape (vocabulary 151936, hidden 896, 24
-           layers, 14/2 heads, intermediate 4864, tied) with a KV cache (qwen2.py's cache, one
-           forward per token): an 8-token prompt, 32 new tokens; tokens/s of the 31 decode steps
+           layers, 14/2 heads, intermediate 4864, tied) in float32 with transformers'
+           Qwen2ForCausalLM.generate (KV cache, its default attention): an 8-token prompt, 32 new
+           tokens, EOS ignored; tokens/s of the 31 decode steps (timed from the logits of the
+           prompt pass to those of the last step, by a logits processor)
+  decode_bf16  the same with the model in bfloat16
   grpo     one GRPO-style step on the eighth config: 2 prompts x 4 completions of 16 tokens
            sampled at temperature 1 from 16-token prompts (KV cache), reward = fraction of even
            ids, group advantages, one clipped-surrogate AdamW update on the 8 completions
 
-Usage: /usr/bin/python3 scripts/reference/cpu_bench.py [--threads 2] [--posttrain go-bench.txt]
+forward, adamw and grpo run qwen2.py's plain-PyTorch Qwen2 in float32 (as the Go tests'
+references do); PyTorch runs eagerly, so it has no compile time to report.
+
+Usage: .venv-reference/trl-0.24/bin/python scripts/reference/cpu_bench.py [--threads 2]
+       [--posttrain go-bench.txt] [--posttrain-xla xla-bench.txt]
 """
 
 import argparse
@@ -141,11 +149,41 @@ def generate(m, ids, new_tokens, temperature, gen):
     return torch.cat(out, 1), prefill, decode
 
 
-def bench_decode(m):
-    ids = batch(m.cfg.vocab_size, 1, 8, 3)
-    generate(m, ids, 2, 0, None)  # warm-up
-    _, prefill, decode = generate(m, ids, 32, 0, None)
-    return {"tokens_per_s": 31 / decode, "prefill_s": prefill}
+def hf_model(shape, dtype):
+    """transformers' Qwen2ForCausalLM at shape with Qwen2.5's features, its own random init."""
+    import transformers
+
+    torch.manual_seed(42)
+    c = transformers.Qwen2Config(num_attention_heads=14, num_key_value_heads=2, rms_norm_eps=1e-6, rope_theta=1e6,
+                                 tie_word_embeddings=True, max_position_embeddings=32768, use_cache=True, **shape)
+    return transformers.Qwen2ForCausalLM(c).to(dtype).eval()
+
+
+def bench_decode(shape, dtype):
+    import transformers
+
+    m = hf_model(shape, dtype)
+    ids = batch(shape["vocab_size"], 1, 8, 3)
+    times = []
+
+    class Clock(transformers.LogitsProcessor):
+        def __call__(self, input_ids, scores):  # called once per forward pass, after it
+            times.append(time.perf_counter())
+            return scores
+
+    def run(n):
+        times.clear()
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            out = m.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n, do_sample=False,
+                             use_cache=True, logits_processor=transformers.LogitsProcessorList([Clock()]),
+                             pad_token_id=0, eos_token_id=None)
+        assert out.shape[1] == 8 + n, out.shape
+        return times[0] - t0, times[-1] - times[0]
+
+    run(2)  # warm-up
+    prefill, decode = run(32)
+    return {"tokens_per_s": 31 / decode, "prefill_s": prefill, "attn": m.config._attn_implementation}
 
 
 def bench_grpo(m):
@@ -173,23 +211,28 @@ def bench_grpo(m):
     return {"s": s, "generate_s": gen_s, "update_s": upd_s}
 
 
-# name, model shape, function, the key the table compares, its unit, True when more is better
+# name, model shape, function (of qwen2.py's model, or None: of the shape), the key the table
+# compares, its unit, True when more is better
 WORKLOADS = [
     ("forward", EIGHTH, bench_forward, "s", "s", False),
     ("adamw", EIGHTH, bench_adamw, "s", "s", False),
     ("grpo", EIGHTH, bench_grpo, "s", "s", False),
-    ("decode", QWEN25_05B, bench_decode, "tokens_per_s", "tokens/s", True),
+    ("decode", QWEN25_05B, lambda shape: bench_decode(shape, torch.float32), "tokens_per_s", "tokens/s", True),
+    ("decode_bf16", QWEN25_05B, lambda shape: bench_decode(shape, torch.bfloat16), "tokens_per_s", "tokens/s", True),
 ]
+HF_WORKLOADS = {"decode", "decode_bf16"}  # functions of the shape (transformers' model)
 
 LABELS = {
     "forward": "forward, log-probs of 2×64 tokens (eighth-width Qwen2.5, 37.2M parameters)",
     "adamw": "AdamW step (forward, backward, clip, update), same batch",
     "grpo": "GRPO step: 2×4 completions of 16 tokens sampled, scored, one update (eighth-width)",
     "decode": "decode, batch 1, Qwen2.5-0.5B shape (494M parameters), float32, KV cache",
+    "decode_bf16": "decode, batch 1, Qwen2.5-0.5B shape, bfloat16, KV cache",
 }
 
 GO_METRICS = {"s/op-median": "s", "tokens/s": "tokens_per_s", "prefill-s": "prefill_s", "generate-s": "generate_s",
-              "update-s": "update_s", "s/step": "s"}
+              "update-s": "update_s", "s/step": "s", "compile-s": "compile_s", "graphs": "graphs",
+              "timed-compiles": "timed_compiles"}
 
 
 def read_go(path):
@@ -209,26 +252,43 @@ def read_go(path):
 
 
 def fmt(v, unit):
+    if v is None:
+        return "missing"
     return f"{v:.2f} {unit}" if unit == "tokens/s" else f"{v:.3f} s"
 
 
-def table(torch_res, go_res):
-    lines = ["| workload | posttrain (pure-Go backend) | PyTorch %s (%d threads) | posttrain ÷ PyTorch time |" % (
-        torch.__version__, torch.get_num_threads()), "| --- | --- | --- | --- |"]
+def ratio(t, p, more_better):
+    """posttrain's time over PyTorch's (for a rate: PyTorch's rate over posttrain's)."""
+    if not t or not p:
+        return "n/a"
+    return f"{(t / p if more_better else p / t):.2f}×"
+
+
+def compile_cell(sides):
+    cells = []
+    for res in sides:
+        c = res.get("compile_s")
+        cells.append("n/a" if c is None else f"{c:.1f} s" + (f" ({int(res['timed_compiles'])} in the timed runs)" if res.get("timed_compiles") else ""))
+    return " / ".join(cells)
+
+
+def table(torch_res, go_res, xla_res):
+    """One markdown table: both posttrain backends, PyTorch, the time ratios, the compile times."""
+    lines = ["| workload | posttrain, pure-Go backend | posttrain, xla:cpu | PyTorch %s (%d threads) | pure-Go ÷ PyTorch | xla:cpu ÷ PyTorch | compile time, pure-Go / xla:cpu |" % (
+        torch.__version__, torch.get_num_threads()), "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, _, _, key, unit, more_better in WORKLOADS:
         t = torch_res.get(name, {}).get(key)
-        p = go_res.get(name, {}).get(key)
-        ratio = "n/a"
-        if t and p:
-            ratio = f"{(t / p if more_better else p / t):.2f}×"
-        lines.append(f"| {LABELS[name]} | {fmt(p, unit) if p else 'missing'} | {fmt(t, unit) if t else 'missing'} | {ratio} |")
+        g, x = go_res.get(name, {}), xla_res.get(name, {})
+        lines.append(f"| {LABELS[name]} | {fmt(g.get(key), unit)} | {fmt(x.get(key), unit)} | {fmt(t, unit)} | "
+                     f"{ratio(t, g.get(key), more_better)} | {ratio(t, x.get(key), more_better)} | {compile_cell([g, x])} |")
     return "\n".join(lines)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
-    ap.add_argument("--posttrain", help="go test -bench BenchmarkCPU output to put beside PyTorch's figures")
+    ap.add_argument("--posttrain", help="go test -bench BenchmarkCPU output (pure-Go backend) to put beside PyTorch's figures")
+    ap.add_argument("--posttrain-xla", help="the same on xla:cpu")
     ap.add_argument("--only", default="", help="comma-separated workloads (default all)")
     ap.add_argument("--json", help="also write PyTorch's figures to this file")
     args = ap.parse_args()
@@ -239,16 +299,23 @@ def main():
     for name, shape, fn, _, _, _ in WORKLOADS:
         if only and name not in only:
             continue
-        key = tuple(sorted(shape.items()))
-        if key not in models:
+        if name in HF_WORKLOADS:
             models.clear()  # one model in memory at a time (the 0.5B one is 2 GB)
-            models[key] = random_model(shape, 42)
-        res[name] = fn(models[key])
-        print(f"torch {name}: " + ", ".join(f"{k} {v:.4g}" for k, v in res[name].items()), file=sys.stderr, flush=True)
+            res[name] = fn(shape)
+        else:
+            key = tuple(sorted(shape.items()))
+            if key not in models:
+                models.clear()
+                models[key] = random_model(shape, 42)
+            res[name] = fn(models[key])
+        print(f"torch {name}: " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in res[name].items()),
+              file=sys.stderr, flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2) + "\n")
-    if args.posttrain:
-        print(table(res, read_go(args.posttrain)))
+    if args.posttrain or args.posttrain_xla:
+        go = read_go(args.posttrain) if args.posttrain else {}
+        xla = read_go(args.posttrain_xla) if args.posttrain_xla else {}
+        print(table(res, go, xla))
     else:
         print(json.dumps(res, indent=2))
 
