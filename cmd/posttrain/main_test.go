@@ -39,7 +39,7 @@ func runFilesOut(t *testing.T, args ...string) (rc int, stdout, stderr string) {
 // to say "flag provided but not defined: -model").
 func TestRun_UnknownCommandIsNamed(t *testing.T) {
 	rc, stderr := runFiles(t, "frobnicate", "--model", "M")
-	if rc != 2 || !strings.Contains(stderr, `unknown command "frobnicate"`) || !strings.Contains(stderr, "valid: data, demo") || strings.Count(stderr, "\n") != 1 {
+	if rc != 2 || !strings.Contains(stderr, `unknown command "frobnicate"`) || !strings.Contains(stderr, "valid: convert, data, demo") || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("exit %d, stderr %q", rc, stderr)
 	}
 	for _, args := range [][]string{{"version"}, {"help"}, {"--version"}} {
