@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/qwen2"
@@ -24,7 +23,7 @@ import (
 func trainTo(t *testing.T, c *config.GRPO) map[string][]float32 {
 	t.Helper()
 	m := tinyModel(t, 3)
-	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: m,
+	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: m,
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')}})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +63,7 @@ func resumeRun(t *testing.T, c *config.GRPO, second Reward, stopAt int) (map[str
 	t.Helper()
 	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 	defer cancel(nil)
-	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
+	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), EvalPrompts: evalPrompts(),
 		Rewards: []Reward{countReward('c'), second},
 		OnStep: func(s StepInfo) {

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/lora"
@@ -47,7 +46,7 @@ func TestGRPO_PEFTReferenceIsBase(t *testing.T) {
 			c := tinyConfig(t)
 			c.Beta, c.MaxSteps, c.MaxCompletionLength, c.LossType = 0.04, 3, 4, "grpo"
 			var infos []StepInfo
-			tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: m,
+			tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: m,
 				Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{firstLetter()},
 				OnStep: func(s StepInfo) { infos = append(infos, s) }})
 			if err != nil {
@@ -97,7 +96,7 @@ func TestGRPO_PEFTResume(t *testing.T) {
 		}
 		ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 		defer cancel(nil)
-		tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: m,
+		tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: m,
 			Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{firstLetter()},
 			OnStep: func(s StepInfo) {
 				if s.Step == stopAt {
