@@ -86,27 +86,32 @@ func resumeRun(t *testing.T, c *config.GRPO, second Reward, stopAt int) (map[str
 // fresh batches (TRL does not checkpoint rollouts either). The run is off-policy (2 iterations
 // per generation batch), has a reference (β > 0) and evaluates every 2 steps. With the "random"
 // reward too: its call count is restored, so it draws what it would have drawn. With logging every
-// 3 steps the checkpoint falls inside a logging window, whose metrics are restored.
+// 3 steps the checkpoint falls inside a logging window, whose metrics are restored. Every loss
+// type resumes exactly (dapo, the default, in the first three).
 func TestGRPO_ResumeEqualsStraight(t *testing.T) {
 	first := firstLetter()
 	first.Name = "first"
 	for _, c := range []struct {
-		name    string
-		second  Reward
-		logging int
+		name     string
+		second   Reward
+		logging  int
+		lossType string
 	}{
-		{"first", first, 1},
-		{"random", randomReward(), 1},
-		{"window", first, 3},
+		{"first", first, 1, "dapo"},
+		{"random", randomReward(), 1, "dapo"},
+		{"window", first, 3, "dapo"},
+		{"grpo", first, 1, "grpo"},
+		{"bnpo", first, 1, "bnpo"},
+		{"dr_grpo", first, 1, "dr_grpo"},
 	} {
-		t.Run(c.name, func(t *testing.T) { resumeEqualsStraight(t, c.second, c.logging) })
+		t.Run(c.name, func(t *testing.T) { resumeEqualsStraight(t, c.second, c.logging, c.lossType) })
 	}
 }
 
-func resumeEqualsStraight(t *testing.T, second Reward, logging int) {
+func resumeEqualsStraight(t *testing.T, second Reward, logging int, lossType string) {
 	config := func() *config.GRPO {
 		c := tinyConfig(t)
-		c.MaxSteps, c.LoggingSteps, c.NumIterations, c.Beta = 4, logging, 2, 0.04
+		c.MaxSteps, c.LoggingSteps, c.NumIterations, c.Beta, c.LossType = 4, logging, 2, 0.04, lossType
 		c.EvalDataset, c.EvalStrategy, c.EvalSteps, c.PerDeviceEvalBatchSize = "tiny-eval", "steps", 2, 8
 		return c
 	}
