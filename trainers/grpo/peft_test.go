@@ -5,6 +5,7 @@ import (
 	stdctx "context"
 	"errors"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,8 +73,12 @@ func TestGRPO_PEFTReferenceIsBase(t *testing.T) {
 			if _, err := tr.Train(stdctx.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if len(infos) != 3 || infos[0].Metrics["kl"] != 0 || !(infos[2].Metrics["kl"] > 0) {
-				t.Fatalf("kl per step %v, %v, %v: want 0 at step 1, > 0 at step 3", infos[0].Metrics["kl"], infos[1].Metrics["kl"], infos[2].Metrics["kl"])
+			// kl is 0 at step 1 (B = 0: the policy is the base) to float32 round-off: the reference
+			// (no adapter) and the policy (a zero adapter) are two graphs, which XLA fuses apart, and
+			// exp(Δ) − Δ − 1 of a 1-ulp Δ rounds to about 2⁻²⁴ a token (measured −9.3e-10 for
+			// smollm3-tiny on xla:cpu, 2026-12-02; exactly 0 on the pure-Go backend).
+			if len(infos) != 3 || math.Abs(infos[0].Metrics["kl"]) > 0x1p-23 || !(infos[2].Metrics["kl"] > 0) {
+				t.Fatalf("kl per step %v, %v, %v: want 0 (within 2⁻²³) at step 1, > 0 at step 3", infos[0].Metrics["kl"], infos[1].Metrics["kl"], infos[2].Metrics["kl"])
 			}
 			after := modelWeights(t, tr)
 			for k, v := range before {
