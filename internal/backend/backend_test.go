@@ -117,3 +117,18 @@ func TestCompiledCountsCompilations(t *testing.T) {
 		t.Fatal("Unwrap returned the counting wrapper")
 	}
 }
+
+func TestForTests(t *testing.T) {
+	for _, c := range []struct{ env, want string }{
+		{"", Default},
+		{"go", Default},
+		{" xla:cpu ", "xla:cpu"},
+		{"go:ops_sequential", "go:ops_sequential"},
+	} {
+		t.Setenv(TestEnv, c.env)
+		t.Setenv(EnvVar, "xla:cuda") // never read by ForTests
+		if got := ForTests(); got != c.want {
+			t.Errorf("ForTests() with $%s=%q = %q, want %q", TestEnv, c.env, got, c.want)
+		}
+	}
+}

@@ -16,7 +16,7 @@ import (
 
 func newBackend(t *testing.T) backends.Backend {
 	t.Helper()
-	b, err := backend.New(backend.Default)
+	b, err := backend.New(backend.ForTests())
 	if err != nil {
 		t.Fatal(err)
 	}

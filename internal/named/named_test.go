@@ -144,7 +144,7 @@ func TestSignature_ArgsChecksTheFeed(t *testing.T) {
 // fails with both lists of names. The matching struct computes on the right tensors, and the
 // outputs come back by name.
 func TestSignature_MisnamedInputFailsAtBuild(t *testing.T) {
-	b := backend.MustNew(backend.Default)
+	b := backend.MustNewForTests()
 	defer b.Finalize()
 	run := func(bind func(named.Inputs) *Node) (named.List[*tensors.Tensor], error) {
 		var sig named.Signature

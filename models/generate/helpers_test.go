@@ -17,7 +17,7 @@ var (
 
 func testBackendOrSkip(t testing.TB) backends.Backend {
 	t.Helper()
-	backendOnce.Do(func() { testBackend = backend.MustNew(backend.Default) })
+	backendOnce.Do(func() { testBackend = backend.MustNewForTests() })
 	return testBackend
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
@@ -52,15 +53,43 @@ func TestGenerate_LogProbsMatchScore(t *testing.T) {
 	}
 }
 
-// The pure-Go backend has no DynamicUpdateSlice: Auto falls back to Where, and asking for the
-// dynamic update is an error, not a crash.
-func TestGenerate_KVUpdateOnGoBackend(t *testing.T) {
+// The KV cache update follows the backend. The pure-Go one has no DynamicUpdateSlice: Auto falls
+// back to Where, and asking for the dynamic update is an error, not a crash. XLA has it: Auto
+// picks it, and it generates the tokens and log-probs (within 1e-6) of the Where update.
+func TestGenerate_KVUpdateFollowsTheBackend(t *testing.T) {
 	g, m := tinyGenerator(t)
+	prompts := [][]int32{{1, 2, 3}, {7, 40}}
+	opts := generate.Options{MaxNewTokens: 5, IgnoreEOS: true}
+	if !backend.IsPureGo(m.backend) {
+		if got := generate.KVUpdateAuto.Resolve(m.backend); got != generate.KVUpdateDynamic {
+			t.Errorf("Auto resolved to %v on %s, want KVUpdateDynamic", got, backend.ForTests())
+		}
+		g.KVUpdate = generate.KVUpdateDynamic
+		dynamic, err := g.Generate(prompts, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := m.generator(t)
+		w.KVUpdate = generate.KVUpdateWhere
+		where, err := w.Generate(prompts, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range where {
+			for i := range where[r].IDs {
+				if dynamic[r].IDs[i] != where[r].IDs[i] || math.Abs(dynamic[r].LogProbs[i]-where[r].LogProbs[i]) > 1e-6 {
+					t.Errorf("row %d token %d: dynamic update %d (%.7f), Where %d (%.7f)", r, i,
+						dynamic[r].IDs[i], dynamic[r].LogProbs[i], where[r].IDs[i], where[r].LogProbs[i])
+				}
+			}
+		}
+		return
+	}
 	if got := generate.KVUpdateAuto.Resolve(m.backend); got != generate.KVUpdateWhere {
 		t.Errorf("Auto resolved to %v on the go backend, want KVUpdateWhere", got)
 	}
 	g.KVUpdate = generate.KVUpdateDynamic
-	_, err := g.Generate([][]int32{{1, 2, 3}}, generate.Options{MaxNewTokens: 3, IgnoreEOS: true})
+	_, err := g.Generate(prompts[:1], generate.Options{MaxNewTokens: 3, IgnoreEOS: true})
 	if err == nil || !strings.Contains(err.Error(), "DynamicUpdateSlice") {
 		t.Errorf("KVUpdateDynamic on the go backend: got %v, want an error naming DynamicUpdateSlice", err)
 	}

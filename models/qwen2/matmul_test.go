@@ -16,6 +16,7 @@ func TestMatmulT_SplitEqualsDotGeneral(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	xT, wT := randnTensor(rng, 1, rows, in), randnTensor(rng, 1, out, in)
 	b := testBackendOrSkip(t)
+	pureGoOnly(t, b, "split products (matmulT)")
 	var split int
 	exec, err := NewExec(b, func(x, w *Node) []*Node {
 		w = Reshape(w, out, in)

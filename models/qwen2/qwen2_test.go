@@ -30,8 +30,17 @@ var (
 
 func testBackendOrSkip(t testing.TB) backends.Backend {
 	t.Helper()
-	backendOnce.Do(func() { testBackend = backend.MustNew(backend.Default) })
+	backendOnce.Do(func() { testBackend = backend.MustNewForTests() })
 	return testBackend
+}
+
+// pureGoOnly skips a test of a code path that exists only on the pure-Go backend (the decode
+// layouts and the split products, made where backend.IsPureGo), naming what it tests.
+func pureGoOnly(t testing.TB, b backends.Backend, what string) {
+	t.Helper()
+	if !backend.IsPureGo(b) {
+		t.Skipf("%s: made only on the pure-Go backend (backend.IsPureGo); this run's backend is %q ($%s)", what, backend.ForTests(), backend.TestEnv)
+	}
 }
 
 // loadTiny loads the tiny checkpoint's config and weights in dtype.

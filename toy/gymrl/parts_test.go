@@ -16,7 +16,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
-var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
+var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNewForTests() })
 
 // extrasGAE is the extras' loop, verbatim, with nonterminal = 1 − done (buf['done'], float(terminated)):
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/posttrain/posttrain/toy/tinylm"
 )
 
-var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
+var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNewForTests() })
 
 // sameJSON compares two results with Compare (keys and their order, strings, numbers to tol).
 func sameJSON(t *testing.T, name string, got, want any, tol float64) {

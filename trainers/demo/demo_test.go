@@ -45,7 +45,7 @@ func TestNewSplit_DisjointAndSeeded(t *testing.T) {
 // HF checkpoints with metrics.jsonl; the learning itself is measured by `posttrain demo`.
 func TestRun_Miniature(t *testing.T) {
 	o := miniature(t, Default)
-	rep, err := Run(stdctx.Background(), o, Env{Backend: backend.MustNew(backend.Default)})
+	rep, err := Run(stdctx.Background(), o, Env{Backend: backend.MustNewForTests()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestRun_Miniature(t *testing.T) {
 	}
 	// A second demo into the same directory replaces the GRPO runs (their directories hold a run).
 	o.ReuseSFT = true
-	if _, err := Run(stdctx.Background(), o, Env{Backend: backend.MustNew(backend.Default)}); err != nil {
+	if _, err := Run(stdctx.Background(), o, Env{Backend: backend.MustNewForTests()}); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
 }

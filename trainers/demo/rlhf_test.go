@@ -57,7 +57,7 @@ func TestRunRLHF_Miniature(t *testing.T) {
 	o.Options = miniature(t, o.Options)
 	o.RMSteps, o.RMBatch = 3, 4
 	o.PPOUpdates, o.PPOPrompts, o.PPOEpochs = 2, 4, 2
-	b := backend.MustNew(backend.Default)
+	b := backend.MustNewForTests()
 	rep, err := RunRLHF(stdctx.Background(), o, Env{Backend: b}, nil)
 	if err != nil {
 		t.Fatal(err)

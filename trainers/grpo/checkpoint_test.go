@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/qwen2"
@@ -24,7 +23,7 @@ import (
 func trainTo(t *testing.T, c *config.GRPO) map[string][]float32 {
 	t.Helper()
 	m := tinyModel(t, 3)
-	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: m,
+	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: m,
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')}})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +63,7 @@ func resumeRun(t *testing.T, c *config.GRPO, second Reward, stopAt int) (map[str
 	t.Helper()
 	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 	defer cancel(nil)
-	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
+	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), EvalPrompts: evalPrompts(),
 		Rewards: []Reward{countReward('c'), second},
 		OnStep: func(s StepInfo) {
@@ -87,27 +86,32 @@ func resumeRun(t *testing.T, c *config.GRPO, second Reward, stopAt int) (map[str
 // fresh batches (TRL does not checkpoint rollouts either). The run is off-policy (2 iterations
 // per generation batch), has a reference (β > 0) and evaluates every 2 steps. With the "random"
 // reward too: its call count is restored, so it draws what it would have drawn. With logging every
-// 3 steps the checkpoint falls inside a logging window, whose metrics are restored.
+// 3 steps the checkpoint falls inside a logging window, whose metrics are restored. Every loss
+// type resumes exactly (dapo, the default, in the first three).
 func TestGRPO_ResumeEqualsStraight(t *testing.T) {
 	first := firstLetter()
 	first.Name = "first"
 	for _, c := range []struct {
-		name    string
-		second  Reward
-		logging int
+		name     string
+		second   Reward
+		logging  int
+		lossType string
 	}{
-		{"first", first, 1},
-		{"random", randomReward(), 1},
-		{"window", first, 3},
+		{"first", first, 1, "dapo"},
+		{"random", randomReward(), 1, "dapo"},
+		{"window", first, 3, "dapo"},
+		{"grpo", first, 1, "grpo"},
+		{"bnpo", first, 1, "bnpo"},
+		{"dr_grpo", first, 1, "dr_grpo"},
 	} {
-		t.Run(c.name, func(t *testing.T) { resumeEqualsStraight(t, c.second, c.logging) })
+		t.Run(c.name, func(t *testing.T) { resumeEqualsStraight(t, c.second, c.logging, c.lossType) })
 	}
 }
 
-func resumeEqualsStraight(t *testing.T, second Reward, logging int) {
+func resumeEqualsStraight(t *testing.T, second Reward, logging int, lossType string) {
 	config := func() *config.GRPO {
 		c := tinyConfig(t)
-		c.MaxSteps, c.LoggingSteps, c.NumIterations, c.Beta = 4, logging, 2, 0.04
+		c.MaxSteps, c.LoggingSteps, c.NumIterations, c.Beta, c.LossType = 4, logging, 2, 0.04, lossType
 		c.EvalDataset, c.EvalStrategy, c.EvalSteps, c.PerDeviceEvalBatchSize = "tiny-eval", "steps", 2, 8
 		return c
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/config"
 )
@@ -32,7 +31,7 @@ func evalRun(t *testing.T, c *config.GRPO, eval []*Prompt) (map[string][]float32
 	var infos []StepInfo
 	first := firstLetter()
 	first.Name = "first"
-	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
+	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), EvalPrompts: eval,
 		Rewards: []Reward{func() Reward { r := randomReward(); r.Name = "test"; return r }(), first},
 		OnStep:  func(s StepInfo) { infos = append(infos, s) }})
@@ -173,7 +172,7 @@ func TestGRPO_EvalBatchMustHoldWholeGroups(t *testing.T) {
 	c := evalConfig(t)
 	c.EvalDataset, c.EvalOnStart, c.PerDeviceEvalBatchSize = "e", true, 6
 	c.Resolve()
-	_, err := New(Setup{Config: c, Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3), Decoder: letters{},
+	_, err := New(Setup{Config: c, Backend: testBackend(), Model: tinyModel(t, 3), Decoder: letters{},
 		StopIDs: []int{0}, Prompts: tinyPrompts(), EvalPrompts: evalPrompts(), Rewards: []Reward{firstLetter()}})
 	if err == nil || !strings.Contains(err.Error(), "per_device_eval_batch_size") {
 		t.Errorf("got %v, want an error naming per_device_eval_batch_size", err)

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/config"
@@ -22,7 +21,7 @@ func familyRun(t *testing.T, dir string, c *config.GRPO, stopAt int) ([]StepInfo
 	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 	defer cancel(nil)
 	var infos []StepInfo
-	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: looptest.Load(t, dir, false),
+	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: looptest.Load(t, dir, false),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{firstLetter()},
 		OnStep: func(s StepInfo) {
 			infos = append(infos, s)

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/safetensors"
@@ -31,7 +30,7 @@ func faultRun(t *testing.T, out string, resume, overwrite bool) error {
 	c := syncConfig(t, 2)
 	c.OutputDir, c.MaxSteps, c.SaveSteps, c.SaveTotalLimit = out, 4, 1, 2
 	c.Resume, c.OverwriteOutputDir = resume, overwrite
-	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
+	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')}})
 	if err != nil {
 		t.Fatal(err)

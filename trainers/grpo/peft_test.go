@@ -5,12 +5,12 @@ import (
 	stdctx "context"
 	"errors"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/lora"
@@ -47,7 +47,7 @@ func TestGRPO_PEFTReferenceIsBase(t *testing.T) {
 			c := tinyConfig(t)
 			c.Beta, c.MaxSteps, c.MaxCompletionLength, c.LossType = 0.04, 3, 4, "grpo"
 			var infos []StepInfo
-			tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: m,
+			tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: m,
 				Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{firstLetter()},
 				OnStep: func(s StepInfo) { infos = append(infos, s) }})
 			if err != nil {
@@ -73,8 +73,12 @@ func TestGRPO_PEFTReferenceIsBase(t *testing.T) {
 			if _, err := tr.Train(stdctx.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if len(infos) != 3 || infos[0].Metrics["kl"] != 0 || !(infos[2].Metrics["kl"] > 0) {
-				t.Fatalf("kl per step %v, %v, %v: want 0 at step 1, > 0 at step 3", infos[0].Metrics["kl"], infos[1].Metrics["kl"], infos[2].Metrics["kl"])
+			// kl is 0 at step 1 (B = 0: the policy is the base) to float32 round-off: the reference
+			// (no adapter) and the policy (a zero adapter) are two graphs, which XLA fuses apart, and
+			// exp(Δ) − Δ − 1 of a 1-ulp Δ rounds to about 2⁻²⁴ a token (measured −9.3e-10 for
+			// smollm3-tiny on xla:cpu, 2026-12-02; exactly 0 on the pure-Go backend).
+			if len(infos) != 3 || math.Abs(infos[0].Metrics["kl"]) > 0x1p-23 || !(infos[2].Metrics["kl"] > 0) {
+				t.Fatalf("kl per step %v, %v, %v: want 0 (within 2⁻²³) at step 1, > 0 at step 3", infos[0].Metrics["kl"], infos[1].Metrics["kl"], infos[2].Metrics["kl"])
 			}
 			after := modelWeights(t, tr)
 			for k, v := range before {
@@ -97,7 +101,7 @@ func TestGRPO_PEFTResume(t *testing.T) {
 		}
 		ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 		defer cancel(nil)
-		tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: m,
+		tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: m,
 			Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{firstLetter()},
 			OnStep: func(s StepInfo) {
 				if s.Step == stopAt {

@@ -13,7 +13,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -127,7 +126,7 @@ func TestGRPO_SyncRefModel_MixesEveryTauSteps(t *testing.T) {
 		var tr *Trainer
 		var prev map[string][]float32
 		moved := 0.0
-		tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: m,
+		tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: m,
 			Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')},
 			OnStep: func(s StepInfo) {
 				got, pol := hostWeights(t, tr.ref), hostWeights(t, m)
@@ -181,7 +180,7 @@ func TestGRPO_SyncRefModel_MixesEveryTauSteps(t *testing.T) {
 func runTrainer(t *testing.T, c *config.GRPO) (*Trainer, map[string][]float32) {
 	t.Helper()
 	m := tinyModel(t, 3)
-	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: m,
+	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: m,
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')}})
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +233,7 @@ func TestGRPO_SyncRefModel_ResumeEqualsStraight(t *testing.T) {
 	}
 	again := syncConfig(t, 2)
 	again.OutputDir, again.MaxSteps, again.ResumeFromCheckpoint, again.ResumeOverride = t.TempDir(), 5, ckpt, []string{"max_steps"}
-	tr, err := New(Setup{Config: resolved(t, again), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
+	tr, err := New(Setup{Config: resolved(t, again), Backend: testBackend(), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')}})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -38,6 +39,9 @@ func (letters) Decode(ids []int, skipSpecial bool) string {
 	}
 	return b.String()
 }
+
+// testBackend is the backend of every test here (backend.ForTests), one per test binary.
+var testBackend = sync.OnceValue(backend.MustNewForTests)
 
 func tinyModel(t *testing.T, seed uint64) *loop.Model {
 	t.Helper()
@@ -106,7 +110,7 @@ func trainRun(t *testing.T, c *config.GRPO, rw Reward, logger *slog.Logger) []St
 		t.Fatal(err)
 	}
 	var infos []StepInfo
-	tr, err := New(Setup{Config: c, Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
+	tr, err := New(Setup{Config: c, Backend: testBackend(), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{rw}, Logger: logger,
 		OnStep: func(s StepInfo) { infos = append(infos, s) }})
 	if err != nil {
@@ -275,7 +279,7 @@ func stepOn(t *testing.T, tr *Trainer, r *Rollout) float64 {
 // newTiny builds a trainer on the tiny model without running it.
 func newTiny(t *testing.T, c *config.GRPO, rw Reward) *Trainer {
 	t.Helper()
-	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
+	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{rw}})
 	if err != nil {
 		t.Fatal(err)
@@ -416,7 +420,7 @@ func TestGRPO_ClippedRatioGuardRail(t *testing.T) {
 	c := tinyConfig(t)
 	c.MaxSteps, c.LoggingSteps, c.MaxCompletionLength = GuardLogs, 1, 2
 	var logBuf bytes.Buffer
-	tr, err := New(Setup{Config: resolved(t, c), Backend: backend.MustNew(backend.Default), Model: tinyModel(t, 3),
+	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{tinyVocab + 1}, Prompts: tinyPrompts(), Rewards: []Reward{firstLetter()},
 		Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
 	if err != nil {
@@ -448,7 +452,7 @@ func TestGRPO_BF16(t *testing.T) {
 		t.Fatal(err)
 	}
 	var infos []StepInfo
-	tr, err := New(Setup{Config: c, Backend: backend.MustNew(backend.Default), Model: m,
+	tr, err := New(Setup{Config: c, Backend: testBackend(), Model: m,
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')},
 		OnStep: func(s StepInfo) { infos = append(infos, s) }})
 	if err != nil {

@@ -40,7 +40,6 @@ func newLoRARun(t *testing.T, m *loop.Model, b backends.Backend) *loraRun {
 	}
 	if b == nil {
 		b = looptest.Backend(t)
-		t.Cleanup(b.Finalize)
 	}
 	opt, err := loop.NewOptimizer(b, m, loop.AdamW{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.01, MaxGradNorm: 1}, tr.Loss)
 	if err != nil {
@@ -112,7 +111,6 @@ func TestLoRA_StartsAtBase(t *testing.T) {
 		base := looptest.Load(t, referenceModel(t), bf16)
 		m := peftModel(t, lora.Config{R: 4, Alpha: 8, TargetModules: []string{lora.AllLinear}}, bf16)
 		b := looptest.Backend(t)
-		defer b.Finalize()
 		rows := loop.PadRows([][]int32{{1, 5, 9, 13, 2}, {3, 4}}, []int{1, 1}, 8)
 		want, _ := looptest.FullLogits(t, b, base, rows.Inputs())
 		got, _ := looptest.FullLogits(t, b, m, rows.Inputs())
@@ -307,7 +305,6 @@ func TestLoRA_DropoutOnlyInTraining(t *testing.T) {
 		}
 	}
 	b := looptest.Backend(t)
-	defer b.Finalize()
 	scored, _, err := loop.SequenceLogProbs(b, m, encodedRows(), 2)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/trainers/step"
@@ -185,7 +186,7 @@ func (o *Optimizer) updateGraph(in adamInputs[*Node]) []*Node {
 		o.expAvg2[i].SetValueGraph(v2)
 		master.SetValueGraph(theta)
 		if master != v {
-			v.SetValueGraph(ConvertDType(theta, v.DType()))
+			v.SetValueGraph(copyOfMaster(theta, v.DType()))
 		}
 		o.grads[i].SetValueGraph(ZerosLike(grads[i]))
 	}
@@ -314,4 +315,17 @@ func catch(what string, fn func() error) (err error) {
 		return fmt.Errorf("%s: %w", what, e)
 	}
 	return nil
+}
+
+// copyOfMaster is the compute copy (dtype) of a float32 master θ, rounded as the host's toBF16
+// rounds (bfloat16.FromFloat32: the low 16 bits cut), so that a run resumed from its float32
+// masters (SetWeights) has the bf16 weights of a run that never stopped. The pure-Go backend's
+// ConvertDType cuts the same way; XLA's rounds to nearest even (resumes on xla:cpu differed from
+// step 2 on), so there the bits are cut explicitly. simplego has no Bitcast or shifts.
+func copyOfMaster(theta *Node, dtype dtypes.DType) *Node {
+	if dtype != dtypes.BFloat16 || theta.DType() != dtypes.Float32 || backend.IsPureGo(theta.Graph().Backend()) {
+		return ConvertDType(theta, dtype)
+	}
+	high := BitwiseShiftRightLogicalScalar(Bitcast(theta, dtypes.Uint32), 16) // the sign, exponent and 7 mantissa bits
+	return Bitcast(ConvertDType(high, dtypes.Uint16), dtypes.BFloat16)
 }

@@ -78,7 +78,6 @@ func adamwTrajectory(t *testing.T, ref *adamwReference) (losses, norms []float64
 	hp := loop.AdamW{Beta1: cfg.AdamBeta1, Beta2: cfg.AdamBeta2, Epsilon: cfg.AdamEpsilon, WeightDecay: cfg.WeightDecay,
 		MaxGradNorm: cfg.MaxGradNorm}
 	b := looptest.Backend(t)
-	defer b.Finalize()
 	opt, err := loop.NewOptimizer(b, m, hp, tr.Loss)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"github.com/posttrain/posttrain/internal/named"
 )
 
-var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
+var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNewForTests() })
 
 // target is the tests' one graph input: the point c the quadratic losses pull θ to.
 type target[T any] struct{ C T }

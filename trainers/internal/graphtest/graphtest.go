@@ -15,7 +15,7 @@ import (
 )
 
 // Backend is the default backend, created once per test binary.
-var Backend = sync.OnceValue(func() backends.Backend { return backend.MustNew(backend.Default) })
+var Backend = sync.OnceValue(func() backends.Backend { return backend.MustNewForTests() })
 
 // Compile compiles fn once and returns a runner that evaluates it on inputs (tensors or Go
 // slices/scalars), returning every output as flat float64s. Errors fail the test.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -102,15 +103,18 @@ func Read(t testing.TB, path string) *data.Dataset {
 	return d
 }
 
-// Backend is the pure-Go backend.
+// Backend is the tests' backend (backend.ForTests: pure Go unless $POSTTRAIN_TEST_BACKEND names
+// another), one per test binary, shared by every caller: do not Finalize it.
 func Backend(t testing.TB) backends.Backend {
 	t.Helper()
-	b, err := backend.New(backend.Default)
+	b, err := sharedBackend()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
+
+var sharedBackend = sync.OnceValues(func() (backends.Backend, error) { return backend.New(backend.ForTests()) })
 
 // Common sets the options every test run shares on c: a temporary output directory, a constant
 // learning rate lr, no warmup, batch × accumulation, steps optimizer steps, logging every step.
