@@ -103,7 +103,7 @@ run_check fake_none 1 "${NOGPU_ENV[@]}" SITE_PACKAGES="$T/empty" "${GC[@]}" --ou
 expect "$T/fake3/summary.txt" "plugin: not found" "backend: xla:cuda" "no PJRT plugin named \"cuda\" found" "stopped after the first stages"
 expect "$T/fake3/gpu-check.log" "no CUDA PJRT plugin found"
 
-# 4. What the device tool carries: tracked and untracked-not-ignored files, plus bin/ (64 MiB).
+# 4. What travels to the GPU box: tracked and untracked-not-ignored files, plus bin/ (64 MiB at most).
 limit=$((64 * 1024 * 1024))
 tree=$(cd "$ROOT" && git ls-files -co --exclude-standard -z 2>/dev/null | du -cb --files0-from=- 2>/dev/null | tail -n 1 | cut -f1 || echo 0)
 bin=$(stat -c %s "$BIN")

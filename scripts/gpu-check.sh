@@ -129,7 +129,7 @@ else
   : "${DECODE_BATCH:=1,64,256}" "${DECODE_PROMPT:=64}" "${DECODE_NEW:=64}"
   : "${SFT_BATCH:=8}" "${SFT_LEN:=512}" "${SFT_STEPS:=3}"
   : "${GRPO_PROMPTS:=64}" "${GRPO_GENS:=8}" "${GRPO_PROMPT:=64}" "${GRPO_NEW:=64}" "${GRPO_MICRO:=64}"
-  # H200 dense bf16 matrix product as measured on this workplace's machines (device/KINDS.md).
+  # H200 dense bf16 matrix product peak (TFLOP/s) that the MFU figures divide by; override with PEAK_TFLOPS.
   if [ "$BENCH_DTYPE" = bfloat16 ] && [ "$REHEARSE" = 0 ]; then : "${PEAK_TFLOPS:=790}"; else : "${PEAK_TFLOPS:=0}"; fi
   # XLA may run float32 matrix products in TF32 on tensor cores (~1e-3 relative) unless the NVIDIA
   # libraries honour NVIDIA_TF32_OVERRIDE=0 (set for the float32 checks below): tolerances allow it,
