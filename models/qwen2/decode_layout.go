@@ -106,19 +106,7 @@ func (a Arch) PrepareWeights(ctx *context.Context, b backends.Backend, rows int)
 	if xlaCPU {
 		return a.prepareUpcasts(ctx, sources)
 	}
-	var weights []*context.Variable
-	for v := range ctx.IterVariables() {
-		scope := v.Scope()
-		if v.Name() != "weight" || v.Shape().Rank() != 2 || v.DType() != dtypes.Float32 ||
-			!(strings.HasPrefix(scope, "/model/") || scope == "/lm_head") {
-			continue
-		}
-		if scope == "/model/embed_tokens" && !a.Config.TieWordEmbeddings {
-			continue // the embedding is only gathered from
-		}
-		weights = append(weights, v)
-	}
-	for _, v := range weights {
+	for _, v := range a.productWeights(ctx, dtypes.Float32) {
 		dims, ok := decodeLayoutDims(v.Shape().Dim(0), v.Shape().Dim(1))
 		if !ok || !layoutFits(rows, dims) {
 			continue
@@ -251,4 +239,23 @@ func matmulLayout(x, wl *Node) *Node {
 	}
 	dims := append(x.Shape().Clone().Dimensions[:x.Rank()-1], k*m)
 	return Reshape(y, dims...) // [...,out]
+}
+
+// productWeights are ctx's 2-D weights of dtype that the decode steps multiply by: the
+// projections under /model/, the LM head, and the embedding when it is tied to the LM head (an
+// untied one is only gathered from). The decode layouts and XLA's float32 copies are made of them.
+func (a Arch) productWeights(ctx *context.Context, dtype dtypes.DType) []*context.Variable {
+	var weights []*context.Variable
+	for v := range ctx.IterVariables() {
+		scope := v.Scope()
+		if v.Name() != "weight" || v.Shape().Rank() != 2 || v.DType() != dtype ||
+			!(strings.HasPrefix(scope, "/model/") || scope == "/lm_head") {
+			continue
+		}
+		if scope == "/model/embed_tokens" && !a.Config.TieWordEmbeddings {
+			continue
+		}
+		weights = append(weights, v)
+	}
+	return weights
 }

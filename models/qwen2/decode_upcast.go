@@ -3,7 +3,6 @@ package qwen2
 import (
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -39,19 +38,7 @@ const decodeUpcastScope = "/posttrain_decode_upcast"
 // the LM head in ctx (see decodeUpcastScope) from the weights' current values; a copy whose
 // weight still holds the tensor it was made from is kept.
 func (a Arch) prepareUpcasts(ctx *context.Context, sources *layoutSources) error {
-	var weights []*context.Variable
-	for v := range ctx.IterVariables() {
-		scope := v.Scope()
-		if v.Name() != "weight" || v.Shape().Rank() != 2 || v.DType() != dtypes.BFloat16 ||
-			!(strings.HasPrefix(scope, "/model/") || scope == "/lm_head") {
-			continue
-		}
-		if scope == "/model/embed_tokens" && !a.Config.TieWordEmbeddings {
-			continue // the embedding is only gathered from
-		}
-		weights = append(weights, v)
-	}
-	for _, v := range weights {
+	for _, v := range a.productWeights(ctx, dtypes.BFloat16) {
 		val, err := v.Value()
 		if err != nil {
 			return fmt.Errorf("float32 copy of %s/%s: %w", v.Scope(), v.Name(), err)
