@@ -246,7 +246,7 @@ func benchSampleCommand() *cli.Command {
 		Name:  "sample",
 		Usage: "generate with every sampler variant on --backend and on the pure-Go backend, and compare the tokens",
 		Flags: append(benchModelFlags("float32"),
-			&cli.StringFlag{Name: "reference-backend", Value: backend.Default, Usage: "backend the tokens are compared with"},
+			&cli.StringFlag{Name: "reference-backend", Value: backend.PureGo, Usage: "backend the tokens are compared with"},
 			&cli.IntFlag{Name: "rows", Value: 4, Usage: "prompts (≥ 1)"},
 			&cli.IntFlag{Name: "prompt-len", Value: 8, Usage: "tokens per prompt (≥ 1)"},
 			&cli.IntFlag{Name: "new-tokens", Value: 16, Usage: "tokens generated per row (≥ 1; EOS ignored)"},

@@ -15,7 +15,6 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/trainers/demo"
 )
 
@@ -116,7 +115,7 @@ func demoFlags() []cli.Flag {
 }
 
 func runDemo(ctx context.Context, o demo.Options, cmd *cli.Command) error {
-	b, err := backend.New(backend.Resolve(cmd.String("backend")))
+	b, err := newBackend(cmd.Root().ErrWriter, cmd.String("backend"))
 	if err != nil {
 		return err
 	}

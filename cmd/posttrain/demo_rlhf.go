@@ -14,7 +14,6 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/trainers/demo"
 )
 
@@ -33,7 +32,7 @@ func demoRLHF(ctx context.Context, cmd *cli.Command, o demo.Options) error {
 	r.ReuseRewardModel, r.Only = cmd.Bool("reuse-rm"), cmd.StringSlice("rl-stages")
 	r.PPOUpdates, r.PPOPrompts, r.PPOEpochs = int(cmd.Int("ppo-updates")), int(cmd.Int("ppo-prompts")), int(cmd.Int("ppo-epochs"))
 	r.PPOLearningRate, r.PPOKLCoef = cmd.Float("ppo-learning-rate"), cmd.Float("ppo-kl-coef")
-	b, err := backend.New(backend.Resolve(cmd.String("backend")))
+	b, err := newBackend(cmd.Root().ErrWriter, cmd.String("backend"))
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd.FullName(), err)
 	}

@@ -73,7 +73,7 @@ func init() {
 				if c.N < 1 || c.MaxNewTokens < 1 || c.Batch < 1 {
 					return usageError{fmt.Errorf("%s: --n, --max-new-tokens and --batch must be ≥ 1", cmd.FullName())}
 				}
-				if err := runEvalMult(ctx, c, cmd.Root().Writer); err != nil {
+				if err := runEvalMult(ctx, c, cmd.Root().Writer, cmd.Root().ErrWriter); err != nil {
 					return fmt.Errorf("%s: %w", cmd.FullName(), err)
 				}
 				return nil
@@ -82,8 +82,8 @@ func init() {
 	})
 }
 
-func runEvalMult(ctx context.Context, c evalMultConfig, w io.Writer) error {
-	dir, b, err := openModel(ctx, c.Model, c.Backend)
+func runEvalMult(ctx context.Context, c evalMultConfig, w, errw io.Writer) error {
+	dir, b, err := openModel(ctx, errw, c.Model, c.Backend)
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func init() {
 			if err := c.validate(); err != nil {
 				return usageError{fmt.Errorf("%s: %w", cmd.FullName(), err)}
 			}
-			if err := runGenerate(ctx, c, cmd.Root().Writer); err != nil {
+			if err := runGenerate(ctx, c, cmd.Root().Writer, cmd.Root().ErrWriter); err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}
 			return nil
@@ -123,12 +123,12 @@ func (c generateConfig) validate() error {
 }
 
 // runGenerate tokenizes the prompt, generates and prints the completion (or JSON) to w.
-func runGenerate(ctx context.Context, c generateConfig, w io.Writer) error {
+func runGenerate(ctx context.Context, c generateConfig, w, errw io.Writer) error {
 	dtype, err := qwen2.ParseDType(c.ComputeDType)
 	if err != nil {
 		return err
 	}
-	dir, b, err := openModel(ctx, c.Model, c.Backend)
+	dir, b, err := openModel(ctx, errw, c.Model, c.Backend)
 	if err != nil {
 		return err
 	}

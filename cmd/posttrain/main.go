@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -103,13 +105,15 @@ func run(args []string, stdout, stderr *os.File) int {
 		defer stop()
 	}
 	app := newApp()
-	app.Writer, app.ErrWriter = stdout, stderr
+	errw := &noticeWriter{w: stderr}
+	app.Writer, app.ErrWriter = stdout, errw
 	if err := checkCommand(app, args); err != nil {
 		fmt.Fprintf(stderr, "posttrain: %s\n", err)
 		return 2
 	}
 	err := app.Run(context.Background(), args)
 	if err == nil {
+		errw.flush()
 		return 0
 	}
 	// Errors often start with the command's full name ("posttrain sft: ..."): print it once.
@@ -119,6 +123,38 @@ func run(args []string, stdout, stderr *os.File) int {
 		return 2
 	}
 	return 1
+}
+
+// noticeWriter is the commands' stderr with one pending notice, the line saying which backend a
+// command runs on (newBackend): it is written before anything else the command writes there (its
+// first log line, say), or when the command succeeds having written nothing, and dropped when the
+// command fails first, so that a refusal stays the one line of the error.
+type noticeWriter struct {
+	w      io.Writer
+	mu     sync.Mutex
+	notice string
+}
+
+// Notice sets the pending notice (a later one replaces an unwritten earlier one).
+func (n *noticeWriter) Notice(line string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.notice = line
+}
+
+func (n *noticeWriter) Write(p []byte) (int, error) {
+	n.flush()
+	return n.w.Write(p)
+}
+
+// flush writes the pending notice, if any.
+func (n *noticeWriter) flush() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.notice != "" {
+		fmt.Fprintln(n.w, n.notice)
+		n.notice = ""
+	}
 }
 
 // checkCommand refuses an unknown command before flags are parsed: urfave/cli would otherwise

@@ -5,7 +5,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/internal/backend"
 )
+
+// TestMain runs every command of these tests on the tests' backend (backend.ForTests: the pure-Go
+// backend unless $POSTTRAIN_TEST_BACKEND names another), whatever plugin is installed and whatever
+// $GOMLX_BACKEND the shell has, so that a command's default choice does not change what is checked.
+func TestMain(m *testing.M) {
+	os.Setenv(backend.EnvVar, backend.ForTests())
+	os.Exit(m.Run())
+}
 
 // runFiles runs the CLI as main does, with stdout and stderr in files, and returns the exit
 // status and stderr.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/urfave/cli/v3"
@@ -12,17 +14,39 @@ import (
 
 // backendFlag is the --backend flag of every command that runs a graph.
 func backendFlag() *cli.StringFlag {
-	return &cli.StringFlag{Name: "backend", Usage: "GoMLX backend (default $GOMLX_BACKEND, else " + backend.Default + "); e.g. xla:cuda"}
+	return &cli.StringFlag{Name: "backend", Usage: "GoMLX backend: go, xla:cpu, xla:cuda, xla:/path/to/pjrt_plugin.so (default $GOMLX_BACKEND, else " + backend.DefaultCPU + " when its plugin is installed (make xla-cpu), else go)"}
+}
+
+// newBackend creates the backend a --backend value names (backend.Resolve) and says on errw, in
+// one line, which it is and why (backend.Describe; on the CLI's stderr a notice, see
+// noticeWriter). The caller finalizes it.
+func newBackend(errw io.Writer, flag string) (backends.Backend, error) {
+	b, err := backend.New(backend.Resolve(flag))
+	if err != nil {
+		return nil, err
+	}
+	announceBackend(errw, flag)
+	return b, nil
+}
+
+// announceBackend says on errw which backend a --backend value selects.
+func announceBackend(errw io.Writer, flag string) {
+	if n, ok := errw.(*noticeWriter); ok {
+		n.Notice(backend.Describe(flag))
+		return
+	}
+	fmt.Fprintln(errw, backend.Describe(flag))
 }
 
 // openModel resolves --model (a local directory or a HuggingFace repo id, see models/hub) and
-// creates the backend named by --backend (see internal/backend). The caller finalizes the backend.
-func openModel(ctx context.Context, model, backendCfg string) (string, backends.Backend, error) {
+// creates the backend named by --backend (newBackend, which prints it on errw). The caller
+// finalizes the backend.
+func openModel(ctx context.Context, errw io.Writer, model, backendCfg string) (string, backends.Backend, error) {
 	dir, err := hub.Resolve(ctx, model, hub.Options{})
 	if err != nil {
 		return "", nil, err
 	}
-	b, err := backend.New(backend.Resolve(backendCfg))
+	b, err := newBackend(errw, backendCfg)
 	if err != nil {
 		return "", nil, err
 	}

@@ -58,7 +58,7 @@ func init() {
 			if c.Gen < 0 {
 				return usageError{fmt.Errorf("%s: --gen must not be negative, got %d", cmd.FullName(), c.Gen)}
 			}
-			if err := runScore(ctx, c, cmd.Root().Writer); err != nil {
+			if err := runScore(ctx, c, cmd.Root().Writer, cmd.Root().ErrWriter); err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}
 			return nil
@@ -67,7 +67,7 @@ func init() {
 }
 
 // runScore loads the model and the batch, scores it and writes the JSON report to w.
-func runScore(ctx context.Context, c scoreConfig, w io.Writer) error {
+func runScore(ctx context.Context, c scoreConfig, w, errw io.Writer) error {
 	dtype, err := qwen2.ParseDType(c.ComputeDType)
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func runScore(ctx context.Context, c scoreConfig, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, b, err := openModel(ctx, c.Model, c.Backend)
+	dir, b, err := openModel(ctx, errw, c.Model, c.Backend)
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func runScoreReward(ctx context.Context, cmd *cli.Command, texts []string, path 
 			return err
 		}
 	}
-	dir, b, err := openModel(ctx, cmd.String("model"), cmd.String("backend"))
+	dir, b, err := openModel(ctx, cmd.Root().ErrWriter, cmd.String("model"), cmd.String("backend"))
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/toy/corridor"
 	"github.com/posttrain/posttrain/toy/gym"
 	"github.com/posttrain/posttrain/toy/gymrl"
@@ -81,7 +80,7 @@ func addGymToy[C interface{ Validate() error }](phase int, name, usage string, d
 				if err := c.Validate(); err != nil {
 					return usageError{fmt.Errorf("toy %s: --%w", name, err)}
 				}
-				b, err := backend.New(backend.Resolve(cmd.String("backend")))
+				b, err := newBackend(cmd.Root().ErrWriter, cmd.String("backend"))
 				if err != nil {
 					return usageError{fmt.Errorf("toy %s: --%w", name, err)}
 				}

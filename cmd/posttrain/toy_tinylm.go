@@ -105,7 +105,7 @@ func lmAction[S any](cmd *cli.Command, t lmToy[S]) error {
 	if err := noToyArgs(cmd); err != nil {
 		return err
 	}
-	b, err := backend.New(backend.Resolve(cmd.String("backend")))
+	b, err := newBackend(cmd.Root().ErrWriter, cmd.String("backend"))
 	if err != nil {
 		return usageError{fmt.Errorf("toy %s: --%w", cmd.Name, err)}
 	}

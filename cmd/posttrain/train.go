@@ -121,7 +121,7 @@ func openTrainSession(ctx context.Context, cmd *cli.Command, cfg config.Config) 
 	errw := cmd.Root().ErrWriter
 	logger := slog.New(slog.NewTextHandler(errw, nil))
 	ctx, stop := checkpoint.NotifyContext(ctx, logger)
-	dir, b, err := openModel(ctx, c.Model, c.Backend)
+	dir, b, err := openModel(ctx, errw, c.Model, c.Backend)
 	if err != nil {
 		stop()
 		unlock()

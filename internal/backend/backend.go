@@ -1,7 +1,7 @@
 // Package backend selects the GoMLX backend in one place: the --backend flag, else $GOMLX_BACKEND,
-// else the pure-Go "go" backend. It never triggers a network install implicitly: the XLA backend is
-// used only when asked for by name, and GoMLX's plugin auto-install stays off unless
-// $POSTTRAIN_XLA_AUTO_INSTALL=1 (see AutoInstallEnv).
+// else xla:cpu when its PJRT plugin is installed (`make xla-cpu`) and loads, else the pure-Go "go"
+// backend (Default). It never triggers a network install implicitly: GoMLX's plugin auto-install
+// stays off unless $POSTTRAIN_XLA_AUTO_INSTALL=1 (see AutoInstallEnv).
 //
 // Before an XLA client is created, the PJRT plugin's C API version is read and compared with the
 // one this binary's client speaks (go-xla's headers), so that an incompatible plugin fails with one
@@ -28,11 +28,43 @@ const EnvVar = backends.ConfigEnvVar
 // GPU box would fail on the download and an online one would fetch whatever is latest).
 const AutoInstallEnv = "POSTTRAIN_XLA_AUTO_INSTALL"
 
-// Default is the backend used when neither --backend nor $GOMLX_BACKEND is set. simplego's default
-// worker pool deadlocks on 2 CPUs (nested DotGeneral workers), so parallelism is unbounded.
-const Default = "go:parallelism=-1"
+// PureGo is the pure-Go backend's configuration. simplego's default worker pool deadlocks on 2
+// CPUs (nested DotGeneral workers), so parallelism is unbounded.
+const PureGo = "go:parallelism=-1"
 
-// Resolve returns the backend configuration to use: flag, else $GOMLX_BACKEND, else Default.
+// DefaultCPU is the backend chosen when neither --backend nor $GOMLX_BACKEND names one and its
+// plugin is installed: XLA's CPU compiler runs the demo's training steps several times faster than
+// the pure-Go backend (measured in docs/xla.md, "The default backend").
+const DefaultCPU = "xla:cpu"
+
+// defaultChoice is Default's decision and its reason, made once per process.
+var defaultChoice = sync.OnceValues(func() (string, string) { return chooseDefault(xlaCompiled, CheckPlugin) })
+
+// chooseDefault picks DefaultCPU when the binary has XLA and check finds its plugin usable, else
+// PureGo, and says why in the words Describe prints.
+func chooseDefault(compiled bool, check func(string) (PluginInfo, error)) (string, string) {
+	if !compiled {
+		return PureGo, "the default: this binary was built without XLA"
+	}
+	info, err := check(DefaultCPU)
+	switch {
+	case err == nil && info.Path != "":
+		return DefaultCPU, "the default: its plugin is installed; --backend go for the pure-Go backend"
+	case err == nil || strings.Contains(err.Error(), "no PJRT plugin named"):
+		return PureGo, "the default: no xla:cpu plugin installed (`make xla-cpu` installs one)"
+	}
+	return PureGo, "the default, since the installed xla:cpu plugin cannot be used: " + err.Error()
+}
+
+// Default returns the backend used when neither --backend nor $GOMLX_BACKEND is set: DefaultCPU
+// when its PJRT plugin is found and passes CheckPlugin, else PureGo. A plugin that is found but
+// unusable does not stop the command: the pure-Go backend runs and Describe says why.
+func Default() string {
+	cfg, _ := defaultChoice()
+	return cfg
+}
+
+// Resolve returns the backend configuration to use: flag, else $GOMLX_BACKEND, else Default().
 // A bare "go" (or "go:" options without parallelism/ops_sequential) gets parallelism=-1 added.
 func Resolve(flag string) string {
 	cfg := strings.TrimSpace(flag)
@@ -40,16 +72,47 @@ func Resolve(flag string) string {
 		cfg = strings.TrimSpace(os.Getenv(EnvVar))
 	}
 	if cfg == "" {
-		return Default
+		return Default()
 	}
+	return withParallelism(cfg)
+}
+
+// withParallelism adds parallelism=-1 to a pure-Go configuration that sets neither it nor
+// ops_sequential.
+func withParallelism(cfg string) string {
 	name, opts, _ := strings.Cut(cfg, ":")
 	if name == "go" && !strings.Contains(opts, "parallelism") && !strings.Contains(opts, "ops_sequential") {
 		if opts == "" {
-			return Default
+			return PureGo
 		}
 		return "go:parallelism=-1," + opts
 	}
 	return cfg
+}
+
+// Describe is the one line a command prints about the backend it runs on, for the --backend value
+// flag it was given: the configuration, its plugin file and PJRT C API version (XLA), and where the
+// choice came from (--backend, $GOMLX_BACKEND, or the default and why).
+func Describe(flag string) string {
+	cfg := Resolve(flag)
+	var what string
+	if name, _, _ := strings.Cut(cfg, ":"); name == "go" {
+		what = "pure Go"
+	} else if info, err := CheckPlugin(cfg); err == nil && info.Path != "" {
+		what = "PJRT plugin " + info.Path + ", C API " + info.API
+	} else {
+		what = "PJRT plugin chosen by GoMLX"
+	}
+	var from string
+	switch {
+	case strings.TrimSpace(flag) != "":
+		from = "--backend"
+	case strings.TrimSpace(os.Getenv(EnvVar)) != "":
+		from = "$" + EnvVar
+	default:
+		_, from = defaultChoice()
+	}
+	return fmt.Sprintf("backend: %s (%s; %s)", cfg, what, from)
 }
 
 // IsXLA says whether a configuration names GoMLX's XLA backend (or one of its aliases).

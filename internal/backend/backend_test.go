@@ -14,9 +14,9 @@ import (
 func TestResolve(t *testing.T) {
 	t.Setenv(EnvVar, "")
 	for _, c := range []struct{ flag, env, want string }{
-		{"", "", Default},
-		{"go", "", Default},
-		{"", "go", Default},
+		{"", "", Default()},
+		{"go", "", PureGo},
+		{"", "go", PureGo},
 		{"go:ops_sequential", "", "go:ops_sequential"},
 		{"go:dotgeneral_small", "", "go:parallelism=-1,dotgeneral_small"},
 		{"", "xla:cuda", "xla:cuda"},
@@ -29,9 +29,57 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// With no --backend and no $GOMLX_BACKEND, xla:cpu is used exactly when its plugin is found and
+// usable; otherwise the pure-Go backend, with the reason in the line every command prints.
+func TestDefault_XLACPUWhenItsPluginIsUsable(t *testing.T) {
+	found := func(string) (PluginInfo, error) { return PluginInfo{Name: "cpu", Path: "/p/pjrt_c_api_cpu_plugin.so", API: "0.115"}, nil }
+	missing := func(string) (PluginInfo, error) {
+		return PluginInfo{Name: "cpu"}, errors.New(`backend "xla:cpu": no PJRT plugin named "cpu" found: searched bin/xla`)
+	}
+	broken := func(string) (PluginInfo, error) {
+		return PluginInfo{Name: "cpu"}, errors.New(`backend "xla:cpu": cannot load PJRT plugin /p/x.so: truncated`)
+	}
+	for _, c := range []struct {
+		name     string
+		compiled bool
+		check    func(string) (PluginInfo, error)
+		want     string
+		why      string
+	}{
+		{"installed", true, found, DefaultCPU, "its plugin is installed"},
+		{"missing", true, missing, PureGo, "no xla:cpu plugin installed (`make xla-cpu`"},
+		{"broken", true, broken, PureGo, "cannot be used: backend \"xla:cpu\": cannot load PJRT plugin /p/x.so: truncated"},
+		{"noxla", false, found, PureGo, "built without XLA"},
+	} {
+		got, why := chooseDefault(c.compiled, c.check)
+		if got != c.want || !strings.Contains(why, c.why) {
+			t.Errorf("%s: chooseDefault = %q (%s), want %q (…%s…)", c.name, got, why, c.want, c.why)
+		}
+	}
+	// This process's own choice agrees with what CheckPlugin finds here.
+	want := PureGo
+	if info, err := CheckPlugin(DefaultCPU); err == nil && info.Path != "" && xlaCompiled {
+		want = DefaultCPU
+	}
+	t.Setenv(EnvVar, "")
+	if got := Resolve(""); got != want {
+		t.Errorf("Resolve(\"\") = %q, want %q", got, want)
+	}
+	if d := Describe(""); !strings.HasPrefix(d, "backend: "+want+" (") || !strings.Contains(d, "the default") {
+		t.Errorf("Describe(\"\") = %q", d)
+	}
+	if d := Describe("go"); d != "backend: "+PureGo+" (pure Go; --backend)" {
+		t.Errorf("Describe(\"go\") = %q", d)
+	}
+	t.Setenv(EnvVar, "go")
+	if d := Describe(""); d != "backend: "+PureGo+" (pure Go; $GOMLX_BACKEND)" {
+		t.Errorf("Describe with $GOMLX_BACKEND=go = %q", d)
+	}
+}
+
 func TestNewGoBackendKeepsStdoutClean(t *testing.T) {
 	saved := os.Stdout
-	b, err := New(Default)
+	b, err := New(PureGo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +117,7 @@ func TestCreateRestoresStdoutAndUnlocksOnEveryPath(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			b, err := New(Default)
+			b, err := New(PureGo)
 			if err == nil {
 				b.Finalize()
 			}
@@ -89,7 +137,7 @@ func TestCreateRestoresStdoutAndUnlocksOnEveryPath(t *testing.T) {
 // Every compilation through a backend from New is counted once, with its time; a shape already
 // compiled is not compiled again.
 func TestCompiledCountsCompilations(t *testing.T) {
-	b := MustNew(Default)
+	b := MustNew(PureGo)
 	defer b.Finalize()
 	exec, err := graph.NewExec(b, func(x *graph.Node) *graph.Node { return graph.MulScalar(x, 2) })
 	if err != nil {
@@ -120,8 +168,8 @@ func TestCompiledCountsCompilations(t *testing.T) {
 
 func TestForTests(t *testing.T) {
 	for _, c := range []struct{ env, want string }{
-		{"", Default},
-		{"go", Default},
+		{"", PureGo},
+		{"go", PureGo},
 		{" xla:cpu ", "xla:cpu"},
 		{"go:ops_sequential", "go:ops_sequential"},
 	} {

@@ -8,18 +8,18 @@ import (
 )
 
 // TestEnv names the backend the numerics-bearing tests run on (e.g. "xla:cpu"); unset, they run
-// on Default. Tests read it only through ForTests, so that one variable moves every such test
+// on the pure-Go backend (PureGo), whatever plugin is installed. Tests read it only through ForTests, so that one variable moves every such test
 // (`POSTTRAIN_TEST_BACKEND=xla:cpu go test ./models/qwen2`, `make unit-xla`); $GOMLX_BACKEND is
 // deliberately not read, so a shell's setting for the CLI does not change what `go test` checks.
 const TestEnv = "POSTTRAIN_TEST_BACKEND"
 
 // ForTests returns the backend configuration for tests: $POSTTRAIN_TEST_BACKEND resolved as a
-// --backend flag would be (a bare "go" gets parallelism=-1), else Default.
+// --backend flag would be (a bare "go" gets parallelism=-1), else PureGo.
 func ForTests() string {
 	if cfg := strings.TrimSpace(os.Getenv(TestEnv)); cfg != "" {
 		return Resolve(cfg)
 	}
-	return Default
+	return PureGo
 }
 
 // MustNewForTests is MustNew(ForTests()): the backend of a test. A named backend that cannot be

@@ -21,7 +21,7 @@ const tinyModel = "../../models/testdata/qwen2-tiny/model"
 // load loads the tiny checkpoint on the pure-Go backend.
 func load(t *testing.T, workload string, dtype dtypes.DType, training bool) *Env {
 	t.Helper()
-	env, err := Load(context.Background(), LoadOptions{Model: tinyModel, DType: dtype, Backend: backend.Default,
+	env, err := Load(context.Background(), LoadOptions{Model: tinyModel, DType: dtype, Backend: backend.PureGo,
 		Workload: workload, Training: training})
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func load(t *testing.T, workload string, dtype dtypes.DType, training bool) *Env
 }
 
 func TestWarmupNewTokens_KeepsTheCacheBucket(t *testing.T) {
-	pureGo := backend.MustNew(backend.Default)
+	pureGo := backend.MustNew(backend.PureGo)
 	for _, b := range []backends.Backend{nil, pureGo} { // nil: a compiling backend's buckets
 		for _, c := range []struct{ plen, n, want int }{{64, 64, 2}, {8, 8, 2}, {5, 4, 2}, {64, 200, 193}, {100, 30, 2}} {
 			got := WarmupNewTokens(b, c.plen, c.n)

@@ -12,7 +12,7 @@ import (
 
 func loadLoRA(tb testing.TB, dtype dtypes.DType, c *lora.Config) *Env {
 	tb.Helper()
-	env, err := Load(context.Background(), LoadOptions{Model: tinyModel, DType: dtype, Backend: backend.Default,
+	env, err := Load(context.Background(), LoadOptions{Model: tinyModel, DType: dtype, Backend: backend.PureGo,
 		Workload: "sft", Training: true, LoRA: c})
 	if err != nil {
 		tb.Fatal(err)

@@ -13,7 +13,7 @@ func TestBuckets(t *testing.T) {
 			t.Errorf("BucketLen(%d) = %d, want %d", c[0], got, c[1])
 		}
 	}
-	pureGo := backend.MustNew(backend.Default)
+	pureGo := backend.MustNew(backend.PureGo)
 	for _, c := range [][3]int{{1, 8, 8}, {8, 8, 8}, {9, 16, 16}, {20, 32, 32}, {33, 64, 64}, {65, 128, 96}, {200, 256, 224}, {256, 256, 256}, {257, 384, 384}} {
 		if got := PromptBucket(nil, c[0]); got != c[1] {
 			t.Errorf("PromptBucket(compiling backend, %d) = %d, want %d", c[0], got, c[1])

@@ -46,8 +46,9 @@ type Model interface {
 // WeightPreparer is implemented by a Model that derives tensors from the weights for its prompt
 // pass and decode step (qwen2.Arch: the pure-Go backend's layout of the projection weights). The
 // Generator calls PrepareWeights with its context, its backend and the rows of the coming decode
-// steps (the batch bucket) at the start of every cached generation, before the prompt pass (its
-// time counts in Stats.Prefill), so that weights a trainer updated between calls are seen.
+// steps (the batch bucket) at the start of every generation, cached or not, before the prompt pass
+// (its time counts in Stats.Prefill), so that weights a trainer updated between calls are seen
+// and the uncached reference multiplies by what the cached path does.
 type WeightPreparer interface {
 	PrepareWeights(ctx *context.Context, b backends.Backend, rows int) error
 }

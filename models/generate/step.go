@@ -61,12 +61,22 @@ type cachedStepper struct {
 	keepCaches bool
 }
 
+// prepareWeights lets a model that keeps product copies of its weights (WeightPreparer) make or
+// refresh them for a batch of rows, before the cached path's prompt pass and the uncached one's
+// first step alike, so that both multiply by the same weights.
+func (g *Generator) prepareWeights(rows int) error {
+	if p, ok := g.model.(WeightPreparer); ok {
+		if err := p.PrepareWeights(g.ctx, g.backend, rows); err != nil {
+			return g.errorf("%w", err)
+		}
+	}
+	return nil
+}
+
 func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
 	g := s.g
-	if p, ok := g.model.(WeightPreparer); ok {
-		if err := p.PrepareWeights(g.ctx, g.backend, len(ids)); err != nil {
-			return nil, nil, g.errorf("%w", err)
-		}
+	if err := g.prepareWeights(len(ids)); err != nil {
+		return nil, nil, err
 	}
 	exec, err := g.exec(execKey{graph: "prefill", mode: s.mode}, func(ctx *context.Context, nodes named.Inputs) named.List[*Node] {
 		in := named.Bind[prefillInputs[*Node]](nodes)
@@ -193,6 +203,9 @@ type fullStepper struct {
 }
 
 func (s *fullStepper) start(ids, _, mask, _ [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
+	if err := s.g.prepareWeights(len(ids)); err != nil {
+		return nil, nil, err
+	}
 	for r := range ids {
 		s.ids, s.mask = append(s.ids, slices.Clone(ids[r])), append(s.mask, slices.Clone(mask[r]))
 	}

@@ -58,9 +58,13 @@ func (a Arch) Decode(ctx *context.Context, tok, pos *Node, cache *generate.Cache
 }
 
 // LastLogits is the uncached reference: the full forward pass over ids [B,S] and the logits at
-// position last [B] (int32) of each row [B,V].
+// position last [B] (int32) of each row [B,V]. It multiplies by the same prepared weights as
+// Prefill and Decode (readsDecodeLayout: the pure-Go decode layouts where a product fits them, the
+// float32 copies of bfloat16 weights on XLA's CPU backend), so that the cached and uncached paths
+// differ only in the cache.
 func (a Arch) LastLogits(ctx *context.Context, ids, pos, mask, last *Node) *Node {
 	cfg := a.Config
+	readsDecodeLayout(ctx, ids.Graph())
 	h := Hidden(ctx, cfg, ids, pos, mask)                            // [B,S,D]
 	at := Stack([]*Node{Iota(h.Graph(), last.Shape(), 0), last}, -1) // [B,2]: (row, position)
 	return Logits(ctx, cfg, Gather(h, at))                           // [B,V]
