@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
@@ -24,7 +25,7 @@ var familyDirs = []string{"../testdata/qwen3-tiny", "../testdata/llama-tiny", ".
 // reference's (which are the same with and without its own cache).
 func TestGenerate_FamiliesGreedyMatchReference(t *testing.T) {
 	for _, dir := range familyDirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) { checkGreedyMatches(t, dir) })
+		t.Run(filepath.Base(dir), func(t *testing.T) { checkGreedyMatches(t, dir, false) })
 	}
 }
 
@@ -43,13 +44,22 @@ var hfFamilyDirs = []string{
 // single row (8: past Gemma 3's window of 4).
 func TestGenerate_HFFamiliesGreedyMatchTransformers(t *testing.T) {
 	for _, dir := range hfFamilyDirs {
-		t.Run(filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir), func(t *testing.T) { checkGreedyMatches(t, dir) })
+		t.Run(filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir), func(t *testing.T) {
+			// XLA compiles each prompt, step and uncached graph for seconds: the 12 fixtures took
+			// 218 s on xla:cpu (1.4 s on the pure-Go backend); there the transformers 5.24.0 set
+			// (every family) runs, the 4.57.6 one differing only in config form and weights.
+			if !backend.IsPureGo(generate.TestBackendOrSkip(t)) && filepath.Base(filepath.Dir(dir)) != "hf-5.24.0" {
+				t.Skipf("on %q only the hf-5.24.0 set runs (all of them on the pure-Go backend)", backend.ForTests())
+			}
+			checkGreedyMatches(t, dir, !backend.IsPureGo(generate.TestBackendOrSkip(t)))
+		})
 	}
 }
 
 // checkGreedyMatches loads the fixture in dir in float32 and compares the generator's greedy
-// tokens and log-probs, cached and uncached, with expected/{left_pad,single}.float64.json.
-func checkGreedyMatches(t *testing.T, dir string) {
+// tokens and log-probs, cached and uncached, with expected/{left_pad,single}.float64.json
+// (leftPadOnly: left_pad only).
+func checkGreedyMatches(t *testing.T, dir string, leftPadOnly bool) {
 	t.Helper()
 	cfg, err := qwen2.ReadConfig(filepath.Join(dir, "model"))
 	if err != nil {
@@ -61,7 +71,11 @@ func checkGreedyMatches(t *testing.T, dir string) {
 	}
 	g := generate.NewGenerator(generate.TestBackendOrSkip(t), ctx, qwen2.Arch{Config: cfg})
 	t.Cleanup(g.Finalize)
-	for _, name := range []string{"left_pad", "single"} {
+	names := []string{"left_pad", "single"}
+	if leftPadOnly {
+		names = names[:1]
+	}
+	for _, name := range names {
 		want := readFamilyGeneration(t, dir, name)
 		if !slices.EqualFunc(want.TokensCache, want.TokensNoCache, slices.Equal) {
 			t.Fatalf("%s: reference cached %v and uncached %v differ", name, want.TokensCache, want.TokensNoCache)
