@@ -24,7 +24,7 @@ For the transformers version of the running interpreter (a set per version: SETS
 
   .venv-reference/trl-1/bin/python scripts/reference/hf_families.py      # transformers 5.24.0: models/testdata/hf-5.24.0
   .venv-reference/trl-0.24/bin/python scripts/reference/hf_families.py   # transformers 4.57.6: models/testdata/hf-4.57.6
-  ... hf_families.py --out DIR     # write the set under DIR/hf-VERSION instead (make reference-check)
+  ... hf_families.py --out DIR     # write DIR/models/testdata/hf-VERSION instead (make reference-check)
 
 One CPU thread (one summation order): rerunning rewrites every file byte for byte.
 """
@@ -47,7 +47,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the repository
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_checkpoints import draw  # noqa: E402
 
-TESTDATA = Path(__file__).resolve().parents[2] / "models" / "testdata"
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 V = 256  # vocabulary of every fixture: ids of the batches below are < V
 COMMON = dict(vocab_size=V, bos_token_id=250, eos_token_id=251, attention_dropout=0.0)
@@ -186,9 +186,8 @@ AttentionMaskInterface.register("eager_float64", eager_mask)
 
 
 def load(model_dir, dtype):
-    kw = {"dtype": dtype} if transformers.__version__.startswith("5.") else {"torch_dtype": dtype}
     attn = "eager_float64" if dtype == torch.float64 else "eager"
-    model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation=attn, **kw)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation=attn, dtype=dtype)
     model.eval()  # dropout is 0 anyway
     return model
 
@@ -283,13 +282,14 @@ def expected(model_dir, input_path, dtype_name):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=str(TESTDATA), help="the folder to write hf-VERSION/ under (default models/testdata)")
+    ap.add_argument("--out", default=str(ROOT),
+                    help="the tree to write models/testdata/hf-VERSION/ under (default: the repository)")
     args = ap.parse_args()
     torch.set_num_threads(1)  # one summation order
     version = transformers.__version__
     if version not in SETS:
         sys.exit(f"hf_families.py: transformers {version} has no set here (sets: {', '.join(SETS)})")
-    root = Path(args.out) / f"hf-{version}"
+    root = Path(args.out) / "models" / "testdata" / f"hf-{version}"
     for name, spec in SETS[version].items():
         fix = root / name
         build(name, spec, fix)
