@@ -141,6 +141,17 @@ bench:
 reference-env:
 	scripts/reference-env.sh
 
+# reference: regenerate, from the pinned venvs of reference-env, every golden that they make
+# (the generators listed in scripts/reference/run.sh; which golden comes from which library and
+# version: scripts/reference/README.md). reference-check: regenerate them into a temporary tree
+# and fail on any difference from the committed files.
+.PHONY: reference reference-check
+reference:
+	scripts/reference/run.sh
+
+reference-check:
+	scripts/reference/run.sh --check
+
 # bench-go: every Go benchmark once (BenchmarkCPU's 0.5B decode included).
 .PHONY: bench-go
 bench-go:

@@ -29,6 +29,9 @@ type Family struct {
 	Gemma3 bool
 	// RopeTypes are the rope_scaling types the family accepts; nil means RopeTypes.
 	RopeTypes []string
+	// DefaultPadTokenID is the configuration class's pad_token_id when config.json has none
+	// (Gemma3TextConfig 0, SmolLM3Config 128004); nil: none (PretrainedConfig's None).
+	DefaultPadTokenID *int
 }
 
 // Families are the supported model_type values, after transformers' modeling_qwen2.py,
@@ -41,9 +44,9 @@ var Families = map[string]Family{
 	"gemma3_text": {Architecture: "Gemma3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 256,
 		Gemma3: true, RopeTypes: []string{"default", "linear"},
 		// modeling_gemma3.py: Gemma3ForSequenceClassification is the multimodal model's.
-		Classifier: "Gemma3TextForSequenceClassification"},
+		Classifier: "Gemma3TextForSequenceClassification", DefaultPadTokenID: intPtr(0)},
 	// SmolLM3: a Llama with NoPE layers (Config.NoRopeLayers, UsesRope).
-	"smollm3": {Architecture: "SmolLM3ForCausalLM", AttentionBiasField: true, MLPBiasField: true},
+	"smollm3": {Architecture: "SmolLM3ForCausalLM", AttentionBiasField: true, MLPBiasField: true, DefaultPadTokenID: intPtr(128004)},
 }
 
 // ModelTypes lists the supported model_type values, sorted.
@@ -80,6 +83,24 @@ func modelTypeName(data []byte) string {
 	}
 	_ = json.Unmarshal(data, &m)
 	return (&Config{ModelType: m.ModelType}).errName()
+}
+
+func intPtr(v int) *int { return &v }
+
+// PaddingIdx is the padding_idx transformers gives the family's embedding,
+// nn.Embedding(vocab_size, hidden_size, padding_idx=pad_token_id) in every modeling file here:
+// config.json's pad_token_id, else the family's DefaultPadTokenID. ok is false without one, and
+// for an id outside the vocabulary (which transformers refuses to build; such a tiny config has no
+// padding row here).
+func (c *Config) PaddingIdx() (pad int, ok bool) {
+	p := c.PadTokenID
+	if p == nil {
+		p = c.Family().DefaultPadTokenID
+	}
+	if p == nil || *p < 0 || *p >= c.VocabSize {
+		return 0, false
+	}
+	return *p, true
 }
 
 // OBias reports whether o_proj carries a bias (attention_bias; never in Qwen2).

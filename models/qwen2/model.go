@@ -139,8 +139,8 @@ func Decoder(ctx *context.Context, cfg *Config, ids, pos, allowed *Node, kv KVFu
 // DecoderMasks is Decoder with the allowed keys of each kind of layer given (LayerMasks).
 func DecoderMasks(ctx *context.Context, cfg *Config, ids, pos *Node, masks LayerMasks, kv KVFunc) *Node {
 	ctx = ctx.Reuse().In("model")
-	x := Gather(embedding(ctx, cfg, ids.Graph()), ExpandAxes(ids, -1)) // [B,S,D]
-	x = scaleEmbeddings(cfg, x)                                        // Gemma 3: ·√D
+	x := embedLookup(ctx, cfg, ids) // [B,S,D]
+	x = scaleEmbeddings(cfg, x)     // Gemma 3: ·√D
 	cos, sin := Rotary(cfg, pos, x.DType())
 	allowed := masks.Full
 	var local [2]*Node // Gemma 3's sliding layers' RoPE
@@ -167,6 +167,20 @@ func embedding(ctx *context.Context, cfg *Config, g *Graph) *Node {
 		dtype = v.DType()
 	}
 	return weight(ctx, g, "weight", dtype, cfg.VocabSize, cfg.HiddenSize)
+}
+
+// embedLookup is transformers' nn.Embedding(vocab_size, hidden_size, padding_idx) on ids [B,S] →
+// [B,S,D]: the rows of model.embed_tokens.weight, where the rows looked up for the padding index
+// (Config.PaddingIdx) pass no gradient back to the weight, as torch's embedding backward skips
+// padding_idx. Only the lookup's: a tied LM head still sends that row its gradient (Logits).
+func embedLookup(ctx *context.Context, cfg *Config, ids *Node) *Node {
+	x := Gather(embedding(ctx, cfg, ids.Graph()), ExpandAxes(ids, -1)) // [B,S,D]
+	pad, ok := cfg.PaddingIdx()
+	if !ok {
+		return x
+	}
+	isPad := BroadcastToDims(ExpandAxes(Equal(ids, Scalar(ids.Graph(), ids.DType(), pad)), -1), x.Shape().Dimensions...) // [B,S,D]
+	return Where(isPad, StopGradient(x), x)
 }
 
 // AttentionMask is causal attention restricted to real keys: mask [B,S] (1 = token, 0 = pad) →

@@ -70,6 +70,7 @@ type expected struct {
 	Grad        struct {
 		L2       map[string]float64 `json:"l2"`
 		GlobalL2 float64            `json:"global_l2"`
+		PadRowL2 *float64           `json:"pad_row_l2"` // hf_families.py's: row pad_token_id of model.embed_tokens.weight
 	} `json:"grad"`
 }
 

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `make reference` and `make reference-check`: the goldens made by the pinned reference venvs
+# (`make reference-env`; scripts/reference/README.md, "Goldens").
+#
+#   scripts/reference/run.sh           # regenerate every golden below in place
+#   scripts/reference/run.sh --check   # regenerate them into a temporary tree; fail on any difference
+#
+# GENERATORS has one line per generator: the venv it runs in, the paths it writes (relative to the
+# repository; --check compares each with `diff -r`, so a missing, extra or changed file fails), and
+# the script. Every script takes `--out TREE` and writes its files at their repository paths under
+# TREE (default: the repository), deterministically (fixed seeds, one thread, stable JSON).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+venvs=${REFERENCE_VENV_DIR:-.venv-reference}
+
+GENERATORS=(
+	"trl-1    models/testdata/hf-5.24.0  scripts/reference/hf_families.py"
+	"trl-0.24 models/testdata/hf-4.57.6  scripts/reference/hf_families.py"
+)
+
+check=false
+case "${1:-}" in
+--check) check=true ;;
+"") ;;
+*) echo "usage: $0 [--check]" >&2; exit 2 ;;
+esac
+
+tree=.
+if $check; then
+	tree=$(mktemp -d)
+	trap 'rm -rf "$tree"' EXIT
+fi
+failed=0
+for g in "${GENERATORS[@]}"; do
+	read -r venv paths script <<<"$g"
+	py=$venvs/$venv/bin/python
+	if [ ! -x "$py" ]; then
+		echo "reference: $py is missing: run make reference-env" >&2
+		exit 1
+	fi
+	echo "reference: $venv: $script → $paths" >&2
+	"$py" "$script" --out "$tree" 2> >(grep -v "right-padding was detected" >&2)
+	if $check; then
+		for p in ${paths//,/ }; do
+			if ! diff -r "$tree/$p" "$p" >/dev/null; then
+				echo "reference-check: $p differs from what $script writes in $venv:" >&2
+				diff -rq "$tree/$p" "$p" >&2 || true
+				failed=1
+			fi
+		done
+	fi
+done
+if $check; then
+	[ "$failed" = 0 ] && echo "reference-check: every golden regenerated identically" >&2
+	exit "$failed"
+fi
