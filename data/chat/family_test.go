@@ -21,6 +21,7 @@ type familyRender struct {
 	Name                string  `json:"name"`
 	AddGenerationPrompt bool    `json:"add_generation_prompt"`
 	Rendered            *string `json:"rendered"`
+	IDs                 []int   `json:"ids"` // apply_chat_template(tokenize=True)
 	Error               *string `json:"error"`
 }
 
@@ -53,6 +54,7 @@ func TestRender_FamiliesMatchHFJinja(t *testing.T) {
 		t.Fatalf("hf_families.json: %d renderings, want 28", len(golden))
 	}
 	tpls := map[string]*chat.Template{}
+	toks := map[string]*tokenizer.BPE{}
 	for _, g := range golden {
 		tpl := tpls[g.Family]
 		if tpl == nil {
@@ -73,6 +75,18 @@ func TestRender_FamiliesMatchHFJinja(t *testing.T) {
 			t.Errorf("%s %s (generation prompt %v): %v", g.Family, g.Name, g.AddGenerationPrompt, err)
 		case got != *g.Rendered:
 			t.Errorf("%s %s (generation prompt %v):\n got %q\nwant %q", g.Family, g.Name, g.AddGenerationPrompt, got, *g.Rendered)
+		default:
+			tok := toks[g.Family]
+			if tok == nil {
+				var err error
+				if tok, err = tokenizer.Load("../tokenizer/testdata/" + g.Family); err != nil {
+					t.Fatal(err)
+				}
+				toks[g.Family] = tok
+			}
+			if ids := tok.Encode(got); !slices.Equal(ids, g.IDs) || len(g.IDs) == 0 {
+				t.Errorf("%s %s (generation prompt %v): ids\n got %v\nwant %v", g.Family, g.Name, g.AddGenerationPrompt, ids, g.IDs)
+			}
 		}
 	}
 }

@@ -163,6 +163,12 @@ func TestFamily_Fuzz(t *testing.T) {
 					}
 				}
 			}
+			// transformers' decode cleans up spaces for Llama 3 (clean_up_tokenization_spaces),
+			// on some of the random sequences; the others decode as tokenizers does.
+			n := checkDecodeText(t, tok, g.Decode)
+			if wantClean := tok.Config().CleanUpTokenizationSpaces; (n > 0) != wantClean {
+				t.Errorf("%d sequences where transformers' decode differs from tokenizers', clean_up_tokenization_spaces %v", n, wantClean)
+			}
 		})
 	}
 }

@@ -82,6 +82,15 @@ func (t *HF) Encode(text string) []int {
 	return toInts(ids)
 }
 
+// EncodeSpecial is Encode with the special tokens the file's post-processor adds (HuggingFace's
+// encode with add_special_tokens=True), as BPE.EncodeSpecial. Rust runs the tokenizer.json's
+// post-processor as it is: transformers' rebuild from tokenizer_config.json's add_bos_token /
+// add_eos_token (Llama and Gemma tokenizer classes) is not applied.
+func (t *HF) EncodeSpecial(text string) []int {
+	ids, _ := t.withAdded.Encode(text, true)
+	return toInts(ids)
+}
+
 // EncodePlain implements Tokenizer.
 func (t *HF) EncodePlain(text string) []int {
 	ids, _ := t.plain.Encode(text, false)

@@ -115,8 +115,10 @@ func (t *BPE) encode(text string, withAdded bool) []int {
 // (Llama 3 and Gemma 3 prepend their BOS; Qwen adds nothing). Do not use it on a rendered chat
 // template that writes bos_token itself: the BOS would be doubled.
 func (t *BPE) EncodeSpecial(text string) []int {
-	ids := append([]int(nil), t.prefix...)
-	ids = append(ids, t.Encode(text)...)
+	body := t.Encode(text)
+	ids := make([]int, 0, len(t.prefix)+len(body)+len(t.suffix)) // never nil: "" gives [], as HF does
+	ids = append(ids, t.prefix...)
+	ids = append(ids, body...)
 	return append(ids, t.suffix...)
 }
 
