@@ -17,7 +17,9 @@
 #   bash scripts/hftokenizers/build.sh --relock   # re-resolve Cargo.lock from the module's lock
 #
 # The build is skipped when bin/hftokenizers/libtokenizers.a exists and its stamp (sha256 of the
-# module version, the edited Cargo.toml, Cargo.lock and this script) matches.
+# module version, the edited Cargo.toml, Cargo.lock and this script) matches, or when the cache
+# (HFTOKENIZERS_CACHE, default ~/.cache/posttrain/hftokenizers; a fresh clone, such as CI's, finds
+# there what an earlier build on the machine left) holds a library with that stamp.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -59,12 +61,20 @@ fi
 cp "$HERE/Cargo.lock" "$src/Cargo.lock"
 
 stamp=$( { echo "$mod_version"; cat "$src/Cargo.toml" "$HERE/Cargo.lock" "$0"; } | sha256sum | cut -d' ' -f1)
+cache=${HFTOKENIZERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/posttrain/hftokenizers}/$stamp
 if [ -f "$OUT/libtokenizers.a" ] && [ "$(cat "$OUT/stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "hftokenizers: $OUT/libtokenizers.a is up to date (daulet/tokenizers $mod_version)"
+  exit 0
+fi
+if [ -f "$cache/libtokenizers.a" ]; then
+  cp "$cache/libtokenizers.a" "$OUT/libtokenizers.a"
+  echo "$stamp" > "$OUT/stamp"
+  echo "hftokenizers: $OUT/libtokenizers.a from the cache $cache (daulet/tokenizers $mod_version)"
   exit 0
 fi
 start=$(date +%s)
 (cd "$src" && CARGO_TARGET_DIR="$PWD/../target" cargo build --release --locked --lib)
 cp "$OUT/target/release/libtokenizers.a" "$OUT/libtokenizers.a"
 echo "$stamp" > "$OUT/stamp"
+mkdir -p "$cache" && cp "$OUT/libtokenizers.a" "$cache/libtokenizers.a.tmp" && mv "$cache/libtokenizers.a.tmp" "$cache/libtokenizers.a"
 echo "hftokenizers: built $OUT/libtokenizers.a for daulet/tokenizers $mod_version in $(( $(date +%s) - start )) s"
