@@ -12,9 +12,11 @@ import (
 )
 
 // The chat templates of Llama 3.1 and Gemma 3 (their tokenizer_config.json, copied into
-// data/tokenizer/testdata/<family>/) render byte-identically to @huggingface/jinja
-// (testdata/hf_families.json, written by testdata/gen_families.js), and the rendered
-// conversations tokenize with exactly one BOS: both templates write bos_token themselves.
+// data/tokenizer/testdata/<family>/) render byte-identically to transformers'
+// apply_chat_template, and the rendered text encodes to its tokenize=True ids
+// (testdata/hf_families.json, written by scripts/reference/tokenizer_goldens.py; @huggingface/jinja
+// gives the same texts, testdata/gen_families.js), and the rendered conversations tokenize with
+// exactly one BOS: both templates write bos_token themselves.
 
 type familyRender struct {
 	Family              string  `json:"family"`

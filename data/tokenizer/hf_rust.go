@@ -11,8 +11,8 @@ import (
 )
 
 // HF is the Tokenizer interface backed by HuggingFace's Rust `tokenizers` library through
-// github.com/daulet/tokenizers (build tag hftokenizers; linking needs its libtokenizers.a, e.g.
-// CGO_LDFLAGS=-L/path/to/lib). Encode, EncodePlain and Decode run in Rust; the vocabulary
+// github.com/daulet/tokenizers (build tag hftokenizers; linking needs its libtokenizers.a: `make
+// hftokenizers` builds it into bin/hftokenizers, then CGO_LDFLAGS=-L$PWD/bin/hftokenizers). Encode, EncodePlain and Decode run in Rust; the vocabulary
 // lookups, which that binding does not expose, come from the pure-Go tables of the same file.
 type HF struct {
 	withAdded *hf.Tokenizer // the file as is
