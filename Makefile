@@ -144,13 +144,38 @@ reference-env:
 # reference: regenerate, from the pinned venvs of reference-env, every golden that they make
 # (the generators listed in scripts/reference/run.sh; which golden comes from which library and
 # version: scripts/reference/README.md). reference-check: regenerate them into a temporary tree
-# and fail on any difference from the committed files.
+# and fail on any difference from the committed files. Both run the tokenizer goldens' generator
+# too (reference-tokenizers below).
 .PHONY: reference reference-check
-reference:
+reference: reference-tokenizers
 	scripts/reference/run.sh
 
-reference-check:
+reference-check: reference-tokenizers-check
 	scripts/reference/run.sh --check
+
+# hftokenizers: daulet/tokenizers' Rust static library (the version go.mod pins) built with cargo
+# from crates.io at scripts/hftokenizers/Cargo.lock, into bin/hftokenizers/libtokenizers.a; kept
+# (and cached across clones) while its stamp matches (docs/tokenizers.md, "HuggingFace's Rust
+# library"). test-hftokenizers links it into the `-tags hftokenizers` build and runs the parity
+# tests: the Rust library against every family's goldens and against the pure-Go tokenizer.
+HFTOKENIZERS_LIB := $(CURDIR)/bin/hftokenizers
+.PHONY: hftokenizers test-hftokenizers
+hftokenizers:
+	bash scripts/hftokenizers/build.sh
+
+test-hftokenizers: hftokenizers
+	CGO_LDFLAGS="-L$(HFTOKENIZERS_LIB)" $(GO) test -count=1 -tags hftokenizers -run '^TestHF_' -v ./data/tokenizer/
+
+# reference-tokenizers: the tokenizer and chat-template goldens of data/tokenizer and data/chat
+# from Python tokenizers and transformers in the pinned venv (make reference-env);
+# reference-tokenizers-check regenerates them in memory and fails on any difference.
+REFERENCE_PY := .venv-reference/trl-0.24/bin/python
+.PHONY: reference-tokenizers reference-tokenizers-check
+reference-tokenizers:
+	$(REFERENCE_PY) scripts/reference/tokenizer_goldens.py
+
+reference-tokenizers-check:
+	$(REFERENCE_PY) scripts/reference/tokenizer_goldens.py --check
 
 # bench-go: every Go benchmark once (BenchmarkCPU's 0.5B decode included).
 .PHONY: bench-go

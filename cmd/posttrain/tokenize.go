@@ -1,7 +1,9 @@
 package main
 
 // `posttrain tokenize`: text → token ids (one JSON string per input line → one JSON array per
-// output line) and, with --decode, ids → text, exactly as HuggingFace's tokenizer does.
+// output line) and, with --decode, ids → text, exactly as HuggingFace's tokenizer does. By
+// default it is tokenizer.encode(text, add_special_tokens=False); --add-special-tokens gives
+// transformers' default encode, with what the post-processor adds (the BOS of Llama 3 and Gemma 3).
 
 import (
 	"bufio"
@@ -24,6 +26,7 @@ type tokenizeConfig struct {
 	Input         string // "" or "-": standard input
 	Decode        bool   // ids → text
 	NoAddedTokens bool   // encode without matching added tokens (HF ids_plain)
+	AddSpecial    bool   // encode: add the post-processor's special tokens (HF add_special_tokens=True)
 	SkipSpecial   bool   // decode: drop special tokens
 }
 
@@ -36,6 +39,7 @@ func init() {
 			&cli.StringFlag{Name: "input", Usage: "input file (default: standard input)"},
 			&cli.BoolFlag{Name: "decode", Usage: "read a JSON array of ids per line and print the decoded JSON string"},
 			&cli.BoolFlag{Name: "no-added-tokens", Usage: "encode: do not match added tokens such as <|im_end|> in the text"},
+			&cli.BoolFlag{Name: "add-special-tokens", Usage: "encode: add the special tokens the tokenizer's post-processor adds (the BOS of Llama 3 and Gemma 3), as transformers' default encode does"},
 			&cli.BoolFlag{Name: "skip-special-tokens", Usage: "decode: drop special tokens"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -43,9 +47,17 @@ func init() {
 				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
 			}
 			c := tokenizeConfig{Tokenizer: cmd.String("tokenizer"), Input: cmd.String("input"), Decode: cmd.Bool("decode"),
-				NoAddedTokens: cmd.Bool("no-added-tokens"), SkipSpecial: cmd.Bool("skip-special-tokens")}
-			if c.Decode && c.NoAddedTokens {
-				return usageError{fmt.Errorf("%s: --no-added-tokens applies to encoding, not --decode", cmd.FullName())}
+				NoAddedTokens: cmd.Bool("no-added-tokens"), AddSpecial: cmd.Bool("add-special-tokens"), SkipSpecial: cmd.Bool("skip-special-tokens")}
+			for _, f := range []struct {
+				name string
+				on   bool
+			}{{"--no-added-tokens", c.NoAddedTokens}, {"--add-special-tokens", c.AddSpecial}} {
+				if c.Decode && f.on {
+					return usageError{fmt.Errorf("%s: %s applies to encoding, not --decode", cmd.FullName(), f.name)}
+				}
+			}
+			if c.NoAddedTokens && c.AddSpecial {
+				return usageError{fmt.Errorf("%s: --add-special-tokens and --no-added-tokens cannot be combined (the special tokens are added tokens)", cmd.FullName())}
 			}
 			if !c.Decode && c.SkipSpecial {
 				return usageError{fmt.Errorf("%s: --skip-special-tokens applies to --decode only", cmd.FullName())}
@@ -132,8 +144,11 @@ func convertLine(tok *tokenizer.BPE, c tokenizeConfig, line []byte) (any, error)
 	if err := json.Unmarshal(line, &text); err != nil {
 		return nil, fmt.Errorf("want a JSON string: %w", err)
 	}
-	if c.NoAddedTokens {
+	switch {
+	case c.NoAddedTokens:
 		return tok.EncodePlain(text), nil
+	case c.AddSpecial:
+		return tok.EncodeSpecial(text), nil
 	}
 	return tok.Encode(text), nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,22 +18,27 @@ import (
 // The tokenizer and its golden ids live with the package (data/tokenizer/testdata, see its README).
 var tokenizerTestdata = filepath.Join("..", "..", "data", "tokenizer", "testdata")
 
-// runTokenizeCLI runs `posttrain tokenize` in-process with stdin and returns stdout.
+// runTokenizeCLI runs `posttrain tokenize` in-process with stdin and returns stdout; the
+// tokenizer is Qwen3's unless args name one.
 func runTokenizeCLI(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	app := newApp()
 	app.Reader, app.Writer, app.ErrWriter = strings.NewReader(stdin), &out, io.Discard
-	args = append([]string{"posttrain", "tokenize", "--tokenizer", filepath.Join(tokenizerTestdata, "tokenizer.json.gz")}, args...)
+	if !slices.Contains(args, "--tokenizer") {
+		args = append([]string{"--tokenizer", filepath.Join(tokenizerTestdata, "tokenizer.json.gz")}, args...)
+	}
+	args = append([]string{"posttrain", "tokenize"}, args...)
 	err := app.Run(context.Background(), args)
 	return out.String(), err
 }
 
 type tokenizeGolden struct {
-	Text     string `json:"text"`
-	IDs      []int  `json:"ids"`
-	IDsPlain []int  `json:"ids_plain"`
-	Decoded  string `json:"decoded"`
+	Text       string `json:"text"`
+	IDs        []int  `json:"ids"`
+	IDsPlain   []int  `json:"ids_plain"`
+	IDsSpecial []int  `json:"ids_special"` // transformers' default encode (add_special_tokens=True)
+	Decoded    string `json:"decoded"`
 }
 
 // jsonLines marshals each value on its own line, as the command prints them.
@@ -48,29 +54,80 @@ func jsonLines(t *testing.T, n int, value func(i int) any) string {
 	return b.String()
 }
 
-// All 415 golden strings through the CLI: ids, ids without added tokens, and back to text.
-func TestTokenize_Golden(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(tokenizerTestdata, "golden.json"))
+// readTokenizeGolden reads the cases of a golden file of data/tokenizer/testdata (gzipped or not).
+func readTokenizeGolden(t *testing.T, file string) []tokenizeGolden {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(tokenizerTestdata, file))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.HasSuffix(file, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, err = io.ReadAll(zr); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var g struct{ Cases []tokenizeGolden }
 	if err := json.Unmarshal(data, &g); err != nil {
 		t.Fatal(err)
 	}
-	cs := g.Cases
+	if len(g.Cases) == 0 {
+		t.Fatalf("%s: no cases", file)
+	}
+	return g.Cases
+}
+
+// All 415 golden strings through the CLI: ids, ids without added tokens, transformers' default
+// encode (--add-special-tokens: nothing added for Qwen), and back to text.
+func TestTokenize_Golden(t *testing.T) {
+	cs := readTokenizeGolden(t, "golden.json")
 	texts := jsonLines(t, len(cs), func(i int) any { return cs[i].Text })
-	for _, tt := range []struct {
-		name, stdin string
-		args        []string
-		want        string
-	}{
+	checkTokenizeCLI(t, "tokenizer.json.gz", []tokenizeRun{
 		{"encode", texts, nil, jsonLines(t, len(cs), func(i int) any { return cs[i].IDs })},
 		{"no added tokens", texts, []string{"--no-added-tokens"}, jsonLines(t, len(cs), func(i int) any { return cs[i].IDsPlain })},
+		{"add special tokens", texts, []string{"--add-special-tokens"}, jsonLines(t, len(cs), func(i int) any { return cs[i].IDsSpecial })},
 		{"decode", jsonLines(t, len(cs), func(i int) any { return cs[i].IDs }), []string{"--decode"},
 			jsonLines(t, len(cs), func(i int) any { return cs[i].Decoded })},
-	} {
-		got, err := runTokenizeCLI(t, tt.stdin, tt.args...)
+	})
+}
+
+// --add-special-tokens on Llama 3.1 and Gemma 3 is transformers' default encode: the BOS their
+// post-processor adds (AutoTokenizer's ids_special in the goldens), and without the flag none.
+func TestTokenize_FamiliesAddSpecialTokens(t *testing.T) {
+	for _, tc := range []struct {
+		family string
+		bos    int
+	}{{"llama3", 128000}, {"gemma3", 2}} {
+		cs := readTokenizeGolden(t, tc.family+"/golden.json.gz")
+		for _, c := range cs {
+			if len(c.IDsSpecial) != len(c.IDs)+1 || c.IDsSpecial[0] != tc.bos {
+				t.Fatalf("%s golden: %q: ids_special %v is not [%d] + ids", tc.family, c.Text, c.IDsSpecial, tc.bos)
+			}
+		}
+		texts := jsonLines(t, len(cs), func(i int) any { return cs[i].Text })
+		checkTokenizeCLI(t, tc.family, []tokenizeRun{
+			{tc.family + " add special tokens", texts, []string{"--add-special-tokens"}, jsonLines(t, len(cs), func(i int) any { return cs[i].IDsSpecial })},
+			{tc.family + " encode", texts, nil, jsonLines(t, len(cs), func(i int) any { return cs[i].IDs })},
+		})
+	}
+}
+
+type tokenizeRun struct {
+	name, stdin string
+	args        []string
+	want        string
+}
+
+// checkTokenizeCLI runs `posttrain tokenize --tokenizer tokenizerTestdata/tokenizer` on each run's
+// stdin and compares the printed lines.
+func checkTokenizeCLI(t *testing.T, tokenizer string, runs []tokenizeRun) {
+	t.Helper()
+	for _, tt := range runs {
+		args := append([]string{"--tokenizer", filepath.Join(tokenizerTestdata, tokenizer)}, tt.args...)
+		got, err := runTokenizeCLI(t, tt.stdin, args...)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -132,7 +189,9 @@ func TestTokenize_BadLines(t *testing.T) {
 	if _, err := runTokenizeCLI(t, "\"ok\"\n7\n"); err == nil || err.Error() != "posttrain tokenize: stdin: line 2: want a JSON string: json: cannot unmarshal number into Go value of type string" {
 		t.Errorf("CLI error = %v", err)
 	}
-	if _, err := runTokenizeCLI(t, "", "--decode", "--no-added-tokens"); err == nil {
-		t.Error("--decode --no-added-tokens: no usage error")
+	for _, args := range [][]string{{"--decode", "--no-added-tokens"}, {"--decode", "--add-special-tokens"}, {"--add-special-tokens", "--no-added-tokens"}} {
+		if _, err := runTokenizeCLI(t, "", args...); err == nil || !strings.Contains(err.Error(), args[1]) {
+			t.Errorf("%v: err %v, want a usage error naming %s", args, err, args[1])
+		}
 	}
 }

@@ -12,15 +12,18 @@ import (
 )
 
 // The chat templates of Llama 3.1 and Gemma 3 (their tokenizer_config.json, copied into
-// data/tokenizer/testdata/<family>/) render byte-identically to @huggingface/jinja
-// (testdata/hf_families.json, written by testdata/gen_families.js), and the rendered
-// conversations tokenize with exactly one BOS: both templates write bos_token themselves.
+// data/tokenizer/testdata/<family>/) render byte-identically to transformers'
+// apply_chat_template, and the rendered text encodes to its tokenize=True ids
+// (testdata/hf_families.json, written by scripts/reference/tokenizer_goldens.py; @huggingface/jinja
+// gives the same texts, testdata/gen_families.js), and the rendered conversations tokenize with
+// exactly one BOS: both templates write bos_token themselves.
 
 type familyRender struct {
 	Family              string  `json:"family"`
 	Name                string  `json:"name"`
 	AddGenerationPrompt bool    `json:"add_generation_prompt"`
 	Rendered            *string `json:"rendered"`
+	IDs                 []int   `json:"ids"` // apply_chat_template(tokenize=True)
 	Error               *string `json:"error"`
 }
 
@@ -53,6 +56,7 @@ func TestRender_FamiliesMatchHFJinja(t *testing.T) {
 		t.Fatalf("hf_families.json: %d renderings, want 28", len(golden))
 	}
 	tpls := map[string]*chat.Template{}
+	toks := map[string]*tokenizer.BPE{}
 	for _, g := range golden {
 		tpl := tpls[g.Family]
 		if tpl == nil {
@@ -73,6 +77,18 @@ func TestRender_FamiliesMatchHFJinja(t *testing.T) {
 			t.Errorf("%s %s (generation prompt %v): %v", g.Family, g.Name, g.AddGenerationPrompt, err)
 		case got != *g.Rendered:
 			t.Errorf("%s %s (generation prompt %v):\n got %q\nwant %q", g.Family, g.Name, g.AddGenerationPrompt, got, *g.Rendered)
+		default:
+			tok := toks[g.Family]
+			if tok == nil {
+				var err error
+				if tok, err = tokenizer.Load("../tokenizer/testdata/" + g.Family); err != nil {
+					t.Fatal(err)
+				}
+				toks[g.Family] = tok
+			}
+			if ids := tok.Encode(got); !slices.Equal(ids, g.IDs) || len(g.IDs) == 0 {
+				t.Errorf("%s %s (generation prompt %v): ids\n got %v\nwant %v", g.Family, g.Name, g.AddGenerationPrompt, ids, g.IDs)
+			}
 		}
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/posttrain/posttrain/data/tokenizer"
 )
 
 type conv struct {
@@ -17,6 +20,10 @@ type conv struct {
 type rendered struct {
 	Name     string `json:"name"`
 	Rendered string `json:"rendered"`
+	IDs      []int  `json:"ids"` // apply_chat_template(tokenize=True)
+	// RenderedNoGen and IDsNoGen are the same with add_generation_prompt=False.
+	RenderedNoGen string `json:"rendered_no_generation_prompt"`
+	IDsNoGen      []int  `json:"ids_no_generation_prompt"`
 }
 
 func readJSON(t *testing.T, name string, v any) {
@@ -43,15 +50,28 @@ func parseFile(t *testing.T, name string, special map[string]string) *Template {
 	return tpl
 }
 
-// TestRender_MatchesHF renders every fixture conversation with both templates and compares with
-// what transformers' Jinja renderer printed (add_generation_prompt=True).
+// TestRender_MatchesHF renders every fixture conversation with both templates, with and without
+// the generation prompt, and compares with transformers' apply_chat_template (text, and the ids of
+// tokenize=True, which the rendered text's Encode must give: Qwen2.5's tokenizer lacks Qwen3's
+// added tokens 151665-151668).
 func TestRender_MatchesHF(t *testing.T) {
 	special := map[string]string{"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
-	for _, tc := range []struct{ template, convs, want string }{
-		{"qwen25_chat_template.jinja", "convs.json", "hf_qwen25.json"},
-		{"qwen25_chat_template.jinja", "convs_tools.json", "hf_qwen25_tools.json"},
-		{"qwen3_chat_template.jinja", "convs.json", "hf_qwen3.json"},
-		{"qwen3_chat_template.jinja", "convs_tools.json", "hf_qwen3_tools.json"},
+	qwen3, err := tokenizer.Load("../tokenizer/testdata/tokenizer.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qwen25, err := qwen3.WithoutAddedTokens(151665, 151666, 151667, 151668)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		template, convs, want string
+		tok                   *tokenizer.BPE
+	}{
+		{"qwen25_chat_template.jinja", "convs.json", "hf_qwen25.json", qwen25},
+		{"qwen25_chat_template.jinja", "convs_tools.json", "hf_qwen25_tools.json", qwen25},
+		{"qwen3_chat_template.jinja", "convs.json", "hf_qwen3.json", qwen3},
+		{"qwen3_chat_template.jinja", "convs_tools.json", "hf_qwen3_tools.json", qwen3},
 	} {
 		tpl := parseFile(t, tc.template, special)
 		var convs []conv
@@ -62,15 +82,24 @@ func TestRender_MatchesHF(t *testing.T) {
 			t.Fatalf("%s: %d conversations, %d expected renders", tc.convs, len(convs), len(want))
 		}
 		for i, c := range convs {
-			got, err := tpl.Render(c.Messages, Options{AddGenerationPrompt: true, Tools: c.Tools})
-			if err != nil {
-				t.Fatalf("%s/%s: %v", tc.template, c.Name, err)
-			}
 			if want[i].Name != c.Name {
 				t.Fatalf("fixture order: %s vs %s", want[i].Name, c.Name)
 			}
-			if got != want[i].Rendered {
-				t.Errorf("%s/%s:\n got %q\nwant %q", tc.template, c.Name, got, want[i].Rendered)
+			for _, gen := range []bool{true, false} {
+				wantText, wantIDs := want[i].Rendered, want[i].IDs
+				if !gen {
+					wantText, wantIDs = want[i].RenderedNoGen, want[i].IDsNoGen
+				}
+				got, err := tpl.Render(c.Messages, Options{AddGenerationPrompt: gen, Tools: c.Tools})
+				if err != nil {
+					t.Fatalf("%s/%s: %v", tc.template, c.Name, err)
+				}
+				if got != wantText {
+					t.Errorf("%s/%s (generation prompt %v):\n got %q\nwant %q", tc.template, c.Name, gen, got, wantText)
+				}
+				if ids := tc.tok.Encode(got); !slices.Equal(ids, wantIDs) || len(wantIDs) == 0 {
+					t.Errorf("%s/%s (generation prompt %v): ids\n got %v\nwant %v", tc.template, c.Name, gen, ids, wantIDs)
+				}
 			}
 		}
 	}

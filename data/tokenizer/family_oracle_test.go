@@ -4,6 +4,8 @@ package tokenizer
 
 // HuggingFace tokenizers as the reference for the Llama 3 and Gemma 3 tokenizers (family_test.go):
 //   UPDATE_GOLDEN=1 go test -tags oracle -run TestOracle_UpdateFamilies ./data/tokenizer/
+// draws new golden inputs (with npm tokenizers' answers); make reference-tokenizers then
+// recomputes every answer with the pinned Python tokenizers and transformers.
 //   go test -tags oracle -run TestOracle_FamilyFuzz ./data/tokenizer/     # SEED=n for other inputs
 
 import (

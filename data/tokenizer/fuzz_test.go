@@ -11,15 +11,39 @@ import (
 // newer than HF's NFC tables, partial UTF-8 in Decode.
 
 type hfEncoded struct {
-	Text     string `json:"text"`
-	IDs      []int  `json:"ids"`
-	IDsPlain []int  `json:"ids_plain"`
+	Text       string `json:"text"`
+	IDs        []int  `json:"ids"`
+	IDsPlain   []int  `json:"ids_plain"`
+	IDsSpecial []int  `json:"ids_special"` // add_special_tokens=True
 }
 
 type hfDecoded struct {
 	IDs         []int  `json:"ids"`
 	Decoded     string `json:"decoded"`
 	DecodedSkip string `json:"decoded_skip"`
+	// DecodedText is transformers' tokenizer.decode(ids, skip_special_tokens=True) where it
+	// differs from DecodedSkip (clean_up_tokenization_spaces); only the goldens written by
+	// scripts/reference/tokenizer_goldens.py have it.
+	DecodedText *string `json:"decoded_text"`
+}
+
+// checkDecodeText compares DecodeText(ids, true) with transformers' decode: decoded_text where
+// the golden has one, else decoded_skip. It returns how many sequences had a decoded_text.
+func checkDecodeText(t *testing.T, tok *BPE, decs []hfDecoded) int {
+	t.Helper()
+	n, bad := 0, 0
+	for _, d := range decs {
+		want := d.DecodedSkip
+		if d.DecodedText != nil {
+			want, n = *d.DecodedText, n+1
+		}
+		if got := tok.DecodeText(d.IDs, true); got != want {
+			if bad++; bad <= 10 {
+				t.Errorf("DecodeText(%v, true) = %+q, want transformers' %+q", d.IDs, got, want)
+			}
+		}
+	}
+	return n
 }
 
 type hfFuzzFile struct {
@@ -44,6 +68,7 @@ func TestEncode_HFFuzz(t *testing.T) {
 		t.Fatalf("%s: %d texts, %d id sequences; want ≥ 1000 each", hfFuzzPath, len(g.Encode), len(g.Decode))
 	}
 	checkAgainstHF(t, tok, g.Encode, g.Decode)
+	checkDecodeText(t, tok, g.Decode)
 }
 
 func checkAgainstHF(t *testing.T, tok *BPE, encs []hfEncoded, decs []hfDecoded) {
@@ -60,6 +85,9 @@ func checkAgainstHF(t *testing.T, tok *BPE, encs []hfEncoded, decs []hfDecoded) 
 		}
 		if got := tok.EncodePlain(e.Text); !slices.Equal(got, e.IDsPlain) {
 			report("EncodePlain(%+q)\n got %v\nwant %v", e.Text, got, e.IDsPlain)
+		}
+		if got := tok.EncodeSpecial(e.Text); !slices.Equal(got, e.IDsSpecial) {
+			report("EncodeSpecial(%+q)\n got %v\nwant %v", e.Text, got, e.IDsSpecial)
 		}
 	}
 	for _, d := range decs {

@@ -11,8 +11,8 @@ import (
 )
 
 // HF is the Tokenizer interface backed by HuggingFace's Rust `tokenizers` library through
-// github.com/daulet/tokenizers (build tag hftokenizers; linking needs its libtokenizers.a, e.g.
-// CGO_LDFLAGS=-L/path/to/lib). Encode, EncodePlain and Decode run in Rust; the vocabulary
+// github.com/daulet/tokenizers (build tag hftokenizers; linking needs its libtokenizers.a: `make
+// hftokenizers` builds it into bin/hftokenizers, then CGO_LDFLAGS=-L$PWD/bin/hftokenizers). Encode, EncodePlain and Decode run in Rust; the vocabulary
 // lookups, which that binding does not expose, come from the pure-Go tables of the same file.
 type HF struct {
 	withAdded *hf.Tokenizer // the file as is
@@ -79,6 +79,15 @@ func (t *HF) Close() error {
 // Encode implements Tokenizer. The binding passes text as a C string: a NUL byte ends it.
 func (t *HF) Encode(text string) []int {
 	ids, _ := t.withAdded.Encode(text, false)
+	return toInts(ids)
+}
+
+// EncodeSpecial is Encode with the special tokens the file's post-processor adds (HuggingFace's
+// encode with add_special_tokens=True), as BPE.EncodeSpecial. Rust runs the tokenizer.json's
+// post-processor as it is: transformers' rebuild from tokenizer_config.json's add_bos_token /
+// add_eos_token (Llama and Gemma tokenizer classes) is not applied.
+func (t *HF) EncodeSpecial(text string) []int {
+	ids, _ := t.withAdded.Encode(text, true)
 	return toInts(ids)
 }
 

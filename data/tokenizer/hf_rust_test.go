@@ -10,8 +10,8 @@ import (
 )
 
 // TestHF_ParityWithPureGo runs HuggingFace's Rust library (through github.com/daulet/tokenizers)
-// and the pure-Go tokenizer side by side: the golden strings, generated documents, and random id
-// sequences for Decode (which cut UTF-8 sequences at random places).
+// and the pure-Go tokenizer side by side on Qwen3: the golden strings, generated documents, and
+// random id sequences for Decode (which cut UTF-8 sequences at random places).
 func TestHF_ParityWithPureGo(t *testing.T) {
 	goTok, cases := testTokenizer(t)
 	data, err := readMaybeGzip("testdata/tokenizer.json.gz")
@@ -38,6 +38,9 @@ func TestHF_ParityWithPureGo(t *testing.T) {
 		if got, want := goTok.EncodePlain(s), rust.EncodePlain(s); !slices.Equal(got, want) {
 			t.Errorf("EncodePlain(%q)\n   go %v\n rust %v", s, got, want)
 		}
+		if got, want := goTok.EncodeSpecial(s), rust.EncodeSpecial(s); !slices.Equal(got, want) {
+			t.Errorf("EncodeSpecial(%q)\n   go %v\n rust %v", s, got, want)
+		}
 	}
 	rng := rand.New(rand.NewPCG(3, 5))
 	for range 20000 {
@@ -57,5 +60,66 @@ func TestHF_ParityWithPureGo(t *testing.T) {
 	}
 	if got, want := goTok.VocabSize(), rust.VocabSize(); got != want {
 		t.Errorf("VocabSize: go %d, rust %d", got, want)
+	}
+}
+
+// TestHF_FamiliesMatchGoldens runs the Rust library on each family's golden file (the ids that
+// Python tokenizers and transformers' AutoTokenizer gave, scripts/reference/tokenizer_goldens.py):
+// Encode, EncodePlain, EncodeSpecial (the post-processor's BOS of Llama 3 and Gemma 3), Decode with
+// and without special tokens, and the pure-Go tokenizer on the same inputs.
+func TestHF_FamiliesMatchGoldens(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			goTok, g := loadFamily(t, f)
+			data, err := f.tokenizerJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rust, err := NewHF(data, f.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rust.Close()
+			bad, n := 0, 0
+			report := func(format string, args ...any) {
+				if bad++; bad <= 10 {
+					t.Errorf(format, args...)
+				}
+			}
+			for _, c := range append(slices.Clip(g.Cases), g.Fuzz...) {
+				if strings.ContainsRune(c.Text, 0) {
+					continue
+				}
+				n++
+				for _, k := range []struct {
+					name       string
+					rust, pure []int
+					want       []int
+				}{
+					{"Encode", rust.Encode(c.Text), goTok.Encode(c.Text), c.IDs},
+					{"EncodePlain", rust.EncodePlain(c.Text), goTok.EncodePlain(c.Text), c.IDsPlain},
+					{"EncodeSpecial", rust.EncodeSpecial(c.Text), goTok.EncodeSpecial(c.Text), c.IDsSpecial},
+				} {
+					if !slices.Equal(k.rust, k.want) || !slices.Equal(k.pure, k.want) {
+						report("%s(%+q)\n rust %v\n   go %v\n want %v", k.name, c.Text, k.rust, k.pure, k.want)
+					}
+				}
+			}
+			for _, d := range g.Decode {
+				if got := rust.Decode(d.IDs, false); got != d.Decoded && !strings.ContainsRune(d.Decoded, 0) {
+					report("Decode(%v) rust %+q, want %+q", d.IDs, got, d.Decoded)
+				}
+				if got := rust.Decode(d.IDs, true); got != d.DecodedSkip && !strings.ContainsRune(d.DecodedSkip, 0) {
+					report("Decode(%v, skip) rust %+q, want %+q", d.IDs, got, d.DecodedSkip)
+				}
+			}
+			if got, want := rust.VocabSize(), goTok.VocabSize(); got != want {
+				report("VocabSize: rust %d, go %d", got, want)
+			}
+			if n < len(g.Cases) || len(g.Decode) < 1000 {
+				t.Fatalf("only %d texts and %d id sequences checked", n, len(g.Decode))
+			}
+			t.Logf("%s: %d texts × 3 encodings, %d id sequences × 2 decodings: %d mismatches", f.name, n, len(g.Decode), bad)
+		})
 	}
 }

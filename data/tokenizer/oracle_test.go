@@ -5,6 +5,8 @@ package tokenizer
 // Comparison with HuggingFace tokenizers itself (testdata/oracle: Node and `npm install` there).
 //   go test -tags oracle -run TestOracle_Fuzz ./data/tokenizer/           # SEED=n for other inputs
 //   UPDATE_GOLDEN=1 go test -tags oracle -run TestOracle_UpdateGolden ./data/tokenizer/
+// (new inputs for hf_fuzz.json.gz; make reference-tokenizers then recomputes the answers with the
+// pinned Python tokenizers and transformers)
 
 import (
 	"bufio"

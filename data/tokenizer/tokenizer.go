@@ -9,10 +9,13 @@
 // of Llama 3 and Gemma 3). Decode runs the file's decoder (ByteLevel, or Replace/ByteFallback/
 // Fuse) and replaces ill-formed UTF-8 as Rust's String::from_utf8_lossy does. testdata/golden.json
 // holds the ids HuggingFace gives on 415 strings for Qwen3, testdata/<family>/golden.json.gz 480
-// strings and a fuzz set for Llama 3.1 and Gemma 3; the tests require equality on every one.
+// strings and a fuzz set for Llama 3.1 and Gemma 3 (HF tokenizers 0.22.2 and transformers
+// 4.57.6's AutoTokenizer, scripts/reference/tokenizer_goldens.py); the tests require equality on
+// every one.
 //
 // Build with -tags hftokenizers for NewHF, the same interface backed by HuggingFace's Rust
-// library through github.com/daulet/tokenizers (needs libtokenizers.a at link time).
+// library through github.com/daulet/tokenizers (needs libtokenizers.a at link time: make
+// hftokenizers builds it, docs/tokenizers.md).
 package tokenizer
 
 import (
@@ -115,8 +118,10 @@ func (t *BPE) encode(text string, withAdded bool) []int {
 // (Llama 3 and Gemma 3 prepend their BOS; Qwen adds nothing). Do not use it on a rendered chat
 // template that writes bos_token itself: the BOS would be doubled.
 func (t *BPE) EncodeSpecial(text string) []int {
-	ids := append([]int(nil), t.prefix...)
-	ids = append(ids, t.Encode(text)...)
+	body := t.Encode(text)
+	ids := make([]int, 0, len(t.prefix)+len(body)+len(t.suffix)) // never nil: "" gives [], as HF does
+	ids = append(ids, t.prefix...)
+	ids = append(ids, body...)
 	return append(ids, t.suffix...)
 }
 

@@ -16,6 +16,8 @@ type goldenCase struct {
 	IDsPlain  []int  `json:"ids_plain"`
 	Decoded   string `json:"decoded"`
 	IDsQwen25 []int  `json:"ids_qwen25"` // only where Qwen2.5's added tokens give other ids
+	// IDsSpecial is transformers' default encode (AutoTokenizer, add_special_tokens=True).
+	IDsSpecial []int `json:"ids_special"`
 }
 
 var (
@@ -59,6 +61,9 @@ func TestEncode_Golden(t *testing.T) {
 		}
 		if got := tok.EncodePlain(c.Text); !slices.Equal(got, c.IDsPlain) {
 			t.Errorf("case %d (%s) EncodePlain(%q)\n got %v\nwant %v", i, c.Cat, c.Text, got, c.IDsPlain)
+		}
+		if got := tok.EncodeSpecial(c.Text); !slices.Equal(got, c.IDsSpecial) || c.IDsSpecial == nil {
+			t.Errorf("case %d (%s) EncodeSpecial(%q)\n got %v\nwant %v", i, c.Cat, c.Text, got, c.IDsSpecial)
 		}
 	}
 }

@@ -1,5 +1,6 @@
 // Renders convs_families.json with the chat templates of data/tokenizer/testdata/{llama3,gemma3}
-// through @huggingface/jinja (the reference), writing hf_families.json.
+// through @huggingface/jinja and compares with hf_families.json (written by transformers'
+// apply_chat_template, scripts/reference/tokenizer_goldens.py): a second renderer as a cross-check.
 // usage (from data/chat/testdata): (cd jinja-oracle && npm install) && node gen_families.js
 const fs = require('fs');
 const path = require('path');
@@ -29,4 +30,15 @@ for (const family of ['llama3', 'gemma3']) {
     }
   }
 }
-fs.writeFileSync('hf_families.json', JSON.stringify(out, null, 1) + '\n');
+const golden = JSON.parse(fs.readFileSync('hf_families.json', 'utf8'));
+let differ = golden.length === out.length ? 0 : 1;
+out.forEach((o, i) => {
+  const g = golden[i] || {};
+  if (g.family !== o.family || g.name !== o.name || g.add_generation_prompt !== o.add_generation_prompt ||
+      g.rendered !== o.rendered || (g.error === null) !== (o.error === null)) {
+    differ++;
+    console.log(`differs: ${o.family} ${o.name} add_generation_prompt=${o.add_generation_prompt}`);
+  }
+});
+console.log(`@huggingface/jinja: ${out.length - differ} of ${out.length} renderings as hf_families.json`);
+process.exit(differ ? 1 : 0);
