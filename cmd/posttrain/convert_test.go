@@ -86,7 +86,7 @@ func TestConvert_Errors(t *testing.T) {
 		{[]string{"convert", "--out", out}, "want one GGUF file, got 0 arguments"},
 		{[]string{"convert", notGGUF, "--out", out}, `magic at offset 0: "GGML" is not "GGUF"`},
 		{[]string{"convert", notGGUF, "--out", filepath.Dir(notGGUF)}, "--out"},
-		{[]string{"convert", filepath.Join("..", "..", "models", "gguf", "testdata", "types.gguf"), "--out", out}, `architecture "test" is not supported`},
+		{[]string{"convert", filepath.Join("..", "..", "models", "gguf", "testdata", "types.gguf"), "--out", out}, `general.architecture: "test" is not supported`},
 	} {
 		if _, err := runCLI(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: got %v, want an error containing %q", c.args, err, c.want)
