@@ -103,9 +103,21 @@ func checkAgainstHF(t *testing.T, path, golden string, wantIDs bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// transformers' GPT-2-style GGUF tokenizer sets unk_token, so a byte the vocabulary lacks
+	// becomes unk; the rebuilt one drops it, as the original tokenizer.json (unk_token null) does.
+	unk := -1
+	if f, err := Open(path); err == nil {
+		id, err := f.Int("tokenizer.ggml.unknown_token_id")
+		if model, _ := f.String("tokenizer.ggml.model"); err == nil && model == "gpt2" {
+			unk = int(id)
+		}
+		f.Close()
+	}
 	same := 0
 	for _, c := range g.Texts {
-		if got := text.Tokenizer.Encode(c.Text); slices.Equal(got, c.IDs) {
+		got := text.Tokenizer.Encode(c.Text)
+		noUnk := slices.DeleteFunc(slices.Clone(c.IDs), func(id int) bool { return id == unk })
+		if slices.Equal(got, c.IDs) || unk >= 0 && slices.Equal(got, noUnk) {
 			same++
 		} else if wantIDs {
 			t.Errorf("Encode(%+q) = %v, transformers %v", c.Text, got, c.IDs)
