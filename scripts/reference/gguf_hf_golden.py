@@ -10,7 +10,8 @@ in models/gguf; TestConvert_RealSmolLM2 and TestConvert_RealGemma3 in cmd/posttr
   - texts: AutoTokenizer.from_pretrained(dir, gguf_file=f)'s ids (add_special_tokens=False) of
     TEXTS, and its chat template when the file has one, with the rendering of CONVERSATION;
   - logprobs: for the real models, the log-probs of a fixed token sequence (ids) under that model
-    in float32 with attn_implementation="eager": log_softmax(logits[t-1])[ids[t]] for t ≥ 1.
+    in float32 with attn_implementation="eager": log_softmax(logits[t-1])[ids[t]] for t ≥ 1; the
+    ids are the file's tokenizer's (Gemma 3: its own tokenizer.json's, with <bos>).
 
 Environment: the reference venv (make reference-env: transformers 4.57.6, torch 2.15.0) with
 gguf-py 0.19.0 beside it (transformers needs it to read GGUF):
@@ -20,6 +21,7 @@ gguf-py 0.19.0 beside it (transformers needs it to read GGUF):
       .real-models/SmolLM2-135M-Instruct.Q4_1.gguf .real-models/gemma-3-270m-q4_k_m.gguf
 (the last two from scripts/real-models.sh). Deterministic on CPU.
 """
+import gzip
 import hashlib
 import json
 import os
@@ -28,6 +30,7 @@ from importlib.metadata import version
 
 import numpy as np
 import torch
+from tokenizers import Tokenizer
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 TEXTS = ["Hello, world!", "What is the capital of France?", "Numbers 12345 and 3.14159, 2024-12-02",
@@ -40,7 +43,8 @@ CONFIG_KEYS = ["model_type", "vocab_size", "hidden_size", "intermediate_size", "
                "max_position_embeddings", "tie_word_embeddings", "bos_token_id", "eos_token_id", "pad_token_id",
                "sliding_window", "query_pre_attn_scalar", "rope_local_base_freq", "final_logit_softcapping",
                "layer_types", "rope_scaling"]
-# The scored sequence of each real model: its tokenizer's ids of the text, after the bos it wants.
+# The scored sequence of each real model: its tokenizer's ids of the text (Gemma: with its <bos>).
+GEMMA3_TOKENIZER = "data/tokenizer/testdata/gemma3/tokenizer.json.gz"
 LOGPROB_TEXT = "The capital of France is Paris. It is known for the Eiffel Tower and the Louvre."
 
 
@@ -70,9 +74,13 @@ def golden(path):
     tied = model.config.tie_word_embeddings
     out["tensors"] = {n: sha(t) for n, t in model.state_dict().items() if not (tied and n == "lm_head.weight")}
     if not f.startswith(("qwen2-tiny", "qwen3-tiny")):
-        ids = tok(LOGPROB_TEXT, add_special_tokens=False)["input_ids"]
-        if model.config.bos_token_id is not None and "gemma" in model.config.model_type:
-            ids = [model.config.bos_token_id] + ids
+        if model.config.model_type == "gemma3_text":
+            # transformers' GGUF tokenizer for Gemma is a Unigram over the scores, not Gemma's BPE
+            # (it splits " capital" in three): the ids come from Gemma 3's own tokenizer.json.
+            with gzip.open(GEMMA3_TOKENIZER) as fh:
+                ids = Tokenizer.from_str(fh.read().decode()).encode(LOGPROB_TEXT, add_special_tokens=True).ids
+        else:
+            ids = tok(LOGPROB_TEXT, add_special_tokens=False)["input_ids"]
         with torch.no_grad():
             logits = model(torch.tensor([ids])).logits[0].to(torch.float64)
         lp = torch.log_softmax(logits, dim=-1)
