@@ -53,7 +53,7 @@ func runConvert(c convertConfig, w io.Writer) error {
 	if err := checkpoint.CheckOutside("--out", c.Out, []checkpoint.Input{{Name: "the GGUF file", Path: c.File}}); err != nil {
 		return err
 	}
-	res, err := gguf.ConvertLlama(c.File, c.Out, gguf.ConvertOptions{DType: c.DType, Overwrite: c.Overwrite, WrittenBy: "posttrain convert"})
+	res, err := gguf.Convert(c.File, c.Out, gguf.ConvertOptions{DType: c.DType, Overwrite: c.Overwrite, WrittenBy: "posttrain convert"})
 	if err != nil {
 		return err
 	}

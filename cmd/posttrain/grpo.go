@@ -9,7 +9,6 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/grpo"
 )
@@ -46,7 +45,7 @@ func runGRPO(ctx context.Context, cmd *cli.Command, cfg *config.GRPO) error {
 	ctx = s.ctx
 	var rms []string
 	for _, rm := range cfg.RewardModels {
-		d, err := hub.Resolve(ctx, rm, hub.Options{})
+		d, err := resolveModel(ctx, rm)
 		if err != nil {
 			return fmt.Errorf("reward model: %w", err)
 		}

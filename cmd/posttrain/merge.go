@@ -12,7 +12,6 @@ import (
 
 	"github.com/posttrain/posttrain/data/tokenizer"
 	"github.com/posttrain/posttrain/internal/checkpoint"
-	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
@@ -52,7 +51,7 @@ func init() {
 }
 
 func runMerge(ctx context.Context, c mergeConfig, w io.Writer) error {
-	dir, err := hub.Resolve(ctx, c.Model, hub.Options{})
+	dir, err := resolveModel(ctx, c.Model)
 	if err != nil {
 		return err
 	}

@@ -38,11 +38,20 @@ func announceBackend(errw io.Writer, flag string) {
 	fmt.Fprintln(errw, backend.Describe(flag))
 }
 
-// openModel resolves --model (a local directory or a HuggingFace repo id, see models/hub) and
-// creates the backend named by --backend (newBackend, which prints it on errw). The caller
-// finalizes the backend.
+// resolveModel is the checkpoint directory of --model: a local directory, a GGUF file or
+// ollama:NAME[:TAG] (converted once into a cache, model_gguf.go), or a HuggingFace repo id (see
+// models/hub).
+func resolveModel(ctx context.Context, model string) (string, error) {
+	if dir, ok, err := resolveGGUF(model); ok {
+		return dir, err
+	}
+	return hub.Resolve(ctx, model, hub.Options{})
+}
+
+// openModel resolves --model (resolveModel) and creates the backend named by --backend
+// (newBackend, which says it on errw). The caller finalizes the backend.
 func openModel(ctx context.Context, errw io.Writer, model, backendCfg string) (string, backends.Backend, error) {
-	dir, err := hub.Resolve(ctx, model, hub.Options{})
+	dir, err := resolveModel(ctx, model)
 	if err != nil {
 		return "", nil, err
 	}

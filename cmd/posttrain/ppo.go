@@ -9,7 +9,6 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/ppo"
 )
@@ -40,11 +39,11 @@ func runPPO(ctx context.Context, cmd *cli.Command, cfg *config.PPO) error {
 	}
 	defer s.close()
 	ctx = s.ctx
-	rm, err := hub.Resolve(ctx, cfg.RewardModelPath, hub.Options{})
+	rm, err := resolveModel(ctx, cfg.RewardModelPath)
 	if err != nil {
 		return fmt.Errorf("reward model: %w", err)
 	}
-	vm, err := hub.Resolve(ctx, cfg.ValueModelPath, hub.Options{})
+	vm, err := resolveModel(ctx, cfg.ValueModelPath)
 	if err != nil {
 		return fmt.Errorf("value model: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
-// ConvertOptions say how ConvertLlama writes the checkpoint.
+// ConvertOptions say how Convert writes the checkpoint.
 type ConvertOptions struct {
 	// DType is the stored dtype: "F32" (default), "BF16" or "F16".
 	DType string
@@ -18,25 +18,25 @@ type ConvertOptions struct {
 	WrittenBy string
 }
 
-// Converted is what ConvertLlama wrote.
+// Converted is what Convert wrote.
 type Converted struct {
 	Config  *qwen2.Config
 	Tensors int
 	Summary string // File.Summary of the input
 }
 
-// ConvertLlama writes the llama GGUF at path to dir as a HF LlamaForCausalLM checkpoint: weights
-// dequantised to float32 (then stored as opts.DType) under HF names with the Q/K permutation
-// undone, config.json and generation_config.json from the metadata, tokenizer.json and
-// tokenizer_config.json rebuilt from it (GPT2Tokenizer). dir follows qwen2.Save's rules: new or
-// empty, or a model posttrain wrote and opts.Overwrite.
-func ConvertLlama(path, dir string, opts ConvertOptions) (*Converted, error) {
+// Convert writes the GGUF at path to dir as a HF checkpoint of its architecture (llama, qwen2,
+// qwen3, gemma3; see archs): weights dequantised to float32 (then stored as opts.DType) under HF
+// names with llama.cpp's changes undone (Tensors), config.json and generation_config.json from
+// the metadata (Config), tokenizer.json and tokenizer_config.json rebuilt from it (Tokenizer).
+// dir follows qwen2.Save's rules: new or empty, or a model posttrain wrote and opts.Overwrite.
+func Convert(path, dir string, opts ConvertOptions) (*Converted, error) {
 	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	cfg, err := LlamaConfig(f)
+	cfg, err := Config(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -51,11 +51,11 @@ func ConvertLlama(path, dir string, opts ConvertOptions) (*Converted, error) {
 	default:
 		return nil, fmt.Errorf("dtype %q is not supported; valid: float32, bfloat16, float16", opts.DType)
 	}
-	tokJSON, tokCfg, err := GPT2Tokenizer(f)
+	tokJSON, tokCfg, err := Tokenizer(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	weights, err := LlamaTensors(f, cfg, st)
+	weights, err := Tensors(f, cfg, st)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -69,11 +69,7 @@ func ConvertLlama(path, dir string, opts ConvertOptions) (*Converted, error) {
 			return nil, err
 		}
 	}
-	gen := &qwen2.GenerationConfig{BOSTokenID: cfg.BOSTokenID, EOSTokenIDs: cfg.EOSTokenIDs}
-	if pad, err := f.Int("tokenizer.ggml.padding_token_id"); err == nil {
-		p := int(pad)
-		gen.PadTokenID = &p
-	}
+	gen := &qwen2.GenerationConfig{BOSTokenID: cfg.BOSTokenID, EOSTokenIDs: cfg.EOSTokenIDs, PadTokenID: cfg.PadTokenID}
 	so := qwen2.SaveOptions{DType: st, TokenizerPath: tmp, Generation: gen, Overwrite: opts.Overwrite,
 		WrittenBy: opts.WrittenBy, MaxShardBytes: qwen2.DefaultMaxShardBytes}
 	if err := qwen2.SaveTensors(dir, cfg, weights, so); err != nil {

@@ -283,6 +283,30 @@ func (f *File) Ints(key string) ([]int64, error) {
 	return out, nil
 }
 
+// Float32s returns the array of numbers at key as float32 (tokenizer.ggml.scores).
+func (f *File) Float32s(key string) ([]float32, error) {
+	a, err := f.array(key, "float32")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, len(a.Values))
+	for i, v := range a.Values {
+		switch v := v.(type) {
+		case float32:
+			out[i] = v
+		case float64:
+			out[i] = float32(v)
+		default:
+			n, ok := asInt(v)
+			if !ok {
+				return nil, fmt.Errorf("gguf: metadata %s is an array of %s, not of numbers", key, a.Elem)
+			}
+			out[i] = float32(n)
+		}
+	}
+	return out, nil
+}
+
 func (f *File) array(key, want string) (Array, error) {
 	kv, ok := f.Get(key)
 	if !ok {

@@ -111,17 +111,17 @@ func byteLevelAlphabet() []rune {
 	return out
 }
 
-// TestConvertLlama_Tiny: the converted checkpoint loads with qwen2.Load; its weights are the
+// TestConvert_Tiny: the converted checkpoint loads with qwen2.Load; its weights are the
 // GGUF's under HF names (q and k with the permutation undone), config and tokenizer as the
 // metadata says.
-func TestConvertLlama_Tiny(t *testing.T) {
+func TestConvert_Tiny(t *testing.T) {
 	data, weight := tinyLlama(t)
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "out")
-	if _, err := ConvertLlama(path, dir, ConvertOptions{WrittenBy: "test"}); err != nil {
+	if _, err := Convert(path, dir, ConvertOptions{WrittenBy: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := qwen2.ReadConfig(dir)
@@ -163,13 +163,13 @@ func TestConvertLlama_Tiny(t *testing.T) {
 	}
 }
 
-func TestConvertLlama_Refusals(t *testing.T) {
+func TestConvert_Refusals(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit func(b *builder)
 		want string
 	}{
-		{"architecture", func(b *builder) { b.str("general.architecture", "qwen2") }, `architecture "qwen2" is not supported`},
+		{"architecture", func(b *builder) { b.str("general.architecture", "falcon") }, `general.architecture: "falcon" is not supported`},
 		{"rope scaling", func(b *builder) {
 			b.u32("llama.block_count", 1).u32("llama.embedding_length", 8).u32("llama.feed_forward_length", 16).
 				u32("llama.attention.head_count", 2).str("llama.rope.scaling.type", "linear")
@@ -186,7 +186,7 @@ func TestConvertLlama_Refusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := LlamaConfig(f); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := Config(f); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want %q", err, tc.want)
 			}
 		})
@@ -210,7 +210,7 @@ func variable(t *testing.T, ctx *context.Context, hf string) []float32 {
 
 // The output follows checkpoint.WriteModel: a second conversion needs Overwrite, and a directory
 // holding files posttrain did not write is refused even with it.
-func TestConvertLlama_OutputRules(t *testing.T) {
+func TestConvert_OutputRules(t *testing.T) {
 	data, _ := tinyLlama(t)
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -218,14 +218,14 @@ func TestConvertLlama_OutputRules(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "out")
 	opts := ConvertOptions{DType: "bfloat16", WrittenBy: "test"}
-	if _, err := ConvertLlama(path, dir, opts); err != nil {
+	if _, err := Convert(path, dir, opts); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ConvertLlama(path, dir, opts); err == nil {
+	if _, err := Convert(path, dir, opts); err == nil {
 		t.Error("a second conversion into the same directory without Overwrite succeeded")
 	}
 	opts.Overwrite = true
-	if _, err := ConvertLlama(path, dir, opts); err != nil {
+	if _, err := Convert(path, dir, opts); err != nil {
 		t.Errorf("Overwrite of its own output: %v", err)
 	}
 	if cfg, err := qwen2.ReadConfig(dir); err != nil || cfg.TorchDType != "bfloat16" {
@@ -235,7 +235,7 @@ func TestConvertLlama_OutputRules(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ConvertLlama(path, other, opts); err == nil {
+	if _, err := Convert(path, other, opts); err == nil {
 		t.Error("converted into a directory posttrain did not write")
 	}
 }

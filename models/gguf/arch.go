@@ -1,0 +1,373 @@
+package gguf
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/safetensors"
+)
+
+// arch is what a GGUF general.architecture means for the HF checkpoint: the model_type, the
+// names of a block's tensors (gguf-py's tensor_mapping.py for that MODEL_ARCH; "blk.N." becomes
+// "model.layers.N."), and what llama.cpp's convert_hf_to_gguf.py changed in the weights.
+type arch struct {
+	modelType string
+	names     map[string]string
+	// permuteQK: LlamaModel.permute interleaved each head's rotary halves of attn_q/attn_k
+	// (undone by unpermuteRows).
+	permuteQK bool
+	// normPlusOne: Gemma3Model.modify_tensors stored every "*norm.weight" as w + 1 (HF's
+	// Gemma3RMSNorm computes x̂·(1 + w), llama.cpp's x̂·w); undone by subtracting 1.
+	normPlusOne bool
+}
+
+// llamaBlock are the block tensors of llama, qwen2 and qwen3 (MODEL_TENSOR.ATTN_NORM … FFN_DOWN).
+var llamaBlock = map[string]string{
+	"attn_norm.weight":   "input_layernorm.weight",
+	"ffn_norm.weight":    "post_attention_layernorm.weight",
+	"attn_q.weight":      "self_attn.q_proj.weight",
+	"attn_k.weight":      "self_attn.k_proj.weight",
+	"attn_v.weight":      "self_attn.v_proj.weight",
+	"attn_output.weight": "self_attn.o_proj.weight",
+	"attn_q.bias":        "self_attn.q_proj.bias",
+	"attn_k.bias":        "self_attn.k_proj.bias",
+	"attn_v.bias":        "self_attn.v_proj.bias",
+	"attn_output.bias":   "self_attn.o_proj.bias",
+	"ffn_gate.weight":    "mlp.gate_proj.weight",
+	"ffn_up.weight":      "mlp.up_proj.weight",
+	"ffn_down.weight":    "mlp.down_proj.weight",
+	"ffn_gate.bias":      "mlp.gate_proj.bias",
+	"ffn_up.bias":        "mlp.up_proj.bias",
+	"ffn_down.bias":      "mlp.down_proj.bias",
+}
+
+// qkNorm are Qwen3's and Gemma 3's per-head q/k norms (MODEL_TENSOR.ATTN_Q_NORM, ATTN_K_NORM).
+var qkNorm = map[string]string{
+	"attn_q_norm.weight": "self_attn.q_norm.weight",
+	"attn_k_norm.weight": "self_attn.k_norm.weight",
+}
+
+func union(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		maps.Copy(out, m)
+	}
+	return out
+}
+
+// archs are the supported GGUF architectures.
+var archs = map[string]arch{
+	"llama": {modelType: "llama", names: llamaBlock, permuteQK: true},
+	"qwen2": {modelType: "qwen2", names: llamaBlock},
+	"qwen3": {modelType: "qwen3", names: union(llamaBlock, qkNorm)},
+	// Gemma 3: four norms a block (MODEL_TENSOR.ATTN_NORM, ATTN_POST_NORM, FFN_NORM, FFN_POST_NORM).
+	"gemma3": {modelType: "gemma3_text", normPlusOne: true, names: union(llamaBlock, qkNorm, map[string]string{
+		"attn_norm.weight":           "input_layernorm.weight",
+		"post_attention_norm.weight": "post_attention_layernorm.weight",
+		"ffn_norm.weight":            "pre_feedforward_layernorm.weight",
+		"post_ffw_norm.weight":       "post_feedforward_layernorm.weight",
+	})},
+}
+
+// Architectures lists the supported general.architecture values, sorted.
+func Architectures() []string { return slices.Sorted(maps.Keys(archs)) }
+
+var blockName = regexp.MustCompile(`^blk\.(\d+)\.(.+)$`)
+
+// hfName is the HF name of a GGUF tensor of architecture a, or "" when it has none.
+func (a arch) hfName(name string) string {
+	switch name {
+	case "token_embd.weight":
+		return "model.embed_tokens.weight"
+	case "output_norm.weight":
+		return "model.norm.weight"
+	case "output.weight":
+		return "lm_head.weight"
+	}
+	if m := blockName.FindStringSubmatch(name); m != nil {
+		if hf, ok := a.names[m[2]]; ok {
+			return "model.layers." + m[1] + "." + hf
+		}
+	}
+	return ""
+}
+
+// archOf returns the file's architecture and its spec, refusing an unsupported one.
+func archOf(f *File) (string, arch, error) {
+	name, err := f.String("general.architecture")
+	if err != nil {
+		return "", arch{}, err
+	}
+	a, ok := archs[name]
+	if !ok {
+		return "", arch{}, fmt.Errorf("gguf: metadata general.architecture: %q is not supported (supported: %s)", name, strings.Join(Architectures(), ", "))
+	}
+	return name, a, nil
+}
+
+// Config builds the HF config of a GGUF from its metadata (the keys llama.cpp's
+// convert_hf_to_gguf.py writes from config.json, under the architecture's prefix), parsed by
+// qwen2.ParseConfig so it gets the defaults and checks a config.json would. Features the
+// conversion does not handle are refused naming the key: RoPE scaling other than Gemma 3's
+// linear, partial rotary, a key length llama.cpp's layout cannot carry.
+//
+// Gemma 3 takes what llama.cpp's loader fixes for architecture gemma3 (llama-model.cpp,
+// LLM_ARCH_GEMMA3): with attention.sliding_window set, every layer but each sixth slides, with
+// RoPE base 10000; without it, every layer is full attention; the attention scale is
+// key_length^-0.5 except in the 62-layer 27B, (embedding_length/head_count)^-0.5.
+func Config(f *File) (*qwen2.Config, error) {
+	name, a, err := archOf(f)
+	if err != nil {
+		return nil, err
+	}
+	key := func(k string) string { return name + "." + k }
+	need := func(k string) int64 {
+		v, e := f.Int(key(k))
+		if e != nil && err == nil {
+			err = e
+		}
+		return v
+	}
+	hidden, layers, heads := need("embedding_length"), need("block_count"), need("attention.head_count")
+	inter := need("feed_forward_length")
+	if err != nil {
+		return nil, err
+	}
+	if heads <= 0 {
+		return nil, fmt.Errorf("gguf: metadata %s is %d", key("attention.head_count"), heads)
+	}
+	m := map[string]any{"model_type": a.modelType, "architectures": []string{qwen2.Families[a.modelType].Architecture},
+		"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
+		"intermediate_size": inter}
+	kv := heads
+	if v, e := f.Int(key("attention.head_count_kv")); e == nil {
+		kv = v
+	}
+	m["num_key_value_heads"] = kv
+	headDim := hidden / heads
+	if v, e := f.Int(key("attention.key_length")); e == nil {
+		headDim = v
+	}
+	if v, e := f.Int(key("attention.value_length")); e == nil && v != headDim {
+		return nil, fmt.Errorf("gguf: metadata %s %d differs from the key length %d", key("attention.value_length"), v, headDim)
+	}
+	m["head_dim"] = headDim
+	if v, e := f.Int(key("rope.dimension_count")); e == nil && v != headDim {
+		return nil, fmt.Errorf("gguf: metadata %s %d differs from head_dim %d (partial rotary is not supported)", key("rope.dimension_count"), v, headDim)
+	}
+	for k, field := range map[string]string{"rope.freq_base": "rope_theta", "attention.layer_norm_rms_epsilon": "rms_norm_eps"} {
+		if v, e := floatMeta(f, key(k)); e == nil {
+			m[field] = v
+		}
+	}
+	if v, e := f.Int(key("context_length")); e == nil {
+		m["max_position_embeddings"] = v
+	}
+	if _, ok := f.Tensor("rope_freqs.weight"); ok {
+		return nil, fmt.Errorf("gguf: tensor rope_freqs.weight (Llama 3 RoPE scaling) is not supported yet")
+	}
+	if err := ropeScaling(f, name, a, m); err != nil {
+		return nil, err
+	}
+	vocab, err := vocabSize(f, name)
+	if err != nil {
+		return nil, err
+	}
+	m["vocab_size"] = vocab
+	_, untied := f.Tensor("output.weight")
+	m["tie_word_embeddings"] = !untied
+	_, qBias := f.Tensor("blk.0.attn_q.bias")
+	_, oBias := f.Tensor("blk.0.attn_output.bias")
+	_, mlpBias := f.Tensor("blk.0.ffn_gate.bias")
+	switch name {
+	case "llama":
+		m["hidden_act"] = "silu"
+		m["attention_bias"], m["mlp_bias"] = qBias, mlpBias
+	case "qwen2":
+		m["hidden_act"] = "silu"
+		if oBias || mlpBias {
+			return nil, fmt.Errorf("gguf: tensor blk.0.attn_output.bias or blk.0.ffn_gate.bias: Qwen2 has no o_proj or MLP biases")
+		}
+	case "qwen3":
+		m["hidden_act"] = "silu"
+		m["attention_bias"] = qBias
+	case "gemma3":
+		m["attention_bias"] = qBias
+		m["hidden_activation"] = "gelu_pytorch_tanh"
+		m["query_pre_attn_scalar"] = headDim
+		if layers == 62 {
+			m["query_pre_attn_scalar"] = hidden / heads
+		}
+		m["rope_local_base_freq"] = 10000.0
+		m["layer_types"] = qwen2.PatternLayerTypes(int(layers), 1)
+		if w, e := f.Int(key("attention.sliding_window")); e == nil && w > 0 {
+			m["sliding_window"] = w
+			m["layer_types"] = qwen2.PatternLayerTypes(int(layers), qwen2.DefaultSlidingWindowPattern)
+		}
+		m["final_logit_softcapping"] = nil
+		if v, e := floatMeta(f, key("final_logit_softcapping")); e == nil {
+			m["final_logit_softcapping"] = v
+		}
+		if _, ok := f.Get(key("attn_logit_softcapping")); ok {
+			return nil, fmt.Errorf("gguf: metadata %s: attention logit soft-capping is not supported (Gemma 3 has none)", key("attn_logit_softcapping"))
+		}
+	}
+	for k, field := range map[string]string{"tokenizer.ggml.bos_token_id": "bos_token_id",
+		"tokenizer.ggml.eos_token_id": "eos_token_id", "tokenizer.ggml.padding_token_id": "pad_token_id"} {
+		if v, e := f.Int(k); e == nil {
+			m[field] = v
+		}
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := qwen2.ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("gguf: the config from the metadata: %w", err)
+	}
+	return cfg, nil
+}
+
+// floatMeta reads a float, spelling a float32 as the shortest decimal that round-trips: the
+// converter wrote config.json's decimal (1e-05) as float32, whose exact value is 9.99999974e-06.
+func floatMeta(f *File, key string) (float64, error) {
+	kv, ok := f.Get(key)
+	if ok {
+		if v, isF32 := kv.Value.(float32); isF32 {
+			return strconv.ParseFloat(strconv.FormatFloat(float64(v), 'g', -1, 32), 64)
+		}
+	}
+	return f.Float(key)
+}
+
+// ropeScaling reads <arch>.rope.scaling.*: none, or (Gemma 3) linear with its factor, which HF
+// applies to the full-attention layers only, as llama.cpp does (the sliding layers' fixed base).
+func ropeScaling(f *File, name string, a arch, m map[string]any) error {
+	prefix := name + ".rope.scaling."
+	typ, _ := f.String(prefix + "type")
+	for _, kv := range f.Metadata {
+		if !strings.HasPrefix(kv.Key, prefix) {
+			continue
+		}
+		switch {
+		case kv.Key == prefix+"type" && typ == "none":
+		case a.modelType == "gemma3_text" && typ == "linear" && (kv.Key == prefix+"type" || kv.Key == prefix+"factor"):
+		default:
+			return fmt.Errorf("gguf: metadata %s: RoPE scaling is not supported yet", kv.Key)
+		}
+	}
+	if typ == "linear" && a.modelType == "gemma3_text" {
+		factor, err := floatMeta(f, prefix+"factor")
+		if err != nil {
+			return err
+		}
+		m["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": factor}
+	}
+	return nil
+}
+
+// vocabSize is <arch>.vocab_size, else the number of tokens, else token_embd's rows.
+func vocabSize(f *File, name string) (int64, error) {
+	if v, err := f.Int(name + ".vocab_size"); err == nil {
+		return v, nil
+	}
+	if kv, ok := f.Get("tokenizer.ggml.tokens"); ok {
+		if a, ok := kv.Value.(Array); ok {
+			return int64(len(a.Values)), nil
+		}
+	}
+	if t, ok := f.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 {
+		return t.Dims[1], nil
+	}
+	return 0, fmt.Errorf("gguf: no vocabulary size (%s.vocab_size, tokenizer.ggml.tokens or token_embd.weight)", name)
+}
+
+// Tensors dequantises every tensor of a GGUF to float32 and returns them under their HF names
+// and PyTorch shapes, stored as dtype ("F32", "BF16", "F16"), in cfg.Tensors' order, with what
+// llama.cpp's converter changed undone: the Q/K row permutation (llama), the +1 of the norms
+// (gemma3). A tensor without an HF name, a missing one or a shape other than cfg implies is an
+// error naming it.
+func Tensors(f *File, cfg *qwen2.Config, dtype string) ([]*safetensors.Tensor, error) {
+	name, a, err := archOf(f)
+	if err != nil {
+		return nil, err
+	}
+	byHF := map[string]*TensorInfo{}
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		hf := a.hfName(t.Name)
+		if hf == "" {
+			return nil, fmt.Errorf("gguf: tensor %q has no HF name in architecture %s", t.Name, name)
+		}
+		byHF[hf] = t
+	}
+	specs := cfg.Tensors()
+	var extra []string
+	for hf, t := range byHF {
+		if !slices.ContainsFunc(specs, func(s qwen2.TensorSpec) bool { return s.Name == hf }) {
+			extra = append(extra, t.Name)
+		}
+	}
+	if len(extra) > 0 {
+		slices.Sort(extra)
+		return nil, fmt.Errorf("gguf: tensor %q is not in the %d-layer %s the metadata describes", extra[0], cfg.NumHiddenLayers, name)
+	}
+	out := make([]*safetensors.Tensor, 0, len(specs))
+	for _, s := range specs {
+		t := byHF[s.Name]
+		if t == nil {
+			return nil, fmt.Errorf("gguf: no tensor for %s", s.Name)
+		}
+		if shape := t.Shape(); !slices.Equal(shape, s.Shape) {
+			return nil, fmt.Errorf("gguf: tensor %q (%s) has shape %v, the metadata implies %v", t.Name, s.Name, shape, s.Shape)
+		}
+		v, err := f.Float32(t)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case a.permuteQK && blockSuffix(t.Name, "attn_q.weight", "attn_q.bias"):
+			v = unpermuteRows(v, s.Shape[0], cfg.NumAttentionHeads)
+		case a.permuteQK && blockSuffix(t.Name, "attn_k.weight", "attn_k.bias"):
+			v = unpermuteRows(v, s.Shape[0], cfg.NumKeyValueHeads)
+		case a.normPlusOne && strings.HasSuffix(t.Name, "norm.weight"):
+			for i := range v {
+				v[i]--
+			}
+		}
+		out = append(out, safetensors.FromFloat32s(s.Name, s.Shape, v, dtype))
+	}
+	return out, nil
+}
+
+func blockSuffix(name string, suffixes ...string) bool {
+	m := blockName.FindStringSubmatch(name)
+	return m != nil && slices.Contains(suffixes, m[2])
+}
+
+// unpermuteRows undoes convert_hf_to_gguf.py's LlamaModel.permute on a [rows, cols] matrix (or a
+// bias, cols = 1): llama.cpp stores HF row h·d + s·d/2 + i (head h of nHeads, half s, i < d/2,
+// d = rows/nHeads) at row h·d + 2i + s, interleaving each head's two rotary halves (GGML's RoPE
+// rotates adjacent pairs, HF's rotate_half the two halves). transformers' GGUF loader undoes it
+// the same way (reverse_permute_weights: reshape(n_head, d/2, 2, …).swapaxes(1, 2)).
+func unpermuteRows(v []float32, rows, nHeads int) []float32 {
+	cols := len(v) / rows
+	d := rows / nHeads
+	out := make([]float32, len(v))
+	for h := range nHeads {
+		for s := range 2 {
+			for i := range d / 2 {
+				hf, gg := h*d+s*d/2+i, h*d+2*i+s
+				copy(out[hf*cols:(hf+1)*cols], v[gg*cols:(gg+1)*cols])
+			}
+		}
+	}
+	return out
+}
