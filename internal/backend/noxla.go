@@ -39,3 +39,6 @@ func PluginAttributes(string) map[string]any { return nil }
 // AutoInstallAllowed says whether $POSTTRAIN_XLA_AUTO_INSTALL lets GoMLX download PJRT plugins.
 // AutoInstallAllowed is false: this binary has no XLA backend.
 func AutoInstallAllowed() bool { return false }
+
+// Adaptations is nil: this binary has no XLA backend.
+func Adaptations(string, PluginInfo) []string { return nil }

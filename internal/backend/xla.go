@@ -189,6 +189,38 @@ func keepCUDADataDir() {
 	}
 }
 
+// Adaptations lists, one line each, what posttrain does between go-xla v0.1.4's client and the
+// plugin info describes (as CheckPlugin found it for config), and what it checked need not be done:
+// the C API skew (a newer or older plugin accepts the client's structs by their struct_size, the
+// PJRT rule; the function table reaches every entry the client calls), go-xla's CUDA library
+// check turned off so its hard-coded CUDA data directory cannot take effect, and the shared host
+// buffers of a CPU plugin. `posttrain bench backend` reports them, the first stage of
+// scripts/gpu-check.sh.
+func Adaptations(config string, info PluginInfo) []string {
+	var out []string
+	if info.API != "" {
+		switch {
+		case info.Minor == ClientAPIMinor:
+			out = append(out, fmt.Sprintf("PJRT C API %s, the client's: no skew", info.API))
+		default:
+			out = append(out, fmt.Sprintf("PJRT C API skew, client %d.%d, plugin %s: none needed, every argument struct carries its struct_size and the plugin takes the client's (PJRT's struct-size rule); its %d-byte function table reaches the last entry the client calls (byte %d)",
+				ClientAPIMajor, ClientAPIMinor, info.API, info.TableSize, minAPITable))
+		}
+	}
+	switch v, set := os.LookupEnv(CUDAChecksEnv); {
+	case !set || v == "0":
+		out = append(out, CUDAChecksEnv+"=0: go-xla v0.1.4's CUDA library check is off, so its hard-coded --xla_gpu_cuda_data_dir (pkg/pjrt/cuda_linux.go:98) cannot take effect; XLA_FLAGS stays the user's")
+	default:
+		out = append(out, fmt.Sprintf("%s=%s set by the user: go-xla v0.1.4's CUDA library check runs, and with an nvidia/ directory beside a CUDA plugin it sets --xla_gpu_cuda_data_dir to its author's path (pkg/pjrt/cuda_linux.go:98)", CUDAChecksEnv, v))
+	}
+	_, rest, _ := strings.Cut(config, ":")
+	name, opts, _ := strings.Cut(rest, ",")
+	if info.Path != "" && strings.TrimSpace(name) == "cpu" && !strings.Contains(opts, "shared_buffers") {
+		out = append(out, "shared_buffers: host tensors shared with the CPU plugin's buffers (GoMLX's option for a plugin named cpu, kept when the plugin is given by path)")
+	}
+	return out
+}
+
 // newXLA creates the XLA backend of config with the plugin CheckPlugin found (GoMLX is given its
 // absolute path, so it neither searches nor installs; a plugin named "cpu" keeps GoMLX's shared
 // host buffers) and opt's client options.

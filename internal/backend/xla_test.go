@@ -146,3 +146,30 @@ func TestNamedPluginNotFoundDoesNotInstall(t *testing.T) {
 		t.Errorf("GoMLX tried to auto-install: %v", err)
 	}
 }
+
+// Adaptations says what posttrain does, or checked it need not do, between the client and a
+// plugin: the API skew (none needed within major 0), go-xla's CUDA data directory kept out, and a
+// CPU plugin's shared buffers.
+func TestAdaptations(t *testing.T) {
+	t.Setenv(CUDAChecksEnv, "")
+	os.Unsetenv(CUDAChecksEnv)
+	cuda := PluginInfo{Name: "/s/jax_plugins/xla_cuda13/xla_cuda_plugin.so", Path: "/s/jax_plugins/xla_cuda13/xla_cuda_plugin.so", Major: 0, Minor: 115, API: "0.115", TableSize: 1144}
+	got := strings.Join(Adaptations("xla:"+cuda.Path, cuda), "\n")
+	for _, want := range []string{"PJRT C API skew, client 0.83, plugin 0.115: none needed", "1144-byte function table", "GOPJRT_CUDA_CHECKS=0: go-xla v0.1.4's CUDA library check is off"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("CUDA 0.115 plugin: adaptations %q lack %q", got, want)
+		}
+	}
+	if strings.Contains(got, "shared_buffers") {
+		t.Errorf("CUDA plugin: adaptations %q name the CPU plugin's shared buffers", got)
+	}
+	cpu := PluginInfo{Name: "cpu", Path: "/r/bin/xla/pjrt_c_api_cpu_plugin.so", Major: 0, Minor: ClientAPIMinor, API: fmt.Sprintf("0.%d", ClientAPIMinor), TableSize: 900}
+	got = strings.Join(Adaptations("xla:cpu", cpu), "\n")
+	if !strings.Contains(got, "the client's: no skew") || !strings.Contains(got, "shared_buffers") {
+		t.Errorf("CPU plugin of the client's version: adaptations %q", got)
+	}
+	t.Setenv(CUDAChecksEnv, "1")
+	if got := strings.Join(Adaptations("xla:"+cuda.Path, cuda), "\n"); !strings.Contains(got, "GOPJRT_CUDA_CHECKS=1 set by the user") {
+		t.Errorf("with the check on: adaptations %q", got)
+	}
+}

@@ -36,6 +36,7 @@ type BackendResult struct {
 	PluginAPI        string            `json:"plugin_api,omitempty"`
 	PluginTable      int               `json:"plugin_api_table_bytes,omitempty"`
 	PluginAttributes map[string]any    `json:"plugin_attributes,omitempty"`
+	Adaptations      []string          `json:"adaptations,omitempty"` // backend.Adaptations
 	XLAVersion       string            `json:"xla_version,omitempty"`       // the plugin's xla_version attribute
 	StableHLO        string            `json:"stablehlo_version,omitempty"` // its stablehlo_current_version
 	StableHLOMin     string            `json:"stablehlo_minimum_version,omitempty"`
@@ -76,6 +77,7 @@ func Backend(cfg string, cpuDevices int, log io.Writer) (*BackendResult, error) 
 			return nil, err
 		}
 		res.PluginPath, res.PluginAPI, res.PluginTable = info.Path, info.API, info.TableSize
+		res.Adaptations = backend.Adaptations(cfg, info)
 		logf(log, "backend %s: plugin %s, PJRT C API %s; client %s", cfg, orDash(info.Path), orDash(info.API), backend.ClientAPI)
 	}
 	t0 := time.Now()

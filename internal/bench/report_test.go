@@ -92,7 +92,11 @@ func TestBuildReport_DecodesBothSidesAndKeepsOutputsVerbatim(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	PrintSummary(&buf, rep)
-	for _, s := range []string{"mode: test", "sampler (tiny fixture, every variant, vs go:parallelism=-1): 318 of 320 tokens equal, max |Δ log-prob| 0.002",
+	rep.Stages = append(rep.Stages, Stage{Name: "backend", Status: "ok", Data: json.RawMessage(`{"workload":"backend","backend":"xla:/s/xla_cuda_plugin.so","client_api":"0.83 (go-xla v0.1.4)","plugin_path":"/s/xla_cuda_plugin.so","plugin_api":"0.115","xla_version":"2","stablehlo_version":"1.20.0","stablehlo_minimum_version":"0.9.0","devices":["cuda:0"],"adaptations":["PJRT C API skew, client 0.83, plugin 0.115: none needed","GOPJRT_CUDA_CHECKS=0: off"]}`)})
+	buf.Reset()
+	PrintSummary(&buf, rep)
+	for _, s := range []string{"mode: test", "backend: xla:/s/xla_cuda_plugin.so: plugin /s/xla_cuda_plugin.so, PJRT C API 0.115 (client 0.83 (go-xla v0.1.4)), XLA 2, StableHLO 1.20.0 (accepts from 0.9.0); devices cuda:0",
+		"  adaptation: PJRT C API skew, client 0.83, plugin 0.115: none needed\n  adaptation: GOPJRT_CUDA_CHECKS=0: off\n", "sampler (tiny fixture, every variant, vs go:parallelism=-1): 318 of 320 tokens equal, max |Δ log-prob| 0.002",
 		"MFU — | 7.7%", "result: ok"} {
 		if !strings.Contains(buf.String(), s) {
 			t.Errorf("summary lacks %q:\n%s", s, buf.String())

@@ -21,6 +21,7 @@ func PrintSummary(w io.Writer, rep *Report) {
 	}
 	fmt.Fprintln(w)
 	printStages(w, rep)
+	printBackend(w, rep.Stages)
 	printLogProbs(w, rep)
 	printThroughput(w, rep)
 	printSample(w, rep.Stages)
@@ -153,6 +154,25 @@ func printTrainers(w io.Writer, stages []Stage) {
 			}
 		}
 		fmt.Fprintf(w, "  %-18s %6.1fs  %s\n", s.Name, s.Seconds, strings.Join(parts, ", "))
+	}
+}
+
+// printBackend prints the backend stage's plugin, versions and the adaptations the plugin needed
+// (backend.Adaptations).
+func printBackend(w io.Writer, stages []Stage) {
+	for i := range stages {
+		if stages[i].Name != "backend" {
+			continue
+		}
+		r := decodeResult[BackendResult](&stages[i])
+		if r == nil || r.PluginPath == "" {
+			continue
+		}
+		fmt.Fprintf(w, "backend: %s: plugin %s, PJRT C API %s (client %s), XLA %s, StableHLO %s (accepts from %s); devices %s\n",
+			r.Backend, r.PluginPath, r.PluginAPI, r.ClientAPI, orDash(r.XLAVersion), orDash(r.StableHLO), orDash(r.StableHLOMin), strings.Join(r.Devices, ", "))
+		for _, a := range r.Adaptations {
+			fmt.Fprintf(w, "  adaptation: %s\n", a)
+		}
 	}
 }
 
