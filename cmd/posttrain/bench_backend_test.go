@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/internal/bench"
+	"github.com/posttrain/posttrain/bench"
 )
 
 // With the pinned XLA CPU plugin installed (make xla-cpu), `bench backend --backend xla:cpu

@@ -62,7 +62,7 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkForward: TokenLogProbs on the eighth config, B2×S64. `make bench` times the same
-// workload beside PyTorch (internal/bench BenchmarkCPU, scripts/reference/cpu_bench.py).
+// workload beside PyTorch (bench/ BenchmarkCPU, scripts/reference/cpu_bench.py).
 func BenchmarkForward(b *testing.B) {
 	ctx, cfg, batch := benchModel(b)
 	exec, err := context.NewExec(testBackendOrSkip(b), ctx, func(ctx *context.Context, ids, pos, mask *Node) *Node {
