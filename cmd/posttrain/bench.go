@@ -22,8 +22,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/bench"
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 
