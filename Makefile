@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 all: build
 
 # Stripped (-s -w: no symbol table or DWARF; panics still print file:line): about 28 MB instead of
-# 38, so the binary travels to a GPU box with the source tree within 64 MiB (README "Running on a GPU box").
+# 38, so the binary travels to a GPU box with the source tree within 64 MiB (docs/gpu.md, "What to install").
 build:
 	$(GO) build -ldflags "-s -w" -o $(BIN) ./cmd/posttrain
 
@@ -25,7 +25,7 @@ run: demo
 course:
 	$(GO) run ./cmd/posttrain toy course
 
-# GRPO learning multiplication on the CPU in minutes, no download (README: "The demo").
+# GRPO learning multiplication on the CPU in minutes, no download (docs/demo.md).
 demo:
 	$(GO) run ./cmd/posttrain demo
 
@@ -131,7 +131,7 @@ xla-cpu:
 	scripts/xla-cpu.sh
 
 # bench: posttrain's CPU workloads on the pure-Go backend and on xla:cpu (when installed), then
-# PyTorch 2.x's from the reference venv on the same shapes, one table (README, "Benchmarks").
+# PyTorch 2.x's from the reference venv on the same shapes, one table (docs/benchmarks.md).
 bench:
 	scripts/bench-cpu.sh
 

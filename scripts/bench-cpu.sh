@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench`: posttrain's CPU workloads (internal/bench BenchmarkCPU) on the pure-Go backend and
+# `make bench`: posttrain's CPU workloads (bench/ BenchmarkCPU) on the pure-Go backend and
 # on xla:cpu (when `make xla-cpu` installed the plugin), then, in the same run, the same workloads
 # in PyTorch 2.x from PyPI (scripts/reference/cpu_bench.py in the venv of `make reference-env`,
 # which this script builds when it is missing: torch's default CPU kernels), and one table of the
@@ -15,11 +15,11 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 load() { echo "bench: $1 $(date -u '+%Y-%m-%d %H:%M:%S UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2; }
 echo "bench: $(nproc) CPUs, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >&2
-go test -c -o "$out/bench.test" ./internal/bench
+go test -c -o "$out/bench.test" ./bench
 # run BACKEND FILE: BenchmarkCPU on BACKEND, its output in FILE (and on stderr).
 run() {
 	load "BenchmarkCPU on $1, start"
-	(cd internal/bench && GOMLX_BACKEND=$1 "$out/bench.test" -test.run '^$' -test.bench '^BenchmarkCPU$' \
+	(cd bench && GOMLX_BACKEND=$1 "$out/bench.test" -test.run '^$' -test.bench '^BenchmarkCPU$' \
 		-test.benchtime 1x -test.timeout 60m) | tee "$2" >&2
 }
 run go "$out/go.txt"

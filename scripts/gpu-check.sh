@@ -42,8 +42,8 @@
 # Time limits assume XLA compile times on the H200 box (16 cores), not measured yet: a forward
 # graph of the 24-layer 0.5B model ~20-40 s, a forward+backward+AdamW graph ~40-90 s, a decode step
 # ~10-30 s, the tiny fixture's graphs ~1-2 s each. A stage's limit is its graphs' compile time at
-# the high end plus its run time; see T_* below. The default budget (420 s) leaves a 15-minute
-# device lease room for the machine's start and a second, shorter try.
+# the high end plus its run time; see T_* below. The default budget (420 s) keeps a first run and a
+# second, shorter try within 15 minutes of GPU time.
 #
 # Results: $OUT/report.json (every stage's status, compile and run time and JSON output, the
 # log-prob check, throughput side by side), $OUT/summary.txt (printed at the end) and

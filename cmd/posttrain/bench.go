@@ -1,7 +1,7 @@
 package main
 
 // `posttrain bench`: hidden measurement subcommands for scripts/gpu-check.sh, thin wiring of
-// internal/bench (flags → its workloads, one JSON object on stdout, progress on stderr):
+// the bench package (flags → its workloads, one JSON object on stdout, progress on stderr):
 //
 //	bench backend  the backend's PJRT plugin and API versions, a client, its devices, one graph
 //	bench inputs   a scoring batch in the qwen2-tiny input format (left- and right-padded rows)
@@ -22,8 +22,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/posttrain/posttrain/bench"
 	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/internal/bench"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
 

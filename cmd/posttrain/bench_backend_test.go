@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/posttrain/posttrain/bench"
 	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/internal/bench"
 )
 
 // With the pinned XLA CPU plugin installed (make xla-cpu), `bench backend --backend xla:cpu

@@ -32,7 +32,9 @@ func TestResolve(t *testing.T) {
 // With no --backend and no $GOMLX_BACKEND, xla:cpu is used exactly when its plugin is found and
 // usable; otherwise the pure-Go backend, with the reason in the line every command prints.
 func TestDefault_XLACPUWhenItsPluginIsUsable(t *testing.T) {
-	found := func(string) (PluginInfo, error) { return PluginInfo{Name: "cpu", Path: "/p/pjrt_c_api_cpu_plugin.so", API: "0.115"}, nil }
+	found := func(string) (PluginInfo, error) {
+		return PluginInfo{Name: "cpu", Path: "/p/pjrt_c_api_cpu_plugin.so", API: "0.115"}, nil
+	}
 	missing := func(string) (PluginInfo, error) {
 		return PluginInfo{Name: "cpu"}, errors.New(`backend "xla:cpu": no PJRT plugin named "cpu" found: searched bin/xla`)
 	}

@@ -62,7 +62,7 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkForward: TokenLogProbs on the eighth config, B2×S64. `make bench` times the same
-// workload beside PyTorch (internal/bench BenchmarkCPU, scripts/reference/cpu_bench.py).
+// workload beside PyTorch (bench/ BenchmarkCPU, scripts/reference/cpu_bench.py).
 func BenchmarkForward(b *testing.B) {
 	ctx, cfg, batch := benchModel(b)
 	exec, err := context.NewExec(testBackendOrSkip(b), ctx, func(ctx *context.Context, ids, pos, mask *Node) *Node {
@@ -90,15 +90,14 @@ func BenchmarkForward(b *testing.B) {
 // B2×S64. `make bench` times the trainers' AdamW step on the same shape beside PyTorch's.
 func BenchmarkTrainStep(b *testing.B) {
 	ctx, cfg, batch := benchModel(b)
-	exec := newTrainStep(b, testBackendOrSkip(b), ctx, cfg, 1.0)
-	defer exec.Finalize()
-	args := batchTensors(batch)
-	if _, err := exec.Exec(args...); err != nil { // compile, create the optimizer state
+	s := newTrainStep(b, testBackendOrSkip(b), ctx, cfg, 1.0)
+	in := batchFeed(batch)
+	if _, err := s.Run(in); err != nil { // compile, create the optimizer state
 		b.Fatal(err)
 	}
 	start, cpuStart, n := time.Now(), cpuTime(), 0
 	for b.Loop() {
-		if _, err := exec.Exec(args...); err != nil {
+		if _, err := s.Run(in); err != nil {
 			b.Fatal(err)
 		}
 		n++

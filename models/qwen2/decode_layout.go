@@ -26,7 +26,7 @@ import (
 // (or 32) values of the contracting axis innermost and (in/c)·k batch examples, element
 // [j, a, o, i] = w[a·out/k + o, j·c + i]. The product is then x's chunks [in/c, k, rows, c] times the
 // layout, batched over (j, a), summed over j: every batch example reads one contiguous block of the
-// weight, each on its own goroutine. Measured on this 2-core machine (loaded, 2026-12-01), one
+// weight, each on its own goroutine. Measured on a 2-core machine (loaded, 2026-12-01), one
 // decode step's [1,896]·[4864,896]ᵀ took 15.8 ms as one DotGeneral and 6.4 ms as 14 chunks of 64;
 // [1,896]·[896,896]ᵀ 4.8 and 1.5 ms; the whole batch-1 decode of Qwen2.5-0.5B's shape went from
 // 0.22 to 0.86 tokens/s (load average 8-11, BenchmarkCPU/decode, both runs back to back).

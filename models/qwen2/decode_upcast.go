@@ -17,7 +17,7 @@ import (
 // has no bfloat16 kernel (with --xla_cpu_use_onednn=true its RET_CHECK in dot_op_emitter.cc lists
 // the types it emits, and BF16 is not among them). One [1,896]·[151936,896]ᵀ product (Qwen2.5-0.5B's
 // LM head in a decode step) took 0.44-0.84 s in bfloat16 and 0.049 s in float32, a [1,896]·
-// [4864,896]ᵀ one 2.6 ms and 1.1 ms (the pinned plugin, this 2-core machine at load average 7-10,
+// [4864,896]ᵀ one 2.6 ms and 1.1 ms (the pinned plugin, a 2-core machine at load average 7-10,
 // 2026-12-02; the XNNPACK, YNNPACK and oneDNN fusion flags of XLA_FLAGS did not change that), and
 // BenchmarkCPU/decode_bf16 made 0.22 tokens/s against 6.1 in float32 (4.6 with the copies below).
 //

@@ -17,7 +17,7 @@ import (
 // at every call, padding the rows to 32. For a few rows against a large out, such as the LM head
 // of one decode step (1 × 151,936 at Qwen2.5's vocabulary), the blocked kernel computes 32 rows
 // to use one and re-blocks the whole [V,D] matrix per token: one 1 × 151,936 × 896 product took
-// 23.9 s in the blocked kernel and 1.6 s in the direct one (this 2-core machine, heavily loaded,
+// 23.9 s in the blocked kernel and 1.6 s in the direct one (a 2-core machine, heavily loaded,
 // 2026-12-01). So on that backend, when the blocked kernel would pad the rows (fewer than 32)
 // and a split of out fits the direct kernel, w is viewed as k slices [k, out/k, in] (a reshape
 // of the same row-major data, which simplego copies once per call since the weights are not

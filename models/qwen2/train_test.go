@@ -8,34 +8,28 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
-	"github.com/gomlx/gomlx/pkg/ml/train"
-	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
+
+	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/trainers/step"
 )
 
-// newTrainStep builds one AdamW step (lr 1e-3, weight decay 0.01) on MeanNLL with the gradients
-// clipped to a global L2 norm of maxNorm; the exec returns (loss, gradient norm before clipping).
-func newTrainStep(t testing.TB, b backends.Backend, ctx *context.Context, cfg *Config, maxNorm float64) *context.Exec {
+// trainBatch holds newTrainStep's graph inputs by name.
+type trainBatch[T any] struct{ IDs, Pos, Mask, Scored T }
+
+// newTrainStep builds one AdamW step (trainers/step's, PyTorch's AdamW: lr 1e-3, weight decay
+// 0.01) on MeanNLL with the gradients clipped to a global L2 norm of maxNorm; a Run returns the
+// loss and the gradient norm before clipping.
+func newTrainStep(t testing.TB, b backends.Backend, ctx *context.Context, cfg *Config, maxNorm float64) *step.Step {
 	t.Helper()
-	opt := optimizers.Adam().LearningRate(1e-3).WeightDecay(0.01).Done()
-	exec, err := context.NewExec(b, ctx, func(ctx *context.Context, ids, pos, mask, scored *Node) (*Node, *Node) {
-		loss := MeanNLL(TokenLogProbs(ctx, cfg, ids, pos, mask), scored)
-		_, grads := Gradients(ctx, loss)
-		var sq []*Node
-		for _, g := range grads {
-			sq = append(sq, ReduceAllSum(Square(ConvertDType(g, dtypes.Float32))))
-		}
-		norm := Sqrt(ReduceAllSum(Stack(sq, 0)))
-		scale := MinScalar(Div(Scalar(loss.Graph(), dtypes.Float32, maxNorm), AddScalar(norm, 1e-6)), 1)
-		for i, g := range grads {
-			grads[i] = Mul(g, ConvertDType(scale, g.DType()))
-		}
-		opt.(train.OptimizeWithGradients).UpdateGraphWithGradients(ctx, grads, loss.DType())
-		return loss, norm
-	})
+	s, err := step.New(b, ctx, step.Config{Optimizer: step.AdamW, LearningRate: 1e-3, WeightDecay: 0.01, MaxGradNorm: maxNorm},
+		func(ctx *context.Context, in named.Inputs) (*Node, map[string]*Node) {
+			x := named.Bind[trainBatch[*Node]](in)
+			return MeanNLL(TokenLogProbs(ctx, cfg, x.IDs, x.Pos, x.Mask), x.Scored), nil
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return exec
+	return s
 }
 
 func batchTensors(b *Batch) []any {
@@ -43,25 +37,30 @@ func batchTensors(b *Batch) []any {
 		tensors.FromValue(ScoredMask(b.Mask, b.CompletionStart))}
 }
 
+// batchFeed is batchTensors by name (trainBatch's fields).
+func batchFeed(b *Batch) named.Feed {
+	t := batchTensors(b)
+	return named.Of[any](trainBatch[any]{IDs: t[0], Pos: t[1], Mask: t[2], Scored: t[3]})
+}
+
 // AdamW steps through the model's gradients (in optimizer order) lower the loss; the first step's
 // loss and gradient norm are the reference's.
 func TestTrainStep_LowersLoss(t *testing.T) {
 	ctx, cfg := loadTiny(t, dtypes.Float32)
 	want := readExpected(t, "left_pad", "float64")
-	exec := newTrainStep(t, testBackendOrSkip(t), ctx, cfg, 1.0)
-	defer exec.Finalize()
-	args := batchTensors(readInput(t, "left_pad"))
-	var first, last float32
-	for step := range 5 {
-		loss, norm, err := exec.Exec2(args...)
+	s := newTrainStep(t, testBackendOrSkip(t), ctx, cfg, 1.0)
+	in := batchFeed(readInput(t, "left_pad"))
+	var first, last float64
+	for i := range 5 {
+		r, err := s.Run(in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		last = tensors.ToScalar[float32](loss)
-		if step == 0 {
+		last = r.Loss
+		if i == 0 {
 			first = last
-			if g := float64(tensors.ToScalar[float32](norm)); !near(g, want.Grad.GlobalL2, 1e-4*want.Grad.GlobalL2) ||
-				!near(float64(first), want.Loss, 1e-4) {
+			if g := r.GradNorm; !near(g, want.Grad.GlobalL2, 1e-4*want.Grad.GlobalL2) ||
+				!near(first, want.Loss, 1e-4) {
 				t.Errorf("step 1: loss %g, grad norm %g; want %g, %g", first, g, want.Loss, want.Grad.GlobalL2)
 			}
 		}

@@ -1,4 +1,4 @@
-"""PyTorch's side of `make bench`: the CPU workloads of internal/bench's BenchmarkCPU, timed with
+"""PyTorch's side of `make bench`: the CPU workloads of bench/'s BenchmarkCPU, timed with
 PyTorch 2.x from PyPI (the reference venv of `make reference-env`, its default CPU kernels),
 random weights of the same shapes, then one table with posttrain's figures from the
 `go test -bench` outputs given with --posttrain (pure-Go backend) and --posttrain-xla (xla:cpu).

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Golden trajectories of Gymnasium's CartPole-v1 and Acrobot-v1, for toy/gym's tests.
 
-Gymnasium cannot be installed here (no PyPI), so this re-implements the two environments line for
-line from Gymnasium 1.4.0's source (gymnasium/envs/classic_control/cartpole.py and acrobot.py,
+This re-implements the two environments line for line, so that the goldens need only numpy,
+from Gymnasium 1.4.0's source (gymnasium/envs/classic_control/cartpole.py and acrobot.py,
 commit 3f0476a8cc224dcce2167cc4b6971ae0f04d5cfc), with the wrappers gym.make adds that change
 numbers (TimeLimit(max_episode_steps=500)) and with Gymnasium's seeding: reset(seed=s) and
 action_space.seed(s) use seeding.np_random(s) = Generator(PCG64(SeedSequence(s))), and

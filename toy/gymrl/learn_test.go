@@ -15,6 +15,7 @@ func TestDQN_LearnsCartPoleAtReducedBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("DQN CartPole: mean return of the last 10 episodes %.1f", r.Final)
 	if r.Final < 100 || r.Progress[0].MeanReturn > 30 {
 		t.Errorf("mean return of the last 10 episodes %.1f (first progress %.1f), want >= 100 after 8000 steps\n%v",
 			r.Final, r.Progress[0].MeanReturn, r.Lines)
@@ -28,6 +29,7 @@ func TestPPO_LearnsCartPoleAtReducedBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("PPO CartPole: mean return of the last 10 episodes %.1f", r.Final)
 	if r.Final < 45 || r.Progress[0].MeanReturn > 30 {
 		t.Errorf("mean return of the last 10 episodes %.1f (iteration 0: %.1f), want >= 45 after 8 iterations\n%v",
 			r.Final, r.Progress[0].MeanReturn, r.Lines)
@@ -41,6 +43,7 @@ func TestPPO_LearnsAcrobotAtReducedBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("PPO Acrobot: mean return of the last 10 episodes %.1f", r.Final)
 	if r.Final < -350 || r.Progress[0].MeanReturn > -400 {
 		t.Errorf("mean return of the last 10 episodes %.1f (iteration 0: %.1f), want >= -350 after 6 iterations\n%v",
 			r.Final, r.Progress[0].MeanReturn, r.Lines)

@@ -76,7 +76,7 @@ type Options struct {
 	SFTFormat, Reward string
 }
 
-// Default is the configuration the README's numbers come from.
+// Default is the configuration docs/demo.md's numbers come from.
 var Default = Options{
 	OutputDir: filepath.Join("runs", "demo"), Seed: 1, MaxFactor: 12, HeldOut: 50,
 	Shape:    ModelShape{Hidden: 128, Intermediate: 256, Layers: 2, Heads: 4, KVHeads: 2},

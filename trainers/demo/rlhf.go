@@ -49,7 +49,7 @@ type RLHFOptions struct {
 	PPOLearningRate, PPOKLCoef        float64
 }
 
-// DefaultRLHF is the configuration the README's RLHF numbers come from.
+// DefaultRLHF is the configuration docs/demo.md's RLHF numbers come from.
 var DefaultRLHF = RLHFOptions{Options: Default, RMTrainWrongs: 4, RMSteps: 100, RMBatch: 16, RMLearningRate: 1e-3,
 	PPOUpdates: 30, PPOPrompts: 32, PPOEpochs: 4, PPOLearningRate: 1e-4, PPOKLCoef: 0.1}
 

@@ -260,7 +260,7 @@ func firstLetter() Reward {
 func stepOn(t *testing.T, tr *Trainer, r *Rollout) float64 {
 	t.Helper()
 	c := tr.cfg
-	opt, err := loop.NewOptimizer(tr.s.Backend, tr.s.Model, loop.AdamW{Beta1: c.AdamBeta1, Beta2: c.AdamBeta2,
+	opt, err := loop.NewOptimizer(tr.s.Backend, tr.s.Model, loop.OptimizerConfig{Beta1: c.AdamBeta1, Beta2: c.AdamBeta2,
 		Epsilon: c.AdamEpsilon, WeightDecay: c.WeightDecay, MaxGradNorm: c.MaxGradNorm}, source{tr}.Loss)
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func newLoRARun(t *testing.T, m *loop.Model, b backends.Backend) *loraRun {
 	if b == nil {
 		b = looptest.Backend(t)
 	}
-	opt, err := loop.NewOptimizer(b, m, loop.AdamW{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.01, MaxGradNorm: 1}, tr.Loss)
+	opt, err := loop.NewOptimizer(b, m, loop.OptimizerConfig{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.01, MaxGradNorm: 1}, tr.Loss)
 	if err != nil {
 		t.Fatal(err)
 	}

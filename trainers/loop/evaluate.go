@@ -43,7 +43,7 @@ func newEvaluator(backend backends.Backend, m *Model, method Method, batch int) 
 		return nil, fmt.Errorf("eval: no evaluation examples")
 	}
 	e := &evaluator{method: method, batch: batch}
-	err := catch("build evaluation graph", func() error {
+	err := step.Catch("build evaluation graph", func() error {
 		var err error
 		e.exec, err = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
 			in := e.sig.Inputs(inputs)
@@ -91,7 +91,7 @@ func (e *evaluator) run(tokensSeen int64) (map[string]float64, error) {
 			return nil, err
 		}
 		var outs []*tensors.Tensor
-		if err := catch("evaluate", func() error {
+		if err := step.Catch("evaluate", func() error {
 			args, err := e.sig.Args(inputs.With(normInput, float32(max(norm, 1))))
 			if err != nil {
 				return err

@@ -2,8 +2,6 @@ package loop
 
 import (
 	"fmt"
-	"math"
-	"strings"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -20,15 +18,23 @@ import (
 
 // Scopes of the optimizer's float32 state, beside the model's weights in the same context.
 const (
-	GradScope     = "/posttrain/grad"       // gradients summed over the micro-batches of a step
-	ExpAvgScope   = "/posttrain/exp_avg"    // AdamW first moment (PyTorch's exp_avg)
-	ExpAvgSqScope = "/posttrain/exp_avg_sq" // AdamW second moment (exp_avg_sq)
+	GradScope     = step.GradScope     // gradients summed over the micro-batches of a step
+	ExpAvgScope   = step.ExpAvgScope   // AdamW first moment (PyTorch's exp_avg)
+	ExpAvgSqScope = step.ExpAvgSqScope // AdamW second moment (exp_avg_sq)
 )
 
-// AdamW are PyTorch's torch.optim.AdamW hyper-parameters (HF Trainer's default optimizer).
-type AdamW struct {
+// OptimizerConfig selects the update and its hyper-parameters: by default PyTorch's
+// torch.optim.AdamW (HF Trainer's default optimizer; WeightDecay 0 is Adam), or with Optimizer
+// step.Plain the plain gradient step θ ← θ − lr·g (the betas, epsilon and weight decay unused,
+// no moments kept). The update rule is trainers/step's, the one the toys' steps run.
+type OptimizerConfig struct {
+	Optimizer                          step.Optimizer // step.AdamW (the zero value) or step.Plain
 	Beta1, Beta2, Epsilon, WeightDecay float64
 	MaxGradNorm                        float64 // > 0: clip the global gradient norm (clip_grad_norm_)
+}
+
+func (c OptimizerConfig) adam() step.AdamHyper {
+	return step.AdamHyper{Beta1: c.Beta1, Beta2: c.Beta2, Epsilon: c.Epsilon, WeightDecay: c.WeightDecay}
 }
 
 // Optimizer is the update machinery of the driver, usable on its own (bench parity, tests):
@@ -37,17 +43,17 @@ type AdamW struct {
 //
 // A step is: for each micro-batch, accumulate += ∂(loss_micro)/∂θ (the trainer's loss is already
 // divided by the whole accumulated batch's size, so the sum is the full batch's gradient); then
-// update: clip the summed gradient by its global norm, apply AdamW to the float32 masters, refresh
-// the bfloat16 copies, zero the accumulators.
+// update: clip the summed gradient by its global norm, apply AdamW (or the plain step) to the
+// float32 masters, refresh the bfloat16 copies, zero the accumulators.
 type Optimizer struct {
 	backend backends.Backend
 	model   *Model
-	hp      AdamW
+	hp      OptimizerConfig
 	params  []*context.Variable // compute weights (HF scopes)
 	names   []string            // their HF names
 	decay   []bool              // weight decay applies (HF: not to biases and norm weights)
 	grads   []*context.Variable
-	expAvg  []*context.Variable
+	expAvg  []*context.Variable // AdamW's moments (none for the plain step)
 	expAvg2 []*context.Variable
 	accum   *context.Exec
 	update  *context.Exec
@@ -75,18 +81,11 @@ const normInput = "norm"
 // rngInput is the accumulation graph's RNG state of LoRA's dropout (only when it applies).
 const rngInput = "dropout_rng"
 
-// adamInputs are the inputs of the update graph (updateGraph), computed on the host.
-type adamInputs[T any] struct {
-	StepSize    T // lr/(1−β1ᵗ)
-	BC2Sqrt     T // √(1−β2ᵗ)
-	DecayFactor T // 1 − lr·wd
-}
-
-// NewOptimizer creates the float32 gradient accumulators and AdamW moments of m's trainable
+// NewOptimizer creates the float32 gradient accumulators and AdamW moments (not for step.Plain) of m's trainable
 // weights (Model.Trainable: every weight, or an adapter's) in m.Ctx (zero, or kept if they exist)
 // and prepares the graphs; lossFn is compiled per input shape on the first Micro call with that
 // shape.
-func NewOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc) (*Optimizer, error) {
+func NewOptimizer(backend backends.Backend, m *Model, hp OptimizerConfig, lossFn LossFunc) (*Optimizer, error) {
 	o := &Optimizer{backend: backend, model: m, hp: hp}
 	var err error
 	if o.params, o.names, err = m.Trainable(); err != nil {
@@ -95,7 +94,7 @@ func NewOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc)
 	o.dropout = m.Adapter != nil && m.Adapter.Dropping()
 	for i, v := range o.params {
 		n := o.names[i]
-		o.decay = append(o.decay, !strings.HasSuffix(n, ".bias") && !strings.Contains(n, "norm"))
+		o.decay = append(o.decay, step.Decays(n))
 		shape := shapes.Make(dtypes.Float32, v.Shape().Dimensions...)
 		zeros := func(scope string) *context.Variable {
 			if x := m.Ctx.GetVariableByScopeAndName(scope+v.Scope(), v.Name()); x != nil {
@@ -105,10 +104,12 @@ func NewOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc)
 				VariableWithValue(v.Name(), tensors.FromShape(shape)).SetTrainable(false)
 		}
 		o.grads = append(o.grads, zeros(GradScope))
-		o.expAvg = append(o.expAvg, zeros(ExpAvgScope))
-		o.expAvg2 = append(o.expAvg2, zeros(ExpAvgSqScope))
+		if hp.Optimizer != step.Plain {
+			o.expAvg = append(o.expAvg, zeros(ExpAvgScope))
+			o.expAvg2 = append(o.expAvg2, zeros(ExpAvgSqScope))
+		}
 	}
-	err = catch("build training graphs", func() error {
+	err = step.Catch("build training graphs", func() error {
 		var e error
 		if o.accum, e = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
 			return o.accumGraph(ctx, lossFn, o.accumSig.Inputs(inputs))
@@ -117,7 +118,7 @@ func NewOptimizer(backend backends.Backend, m *Model, hp AdamW, lossFn LossFunc)
 		}
 		o.accum.SetMaxCache(-1)
 		o.update, e = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
-			return o.updateGraph(named.Bind[adamInputs[*Node]](o.updateSig.Inputs(inputs)))
+			return o.updateGraph(named.Bind[step.Scalars[*Node]](o.updateSig.Inputs(inputs)))
 		})
 		return e
 	})
@@ -148,18 +149,12 @@ func (o *Optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, in named.I
 	return append(out, o.accumSig.Outputs(named.FromMap(step.Float64Metrics(metrics)))...)
 }
 
-// updateGraph is PyTorch's AdamW step (torch/optim/adamw.py, single-tensor path) on the float32
-// masters, after clip_grad_norm_ on the accumulated gradients g:
-//
-//	θ ← θ·(1 − lr·wd)                        (decoupled weight decay; not biases/norms, as HF)
-//	m ← β1·m + (1−β1)·g,  v ← β2·v + (1−β2)·g²
-//	θ ← θ − (lr/(1−β1ᵗ))·m / (√v/√(1−β2ᵗ) + ε)
-//
-// inputs: stepSize = lr/(1−β1ᵗ), bc2Sqrt = √(1−β2ᵗ), decayFactor = 1 − lr·wd, computed on the
-// host in float64 so that the LR schedule never recompiles. Returns the pre-clip global norm.
-func (o *Optimizer) updateGraph(in adamInputs[*Node]) []*Node {
-	stepSize, bc2Sqrt, decayFactor := in.StepSize, in.BC2Sqrt, in.DecayFactor
-	g := stepSize.Graph()
+// updateGraph is one update of the float32 masters after clip_grad_norm_ on the accumulated
+// gradients: step.AdamWUpdate (PyTorch's AdamW, decoupled weight decay on the weights HF decays,
+// step.Decays) or step.SGDUpdate. in holds step.UpdateScalars, computed on the host in float64 so
+// that the LR schedule never recompiles. Returns the pre-clip global norm.
+func (o *Optimizer) updateGraph(in step.Scalars[*Node]) []*Node {
+	g := in.StepSize.Graph()
 	grads := make([]*Node, len(o.grads))
 	for i, acc := range o.grads {
 		grads[i] = acc.ValueGraph(g)
@@ -168,22 +163,20 @@ func (o *Optimizer) updateGraph(in adamInputs[*Node]) []*Node {
 	if o.hp.MaxGradNorm > 0 {
 		grads = step.ClipByGlobalNorm(grads, norm, o.hp.MaxGradNorm)
 	}
-	b1, b2 := o.hp.Beta1, o.hp.Beta2
 	for i, v := range o.params {
 		master := o.model.Master(v)
 		if master == nil {
 			panic(fmt.Sprintf("%s has no float32 master", o.names[i]))
 		}
-		theta := master.ValueGraph(g)
-		if o.decay[i] && o.hp.WeightDecay > 0 {
-			theta = Mul(theta, decayFactor)
+		var theta *Node
+		if o.hp.Optimizer == step.Plain {
+			theta = step.SGDUpdate(master.ValueGraph(g), grads[i], in)
+		} else {
+			var m, v2 *Node
+			theta, m, v2 = step.AdamWUpdate(master.ValueGraph(g), grads[i], o.expAvg[i].ValueGraph(g), o.expAvg2[i].ValueGraph(g), in, o.hp.adam(), o.decay[i])
+			o.expAvg[i].SetValueGraph(m)
+			o.expAvg2[i].SetValueGraph(v2)
 		}
-		m := Add(MulScalar(o.expAvg[i].ValueGraph(g), b1), MulScalar(grads[i], 1-b1))
-		v2 := Add(MulScalar(o.expAvg2[i].ValueGraph(g), b2), MulScalar(Square(grads[i]), 1-b2))
-		denom := AddScalar(Div(Sqrt(v2), bc2Sqrt), o.hp.Epsilon)
-		theta = Sub(theta, Mul(stepSize, Div(m, denom)))
-		o.expAvg[i].SetValueGraph(m)
-		o.expAvg2[i].SetValueGraph(v2)
 		master.SetValueGraph(theta)
 		if master != v {
 			v.SetValueGraph(copyOfMaster(theta, v.DType()))
@@ -198,7 +191,7 @@ func (o *Optimizer) updateGraph(in adamInputs[*Node]) []*Node {
 // must name the same inputs (the first call's names are those of the compiled graphs).
 func (o *Optimizer) Micro(in named.Feed, norm float64) (loss float64, metrics map[string]float64, err error) {
 	var outs []*tensors.Tensor
-	err = catch("train micro-batch", func() error {
+	err = step.Catch("train micro-batch", func() error {
 		feed := in.With(normInput, float32(norm))
 		if o.dropout {
 			feed = feed.With(rngInput, o.dropoutState())
@@ -221,17 +214,14 @@ func (o *Optimizer) Micro(in named.Feed, norm float64) (loss float64, metrics ma
 	return step.ScalarValue(outs[0]), step.MetricValues(ms), nil
 }
 
-// Apply runs the AdamW update on the accumulated gradients with learning rate lr, zeroes the
+// Apply runs the update on the accumulated gradients with learning rate lr, zeroes the
 // accumulators, and returns the global gradient norm before clipping.
 func (o *Optimizer) Apply(lr float64) (float64, error) {
-	t := float64(o.steps + 1)
-	stepSize := lr / (1 - math.Pow(o.hp.Beta1, t))
-	bc2Sqrt := math.Sqrt(1 - math.Pow(o.hp.Beta2, t))
-	decay := 1 - lr*o.hp.WeightDecay
+	sc := step.UpdateScalars(o.hp.Optimizer, o.hp.adam(), lr, o.steps+1)
 	var outs []*tensors.Tensor
-	err := catch("optimizer update", func() error {
-		args, e := o.updateSig.Args(named.Of[any](adamInputs[any]{StepSize: float32(stepSize), BC2Sqrt: float32(bc2Sqrt),
-			DecayFactor: float32(decay)}))
+	err := step.Catch("optimizer update", func() error {
+		args, e := o.updateSig.Args(named.Of[any](step.Scalars[any]{StepSize: float32(sc.StepSize), BC2Sqrt: float32(sc.BC2Sqrt),
+			DecayFactor: float32(sc.DecayFactor)}))
 		if e != nil {
 			return e
 		}
@@ -249,7 +239,7 @@ func (o *Optimizer) Apply(lr float64) (float64, error) {
 // Discard zeroes the accumulated gradients without an update: the weights and the AdamW state
 // are unchanged.
 func (o *Optimizer) Discard() error {
-	return catch("discard gradients", func() error {
+	return step.Catch("discard gradients", func() error {
 		if o.zero == nil {
 			var e error
 			o.zero, e = context.NewExec(o.backend, o.model.Ctx.Reuse(), func(ctx *context.Context, g *Graph) *Node {
@@ -302,19 +292,6 @@ func (o *Optimizer) Close() {
 	if o.zero != nil {
 		o.zero.Finalize()
 	}
-}
-
-// catch runs fn and turns a GoMLX panic into an error prefixed with what.
-func catch(what string, fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: %v", what, r)
-		}
-	}()
-	if e := fn(); e != nil {
-		return fmt.Errorf("%s: %w", what, e)
-	}
-	return nil
 }
 
 // copyOfMaster is the compute copy (dtype) of a float32 master θ, rounded as the host's toBF16

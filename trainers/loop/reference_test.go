@@ -75,7 +75,7 @@ func adamwTrajectory(t *testing.T, ref *adamwReference) (losses, norms []float64
 	if err != nil {
 		t.Fatal(err)
 	}
-	hp := loop.AdamW{Beta1: cfg.AdamBeta1, Beta2: cfg.AdamBeta2, Epsilon: cfg.AdamEpsilon, WeightDecay: cfg.WeightDecay,
+	hp := loop.OptimizerConfig{Beta1: cfg.AdamBeta1, Beta2: cfg.AdamBeta2, Epsilon: cfg.AdamEpsilon, WeightDecay: cfg.WeightDecay,
 		MaxGradNorm: cfg.MaxGradNorm}
 	b := looptest.Backend(t)
 	opt, err := loop.NewOptimizer(b, m, hp, tr.Loss)

@@ -257,10 +257,10 @@ func (s *methodSource) Resume(_ string, st *checkpoint.State) (int, error) {
 }
 
 // WriteState writes the AdamW moments to path as safetensors (exp_avg.<HF name>, exp_avg_sq.<HF
-// name>, float32); AdamW's step count goes to trainer_state.json.
+// name>, float32; none for the plain step); AdamW's step count goes to trainer_state.json.
 func (o *Optimizer) WriteState(path string) error {
 	var out []*safetensors.Tensor
-	for i, name := range o.names {
+	for i, name := range o.names[:len(o.expAvg)] {
 		for _, s := range []struct {
 			prefix string
 			v      *context.Variable
@@ -285,7 +285,7 @@ func (o *Optimizer) ReadState(path string, steps int) error {
 	if err != nil {
 		return err
 	}
-	for i, name := range o.names {
+	for i, name := range o.names[:len(o.expAvg)] {
 		for _, s := range []struct {
 			key string
 			v   *context.Variable

@@ -63,7 +63,7 @@ func newDriver(m *Model, src Source, opts Options) (*driver, error) {
 	if d.sched, err = cfg.Schedule(d.total); err != nil {
 		return nil, err
 	}
-	hp := AdamW{Beta1: cfg.AdamBeta1, Beta2: cfg.AdamBeta2, Epsilon: cfg.AdamEpsilon, WeightDecay: cfg.WeightDecay, MaxGradNorm: cfg.MaxGradNorm}
+	hp := OptimizerConfig{Beta1: cfg.AdamBeta1, Beta2: cfg.AdamBeta2, Epsilon: cfg.AdamEpsilon, WeightDecay: cfg.WeightDecay, MaxGradNorm: cfg.MaxGradNorm}
 	if d.opt, err = NewOptimizer(opts.Backend, m, hp, src.Loss); err != nil {
 		return nil, err
 	}

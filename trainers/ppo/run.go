@@ -132,7 +132,7 @@ func (o RunOptions) logger() *slog.Logger {
 // errNoPEFT refuses use_peft: TRL's PPOTrainer trains a LoRA policy with the reference as the
 // adapter disabled, but posttrain's LoRA hooks would also reach the value model's forward pass in
 // the shared context, so PPO trains every weight.
-var errNoPEFT = errors.New("use_peft (--use-peft) is not supported by ppo: the policy and the value model are trained in full (docs: README, posttrain ppo)")
+var errNoPEFT = errors.New("use_peft (--use-peft) is not supported by ppo: the policy and the value model are trained in full (docs/reward-ppo.md)")
 
 // SameVocabulary refuses a reward or value model whose tokenizer is not the policy's: TRL feeds
 // the policy's token ids to both models unchanged, so every id must mean the same token.

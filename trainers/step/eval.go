@@ -23,7 +23,7 @@ type Eval struct {
 // NewEval compiles a pure graph function of its inputs, once per input shape (no limit).
 func NewEval(backend backends.Backend, fn func(inputs []*graph.Node) []*graph.Node) (*Eval, error) {
 	var e *graph.Exec
-	err := catch("eval: build", func() error {
+	err := Catch("eval: build", func() error {
 		var err error
 		if e, err = graph.NewExec(backend, fn); err == nil {
 			e.SetMaxCache(-1) // one graph per input shape, unbounded (see NewContextEval)
@@ -38,7 +38,7 @@ func NewEval(backend backends.Backend, fn func(inputs []*graph.Node) []*graph.No
 
 // Run executes the computation; inputs are tensors or Go slices/scalars.
 func (e *Eval) Run(inputs ...any) (outs []*tensors.Tensor, err error) {
-	err = catch("eval: run", func() error {
+	err = Catch("eval: run", func() error {
 		var err error
 		outs, err = e.run(inputs...)
 		return err
@@ -61,7 +61,7 @@ type ContextEval struct {
 func NewContextEval(backend backends.Backend, ctx *context.Context,
 	fn func(ctx *context.Context, in named.Inputs) map[string]*graph.Node) (*ContextEval, error) {
 	e := &ContextEval{}
-	err := catch("eval: build", func() error {
+	err := Catch("eval: build", func() error {
 		var err error
 		e.exec, err = context.NewExec(backend, ctx, func(ctx *context.Context, nodes []*graph.Node) []*graph.Node {
 			return e.sig.Outputs(named.FromMap(fn(ctx, e.sig.Inputs(nodes))))
@@ -82,7 +82,7 @@ func NewContextEval(backend backends.Backend, ctx *context.Context,
 // Run executes the computation on the inputs of in (tensors or Go slices/scalars) and returns
 // the outputs by name.
 func (e *ContextEval) Run(in named.Feed) (outs map[string]*tensors.Tensor, err error) {
-	err = catch("eval: run", func() error {
+	err = Catch("eval: run", func() error {
 		args, err := e.sig.Args(in)
 		if err != nil {
 			return err

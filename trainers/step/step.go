@@ -1,10 +1,11 @@
 // Package step is the plumbing every trainer shares: one compiled context.Exec that builds a loss
 // from a trainer's graph function, differentiates it with respect to the trainable variables,
 // optionally clips the global gradient norm, and updates the variables with either the course's
-// plain gradient step or AdamW. It holds no loss math (that lives in each trainer's loss.go).
+// plain gradient step or AdamW — the update rule of optimizer.go, the same one the LLM trainers'
+// loop.Optimizer runs. It holds no loss math (that lives in each trainer's loss.go).
 //
-// The learning rate is a context variable, so SetLearningRate changes it from the host without
-// recompiling. GoMLX panics while building or running the graph come back as errors. Inputs
+// The learning rate and AdamW's bias corrections are graph inputs computed on the host
+// (UpdateScalars), so SetLearningRate changes the rate without recompiling. GoMLX panics while building or running the graph come back as errors. Inputs
 // travel by name (internal/named): Run takes a named.Feed, the loss function receives the same
 // names as named.Inputs, and metrics come back by name; so do ContextEval's inputs and outputs.
 package step
@@ -19,10 +20,9 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
-	"github.com/gomlx/gomlx/pkg/ml/train"
-	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
 
 	"github.com/posttrain/posttrain/internal/named"
 )
@@ -31,10 +31,13 @@ import (
 type Optimizer int
 
 const (
-	// Plain is the course's gradient step θ ← θ − lr·∇L, computed in the variables' dtype.
-	Plain Optimizer = iota
-	// AdamW is GoMLX's Adam with decoupled weight decay (θ ← θ − lr·(m̂/(√v̂+ε) + wd·θ)).
-	AdamW
+	// AdamW is PyTorch's torch.optim.AdamW (AdamWUpdate; WeightDecay 0 is Adam), the zero value:
+	// here decay applies to every variable, and the moments live in the context at ExpAvgScope
+	// and ExpAvgSqScope.
+	AdamW Optimizer = iota
+	// Plain is the course's gradient step θ ← θ − lr·∇L (SGDUpdate), computed in the variables'
+	// dtype.
+	Plain
 )
 
 func (o Optimizer) String() string {
@@ -90,9 +93,14 @@ type Step struct {
 	exec *context.Exec
 	sig  named.Signature // the input names of exec's graphs and the names of their metrics
 	lr   float64
-	// Set while building the graph: the learning-rate and global-step variables.
-	lrVar, stepVar *context.Variable
+	hp   AdamHyper // the resolved AdamW hyper-parameters
+	// updates counts the Runs that updated the variables (AdamW's t).
+	updates int
 }
+
+// numScalars is the number of graph inputs after the loss function's: the update's Scalars
+// (StepSize, BC2Sqrt, DecayFactor), in float64.
+const numScalars = 3
 
 // Result is what one Run returns: the loss before the update, the global gradient norm before
 // clipping, and the LossFn's metrics.
@@ -109,11 +117,14 @@ func New(backend backends.Backend, ctx *context.Context, cfg Config, fn LossFn) 
 	if backend == nil || ctx == nil || fn == nil {
 		return nil, errors.New("step: backend, context and loss function are required")
 	}
-	s = &Step{ctx: ctx, cfg: cfg, lr: cfg.LearningRate}
-	err = catch("step: build", func() error {
+	s = &Step{ctx: ctx, cfg: cfg, lr: cfg.LearningRate, hp: AdamHyper{Beta1: orDefault(cfg.Beta1, 0.9),
+		Beta2: orDefault(cfg.Beta2, 0.999), Epsilon: orDefault(cfg.Epsilon, 1e-8), WeightDecay: cfg.WeightDecay}}
+	err = Catch("step: build", func() error {
 		var e error
 		s.exec, e = context.NewExec(backend, ctx, func(ctx *context.Context, inputs []*Node) []*Node {
-			return s.graph(ctx, fn, s.sig.Inputs(inputs))
+			n := len(inputs) - numScalars
+			sc := Scalars[*Node]{StepSize: inputs[n], BC2Sqrt: inputs[n+1], DecayFactor: inputs[n+2]}
+			return s.graph(ctx, fn, s.sig.Inputs(inputs[:n]), sc)
 		})
 		return e
 	})
@@ -125,7 +136,7 @@ func New(backend backends.Backend, ctx *context.Context, cfg Config, fn LossFn) 
 
 // graph is the step's computation: loss → gradients → clip → update. Outputs: the loss, the
 // gradient norm, then the metrics by sorted name (s.sig records the names).
-func (s *Step) graph(ctx *context.Context, fn LossFn, inputs named.Inputs) []*Node {
+func (s *Step) graph(ctx *context.Context, fn LossFn, inputs named.Inputs, sc Scalars[*Node]) []*Node {
 	loss, metrics := fn(ctx, inputs)
 	if loss == nil || !loss.Shape().IsScalar() || !loss.DType().IsFloat() {
 		panic(fmt.Sprintf("step: the loss must be a float scalar, got %v", loss))
@@ -147,28 +158,38 @@ func (s *Step) graph(ctx *context.Context, fn LossFn, inputs named.Inputs) []*No
 	if s.cfg.MaxGradNorm > 0 {
 		grads = ClipByGlobalNorm(grads, norm, s.cfg.MaxGradNorm)
 	}
-	lrVar := optimizers.LearningRateVar(ctx, dtype, s.lr)
-	s.lrVar, s.stepVar = lrVar, optimizers.GetGlobalStepVar(ctx)
-	if ScalarValue(lrVar.MustValue()) != s.lr { // the variable existed already, from an earlier Step
-		if err := lrVar.SetValue(lrTensor(s.lr, lrVar.DType())); err != nil {
-			panic(fmt.Errorf("step: set learning rate: %w", err))
+	for i, v := range vars {
+		if s.cfg.Optimizer == Plain {
+			v.SetValueGraph(SGDUpdate(values[i], grads[i], sc))
+			continue
 		}
-	}
-	switch s.cfg.Optimizer {
-	case Plain:
-		optimizers.IncrementGlobalStepGraph(ctx, g, dtypes.Int64)
-		lr := lrVar.ValueGraph(g)
-		for i, v := range vars {
-			step := Mul(grads[i], ConvertDType(lr, grads[i].DType()))
-			v.SetValueGraph(Sub(values[i], step))
-		}
-	case AdamW:
-		opt := optimizers.Adam().LearningRate(s.lr).
-			Betas(orDefault(s.cfg.Beta1, 0.9), orDefault(s.cfg.Beta2, 0.999)).
-			Epsilon(orDefault(s.cfg.Epsilon, 1e-8)).WeightDecay(s.cfg.WeightDecay).Done()
-		opt.(train.OptimizeWithGradients).UpdateGraphWithGradients(ctx, grads, dtype)
+		s.adamW(ctx, v, values[i], grads[i], sc)
 	}
 	return append([]*Node{loss, norm}, s.sig.Outputs(named.FromMap(Float64Metrics(metrics)))...)
+}
+
+// adamW updates v by AdamWUpdate in its dtype (float32 for a 16-bit variable), with moments in
+// ctx at ExpAvgScope/ExpAvgSqScope + v's scope (zero at first).
+func (s *Step) adamW(ctx *context.Context, v *context.Variable, theta, grad *Node, sc Scalars[*Node]) {
+	dtype := v.DType()
+	if dtype.IsFloat16() {
+		dtype = dtypes.Float32
+	}
+	moment := func(scope string) *context.Variable {
+		if x := ctx.GetVariableByScopeAndName(scope+v.Scope(), v.Name()); x != nil {
+			return x
+		}
+		return ctx.InAbsPath(scope+v.Scope()).Checked(false).
+			VariableWithValue(v.Name(), tensors.FromShape(shapes.Make(dtype, v.Shape().Dimensions...))).SetTrainable(false)
+	}
+	m, v2 := moment(ExpAvgScope), moment(ExpAvgSqScope)
+	g := theta.Graph()
+	in := Scalars[*Node]{StepSize: ConvertDType(sc.StepSize, dtype), BC2Sqrt: ConvertDType(sc.BC2Sqrt, dtype),
+		DecayFactor: ConvertDType(sc.DecayFactor, dtype)}
+	newTheta, newM, newV := AdamWUpdate(ConvertDType(theta, dtype), ConvertDType(grad, dtype), m.ValueGraph(g), v2.ValueGraph(g), in, s.hp, true)
+	m.SetValueGraph(newM)
+	v2.SetValueGraph(newV)
+	v.SetValueGraph(ConvertDType(newTheta, v.DType()))
 }
 
 // Float64Metrics returns the metric scalars detached and in float64 (what the host reads); a metric
@@ -242,11 +263,13 @@ func ClipByGlobalNorm(grads []*Node, norm *Node, maxNorm float64) []*Node {
 // update, and leaves the context's variables updated.
 func (s *Step) Run(in named.Feed) (Result, error) {
 	var outs []*tensors.Tensor
-	err := catch("step: run", func() error {
+	sc := UpdateScalars(s.cfg.Optimizer, s.hp, s.lr, s.updates+1)
+	err := Catch("step: run", func() error {
 		args, e := s.sig.Args(in)
 		if e != nil {
 			return e
 		}
+		args = append(args, sc.StepSize, sc.BC2Sqrt, sc.DecayFactor)
 		outs, e = s.exec.Exec(args...)
 		return e
 	})
@@ -256,6 +279,7 @@ func (s *Step) Run(in named.Feed) (Result, error) {
 	if len(outs) < 2 {
 		return Result{}, fmt.Errorf("step: run: got %d outputs, want ≥ 2", len(outs))
 	}
+	s.updates++
 	ms, err := s.sig.Results(outs[2:])
 	if err != nil {
 		return Result{}, fmt.Errorf("step: run: %w", err)
@@ -269,18 +293,7 @@ func (s *Step) SetLearningRate(lr float64) error {
 		return fmt.Errorf("step: learning rate %v must be ≥ 0", lr)
 	}
 	s.lr = lr
-	v := s.lrVar
-	if v == nil { // not built yet: the first Run creates it with this value
-		return nil
-	}
-	return catch("step: set learning rate", func() error { return v.SetValue(lrTensor(lr, v.DType())) })
-}
-
-func lrTensor(lr float64, dtype dtypes.DType) *tensors.Tensor {
-	if dtype == dtypes.Float32 {
-		return tensors.FromScalar(float32(lr))
-	}
-	return tensors.FromScalar(lr)
+	return nil
 }
 
 // Context is the context holding the variables this step updates.
@@ -289,14 +302,8 @@ func (s *Step) Context() *context.Context { return s.ctx }
 // LearningRate is the learning rate the next Run uses.
 func (s *Step) LearningRate() float64 { return s.lr }
 
-// GlobalStep is the number of updates applied through this context.
-func (s *Step) GlobalStep() int64 {
-	v := s.stepVar
-	if v == nil {
-		return 0
-	}
-	return ScalarValueInt(v.MustValue())
-}
+// GlobalStep is the number of updates this Step applied (AdamW's t of the last one).
+func (s *Step) GlobalStep() int64 { return int64(s.updates) }
 
 // ScalarValue converts a float or integer scalar tensor to float64.
 func ScalarValue(t *tensors.Tensor) float64 {
@@ -322,21 +329,4 @@ func ScalarValueInt(t *tensors.Tensor) int64 {
 		return int64(x)
 	}
 	return int64(ScalarValue(t))
-}
-
-// catch runs fn and turns a panic into an error prefixed with what.
-func catch(what string, fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(error); ok {
-				err = fmt.Errorf("%s: %w", what, e)
-			} else {
-				err = fmt.Errorf("%s: %v", what, r)
-			}
-		}
-	}()
-	if e := fn(); e != nil {
-		return fmt.Errorf("%s: %w", what, e)
-	}
-	return nil
 }

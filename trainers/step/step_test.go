@@ -247,3 +247,38 @@ func TestStep_MisnamedInputFailsAtBuild(t *testing.T) {
 		t.Errorf("θ = %v after failed steps, want it unchanged", got)
 	}
 }
+
+// Three AdamW steps equal PyTorch's torch.optim.AdamW recurrence computed on the host in float64
+// (torch/optim/adamw.py, single-tensor path: decay, moments, bias corrections as AdamWUpdate's
+// doc), with the learning rate changed between steps.
+func TestStep_AdamWMatchesTorchRecurrence(t *testing.T) {
+	const b1, b2, eps, wd = 0.9, 0.999, 1e-8, 0.1
+	theta := []float64{1, -2}
+	c := []float64{0.5, 1}
+	s, v := quadratic(t, Config{Optimizer: AdamW, LearningRate: 0.01, WeightDecay: wd}, theta)
+	m, v2 := make([]float64, 2), make([]float64, 2)
+	for step, lr := range []float64{0.01, 0.02, 0.005} {
+		if err := s.SetLearningRate(lr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Run(feed(c)); err != nil {
+			t.Fatal(err)
+		}
+		tt := float64(step + 1)
+		for i := range theta {
+			g := 2 * (theta[i] - c[i])
+			theta[i] *= 1 - lr*wd
+			m[i] = b1*m[i] + (1-b1)*g
+			v2[i] = b2*v2[i] + (1-b2)*g*g
+			theta[i] -= lr / (1 - math.Pow(b1, tt)) * m[i] / (math.Sqrt(v2[i])/math.Sqrt(1-math.Pow(b2, tt)) + eps)
+		}
+		for i, got := range values(v) {
+			if math.Abs(got-theta[i]) > 1e-14 {
+				t.Errorf("step %d: θ[%d] = %v, want %v", step+1, i, got, theta[i])
+			}
+		}
+	}
+	if got := s.GlobalStep(); got != 3 {
+		t.Errorf("GlobalStep = %d, want 3", got)
+	}
+}

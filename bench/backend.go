@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/trainers/step"
 )
 
 // The backend workload is gpu-check's first stage: it says which PJRT plugin a configuration loads
@@ -36,7 +37,7 @@ type BackendResult struct {
 	PluginAPI        string            `json:"plugin_api,omitempty"`
 	PluginTable      int               `json:"plugin_api_table_bytes,omitempty"`
 	PluginAttributes map[string]any    `json:"plugin_attributes,omitempty"`
-	Adaptations      []string          `json:"adaptations,omitempty"` // backend.Adaptations
+	Adaptations      []string          `json:"adaptations,omitempty"`       // backend.Adaptations
 	XLAVersion       string            `json:"xla_version,omitempty"`       // the plugin's xla_version attribute
 	StableHLO        string            `json:"stablehlo_version,omitempty"` // its stablehlo_current_version
 	StableHLOMin     string            `json:"stablehlo_minimum_version,omitempty"`
@@ -132,7 +133,7 @@ func backendGraph(b backends.Backend, res *BackendResult) error {
 		x[i] = float32(i-512) / 256
 	}
 	before := backend.Compiled()
-	err := catchPanic(func() error {
+	err := step.Catch("small graph", func() error {
 		exec, err := graph.NewExec(b, func(x *graph.Node) *graph.Node {
 			return graph.Add(graph.Add(graph.Tanh(graph.MulScalar(graph.Exp(x), 0.1)), graph.Log1P(graph.Square(x))), graph.Erf(x))
 		})
@@ -153,7 +154,7 @@ func backendGraph(b backends.Backend, res *BackendResult) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("small graph: %w", err)
+		return err
 	}
 	res.CompileS = (backend.Compiled().Time - before.Time).Seconds()
 	if c := backend.Compiled().Graphs - before.Graphs; c != 1 {
@@ -191,15 +192,6 @@ func deviceRun(exec *graph.Exec, d backends.DeviceNum, x []float32) (DeviceRun, 
 		run.MaxAbsErr = max(run.MaxAbsErr, math.Abs(float64(out[i])-want))
 	}
 	return run, nil
-}
-
-func catchPanic(fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
-	return fn()
 }
 
 func orDash(s string) string {

@@ -16,7 +16,7 @@ import (
 )
 
 // tinyModel is the tiny Qwen2 test checkpoint (158,272 parameters, vocabulary 1024).
-const tinyModel = "../../models/testdata/qwen2-tiny/model"
+const tinyModel = "../models/testdata/qwen2-tiny/model"
 
 // load loads the tiny checkpoint on the pure-Go backend.
 func load(t *testing.T, workload string, dtype dtypes.DType, training bool) *Env {

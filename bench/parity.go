@@ -20,7 +20,7 @@ import (
 // compares them (CompareParity).
 
 // ParityHP are the hyper-parameters both sides use.
-var ParityHP = loop.AdamW{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.01, MaxGradNorm: 1}
+var ParityHP = loop.OptimizerConfig{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.01, MaxGradNorm: 1}
 
 // ParityResult is the parity workload's output (and the PyTorch side's).
 type ParityResult struct {

@@ -46,7 +46,7 @@ type SFTParams struct {
 
 // benchAdamW are the hyper-parameters of the timed optimizer steps, those of hf_reference.py's
 // torch.optim.AdamW: PyTorch's betas and ε, no weight decay, the gradient norm clipped at 1.
-var benchAdamW = loop.AdamW{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, MaxGradNorm: 1}
+var benchAdamW = loop.OptimizerConfig{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, MaxGradNorm: 1}
 
 func (t *TrainTiming) finish(flopsPerToken, peak float64) {
 	t.MeanStepS = 0
