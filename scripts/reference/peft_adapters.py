@@ -14,12 +14,13 @@ models/testdata/peft-0.21.2/NAME/ for each case of CASES (a base of models/testd
               fixture's scored tokens (models/testdata/qwen2-tiny/README.md's layout: token_positions,
               token_ids, token_logprobs, seq_logprob, n_completion_tokens, loss, last_logits_first8).
               merged.safetensors: merge_and_unload() of the float32 model, the tensors the merge
-              changed (the adapted layers' weights, the modules_to_save ones), float32.
+              changed (the adapted layers' weights, the modules_to_save ones), float32; its
+              metadata "base" names the base checkpoint.
 
 models/testdata/peft-0.21.2/posttrain-sft/ is the other direction: adapter/ is what `posttrain sft
 --use-peft` wrote (committed input, made by scripts/reference/peft_hf_check.py --write-adapter), on
 the base models/testdata/qwen2-tiny/model; this script writes only its expected/ (PEFT's log-probs
-on qwen2-tiny's inputs).
+on qwen2-tiny's inputs, and merged.safetensors).
 
   .venv-reference/trl-0.24/bin/python scripts/reference/peft_adapters.py            # in place
   .venv-reference/trl-0.24/bin/python scripts/reference/peft_adapters.py --out DIR  # make reference-check
@@ -146,6 +147,21 @@ def write_expected(base_dir, inputs_dir, adapter_dir, out_dir):
             (out_dir / f"{inp.stem}.{dtype_name}.json").write_text(json.dumps(d, indent=1) + "\n")
 
 
+def write_merged(name, base_dir, adapter, out_dir):
+    """merge_and_unload() of the float32 model read back from the files, as `posttrain merge` reads
+    them: the tensors it changed, with the base's directory in the file's metadata."""
+    model = peft_model(base_dir, adapter, "float32")
+    before = {k: v.clone() for k, v in load(base_dir, torch.float32).state_dict().items()}
+    merged = model.merge_and_unload().state_dict()
+    changed = {k: v.contiguous() for k, v in merged.items() if not torch.equal(v, before[k])}
+    if not changed:
+        sys.exit(f"peft_adapters.py: {name}: merge_and_unload changed nothing")
+    if set(merged) != set(before):
+        sys.exit(f"peft_adapters.py: {name}: merged tensors {sorted(set(merged) ^ set(before))} differ from the base's")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_file(changed, out_dir / "merged.safetensors", metadata={"format": "pt", "base": str(base_dir)})
+
+
 def make_adapter(name, family, seed, kwargs, out):
     base_dir = f"{HF}/{family}/model"  # relative: base_model_name_or_path in adapter_config.json
     adapter = out / "adapter"
@@ -160,16 +176,7 @@ def make_adapter(name, family, seed, kwargs, out):
                 p.add_(torch.randn_like(p) * 0.05)
     model.save_pretrained(adapter)
     (adapter / "README.md").unlink()
-    # merge_and_unload of the float32 model read back from the files, as `posttrain merge` reads them
-    model = peft_model(base_dir, adapter, "float32")
-    before = {k: v.clone() for k, v in load(base_dir, torch.float32).state_dict().items()}
-    merged = model.merge_and_unload().state_dict()
-    changed = {k: v.contiguous() for k, v in merged.items() if not torch.equal(v, before[k])}
-    if not changed:
-        sys.exit(f"peft_adapters.py: {name}: merge_and_unload changed nothing")
-    if set(merged) != set(before):
-        sys.exit(f"peft_adapters.py: {name}: merged tensors {sorted(set(merged) ^ set(before))} differ from the base's")
-    save_file(changed, out / "expected" / "merged.safetensors", metadata={"format": "pt"})
+    write_merged(name, base_dir, adapter, out / "expected")
     write_expected(base_dir, f"{HF}/{family}/inputs", adapter, out / "expected")
 
 
@@ -190,6 +197,7 @@ def main():
         make_adapter(name, family, seed, kwargs, out)
         print(f"wrote {out} (peft {peft.__version__}, transformers {transformers.__version__})", file=sys.stderr)
     out = out_root / SET / POSTTRAIN / "expected"
+    write_merged(POSTTRAIN, f"{POSTTRAIN_BASE}/model", f"{SET}/{POSTTRAIN}/adapter", out)
     write_expected(f"{POSTTRAIN_BASE}/model", f"{POSTTRAIN_BASE}/inputs", f"{SET}/{POSTTRAIN}/adapter", out)
     print(f"wrote {out}", file=sys.stderr)
 
