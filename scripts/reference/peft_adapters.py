@@ -159,7 +159,7 @@ def write_merged(name, base_dir, adapter, out_dir):
     if set(merged) != set(before):
         sys.exit(f"peft_adapters.py: {name}: merged tensors {sorted(set(merged) ^ set(before))} differ from the base's")
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_file(changed, out_dir / "merged.safetensors", metadata={"format": "pt", "base": str(base_dir)})
+    save_file(changed, out_dir / "merged.safetensors", metadata={"base": str(base_dir)})  # one key: the order of several is random
 
 
 def make_adapter(name, family, seed, kwargs, out):
