@@ -4,9 +4,10 @@ PEFT 0.21.2 and transformers 4.57.6 themselves and compares their outputs with p
 In a temporary directory, on the base models/testdata/qwen2-tiny/model (its weights and config.json,
 with internal/tinymodel's tokenizer files beside them, as the Go tests' looptest.Model):
 
-  lora     `posttrain sft --use-peft` (rsLoRA, all-linear, dropout 0.1, 4 steps): PeftModel.from_pretrained
-           of its output, log-probs vs `posttrain score --adapter`; `posttrain merge` of it, loaded
-           with AutoModelForCausalLM, log-probs vs PEFT's merge_and_unload() and vs posttrain's.
+  lora     `posttrain sft --use-peft` (LORA_RUNS: rsLoRA on all-linear with dropout 0.1; PEFT's default
+           targets with model.norm in modules_to_save; 4 steps): PeftModel.from_pretrained of its
+           output, log-probs vs `posttrain score --adapter`; `posttrain merge` of it, loaded with
+           AutoModelForCausalLM, log-probs vs PEFT's merge_and_unload() and vs posttrain's.
   sft      `posttrain sft` (full fine-tuning, 2 steps): AutoModelForCausalLM.from_pretrained,
            log-probs vs `posttrain score`.
   reward   `posttrain reward` (2 steps): AutoModelForSequenceClassification.from_pretrained (a
@@ -43,6 +44,11 @@ from peft_adapters import POSTTRAIN, POSTTRAIN_BASE, ROOT, SET, Strict, logprobs
 
 TOL = 2e-5
 INPUTS = sorted((ROOT / POSTTRAIN_BASE / "inputs").glob("*.json"))
+# the --use-peft runs: "lora" is the adapter committed as posttrain-sft (--write-adapter)
+LORA_RUNS = {
+    "lora": ["--lora-r", "4", "--lora-alpha", "8", "--lora-dropout", "0.1", "--use-rslora", "--lora-target-modules", "all-linear"],
+    "lora-norm": ["--lora-r", "2", "--lora-alpha", "4", "--lora-modules-to-save", "model.norm"],  # PEFT's default targets
+}
 TEXTS = ["2×3=6", "7×8=56", "12×12=144", "hello"]
 
 
@@ -116,15 +122,15 @@ def main():
             run(pt, "data", "mult", "--kind", kind, "-n", "16", "-o", f"{kind}.jsonl", cwd=tmp)
         common = ["--logging-steps", "1", "--per-device-train-batch-size", "2", "--learning-rate", "5e-3"]
 
-        # LoRA: posttrain's adapter in PEFT; posttrain merge in transformers and vs merge_and_unload
-        run(pt, "sft", "--model", "base", "--dataset", "sft.jsonl", "--output-dir", "lora", "--max-steps", "4", *common,
-            "--use-peft", "--lora-r", "4", "--lora-alpha", "8", "--lora-dropout", "0.1", "--use-rslora",
-            "--lora-target-modules", "all-linear", cwd=tmp)
-        pm = peft_model(str(base), str(tmp / "lora"), "float32")
-        check_logprobs("lora adapter", pm, pt, tmp, "base", "--adapter", "lora")
-        run(pt, "merge", "--model", "base", "--adapter", "lora", "--output-dir", "merged", cwd=tmp)
-        check_causal("posttrain merge", tmp / "merged", pt, tmp)
-        check_logprobs("posttrain merge vs merge_and_unload", pm.merge_and_unload().eval(), pt, tmp, "merged")
+        # LoRA: posttrain's adapters in PEFT; posttrain merge in transformers and vs merge_and_unload
+        for name, flags in LORA_RUNS.items():
+            run(pt, "sft", "--model", "base", "--dataset", "sft.jsonl", "--output-dir", name, "--max-steps", "4", *common,
+                "--use-peft", *flags, cwd=tmp)
+            pm = peft_model(str(base), str(tmp / name), "float32")
+            check_logprobs(f"{name} adapter", pm, pt, tmp, "base", "--adapter", name)
+            run(pt, "merge", "--model", "base", "--adapter", name, "--output-dir", f"{name}-merged", cwd=tmp)
+            check_causal(f"{name}: posttrain merge", tmp / f"{name}-merged", pt, tmp)
+            check_logprobs(f"{name}: posttrain merge vs merge_and_unload", pm.merge_and_unload().eval(), pt, tmp, f"{name}-merged")
         if args.write_adapter:
             dst = ROOT / SET / POSTTRAIN / "adapter"
             dst.mkdir(parents=True, exist_ok=True)
