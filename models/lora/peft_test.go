@@ -3,10 +3,12 @@ package lora_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -180,4 +182,46 @@ func TestPEFT_PosttrainAdapterIsWhatPosttrainWrites(t *testing.T) {
 			t.Errorf("%s written back differs from the committed one (%v, %v): regenerate it (scripts/reference/peft_hf_check.py --write-adapter, then make reference)", f, err1, err2)
 		}
 	}
+}
+
+// The LoRA variants of PEFT 0.21.2's LoraConfig that change the forward pass, which posttrain does
+// not implement, are refused naming the file and the key when set in an adapter_config.json that
+// PEFT wrote (where they are null or false); the file as PEFT wrote it reads.
+func TestPEFT_RefusesVariants(t *testing.T) {
+	src := filepath.Join(PEFTSet, "qwen2-default", "adapter", lora.ConfigName)
+	var fc map[string]any
+	readJSON(t, src, &fc)
+	for key, val := range map[string]any{
+		"target_parameters": []string{"mlp.experts.gate_up_proj"}, "trainable_token_indices": []int{3, 4},
+		"alora_invocation_tokens": []int{7}, "use_qalora": true, "kasa_config": map[string]any{},
+		"monteclora_config": map[string]any{"monteclora_n": 8}, "use_bdlora": map[string]any{}, "arrow_config": map[string]any{"top_k": 2},
+		"use_dora": true, "rank_pattern": map[string]any{"q_proj": 4}, "layers_to_transform": []int{0},
+	} {
+		if v, ok := fc[key]; !ok || !(v == nil || v == false || reflectEmptyMap(v)) {
+			t.Fatalf("PEFT's %s has %s = %v: want the key, unset", src, key, v)
+		}
+		for _, set := range []any{nil, val} {
+			m := maps.Clone(fc)
+			if set != nil {
+				m[key] = set
+			}
+			dir := t.TempDir()
+			data, _ := json.Marshal(m)
+			if err := os.WriteFile(filepath.Join(dir, lora.ConfigName), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := lora.ReadConfig(dir)
+			switch {
+			case set == nil && err != nil:
+				t.Errorf("PEFT's own file: %v", err)
+			case set != nil && (err == nil || !strings.Contains(err.Error(), filepath.Join(dir, lora.ConfigName)+": "+key+": ")):
+				t.Errorf("%s = %v: error %v, want one naming the file and the key", key, set, err)
+			}
+		}
+	}
+}
+
+func reflectEmptyMap(v any) bool {
+	m, ok := v.(map[string]any)
+	return ok && len(m) == 0
 }
