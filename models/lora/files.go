@@ -41,6 +41,16 @@ type fileConfig struct {
 	MegatronCore      string         `json:"megatron_core"`
 	LoftqConfig       map[string]any `json:"loftq_config"`
 	AutoMapping       any            `json:"auto_mapping"`
+	// LoraConfig's variants (PEFT 0.21.2) that change the forward pass, read to be refused (and so
+	// never written: omitempty).
+	TargetParameters      any  `json:"target_parameters,omitempty"`
+	TrainableTokenIndices any  `json:"trainable_token_indices,omitempty"`
+	AloraInvocationTokens any  `json:"alora_invocation_tokens,omitempty"`
+	UseQALoRA             bool `json:"use_qalora,omitempty"`
+	KaSAConfig            any  `json:"kasa_config,omitempty"`
+	MonteCLoRAConfig      any  `json:"monteclora_config,omitempty"`
+	UseBDLoRA             any  `json:"use_bdlora,omitempty"`
+	ArrowConfig           any  `json:"arrow_config,omitempty"`
 }
 
 // WriteFiles writes adapter_config.json and adapter_model.safetensors (float32 tensors with
@@ -108,6 +118,22 @@ func ReadConfig(dir string) (Config, error) {
 		return bad("exclude_modules", "is not supported")
 	case fc.LayerReplication != nil:
 		return bad("layer_replication", "is not supported")
+	case fc.TargetParameters != nil:
+		return bad("target_parameters", "LoRA on parameters is not supported (only target_modules)")
+	case fc.TrainableTokenIndices != nil:
+		return bad("trainable_token_indices", "is not supported")
+	case fc.AloraInvocationTokens != nil:
+		return bad("alora_invocation_tokens", "Activated LoRA is not supported")
+	case fc.UseQALoRA:
+		return bad("use_qalora", "QALoRA is not supported")
+	case fc.KaSAConfig != nil:
+		return bad("kasa_config", "KaSA is not supported")
+	case fc.MonteCLoRAConfig != nil:
+		return bad("monteclora_config", "MonteCLoRA is not supported")
+	case fc.UseBDLoRA != nil && fc.UseBDLoRA != false:
+		return bad("use_bdlora", "BD-LoRA is not supported")
+	case fc.ArrowConfig != nil:
+		return bad("arrow_config", "Arrow routing is not supported")
 	}
 	c := Config{R: fc.R, Alpha: fc.LoraAlpha, Dropout: fc.LoraDropout, UseRSLoRA: fc.UseRSLoRA, ModulesToSave: fc.ModulesToSave}
 	if fc.BaseModel != nil {
