@@ -16,6 +16,7 @@ venvs=${REFERENCE_VENV_DIR:-.venv-reference}
 GENERATORS=(
 	"trl-1    models/testdata/hf-5.24.0  scripts/reference/hf_families.py"
 	"trl-0.24 models/testdata/hf-4.57.6  scripts/reference/hf_families.py"
+	"trl-0.24 toy/gym/testdata/trajectories.json  scripts/reference/gym_classic_control.py"
 )
 
 check=false
