@@ -143,8 +143,18 @@ reference-env:
 reference: reference-tokenizers
 	scripts/reference/run.sh
 
-reference-check: reference-tokenizers-check
+reference-check: reference-tokenizers-check reference-tensorboard
 	scripts/reference/run.sh --check
+
+# reference-tensorboard: TensorBoard 2.21.0's own EventAccumulators (the trl-0.24 venv) read the
+# event files of report_to tensorboard, straight, killed after step 3 and resumed from
+# checkpoint-2 (TestRun_ReportToTensorBoard's runs): each (tag, step) once, in order, with
+# metrics.jsonl's values (scripts/reference/tensorboard_check.py; docs/training.md, "TensorBoard").
+.PHONY: reference-tensorboard
+reference-tensorboard:
+	@tb=$$(mktemp -d) && trap 'rm -rf "$$tb"' EXIT && \
+	POSTTRAIN_TB_DUMP=$$tb/tb $(GO) test -count=1 -run '^TestRun_ReportToTensorBoard$$' ./trainers/loop/ && \
+	$(REFERENCE_PY) scripts/reference/tensorboard_check.py $$tb/tb
 
 # hftokenizers: daulet/tokenizers' Rust static library (the version go.mod pins) built with cargo
 # from crates.io at scripts/hftokenizers/Cargo.lock, into bin/hftokenizers/libtokenizers.a; kept

@@ -1,19 +1,12 @@
-#!/usr/bin/python3
-"""The course's PyTorch extras (extras/dqn_cartpole.py, extras/ppo_cartpole.py), run on the numpy
-re-implementation of Gymnasium's CartPole-v1 / Acrobot-v1 in gym_classic_control.py, to measure
-what the originals reach next to toy/gymrl's Go ports (`posttrain toy cartpole-dqn|cartpole-ppo|
-acrobot-ppo`).
+#!/usr/bin/env python3
+"""The course's PyTorch extras (extras/dqn_cartpole.py, extras/ppo_cartpole.py), run on Gymnasium
+itself (gymnasium 1.4.0 in `.venv-reference/trl-0.24`, torch 2.15.0 on the CPU), to measure what the
+originals reach next to toy/gymrl's Go ports (`posttrain toy cartpole-dqn|cartpole-ppo|acrobot-ppo`).
 
-The two main() functions below are the extras' code as the course's text gives it, verbatim,
-except for these replacements and nothing else:
+The two main() functions below are the extras' code as the course's text gives it, verbatim
+(`import gymnasium as gym`, `gym.make(...)`), except for these replacements and nothing else:
 
-  * `import gymnasium as gym` is replaced by the `gym` object below, whose make(env_id) returns
-    gym_classic_control.make(env_id) (the same CartPole-v1 / Acrobot-v1 with gym.make's
-    TimeLimit(500) and Gymnasium's seeding) behind Gymnasium's call signatures: reset(seed=None)
-    returns (obs, {}), step(a) returns (obs, reward, terminated, truncated, {}),
-    observation_space.shape and action_space.n/.seed()/.sample() as Gymnasium's Discrete.
-    (Gymnasium itself cannot be installed here.)
-  * ppo_main's ENV_ID is a parameter (`env_id`, default 'CartPole-v1') instead of the module
+  * ppo_main's ENV_ID is a parameter (`ENV_ID`, default 'CartPole-v1') instead of the module
     constant, so that one file runs both CartPole-v1 and Acrobot-v1 ("ENV_ID만 바꿔 보자").
   * The `if __name__ == '__main__'` blocks are replaced by the command line below, which passes
     the seed (the extras' main(seed=0) parameter; the extras' own command line leaves it at 0)
@@ -23,49 +16,23 @@ except for these replacements and nothing else:
 Seeding is the extras' own: DQN seeds `random` and torch and the environment
 (env.reset(seed=seed), env.action_space.seed(seed)); PPO seeds torch and env.reset(seed=seed).
 Neither extra seeds numpy's global generator, and neither draws from it (numpy is only used for
-np.array), so it is not seeded here either. torch.set_num_threads(1) (one summation order;
-Debian's torch 1.13, so call /usr/bin/python3).
+np.array), so it is not seeded here either. torch.set_num_threads(1) (one summation order).
 
 Usage (from the repository root):
 
-    /usr/bin/python3 scripts/reference/extras_cartpole.py dqn  --seed 1 [--steps 30000]
-    /usr/bin/python3 scripts/reference/extras_cartpole.py ppo  --seed 1 [--iterations 60] [--env Acrobot-v1]
+    .venv-reference/trl-0.24/bin/python scripts/reference/extras_cartpole.py dqn  --seed 1 [--steps 30000]
+    .venv-reference/trl-0.24/bin/python scripts/reference/extras_cartpole.py ppo  --seed 1 [--iterations 60] [--env Acrobot-v1]
 """
 import argparse
-import os
 import random
-import sys
 import time
-import types
 from collections import deque
 
+import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
 from torch.distributions import Categorical
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gym_classic_control  # noqa: E402
-
-
-class _GymnasiumAPI:
-    """Gymnasium's reset/step signatures around gym_classic_control's environments."""
-
-    def __init__(self, env_id):
-        self._env = gym_classic_control.make(env_id)
-        self.action_space = self._env.action_space
-        n_obs = {'CartPole-v1': 4, 'Acrobot-v1': 6}[env_id]
-        self.observation_space = types.SimpleNamespace(shape=(n_obs,))
-
-    def reset(self, seed=None):
-        return self._env.reset(seed=seed), {}
-
-    def step(self, action):
-        obs, reward, terminated, truncated = self._env.step(action)
-        return obs, reward, terminated, truncated, {}
-
-
-gym = types.SimpleNamespace(make=_GymnasiumAPI)
 
 
 # ---- extras/dqn_cartpole.py main(), verbatim ----

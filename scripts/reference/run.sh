@@ -17,6 +17,7 @@ GENERATORS=(
 	"trl-1    models/testdata/hf-5.24.0  scripts/reference/hf_families.py"
 	"trl-0.24 models/testdata/hf-4.57.6  scripts/reference/hf_families.py"
 	"trl-0.24 models/testdata/peft-0.21.2/qwen2-default,models/testdata/peft-0.21.2/qwen3-rslora-all-linear,models/testdata/peft-0.21.2/smollm2-attn-lm-head,models/testdata/peft-0.21.2/gemma3-mlp-norm,models/testdata/peft-0.21.2/posttrain-sft/expected  scripts/reference/peft_adapters.py"
+	"trl-0.24 toy/gym/testdata/trajectories.json  scripts/reference/gym_classic_control.py"
 )
 
 check=false

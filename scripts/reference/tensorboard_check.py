@@ -1,25 +1,29 @@
-"""Reads posttrain's TensorBoard event files (report_to tensorboard) with readers that are not posttrain's.
+"""Reads posttrain's TensorBoard event files (report_to tensorboard) with TensorBoard itself.
 
-1. The TFRecord framing with Debian's python3-crc32c (both masked CRC32Cs of every record), each
-   record parsed as an Event by the Python classes protoc generates from TensorBoard's own
-   tensorboard/compat/proto/*.proto.
-2. TensorBoard's own readers (from the tensorflow/tensorboard source, with its pure-Python record
-   reader and its own CRC32C table): event_accumulator.EventAccumulator and the server's
+TensorBoard 2.21.0 from PyPI (the pinned `.venv-reference/trl-0.24`; no TensorFlow, so TensorBoard
+uses its own stub: its pure-Python record reader and CRC32C table):
+
+1. Every record of every event file framed and checked by hand (both masked CRC32Cs, computed with
+   tensorboard.compat.tensorflow_stub's masked_crc32c) and parsed with TensorBoard's own
+   tensorboard.compat.proto.event_pb2.Event; the first record is file_version brain.Event:2.
+2. TensorBoard's readers: event_accumulator.EventAccumulator (scalars) and the server's
    plugin_event_accumulator.EventAccumulator (scalars as rank-0 tensors; it takes a run's first
    SessionLog START for the session's start and purges on the later ones).
 
 It checks the three output directories that TestRun_ReportToTensorBoard leaves with
-POSTTRAIN_TB_DUMP=DIR (straight, killed, resumed): each run's scalars are metrics.jsonl's values
-(float32) under HF's tags, one per (tag, step) in the files; the resumed run's equal the straight
-run's (timings aside); and a TensorBoard that watched the killed run and then sees the resume
-(the killed run's file cut in place, a new file added) shows exactly the resumed run's scalars.
+POSTTRAIN_TB_DUMP=DIR (an SFT run on the tiny test model with report_to tensorboard, logging
+every step, checkpoints every 2 steps, eval every 2: straight; killed after logging step 3;
+resumed from checkpoint-2): each run's scalars are metrics.jsonl's values (float32) under HF's
+tags, one per (tag, step) in the files, steps in order; the resumed run's equal the straight run's
+(timings aside); and a TensorBoard that watched the killed run and then sees the resume (the killed
+run's file cut in place, a new file added) shows exactly the resumed run's scalars, once each.
 
-    apt-get install -y python3-crc32c python3-protobuf python3-absl python3-numpy protobuf-compiler
-    POSTTRAIN_TB_DUMP=/tmp/tb go test ./trainers/loop/ -run TestRun_ReportToTensorBoard -count=1
-    /usr/bin/python3 scripts/reference/tensorboard_check.py /tmp/tb TENSORBOARD_SOURCE
+    make reference-tensorboard
 
-TENSORBOARD_SOURCE is a checkout of github.com/tensorflow/tensorboard; the script copies its
-tensorboard/ package to a temporary directory and generates the *_pb2.py modules there with protoc.
+which runs (from the repository root)
+
+    POSTTRAIN_TB_DUMP=$(mktemp -d)/tb go test ./trainers/loop/ -run TestRun_ReportToTensorBoard -count=1
+    .venv-reference/trl-0.24/bin/python scripts/reference/tensorboard_check.py DIR
 """
 
 import glob
@@ -27,32 +31,20 @@ import json
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 
 
-def setup(src):
-    tmp = tempfile.mkdtemp(prefix="tbcheck-")
-    shutil.copytree(os.path.join(src, "tensorboard"), os.path.join(tmp, "tensorboard"))
-    protos = glob.glob(os.path.join(tmp, "tensorboard/compat/proto/*.proto"))
-    protos += glob.glob(os.path.join(tmp, "tensorboard/plugins/**/*.proto"), recursive=True)
-    subprocess.run(["protoc", "--python_out=.", *[os.path.relpath(p, tmp) for p in protos]], cwd=tmp, check=True)
-    sys.path.insert(0, tmp)
-
-
-def main(root, src):
-    setup(src)
-    import crc32c
+def main(root):
     import numpy as np
+    import tensorboard
     from tensorboard.backend.event_processing import event_accumulator as ea
     from tensorboard.backend.event_processing import plugin_event_accumulator as pea
-    from tensorboard.util import tensor_util
     from tensorboard.compat.proto import event_pb2
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as masked
+    from tensorboard.util import tensor_util
 
-    def masked(b):
-        c = crc32c.crc32c(b)
-        return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    print(f"tensorboard {tensorboard.__version__}")
 
     def read_file(path):
         data = open(path, "rb").read()
@@ -87,6 +79,8 @@ def main(root, src):
         else:
             series = {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
         for tag, points in series.items():
+            steps = [step for step, _ in points]
+            assert steps == sorted(set(steps)), f"TensorBoard shows {tag} at steps {steps}: not once each, in order"
             for step, value in points:
                 assert (tag, step) not in out, f"TensorBoard shows {tag} twice at step {step}"
                 out[(tag, step)] = np.float32(value)
@@ -157,6 +151,6 @@ def main(root, src):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 2:
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1])

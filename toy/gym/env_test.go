@@ -8,7 +8,8 @@ import (
 )
 
 // golden is toy/gym/testdata/trajectories.json, written by scripts/reference/gym_classic_control.py
-// (a numpy re-implementation of Gymnasium 1.4.0's CartPole-v1 and Acrobot-v1; see its header).
+// with gymnasium 1.4.0 itself (gymnasium.make("CartPole-v1"), gymnasium.make("Acrobot-v1"); see its
+// header).
 type golden struct {
 	Regenerate string
 	Cases      []struct {
