@@ -47,8 +47,7 @@ func (s source) Save(cp *loop.Checkpoint) error {
 	}
 	st := cp.State
 	st.NumInputTokensSeen = t.tokensSeen
-	st.Data = checkpoint.DataPosition{Epoch: t.cursor.Epoch, Offset: t.cursor.Offset}
-	st.RNG = map[string][]uint64{"prompt_order": {uint64(t.cfg.Seed)}}
+	t.cursor.Save(st)
 	st.Extra = map[string]json.RawMessage{"grpo": extra}
 	return nil
 }
@@ -70,7 +69,7 @@ func (s source) Resume(dir string, st *checkpoint.State) (int, error) {
 	if t.random != nil {
 		t.random.Calls = gs.RandomRewardCalls
 	}
-	t.cursor.Seek(st.Data.Epoch, st.Data.Offset)
+	t.cursor.Resume(st)
 	t.batch, t.batchSteps = nil, 0
 	t.logs.window = map[string][]float64{}
 	for k, vs := range gs.Window {

@@ -36,8 +36,7 @@ func (s source) Save(cp *loop.Checkpoint) error {
 	}
 	cs := cp.State
 	cs.NumInputTokensSeen = t.tokensSeen
-	cs.Data = checkpoint.DataPosition{Epoch: t.cursor.Epoch, Offset: t.cursor.Offset}
-	cs.RNG = map[string][]uint64{"prompt_order": {uint64(t.cfg.Seed)}}
+	t.cursor.Save(cs)
 	cs.Extra = map[string]json.RawMessage{"ppo": extra}
 	return nil
 }
@@ -54,7 +53,7 @@ func (s source) Resume(_ string, cs *checkpoint.State) (int, error) {
 		return 0, fmt.Errorf("prompt position %d is outside the %d prompts (is this the same dataset?)", cs.Data.Offset, len(t.s.Prompts))
 	}
 	t.round, t.episode, t.tokensSeen = st.Round, st.Episode, cs.NumInputTokensSeen
-	t.cursor.Seek(cs.Data.Epoch, cs.Data.Offset)
+	t.cursor.Resume(cs)
 	t.window = map[string][]float64{}
 	for k, vs := range st.Window {
 		t.window[k] = vs

@@ -88,11 +88,11 @@ type Trainer struct {
 	batch     int // rollout batch (TRL's local_batch_size)
 	updates   int
 
-	cursor        *rollout.Cursor // the prompts' seeded order
-	round         int // updates done (seeds the sampler and the PPO epochs' permutations)
-	episode       int
-	tokensSeen    int64
-	began         time.Time
+	cursor     *rollout.Cursor // the prompts' seeded order
+	round      int             // updates done (seeds the sampler and the PPO epochs' permutations)
+	episode    int
+	tokensSeen int64
+	began      time.Time
 
 	rollout *Rollout
 	stats   *updateStats

@@ -14,6 +14,7 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/trainers/loop"
 )
@@ -63,6 +64,16 @@ func NewCursor(n, seed int) *Cursor { return &Cursor{n: n, seed: seed} }
 
 // Seek moves the cursor to a saved position.
 func (c *Cursor) Seek(epoch, offset int) { c.Epoch, c.Offset, c.order = epoch, offset, nil }
+
+// Save writes the cursor into a checkpoint's trainer_state.json: the data position and the seed
+// of the prompt order.
+func (c *Cursor) Save(st *checkpoint.State) {
+	st.Data = checkpoint.DataPosition{Epoch: c.Epoch, Offset: c.Offset}
+	st.RNG = map[string][]uint64{"prompt_order": {uint64(c.seed)}}
+}
+
+// Resume moves the cursor to a checkpoint's data position.
+func (c *Cursor) Resume(st *checkpoint.State) { c.Seek(st.Data.Epoch, st.Data.Offset) }
 
 // Next returns the indices of the next k prompts. dropLast: TRL's DataLoader(shuffle=True,
 // drop_last=True) cycled forever (PPO): the k come from one epoch, a new epoch starts when
