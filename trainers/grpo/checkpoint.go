@@ -35,12 +35,7 @@ func (s source) Save(cp *loop.Checkpoint) error {
 	if t.random != nil {
 		gs.RandomRewardCalls = t.random.Calls
 	}
-	for k, vs := range t.logs.window {
-		if gs.Window == nil {
-			gs.Window = map[string]loop.ExactFloats{}
-		}
-		gs.Window[k] = vs
-	}
+	gs.Window = loop.ExactWindow(t.logs.window)
 	extra, err := json.Marshal(gs)
 	if err != nil {
 		return err
@@ -71,9 +66,6 @@ func (s source) Resume(dir string, st *checkpoint.State) (int, error) {
 	}
 	t.cursor.Resume(st)
 	t.batch, t.batchSteps = nil, 0
-	t.logs.window = map[string][]float64{}
-	for k, vs := range gs.Window {
-		t.logs.window[k] = vs
-	}
+	t.logs.window = loop.FromExactWindow(gs.Window)
 	return gs.OptimizerSteps, nil
 }

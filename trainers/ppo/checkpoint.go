@@ -23,13 +23,7 @@ type ppoState struct {
 // Save adds PPO's part to a checkpoint.
 func (s source) Save(cp *loop.Checkpoint) error {
 	t := s.Trainer
-	st := ppoState{Round: t.round, Episode: t.episode, OptimizerSteps: cp.OptimizerSteps}
-	for k, vs := range t.window {
-		if st.Window == nil {
-			st.Window = map[string]loop.ExactFloats{}
-		}
-		st.Window[k] = vs
-	}
+	st := ppoState{Round: t.round, Episode: t.episode, OptimizerSteps: cp.OptimizerSteps, Window: loop.ExactWindow(t.window)}
 	extra, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -54,9 +48,6 @@ func (s source) Resume(_ string, cs *checkpoint.State) (int, error) {
 	}
 	t.round, t.episode, t.tokensSeen = st.Round, st.Episode, cs.NumInputTokensSeen
 	t.cursor.Resume(cs)
-	t.window = map[string][]float64{}
-	for k, vs := range st.Window {
-		t.window[k] = vs
-	}
+	t.window = loop.FromExactWindow(st.Window)
 	return st.OptimizerSteps, nil
 }
