@@ -13,6 +13,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/grpo"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/rollout"
 )
 
 // GRPOResult is the grpo workload's output.
@@ -244,7 +245,7 @@ func (r *grpoRun) update(gens []generate.Generation, adv []float64, limit int) (
 		for i := range zeros {
 			zeros[i] = make([]float32, clen)
 		}
-		inputs := named.Of[any](grpo.MicroBatch[any]{Sequences: grpo.Sequences[any]{IDs: ids, Pos: qwen2.PositionIDs(attn), Attn: attn},
+		inputs := named.Of[any](grpo.MicroBatch[any]{Sequences: rollout.Sequences[any]{IDs: ids, Pos: qwen2.PositionIDs(attn), Attn: attn},
 			Mask: mask, Advantages: advs, OldLogProbs: zeros, RefLogProbs: zeros, SampledLogProbs: sampled})
 		loss, _, err := r.opt.Micro(inputs, r.stepNorm(mb, mb*clen))
 		if err != nil {

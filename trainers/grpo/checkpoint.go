@@ -35,20 +35,14 @@ func (s source) Save(cp *loop.Checkpoint) error {
 	if t.random != nil {
 		gs.RandomRewardCalls = t.random.Calls
 	}
-	for k, vs := range t.logs.window {
-		if gs.Window == nil {
-			gs.Window = map[string]loop.ExactFloats{}
-		}
-		gs.Window[k] = vs
-	}
+	gs.Window = loop.ExactWindow(t.logs.window)
 	extra, err := json.Marshal(gs)
 	if err != nil {
 		return err
 	}
 	st := cp.State
 	st.NumInputTokensSeen = t.tokensSeen
-	st.Data = checkpoint.DataPosition{Epoch: t.epoch, Offset: t.offset}
-	st.RNG = map[string][]uint64{"prompt_order": {uint64(t.cfg.Seed)}}
+	t.cursor.Save(st)
 	st.Extra = map[string]json.RawMessage{"grpo": extra}
 	return nil
 }
@@ -70,11 +64,8 @@ func (s source) Resume(dir string, st *checkpoint.State) (int, error) {
 	if t.random != nil {
 		t.random.Calls = gs.RandomRewardCalls
 	}
-	t.epoch, t.offset, t.order = st.Data.Epoch, st.Data.Offset, nil
+	t.cursor.Resume(st)
 	t.batch, t.batchSteps = nil, 0
-	t.logs.window = map[string][]float64{}
-	for k, vs := range gs.Window {
-		t.logs.window[k] = vs
-	}
+	t.logs.window = loop.FromExactWindow(gs.Window)
 	return gs.OptimizerSteps, nil
 }

@@ -16,9 +16,9 @@ import (
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/rollout"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
@@ -129,16 +129,16 @@ func (s source) Evaluate() (map[string]float64, error) {
 	var lossSum float64
 	var n, batches int
 	var lines []runlog.Completion
-	for lo := 0; lo < len(e.order); lo += perBatch {
+	err := rollout.Chunks(len(e.order), perBatch, func(lo, hi int) error {
 		var prompts []*Prompt
-		for _, i := range e.order[lo:min(len(e.order), lo+perBatch)] {
+		for _, i := range e.order[lo:hi] {
 			for range c.NumGenerations {
 				prompts = append(prompts, e.prompts[i])
 			}
 		}
 		r, loss, ms, err := t.evalBatch(prompts, evalSeed(c.Seed, t.globalStep, batches))
 		if err != nil {
-			return nil, fmt.Errorf("grpo: evaluate at step %d: %w", t.globalStep, err)
+			return fmt.Errorf("grpo: evaluate at step %d: %w", t.globalStep, err)
 		}
 		for k, v := range ms {
 			window[k] = append(window[k], v)
@@ -147,6 +147,10 @@ func (s source) Evaluate() (map[string]float64, error) {
 		n += r.Len()
 		batches++
 		lines = append(lines, evalCompletionLines(t.globalStep, r, t.s.Rewards)...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]float64{"eval_loss": lossSum / float64(n)}
 	for k, vs := range window {
@@ -164,14 +168,9 @@ func (s source) Evaluate() (map[string]float64, error) {
 // batch's own mean, as compute_loss returns it) and its metrics under TRL's names.
 func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Rollout, float64, map[string]float64, error) {
 	c, e := t.cfg, t.eval
-	ids := make([][]int32, len(prompts))
-	for i, p := range prompts {
-		ids[i] = p.IDs
-	}
-	gens, err := t.gen.Generate(ids, generate.Options{SampleOptions: t.sampleOptions(),
-		MaxNewTokens: c.MaxCompletionLength, Seed: seed, StopIDs: t.s.StopIDs, Tokenizer: t.s.Decoder})
+	gens, err := rollout.Generate(t.gen, prompts, t.generateOptions(seed), 0)
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("generate: %w", err)
+		return nil, 0, nil, err
 	}
 	r := newRollout(prompts, gens, c.MaskTruncatedCompletions)
 	if err := scoreRewards(r, t.s.Rewards); err != nil {
@@ -194,7 +193,7 @@ func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Rollout, float64, 
 		adv[i] = float32(a)
 	}
 	norm := e.spec.stepNorm(r.Len(), r.maskedTokens(0, r.Len()))
-	in := MicroBatch[any]{Sequences: b.sequences(), Mask: b.Mask, Advantages: adv,
+	in := MicroBatch[any]{Sequences: b.Sequences, Mask: b.Mask, Advantages: adv,
 		OldLogProbs: rows(nil, 0, r.Len(), c.MaxCompletionLength), RefLogProbs: rows(r.RefLogp, 0, r.Len(), c.MaxCompletionLength),
 		SampledLogProbs: b.Sampled}
 	outs, err := e.loss.Run(named.Of[any](in).With(evalNorm, float32(norm)))

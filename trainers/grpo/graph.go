@@ -5,13 +5,13 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/rollout"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
@@ -25,51 +25,14 @@ import (
 // Only the C completion positions go through the LM head (TRL's logits_to_keep = C+1 minus the
 // last logit): the hidden state at P-1+t predicts completion token t.
 
-// Sequences are the token rows of a rollout batch (ids, pos, attn [B,P+C] int32): the inputs of
-// the scoring graph of old and reference log-probs. T is any on the host, *Node in the graph
-// (internal/named).
-type Sequences[T any] struct{ IDs, Pos, Attn T }
-
 // MicroBatch are the inputs of a GRPO micro-batch's loss graph (lossGraph, MicroBatchLoss).
 type MicroBatch[T any] struct {
-	Sequences[T]
+	rollout.Sequences[T]
 	Mask            T // [B,C] float32: 1 = completion token the loss counts
 	Advantages      T // [B] float32
 	OldLogProbs     T // [B,C] float32: π_old's (read only off-policy; on-policy the graph's own)
 	RefLogProbs     T // [B,C] float32: the reference's (read only when beta ≠ 0)
 	SampledLogProbs T // [B,C] float32: the sampler's (the sampling_logp_difference metrics)
-}
-
-// CompletionLogProbs returns, for the completion tokens of a rollout batch, the log-probs of the
-// tempered policy log softmax(logits/T)[y_t] [B,C] float32 (TRL divides the logits by the sampling
-// temperature before scoring, L789-850, so the ratio compares like with like, TRL #4159) and the
-// entropy of that distribution −Σ_v p_v log p_v [B,C] (detached, for the entropy metric). The
-// head runs chunk by chunk, so at most cfg.ChunkLen's bound of logits (qwen2.DefaultChunkElements) exist at once.
-func CompletionLogProbs(ctx *context.Context, cfg *qwen2.Config, ids, pos, attn *Node, completionLen int, temperature float64) (logps, entropy *Node) {
-	g := ids.Graph()
-	b, s := ids.Shape().Dim(0), ids.Shape().Dim(1)
-	p := s - completionLen
-	hidden := qwen2.Hidden(ctx, cfg, ids, pos, attn)                                // [B,S,D]
-	h := Slice(hidden, AxisRange(), AxisRange(p-1, s-1))                            // [B,C,D]: predicts P..S-1
-	targets := ConvertDType(Slice(ids, AxisRange(), AxisRange(p, s)), dtypes.Int32) // [B,C]
-	var lps, ents []*Node
-	qwen2.ForEachChunk(h, cfg.ChunkLen(b, completionLen), func(start, end int, hc *Node) {
-		logits := qwen2.Logits(ctx, cfg, hc) // [B,c,V] float32
-		if temperature != 1 {
-			logits = DivScalar(logits, temperature)
-		}
-		lsm := LogSoftmax(logits, -1) // [B,c,V]
-		idx := shapes.Make(dtypes.Int32, b, end-start)
-		tgt := Slice(targets, AxisRange(), AxisRange(start, end))
-		at := Stack([]*Node{Iota(g, idx, 0), Iota(g, idx, 1), tgt}, -1) // [B,c,3]: (row, position, token)
-		lps = append(lps, Gather(lsm, at))                              // [B,c]
-		d := StopGradient(lsm)
-		ents = append(ents, Neg(ReduceSum(Mul(Exp(d), d), -1))) // [B,c]
-	})
-	if len(lps) == 1 {
-		return lps[0], ents[0]
-	}
-	return Concatenate(lps, 1), Concatenate(ents, 1)
 }
 
 // lossSpec is what the compiled GRPO step needs to know about the run; all of it is fixed for
@@ -92,7 +55,7 @@ type lossSpec struct {
 }
 
 // MicroBatchLoss is the graph the trainer compiles for one GRPO micro-batch (lossGraph:
-// CompletionLogProbs at the sampling temperature, then Loss with lossType's aggregation, TRL's
+// rollout.CompletionLogProbs at the sampling temperature, then Loss with lossType's aggregation, TRL's
 // loss_type) and the host-side normaliser of an optimizer step of rows completions holding tokens
 // loss tokens (stepNorm), for a caller that drives loop.Optimizer itself (posttrain bench grpo).
 // It is on-policy (π_old is the detached current policy: ρ = 1), with token-level ratios and no
@@ -121,7 +84,7 @@ const sampleDiffMax = rl.SamplingDiffMax
 func (sp *lossSpec) lossGraph(ctx *context.Context, nodes named.Inputs, norm *Node) (*Node, map[string]*Node) {
 	in := named.Bind[MicroBatch[*Node]](nodes)
 	mask, adv, old, ref, sampled := in.Mask, in.Advantages, in.OldLogProbs, in.RefLogProbs, in.SampledLogProbs
-	logps, entropy := CompletionLogProbs(ctx, sp.Model, in.IDs, in.Pos, in.Attn, sp.CompletionLen, sp.Temperature)
+	logps, entropy := rollout.CompletionLogProbs(ctx, sp.Model, in.Sequences, sp.CompletionLen, sp.Temperature)
 	if !sp.OffPolicy {
 		old = StopGradient(logps)
 	}
@@ -164,8 +127,8 @@ func (sp *lossSpec) lossGraph(ctx *context.Context, nodes named.Inputs, norm *No
 // scoreGraph is the forward-only graph of old and reference log-probs: inputs Sequences →
 // "logps", the completion log-probs [B,C] at the sampling temperature.
 func (sp *lossSpec) scoreGraph(ctx *context.Context, nodes named.Inputs) map[string]*Node {
-	in := named.Bind[Sequences[*Node]](nodes)
-	lp, _ := CompletionLogProbs(ctx, sp.Model, in.IDs, in.Pos, in.Attn, sp.CompletionLen, sp.Temperature)
+	in := named.Bind[rollout.Sequences[*Node]](nodes)
+	lp, _ := rollout.CompletionLogProbs(ctx, sp.Model, in, sp.CompletionLen, sp.Temperature)
 	return map[string]*Node{"logps": lp}
 }
 

@@ -7,9 +7,8 @@ import (
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
-	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/rollout"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
@@ -56,46 +55,35 @@ func newRollout(prompts []*Prompt, gens []generate.Generation, maskTruncated boo
 // Len is the number of completions.
 func (r *Rollout) Len() int { return len(r.Completions) }
 
-// Batch is the padded tensors of rows [lo,hi) of a rollout, in the layout of CompletionLogProbs.
+// Batch is the padded tensors of rows [lo,hi) of a rollout, in the layout of rollout.CompletionLogProbs.
 type Batch struct {
-	IDs, Pos, Attn [][]int32
-	Mask           [][]float32
-	Sampled        [][]float32
-	PromptLen      int // P
-	CompletionLen  int // C
+	rollout.Sequences[any] // [][]int32
+	Mask                   [][]float32
+	Sampled                [][]float32
+	PromptLen              int // P
+	CompletionLen          int // C
 }
 
 // batch lays out rows [lo,hi) with prompts left-padded to promptLen and completions right-padded
-// to completionLen (pad id 0, attention 0). Position ids are HF's cumsum(attn)−1.
+// to completionLen (pad id 0, attention 0; position ids HF's cumsum(attn)−1).
 func (r *Rollout) batch(lo, hi, promptLen, completionLen int) (*Batch, error) {
 	b := &Batch{PromptLen: promptLen, CompletionLen: completionLen}
+	var prompts [][]int32
 	for i := lo; i < hi; i++ {
-		p, c := r.Prompts[i].IDs, r.Completions[i]
-		if len(p) > promptLen || len(c) > completionLen {
-			return nil, fmt.Errorf("grpo batch: row %d has %d prompt and %d completion tokens, over the %d+%d layout", i, len(p), len(c), promptLen, completionLen)
-		}
-		s := promptLen + completionLen
-		ids, attn := make([]int32, s), make([]int32, s)
-		copy(ids[promptLen-len(p):], p)
-		copy(ids[promptLen:], c)
-		for t := promptLen - len(p); t < promptLen+len(c); t++ {
-			attn[t] = 1
-		}
+		prompts = append(prompts, r.Prompts[i].IDs)
 		mask, sampled := make([]float32, completionLen), make([]float32, completionLen)
 		copy(mask, r.Mask[i])
 		for t, lp := range r.SampledLogp[i] {
 			sampled[t] = float32(lp)
 		}
-		b.IDs, b.Attn = append(b.IDs, ids), append(b.Attn, attn)
 		b.Mask, b.Sampled = append(b.Mask, mask), append(b.Sampled, sampled)
 	}
-	b.Pos = qwen2.PositionIDs(b.Attn)
+	var err error
+	b.Sequences, err = rollout.Layout{PromptLen: promptLen, CompletionLen: completionLen}.Sequences(prompts, r.Completions[lo:hi])
+	if err != nil {
+		return nil, fmt.Errorf("grpo batch: %w", err)
+	}
 	return b, nil
-}
-
-// sequences are the batch's token rows as the scoring graph takes them.
-func (b *Batch) sequences() Sequences[any] {
-	return Sequences[any]{IDs: b.IDs, Pos: b.Pos, Attn: b.Attn}
 }
 
 // rows returns rows [lo,hi) of a [N][C] float32 table as a fresh [hi-lo][C] table, zeros when nil.
@@ -167,20 +155,10 @@ func mean(xs []float64) float64 {
 // times (TRL's RepeatSampler): distinct prompts in a per-epoch shuffled order seeded by the run's
 // seed, continuing into the next epoch when this one runs out.
 func (t *Trainer) nextPrompts() []*Prompt {
-	n := t.genBatch / t.cfg.NumGenerations
 	var out []*Prompt
-	for len(out) < n*t.cfg.NumGenerations {
-		if t.order == nil { // the first pass, or a resumed one at its saved offset
-			t.order = loop.Order(len(t.s.Prompts), t.cfg.Seed, t.epoch)
-		}
-		if t.offset >= len(t.order) {
-			t.epoch, t.offset = t.epoch+1, 0
-			t.order = loop.Order(len(t.s.Prompts), t.cfg.Seed, t.epoch)
-		}
-		p := t.s.Prompts[t.order[t.offset]]
-		t.offset++
+	for _, i := range t.cursor.Next(t.genBatch/t.cfg.NumGenerations, false) {
 		for range t.cfg.NumGenerations {
-			out = append(out, p)
+			out = append(out, t.s.Prompts[i])
 		}
 	}
 	return out
@@ -197,6 +175,13 @@ func (t *Trainer) sampleOptions() generate.SampleOptions {
 		RepetitionPenalty: t.cfg.RepetitionPenalty}
 }
 
+// generateOptions are the generation call's: the sampler, max_completion_length new tokens, the
+// stop tokens, seed.
+func (t *Trainer) generateOptions(seed uint64) generate.Options {
+	return generate.Options{SampleOptions: t.sampleOptions(), MaxNewTokens: t.cfg.MaxCompletionLength, Seed: seed,
+		StopIDs: t.s.StopIDs, Tokenizer: t.s.Decoder}
+}
+
 // timings of one generation round.
 type timings struct{ generation, scoring time.Duration }
 
@@ -204,20 +189,10 @@ type timings struct{ generation, scoring time.Duration }
 func (t *Trainer) rollout() (*Rollout, timings, error) {
 	var tm timings
 	prompts := t.nextPrompts()
-	ids := make([][]int32, len(prompts))
-	for i, p := range prompts {
-		ids[i] = p.IDs
-	}
 	t0 := time.Now()
-	gens, err := t.gen.Generate(ids, generate.Options{
-		SampleOptions: t.sampleOptions(),
-		MaxNewTokens:  t.cfg.MaxCompletionLength,
-		Seed:          uint64(t.cfg.Seed)*1_000_003 + uint64(t.round),
-		StopIDs:       t.s.StopIDs,
-		Tokenizer:     t.s.Decoder,
-	})
+	gens, err := rollout.Generate(t.gen, prompts, t.generateOptions(uint64(t.cfg.Seed)*1_000_003+uint64(t.round)), 0)
 	if err != nil {
-		return nil, tm, fmt.Errorf("grpo: generate: %w", err)
+		return nil, tm, fmt.Errorf("grpo: %w", err)
 	}
 	tm.generation = time.Since(t0)
 	t.round++
@@ -257,24 +232,24 @@ func (t *Trainer) score(e *step.ContextEval, r *Rollout) ([][]float32, error) {
 func (t *Trainer) scoreLayout(e *step.ContextEval, r *Rollout, promptLen, mb int) ([][]float32, error) {
 	c := t.cfg.MaxCompletionLength
 	var out [][]float32
-	for lo := 0; lo < r.Len(); lo += mb {
-		mb := min(mb, r.Len()-lo)
-		b, err := r.batch(lo, lo+mb, promptLen, c)
+	err := rollout.Chunks(r.Len(), mb, func(lo, hi int) error {
+		b, err := r.batch(lo, hi, promptLen, c)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		outs, err := e.Run(named.Of[any](b.sequences()))
+		outs, err := e.Run(named.Of[any](b.Sequences))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		flat := step.Float64s(outs["logps"])
-		for i := range mb {
+		for i := range hi - lo {
 			row := make([]float32, c)
 			for j := range row {
 				row[j] = float32(flat[i*c+j])
 			}
 			out = append(out, row)
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }

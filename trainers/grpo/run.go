@@ -12,25 +12,13 @@ import (
 	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/rollout"
 )
 
 // Prompt is one prompt of the training set: the text handed to the reward functions (the chat
 // template's rendering for conversational data), its token ids, and the dataset's other columns
 // (data/encode renders and tokenizes it).
 type Prompt = encode.Prompt
-
-// LoadRows returns the prompt-only rows of --dataset: a registered dataset source (e.g. "mult",
-// data/mult) or a JSONL/JSON file.
-func LoadRows(dataset string) ([]data.Row, error) {
-	d, err := data.Open(dataset, data.PromptOnly)
-	if err != nil {
-		return nil, err
-	}
-	if d.Format != data.PromptOnly {
-		return nil, fmt.Errorf("%s: GRPO needs prompt-only rows (a \"prompt\" and optional columns), got %s", dataset, d.Format)
-	}
-	return d.Rows, nil
-}
 
 // RunOptions are what Run needs besides the configuration.
 type RunOptions struct {
@@ -61,7 +49,7 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 	}
 	rows := opts.Rows
 	if rows == nil {
-		if rows, err = LoadRows(cfg.Dataset); err != nil {
+		if rows, err = rollout.LoadRows(cfg.Dataset, "GRPO"); err != nil {
 			return nil, err
 		}
 	}
@@ -101,23 +89,11 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 	return t.Train(ctx)
 }
 
-// loadEvalPrompts reads eval_dataset ("mult" or a prompt-only file) through the training prompts'
-// path (chat template, tokenizer) when the run evaluates; like loop.WithEvalData (and TRL's scripts,
-// which pass no eval split with eval_strategy "no") it does not read it otherwise.
+// loadEvalPrompts reads eval_dataset when the run evaluates (rollout.EvalPrompts).
 func loadEvalPrompts(cfg *config.GRPO, txt *encode.Text) ([]*Prompt, error) {
-	if cfg.EvalDataset == "" || !cfg.Evaluates() {
-		return nil, nil
-	}
-	rows, err := LoadRows(cfg.EvalDataset)
-	if err != nil {
-		return nil, fmt.Errorf("eval_dataset: %w", err)
-	}
-	prompts, err := txt.Prompts(rows)
-	if err != nil {
-		return nil, fmt.Errorf("eval_dataset: %s: %w", cfg.EvalDataset, err)
-	}
-	if len(prompts) == 0 {
+	prompts, err := rollout.EvalPrompts(cfg.EvalDataset, cfg.Evaluates(), "GRPO", txt)
+	if err == nil && len(prompts) == 0 && cfg.EvalDataset != "" && cfg.Evaluates() {
 		return nil, fmt.Errorf("eval_dataset: %s: no prompts", cfg.EvalDataset)
 	}
-	return prompts, nil
+	return prompts, err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/rollout"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
@@ -76,8 +77,7 @@ type Trainer struct {
 
 	stepBatch, genBatch, stepsPerGen int
 	totalSteps                       int
-	order                            []int // shuffled prompt order of the current epoch
-	epoch, offset                    int
+	cursor                           *rollout.Cursor // the training prompts' seeded order
 	round                            int
 	tokensSeen                       int64
 	globalStep                       int
@@ -105,7 +105,8 @@ func New(s Setup) (*Trainer, error) {
 		return nil, fmt.Errorf("grpo: steps_per_generation (%d) must be a multiple of gradient_accumulation_steps (%d)",
 			cfg.StepsPerGeneration, cfg.GradientAccumulationSteps)
 	}
-	t := &Trainer{s: s, cfg: cfg, log: s.Logger, logs: runLog{window: map[string][]float64{}, streak: map[string]int{}}}
+	t := &Trainer{s: s, cfg: cfg, log: s.Logger, logs: runLog{window: map[string][]float64{}, streak: map[string]int{}},
+		cursor: rollout.NewCursor(len(s.Prompts), cfg.Seed)}
 	if t.log == nil {
 		t.log = slog.Default()
 	}
@@ -298,7 +299,7 @@ func (t *Trainer) accumulate(acc loop.Accumulator, r *Rollout, lo int) (map[stri
 		for i := range adv {
 			adv[i] = float32(r.Advantages[m+i])
 		}
-		_, ms, err := acc.Micro(named.Of[any](MicroBatch[any]{Sequences: b.sequences(), Mask: b.Mask, Advantages: adv,
+		_, ms, err := acc.Micro(named.Of[any](MicroBatch[any]{Sequences: b.Sequences, Mask: b.Mask, Advantages: adv,
 			OldLogProbs: rows(r.OldLogp, m, m+mb, c), RefLogProbs: rows(r.RefLogp, m, m+mb, c), SampledLogProbs: b.Sampled}), norm)
 		if err != nil {
 			return nil, err

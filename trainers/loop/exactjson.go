@@ -70,6 +70,28 @@ func (fs *ExactFloats) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// ExactWindow is a source's logging window (metric → its unlogged values) as a checkpoint saves
+// it: nil when empty (a logging step), so that an omitempty field leaves it out.
+func ExactWindow(w map[string][]float64) map[string]ExactFloats {
+	var out map[string]ExactFloats
+	for k, vs := range w {
+		if out == nil {
+			out = map[string]ExactFloats{}
+		}
+		out[k] = vs
+	}
+	return out
+}
+
+// FromExactWindow is ExactWindow's inverse, an empty window for nil.
+func FromExactWindow(w map[string]ExactFloats) map[string][]float64 {
+	out := map[string][]float64{}
+	for k, vs := range w {
+		out[k] = vs
+	}
+	return out
+}
+
 // windowJSON is window's checkpoint form, with exact floats.
 type windowJSON struct {
 	Sums         map[string]ExactFloat `json:"sums"`

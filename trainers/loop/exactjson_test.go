@@ -3,6 +3,7 @@ package loop
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -35,5 +36,28 @@ func TestWindowJSON_KeepsNaNAndInfinities(t *testing.T) {
 	want, _ := json.Marshal(plain)
 	if got, _ := json.Marshal(finite); string(got) != string(want) {
 		t.Errorf("finite window written as %s, encoding/json writes %s", got, want)
+	}
+}
+
+// TestExactWindow: an empty window saves as nil (omitted), a window round-trips through JSON to
+// the last bit, and nil restores as an empty window.
+func TestExactWindow(t *testing.T) {
+	if w := ExactWindow(map[string][]float64{}); w != nil {
+		t.Errorf("ExactWindow(empty) = %v, want nil", w)
+	}
+	if w := FromExactWindow(nil); w == nil || len(w) != 0 {
+		t.Errorf("FromExactWindow(nil) = %v, want an empty window", w)
+	}
+	in := map[string][]float64{"reward": {0.1, 1e-17, math.Inf(-1)}, "kl": {}}
+	b, err := json.Marshal(ExactWindow(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]ExactFloats
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if got := FromExactWindow(back); !reflect.DeepEqual(got, in) {
+		t.Errorf("round trip: %v, want %v", got, in)
 	}
 }

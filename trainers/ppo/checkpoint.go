@@ -23,21 +23,14 @@ type ppoState struct {
 // Save adds PPO's part to a checkpoint.
 func (s source) Save(cp *loop.Checkpoint) error {
 	t := s.Trainer
-	st := ppoState{Round: t.round, Episode: t.episode, OptimizerSteps: cp.OptimizerSteps}
-	for k, vs := range t.window {
-		if st.Window == nil {
-			st.Window = map[string]loop.ExactFloats{}
-		}
-		st.Window[k] = vs
-	}
+	st := ppoState{Round: t.round, Episode: t.episode, OptimizerSteps: cp.OptimizerSteps, Window: loop.ExactWindow(t.window)}
 	extra, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
 	cs := cp.State
 	cs.NumInputTokensSeen = t.tokensSeen
-	cs.Data = checkpoint.DataPosition{Epoch: t.epoch, Offset: t.offset}
-	cs.RNG = map[string][]uint64{"prompt_order": {uint64(t.cfg.Seed)}}
+	t.cursor.Save(cs)
 	cs.Extra = map[string]json.RawMessage{"ppo": extra}
 	return nil
 }
@@ -54,10 +47,7 @@ func (s source) Resume(_ string, cs *checkpoint.State) (int, error) {
 		return 0, fmt.Errorf("prompt position %d is outside the %d prompts (is this the same dataset?)", cs.Data.Offset, len(t.s.Prompts))
 	}
 	t.round, t.episode, t.tokensSeen = st.Round, st.Episode, cs.NumInputTokensSeen
-	t.epoch, t.offset, t.order = cs.Data.Epoch, cs.Data.Offset, nil
-	t.window = map[string][]float64{}
-	for k, vs := range st.Window {
-		t.window[k] = vs
-	}
+	t.cursor.Resume(cs)
+	t.window = loop.FromExactWindow(st.Window)
 	return st.OptimizerSteps, nil
 }

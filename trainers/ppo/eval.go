@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/posttrain/posttrain/trainers/rollout"
 )
 
 // evaluator is PPO's evaluation on eval_dataset: TRL's generate_completions (the table it prints
@@ -36,15 +38,14 @@ func (s source) Evaluate() (map[string]float64, error) {
 	t := s.Trainer
 	var scores []float64
 	eos := 0
-	for lo := 0; lo < len(t.eval.prompts); lo += t.cfg.PerDeviceEvalBatchSize {
-		batch := t.eval.prompts[lo:min(lo+t.cfg.PerDeviceEvalBatchSize, len(t.eval.prompts))]
-		r, err := t.newRollout(batch, evalTemperature, t.rolloutSeed(t.round)^0x6576616c+uint64(lo))
+	err := rollout.Chunks(len(t.eval.prompts), t.cfg.PerDeviceEvalBatchSize, func(lo, hi int) error {
+		r, err := t.newRollout(t.eval.prompts[lo:hi], evalTemperature, t.rolloutSeed(t.round)^0x6576616c+uint64(lo))
 		if err != nil {
-			return nil, fmt.Errorf("ppo: evaluate after update %d: %w", t.round, err)
+			return fmt.Errorf("ppo: evaluate after update %d: %w", t.round, err)
 		}
 		sc, err := t.rewardScores(r)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		scores = append(scores, sc...)
 		for _, p := range r.Post {
@@ -52,6 +53,10 @@ func (s source) Evaluate() (map[string]float64, error) {
 				eos++
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return map[string]float64{"eval_objective/scores": meanOf(scores), "eval_val/num_eos_tokens": float64(eos)}, nil
 }

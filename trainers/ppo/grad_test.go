@@ -38,7 +38,10 @@ func TestLossGraph_GradientsFD(t *testing.T) {
 	}
 	// The rollout's values are the head's own, so v = v_old: inside the clip range, where both
 	// value terms are the same function of v and the loss is smooth; likewise ρ = 1.
-	feed := tr.microBatch(r, []int{0, 1, 2, 3})
+	feed, err := tr.microBatch(r, []int{0, 1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, v := range []struct{ scope, name string }{{loop.ValueScope + "/score", "weight"}, {"/model/norm", "weight"}} {
 		t.Run(v.scope, func(t *testing.T) {
 			fdCheck(t, backend, tr, feed, tr.s.Model.Ctx.GetVariableByScopeAndName(v.scope, v.name))

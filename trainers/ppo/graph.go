@@ -3,12 +3,12 @@ package ppo
 import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/rollout"
 )
 
 // The model side of a PPO step. A rollout row is laid out as TRL lays out query_responses: the
@@ -19,12 +19,9 @@ import (
 //
 //	ids, pos, attn  [B,P+R] int32
 
-// Sequences are the token rows of a rollout batch: the inputs of the forward-only graphs.
-type Sequences[T any] struct{ IDs, Pos, Attn T }
-
 // MicroBatch are the inputs of a PPO micro-batch's loss graph ([B,R] float32 beside Sequences).
 type MicroBatch[T any] struct {
-	Sequences[T]
+	rollout.Sequences[T]
 	OldLogProbs, Advantages, Values, Returns T
 	PGMask, VFMask, Cols                     T
 }
@@ -38,33 +35,14 @@ type spec struct {
 }
 
 // responseLogProbs returns log softmax(logits/T)[token] at the R response positions [B,R] and the
-// entropy of that distribution (detached) [B,R], the head run chunk by chunk.
-func (sp *spec) responseLogProbs(ctx *context.Context, in Sequences[*Node]) (logps, entropy *Node) {
-	g := in.IDs.Graph()
-	b, s := in.IDs.Shape().Dim(0), in.IDs.Shape().Dim(1)
-	p := s - sp.ResponseLen
-	hidden := qwen2.Hidden(ctx, sp.Policy, in.IDs, in.Pos, in.Attn)                    // [B,S,D]
-	h := Slice(hidden, AxisRange(), AxisRange(p-1, s-1))                               // [B,R,D]
-	targets := ConvertDType(Slice(in.IDs, AxisRange(), AxisRange(p, s)), dtypes.Int32) // [B,R]
-	var lps, ents []*Node
-	qwen2.ForEachChunk(h, sp.Policy.ChunkLen(b, sp.ResponseLen), func(start, end int, hc *Node) {
-		logits := DivScalar(qwen2.Logits(ctx, sp.Policy, hc), sp.Temperature) // [B,c,V]
-		lsm := LogSoftmax(logits, -1)
-		idx := shapes.Make(dtypes.Int32, b, end-start)
-		tgt := Slice(targets, AxisRange(), AxisRange(start, end))
-		lps = append(lps, Gather(lsm, Stack([]*Node{Iota(g, idx, 0), Iota(g, idx, 1), tgt}, -1))) // [B,c]
-		d := StopGradient(lsm)
-		ents = append(ents, Neg(ReduceSum(Mul(Exp(d), d), -1)))
-	})
-	if len(lps) == 1 {
-		return lps[0], ents[0]
-	}
-	return Concatenate(lps, 1), Concatenate(ents, 1)
+// entropy of that distribution (detached) [B,R] (rollout.CompletionLogProbs at temperature + 1e-7).
+func (sp *spec) responseLogProbs(ctx *context.Context, in rollout.Sequences[*Node]) (logps, entropy *Node) {
+	return rollout.CompletionLogProbs(ctx, sp.Policy, in, sp.ResponseLen, sp.Temperature)
 }
 
 // responseValues is the value model's head at the R response positions [B,R] float32: TRL's
 // full_value[:, context_length − 1 : −1] (its forward pass on ctx's ValueScope).
-func (sp *spec) responseValues(ctx *context.Context, in Sequences[*Node]) *Node {
+func (sp *spec) responseValues(ctx *context.Context, in rollout.Sequences[*Node]) *Node {
 	s := in.IDs.Shape().Dim(1)
 	p := s - sp.ResponseLen
 	vctx := ctx.InAbsPath(loop.ValueScope)
@@ -98,12 +76,12 @@ func (sp *spec) lossGraph(ctx *context.Context, nodes named.Inputs, norm *Node) 
 // logProbGraph is the forward-only graph of the policy's (or the reference's) response log-probs:
 // Sequences → "logps" [B,R].
 func (sp *spec) logProbGraph(ctx *context.Context, nodes named.Inputs) map[string]*Node {
-	lp, _ := sp.responseLogProbs(ctx, named.Bind[Sequences[*Node]](nodes))
+	lp, _ := sp.responseLogProbs(ctx, named.Bind[rollout.Sequences[*Node]](nodes))
 	return map[string]*Node{"logps": lp}
 }
 
 // valueGraph is the forward-only graph of the value model's response values: Sequences →
 // "values" [B,R].
 func (sp *spec) valueGraph(ctx *context.Context, nodes named.Inputs) map[string]*Node {
-	return map[string]*Node{"values": sp.responseValues(ctx, named.Bind[Sequences[*Node]](nodes))}
+	return map[string]*Node{"values": sp.responseValues(ctx, named.Bind[rollout.Sequences[*Node]](nodes))}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/rollout"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
@@ -47,57 +48,32 @@ func firstTrue(row []int32, f func(int32) bool) int {
 	return len(row)
 }
 
-// sequences lays out rows [lo,hi) of query+response (resp: Responses or Post) as TRL's forward()
-// feeds them: attention = ids ≠ pad, the pads' ids 0, positions the exclusive cumsum.
-func (r *Rollout) sequences(resp [][]int32, lo, hi, pad int) Sequences[any] {
-	var ids, pos, attn [][]int32
-	for i := lo; i < hi; i++ {
-		row := append(slices.Clone(r.Queries[i]), resp[i]...)
-		a, p := make([]int32, len(row)), make([]int32, len(row))
-		n := int32(0)
-		for t, id := range row {
-			p[t] = n
-			if int(id) != pad {
-				a[t], n = 1, n+1
-			} else {
-				row[t] = 0
-			}
-		}
-		ids, pos, attn = append(ids, row), append(pos, p), append(attn, a)
-	}
-	return Sequences[any]{IDs: ids, Pos: pos, Attn: attn}
+// sequences lays out queries[i]+resp[i] (resp: Responses or Post) as TRL's forward() feeds them:
+// attention = ids ≠ pad, the pads' ids 0, positions the exclusive cumsum (rollout.Layout ByID).
+func (t *Trainer) sequences(queries, resp [][]int32) (rollout.Sequences[any], error) {
+	return rollout.Layout{PromptLen: t.promptLen, CompletionLen: t.cfg.ResponseLength, Pad: int32(t.pad), ByID: true}.Sequences(queries, resp)
 }
 
 // generateBatch samples the responses of prompts, local_rollout_forward_batch_size rows per
 // call, as TRL's batch_generation with GenerationConfig(max_new_tokens=response_length,
 // temperature=temperature+1e-7, top_k=0, top_p=1, do_sample=True) and the stop token as EOS.
 func (t *Trainer) generateBatch(prompts []*Prompt, temperature float64, seed uint64) ([]generate.Generation, error) {
-	c := t.cfg
-	var out []generate.Generation
-	for lo := 0; lo < len(prompts); lo += c.LocalRolloutForwardBatchSize {
-		hi := min(lo+c.LocalRolloutForwardBatchSize, len(prompts))
-		ids := make([][]int32, 0, hi-lo)
-		for _, p := range prompts[lo:hi] {
-			ids = append(ids, p.IDs)
-		}
-		opts := generate.Options{
-			SampleOptions: generate.SampleOptions{Temperature: temperature + 1e-7, TopP: 1},
-			MaxNewTokens:  c.ResponseLength,
-			Seed:          seed + uint64(lo),
-			Tokenizer:     t.s.Decoder,
-		}
-		if t.stopID >= 0 {
-			opts.StopIDs = []int{t.stopID}
-		} else {
-			opts.IgnoreEOS = true // TRL's stop_token None: eos_token_id None, response_length tokens
-		}
-		gens, err := t.gen.Generate(ids, opts)
-		if err != nil {
-			return nil, fmt.Errorf("ppo: generate: %w", err)
-		}
-		out = append(out, gens...)
+	opts := generate.Options{
+		SampleOptions: generate.SampleOptions{Temperature: temperature + 1e-7, TopP: 1},
+		MaxNewTokens:  t.cfg.ResponseLength,
+		Seed:          seed,
+		Tokenizer:     t.s.Decoder,
 	}
-	return out, nil
+	if t.stopID >= 0 {
+		opts.StopIDs = []int{t.stopID}
+	} else {
+		opts.IgnoreEOS = true // TRL's stop_token None: eos_token_id None, response_length tokens
+	}
+	gens, err := rollout.Generate(t.gen, prompts, opts, t.cfg.LocalRolloutForwardBatchSize)
+	if err != nil {
+		return nil, fmt.Errorf("ppo: %w", err)
+	}
+	return gens, nil
 }
 
 // rolloutSeed is the sampler's seed of update round (rows add their offset).
@@ -154,15 +130,17 @@ func (t *Trainer) scoreRollout(r *Rollout) error {
 	c := t.cfg
 	w := r.Width
 	r.LogProbs, r.RefLogProbs, r.Values = nil, nil, nil
-	for lo := 0; lo < r.Len(); lo += c.LocalRolloutForwardBatchSize {
-		hi := min(lo+c.LocalRolloutForwardBatchSize, r.Len())
-		seq := named.Of[any](r.sequences(r.Responses, lo, hi, t.pad))
+	err := rollout.Chunks(r.Len(), c.LocalRolloutForwardBatchSize, func(lo, hi int) error {
+		seq, err := t.sequences(r.Queries[lo:hi], r.Responses[lo:hi])
+		if err != nil {
+			return err
+		}
 		for _, e := range []struct {
 			eval *step.ContextEval
 			name string
 			dst  *[][]float64
 		}{{t.oldEval, "logps", &r.LogProbs}, {t.refEval, "logps", &r.RefLogProbs}, {t.valueEval, "values", &r.Values}} {
-			outs, err := e.eval.Run(seq)
+			outs, err := e.eval.Run(named.Of[any](seq))
 			if err != nil {
 				return err
 			}
@@ -171,8 +149,11 @@ func (t *Trainer) scoreRollout(r *Rollout) error {
 				*e.dst = append(*e.dst, slices.Clone(flat[i*c.ResponseLength:i*c.ResponseLength+w]))
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	var err error
 	if r.Scores, err = t.rewardScores(r); err != nil {
 		return err
 	}
@@ -184,18 +165,21 @@ func (t *Trainer) scoreRollout(r *Rollout) error {
 // when the response starts with one), local_rollout_forward_batch_size rows at a time.
 func (t *Trainer) rewardScores(r *Rollout) ([]float64, error) {
 	var out []float64
-	for lo := 0; lo < r.Len(); lo += t.cfg.LocalRolloutForwardBatchSize {
-		hi := min(lo+t.cfg.LocalRolloutForwardBatchSize, r.Len())
-		post := r.sequences(r.Post, lo, hi, t.pad)
+	err := rollout.Chunks(r.Len(), t.cfg.LocalRolloutForwardBatchSize, func(lo, hi int) error {
+		post, err := t.sequences(r.Queries[lo:hi], r.Post[lo:hi])
+		if err != nil {
+			return err
+		}
 		last := make([]int32, hi-lo)
 		for i := range last {
 			last[i] = int32(t.promptLen + firstTrue(r.Post[lo+i][:r.Width], func(x int32) bool { return int(x) == t.pad }) - 1)
 		}
 		scores, err := t.s.Reward.ScoreLayout(loop.ScoreInputs[any]{IDs: post.IDs, Pos: post.Pos, Mask: post.Attn, Last: last})
-		if err != nil {
-			return nil, err
-		}
 		out = append(out, scores...)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -274,7 +258,7 @@ func whitenZeroed(x [][]float64, mask [][]bool, shiftMean bool) ([][]float64, er
 
 // microBatch is the loss graph's feed of rows idx of the rollout, the per-token tables padded to
 // response_length columns.
-func (t *Trainer) microBatch(r *Rollout, idx []int) named.Feed {
+func (t *Trainer) microBatch(r *Rollout, idx []int) (named.Feed, error) {
 	R := t.cfg.ResponseLength
 	table := func(src [][]float64, fill float64) [][]float32 {
 		out := make([][]float32, len(idx))
@@ -299,17 +283,20 @@ func (t *Trainer) microBatch(r *Rollout, idx []int) named.Feed {
 		}
 		return out
 	}
-	var ids, pos, attn [][]int32
+	var queries, responses [][]int32
 	for _, i := range idx {
-		s := r.sequences(r.Responses, i, i+1, t.pad)
-		ids, pos, attn = append(ids, s.IDs.([][]int32)[0]), append(pos, s.Pos.([][]int32)[0]), append(attn, s.Attn.([][]int32)[0])
+		queries, responses = append(queries, r.Queries[i]), append(responses, r.Responses[i])
+	}
+	seq, err := t.sequences(queries, responses)
+	if err != nil {
+		return named.Feed{}, err
 	}
 	return named.Of[any](MicroBatch[any]{
-		Sequences:   Sequences[any]{IDs: ids, Pos: pos, Attn: attn},
+		Sequences:   seq,
 		OldLogProbs: table(r.LogProbs, InvalidLogProb), Advantages: table(r.Advantages, 0),
 		Values: table(r.Values, 0), Returns: table(r.Returns, 0),
 		PGMask: mask(func(i int) int { return r.SeqLen[i] + 1 }),
 		VFMask: mask(func(i int) int { return r.SeqLen[i] + 2 }),
 		Cols:   mask(func(int) int { return r.Width }),
-	})
+	}), nil
 }

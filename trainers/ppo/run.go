@@ -13,6 +13,7 @@ import (
 	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/rollout"
 )
 
 // RunOptions are what Run needs besides the configuration (shaped like grpo.RunOptions).
@@ -27,19 +28,6 @@ type RunOptions struct {
 	// cfg.RewardModelPath and cfg.ValueModelPath (the CLI resolves Hub ids); empty: the paths as
 	// they are.
 	RewardModelDir, ValueModelDir string
-}
-
-// LoadRows returns the prompt-only rows of a dataset: a registered source (e.g. "mult") or a
-// JSONL/JSON file with a "prompt" column (standard or conversational, as TRL's prompt-only format).
-func LoadRows(dataset string) ([]data.Row, error) {
-	d, err := data.Open(dataset, data.PromptOnly)
-	if err != nil {
-		return nil, err
-	}
-	if d.Format != data.PromptOnly {
-		return nil, fmt.Errorf("%s: PPO needs prompt-only rows (a \"prompt\" and optional columns), got %s", dataset, d.Format)
-	}
-	return d.Rows, nil
 }
 
 // Run is `posttrain ppo`: it loads the policy from modelDir, the value model (value_model_path,
@@ -100,7 +88,7 @@ func Load(cfg *config.PPO, modelDir string, opts RunOptions) (*Trainer, error) {
 	}
 	rows := opts.Rows
 	if rows == nil {
-		if rows, err = LoadRows(cfg.Dataset); err != nil {
+		if rows, err = rollout.LoadRows(cfg.Dataset, "PPO"); err != nil {
 			return nil, err
 		}
 	}
@@ -108,15 +96,9 @@ func Load(cfg *config.PPO, modelDir string, opts RunOptions) (*Trainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Dataset, err)
 	}
-	var evalPrompts []*Prompt
-	if cfg.EvalDataset != "" && cfg.Evaluates() {
-		erows, err := LoadRows(cfg.EvalDataset)
-		if err != nil {
-			return nil, fmt.Errorf("eval_dataset: %w", err)
-		}
-		if evalPrompts, err = txt.Prompts(erows); err != nil {
-			return nil, fmt.Errorf("eval_dataset: %s: %w", cfg.EvalDataset, err)
-		}
+	evalPrompts, err := rollout.EvalPrompts(cfg.EvalDataset, cfg.Evaluates(), "PPO", txt)
+	if err != nil {
+		return nil, err
 	}
 	return New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Reward: reward, Decoder: txt.Tokenizer, Pad: pad, EOS: eos,
 		Prompts: prompts, EvalPrompts: evalPrompts, Logger: opts.Logger, Progress: opts.Progress, OnUpdate: opts.OnUpdate})

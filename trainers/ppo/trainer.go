@@ -30,6 +30,7 @@ import (
 	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/rollout"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
@@ -87,12 +88,11 @@ type Trainer struct {
 	batch     int // rollout batch (TRL's local_batch_size)
 	updates   int
 
-	order         []int
-	epoch, offset int
-	round         int // updates done (seeds the sampler and the PPO epochs' permutations)
-	episode       int
-	tokensSeen    int64
-	began         time.Time
+	cursor     *rollout.Cursor // the prompts' seeded order
+	round      int             // updates done (seeds the sampler and the PPO epochs' permutations)
+	episode    int
+	tokensSeen int64
+	began      time.Time
 
 	rollout *Rollout
 	stats   *updateStats
@@ -115,7 +115,7 @@ func New(s Setup) (*Trainer, error) {
 			len(s.Prompts), cfg.RolloutBatch())
 	}
 	t := &Trainer{s: s, cfg: cfg, log: s.Logger, pad: s.Pad, eos: s.EOS, stopID: cfg.StopTokenID, batch: cfg.RolloutBatch(),
-		window: map[string][]float64{}}
+		window: map[string][]float64{}, cursor: rollout.NewCursor(len(s.Prompts), cfg.Seed)}
 	if t.log == nil {
 		t.log = slog.Default()
 	}
@@ -199,18 +199,10 @@ func (s source) TotalSteps() int { return s.updates }
 // nextPrompts is TRL's DataLoader(shuffle=True, drop_last=True) cycled forever: batches of the
 // seeded per-epoch order, a new epoch when fewer than a batch remain.
 func (t *Trainer) nextPrompts() []*Prompt {
-	if t.order == nil {
-		t.order = loop.Order(len(t.s.Prompts), t.cfg.Seed, t.epoch)
+	out := make([]*Prompt, 0, t.batch)
+	for _, i := range t.cursor.Next(t.batch, true) {
+		out = append(out, t.s.Prompts[i])
 	}
-	if t.offset+t.batch > len(t.order) {
-		t.epoch, t.offset = t.epoch+1, 0
-		t.order = loop.Order(len(t.s.Prompts), t.cfg.Seed, t.epoch)
-	}
-	out := make([]*Prompt, t.batch)
-	for i := range out {
-		out[i] = t.s.Prompts[t.order[t.offset+i]]
-	}
-	t.offset += t.batch
 	return out
 }
 
@@ -243,7 +235,11 @@ func (s source) Accumulate(acc loop.Accumulator) error {
 		for mb := range c.NumMiniBatches {
 			for k := range micros {
 				lo := mb*mini + k*c.PerDeviceTrainBatchSize
-				_, ms, err := acc.Micro(t.microBatch(r, perm[lo:lo+c.PerDeviceTrainBatchSize]), float64(micros))
+				feed, err := t.microBatch(r, perm[lo:lo+c.PerDeviceTrainBatchSize])
+				if err != nil {
+					return fmt.Errorf("ppo: update %d: %w", t.round+1, err)
+				}
+				_, ms, err := acc.Micro(feed, float64(micros))
 				if err != nil {
 					return fmt.Errorf("ppo: update %d: %w", t.round+1, err)
 				}
