@@ -25,17 +25,19 @@ func newBackend(errw io.Writer, flag string) (backends.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	announceBackend(errw, flag)
+	announceBackend(errw, flag, b)
 	return b, nil
 }
 
-// announceBackend says on errw which backend a --backend value selects.
-func announceBackend(errw io.Writer, flag string) {
+// announceBackend says on errw which backend a --backend value selects (b: the backend made of
+// it, or nil).
+func announceBackend(errw io.Writer, flag string, b backends.Backend) {
+	line := backend.Describe(flag, b)
 	if n, ok := errw.(*noticeWriter); ok {
-		n.Notice(backend.Describe(flag))
+		n.Notice(line)
 		return
 	}
-	fmt.Fprintln(errw, backend.Describe(flag))
+	fmt.Fprintln(errw, line)
 }
 
 // resolveModel is the checkpoint directory of --model: a local directory, a GGUF file or

@@ -74,7 +74,7 @@ func attachToys() {
 		Name:  "course",
 		Usage: "print the lines of every course phase implemented so far, exactly as the course printed them",
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			announceBackend(cmd.Root().ErrWriter, "")
+			announceBackend(cmd.Root().ErrWriter, "", nil)
 			return runCourse(cmd.Root().Writer)
 		},
 	})

@@ -11,6 +11,7 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -40,6 +41,10 @@ const DefaultCPU = "xla:cpu"
 // defaultChoice is Default's decision and its reason, made once per process.
 var defaultChoice = sync.OnceValues(func() (string, string) { return chooseDefault(xlaCompiled, CheckPlugin) })
 
+// ErrNoPlugin is in the error of CheckPlugin when the plugin a configuration names is found
+// nowhere (errors.Is).
+var ErrNoPlugin = errors.New("no PJRT plugin found")
+
 // chooseDefault picks DefaultCPU when the binary has XLA and check finds its plugin usable, else
 // PureGo, and says why in the words Describe prints.
 func chooseDefault(compiled bool, check func(string) (PluginInfo, error)) (string, string) {
@@ -50,7 +55,7 @@ func chooseDefault(compiled bool, check func(string) (PluginInfo, error)) (strin
 	switch {
 	case err == nil && info.Path != "":
 		return DefaultCPU, "the default: its plugin is installed; --backend go for the pure-Go backend"
-	case err == nil || strings.Contains(err.Error(), "no PJRT plugin named"):
+	case err == nil || errors.Is(err, ErrNoPlugin):
 		return PureGo, "the default: no xla:cpu plugin installed (`make xla-cpu` installs one)"
 	}
 	return PureGo, "the default, since the installed xla:cpu plugin cannot be used: " + err.Error()
@@ -91,17 +96,26 @@ func withParallelism(cfg string) string {
 }
 
 // Describe is the one line a command prints about the backend it runs on, for the --backend value
-// flag it was given: the configuration, its plugin file and PJRT C API version (XLA), and where the
-// choice came from (--backend, $GOMLX_BACKEND, or the default and why).
-func Describe(flag string) string {
+// flag it was given and b, the backend New made of it (nil: none made yet, the plugin is checked
+// again): the configuration, its plugin file and PJRT C API version (XLA), and where the choice
+// came from (--backend, $GOMLX_BACKEND, or the default and why).
+func Describe(flag string, b backends.Backend) string {
 	cfg := Resolve(flag)
 	var what string
 	if name, _, _ := strings.Cut(cfg, ":"); name == "go" {
 		what = "pure Go"
-	} else if info, err := CheckPlugin(cfg); err == nil && info.Path != "" {
-		what = "PJRT plugin " + info.Path + ", C API " + info.API
 	} else {
-		what = "PJRT plugin chosen by GoMLX"
+		info, err := PluginInfo{}, error(nil)
+		if c, ok := b.(*counting); ok {
+			info = c.plugin
+		} else {
+			info, err = CheckPlugin(cfg)
+		}
+		if err == nil && info.Path != "" {
+			what = "PJRT plugin " + info.Path + ", C API " + info.API
+		} else {
+			what = "PJRT plugin chosen by GoMLX"
+		}
 	}
 	var from string
 	switch {

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func TestDefault_XLACPUWhenItsPluginIsUsable(t *testing.T) {
 		return PluginInfo{Name: "cpu", Path: "/p/pjrt_c_api_cpu_plugin.so", API: "0.115"}, nil
 	}
 	missing := func(string) (PluginInfo, error) {
-		return PluginInfo{Name: "cpu"}, errors.New(`backend "xla:cpu": no PJRT plugin named "cpu" found: searched bin/xla`)
+		return PluginInfo{Name: "cpu"}, fmt.Errorf(`backend "xla:cpu": no PJRT plugin named "cpu" found: searched bin/xla: %w`, ErrNoPlugin)
 	}
 	broken := func(string) (PluginInfo, error) {
 		return PluginInfo{Name: "cpu"}, errors.New(`backend "xla:cpu": cannot load PJRT plugin /p/x.so: truncated`)
@@ -67,14 +68,14 @@ func TestDefault_XLACPUWhenItsPluginIsUsable(t *testing.T) {
 	if got := Resolve(""); got != want {
 		t.Errorf("Resolve(\"\") = %q, want %q", got, want)
 	}
-	if d := Describe(""); !strings.HasPrefix(d, "backend: "+want+" (") || !strings.Contains(d, "the default") {
-		t.Errorf("Describe(\"\") = %q", d)
+	if d := Describe("", nil); !strings.HasPrefix(d, "backend: "+want+" (") || !strings.Contains(d, "the default") {
+		t.Errorf("Describe(\"\", nil) = %q", d)
 	}
-	if d := Describe("go"); d != "backend: "+PureGo+" (pure Go; --backend)" {
-		t.Errorf("Describe(\"go\") = %q", d)
+	if d := Describe("go", nil); d != "backend: "+PureGo+" (pure Go; --backend)" {
+		t.Errorf("Describe(\"go\", nil) = %q", d)
 	}
 	t.Setenv(EnvVar, "go")
-	if d := Describe(""); d != "backend: "+PureGo+" (pure Go; $GOMLX_BACKEND)" {
+	if d := Describe("", nil); d != "backend: "+PureGo+" (pure Go; $GOMLX_BACKEND)" {
 		t.Errorf("Describe with $GOMLX_BACKEND=go = %q", d)
 	}
 }

@@ -32,7 +32,10 @@ func Compiled() CompileStats {
 }
 
 // counting is a backend whose builders record their compile time.
-type counting struct{ backends.Backend }
+type counting struct {
+	backends.Backend
+	plugin PluginInfo // the PJRT plugin CheckPlugin found for an XLA backend, else zero
+}
 
 // Builder implements backends.Backend.
 func (c *counting) Builder(name string) backends.Builder {

@@ -136,8 +136,9 @@ func CheckPlugin(config string) (PluginInfo, error) {
 			if info.Name == "cpu" {
 				hint = "; install the pinned CPU plugin with `make xla-cpu`"
 			}
-			return fail("no PJRT plugin named %q found: searched %s for %s (CUDA plugins only where a GPU is visible)%s; or name the file, e.g. --backend xla:/…/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so, or set %s=1 to let GoMLX download one",
+			_, err := fail("no PJRT plugin named %q found: searched %s for %s (CUDA plugins only where a GPU is visible)%s; or name the file, e.g. --backend xla:/…/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so, or set %s=1 to let GoMLX download one",
 				info.Name, strings.Join(searched, ", "), PluginFile(info.Name), hint, AutoInstallEnv)
+			return info, notFound{err}
 		}
 		info.Path = p
 	}
@@ -173,6 +174,11 @@ func CheckPlugin(config string) (PluginInfo, error) {
 	}
 	return info, nil
 }
+
+// notFound is CheckPlugin's error for a plugin name found nowhere: errors.Is(err, ErrNoPlugin).
+type notFound struct{ error }
+
+func (e notFound) Unwrap() []error { return []error{e.error, ErrNoPlugin} }
 
 // CUDAChecksEnv is go-xla's switch of its CUDA library check, which posttrain turns off.
 const CUDAChecksEnv = "GOPJRT_CUDA_CHECKS"
@@ -251,6 +257,9 @@ func newXLA(config string, info PluginInfo, opt Options) (backends.Backend, erro
 	})
 	if err != nil && info.Path != "" {
 		return nil, fmt.Errorf("%w [plugin %s: PJRT C API %s, posttrain's client %s]", err, info.Path, info.API, ClientAPI)
+	}
+	if c, ok := b.(*counting); ok {
+		c.plugin = info
 	}
 	return b, err
 }

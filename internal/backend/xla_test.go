@@ -3,6 +3,7 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -137,6 +138,12 @@ func TestNamedPluginNotFoundDoesNotInstall(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
+	if !errors.Is(err, ErrNoPlugin) {
+		t.Errorf("error %q is not ErrNoPlugin (the default backend tells a missing plugin from a broken one by it)", err)
+	}
+	if _, err := CheckPlugin("xla:" + filepath.Join(t.TempDir(), "missing.so")); err == nil || errors.Is(err, ErrNoPlugin) {
+		t.Errorf("a named file that is missing: %v; want an error that is not ErrNoPlugin", err)
+	}
 	for _, want := range []string{`no PJRT plugin named "nosuchplatform"`, AutoInstallEnv, "xla:/"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
@@ -171,5 +178,22 @@ func TestAdaptations(t *testing.T) {
 	t.Setenv(CUDAChecksEnv, "1")
 	if got := strings.Join(Adaptations("xla:"+cuda.Path, cuda), "\n"); !strings.Contains(got, "GOPJRT_CUDA_CHECKS=1 set by the user") {
 		t.Errorf("with the check on: adaptations %q", got)
+	}
+}
+
+// The line a command prints names the plugin New found, without checking it again.
+func TestDescribe_NamesTheBackendsPlugin(t *testing.T) {
+	info, err := CheckPlugin(DefaultCPU)
+	if err != nil || info.Path == "" {
+		t.Skipf("no xla:cpu plugin here (make xla-cpu): %v", err)
+	}
+	b, err := New(DefaultCPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Finalize()
+	want := "backend: xla:cpu (PJRT plugin " + info.Path + ", C API " + info.API + "; --backend)"
+	if got := Describe("xla:cpu", b); got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
 	}
 }
