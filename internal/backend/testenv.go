@@ -3,6 +3,7 @@ package backend
 import (
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 )
@@ -26,3 +27,9 @@ func ForTests() string {
 // created (no plugin installed, say) panics, so the test fails rather than silently running on
 // another backend.
 func MustNewForTests() backends.Backend { return MustNew(ForTests()) }
+
+// SharedForTests is the tests' backend (MustNewForTests), made once per test binary and shared by
+// every caller: do not Finalize it.
+func SharedForTests() backends.Backend { return sharedForTests() }
+
+var sharedForTests = sync.OnceValue(MustNewForTests)

@@ -8,6 +8,7 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/named"
 )
 
@@ -34,7 +35,7 @@ func BenchmarkSample(b *testing.B) {
 		b.Run("graph/"+c.name, func(b *testing.B) {
 			mode := c.opts.mode(vocab)
 			var sig named.Signature
-			e, err := NewExec(testBackendOrSkip(b), drawGraph(&sig, mode))
+			e, err := NewExec(backend.SharedForTests(), drawGraph(&sig, mode))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -50,7 +51,7 @@ func BenchmarkSample(b *testing.B) {
 		})
 	}
 	b.Run("host/temperature", func(b *testing.B) {
-		e, err := NewExec(testBackendOrSkip(b), func(x *Node) *Node { return Neg(Neg(x)) })
+		e, err := NewExec(backend.SharedForTests(), func(x *Node) *Node { return Neg(Neg(x)) })
 		if err != nil {
 			b.Fatal(err)
 		}

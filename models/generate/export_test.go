@@ -8,10 +8,7 @@ import (
 // What the tests of package generate_test (which load the qwen2-tiny fixture through qwen2.Arch;
 // qwen2 imports this package) reach inside the Generator by.
 
-var (
-	TestBackendOrSkip = testBackendOrSkip
-	LogSumExp         = logSumExp
-)
+var LogSumExp = logSumExp
 
 // Resolve is the concrete update Generate uses for u on backend b.
 func (u KVUpdate) Resolve(b backends.Backend) KVUpdate { return u.resolve(b) }

@@ -48,10 +48,10 @@ func TestGenerate_HFFamiliesGreedyMatchTransformers(t *testing.T) {
 			// XLA compiles each prompt, step and uncached graph for seconds: the 12 fixtures took
 			// 218 s on xla:cpu (1.4 s on the pure-Go backend); there the transformers 5.24.0 set
 			// (every family) runs, the 4.57.6 one differing only in config form and weights.
-			if !backend.IsPureGo(generate.TestBackendOrSkip(t)) && filepath.Base(filepath.Dir(dir)) != "hf-5.24.0" {
+			if !backend.IsPureGo(backend.SharedForTests()) && filepath.Base(filepath.Dir(dir)) != "hf-5.24.0" {
 				t.Skipf("on %q only the hf-5.24.0 set runs (all of them on the pure-Go backend)", backend.ForTests())
 			}
-			checkGreedyMatches(t, dir, !backend.IsPureGo(generate.TestBackendOrSkip(t)))
+			checkGreedyMatches(t, dir, !backend.IsPureGo(backend.SharedForTests()))
 		})
 	}
 }
@@ -69,7 +69,7 @@ func checkGreedyMatches(t *testing.T, dir string, leftPadOnly bool) {
 	if err := qwen2.LoadWeights(ctx, cfg, filepath.Join(dir, "model"), dtypes.Float32); err != nil {
 		t.Fatal(err)
 	}
-	g := generate.NewGenerator(generate.TestBackendOrSkip(t), ctx, qwen2.Arch{Config: cfg})
+	g := generate.NewGenerator(backend.SharedForTests(), ctx, qwen2.Arch{Config: cfg})
 	t.Cleanup(g.Finalize)
 	names := []string{"left_pad", "single"}
 	if leftPadOnly {
@@ -129,7 +129,7 @@ func TestGenerate_FamiliesBFloat16CachedEqualsUncached(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := generate.NewGenerator(generate.TestBackendOrSkip(t), ctx, qwen2.Arch{Config: cfg})
+			g := generate.NewGenerator(backend.SharedForTests(), ctx, qwen2.Arch{Config: cfg})
 			t.Cleanup(g.Finalize)
 			b, _, err := qwen2.ReadBatchJSON(filepath.Join(dir, "inputs", "left_pad.json"))
 			if err != nil {

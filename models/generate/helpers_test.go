@@ -2,24 +2,7 @@ package generate
 
 import (
 	"math"
-	"sync"
-	"testing"
-
-	"github.com/gomlx/gomlx/backends"
-
-	"github.com/posttrain/posttrain/internal/backend"
 )
-
-var (
-	backendOnce sync.Once
-	testBackend backends.Backend
-)
-
-func testBackendOrSkip(t testing.TB) backends.Backend {
-	t.Helper()
-	backendOnce.Do(func() { testBackend = backend.MustNewForTests() })
-	return testBackend
-}
 
 // logSumExp is log Σ exp(x) computed stably.
 func logSumExp(x []float64) float64 {

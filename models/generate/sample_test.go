@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/named"
 )
 
@@ -181,7 +182,7 @@ func drawOnDevice(t *testing.T, logits [][]float32, keys []uint32, opts SampleOp
 	vocab := len(logits[0])
 	mode := opts.mode(vocab)
 	var sig named.Signature
-	e, err := graph.NewExec(testBackendOrSkip(t), drawGraph(&sig, mode))
+	e, err := graph.NewExec(backend.SharedForTests(), drawGraph(&sig, mode))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +365,7 @@ func TestSampleKey_Independent(t *testing.T) {
 func TestUniformNoise_MatchesReference(t *testing.T) {
 	keys := []uint32{0, 1, 0xdeadbeef, 0xffffffff}
 	const vocab = 1000
-	e, err := graph.NewExec(testBackendOrSkip(t), func(k *graph.Node) *graph.Node { return uniformNoise(k, vocab) })
+	e, err := graph.NewExec(backend.SharedForTests(), func(k *graph.Node) *graph.Node { return uniformNoise(k, vocab) })
 	if err != nil {
 		t.Fatal(err)
 	}

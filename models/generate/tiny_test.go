@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/qwen2"
 )
@@ -38,7 +39,7 @@ func loadTiny(t testing.TB, dtype dtypes.DType) *tinyModel {
 	if err := qwen2.LoadWeights(ctx, cfg, filepath.Join(tinyDir, "model"), dtype); err != nil {
 		t.Fatal(err)
 	}
-	return &tinyModel{backend: generate.TestBackendOrSkip(t), ctx: ctx, cfg: cfg}
+	return &tinyModel{backend: backend.SharedForTests(), ctx: ctx, cfg: cfg}
 }
 
 // generator is a Generator of m, finalized when the test ends.

@@ -9,10 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
 	"github.com/posttrain/posttrain/internal/backend"
@@ -38,17 +36,6 @@ var PEFTCases = []struct {
 	{"smollm2-attn-lm-head", "../testdata/hf-4.57.6/smollm2", 8, 1, 2},   // q,k,v,o; the untied lm_head in full
 	{"gemma3-mlp-norm", "../testdata/hf-4.57.6/gemma3", 6, 13, 4},        // "norm" ends 13 norm modules' paths (PEFT's endswith)
 	{"posttrain-sft", "../testdata/qwen2-tiny", 14, 0, 4},                // written by `posttrain sft --use-peft` (rsLoRA, r 4, α 8, all-linear)
-}
-
-var (
-	backendOnce sync.Once
-	testBackend backends.Backend
-)
-
-func testBackendOrSkip(t testing.TB) backends.Backend {
-	t.Helper()
-	backendOnce.Do(func() { testBackend = backend.MustNewForTests() })
-	return testBackend
 }
 
 // peftExpected is the part of an expected/NAME.DTYPE.json that posttrain's Report has.
@@ -97,7 +84,7 @@ func maxDiff(t *testing.T, got *qwen2.Report, want peftExpected) float64 {
 // rows. So that a silently ignored adapter cannot pass, PEFT's numbers are also checked to be at
 // least 100× the tolerance away from the base model's (transformers' goldens beside the base).
 func TestPEFT_LoadsPEFTAdaptersWithPEFTsLogProbs(t *testing.T) {
-	b := testBackendOrSkip(t)
+	b := backend.SharedForTests()
 	const tol = 1e-5
 	for _, c := range PEFTCases {
 		t.Run(c.Name, func(t *testing.T) {

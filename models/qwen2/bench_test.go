@@ -9,6 +9,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/backend"
 )
 
 // eighthConfig is Qwen2.5-0.5B at one-eighth width: hidden 896, 14/2 heads, intermediate 4864,
@@ -65,7 +67,7 @@ func cpuTime() time.Duration {
 // workload beside PyTorch (bench/ BenchmarkCPU, scripts/reference/cpu_bench.py).
 func BenchmarkForward(b *testing.B) {
 	ctx, cfg, batch := benchModel(b)
-	exec, err := context.NewExec(testBackendOrSkip(b), ctx, func(ctx *context.Context, ids, pos, mask *Node) *Node {
+	exec, err := context.NewExec(backend.SharedForTests(), ctx, func(ctx *context.Context, ids, pos, mask *Node) *Node {
 		return TokenLogProbs(ctx, cfg, ids, pos, mask)
 	})
 	if err != nil {
@@ -90,7 +92,7 @@ func BenchmarkForward(b *testing.B) {
 // B2×S64. `make bench` times the trainers' AdamW step on the same shape beside PyTorch's.
 func BenchmarkTrainStep(b *testing.B) {
 	ctx, cfg, batch := benchModel(b)
-	s := newTrainStep(b, testBackendOrSkip(b), ctx, cfg, 1.0)
+	s := newTrainStep(b, backend.SharedForTests(), ctx, cfg, 1.0)
 	in := batchFeed(batch)
 	if _, err := s.Run(in); err != nil { // compile, create the optimizer state
 		b.Fatal(err)

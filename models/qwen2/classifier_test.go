@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
 
@@ -42,7 +43,7 @@ func rewardsOf(t *testing.T, ctx *context.Context, cfg *Config, rows [][]int32, 
 		}
 	}
 	last := LastNonPad(ids, mask, cfg.PadTokenID)
-	exec, err := context.NewExec(testBackendOrSkip(t), ctx.Reuse(), func(ctx *context.Context, ids, pos, mask, last *Node) *Node {
+	exec, err := context.NewExec(backend.SharedForTests(), ctx.Reuse(), func(ctx *context.Context, ids, pos, mask, last *Node) *Node {
 		return Rewards(ctx, cfg, ids, pos, mask, last)
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/generate"
 )
 
@@ -13,7 +14,7 @@ import (
 // on exactly the generated tokens.
 func TestCompletionBatch_ScoreGivesGenerationLogProbs(t *testing.T) {
 	ctx, cfg := loadTiny(t, dtypes.Float32)
-	g := generate.NewGenerator(testBackendOrSkip(t), ctx, Arch{Config: cfg})
+	g := generate.NewGenerator(backend.SharedForTests(), ctx, Arch{Config: cfg})
 	defer g.Finalize()
 	prompts := PromptsFromBatch(readInput(t, "left_pad"))
 	prompts = append(prompts, PromptsFromBatch(readInput(t, "single"))...)
@@ -29,7 +30,7 @@ func TestCompletionBatch_ScoreGivesGenerationLogProbs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Score(testBackendOrSkip(t), ctx, cfg, batch, false)
+	res, err := Score(backend.SharedForTests(), ctx, cfg, batch, false)
 	if err != nil {
 		t.Fatal(err)
 	}

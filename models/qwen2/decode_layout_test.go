@@ -26,7 +26,7 @@ func TestMatmulLayout_EqualsDotGeneral(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	xT, wT := randnTensor(rng, 1, rows, in), randnTensor(rng, 1, out, in)
 	wl := decodeLayoutOf(tensors.FromFlatDataAndDimensions(tensors.MustCopyFlatData[float32](wT), out, in), dims)
-	exec, err := NewExec(testBackendOrSkip(t), func(x, w, wl *Node) []*Node {
+	exec, err := NewExec(backend.SharedForTests(), func(x, w, wl *Node) []*Node {
 		w = Reshape(w, out, in)
 		return []*Node{matmulLayout(x, wl), DotGeneral(x, []int{2}, nil, w, []int{1}, nil)}
 	})
@@ -76,7 +76,7 @@ func layoutConfig(t *testing.T) (*context.Context, *Config) {
 // same way.
 func TestGenerate_DecodeLayout(t *testing.T) {
 	ctx, cfg := layoutConfig(t)
-	b := testBackendOrSkip(t)
+	b := backend.SharedForTests()
 	g := generate.NewGenerator(b, ctx, Arch{Config: cfg})
 	defer g.Finalize()
 	prompts := [][]int32{{5, 17, 300, 4000, 9}, {77, 1024}}
@@ -126,7 +126,7 @@ func TestGenerate_DecodeLayout(t *testing.T) {
 // execution, the layout is on the backend and has no host copy, and it holds w's values.
 func TestPrepareWeights_LayoutInBackendBuffer(t *testing.T) {
 	ctx, cfg := layoutConfig(t)
-	b := testBackendOrSkip(t)
+	b := backend.SharedForTests()
 	pureGoOnly(t, b, "decode layouts")
 	if err := (Arch{Config: cfg}).PrepareWeights(ctx, b, 1); err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func TestPrepareWeights_LayoutInBackendBuffer(t *testing.T) {
 // (bucket 16) over that mix still matches the uncached reference.
 func TestPrepareWeights_OnlyLayoutsTheBatchReads(t *testing.T) {
 	ctx, cfg := layoutConfig(t)
-	b := testBackendOrSkip(t)
+	b := backend.SharedForTests()
 	pureGoOnly(t, b, "decode layouts")
 	layout := func(scope string) bool {
 		return ctx.GetVariableByScopeAndName(decodeLayoutScope+scope, "weight") != nil

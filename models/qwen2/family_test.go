@@ -43,21 +43,7 @@ func TestFamilies_MatchReference(t *testing.T) {
 				t.Fatalf("config: model_type %q tied %v, want %q %v", cfg.ModelType, cfg.TieWordEmbeddings, f.modelType, f.tied)
 			}
 			for _, name := range fixtureCases {
-				t.Run(name, func(t *testing.T) {
-					b := readInputIn(t, f.dir, name)
-					want := readExpectedIn(t, f.dir, name, "float64")
-					if got := PositionIDs(b.Mask); !slices.EqualFunc(got, want.PositionIDs, slices.Equal) {
-						t.Errorf("position ids: got %v, want %v", got, want.PositionIDs)
-					}
-					got := score(t, ctx, cfg, b, true)
-					checkReport(t, got, want, 1e-5, 1e-4)
-					gradRel := 0.0
-					for name, w := range want.Grad.L2 {
-						gradRel = max(gradRel, math.Abs(got.Grad.L2[name]-w)/w)
-					}
-					t.Logf("max |Δ log-prob| %.2g, |Δ loss| %.2g, max relative Δ of a tensor's gradient L2 %.2g", maxDiff(got.TokenLogProbs, want.TokenLogProbs),
-						math.Abs(got.Loss-want.Loss), gradRel)
-				})
+				t.Run(name, func(t *testing.T) { checkFixtureCase(t, ctx, cfg, f.dir, name) })
 			}
 		})
 	}
@@ -206,4 +192,24 @@ func TestFamilies_Gemma3OptionsMatter(t *testing.T) {
 		}
 		t.Logf("%s: log-probs move by %.2g", c.name, d)
 	}
+}
+
+// checkFixtureCase scores the fixture dir's input name (with gradients) and checks it against the
+// float64 expected file: position ids exactly, log-probs and loss within 1e-5, each tensor's
+// gradient L2 within 1e-4 relative; it logs the largest differences.
+func checkFixtureCase(t *testing.T, ctx *context.Context, cfg *Config, dir, name string) {
+	t.Helper()
+	b := readInputIn(t, dir, name)
+	want := readExpectedIn(t, dir, name, "float64")
+	if got := PositionIDs(b.Mask); !slices.EqualFunc(got, want.PositionIDs, slices.Equal) {
+		t.Errorf("position ids: got %v, want %v", got, want.PositionIDs)
+	}
+	got := score(t, ctx, cfg, b, true)
+	checkReport(t, got, want, 1e-5, 1e-4)
+	gradRel := 0.0
+	for name, w := range want.Grad.L2 {
+		gradRel = max(gradRel, math.Abs(got.Grad.L2[name]-w)/w)
+	}
+	t.Logf("max |Δ log-prob| %.2g, |Δ loss| %.2g, max relative Δ of a tensor's gradient L2 %.2g",
+		maxDiff(got.TokenLogProbs, want.TokenLogProbs), math.Abs(got.Loss-want.Loss), gradRel)
 }

@@ -2,7 +2,6 @@ package qwen2
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,7 +48,7 @@ func hfName(dir string) string { return filepath.Base(filepath.Dir(dir)) + "/" +
 // batches) is read and laid out by host code that is the same on every backend.
 func hfReducedOffPureGo(t *testing.T, dir, name string, families ...string) {
 	t.Helper()
-	b := testBackendOrSkip(t)
+	b := backend.SharedForTests()
 	if backend.IsPureGo(b) {
 		return
 	}
@@ -79,19 +78,7 @@ func TestHFFamilies_MatchTransformers(t *testing.T) {
 			for _, name := range fixtureCases {
 				t.Run(name, func(t *testing.T) {
 					hfReducedOffPureGo(t, f.dir, name)
-					b := readInputIn(t, f.dir, name)
-					want := readExpectedIn(t, f.dir, name, "float64")
-					if got := PositionIDs(b.Mask); !slices.EqualFunc(got, want.PositionIDs, slices.Equal) {
-						t.Errorf("position ids: got %v, want %v", got, want.PositionIDs)
-					}
-					got := score(t, ctx, cfg, b, true)
-					checkReport(t, got, want, 1e-5, 1e-4)
-					gradRel := 0.0
-					for name, w := range want.Grad.L2 {
-						gradRel = max(gradRel, math.Abs(got.Grad.L2[name]-w)/w)
-					}
-					t.Logf("max |Δ log-prob| %.2g, |Δ loss| %.2g, max relative Δ of a tensor's gradient L2 %.2g",
-						maxDiff(got.TokenLogProbs, want.TokenLogProbs), math.Abs(got.Loss-want.Loss), gradRel)
+					checkFixtureCase(t, ctx, cfg, f.dir, name)
 				})
 			}
 		})
@@ -131,7 +118,7 @@ func TestHFFamilies_PaddingIdxGradient(t *testing.T) {
 // model.embed_tokens.weight.
 func padRowGradL2(t *testing.T, ctx *context.Context, cfg *Config, b *Batch, pad int) float64 {
 	t.Helper()
-	exec, err := context.NewExec(testBackendOrSkip(t), ctx, func(ctx *context.Context, ids, pos, mask, scored *Node) *Node {
+	exec, err := context.NewExec(backend.SharedForTests(), ctx, func(ctx *context.Context, ids, pos, mask, scored *Node) *Node {
 		loss := MeanNLL(TokenLogProbs(ctx, cfg, ids, pos, mask), scored)
 		names, grads := Gradients(ctx, loss)
 		i := slices.Index(names, "model.embed_tokens.weight")

@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
@@ -108,7 +109,7 @@ func TestInitCheckpoint_Loads(t *testing.T) {
 	if cfg2.TorchDType != "bfloat16" || cfg2.VocabSize != 1024 {
 		t.Errorf("config %+v", cfg2)
 	}
-	g := generate.NewGenerator(testBackendOrSkip(t), ctx, Arch{Config: cfg2})
+	g := generate.NewGenerator(backend.SharedForTests(), ctx, Arch{Config: cfg2})
 	defer g.Finalize()
 	if _, err := g.Generate([][]int32{{1, 2}}, generate.Options{MaxNewTokens: 2}); err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func TestPreset_RealFamilyShapes(t *testing.T) {
 // Each tiny family preset initialises, loads back with its family's config and runs a forward
 // pass (greedy generation).
 func TestPreset_TinyFamiliesInitAndLoad(t *testing.T) {
-	backend := testBackendOrSkip(t)
+	backend := backend.SharedForTests()
 	for _, name := range []string{"qwen3-tiny", "llama-3.2-tiny", "smollm2-tiny", "smollm3-tiny", "gemma-3-tiny"} {
 		cfg, err := Preset(name)
 		if err != nil {

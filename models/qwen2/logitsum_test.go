@@ -7,6 +7,8 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/backend"
 )
 
 // logitSums runs LogitSums, TargetLogitSums and the direct Σ_v Logits(hidden) on batch b of the
@@ -14,7 +16,7 @@ import (
 // Σ mask·LogitSums over the real positions.
 func logitSums(t *testing.T, ctx *context.Context, cfg *Config, b *Batch) (sums, target, direct, abs []float32, masked float64) {
 	t.Helper()
-	exec, err := context.NewExec(testBackendOrSkip(t), ctx, func(ctx *context.Context, ids, pos, mask *Node) []*Node {
+	exec, err := context.NewExec(backend.SharedForTests(), ctx, func(ctx *context.Context, ids, pos, mask *Node) []*Node {
 		h := Hidden(ctx, cfg, ids, pos, mask)
 		s := LogitSums(ctx, cfg, h)
 		m := ConvertDType(mask, dtypes.Float64)

@@ -7,6 +7,8 @@ import (
 
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/posttrain/posttrain/internal/backend"
 )
 
 // On the pure-Go backend a product of few rows against a large out is split into direct-kernel
@@ -15,7 +17,7 @@ func TestMatmulT_SplitEqualsDotGeneral(t *testing.T) {
 	const rows, out, in = 2, 10240, 24 // rows·out = 20480 > simplego's direct limit 16·32²
 	rng := rand.New(rand.NewPCG(1, 2))
 	xT, wT := randnTensor(rng, 1, rows, in), randnTensor(rng, 1, out, in)
-	b := testBackendOrSkip(t)
+	b := backend.SharedForTests()
 	pureGoOnly(t, b, "split products (matmulT)")
 	var split int
 	exec, err := NewExec(b, func(x, w *Node) []*Node {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -22,17 +21,6 @@ import (
 const tinyDir = "../testdata/qwen2-tiny"
 
 var fixtureCases = []string{"left_pad", "right_pad", "single"}
-
-var (
-	backendOnce sync.Once
-	testBackend backends.Backend
-)
-
-func testBackendOrSkip(t testing.TB) backends.Backend {
-	t.Helper()
-	backendOnce.Do(func() { testBackend = backend.MustNewForTests() })
-	return testBackend
-}
 
 // pureGoOnly skips a test of a code path that exists only on the pure-Go backend (the decode
 // layouts and the split products, made where backend.IsPureGo), naming what it tests.
@@ -110,7 +98,7 @@ func readInputIn(t *testing.T, dir, name string) *Batch {
 
 func score(t *testing.T, ctx *context.Context, cfg *Config, b *Batch, grad bool) *Report {
 	t.Helper()
-	res, err := Score(testBackendOrSkip(t), ctx, cfg, b, grad)
+	res, err := Score(backend.SharedForTests(), ctx, cfg, b, grad)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +230,7 @@ func TestTokenLogProbs_NoFullLogitsTensor(t *testing.T) {
 	b := readInput(t, "left_pad")
 	cfg.ChunkElements = 2 * 2 * cfg.VocabSize
 	largest := 0
-	exec, err := context.NewExec(testBackendOrSkip(t), ctx, func(ctx *context.Context, ids, pos, mask, scored *Node) *Node {
+	exec, err := context.NewExec(backend.SharedForTests(), ctx, func(ctx *context.Context, ids, pos, mask, scored *Node) *Node {
 		loss := MeanNLL(TokenLogProbs(ctx, cfg, ids, pos, mask), scored)
 		_, grads := Gradients(ctx, loss)
 		for _, n := range loss.Graph().Nodes() {

@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
 	"github.com/posttrain/posttrain/data/tokenizer"
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
 
@@ -30,7 +31,7 @@ func TestSave_RoundTripLogProbs(t *testing.T) {
 		t.Errorf("config: saved %+v, loaded %+v", cfg, cfg2)
 	}
 	batch := readInput(t, "left_pad")
-	b := testBackendOrSkip(t)
+	b := backend.SharedForTests()
 	want, err := Score(b, ctx, cfg, batch, false)
 	if err != nil {
 		t.Fatal(err)

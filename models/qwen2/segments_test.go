@@ -9,12 +9,14 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/backend"
 )
 
 // logProbs runs fn(ids, pos, m) → [B,S] log-probs on the tiny model.
 func logProbs(t *testing.T, ctx *context.Context, fn func(ctx *context.Context, ids, pos, m *Node) *Node, ids, pos, m [][]int32) [][]float32 {
 	t.Helper()
-	exec, err := context.NewExec(testBackendOrSkip(t), ctx, fn)
+	exec, err := context.NewExec(backend.SharedForTests(), ctx, fn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/backend"
 )
 
 // TargetLogSumSquaredProbs equals log Σ_v softmax(logits)² computed on the host in float64 from the
@@ -19,7 +21,7 @@ func TestTargetLogSumSquaredProbs_MatchFullLogits(t *testing.T) {
 		cfg.ChunkElements = elements
 		for _, name := range fixtureCases {
 			b := readInput(t, name)
-			exec, err := context.NewExec(testBackendOrSkip(t), ctx, func(ctx *context.Context, ids, pos, mask *Node) []*Node {
+			exec, err := context.NewExec(backend.SharedForTests(), ctx, func(ctx *context.Context, ids, pos, mask *Node) []*Node {
 				h := Hidden(ctx, cfg, ids, pos, mask)
 				q := TargetLogSumSquaredProbs(ctx, cfg, h)
 				grad := Gradient(ReduceAllSum(Add(q, ReduceSum(h, -1))), h)[0] // only the ReduceSum's 1s

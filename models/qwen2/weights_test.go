@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
 
@@ -192,7 +193,7 @@ func TestUntiedHead_SameAsTied(t *testing.T) {
 
 func TestScore_BadBatchIsAnError(t *testing.T) {
 	ctx, cfg := loadTiny(t, dtypes.Float32)
-	_, err := Score(testBackendOrSkip(t), ctx, cfg, &Batch{IDs: [][]int32{{1, 5000}}, Mask: [][]int32{{1, 1}}}, false)
+	_, err := Score(backend.SharedForTests(), ctx, cfg, &Batch{IDs: [][]int32{{1, 5000}}, Mask: [][]int32{{1, 1}}}, false)
 	if err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
 		t.Fatalf("want a vocabulary error, got %v", err)
 	}
@@ -210,12 +211,12 @@ func TestScore_LengthAndCompletionStartChecked(t *testing.T) {
 		return [][]int32{ids}, [][]int32{mask}
 	}
 	ids, mask := row(cfg.MaxPositionEmbeddings + 1)
-	if _, err := Score(testBackendOrSkip(t), ctx, cfg, &Batch{IDs: ids, Mask: mask}, false); err == nil || !strings.Contains(err.Error(), "max_position_embeddings") {
+	if _, err := Score(backend.SharedForTests(), ctx, cfg, &Batch{IDs: ids, Mask: mask}, false); err == nil || !strings.Contains(err.Error(), "max_position_embeddings") {
 		t.Errorf("a row past max_position_embeddings: %v", err)
 	}
 	ids, mask = row(4)
 	for _, cs := range []int{-1, 4, 9} {
-		_, err := Score(testBackendOrSkip(t), ctx, cfg, &Batch{IDs: ids, Mask: mask, CompletionStart: []int{cs}}, false)
+		_, err := Score(backend.SharedForTests(), ctx, cfg, &Batch{IDs: ids, Mask: mask, CompletionStart: []int{cs}}, false)
 		if err == nil || !strings.Contains(err.Error(), "completion_start") {
 			t.Errorf("completion_start %d: %v", cs, err)
 		}

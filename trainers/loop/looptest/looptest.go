@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -107,14 +106,8 @@ func Read(t testing.TB, path string) *data.Dataset {
 // another), one per test binary, shared by every caller: do not Finalize it.
 func Backend(t testing.TB) backends.Backend {
 	t.Helper()
-	b, err := sharedBackend()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return backend.SharedForTests()
 }
-
-var sharedBackend = sync.OnceValues(func() (backends.Backend, error) { return backend.New(backend.ForTests()) })
 
 // Common sets the options every test run shares on c: a temporary output directory, a constant
 // learning rate lr, no warmup, batch × accumulation, steps optimizer steps, logging every step.
