@@ -61,11 +61,11 @@ unit:
 # with float32 masters, LoRA, the toy course's GoMLX path. The tests take their backend from
 # $POSTTRAIN_TEST_BACKEND (internal/backend ForTests); docs/xla.md, "Tests on both backends",
 # lists them with their times. XLA_SKIP leaves to the pure-Go run, for time, the trainers' runs on
-# the other tiny families (their numerics are models/qwen2's family fixtures, which run here), the
+# the other tiny families (their numerics are models/decoder's family fixtures, which run here), the
 # kill-and-resume fault tests (file durability, one process per kill) and the tests of files,
 # flags and refusals.
 XLA_PLUGIN    := bin/xla/pjrt_c_api_cpu_plugin.so
-XLA_TEST_PKGS := ./models/qwen2 ./models/generate ./trainers/step ./trainers/loop ./trainers/sft \
+XLA_TEST_PKGS := ./models/decoder ./models/generate ./trainers/step ./trainers/loop ./trainers/sft \
 	./trainers/dpo ./trainers/kto ./trainers/grpo ./trainers/reward ./trainers/ppo ./toy/tinylmgomlx
 
 XLA_SKIP      := ^Test(PPO_Families|GRPO_Families|Run_Families|Fault_|GRPOFault_
@@ -92,7 +92,7 @@ unit-xla-installed:
 # the package's testdata/fuzz/TARGET/: commit it with the fix as a regression seed.
 FUZZ_TARGETS := \
 	./models/safetensors:FuzzParse ./models/safetensors:FuzzReadIndex \
-	./models/qwen2:FuzzParseConfig ./models/qwen2:FuzzParseGenerationConfig ./models/qwen2:FuzzParseBatchJSON \
+	./models/decoder:FuzzParseConfig ./models/decoder:FuzzParseGenerationConfig ./models/decoder:FuzzParseBatchJSON \
 	./data/tokenizer:FuzzFromJSON ./data/tokenizer:FuzzParseConfig \
 	./data:FuzzRead ./data/chat:FuzzRender ./internal/checkpoint:FuzzLoad ./models/gguf:FuzzParse
 # fuzz-short counts executions rather than seconds: with a duration, Go 1.26's fuzz coordinator can

@@ -39,9 +39,9 @@ import (
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/loop"
 )
 
@@ -75,7 +75,7 @@ type Env struct {
 	Dir     string       // the checkpoint directory
 	DType   dtypes.DType // compute dtype of weights and activations
 	Ctx     *mlctx.Context
-	Config  *qwen2.Config
+	Config  *decoder.Config
 	Backend backends.Backend
 	Info    Info
 	// Model is the model as the trainers hold it (LoadOptions.Training): loop.Model, whose
@@ -109,7 +109,7 @@ func Load(ctx context.Context, o LoadOptions) (*Env, error) {
 	if o.Training {
 		loadAs = dtypes.Float32
 	}
-	mctx, cfg, err := qwen2.Load(dir, loadAs)
+	mctx, cfg, err := decoder.Load(dir, loadAs)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func ParseInts(s string) ([]int, error) {
 
 // randomIDs draws rows × n token ids uniformly from the vocabulary, avoiding the stop ids so that a
 // prompt never contains an end of sequence.
-func randomIDs(rng *rand.Rand, cfg *qwen2.Config, rows, n int) [][]int32 {
+func randomIDs(rng *rand.Rand, cfg *decoder.Config, rows, n int) [][]int32 {
 	out := make([][]int32, rows)
 	for r := range out {
 		out[r] = make([]int32, n)

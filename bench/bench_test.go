@@ -11,8 +11,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // tinyModel is the tiny Qwen2 test checkpoint (158,272 parameters, vocabulary 1024).
@@ -77,7 +77,7 @@ func TestSFT_FirstLossIsTheRowsNLL(t *testing.T) {
 	ref := load(t, "score", dtypes.Float32, false)
 	rows := randomIDs(rand.New(rand.NewPCG(p.Seed, 0x5f7)), ref.Config, p.Batch, p.SeqLen)
 	mask := [][]int32{slices.Repeat([]int32{1}, p.SeqLen), slices.Repeat([]int32{1}, p.SeqLen)}
-	sc, err := qwen2.Score(ref.Backend, ref.Ctx, ref.Config, &qwen2.Batch{IDs: rows, Mask: mask}, false)
+	sc, err := decoder.Score(ref.Backend, ref.Ctx, ref.Config, &decoder.Batch{IDs: rows, Mask: mask}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

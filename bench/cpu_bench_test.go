@@ -13,7 +13,7 @@ import (
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/loop"
 )
 
@@ -22,7 +22,7 @@ import (
 // backend of $GOMLX_BACKEND (default: the pure-Go one). Run it with -benchtime 1x: each
 // sub-benchmark does its own warm-up (compilation included) and timed repetitions.
 //
-//	forward      qwen2.TokenLogProbs of 2×64 tokens on the eighth-width config, float32: median of 5
+//	forward      decoder.TokenLogProbs of 2×64 tokens on the eighth-width config, float32: median of 5
 //	adamw        one SFT optimizer step on the same shape (sft.Trainer's loss, loop.Optimizer:
 //	             gradient, clip at 1, AdamW), float32: median of 3
 //	grpo         one GRPO step on the eighth-width config: 2 prompts × 4 completions of 16 tokens
@@ -36,7 +36,7 @@ import (
 // timed-compiles (those inside the timed runs: 0 unless a step recompiles).
 func BenchmarkCPU(b *testing.B) {
 	eighth := eighthConfig()
-	full, err := qwen2.Preset("qwen2.5-0.5b")
+	full, err := decoder.Preset("qwen2.5-0.5b")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,14 +44,14 @@ func BenchmarkCPU(b *testing.B) {
 		c0 := backend.Compiled()
 		env := randomEnv(b, eighth, false, dtypes.Float32)
 		exec, err := mlctx.NewExec(env.Backend, env.Ctx, func(ctx *mlctx.Context, ids, pos, mask *Node) *Node {
-			return qwen2.TokenLogProbs(ctx, env.Config, ids, pos, mask)
+			return decoder.TokenLogProbs(ctx, env.Config, ids, pos, mask)
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer exec.Finalize()
 		ids, mask := randomRows(eighth, 2, 64)
-		args := []any{tensors.FromValue(ids), tensors.FromValue(qwen2.PositionIDs(mask)), tensors.FromValue(mask)}
+		args := []any{tensors.FromValue(ids), tensors.FromValue(decoder.PositionIDs(mask)), tensors.FromValue(mask)}
 		run := func() error {
 			out, err := exec.Exec(args...)
 			if err == nil {
@@ -126,8 +126,8 @@ func reportCompiles(b *testing.B, c0 backend.CompileStats, timed int) {
 
 // eighthConfig is Qwen2.5-0.5B at one-eighth width: hidden 896, 14/2 heads, intermediate 4864,
 // vocabulary 8192, 2 layers (37.2M parameters).
-func eighthConfig() *qwen2.Config {
-	cfg, err := qwen2.Preset("qwen2.5-0.5b")
+func eighthConfig() *decoder.Config {
+	cfg, err := decoder.Preset("qwen2.5-0.5b")
 	if err != nil {
 		panic(err)
 	}
@@ -136,9 +136,9 @@ func eighthConfig() *qwen2.Config {
 	return cfg
 }
 
-// randomEnv is cfg with random weights of dtype (qwen2.InitWeights) on the backend of
+// randomEnv is cfg with random weights of dtype (decoder.InitWeights) on the backend of
 // $GOMLX_BACKEND, held for training (float32 weights, no masters) when training is set.
-func randomEnv(b *testing.B, cfg *qwen2.Config, training bool, dtype dtypes.DType) *Env {
+func randomEnv(b *testing.B, cfg *decoder.Config, training bool, dtype dtypes.DType) *Env {
 	b.Helper()
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
@@ -147,7 +147,7 @@ func randomEnv(b *testing.B, cfg *qwen2.Config, training bool, dtype dtypes.DTyp
 	if training && dtype != dtypes.Float32 {
 		b.Fatalf("the training workloads hold float32 weights, not %s", dtype)
 	}
-	if err := qwen2.InitWeights(ctx, cfg, 42, dtype); err != nil {
+	if err := decoder.InitWeights(ctx, cfg, 42, dtype); err != nil {
 		b.Fatal(err)
 	}
 	name := backend.Resolve("")
@@ -167,7 +167,7 @@ func randomEnv(b *testing.B, cfg *qwen2.Config, training bool, dtype dtypes.DTyp
 }
 
 // randomRows are rows × n random ids, all real tokens.
-func randomRows(cfg *qwen2.Config, rows, n int) (ids, mask [][]int32) {
+func randomRows(cfg *decoder.Config, rows, n int) (ids, mask [][]int32) {
 	ids = randomIDs(rand.New(rand.NewPCG(1, 2)), cfg, rows, n)
 	for range rows {
 		mask = append(mask, slices.Repeat([]int32{1}, n))

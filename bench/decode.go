@@ -8,8 +8,8 @@ import (
 	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // DecodeRun is one batch size of the decode workload.
@@ -61,7 +61,7 @@ func WarmupNewTokens(b backends.Backend, plen, newTok int) int {
 // each batch size after a warm-up on its shapes.
 func Decode(env *Env, p DecodeParams) (*DecodeResult, error) {
 	rng := rand.New(rand.NewPCG(p.Seed, 0xdec0de))
-	gen := generate.NewGenerator(env.Backend, env.Ctx, qwen2.Arch{Config: env.Config})
+	gen := generate.NewGenerator(env.Backend, env.Ctx, decoder.Arch{Config: env.Config})
 	defer gen.Finalize()
 	res := &DecodeResult{Info: env.Info}
 	for _, bs := range p.Batches {

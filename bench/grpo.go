@@ -8,8 +8,8 @@ import (
 
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/grpo"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
@@ -121,7 +121,7 @@ func GRPO(env *Env, p GRPOParams) (*GRPOResult, error) {
 		return nil, err
 	}
 	defer r.opt.Close()
-	gen := generate.NewGenerator(env.Backend, env.Model.Ctx, qwen2.Arch{Config: env.Config})
+	gen := generate.NewGenerator(env.Backend, env.Model.Ctx, decoder.Arch{Config: env.Config})
 	defer gen.Finalize()
 	if err := r.warmup(gen); err != nil {
 		return nil, err
@@ -245,7 +245,7 @@ func (r *grpoRun) update(gens []generate.Generation, adv []float64, limit int) (
 		for i := range zeros {
 			zeros[i] = make([]float32, clen)
 		}
-		inputs := named.Of[any](grpo.MicroBatch[any]{Sequences: rollout.Sequences[any]{IDs: ids, Pos: qwen2.PositionIDs(attn), Attn: attn},
+		inputs := named.Of[any](grpo.MicroBatch[any]{Sequences: rollout.Sequences[any]{IDs: ids, Pos: decoder.PositionIDs(attn), Attn: attn},
 			Mask: mask, Advantages: advs, OldLogProbs: zeros, RefLogProbs: zeros, SampledLogProbs: sampled})
 		loss, _, err := r.opt.Micro(inputs, r.stepNorm(mb, mb*clen))
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/sft"
 )
@@ -35,30 +35,30 @@ type ParityResult struct {
 }
 
 // Parity runs steps AdamW steps at the constant learning rate lr on batch, the loss being the mean
-// NLL of its scored tokens (qwen2.ScoredMask: `posttrain score`'s rule). env must be loaded for
+// NLL of its scored tokens (decoder.ScoredMask: `posttrain score`'s rule). env must be loaded for
 // training.
-func Parity(env *Env, batch *qwen2.Batch, steps int, lr float64) (*ParityResult, error) {
+func Parity(env *Env, batch *decoder.Batch, steps int, lr float64) (*ParityResult, error) {
 	if env.Model == nil {
 		return nil, fmt.Errorf("parity: the model is not loaded for training")
 	}
 	cfg := env.Config
 	nll := func(ctx *mlctx.Context, in named.Inputs, norm *Node) (*Node, map[string]*Node) {
 		r := named.Bind[loop.RowInputs[*Node]](in)
-		return sft.NLLOverTokens(qwen2.TokenLogProbs(ctx, cfg, r.IDs, r.Pos, r.Mask), r.Loss, norm), nil
+		return sft.NLLOverTokens(decoder.TokenLogProbs(ctx, cfg, r.IDs, r.Pos, r.Mask), r.Loss, norm), nil
 	}
 	opt, err := loop.NewOptimizer(env.Backend, env.Model, ParityHP, nll)
 	if err != nil {
 		return nil, err
 	}
 	defer opt.Close()
-	scored := qwen2.ScoredMask(batch.Mask, batch.CompletionStart)
+	scored := decoder.ScoredMask(batch.Mask, batch.CompletionStart)
 	n := 0
 	for _, row := range scored {
 		for _, s := range row {
 			n += int(s)
 		}
 	}
-	inputs := loop.Rows{IDs: batch.IDs, Pos: qwen2.PositionIDs(batch.Mask), Mask: batch.Mask, Loss: scored}.Inputs()
+	inputs := loop.Rows{IDs: batch.IDs, Pos: decoder.PositionIDs(batch.Mask), Mask: batch.Mask, Loss: scored}.Inputs()
 	res := &ParityResult{Info: env.Info, Steps: steps, LR: lr, WeightDecay: ParityHP.WeightDecay,
 		MaxGradNorm: ParityHP.MaxGradNorm, ScoredTokens: n}
 	for i := range steps {

@@ -77,7 +77,7 @@ type Report struct {
 // ProbeCheck is the key of the probe's check in the report's logprob_check.
 const ProbeCheck = "probe_tiny_fixture_vs_float64"
 
-// scoreLogProbs is the part of a score output (`posttrain score`'s qwen2.Report, hf_reference.py
+// scoreLogProbs is the part of a score output (`posttrain score`'s decoder.Report, hf_reference.py
 // score, the fixture's expected files) that the log-prob checks read.
 type scoreLogProbs struct {
 	TokenPositions [][]int     `json:"token_positions"`

@@ -8,8 +8,8 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // The sampler draws from hash noise that is a pure function of (seed, row, step, token), so the
@@ -82,13 +82,13 @@ type SampleParams struct {
 // logits require.
 func Sample(env *Env, p SampleParams) (*SampleResult, error) {
 	ref, refName := p.Reference, p.ReferenceName
-	refCtx, _, err := qwen2.Load(env.Dir, env.DType)
+	refCtx, _, err := decoder.Load(env.Dir, env.DType)
 	if err != nil {
 		return nil, err
 	}
 	res := &SampleResult{Info: env.Info, Reference: refName}
 	prompts := randomIDs(rand.New(rand.NewPCG(p.Seed, 0x5a3b1e)), env.Config, p.Rows, p.PromptLen)
-	got, want := generate.NewGenerator(env.Backend, env.Ctx, qwen2.Arch{Config: env.Config}), generate.NewGenerator(ref, refCtx, qwen2.Arch{Config: env.Config})
+	got, want := generate.NewGenerator(env.Backend, env.Ctx, decoder.Arch{Config: env.Config}), generate.NewGenerator(ref, refCtx, decoder.Arch{Config: env.Config})
 	defer got.Finalize()
 	defer want.Finalize()
 	for _, c := range sampleCases {

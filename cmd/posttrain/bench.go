@@ -24,7 +24,7 @@ import (
 
 	"github.com/posttrain/posttrain/bench"
 	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 func init() {
@@ -72,7 +72,7 @@ func benchWorkload[P, R any](workload string, training bool, parse func(cmd *cli
 			}
 			return fmt.Errorf("%s: %w", cmd.FullName(), err)
 		}
-		dtype, err := qwen2.ParseDType(cmd.String("dtype"))
+		dtype, err := decoder.ParseDType(cmd.String("dtype"))
 		if err != nil {
 			return usageError{fmt.Errorf("%s: --dtype: %w", cmd.FullName(), err)}
 		}
@@ -275,7 +275,7 @@ func benchSampleCommand() *cli.Command {
 
 // benchParityParams are bench parity's flags, the batch read from --input.
 type benchParityParams struct {
-	batch *qwen2.Batch
+	batch *decoder.Batch
 	steps int
 	lr    float64
 }
@@ -296,7 +296,7 @@ func benchParityCommand() *cli.Command {
 				return p, benchUsage("need --steps ≥ 1 and --lr > 0")
 			}
 			var err error
-			p.batch, _, err = qwen2.ReadBatchJSON(cmd.String("input"))
+			p.batch, _, err = decoder.ReadBatchJSON(cmd.String("input"))
 			return p, err
 		}, func(cmd *cli.Command, env *bench.Env, p benchParityParams) (*bench.ParityResult, error) {
 			if err := p.batch.Validate(env.Config.VocabSize); err != nil {

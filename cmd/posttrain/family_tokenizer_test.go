@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // Every trainer runs on a Llama 3.2-shaped tiny checkpoint with Llama 3.1's real tokenizer and chat
@@ -65,7 +65,7 @@ func trainersWithTokenizer(t *testing.T, preset, tok, modelType string) string {
 		if _, err := runCLI(t, args...); err != nil {
 			t.Fatalf("%s: %v", kind, err)
 		}
-		if cfg, err := qwen2.ReadConfig(out); err != nil || cfg.ModelType != modelType {
+		if cfg, err := decoder.ReadConfig(out); err != nil || cfg.ModelType != modelType {
 			t.Errorf("%s: saved model: %v (want model_type %s)", kind, err, modelType)
 		}
 		recs := metricsLines(t, out)

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // Every trainer runs on a Gemma 3-shaped tiny checkpoint (sliding window 4, shorter than every
@@ -14,7 +14,7 @@ import (
 // as for Llama; each trained checkpoint keeps the Gemma config and loads back.
 func TestTrainers_Gemma3WithItsTokenizer(t *testing.T) {
 	dir := trainersWithTokenizer(t, "gemma-3-tiny", filepath.Join("..", "..", "data", "tokenizer", "testdata", "gemma3"), "gemma3_text")
-	base, err := qwen2.ReadConfig(filepath.Join(dir, "model"))
+	base, err := decoder.ReadConfig(filepath.Join(dir, "model"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestTrainers_Gemma3WithItsTokenizer(t *testing.T) {
 		t.Fatalf("init config %+v", base)
 	}
 	for _, run := range []string{"sft-straight", "sft-resumed", "dpo", "kto", "grpo"} {
-		cfg, err := qwen2.ReadConfig(filepath.Join(dir, run))
+		cfg, err := decoder.ReadConfig(filepath.Join(dir, run))
 		if err != nil {
 			t.Fatalf("%s: %v", run, err)
 		}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // generateConfig holds the flags of `posttrain generate`.
@@ -116,7 +116,7 @@ func (c generateConfig) validate() error {
 	if _, err := generate.ParseKVUpdate(c.KVUpdate); err != nil {
 		return fmt.Errorf("--kv-update: %w", err)
 	}
-	if _, err := qwen2.ParseDType(c.ComputeDType); err != nil {
+	if _, err := decoder.ParseDType(c.ComputeDType); err != nil {
 		return fmt.Errorf("--compute-dtype: %w", err)
 	}
 	return nil
@@ -124,7 +124,7 @@ func (c generateConfig) validate() error {
 
 // runGenerate tokenizes the prompt, generates and prints the completion (or JSON) to w.
 func runGenerate(ctx context.Context, c generateConfig, w, errw io.Writer) error {
-	dtype, err := qwen2.ParseDType(c.ComputeDType)
+	dtype, err := decoder.ParseDType(c.ComputeDType)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func runGenerate(ctx context.Context, c generateConfig, w, errw io.Writer) error
 		}
 	}
 	out.PromptIDs = tok.Encode(out.Prompt)
-	mctx, cfg, err := qwen2.Load(dir, dtype)
+	mctx, cfg, err := decoder.Load(dir, dtype)
 	if err != nil {
 		return err
 	}
@@ -154,10 +154,10 @@ func runGenerate(ctx context.Context, c generateConfig, w, errw io.Writer) error
 			return err
 		}
 	}
-	if out.EOSIDs, err = qwen2.EOSTokenIDs(dir, cfg); err != nil {
+	if out.EOSIDs, err = decoder.EOSTokenIDs(dir, cfg); err != nil {
 		return err
 	}
-	g := generate.NewGenerator(b, mctx, qwen2.Arch{Config: cfg})
+	g := generate.NewGenerator(b, mctx, decoder.Arch{Config: cfg})
 	defer g.Finalize()
 	if g.KVUpdate, err = generate.ParseKVUpdate(c.KVUpdate); err != nil {
 		return err

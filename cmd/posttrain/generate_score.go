@@ -6,8 +6,8 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // scoreGeneration is `posttrain score --gen N`'s "generation" section, in the layout of the
@@ -22,10 +22,10 @@ type scoreGeneration struct {
 }
 
 // generateForScore continues each row's real tokens (padding dropped) by n greedy tokens.
-func generateForScore(b backends.Backend, ctx *context.Context, cfg *qwen2.Config, batch *qwen2.Batch, n int) (*scoreGeneration, error) {
-	g := generate.NewGenerator(b, ctx, qwen2.Arch{Config: cfg})
+func generateForScore(b backends.Backend, ctx *context.Context, cfg *decoder.Config, batch *decoder.Batch, n int) (*scoreGeneration, error) {
+	g := generate.NewGenerator(b, ctx, decoder.Arch{Config: cfg})
 	defer g.Finalize()
-	prompts := qwen2.PromptsFromBatch(batch)
+	prompts := decoder.PromptsFromBatch(batch)
 	opts := generate.Options{MaxNewTokens: n, IgnoreEOS: true}
 	cached, err := g.Generate(prompts, opts)
 	if err != nil {

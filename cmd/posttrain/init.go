@@ -15,12 +15,12 @@ import (
 
 	"github.com/posttrain/posttrain/data/tokenizer"
 	"github.com/posttrain/posttrain/internal/checkpoint"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // initConfig holds the flags of `posttrain init`.
 type initConfig struct {
-	Preset    string // qwen2.PresetNames
+	Preset    string // decoder.PresetNames
 	Tokenizer string // tokenizer directory or tokenizer.json[.gz]; sizes the vocabulary
 	DType     string // stored dtype: float32, bfloat16, float16
 	Seed      uint64
@@ -33,7 +33,7 @@ func init() {
 		Name:  "init",
 		Usage: "write a randomly initialised Qwen2, Qwen3, Llama, SmolLM3 or Gemma 3 checkpoint (HF layout: safetensors, config.json, generation_config.json, tokenizer)",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "preset", Required: true, Usage: "model shape: " + strings.Join(qwen2.PresetNames, ", ") + " (the -tiny ones keep their family's features at a test size)"},
+			&cli.StringFlag{Name: "preset", Required: true, Usage: "model shape: " + strings.Join(decoder.PresetNames, ", ") + " (the -tiny ones keep their family's features at a test size)"},
 			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer directory (tokenizer.json[.gz], tokenizer_config.json) or tokenizer.json[.gz] to copy in, e.g. the family's; the vocabulary and eos/bos ids follow it"},
 			&cli.StringFlag{Name: "dtype", Value: "float32", Usage: "stored dtype: float32, bfloat16 or float16"},
 			&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "seed of the N(0, initializer_range²) draws"},
@@ -46,7 +46,7 @@ func init() {
 			}
 			c := initConfig{Preset: cmd.String("preset"), Tokenizer: cmd.String("tokenizer"), DType: cmd.String("dtype"),
 				Seed: cmd.Uint64("seed"), Out: cmd.String("out"), Overwrite: cmd.Bool("overwrite")}
-			if _, err := qwen2.Preset(c.Preset); err != nil {
+			if _, err := decoder.Preset(c.Preset); err != nil {
 				return usageError{fmt.Errorf("%s: --preset: %w", cmd.FullName(), err)}
 			}
 			if err := runInit(c, cmd.Root().Writer); err != nil {
@@ -59,26 +59,26 @@ func init() {
 
 // runInit builds the config (sized to the tokenizer when given) and writes the checkpoint.
 func runInit(c initConfig, w io.Writer) error {
-	cfg, err := qwen2.Preset(c.Preset)
+	cfg, err := decoder.Preset(c.Preset)
 	if err != nil {
 		return err
 	}
 	if err := checkpoint.CheckOutside("--out", c.Out, []checkpoint.Input{{Name: "--tokenizer", Path: c.Tokenizer}}); err != nil {
 		return err
 	}
-	opts := qwen2.SaveOptions{DType: c.DType, TokenizerPath: c.Tokenizer, Overwrite: c.Overwrite, WrittenBy: "posttrain init"}
+	opts := decoder.SaveOptions{DType: c.DType, TokenizerPath: c.Tokenizer, Overwrite: c.Overwrite, WrittenBy: "posttrain init"}
 	if c.Tokenizer != "" {
 		tok, err := tokenizer.Load(tokenizerFile(c.Tokenizer))
 		if err != nil {
 			return err
 		}
 		// A real model shape keeps its (padded) embedding size when the tokenizer fits in it.
-		if !qwen2.RealPreset(c.Preset) || tok.VocabSize() > cfg.VocabSize {
+		if !decoder.RealPreset(c.Preset) || tok.VocabSize() > cfg.VocabSize {
 			cfg.VocabSize = tok.VocabSize()
 		}
 		opts.Generation = tokenizerIDs(cfg, tok)
 	}
-	if err := qwen2.InitCheckpoint(c.Out, cfg, c.Seed, opts); err != nil {
+	if err := decoder.InitCheckpoint(c.Out, cfg, c.Seed, opts); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(w, "wrote %s: preset %s, %d parameters, vocabulary %d, eos %v, seed %d\n",
@@ -105,7 +105,7 @@ func fileExists(path string) bool {
 // tokenizerIDs sets cfg's bos/eos from the tokenizer's special tokens and returns the
 // generation_config ids, as Qwen2.5-Instruct has them: eos = tokenizer_config's eos_token, plus
 // <|endoftext|> in generation_config when it differs; bos = bos_token, else <|endoftext|>.
-func tokenizerIDs(cfg *qwen2.Config, tok *tokenizer.BPE) *qwen2.GenerationConfig {
+func tokenizerIDs(cfg *decoder.Config, tok *tokenizer.BPE) *decoder.GenerationConfig {
 	lookup := func(token string) *int {
 		if token == "" {
 			return nil
@@ -126,7 +126,7 @@ func tokenizerIDs(cfg *qwen2.Config, tok *tokenizer.BPE) *qwen2.GenerationConfig
 		cfg.BOSTokenID = endOfText
 	}
 	cfg.EOSTokenIDs = nil
-	gen := &qwen2.GenerationConfig{BOSTokenID: cfg.BOSTokenID, PadTokenID: lookup(tc.PadToken)}
+	gen := &decoder.GenerationConfig{BOSTokenID: cfg.BOSTokenID, PadTokenID: lookup(tc.PadToken)}
 	if eos != nil {
 		cfg.EOSTokenIDs = []int{*eos}
 		gen.EOSTokenIDs = []int{*eos}

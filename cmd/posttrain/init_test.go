@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // init without a tokenizer writes the preset as is; init --dtype bfloat16 stores bf16.
@@ -15,7 +15,7 @@ func TestInit_CLI(t *testing.T) {
 	if _, err := runCLI(t, "init", "--preset", "tiny", "--dtype", "bfloat16", "--out", dir); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := qwen2.ReadConfig(dir)
+	cfg, err := decoder.ReadConfig(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestInit_FamilyPresetWithTokenizer(t *testing.T) {
 	if _, err := runCLI(t, "init", "--preset", "llama-3.2-tiny", "--tokenizer", tokDir, "--dtype", "bfloat16", "--out", dir); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := qwen2.ReadConfig(dir)
+	cfg, err := decoder.ReadConfig(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

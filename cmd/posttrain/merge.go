@@ -12,8 +12,8 @@ import (
 
 	"github.com/posttrain/posttrain/data/tokenizer"
 	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // mergeConfig holds the flags of `posttrain merge`.
@@ -59,7 +59,7 @@ func runMerge(ctx context.Context, c mergeConfig, w io.Writer) error {
 	if err := checkpoint.CheckOutside("--output-dir", c.Out, inputs); err != nil {
 		return err
 	}
-	mctx, cfg, err := qwen2.Load(dir, dtypes.Float32)
+	mctx, cfg, err := decoder.Load(dir, dtypes.Float32)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func runMerge(ctx context.Context, c mergeConfig, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := qwen2.Save(c.Out, mctx, cfg, qwen2.SaveOptions{DType: c.DType, TokenizerPath: tok, BaseDir: dir,
+	if err := decoder.Save(c.Out, mctx, cfg, decoder.SaveOptions{DType: c.DType, TokenizerPath: tok, BaseDir: dir,
 		Overwrite: c.Overwrite, WrittenBy: "posttrain merge"}); err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func runMerge(ctx context.Context, c mergeConfig, w io.Writer) error {
 // saves the tokenizer a run added tokens to there), else the base's. An adapter's tokenizer with
 // more tokens than the base's embedding has rows is refused, naming both sizes: the merged
 // checkpoint would hand ids the model has no embedding for (it was written as is).
-func mergeTokenizer(base string, cfg *qwen2.Config, adapter string) (string, error) {
+func mergeTokenizer(base string, cfg *decoder.Config, adapter string) (string, error) {
 	if _, err := os.Stat(filepath.Join(adapter, "tokenizer.json")); err != nil {
 		return base, nil
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // scoreConfig holds the flags of `posttrain score`.
@@ -29,7 +29,7 @@ type scoreConfig struct {
 
 // scoreOutput is the printed JSON; later sections (generation) are added as omitempty fields.
 type scoreOutput struct {
-	*qwen2.Report
+	*decoder.Report
 	Generation *scoreGeneration `json:"generation,omitempty"`
 }
 
@@ -52,7 +52,7 @@ func init() {
 			}
 			c := scoreConfig{Model: cmd.String("model"), Input: cmd.String("input"), Grad: cmd.Bool("grad"), Gen: cmd.Int("gen"),
 				ComputeDType: cmd.String("compute-dtype"), Backend: cmd.String("backend"), Adapter: cmd.String("adapter")}
-			if _, err := qwen2.ParseDType(c.ComputeDType); err != nil {
+			if _, err := decoder.ParseDType(c.ComputeDType); err != nil {
 				return usageError{fmt.Errorf("%s: --compute-dtype: %w", cmd.FullName(), err)}
 			}
 			if c.Gen < 0 {
@@ -68,11 +68,11 @@ func init() {
 
 // runScore loads the model and the batch, scores it and writes the JSON report to w.
 func runScore(ctx context.Context, c scoreConfig, w, errw io.Writer) error {
-	dtype, err := qwen2.ParseDType(c.ComputeDType)
+	dtype, err := decoder.ParseDType(c.ComputeDType)
 	if err != nil {
 		return err
 	}
-	batch, _, err := qwen2.ReadBatchJSON(c.Input)
+	batch, _, err := decoder.ReadBatchJSON(c.Input)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func runScore(ctx context.Context, c scoreConfig, w, errw io.Writer) error {
 		return err
 	}
 	defer b.Finalize()
-	mctx, cfg, err := qwen2.Load(dir, dtype)
+	mctx, cfg, err := decoder.Load(dir, dtype)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func runScore(ctx context.Context, c scoreConfig, w, errw io.Writer) error {
 			return err
 		}
 	}
-	res, err := qwen2.Score(b, mctx, cfg, batch, c.Grad)
+	res, err := decoder.Score(b, mctx, cfg, batch, c.Grad)
 	if err != nil {
 		return err
 	}

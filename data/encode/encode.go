@@ -16,7 +16,7 @@ import (
 
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/tokenizer"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // Text is a checkpoint's text side: tokenizer.json, tokenizer_config.json and its chat template,
@@ -132,11 +132,11 @@ func (t *Text) Specials() []string {
 }
 
 // StopIDs are every end-of-sequence id of the checkpoint whose config is cfg: config.json's and
-// generation_config.json's eos_token_id (qwen2.EOSTokenIDs) and tokenizer_config.json's own
+// generation_config.json's eos_token_id (decoder.EOSTokenIDs) and tokenizer_config.json's own
 // eos_token (TRL #7039: honour them all, e.g. Qwen's <|im_end|> and <|endoftext|>). The file's
 // eos_token is read, not a replacement made for the run. No id at all is an error.
-func (t *Text) StopIDs(cfg *qwen2.Config) ([]int, error) {
-	ids, err := qwen2.EOSTokenIDs(t.Dir, cfg)
+func (t *Text) StopIDs(cfg *decoder.Config) ([]int, error) {
+	ids, err := decoder.EOSTokenIDs(t.Dir, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // NumMerges is the number of Qwen merges kept: ids 0..255+NumMerges, then the 3 special tokens.
@@ -58,10 +58,10 @@ type Options struct {
 var Default = Options{Hidden: 32, Intermediate: 64, Layers: 2, Heads: 4, KVHeads: 2, Seed: 1}
 
 // Config returns the model configuration of o (zero fields from Default).
-func (o Options) Config() *qwen2.Config {
+func (o Options) Config() *decoder.Config {
 	o = o.withDefaults()
 	bos := EndOfText
-	return &qwen2.Config{ModelType: "qwen2", VocabSize: VocabSize, HiddenSize: o.Hidden,
+	return &decoder.Config{ModelType: "qwen2", VocabSize: VocabSize, HiddenSize: o.Hidden,
 		IntermediateSize: o.Intermediate, NumHiddenLayers: o.Layers, NumAttentionHeads: o.Heads,
 		NumKeyValueHeads: o.KVHeads, HeadDim: o.Hidden / o.Heads, RMSNormEps: 1e-6, RopeTheta: 1e6,
 		TieWordEmbeddings: true, MaxPositionEmbeddings: 4096, HiddenAct: "silu", TorchDType: "float32",
@@ -88,7 +88,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Write writes a random tiny checkpoint into dir with qwen2.InitCheckpoint (HF's initialisation
+// Write writes a random tiny checkpoint into dir with decoder.InitCheckpoint (HF's initialisation
 // from o.Seed, float32): model.safetensors, config.json, generation_config.json (eos
 // <|im_end|> and <|endoftext|>, as Qwen2.5-Instruct), tokenizer.json and tokenizer_config.json.
 func Write(dir string, o Options) error {
@@ -106,8 +106,8 @@ func Write(dir string, o Options) error {
 		return err
 	}
 	bos := EndOfText
-	gen := &qwen2.GenerationConfig{BOSTokenID: &bos, EOSTokenIDs: []int{IMEnd, EndOfText}}
-	return qwen2.InitCheckpoint(dir, cfg, o.Seed, qwen2.SaveOptions{TokenizerPath: tok, Generation: gen})
+	gen := &decoder.GenerationConfig{BOSTokenID: &bos, EOSTokenIDs: []int{IMEnd, EndOfText}}
+	return decoder.InitCheckpoint(dir, cfg, o.Seed, decoder.SaveOptions{TokenizerPath: tok, Generation: gen})
 }
 
 // WriteTokenizer writes the tokenizer files (tokenizer.json, tokenizer_config.json) into the

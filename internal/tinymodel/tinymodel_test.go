@@ -7,7 +7,7 @@ import (
 
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/tokenizer"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // The written directory loads as a model, a tokenizer and a chat template, and the ChatML markup
@@ -17,7 +17,7 @@ func TestWrite_Loads(t *testing.T) {
 	if err := Write(dir, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, cfg, err := qwen2.Load(dir, dtypes.Float32); err != nil {
+	if _, cfg, err := decoder.Load(dir, dtypes.Float32); err != nil {
 		t.Fatal(err)
 	} else if cfg.VocabSize != VocabSize {
 		t.Errorf("vocab %d, want %d", cfg.VocabSize, VocabSize)

@@ -6,8 +6,8 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // With bfloat16 weights the cache holds bfloat16 keys and values; cached and uncached greedy
@@ -15,7 +15,7 @@ import (
 func TestGenerate_BFloat16(t *testing.T) {
 	g := loadTiny(t, dtypes.BFloat16).generator(t)
 	want := readExpectedGeneration(t, "left_pad")
-	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
+	prompts := decoder.PromptsFromBatch(readInput(t, "left_pad"))
 	opts := generate.Options{MaxNewTokens: want.MaxNewTokens, IgnoreEOS: true}
 	cached := genIDs(mustGenerate(t, g, true, prompts, opts))
 	uncached := genIDs(mustGenerate(t, g, false, prompts, opts))

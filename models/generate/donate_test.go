@@ -8,8 +8,8 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // donationOptions are a greedy run and a sampled one with every warper and the repetition
@@ -40,7 +40,7 @@ func requireSameGenerations(t *testing.T, what string, a, b []generate.Generatio
 // donating the prompt pass's caches again, through the already compiled graphs) gives them again.
 func TestGenerate_DonatedCacheSameResults(t *testing.T) {
 	g, _ := tinyGenerator(t)
-	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
+	prompts := decoder.PromptsFromBatch(readInput(t, "left_pad"))
 	for name, opts := range donationOptions {
 		t.Run(name, func(t *testing.T) {
 			kept, err := generate.GenerateKeepingCaches(g, prompts, opts)
@@ -60,7 +60,7 @@ func TestGenerate_DonatedCacheSameResults(t *testing.T) {
 // before the step runs, not only freed after it. The run still gives Generate's results.
 func TestGenerate_DecodeStepDonatesCaches(t *testing.T) {
 	g, m := tinyGenerator(t)
-	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
+	prompts := decoder.PromptsFromBatch(readInput(t, "left_pad"))
 	opts := donationOptions["sampled"]
 	want := mustGenerate(t, g, true, prompts, opts)
 	steps, donated := 0, 0

@@ -5,7 +5,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
-// What the tests of package generate_test (which load the qwen2-tiny fixture through qwen2.Arch;
+// What the tests of package generate_test (which load the qwen2-tiny fixture through decoder.Arch;
 // qwen2 imports this package) reach inside the Generator by.
 
 var LogSumExp = logSumExp

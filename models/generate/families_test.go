@@ -12,8 +12,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // The tiny Qwen3, Llama (llama3 RoPE, biases, untied) and SmolLM2-form (bfloat16) fixtures of
@@ -61,15 +61,15 @@ func TestGenerate_HFFamiliesGreedyMatchTransformers(t *testing.T) {
 // (leftPadOnly: left_pad only).
 func checkGreedyMatches(t *testing.T, dir string, leftPadOnly bool) {
 	t.Helper()
-	cfg, err := qwen2.ReadConfig(filepath.Join(dir, "model"))
+	cfg, err := decoder.ReadConfig(filepath.Join(dir, "model"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.New()
-	if err := qwen2.LoadWeights(ctx, cfg, filepath.Join(dir, "model"), dtypes.Float32); err != nil {
+	if err := decoder.LoadWeights(ctx, cfg, filepath.Join(dir, "model"), dtypes.Float32); err != nil {
 		t.Fatal(err)
 	}
-	g := generate.NewGenerator(backend.SharedForTests(), ctx, qwen2.Arch{Config: cfg})
+	g := generate.NewGenerator(backend.SharedForTests(), ctx, decoder.Arch{Config: cfg})
 	t.Cleanup(g.Finalize)
 	names := []string{"left_pad", "single"}
 	if leftPadOnly {
@@ -80,14 +80,14 @@ func checkGreedyMatches(t *testing.T, dir string, leftPadOnly bool) {
 		if !slices.EqualFunc(want.TokensCache, want.TokensNoCache, slices.Equal) {
 			t.Fatalf("%s: reference cached %v and uncached %v differ", name, want.TokensCache, want.TokensNoCache)
 		}
-		b, _, err := qwen2.ReadBatchJSON(filepath.Join(dir, "inputs", name+".json"))
+		b, _, err := decoder.ReadBatchJSON(filepath.Join(dir, "inputs", name+".json"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		opts := generate.Options{MaxNewTokens: want.MaxNewTokens, IgnoreEOS: true}
 		worst := 0.0
 		for _, cached := range []bool{true, false} {
-			gens := mustGenerate(t, g, cached, qwen2.PromptsFromBatch(b), opts)
+			gens := mustGenerate(t, g, cached, decoder.PromptsFromBatch(b), opts)
 			if got := genIDs(gens); !slices.EqualFunc(got, want.TokensCache, slices.Equal) {
 				t.Errorf("%s cached=%v: got %v, want %v", name, cached, got, want.TokensCache)
 			}
@@ -125,19 +125,19 @@ func readFamilyGeneration(t *testing.T, dir, name string) *expectedGeneration {
 func TestGenerate_FamiliesBFloat16CachedEqualsUncached(t *testing.T) {
 	for _, dir := range familyDirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ctx, cfg, err := qwen2.Load(filepath.Join(dir, "model"), dtypes.BFloat16)
+			ctx, cfg, err := decoder.Load(filepath.Join(dir, "model"), dtypes.BFloat16)
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := generate.NewGenerator(backend.SharedForTests(), ctx, qwen2.Arch{Config: cfg})
+			g := generate.NewGenerator(backend.SharedForTests(), ctx, decoder.Arch{Config: cfg})
 			t.Cleanup(g.Finalize)
-			b, _, err := qwen2.ReadBatchJSON(filepath.Join(dir, "inputs", "left_pad.json"))
+			b, _, err := decoder.ReadBatchJSON(filepath.Join(dir, "inputs", "left_pad.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			opts := generate.Options{MaxNewTokens: 6, IgnoreEOS: true}
-			cached := genIDs(mustGenerate(t, g, true, qwen2.PromptsFromBatch(b), opts))
-			uncached := genIDs(mustGenerate(t, g, false, qwen2.PromptsFromBatch(b), opts))
+			cached := genIDs(mustGenerate(t, g, true, decoder.PromptsFromBatch(b), opts))
+			uncached := genIDs(mustGenerate(t, g, false, decoder.PromptsFromBatch(b), opts))
 			if !slices.EqualFunc(cached, uncached, slices.Equal) {
 				t.Errorf("bf16: cached %v, uncached %v", cached, uncached)
 			}

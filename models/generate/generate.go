@@ -3,7 +3,7 @@
 // how a step writes it (KVUpdate), the in-graph sampler (temperature, top-k, top-p, min-p,
 // repetition penalty; SampleOptions), the batch and length buckets (BucketLen), left padding,
 // position ids and stop handling. A family plugs in by implementing Model (prefill, decode with
-// the cache, the uncached last logits, and its Spec); qwen2.Arch is the Qwen2 one. Adding a family
+// the cache, the uncached last logits, and its Spec); decoder.Arch is the Qwen2 one. Adding a family
 // changes nothing here. The compiled graphs take and return their tensors by name
 // (internal/named): each step's inputs and outputs are structs (step.go, sample.go).
 package generate
@@ -33,7 +33,7 @@ type Options struct {
 	// (e.g. seed + step).
 	Seed uint64
 	// StopIDs end a row when generated (the id is kept in Generation.IDs); nil means the
-	// model's Spec.EOSTokenIDs (config.json's eos_token_id). qwen2.EOSTokenIDs gives the union
+	// model's Spec.EOSTokenIDs (config.json's eos_token_id). decoder.EOSTokenIDs gives the union
 	// with generation_config.json.
 	StopIDs []int
 	// IgnoreEOS generates MaxNewTokens for every row (as the qwen2-tiny fixtures do).
@@ -54,7 +54,7 @@ type Generation struct {
 	// LogProbs[i] = log softmax(logits/T)[IDs[i]] over the whole vocabulary, T the temperature
 	// (1 when greedy), computed in float32 in the sampling graph: the tempered model distribution
 	// the sampler drew from, before top-k/top-p truncation. At T = 1 these are the log-probs scoring
-	// gives for the same sequence (qwen2.Score).
+	// gives for the same sequence (decoder.Score).
 	LogProbs []float64
 	// Truncated is true when the row reached MaxNewTokens without a stop token.
 	Truncated bool

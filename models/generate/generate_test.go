@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // Greedy generation, cached and uncached, gives HF's tokens and log-probs on the fixtures.
@@ -18,7 +18,7 @@ func TestGenerate_GreedyMatchesHF(t *testing.T) {
 			if !slices.EqualFunc(want.TokensCache, want.TokensNoCache, slices.Equal) {
 				t.Fatalf("fixture: HF cached %v and uncached %v differ", want.TokensCache, want.TokensNoCache)
 			}
-			prompts := qwen2.PromptsFromBatch(readInput(t, name))
+			prompts := decoder.PromptsFromBatch(readInput(t, name))
 			opts := generate.Options{MaxNewTokens: want.MaxNewTokens, IgnoreEOS: true}
 			for _, cached := range []bool{true, false} {
 				gens := mustGenerate(t, g, cached, prompts, opts)
@@ -43,7 +43,7 @@ func TestGenerate_GreedyMatchesHF(t *testing.T) {
 // A row's greedy tokens do not depend on the other rows of the batch (left padding, extra rows).
 func TestGenerate_PaddingInvariance(t *testing.T) {
 	g, _ := tinyGenerator(t)
-	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
+	prompts := decoder.PromptsFromBatch(readInput(t, "left_pad"))
 	opts := generate.Options{MaxNewTokens: 6, IgnoreEOS: true}
 	batch := mustGenerate(t, g, true, [][]int32{prompts[0], prompts[1], prompts[0][2:]}, opts)
 	for r, p := range [][]int32{prompts[0], prompts[1], prompts[0][2:]} {
@@ -63,7 +63,7 @@ func TestGenerate_PaddingInvariance(t *testing.T) {
 func TestGenerate_StopsAtEveryEOS(t *testing.T) {
 	g, m := tinyGenerator(t)
 	cfg := m.cfg
-	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad")) // greedy: [774 774 74 74 74], [184 ×5]
+	prompts := decoder.PromptsFromBatch(readInput(t, "left_pad")) // greedy: [774 774 74 74 74], [184 ×5]
 	for _, c := range []struct {
 		name    string
 		opts    generate.Options
@@ -80,7 +80,7 @@ func TestGenerate_StopsAtEveryEOS(t *testing.T) {
 		{"config uncached", generate.Options{MaxNewTokens: 5}, []int{184, 774},
 			[][]int32{{774}, {184}}, []bool{false, false}, false, prompts},
 		{"single", generate.Options{MaxNewTokens: 8, StopIDs: []int{475}}, nil,
-			[][]int32{{8, 8, 8, 8, 8, 8, 475}}, []bool{false}, true, qwen2.PromptsFromBatch(readInput(t, "single"))},
+			[][]int32{{8, 8, 8, 8, 8, 8, 475}}, []bool{false}, true, decoder.PromptsFromBatch(readInput(t, "single"))},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			saved := cfg.EOSTokenIDs
@@ -102,7 +102,7 @@ func TestGenerate_StopsAtEveryEOS(t *testing.T) {
 // A seed reproduces a sample exactly (cached or not, alone or in a batch); other seeds differ.
 func TestGenerate_SamplingSeeded(t *testing.T) {
 	g, _ := tinyGenerator(t)
-	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
+	prompts := decoder.PromptsFromBatch(readInput(t, "left_pad"))
 	opts := generate.Options{MaxNewTokens: 8, IgnoreEOS: true, Seed: 7,
 		SampleOptions: generate.SampleOptions{Temperature: 1.5, TopP: 0.95, TopK: 50}}
 	a := genIDs(mustGenerate(t, g, true, prompts, opts))
@@ -130,7 +130,7 @@ func TestGenerate_SamplingSeeded(t *testing.T) {
 // Top-k = 1 is greedy at any temperature, and its log-probs are those of the tempered logits.
 func TestGenerate_TopK1IsGreedy(t *testing.T) {
 	g, _ := tinyGenerator(t)
-	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
+	prompts := decoder.PromptsFromBatch(readInput(t, "left_pad"))
 	greedy := mustGenerate(t, g, true, prompts, generate.Options{MaxNewTokens: 5, IgnoreEOS: true})
 	top1 := mustGenerate(t, g, true, prompts, generate.Options{MaxNewTokens: 5, IgnoreEOS: true, Seed: 3,
 		SampleOptions: generate.SampleOptions{Temperature: 0.7, TopK: 1}})

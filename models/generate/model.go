@@ -12,7 +12,7 @@ import (
 // in a context.Context, and the few facts the generator checks its inputs by (Spec). The
 // generator owns everything else: the left-padded layout, position ids, the KV cache tensors and
 // how a step writes them, the sampler, the buckets and the stop ids. A family implements it once
-// (qwen2.Arch); nothing here changes when one is added.
+// (decoder.Arch); nothing here changes when one is added.
 //
 // Prefill, Decode and LastLogits are called while a graph is built, once per compiled bucket,
 // with the context the Generator was given (its variables already loaded, under Reuse). Shapes: B rows, P prompt
@@ -44,7 +44,7 @@ type Model interface {
 }
 
 // WeightPreparer is implemented by a Model that derives tensors from the weights for its prompt
-// pass and decode step (qwen2.Arch: the pure-Go backend's layout of the projection weights). The
+// pass and decode step (decoder.Arch: the pure-Go backend's layout of the projection weights). The
 // Generator calls PrepareWeights with its context, its backend and the rows of the coming decode
 // steps (the batch bucket) at the start of every generation, cached or not, before the prompt pass
 // (its time counts in Stats.Prefill), so that weights a trainer updated between calls are seen

@@ -9,14 +9,14 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
-// cacheMismatch is qwen2.Arch whose prompt pass hands the generator a different number of key and
+// cacheMismatch is decoder.Arch whose prompt pass hands the generator a different number of key and
 // value tensors than its layers use: keep(kv) of them.
 type cacheMismatch struct {
-	qwen2.Arch
+	decoder.Arch
 	keep func(kv []*graph.Node) []*graph.Node
 }
 
@@ -40,7 +40,7 @@ func TestGenerate_ModelCacheContract(t *testing.T) {
 		{"missing layer", func(kv []*graph.Node) []*graph.Node { return kv[:2] }, "layer 1, but the prompt pass returned 2 caches (1 layers)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			g := generate.NewGenerator(m.backend, m.ctx, cacheMismatch{Arch: qwen2.Arch{Config: m.cfg}, keep: c.keep})
+			g := generate.NewGenerator(m.backend, m.ctx, cacheMismatch{Arch: decoder.Arch{Config: m.cfg}, keep: c.keep})
 			defer g.Finalize()
 			_, err := g.Generate([][]int32{{1, 2, 3}}, generate.Options{MaxNewTokens: 3, IgnoreEOS: true})
 			if err == nil || !strings.HasPrefix(err.Error(), "qwen2 generate: ") || !strings.Contains(err.Error(), c.want) {
@@ -50,8 +50,8 @@ func TestGenerate_ModelCacheContract(t *testing.T) {
 	}
 }
 
-// twiceUpdated is qwen2.Arch whose decode step hands layer 0's key and value to the cache twice.
-type twiceUpdated struct{ qwen2.Arch }
+// twiceUpdated is decoder.Arch whose decode step hands layer 0's key and value to the cache twice.
+type twiceUpdated struct{ decoder.Arch }
 
 func (m twiceUpdated) Decode(ctx *context.Context, tok, pos *graph.Node, cache *generate.Cache) *graph.Node {
 	kv := graph.Zeros(tok.Graph(), shapes.Make(dtypes.Float32, tok.Shape().Dim(0), 1, m.Config.NumKeyValueHeads, m.Config.HeadDim))
@@ -61,7 +61,7 @@ func (m twiceUpdated) Decode(ctx *context.Context, tok, pos *graph.Node, cache *
 
 func TestGenerate_CacheUpdatedTwice(t *testing.T) {
 	m := loadTiny(t, dtypes.Float32)
-	g := generate.NewGenerator(m.backend, m.ctx, twiceUpdated{qwen2.Arch{Config: m.cfg}})
+	g := generate.NewGenerator(m.backend, m.ctx, twiceUpdated{decoder.Arch{Config: m.cfg}})
 	defer g.Finalize()
 	_, err := g.Generate([][]int32{{1, 2, 3}}, generate.Options{MaxNewTokens: 2, IgnoreEOS: true})
 	if want := "layer 0 updated twice"; err == nil || !strings.Contains(err.Error(), want) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 func onesMask(n int) []int32 {
@@ -24,14 +24,14 @@ func onesMask(n int) []int32 {
 func TestGenerate_LogProbsMatchScore(t *testing.T) {
 	g, m := tinyGenerator(t)
 	cfg := m.cfg
-	prompt := qwen2.PromptsFromBatch(readInput(t, "single"))[0]
+	prompt := decoder.PromptsFromBatch(readInput(t, "single"))[0]
 	for _, temp := range []float64{1, 2} {
 		opts := generate.Options{MaxNewTokens: 6, IgnoreEOS: true, Seed: 11,
 			SampleOptions: generate.SampleOptions{Temperature: temp, TopP: 0.9}}
 		gen := mustGenerate(t, g, true, [][]int32{prompt}, opts)[0]
 		for i, id := range gen.IDs {
 			seq := append(slices.Clone(prompt), gen.IDs[:i+1]...)
-			res := m.score(t, &qwen2.Batch{IDs: [][]int32{seq[:len(seq)-1]}, Mask: [][]int32{onesMask(len(seq) - 1)}})
+			res := m.score(t, &decoder.Batch{IDs: [][]int32{seq[:len(seq)-1]}, Mask: [][]int32{onesMask(len(seq) - 1)}})
 			x := make([]float64, cfg.VocabSize)
 			for v, l := range res.LastLogits[0] {
 				x[v] = float64(l) / temp
@@ -44,7 +44,7 @@ func TestGenerate_LogProbsMatchScore(t *testing.T) {
 			continue
 		}
 		seq := append(slices.Clone(prompt), gen.IDs...)
-		res := m.score(t, &qwen2.Batch{IDs: [][]int32{seq}, Mask: [][]int32{onesMask(len(seq))}})
+		res := m.score(t, &decoder.Batch{IDs: [][]int32{seq}, Mask: [][]int32{onesMask(len(seq))}})
 		for i, lp := range gen.LogProbs {
 			if want := res.LogProbs[0][len(prompt)+i]; math.Abs(lp-want) > 1e-5 {
 				t.Errorf("T=1 token %d: log-prob %v, Score %v", i, lp, want)
@@ -133,7 +133,7 @@ func TestGenerate_Errors(t *testing.T) {
 func TestGenerate_RepetitionPenalty(t *testing.T) {
 	g, m := tinyGenerator(t)
 	cfg := m.cfg
-	prompts := qwen2.PromptsFromBatch(readInput(t, "left_pad"))
+	prompts := decoder.PromptsFromBatch(readInput(t, "left_pad"))
 	const theta = 1.5
 	opts := generate.Options{MaxNewTokens: 6, IgnoreEOS: true, SampleOptions: generate.SampleOptions{RepetitionPenalty: theta}}
 	cached, uncached := mustGenerate(t, g, true, prompts, opts), mustGenerate(t, g, false, prompts, opts)
@@ -147,7 +147,7 @@ func TestGenerate_RepetitionPenalty(t *testing.T) {
 	for r, gen := range cached {
 		for i, id := range gen.IDs {
 			seq := append(slices.Clone(prompts[r]), gen.IDs[:i]...)
-			res := m.score(t, &qwen2.Batch{IDs: [][]int32{seq}, Mask: [][]int32{onesMask(len(seq))}})
+			res := m.score(t, &decoder.Batch{IDs: [][]int32{seq}, Mask: [][]int32{onesMask(len(seq))}})
 			seen := map[int32]bool{}
 			for _, s := range seq {
 				seen[s] = true

@@ -11,32 +11,32 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // The Generator's tests run the tiny random Qwen2 of ../testdata/qwen2-tiny (vocab 1024, 2 layers,
-// GQA 4:2, tied) through qwen2.Arch, against the expected outputs an independent float64 PyTorch
+// GQA 4:2, tied) through decoder.Arch, against the expected outputs an independent float64 PyTorch
 // coding of modeling_qwen2.py computed.
 const tinyDir = "../testdata/qwen2-tiny"
 
 // tinyModel is the fixture's weights in a context, with the backend and config that scoring
-// (qwen2.Score) needs beside the Generator.
+// (decoder.Score) needs beside the Generator.
 type tinyModel struct {
 	backend backends.Backend
 	ctx     *context.Context
-	cfg     *qwen2.Config
+	cfg     *decoder.Config
 }
 
 // loadTiny loads the tiny checkpoint's config and weights in dtype.
 func loadTiny(t testing.TB, dtype dtypes.DType) *tinyModel {
 	t.Helper()
-	cfg, err := qwen2.ReadConfig(filepath.Join(tinyDir, "model"))
+	cfg, err := decoder.ReadConfig(filepath.Join(tinyDir, "model"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.New()
-	if err := qwen2.LoadWeights(ctx, cfg, filepath.Join(tinyDir, "model"), dtype); err != nil {
+	if err := decoder.LoadWeights(ctx, cfg, filepath.Join(tinyDir, "model"), dtype); err != nil {
 		t.Fatal(err)
 	}
 	return &tinyModel{backend: backend.SharedForTests(), ctx: ctx, cfg: cfg}
@@ -44,7 +44,7 @@ func loadTiny(t testing.TB, dtype dtypes.DType) *tinyModel {
 
 // generator is a Generator of m, finalized when the test ends.
 func (m *tinyModel) generator(t testing.TB) *generate.Generator {
-	g := generate.NewGenerator(m.backend, m.ctx, qwen2.Arch{Config: m.cfg})
+	g := generate.NewGenerator(m.backend, m.ctx, decoder.Arch{Config: m.cfg})
 	t.Cleanup(g.Finalize)
 	return g
 }
@@ -56,19 +56,19 @@ func tinyGenerator(t *testing.T) (*generate.Generator, *tinyModel) {
 	return m.generator(t), m
 }
 
-// score is qwen2.Score of batch on m (no gradients).
-func (m *tinyModel) score(t *testing.T, batch *qwen2.Batch) *qwen2.ScoreResult {
+// score is decoder.Score of batch on m (no gradients).
+func (m *tinyModel) score(t *testing.T, batch *decoder.Batch) *decoder.ScoreResult {
 	t.Helper()
-	res, err := qwen2.Score(m.backend, m.ctx, m.cfg, batch, false)
+	res, err := decoder.Score(m.backend, m.ctx, m.cfg, batch, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
 }
 
-func readInput(t *testing.T, name string) *qwen2.Batch {
+func readInput(t *testing.T, name string) *decoder.Batch {
 	t.Helper()
-	b, _, err := qwen2.ReadBatchJSON(filepath.Join(tinyDir, "inputs", name+".json"))
+	b, _, err := decoder.ReadBatchJSON(filepath.Join(tinyDir, "inputs", name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}

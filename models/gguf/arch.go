@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
 
@@ -113,7 +113,7 @@ func archOf(f *File) (string, arch, error) {
 
 // Config builds the HF config of a GGUF from its metadata (the keys llama.cpp's
 // convert_hf_to_gguf.py writes from config.json, under the architecture's prefix), parsed by
-// qwen2.ParseConfig so it gets the defaults and checks a config.json would. Features the
+// decoder.ParseConfig so it gets the defaults and checks a config.json would. Features the
 // conversion does not handle are refused naming the key: RoPE scaling other than Gemma 3's
 // linear, partial rotary, a key length llama.cpp's layout cannot carry.
 //
@@ -121,7 +121,7 @@ func archOf(f *File) (string, arch, error) {
 // LLM_ARCH_GEMMA3): with attention.sliding_window set, every layer but each sixth slides, with
 // RoPE base 10000; without it, every layer is full attention; the attention scale is
 // key_length^-0.5 except in the 62-layer 27B, (embedding_length/head_count)^-0.5.
-func Config(f *File) (*qwen2.Config, error) {
+func Config(f *File) (*decoder.Config, error) {
 	name, a, err := archOf(f)
 	if err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func Config(f *File) (*qwen2.Config, error) {
 	if heads <= 0 {
 		return nil, fmt.Errorf("gguf: metadata %s is %d", key("attention.head_count"), heads)
 	}
-	m := map[string]any{"model_type": a.modelType, "architectures": []string{qwen2.Families[a.modelType].Architecture},
+	m := map[string]any{"model_type": a.modelType, "architectures": []string{decoder.Families[a.modelType].Architecture},
 		"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
 		"intermediate_size": inter}
 	kv := heads
@@ -205,10 +205,10 @@ func Config(f *File) (*qwen2.Config, error) {
 			m["query_pre_attn_scalar"] = hidden / heads
 		}
 		m["rope_local_base_freq"] = 10000.0
-		m["layer_types"] = qwen2.PatternLayerTypes(int(layers), 1)
+		m["layer_types"] = decoder.PatternLayerTypes(int(layers), 1)
 		if w, e := f.Int(key("attention.sliding_window")); e == nil && w > 0 {
 			m["sliding_window"] = w
-			m["layer_types"] = qwen2.PatternLayerTypes(int(layers), qwen2.DefaultSlidingWindowPattern)
+			m["layer_types"] = decoder.PatternLayerTypes(int(layers), decoder.DefaultSlidingWindowPattern)
 		}
 		m["final_logit_softcapping"] = nil
 		if v, e := floatMeta(f, key("final_logit_softcapping")); e == nil {
@@ -228,7 +228,7 @@ func Config(f *File) (*qwen2.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := qwen2.ParseConfig(data)
+	cfg, err := decoder.ParseConfig(data)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: the config from the metadata: %w", err)
 	}
@@ -294,7 +294,7 @@ func vocabSize(f *File, name string) (int64, error) {
 // llama.cpp's converter changed undone: the Q/K row permutation (llama), the +1 of the norms
 // (gemma3). A tensor without an HF name, a missing one or a shape other than cfg implies is an
 // error naming it.
-func Tensors(f *File, cfg *qwen2.Config, dtype string) ([]*safetensors.Tensor, error) {
+func Tensors(f *File, cfg *decoder.Config, dtype string) ([]*safetensors.Tensor, error) {
 	name, a, err := archOf(f)
 	if err != nil {
 		return nil, err
@@ -311,7 +311,7 @@ func Tensors(f *File, cfg *qwen2.Config, dtype string) ([]*safetensors.Tensor, e
 	specs := cfg.Tensors()
 	var extra []string
 	for hf, t := range byHF {
-		if !slices.ContainsFunc(specs, func(s qwen2.TensorSpec) bool { return s.Name == hf }) {
+		if !slices.ContainsFunc(specs, func(s decoder.TensorSpec) bool { return s.Name == hf }) {
 			extra = append(extra, t.Name)
 		}
 	}

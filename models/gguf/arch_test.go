@@ -11,7 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data/tokenizer"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // permuteRows is convert_hf_to_gguf.py's LlamaModel.permute, written from its numpy:
@@ -111,7 +111,7 @@ func byteLevelAlphabet() []rune {
 	return out
 }
 
-// TestConvert_Tiny: the converted checkpoint loads with qwen2.Load; its weights are the
+// TestConvert_Tiny: the converted checkpoint loads with decoder.Load; its weights are the
 // GGUF's under HF names (q and k with the permutation undone), config and tokenizer as the
 // metadata says.
 func TestConvert_Tiny(t *testing.T) {
@@ -124,7 +124,7 @@ func TestConvert_Tiny(t *testing.T) {
 	if _, err := Convert(path, dir, ConvertOptions{WrittenBy: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := qwen2.ReadConfig(dir)
+	cfg, err := decoder.ReadConfig(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestConvert_Tiny(t *testing.T) {
 		cfg.RMSNormEps != 1e-5 || cfg.MaxPositionEmbeddings != 64 || !cfg.TieWordEmbeddings || cfg.VocabSize != 258 {
 		t.Errorf("config %+v", cfg)
 	}
-	ctx, _, err := qwen2.Load(dir, dtypes.Float32)
+	ctx, _, err := decoder.Load(dir, dtypes.Float32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,12 +196,12 @@ func TestConvert_Refusals(t *testing.T) {
 // variable is the float32 value of the variable of HF name hf.
 func variable(t *testing.T, ctx *context.Context, hf string) []float32 {
 	t.Helper()
-	scope, name := qwen2.VarScope(hf)
+	scope, name := decoder.VarScope(hf)
 	v := ctx.GetVariableByScopeAndName(scope, name)
 	if v == nil {
 		t.Fatalf("variable %s missing", hf)
 	}
-	f, err := qwen2.Float32s(v.MustValue())
+	f, err := decoder.Float32s(v.MustValue())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestConvert_OutputRules(t *testing.T) {
 	if _, err := Convert(path, dir, opts); err != nil {
 		t.Errorf("Overwrite of its own output: %v", err)
 	}
-	if cfg, err := qwen2.ReadConfig(dir); err != nil || cfg.TorchDType != "bfloat16" {
+	if cfg, err := decoder.ReadConfig(dir); err != nil || cfg.TorchDType != "bfloat16" {
 		t.Errorf("torch_dtype %q, %v", cfg.TorchDType, err)
 	}
 	other := t.TempDir()

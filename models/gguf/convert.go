@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // ConvertOptions say how Convert writes the checkpoint.
@@ -20,7 +20,7 @@ type ConvertOptions struct {
 
 // Converted is what Convert wrote.
 type Converted struct {
-	Config  *qwen2.Config
+	Config  *decoder.Config
 	Tensors int
 	Summary string // File.Summary of the input
 }
@@ -29,7 +29,7 @@ type Converted struct {
 // qwen3, gemma3; see archs): weights dequantised to float32 (then stored as opts.DType) under HF
 // names with llama.cpp's changes undone (Tensors), config.json and generation_config.json from
 // the metadata (Config), tokenizer.json and tokenizer_config.json rebuilt from it (Tokenizer).
-// dir follows qwen2.Save's rules: new or empty, or a model posttrain wrote and opts.Overwrite.
+// dir follows decoder.Save's rules: new or empty, or a model posttrain wrote and opts.Overwrite.
 func Convert(path, dir string, opts ConvertOptions) (*Converted, error) {
 	f, err := Open(path)
 	if err != nil {
@@ -69,10 +69,10 @@ func Convert(path, dir string, opts ConvertOptions) (*Converted, error) {
 			return nil, err
 		}
 	}
-	gen := &qwen2.GenerationConfig{BOSTokenID: cfg.BOSTokenID, EOSTokenIDs: cfg.EOSTokenIDs, PadTokenID: cfg.PadTokenID}
-	so := qwen2.SaveOptions{DType: st, TokenizerPath: tmp, Generation: gen, Overwrite: opts.Overwrite,
-		WrittenBy: opts.WrittenBy, MaxShardBytes: qwen2.DefaultMaxShardBytes}
-	if err := qwen2.SaveTensors(dir, cfg, weights, so); err != nil {
+	gen := &decoder.GenerationConfig{BOSTokenID: cfg.BOSTokenID, EOSTokenIDs: cfg.EOSTokenIDs, PadTokenID: cfg.PadTokenID}
+	so := decoder.SaveOptions{DType: st, TokenizerPath: tmp, Generation: gen, Overwrite: opts.Overwrite,
+		WrittenBy: opts.WrittenBy, MaxShardBytes: decoder.DefaultMaxShardBytes}
+	if err := decoder.SaveTensors(dir, cfg, weights, so); err != nil {
 		return nil, err
 	}
 	return &Converted{Config: cfg, Tensors: len(weights), Summary: f.Summary()}, nil

@@ -18,25 +18,25 @@ const (
 	minTensorBytes = 8 + 4 + 4 + 8
 )
 
-// decoder reads the header sequentially, tracking the offset and the bytes left.
-type decoder struct {
+// headerReader reads the header sequentially, tracking the offset and the bytes left.
+type headerReader struct {
 	br   *bufio.Reader
 	off  int64
 	size int64
 	buf  [8]byte
 }
 
-func (d *decoder) left() int64 { return d.size - d.off }
+func (d *headerReader) left() int64 { return d.size - d.off }
 
 // need fails unless n more bytes are in the file.
-func (d *decoder) need(n int64, what string) error {
+func (d *headerReader) need(n int64, what string) error {
 	if n < 0 || n > d.left() {
 		return fmt.Errorf("%s at offset %d: truncated (needs %d bytes, %d left)", what, d.off, n, d.left())
 	}
 	return nil
 }
 
-func (d *decoder) read(p []byte, what string) error {
+func (d *headerReader) read(p []byte, what string) error {
 	if err := d.need(int64(len(p)), what); err != nil {
 		return err
 	}
@@ -47,28 +47,28 @@ func (d *decoder) read(p []byte, what string) error {
 	return nil
 }
 
-func (d *decoder) u8(what string) (uint8, error) {
+func (d *headerReader) u8(what string) (uint8, error) {
 	err := d.read(d.buf[:1], what)
 	return d.buf[0], err
 }
 
-func (d *decoder) u16(what string) (uint16, error) {
+func (d *headerReader) u16(what string) (uint16, error) {
 	err := d.read(d.buf[:2], what)
 	return binary.LittleEndian.Uint16(d.buf[:2]), err
 }
 
-func (d *decoder) u32(what string) (uint32, error) {
+func (d *headerReader) u32(what string) (uint32, error) {
 	err := d.read(d.buf[:4], what)
 	return binary.LittleEndian.Uint32(d.buf[:4]), err
 }
 
-func (d *decoder) u64(what string) (uint64, error) {
+func (d *headerReader) u64(what string) (uint64, error) {
 	err := d.read(d.buf[:8], what)
 	return binary.LittleEndian.Uint64(d.buf[:8]), err
 }
 
 // str reads a u64 length and that many bytes, the length checked against the file first.
-func (d *decoder) str(what string) (string, error) {
+func (d *headerReader) str(what string) (string, error) {
 	at := d.off
 	n, err := d.u64(what + " length")
 	if err != nil {
@@ -87,7 +87,7 @@ func (d *decoder) str(what string) (string, error) {
 // Parse reads a GGUF file of size bytes from r: the header, metadata and tensor infos, checked
 // (see the package doc); tensor data is read later through the File.
 func Parse(r io.ReaderAt, size int64) (*File, error) {
-	d := &decoder{br: bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 1<<16), size: size}
+	d := &headerReader{br: bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 1<<16), size: size}
 	f := &File{Size: size, r: r, Alignment: DefaultAlignment, keys: map[string]int{}, tensors: map[string]int{}}
 	var magic [4]byte
 	if err := d.read(magic[:], "magic"); err != nil {
@@ -152,7 +152,7 @@ func Parse(r io.ReaderAt, size int64) (*File, error) {
 }
 
 // count reads a u64 count of items of at least min bytes each, refusing more than the file holds.
-func (d *decoder) count(what string, min int64) (int64, error) {
+func (d *headerReader) count(what string, min int64) (int64, error) {
 	at := d.off
 	n, err := d.u64(what)
 	if err != nil {
@@ -164,7 +164,7 @@ func (d *decoder) count(what string, min int64) (int64, error) {
 	return int64(n), nil
 }
 
-func (d *decoder) kv(i int64) (KV, error) {
+func (d *headerReader) kv(i int64) (KV, error) {
 	at := d.off
 	key, err := d.str(fmt.Sprintf("metadata key %d", i))
 	if err != nil {
@@ -210,7 +210,7 @@ func minValueBytes(t ValueType) int64 {
 }
 
 // value reads one value of type t; depth counts the enclosing arrays.
-func (d *decoder) value(t ValueType, depth int, what string) (any, error) {
+func (d *headerReader) value(t ValueType, depth int, what string) (any, error) {
 	switch t {
 	case TypeUint8:
 		return d.u8(what)
@@ -249,7 +249,7 @@ func (d *decoder) value(t ValueType, depth int, what string) (any, error) {
 	return nil, fmt.Errorf("%s at offset %d: unknown value type %d", what, d.off-4, uint32(t))
 }
 
-func (d *decoder) array(depth int, what string) (any, error) {
+func (d *headerReader) array(depth int, what string) (any, error) {
 	at := d.off
 	if depth >= maxArrayDepth {
 		return nil, fmt.Errorf("%s at offset %d: arrays nested more than %d deep", what, at, maxArrayDepth)
@@ -279,7 +279,7 @@ func (d *decoder) array(depth int, what string) (any, error) {
 	return a, nil
 }
 
-func (d *decoder) tensorInfo(i int64) (TensorInfo, error) {
+func (d *headerReader) tensorInfo(i int64) (TensorInfo, error) {
 	t := TensorInfo{InfoOffset: d.off}
 	name, err := d.str(fmt.Sprintf("tensor %d name", i))
 	if err != nil {

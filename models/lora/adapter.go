@@ -12,7 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // Scopes of the adapter's variables, apart from the base model's (/model, /lm_head), so that
@@ -24,7 +24,7 @@ const (
 	SavedScope = "/peft/modules_to_save"
 )
 
-// Adapter is a LoRA adapter on a model's context: a qwen2.Adapter.
+// Adapter is a LoRA adapter on a model's context: a decoder.Adapter.
 type Adapter struct {
 	Config Config
 	// NoDropout turns the dropout off in training graphs too: TRL's disable_dropout (DPO's and
@@ -37,7 +37,7 @@ type Adapter struct {
 }
 
 // New resolves c against the model's configuration (target modules, modules_to_save).
-func New(cfg *qwen2.Config, c Config) (*Adapter, error) {
+func New(cfg *decoder.Config, c Config) (*Adapter, error) {
 	mods, saved, err := plan(cfg, c)
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func contains(list []string, s string) bool {
 // Attach creates the adapter's variables in ctx, which holds the base weights: A drawn
 // Kaiming-uniform (a = √5: U(−1/√in, 1/√in)) from a generator seeded with seed, module by module
 // in the checkpoint's order; B = 0; the modules_to_save copies equal to the base weights. Then it
-// sets the adapter on ctx (qwen2.SetAdapter).
+// sets the adapter on ctx (decoder.SetAdapter).
 func (a *Adapter) Attach(ctx *context.Context, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, 0x4c6f5241)) // "LoRA"
 	r := a.Config.R
@@ -88,7 +88,7 @@ func (a *Adapter) Attach(ctx *context.Context, seed uint64) error {
 		ctx.InAbsPath(LoRAScope+m.scope+"/lora_B").Checked(false).VariableWithValue("weight", tensors.FromShape(shapes.Make(dtypes.Float32, m.out, r)))
 	}
 	for _, name := range a.saved {
-		scope, vn := qwen2.VarScope(name)
+		scope, vn := decoder.VarScope(name)
 		v := ctx.GetVariableByScopeAndName(scope, vn)
 		if v == nil {
 			return fmt.Errorf("lora: modules_to_save: no variable for %s", name)
@@ -103,7 +103,7 @@ func (a *Adapter) Attach(ctx *context.Context, seed uint64) error {
 		}
 		ctx.InAbsPath(SavedScope+scope).Checked(false).VariableWithValue(vn, c)
 	}
-	qwen2.SetAdapter(ctx, a)
+	decoder.SetAdapter(ctx, a)
 	return nil
 }
 
@@ -128,7 +128,7 @@ func (a *Adapter) Vars(ctx *context.Context) ([]*context.Variable, []string, err
 		}
 	}
 	for _, name := range a.saved {
-		scope, vn := qwen2.VarScope(name)
+		scope, vn := decoder.VarScope(name)
 		if err := add(SavedScope+scope, vn, NamePrefix+name); err != nil {
 			return nil, nil, err
 		}
@@ -148,7 +148,7 @@ func (a *Adapter) Modules() []string {
 // Saved returns the HF names of the modules_to_save tensors.
 func (a *Adapter) Saved() []string { return append([]string(nil), a.saved...) }
 
-// Linear implements qwen2.Adapter: y + s·B·A·dropout(x) for an adapted layer, computed in float32
+// Linear implements decoder.Adapter: y + s·B·A·dropout(x) for an adapted layer, computed in float32
 // and cast back to y's dtype (PEFT: x cast to lora_A's dtype, result.to(torch_result_dtype)).
 func (a *Adapter) Linear(ctx *context.Context, x, y *Node) *Node {
 	m := a.byScope[ctx.Scope()]
@@ -164,9 +164,9 @@ func (a *Adapter) Linear(ctx *context.Context, x, y *Node) *Node {
 	return ConvertDType(Add(ConvertDType(y, dtypes.Float32), MulScalar(d, a.Config.Scaling())), y.DType())
 }
 
-// Weight implements qwen2.Adapter: a modules_to_save tensor reads its trained copy.
+// Weight implements decoder.Adapter: a modules_to_save tensor reads its trained copy.
 func (a *Adapter) Weight(ctx *context.Context, g *Graph, name string) *Node {
-	hf := qwen2.HFName(ctx.Scope(), name)
+	hf := decoder.HFName(ctx.Scope(), name)
 	if !a.savedSet[hf] {
 		return nil
 	}

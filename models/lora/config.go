@@ -6,7 +6,7 @@
 // as peft/tuners/lora/layer.py's Linear.forward computes it (the adapter in float32, the input
 // cast to it, the sum cast back to the layer's dtype). A starts Kaiming-uniform with a = √5
 // (U(−1/√in, 1/√in), torch's nn.Linear default) and B at zero, so the adapted model starts equal
-// to the base. The Adapter hooks in through qwen2.Adapter (every linear layer and weight read);
+// to the base. The Adapter hooks in through decoder.Adapter (every linear layer and weight read);
 // its files are PEFT's adapter_config.json and adapter_model.safetensors with PEFT's tensor names,
 // and Merge folds it into the base weights.
 package lora
@@ -18,7 +18,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // PEFT's file names (peft/utils/constants.py) and the prefix of its saved tensor names
@@ -88,7 +88,7 @@ type module struct {
 
 // plan resolves c against a model's tensors: the linear layers that get an adapter (in the
 // checkpoint's tensor order) and the tensors of modules_to_save (HF names).
-func plan(cfg *qwen2.Config, c Config) (mods []module, saved []string, err error) {
+func plan(cfg *decoder.Config, c Config) (mods []module, saved []string, err error) {
 	if err := c.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -161,7 +161,7 @@ func plan(cfg *qwen2.Config, c Config) (mods []module, saved []string, err error
 			}
 		}
 		if match {
-			scope, _ := qwen2.VarScope(s.Name)
+			scope, _ := decoder.VarScope(s.Name)
 			mods = append(mods, module{path: path, scope: scope, out: s.Shape[0], in: s.Shape[1]})
 		}
 	}
@@ -208,7 +208,7 @@ func parent(p string) string {
 
 // LinearNames are the last path components of the model's linear layers (what all-linear
 // targets), in first-seen order: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj.
-func LinearNames(cfg *qwen2.Config) []string {
+func LinearNames(cfg *decoder.Config) []string {
 	var out []string
 	for _, s := range cfg.Tensors() {
 		path, ok := strings.CutSuffix(s.Name, ".weight")

@@ -11,16 +11,16 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
 
 // Load attaches the PEFT LoRA adapter saved in dir (adapter_config.json,
-// adapter_model.safetensors) to ctx, which holds the base model's weights (qwen2.Load, any
+// adapter_model.safetensors) to ctx, which holds the base model's weights (decoder.Load, any
 // dtype): every graph built on ctx then runs the adapted model. An adapter that does not fit the
 // base (a target module or modules_to_save the model has not, a tensor of another shape, a
 // missing or unexpected tensor) is an error naming it.
-func Load(ctx *context.Context, cfg *qwen2.Config, dir string) (*Adapter, error) {
+func Load(ctx *context.Context, cfg *decoder.Config, dir string) (*Adapter, error) {
 	c, err := ReadConfig(dir)
 	if err != nil {
 		return nil, err
@@ -37,7 +37,7 @@ func Load(ctx *context.Context, cfg *qwen2.Config, dir string) (*Adapter, error)
 		return nil, err
 	}
 	if err := a.SetWeights(ctx, stored, filepath.Join(dir, WeightsName)); err != nil {
-		qwen2.SetAdapter(ctx, nil)
+		decoder.SetAdapter(ctx, nil)
 		return nil, err
 	}
 	return a, nil
@@ -111,7 +111,7 @@ func (a *Adapter) Merge(ctx *context.Context) error {
 		}
 	}
 	for _, name := range a.saved {
-		scope, vn := qwen2.VarScope(name)
+		scope, vn := decoder.VarScope(name)
 		c, base := ctx.GetVariableByScopeAndName(SavedScope+scope, vn), ctx.GetVariableByScopeAndName(scope, vn)
 		if c == nil || base == nil {
 			return fmt.Errorf("lora merge: %s: missing weight or its trained copy", name)
@@ -124,6 +124,6 @@ func (a *Adapter) Merge(ctx *context.Context) error {
 			return err
 		}
 	}
-	qwen2.SetAdapter(ctx, nil)
+	decoder.SetAdapter(ctx, nil)
 	return nil
 }

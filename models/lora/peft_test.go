@@ -14,8 +14,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
 	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
 
@@ -59,7 +59,7 @@ func readJSON(t *testing.T, path string, v any) {
 }
 
 // maxDiff is the largest |a−b| over the log-probs, the loss and the last logits.
-func maxDiff(t *testing.T, got *qwen2.Report, want peftExpected) float64 {
+func maxDiff(t *testing.T, got *decoder.Report, want peftExpected) float64 {
 	t.Helper()
 	if !slices.EqualFunc(got.TokenPositions, want.TokenPositions, slices.Equal) {
 		t.Fatalf("scored positions %v, want %v", got.TokenPositions, want.TokenPositions)
@@ -88,7 +88,7 @@ func TestPEFT_LoadsPEFTAdaptersWithPEFTsLogProbs(t *testing.T) {
 	const tol = 1e-5
 	for _, c := range PEFTCases {
 		t.Run(c.Name, func(t *testing.T) {
-			ctx, cfg, err := qwen2.Load(filepath.Join(c.Base, "model"), dtypes.Float32)
+			ctx, cfg, err := decoder.Load(filepath.Join(c.Base, "model"), dtypes.Float32)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,11 +106,11 @@ func TestPEFT_LoadsPEFTAdaptersWithPEFTsLogProbs(t *testing.T) {
 			}
 			for _, in := range inputs {
 				name := filepath.Base(in[:len(in)-len(".json")])
-				batch, _, err := qwen2.ReadBatchJSON(in)
+				batch, _, err := decoder.ReadBatchJSON(in)
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := qwen2.Score(b, ctx, cfg, batch, false)
+				res, err := decoder.Score(b, ctx, cfg, batch, false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -119,7 +119,7 @@ func TestPEFT_LoadsPEFTAdaptersWithPEFTsLogProbs(t *testing.T) {
 				readJSON(t, filepath.Join(c.Base, "expected", name+".float64.json"), &base)
 				got := res.Report(batch)
 				d := maxDiff(t, got, want)
-				moved := maxDiff(t, &qwen2.Report{TokenPositions: base.TokenPositions, TokenLogProbs: base.TokenLogProbs,
+				moved := maxDiff(t, &decoder.Report{TokenPositions: base.TokenPositions, TokenLogProbs: base.TokenLogProbs,
 					Loss: base.Loss, LastLogitsFirst8: base.LastLogitsFirst8}, want)
 				t.Logf("%s: max |posttrain − PEFT| %.3g; the adapter moves PEFT's numbers by %.3g from the base's (%s)", name, d, moved, want.Oracle)
 				if !(d <= tol) {
@@ -138,7 +138,7 @@ func TestPEFT_LoadsPEFTAdaptersWithPEFTsLogProbs(t *testing.T) {
 // are byte for byte the committed ones.
 func TestPEFT_PosttrainAdapterIsWhatPosttrainWrites(t *testing.T) {
 	src := filepath.Join(PEFTSet, "posttrain-sft", "adapter")
-	ctx, cfg, err := qwen2.Load("../testdata/qwen2-tiny/model", dtypes.Float32)
+	ctx, cfg, err := decoder.Load("../testdata/qwen2-tiny/model", dtypes.Float32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestPEFT_PosttrainAdapterIsWhatPosttrainWrites(t *testing.T) {
 	}
 	weights := make([]*safetensors.Tensor, len(vars))
 	for i, v := range vars {
-		f, err := qwen2.Float32s(v.MustValue())
+		f, err := decoder.Float32s(v.MustValue())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/loop"
 )
 
@@ -81,7 +81,7 @@ func TestRunRLHF_Miniature(t *testing.T) {
 	if rm.Dir != filepath.Join(o.OutputDir, RLHFDir, "reward-model") {
 		t.Errorf("reward model in %s", rm.Dir)
 	}
-	cfg, err := qwen2.ReadConfig(rm.Dir)
+	cfg, err := decoder.ReadConfig(rm.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

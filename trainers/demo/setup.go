@@ -12,7 +12,7 @@ import (
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // Split is the demo's division of the multiplication problems a×b (a, b in [2, maxFactor]; the
@@ -127,7 +127,7 @@ func WriteBase(dir string, shape ModelShape, seed uint64) (string, error) {
 		return "", fmt.Errorf("demo tokenizer: %w", err)
 	}
 	tok := txt.Tokenizer
-	cfg, err := qwen2.Preset("tiny")
+	cfg, err := decoder.Preset("tiny")
 	if err != nil {
 		return "", err
 	}
@@ -146,8 +146,8 @@ func WriteBase(dir string, shape ModelShape, seed uint64) (string, error) {
 		return "", fmt.Errorf("demo model: %w", err)
 	}
 	base := filepath.Join(dir, "base")
-	gen := &qwen2.GenerationConfig{BOSTokenID: &pad, EOSTokenIDs: []int{eos}, PadTokenID: &pad}
-	if err := qwen2.InitCheckpoint(base, cfg, seed, qwen2.SaveOptions{TokenizerPath: tokDir, Generation: gen, Overwrite: true, WrittenBy: "posttrain demo"}); err != nil {
+	gen := &decoder.GenerationConfig{BOSTokenID: &pad, EOSTokenIDs: []int{eos}, PadTokenID: &pad}
+	if err := decoder.InitCheckpoint(base, cfg, seed, decoder.SaveOptions{TokenizerPath: tokDir, Generation: gen, Overwrite: true, WrittenBy: "posttrain demo"}); err != nil {
 		return "", err
 	}
 	return base, nil

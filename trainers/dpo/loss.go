@@ -367,7 +367,7 @@ func WithNLL(loss, nll *Node, alpha float64) *Node {
 //
 //	logits/chosen = Σ_{b,t} m_bt·Σ_v z_{b,t−1,v} / (V·Σ_{b,t} m_bt)
 //
-// logitSums [B,T] holds Σ_v z at the position that scores token t (qwen2.TargetLogitSums), mask
+// logitSums [B,T] holds Σ_v z at the position that scores token t (decoder.TargetLogitSums), mask
 // [B,T] the completion tokens; → scalar, detached.
 func MeanLogits(logitSums, mask *Node, vocab int) *Node {
 	m := step.FloatMask(mask, logitSums.DType())

@@ -241,7 +241,7 @@ func TestNLL_PerTokenMeanOverTheChosenBatch(t *testing.T) {
 
 // logits/chosen is TRL's logits[loss_mask].mean(): the mean over the completion tokens' scoring
 // logits and the whole vocabulary. Here the logits are written out; MeanLogits gets their sums
-// over the vocabulary at the positions that score each token (qwen2.TargetLogitSums' layout).
+// over the vocabulary at the positions that score each token (decoder.TargetLogitSums' layout).
 func TestMeanLogits_MeanOverTokensAndVocabulary(t *testing.T) {
 	z := [][][]float64{ // [B=2,T=4,V=3]
 		{{0.5, -1, 2}, {3, 0, -0.5}, {1, 1, 1}, {9, 9, 9}},

@@ -11,7 +11,7 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 )
@@ -107,8 +107,8 @@ func (t *Trainer) Loss(ctx *context.Context, inputs named.Inputs, norm *Node) (*
 	ids, pos, mask, scored, ref := in.IDs, in.Pos, in.Mask, in.Loss, in.Ref
 	cfg := t.model.Config
 	b := ids.Shape().Dim(0) / 2
-	h := qwen2.Hidden(ctx, cfg, ids, pos, mask)  // [2B,T,D]
-	lp := qwen2.TargetLogProbs(ctx, cfg, h, ids) // [2B,T]
+	h := decoder.Hidden(ctx, cfg, ids, pos, mask)  // [2B,T,D]
+	lp := decoder.TargetLogProbs(ctx, cfg, h, ids) // [2B,T]
 	var seq *Node
 	switch {
 	case t.cfg.LDAlpha > 0: // TRL: replaces all_logps, the ipo mean included; the reference keeps its own
@@ -133,14 +133,14 @@ func (t *Trainer) Loss(ctx *context.Context, inputs named.Inputs, norm *Node) (*
 		if t.cfg.RPOAlpha > 0 {
 			loss = WithNLL(loss, p.NLL, t.cfg.RPOAlpha)
 		}
-		loss = Weighted(loss, WPOWeights(lp, qwen2.TargetLogSumSquaredProbs(ctx, cfg, h), scored))
+		loss = Weighted(loss, WPOWeights(lp, decoder.TargetLogSumSquaredProbs(ctx, cfg, h), scored))
 	} else {
 		loss, m = Combine(t.cfg.LossType, t.cfg.LossWeights, p, params)
 		if t.cfg.RPOAlpha > 0 {
 			loss = WithNLL(loss, p.NLL, t.cfg.RPOAlpha)
 		}
 	}
-	sums := StopGradient(qwen2.TargetLogitSums(ctx, cfg, h)) // [2B,T]
+	sums := StopGradient(decoder.TargetLogitSums(ctx, cfg, h)) // [2B,T]
 	metrics := m.Named()
 	metrics["logits/chosen"] = MeanLogits(half(sums, 0), half(scored, 0), cfg.VocabSize)
 	metrics["logits/rejected"] = MeanLogits(half(sums, 1), half(scored, 1), cfg.VocabSize)

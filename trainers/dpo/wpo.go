@@ -15,7 +15,7 @@ import (
 //	weight = min(exp(w(y_w) + w(y_l)), 1)
 //
 // where lp_t = log π(y_t | …) scores token t, q_t = log Σ_v π(v | …)² is the log collision
-// probability of the distribution that scores token t (qwen2.TargetLogSumSquaredProbs), and m the
+// probability of the distribution that scores token t (decoder.TargetLogSumSquaredProbs), and m the
 // completion mask. The m_{t+1} on lp is TRL's: its per-token log-probs are already rolled one
 // position right when it subtracts `logsumexp(2·logprobs)` at the unrolled positions and applies
 // the unrolled loss mask, so the log-prob term covers the completion's tokens but the last (and

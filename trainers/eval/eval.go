@@ -11,9 +11,9 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
 // Greedy returns the greedy completion text (special tokens skipped) of every conversational
@@ -26,7 +26,7 @@ func Greedy(b backends.Backend, dir string, prompts [][]chat.Message, maxNew, ba
 // GreedyAdapter is Greedy with the PEFT LoRA adapter saved in adapter (models/lora) on the
 // checkpoint in dir; "" is the checkpoint alone.
 func GreedyAdapter(b backends.Backend, dir, adapter string, prompts [][]chat.Message, maxNew, batch int) ([]string, error) {
-	ctx, cfg, err := qwen2.Load(dir, dtypes.Float32)
+	ctx, cfg, err := decoder.Load(dir, dtypes.Float32)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func GreedyAdapter(b backends.Backend, dir, adapter string, prompts [][]chat.Mes
 	if batch <= 0 {
 		batch = max(len(rendered), 1)
 	}
-	gen := generate.NewGenerator(b, ctx, qwen2.Arch{Config: cfg})
+	gen := generate.NewGenerator(b, ctx, decoder.Arch{Config: cfg})
 	defer gen.Finalize()
 	out := make([]string, 0, len(rendered))
 	for lo := 0; lo < len(rendered); lo += batch {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
@@ -31,7 +31,7 @@ func trainTo(t *testing.T, c *config.GRPO) map[string][]float32 {
 	if _, err := tr.Train(stdctx.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := qwen2.ExportWeights(m.Ctx, m.Config, "F32")
+	ws, err := decoder.ExportWeights(m.Ctx, m.Config, "F32")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
 	"github.com/posttrain/posttrain/trainers/rollout"
@@ -38,7 +38,7 @@ type MicroBatch[T any] struct {
 // lossSpec is what the compiled GRPO step needs to know about the run; all of it is fixed for
 // the run, so it is captured as Go values (one graph per batch shape).
 type lossSpec struct {
-	Model         *qwen2.Config
+	Model         *decoder.Config
 	CompletionLen int
 	Temperature   float64
 	Params        Params
@@ -61,7 +61,7 @@ type lossSpec struct {
 // It is on-policy (π_old is the detached current policy: ρ = 1), with token-level ratios and no
 // entropy mask. The loss takes the trainer's inputs, MicroBatch (old log-probs unused, reference
 // unused when p.Beta is 0).
-func MicroBatchLoss(model *qwen2.Config, completionLen int, temperature float64, p Params, lossType string,
+func MicroBatchLoss(model *decoder.Config, completionLen int, temperature float64, p Params, lossType string,
 	gradAccum int) (loss loop.LossFunc, stepNorm func(rows, tokens int) float64) {
 	sp := &lossSpec{Model: model, CompletionLen: completionLen, Temperature: temperature, Params: p, Ratio: TokenRatio,
 		LossType: lossType, GradAccum: gradAccum}
@@ -135,7 +135,7 @@ func (sp *lossSpec) scoreGraph(ctx *context.Context, nodes named.Inputs) map[str
 // baseScoreGraph is scoreGraph under the base model: the policy's adapter disabled (TRL's
 // reference under PEFT, model.disable_adapter()).
 func (sp *lossSpec) baseScoreGraph(ctx *context.Context, nodes named.Inputs) map[string]*Node {
-	qwen2.DisableAdapter(ctx, nodes.Values[0].Graph())
+	decoder.DisableAdapter(ctx, nodes.Values[0].Graph())
 	return sp.scoreGraph(ctx, nodes)
 }
 

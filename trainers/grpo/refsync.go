@@ -12,7 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/loop"
 )
@@ -119,7 +119,7 @@ func float32s(v *context.Variable) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	return qwen2.Float32s(val)
+	return decoder.Float32s(val)
 }
 
 // setReference sets a reference weight (its master under bf16, and the bfloat16 copy) to w.

@@ -13,8 +13,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rollout"
@@ -172,7 +172,7 @@ func OffPolicy(cfg *config.GRPO) bool {
 func (t *Trainer) compile() error {
 	c, m := t.cfg, t.s.Model
 	var err error
-	t.gen = generate.NewGenerator(t.s.Backend, m.Ctx, qwen2.Arch{Config: m.Config})
+	t.gen = generate.NewGenerator(t.s.Backend, m.Ctx, decoder.Arch{Config: m.Config})
 	if t.spec.OffPolicy {
 		if t.oldEval, err = step.NewContextEval(t.s.Backend, m.Ctx, t.spec.scoreGraph); err != nil {
 			return fmt.Errorf("grpo: old log-probs: %w", err)

@@ -16,7 +16,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 )
@@ -45,14 +45,14 @@ var testBackend = sync.OnceValue(backend.MustNewForTests)
 
 func tinyModel(t *testing.T, seed uint64) *loop.Model {
 	t.Helper()
-	cfg, err := qwen2.ParseConfig([]byte(`{"model_type":"qwen2","vocab_size":16,"hidden_size":16,"intermediate_size":32,
+	cfg, err := decoder.ParseConfig([]byte(`{"model_type":"qwen2","vocab_size":16,"hidden_size":16,"intermediate_size":32,
 		"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"rms_norm_eps":1e-6,"rope_theta":10000,
 		"tie_word_embeddings":true,"max_position_embeddings":64,"initializer_range":0.1,"eos_token_id":0}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.New()
-	if err := qwen2.InitWeights(ctx, cfg, seed, dtypes.Float32); err != nil {
+	if err := decoder.InitWeights(ctx, cfg, seed, dtypes.Float32); err != nil {
 		t.Fatal(err)
 	}
 	return &loop.Model{Config: cfg, Ctx: ctx, DType: dtypes.Float32}

@@ -11,7 +11,7 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/step"
@@ -160,19 +160,19 @@ func (t *Trainer) Loss(ctx *context.Context, inputs named.Inputs, norm *Node) (*
 	}
 	ids, pos, mask, scored, ref, good := in.IDs, in.Pos, in.Mask, in.Loss, in.Ref, in.Desirable
 	b := ids.Shape().Dim(0)
-	h := qwen2.Hidden(ctx, cfg, ids, pos, mask)
-	policy := SeqLogProbs(qwen2.TargetLogProbs(ctx, cfg, h, ids), scored)
+	h := decoder.Hidden(ctx, cfg, ids, pos, mask)
+	policy := SeqLogProbs(decoder.TargetLogProbs(ctx, cfg, h, ids), scored)
 	hp := Config{Beta: t.cfg.Beta, DesirableWeight: t.cfg.DesirableWeight, UndesirableWeight: t.cfg.UndesirableWeight}
 	var loss *Node
 	var m Metrics
 	if t.withKL() {
-		policyKL := StopGradient(SeqLogProbs(qwen2.TokenLogProbs(ctx, cfg, in.KL.IDs, in.KL.Pos, in.KL.Mask), in.KL.Loss))
+		policyKL := StopGradient(SeqLogProbs(decoder.TokenLogProbs(ctx, cfg, in.KL.IDs, in.KL.Pos, in.KL.Mask), in.KL.Loss))
 		loss, m = Loss(policy, ref, good, ReferencePoint(policyKL, in.RefKL), hp)
 	} else {
 		loss, m = APOZeroUnpairedLoss(policy, ref, good, hp)
 	}
 	p := StopGradient(policy)
-	logits := RowLogitSums(qwen2.LogitSums(ctx, cfg, h), mask)
+	logits := RowLogitSums(decoder.LogitSums(ctx, cfg, h), mask)
 	bad := LogicalNot(good)
 	metrics := map[string]*Node{
 		"rewards/chosen_sum": m.RewardsChosenSum, "rewards/rejected_sum": m.RewardsRejectedSum,

@@ -10,8 +10,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/config"
 )
@@ -173,7 +173,7 @@ func (m *Model) adapterTensors() ([]*safetensors.Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := qwen2.Float32s(t)
+		f, err := decoder.Float32s(t)
 		if err != nil {
 			return nil, err
 		}
@@ -196,7 +196,7 @@ func (m *Model) saveAdapter(dir string) error {
 	if m.Dir == "" {
 		return nil
 	}
-	if err := qwen2.CopyTokenizer(dir, m.Dir); err != nil {
+	if err := decoder.CopyTokenizer(dir, m.Dir); err != nil {
 		return err
 	}
 	if m.Text == nil {

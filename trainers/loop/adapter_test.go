@@ -15,8 +15,8 @@ import (
 
 	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/data/mult"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
@@ -46,12 +46,12 @@ func newLoRARun(t *testing.T, m *loop.Model, b backends.Backend) *loraRun {
 		t.Fatal(err)
 	}
 	t.Cleanup(opt.Close)
-	batch, _, err := qwen2.ReadBatchJSON(filepath.Join(referenceFixture, "inputs", "left_pad.json"))
+	batch, _, err := decoder.ReadBatchJSON(filepath.Join(referenceFixture, "inputs", "left_pad.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &loraRun{m: m, opt: opt, rows: loop.Rows{IDs: batch.IDs, Mask: batch.Mask, Pos: qwen2.PositionIDs(batch.Mask),
-		Loss: qwen2.ScoredMask(batch.Mask, batch.CompletionStart)}}
+	r := &loraRun{m: m, opt: opt, rows: loop.Rows{IDs: batch.IDs, Mask: batch.Mask, Pos: decoder.PositionIDs(batch.Mask),
+		Loss: decoder.ScoredMask(batch.Mask, batch.CompletionStart)}}
 	for _, row := range r.rows.Loss {
 		for _, s := range row {
 			r.n += float64(s)
@@ -84,7 +84,7 @@ func peftModel(t *testing.T, c lora.Config, bf16 bool) *loop.Model {
 
 func values(t *testing.T, v *context.Variable) []float32 {
 	t.Helper()
-	f, err := qwen2.Float32s(v.MustValue())
+	f, err := decoder.Float32s(v.MustValue())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,17 +6,17 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
 	"github.com/posttrain/posttrain/data/encode"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // LoadClassifier reads a checkpoint directory as a sequence-classification model of numLabels
 // outputs for training (a reward model: 1), as AutoModelForSequenceClassification.from_pretrained
 // does: a *ForSequenceClassification checkpoint as it is, a causal LM without its LM head and
-// with a new score head drawn from seed (qwen2.LoadClassifier; fresh reports it). Saved, it is
+// with a new score head drawn from seed (decoder.LoadClassifier; fresh reports it). Saved, it is
 // a *ForSequenceClassification checkpoint (config.json's architectures, id2label, pad_token_id;
 // the score.weight tensor).
 func LoadClassifier(dir string, bf16 bool, numLabels int, seed uint64) (m *Model, fresh bool, err error) {
-	ctx, cfg, fresh, err := qwen2.LoadClassifier(dir, dtypes.Float32, numLabels, seed)
+	ctx, cfg, fresh, err := decoder.LoadClassifier(dir, dtypes.Float32, numLabels, seed)
 	if err != nil {
 		return nil, false, err
 	}

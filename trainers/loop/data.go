@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // Order is the order of the examples in pass epoch: a permutation of [0, n) drawn from the seed
@@ -49,7 +49,7 @@ func PadRows(rows [][]int32, lossFrom []int, t int) Rows {
 			}
 		}
 	}
-	r.Pos = qwen2.PositionIDs(r.Mask)
+	r.Pos = decoder.PositionIDs(r.Mask)
 	return r
 }
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
@@ -27,7 +27,7 @@ import (
 func TestRun_FamiliesResumeEqualsStraight(t *testing.T) {
 	for _, fixture := range looptest.Fixtures {
 		dir := looptest.Fixture(t, fixture)
-		base, err := qwen2.ReadConfig(dir)
+		base, err := decoder.ReadConfig(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestRun_FamiliesResumeEqualsStraight(t *testing.T) {
 func TestRun_FamiliesDPOKTO(t *testing.T) {
 	for _, fixture := range looptest.Fixtures[:2] {
 		dir := looptest.Fixture(t, fixture)
-		base, err := qwen2.ReadConfig(dir)
+		base, err := decoder.ReadConfig(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func TestRun_FamiliesDPOKTO(t *testing.T) {
 
 // checkFamilyKept loads the trained model in out and checks that its config is base's family
 // with base's options and its weights differ from those of the checkpoint in dir.
-func checkFamilyKept(t *testing.T, base *qwen2.Config, out, dir string) {
+func checkFamilyKept(t *testing.T, base *decoder.Config, out, dir string) {
 	t.Helper()
 	m := looptest.Load(t, out, false)
 	got := m.Config

@@ -10,7 +10,7 @@ import (
 
 	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
@@ -34,7 +34,7 @@ func SequenceLogProbs(backend backends.Backend, m *Model, rows []encode.Encoded,
 
 // ReferenceLogProbs is SequenceLogProbs under the reference policy π_ref of DPO and KTO: the
 // model's current weights (the starting ones, called before training), with its adapter
-// disabled (qwen2.DisableAdapter) when it has one, as TRL's null_ref_context does under PEFT: no
+// disabled (decoder.DisableAdapter) when it has one, as TRL's null_ref_context does under PEFT: no
 // second copy of the weights.
 func ReferenceLogProbs(backend backends.Backend, m *Model, rows []encode.Encoded, batch int) (sums, means []float32, err error) {
 	return sequenceLogProbs(backend, m, rows, batch, true)
@@ -45,9 +45,9 @@ func sequenceLogProbs(backend backends.Backend, m *Model, rows []encode.Encoded,
 	ev, err := step.NewContextEval(backend, m.Ctx.Reuse(), func(ctx *context.Context, in named.Inputs) map[string]*graph.Node {
 		r := named.Bind[RowInputs[*graph.Node]](in)
 		if reference {
-			qwen2.DisableAdapter(ctx, r.IDs.Graph())
+			decoder.DisableAdapter(ctx, r.IDs.Graph())
 		}
-		lp := qwen2.TokenLogProbs(ctx, cfg, r.IDs, r.Pos, r.Mask)
+		lp := decoder.TokenLogProbs(ctx, cfg, r.IDs, r.Pos, r.Mask)
 		return map[string]*graph.Node{"sums": step.SeqSum(lp, r.Loss), "means": step.SeqMean(lp, r.Loss)}
 	})
 	if err != nil {

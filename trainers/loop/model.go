@@ -11,12 +11,12 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/models/qwen2"
 )
 
-// Model is a checkpoint of a supported family (qwen2.Families) loaded for training: its weights
-// as variables of Ctx at the HF scopes (qwen2.VarScope), in the compute dtype, plus its text side
+// Model is a checkpoint of a supported family (decoder.Families) loaded for training: its weights
+// as variables of Ctx at the HF scopes (decoder.VarScope), in the compute dtype, plus its text side
 // (data/encode: tokenizer, chat template, EOS), which Save writes back with the weights.
 //
 // Under bf16 the variables at the HF scopes hold bfloat16 copies that the forward and backward
@@ -24,7 +24,7 @@ import (
 // the masters (and its float32 state) and rewrites the bfloat16 copies from them after each step.
 type Model struct {
 	Dir    string // the checkpoint directory the weights were read from
-	Config *qwen2.Config
+	Config *decoder.Config
 	Ctx    *context.Context
 	DType  dtypes.DType // compute dtype: Float32, or BFloat16 with float32 masters
 	// Text is the checkpoint's tokenizer and chat template, with the run's replacements (SFT's
@@ -51,7 +51,7 @@ const MasterScope = "/posttrain/master"
 // LoadModel reads a checkpoint directory (config.json, safetensors weights, tokenizer.json,
 // tokenizer_config.json) for training; bf16 selects bfloat16 compute with float32 masters.
 func LoadModel(dir string, bf16 bool) (*Model, error) {
-	ctx, cfg, err := qwen2.Load(dir, dtypes.Float32)
+	ctx, cfg, err := decoder.Load(dir, dtypes.Float32)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (m *Model) Params() ([]*context.Variable, []string, error) {
 	var vars []*context.Variable
 	var names []string
 	for _, s := range m.Config.Tensors() {
-		scope, name := qwen2.VarScope(s.Name)
+		scope, name := decoder.VarScope(s.Name)
 		v := m.Ctx.GetVariableByScopeAndName(m.Prefix+scope, name)
 		if v == nil {
 			return nil, nil, fmt.Errorf("model: no variable for %s", s.Name)
@@ -123,7 +123,7 @@ func (m *Model) ToBF16() error {
 }
 
 func toBF16(t *tensors.Tensor) *tensors.Tensor {
-	f, _ := qwen2.Float32s(t)
+	f, _ := decoder.Float32s(t)
 	bf := make([]bfloat16.BFloat16, len(f))
 	for i, x := range f {
 		bf[i] = bfloat16.FromFloat32(x)
@@ -190,15 +190,15 @@ func (m *Model) Save(dir string) error {
 	if err != nil {
 		return err
 	}
-	cfg, opts := m.Config, qwen2.SaveOptions{DType: "F32", TokenizerPath: m.Dir, BaseDir: m.Dir}
+	cfg, opts := m.Config, decoder.SaveOptions{DType: "F32", TokenizerPath: m.Dir, BaseDir: m.Dir}
 	if m.Text != nil {
 		if id, ok := m.Text.ConfigEOS(); ok {
-			gen, err := qwen2.ReadGenerationConfig(m.Dir)
+			gen, err := decoder.ReadGenerationConfig(m.Dir)
 			if err != nil {
 				return err
 			}
 			if gen == nil {
-				gen = &qwen2.GenerationConfig{BOSTokenID: m.Config.BOSTokenID}
+				gen = &decoder.GenerationConfig{BOSTokenID: m.Config.BOSTokenID}
 			}
 			g := *gen
 			g.EOSTokenIDs = []int{id}
@@ -208,7 +208,7 @@ func (m *Model) Save(dir string) error {
 			cfg = &c
 		}
 	}
-	if err := qwen2.WriteModel(dir, ctx, cfg, opts); err != nil {
+	if err := decoder.WriteModel(dir, ctx, cfg, opts); err != nil {
 		return err
 	}
 	if err := m.saveValue(dir); err != nil {

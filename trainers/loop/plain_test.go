@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
@@ -26,12 +26,12 @@ func TestOptimizer_PlainStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer opt.Close()
-	batch, _, err := qwen2.ReadBatchJSON(filepath.Join(referenceFixture, "inputs/left_pad.json"))
+	batch, _, err := decoder.ReadBatchJSON(filepath.Join(referenceFixture, "inputs/left_pad.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := loop.Rows{IDs: batch.IDs, Mask: batch.Mask, Pos: qwen2.PositionIDs(batch.Mask),
-		Loss: qwen2.ScoredMask(batch.Mask, batch.CompletionStart)}
+	rows := loop.Rows{IDs: batch.IDs, Mask: batch.Mask, Pos: decoder.PositionIDs(batch.Mask),
+		Loss: decoder.ScoredMask(batch.Mask, batch.CompletionStart)}
 	if _, _, err := opt.Micro(rows.Inputs(), 1); err != nil {
 		t.Fatal(err)
 	}

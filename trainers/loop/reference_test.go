@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
@@ -83,12 +83,12 @@ func adamwTrajectory(t *testing.T, ref *adamwReference) (losses, norms []float64
 		t.Fatal(err)
 	}
 	defer opt.Close()
-	batch, _, err := qwen2.ReadBatchJSON(filepath.Join(referenceFixture, ref.Input))
+	batch, _, err := decoder.ReadBatchJSON(filepath.Join(referenceFixture, ref.Input))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := loop.Rows{IDs: batch.IDs, Mask: batch.Mask, Pos: qwen2.PositionIDs(batch.Mask),
-		Loss: qwen2.ScoredMask(batch.Mask, batch.CompletionStart)}
+	rows := loop.Rows{IDs: batch.IDs, Mask: batch.Mask, Pos: decoder.PositionIDs(batch.Mask),
+		Loss: decoder.ScoredMask(batch.Mask, batch.CompletionStart)}
 	_, names, err := m.Params()
 	if err != nil {
 		t.Fatal(err)

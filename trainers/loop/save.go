@@ -13,8 +13,8 @@ import (
 	"github.com/posttrain/posttrain/internal/fsmode"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/internal/tensorboard"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/config"
 )
@@ -41,7 +41,7 @@ var RunFiles = checkpoint.Run{
 	Files: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName, tensorboard.RunsDir},
 	Marks: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl"},
 	Model: append([]string{CardName, "model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
-		qwen2.ConfigFileName, qwen2.GenerationConfigFileName, lora.ConfigName, lora.WeightsName, ValueDir}, qwen2.TokenizerFiles...),
+		decoder.ConfigFileName, decoder.GenerationConfigFileName, lora.ConfigName, lora.WeightsName, ValueDir}, decoder.TokenizerFiles...),
 }
 
 // CheckOutputDir checks, before any work, what the driver checks again when it starts
@@ -269,7 +269,7 @@ func (o *Optimizer) WriteState(path string) error {
 			if err != nil {
 				return err
 			}
-			f, err := qwen2.Float32s(v)
+			f, err := decoder.Float32s(v)
 			if err != nil {
 				return err
 			}

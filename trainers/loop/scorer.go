@@ -9,20 +9,20 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/step"
 )
 
 // ScoreInputs are token rows as a reward model's graph takes them: ids, HF position ids and
 // attention mask [N,T] int32, right-padded, and the position each row is scored at [N] int32
-// (qwen2.LastNonPad). T is any on the host and *graph.Node in the graph.
+// (decoder.LastNonPad). T is any on the host and *graph.Node in the graph.
 type ScoreInputs[T any] struct{ IDs, Pos, Mask, Last T }
 
-// ScoreRows lays out token rows for qwen2.Rewards: right-padded to a shape bucket, each scored
+// ScoreRows lays out token rows for decoder.Rewards: right-padded to a shape bucket, each scored
 // at its last token that is not pad (the model's pad_token_id).
 func ScoreRows(rows [][]int32, pad *int) ScoreInputs[any] {
 	r := PadRows(rows, make([]int, len(rows)), Bucket(MaxLen(rows)))
-	return ScoreInputs[any]{IDs: r.IDs, Pos: r.Pos, Mask: r.Mask, Last: qwen2.LastNonPad(r.IDs, r.Mask, pad)}
+	return ScoreInputs[any]{IDs: r.IDs, Pos: r.Pos, Mask: r.Mask, Last: decoder.LastNonPad(r.IDs, r.Mask, pad)}
 }
 
 // Scorer runs a reward model forward-only on batches of token rows (GRPO's --reward-model,
@@ -46,7 +46,7 @@ func NewScorer(backend backends.Backend, m *Model, batch int) (*Scorer, error) {
 	cfg := m.Config
 	ev, err := step.NewContextEval(backend, m.Ctx.Reuse(), func(ctx *context.Context, in named.Inputs) map[string]*Node {
 		r := named.Bind[ScoreInputs[*Node]](in)
-		return map[string]*Node{"rewards": qwen2.Rewards(ctx, cfg, r.IDs, r.Pos, r.Mask, r.Last)}
+		return map[string]*Node{"rewards": decoder.Rewards(ctx, cfg, r.IDs, r.Pos, r.Mask, r.Last)}
 	})
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func NewScorer(backend backends.Backend, m *Model, batch int) (*Scorer, error) {
 	return &Scorer{Model: m, batch: batch, eval: ev}, nil
 }
 
-func describeHead(c *qwen2.Config) string {
+func describeHead(c *decoder.Config) string {
 	if c.IsClassifier() {
 		return fmt.Sprintf("num_labels %d", c.NumLabels)
 	}
@@ -67,7 +67,7 @@ func describeHead(c *qwen2.Config) string {
 // with; a checkpoint without one gets the tokenizer's pad_token, else its eos_token, as TRL's
 // GRPOTrainer gives a reward model.
 func LoadScorer(backend backends.Backend, dir string, bf16 bool, batch int) (*Scorer, error) {
-	cfg, err := qwen2.ReadConfig(dir)
+	cfg, err := decoder.ReadConfig(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rollout"
 )
@@ -28,7 +28,7 @@ type MicroBatch[T any] struct {
 
 // spec is what the compiled graphs need to know about the run.
 type spec struct {
-	Policy, Value *qwen2.Config
+	Policy, Value *decoder.Config
 	ResponseLen   int
 	Temperature   float64 // the divisor of the logits: temperature + 1e-7, as TRL
 	Params        LossParams
@@ -46,9 +46,9 @@ func (sp *spec) responseValues(ctx *context.Context, in rollout.Sequences[*Node]
 	s := in.IDs.Shape().Dim(1)
 	p := s - sp.ResponseLen
 	vctx := ctx.InAbsPath(loop.ValueScope)
-	hidden := qwen2.Hidden(vctx, sp.Value, in.IDs, in.Pos, in.Attn)
+	hidden := decoder.Hidden(vctx, sp.Value, in.IDs, in.Pos, in.Attn)
 	h := Slice(hidden, AxisRange(), AxisRange(p-1, s-1)) // [B,R,D]
-	v := qwen2.TokenScores(vctx, sp.Value, h)            // [B,R,1]
+	v := decoder.TokenScores(vctx, sp.Value, h)          // [B,R,1]
 	return Reshape(v, v.Shape().Dim(0), sp.ResponseLen)
 }
 

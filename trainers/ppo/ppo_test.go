@@ -15,7 +15,7 @@ import (
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -234,8 +234,8 @@ func TestPPO_ValueModelTrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := sv[qwen2.ScoreWeight].Float32s()
-	b, _ := rv[qwen2.ScoreWeight].Float32s()
+	a, _ := sv[decoder.ScoreWeight].Float32s()
+	b, _ := rv[decoder.ScoreWeight].Float32s()
 	if len(a) == 0 || slices.Equal(a, b) {
 		t.Errorf("the value model's score head did not change (%d values)", len(a))
 	}

@@ -26,8 +26,8 @@ import (
 	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/models/qwen2"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rollout"
@@ -158,7 +158,7 @@ func New(s Setup) (*Trainer, error) {
 
 func (t *Trainer) compile() error {
 	m := t.s.Model
-	t.gen = generate.NewGenerator(t.s.Backend, m.Ctx, qwen2.Arch{Config: m.Config})
+	t.gen = generate.NewGenerator(t.s.Backend, m.Ctx, decoder.Arch{Config: m.Config})
 	ref, err := loop.CloneWeights(m.Ctx) // the frozen reference: the starting policy
 	if err != nil {
 		return fmt.Errorf("ppo: %w", err)

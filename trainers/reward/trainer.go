@@ -18,7 +18,7 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 )
@@ -142,7 +142,7 @@ func (t *Trainer) Batch(idx []int) (named.Feed, error) {
 // step average over all its pairs, and TRL's metrics (Metrics).
 func (t *Trainer) Loss(ctx *context.Context, inputs named.Inputs, norm *Node) (*Node, map[string]*Node) {
 	in := named.Bind[Inputs[*Node]](inputs)
-	r := qwen2.Rewards(ctx, t.model.Config, in.IDs, in.Pos, in.Mask, in.Last) // [2B]
+	r := decoder.Rewards(ctx, t.model.Config, in.IDs, in.Pos, in.Mask, in.Last) // [2B]
 	b := r.Shape().Dim(0) / 2
 	chosen, rejected := Slice(r, AxisRange(0, b)), Slice(r, AxisRange(b, 2*b))
 	loss := Loss(chosen, rejected, in.Margin, t.cfg.CenterRewardsCoefficient)

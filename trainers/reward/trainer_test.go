@@ -24,7 +24,7 @@ import (
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/internal/tinymodel"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
@@ -305,7 +305,7 @@ func TestReward_ResumeIsExact(t *testing.T) {
 				}
 			}
 			looptest.SameMetrics(t, filepath.Join(straight, runlog.MetricsName), filepath.Join(resumed, runlog.MetricsName))
-			cfg, err := qwen2.ReadConfig(straight)
+			cfg, err := decoder.ReadConfig(straight)
 			if err != nil || cfg.NumLabels != 1 || cfg.PadTokenID == nil || *cfg.PadTokenID != tinymodel.EndOfText {
 				t.Errorf("saved config: %+v, %v; want num_labels 1, pad_token_id %d", cfg, err, tinymodel.EndOfText)
 			}

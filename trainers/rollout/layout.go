@@ -8,7 +8,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // A rollout batch is laid out as TRL lays it out (grpo_trainer.py L1379-1384, ppo_trainer.py's
@@ -32,7 +32,7 @@ type Layout struct {
 	// ByID: TRL's PPO forward()/get_reward(): attention = ids ≠ Pad (a generated pad id too), the
 	// pads' ids replaced by 0, position ids the exclusive cumsum of the attention. Otherwise
 	// (GRPO): attention = the prompt's and the completion's tokens, position ids HF's
-	// cumsum(attn)−1 (qwen2.PositionIDs).
+	// cumsum(attn)−1 (decoder.PositionIDs).
 	ByID bool
 }
 
@@ -71,7 +71,7 @@ func (l Layout) Sequences(prompts, completions [][]int32) (Sequences[any], error
 		ids, attn = append(ids, row), append(attn, a)
 	}
 	if !l.ByID {
-		pos = qwen2.PositionIDs(attn)
+		pos = decoder.PositionIDs(attn)
 	}
 	return Sequences[any]{IDs: ids, Pos: pos, Attn: attn}, nil
 }
@@ -81,17 +81,17 @@ func (l Layout) Sequences(prompts, completions [][]int32) (Sequences[any], error
 // by the sampling temperature before scoring, TRL #4159; PPO's T is temperature + 1e-7) and the
 // entropy of that distribution −Σ_v p_v log p_v [B,C] (detached, for the entropy metrics). Only
 // the completion positions go through the LM head, chunk by chunk, so at most cfg.ChunkLen's
-// bound of logits (qwen2.DefaultChunkElements) exist at once.
-func CompletionLogProbs(ctx *context.Context, cfg *qwen2.Config, in Sequences[*Node], completionLen int, temperature float64) (logps, entropy *Node) {
+// bound of logits (decoder.DefaultChunkElements) exist at once.
+func CompletionLogProbs(ctx *context.Context, cfg *decoder.Config, in Sequences[*Node], completionLen int, temperature float64) (logps, entropy *Node) {
 	g := in.IDs.Graph()
 	b, s := in.IDs.Shape().Dim(0), in.IDs.Shape().Dim(1)
 	p := s - completionLen
-	hidden := qwen2.Hidden(ctx, cfg, in.IDs, in.Pos, in.Attn)                          // [B,S,D]
+	hidden := decoder.Hidden(ctx, cfg, in.IDs, in.Pos, in.Attn)                        // [B,S,D]
 	h := Slice(hidden, AxisRange(), AxisRange(p-1, s-1))                               // [B,C,D]: predicts P..S-1
 	targets := ConvertDType(Slice(in.IDs, AxisRange(), AxisRange(p, s)), dtypes.Int32) // [B,C]
 	var lps, ents []*Node
-	qwen2.ForEachChunk(h, cfg.ChunkLen(b, completionLen), func(start, end int, hc *Node) {
-		logits := qwen2.Logits(ctx, cfg, hc) // [B,c,V] float32
+	decoder.ForEachChunk(h, cfg.ChunkLen(b, completionLen), func(start, end int, hc *Node) {
+		logits := decoder.Logits(ctx, cfg, hc) // [B,c,V] float32
 		if temperature != 1 {
 			logits = DivScalar(logits, temperature)
 		}

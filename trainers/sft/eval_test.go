@@ -16,7 +16,7 @@ import (
 
 // eval_loss is transformers' evaluation_loop value: each eval batch's mean NLL over its scored
 // tokens, weighted by its rows: 7 rows in batches of 3 (3, 3, 1), computed batch by batch with
-// qwen2.TargetLogProbs (Trainer.BatchNLL), before training (eval_on_start) and after the last
+// decoder.TargetLogProbs (Trainer.BatchNLL), before training (eval_on_start) and after the last
 // step (eval_strategy epoch ends inside a pass at max_steps). It differs from the token-weighted
 // mean over the set (checked, so that the test tells the two rules apart).
 func TestSFTEval_LossIsMeanNLL(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 )
 
 // Packing as TRL v0.24's SFTTrainer does it (trl/data_utils.py pack_dataset, _pack_bfd,
@@ -129,5 +129,5 @@ func packedBatch(rows []example, rowLen int) named.Feed {
 			}
 		}
 	}
-	return named.Of[any](packedInputs[any]{IDs: ids, Pos: qwen2.SegmentPositionIDs(seg), Segments: seg, Loss: loss})
+	return named.Of[any](packedInputs[any]{IDs: ids, Pos: decoder.SegmentPositionIDs(seg), Segments: seg, Loss: loss})
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/step"
@@ -334,23 +334,23 @@ func (t *Trainer) Loss(ctx *context.Context, in named.Inputs, norm *Node) (*Node
 func (t *Trainer) hidden(ctx *context.Context, in named.Inputs) (h, ids, scored *Node) {
 	if t.rowLen > 0 {
 		p := named.Bind[packedInputs[*Node]](in)
-		return qwen2.HiddenSegments(ctx, t.model.Config, p.IDs, p.Pos, p.Segments), p.IDs, p.Loss
+		return decoder.HiddenSegments(ctx, t.model.Config, p.IDs, p.Pos, p.Segments), p.IDs, p.Loss
 	}
 	r := named.Bind[loop.RowInputs[*Node]](in)
-	return qwen2.Hidden(ctx, t.model.Config, r.IDs, r.Pos, r.Mask), r.IDs, r.Loss
+	return decoder.Hidden(ctx, t.model.Config, r.IDs, r.Pos, r.Mask), r.IDs, r.Loss
 }
 
-// HeadStats is qwen2.TargetLogProbs plus, from the same chunks of logits, whether the argmax
+// HeadStats is decoder.TargetLogProbs plus, from the same chunks of logits, whether the argmax
 // predicts the token and the entropy of the predictive distribution: ids [B,S], hidden [B,S,D]
 // → lp [B,S] float32 (0 at t = 0), correct [B,S] bool, entropy [B,S] float32 (no gradient).
-func HeadStats(ctx *context.Context, cfg *qwen2.Config, hidden, ids *Node) (lp, correct, entropy *Node) {
+func HeadStats(ctx *context.Context, cfg *decoder.Config, hidden, ids *Node) (lp, correct, entropy *Node) {
 	g := ids.Graph()
 	b, s := ids.Shape().Dim(0), ids.Shape().Dim(1)
 	h := Slice(hidden, AxisRange(), AxisRange(0, s-1)) // [B,S-1,D]: predicts t+1
 	next := ConvertDType(Slice(ids, AxisRange(), AxisRange(1, s)), dtypes.Int32)
 	var lps, oks, ents []*Node
-	qwen2.ForEachChunk(h, cfg.ChunkLen(b, s-1), func(start, end int, hc *Node) {
-		logits := qwen2.Logits(ctx, cfg, hc) // [B,c,V]
+	decoder.ForEachChunk(h, cfg.ChunkLen(b, s-1), func(start, end int, hc *Node) {
+		logits := decoder.Logits(ctx, cfg, hc) // [B,c,V]
 		lsm := LogSoftmax(logits, -1)
 		tgt := Slice(next, AxisRange(), AxisRange(start, end))
 		idx := shapes.Make(dtypes.Int32, b, end-start)
@@ -385,7 +385,7 @@ func (t *Trainer) BatchNLL(backend backends.Backend, batch int) (sums, counts []
 	cfg := t.model.Config
 	ev, err := step.NewContextEval(backend, t.model.Ctx.Reuse(), func(ctx *context.Context, in named.Inputs) map[string]*Node {
 		h, ids, scored := t.hidden(ctx, in)
-		lp := qwen2.TargetLogProbs(ctx, cfg, h, ids)
+		lp := decoder.TargetLogProbs(ctx, cfg, h, ids)
 		m := ConvertDType(scored, lp.DType())
 		return map[string]*Node{"sum": ConvertDType(ReduceAllSum(Mul(lp, m)), dtypes.Float64),
 			"count": ConvertDType(ReduceAllSum(m), dtypes.Float64)}

@@ -22,7 +22,7 @@ import (
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/internal/tinymodel"
-	"github.com/posttrain/posttrain/models/qwen2"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/step"
@@ -150,7 +150,7 @@ func FullLogits(t testing.TB, b backends.Backend, m *loop.Model, inputs named.Fe
 	cfg := m.Config
 	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in named.Inputs) map[string]*Node {
 		r := named.Bind[tokens[*Node]](in)
-		z := qwen2.Logits(ctx, cfg, qwen2.Hidden(ctx, cfg, r.IDs, r.Pos, r.Mask))
+		z := decoder.Logits(ctx, cfg, decoder.Hidden(ctx, cfg, r.IDs, r.Pos, r.Mask))
 		return map[string]*Node{"logits": z, "log_softmax": LogSoftmax(z, -1)}
 	})
 	if err != nil {

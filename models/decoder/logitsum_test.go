@@ -1,0 +1,65 @@
+package decoder
+
+import (
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/posttrain/posttrain/internal/backend"
+)
+
+// logitSums runs LogitSums, TargetLogitSums and the direct Σ_v Logits(hidden) on batch b of the
+// tiny model, each [B,S] flattened, Σ_v |Logits| (the scale of float32 round-off) and
+// Σ mask·LogitSums over the real positions.
+func logitSums(t *testing.T, ctx *context.Context, cfg *Config, b *Batch) (sums, target, direct, abs []float32, masked float64) {
+	t.Helper()
+	exec, err := context.NewExec(backend.SharedForTests(), ctx, func(ctx *context.Context, ids, pos, mask *Node) []*Node {
+		h := Hidden(ctx, cfg, ids, pos, mask)
+		s := LogitSums(ctx, cfg, h)
+		m := ConvertDType(mask, dtypes.Float64)
+		logits := Logits(ctx, cfg, h) // [B,S,V]: fine for the tiny model
+		return []*Node{s, TargetLogitSums(ctx, cfg, h), ReduceSum(logits, -1), ReduceSum(Abs(logits), -1),
+			ReduceAllSum(Mul(ConvertDType(s, dtypes.Float64), m))}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exec.Finalize()
+	outs, err := exec.Exec(tensors.FromValue(b.IDs), tensors.FromValue(PositionIDs(b.Mask)), tensors.FromValue(b.Mask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := func(x *tensors.Tensor) []float32 { f, _ := Float32s(x); return f }
+	return flat(outs[0]), flat(outs[1]), flat(outs[2]), flat(outs[3]), tensors.ToScalar[float64](outs[4])
+}
+
+// Σ_v logits over the real positions equals the HF float64 reference's logits_checksum.sum, and
+// every position's sum equals the direct reduction of the full logits; TargetLogitSums is the same
+// shifted one position right, with 0 at t = 0.
+func TestLogitSums_MatchFullLogitsAndHF(t *testing.T) {
+	ctx, cfg := loadTiny(t, dtypes.Float32)
+	for _, name := range fixtureCases {
+		b := readInput(t, name)
+		want := readExpected(t, name, "float64").LogitsChecksum
+		sums, target, direct, abs, masked := logitSums(t, ctx, cfg, b)
+		if scale := want.AbsSum * 1e-6; !near(masked, want.Sum, scale) {
+			t.Errorf("%s: Σ over real positions and vocab = %.6f, HF reference %.6f (tol %.2g)", name, masked, want.Sum, scale)
+		}
+		_, s := b.Dims()
+		for i := range sums {
+			if !near(float64(sums[i]), float64(direct[i]), 1e-6*float64(abs[i])) {
+				t.Errorf("%s position %d: LogitSums %.6f, Σ_v Logits %.6f", name, i, sums[i], direct[i])
+			}
+			wantTarget := float32(0)
+			if i%s != 0 {
+				wantTarget = sums[i-1]
+			}
+			if target[i] != wantTarget {
+				t.Errorf("%s position %d: TargetLogitSums %v, want %v", name, i, target[i], wantTarget)
+			}
+		}
+	}
+}
