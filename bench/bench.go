@@ -42,7 +42,7 @@ import (
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Info is the common header of every model workload's JSON.
@@ -78,9 +78,9 @@ type Env struct {
 	Config  *decoder.Config
 	Backend backends.Backend
 	Info    Info
-	// Model is the model as the trainers hold it (LoadOptions.Training): loop.Model, whose
+	// Model is the model as the trainers hold it (LoadOptions.Training): trainable.Model, whose
 	// context is Ctx, with float32 master weights under bfloat16. Nil otherwise.
-	Model *loop.Model
+	Model *trainable.Model
 	log   io.Writer
 }
 
@@ -90,7 +90,7 @@ type LoadOptions struct {
 	DType    dtypes.DType // compute dtype
 	Backend  string       // backend configuration ("" = $GOMLX_BACKEND, else the default)
 	Workload string       // the JSON's "workload"
-	// Training loads the model as the trainers do (loop.Model: float32 weights, switched to
+	// Training loads the model as the trainers do (trainable.Model: float32 weights, switched to
 	// bfloat16 compute with float32 masters when DType is bfloat16) for an optimizer.
 	Training bool
 	// LoRA, with Training, attaches a new LoRA adapter (seed 1) and trains only it.
@@ -118,7 +118,7 @@ func Load(ctx context.Context, o LoadOptions) (*Env, error) {
 		env.log = io.Discard
 	}
 	if o.Training {
-		env.Model = &loop.Model{Dir: dir, Config: cfg, Ctx: mctx, DType: dtypes.Float32}
+		env.Model = &trainable.Model{Dir: dir, Config: cfg, Ctx: mctx, DType: dtypes.Float32}
 		if o.LoRA != nil {
 			if err := env.Model.AttachAdapter(*o.LoRA, 1); err != nil {
 				return nil, err

@@ -14,7 +14,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // BenchmarkCPU is posttrain's side of `make bench` (scripts/bench-cpu.sh): the workloads that
@@ -160,7 +160,7 @@ func randomEnv(b *testing.B, cfg *decoder.Config, training bool, dtype dtypes.DT
 		Info: Info{Backend: name, DType: strings.ToLower(dtype.String()), Params: n, Layers: cfg.NumHiddenLayers, Hidden: cfg.HiddenSize,
 			Vocab: cfg.VocabSize, FLOPsPerToken: 6 * float64(n)}}
 	if training {
-		env.Model = &loop.Model{Config: cfg, Ctx: ctx, DType: dtypes.Float32}
+		env.Model = &trainable.Model{Config: cfg, Ctx: ctx, DType: dtypes.Float32}
 	}
 	b.Cleanup(env.Close)
 	return env

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Memory is what a training workload holds: the parameters the optimizer updates, the bytes of
@@ -37,7 +37,7 @@ func peftInfo(c *lora.Config, a *lora.Adapter) *PEFTInfo {
 }
 
 // measureMemory reads m's trainable parameters and state bytes and the process's peak RSS.
-func measureMemory(m *loop.Model) (Memory, error) {
+func measureMemory(m *trainable.Model) (Memory, error) {
 	vars, _, err := m.Trainable()
 	if err != nil {
 		return Memory{}, err

@@ -11,6 +11,7 @@ import (
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/sft"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // The parity workload runs the training loop's own update machinery (loop.Optimizer: gradient,
@@ -43,7 +44,7 @@ func Parity(env *Env, batch *decoder.Batch, steps int, lr float64) (*ParityResul
 	}
 	cfg := env.Config
 	nll := func(ctx *mlctx.Context, in named.Inputs, norm *Node) (*Node, map[string]*Node) {
-		r := named.Bind[loop.RowInputs[*Node]](in)
+		r := named.Bind[trainable.RowInputs[*Node]](in)
 		return sft.NLLOverTokens(decoder.TokenLogProbs(ctx, cfg, r.IDs, r.Pos, r.Mask), r.Loss, norm), nil
 	}
 	opt, err := loop.NewOptimizer(env.Backend, env.Model, ParityHP, nll)
@@ -58,7 +59,7 @@ func Parity(env *Env, batch *decoder.Batch, steps int, lr float64) (*ParityResul
 			n += int(s)
 		}
 	}
-	inputs := loop.Rows{IDs: batch.IDs, Pos: decoder.PositionIDs(batch.Mask), Mask: batch.Mask, Loss: scored}.Inputs()
+	inputs := trainable.Rows{IDs: batch.IDs, Pos: decoder.PositionIDs(batch.Mask), Mask: batch.Mask, Loss: scored}.Inputs()
 	res := &ParityResult{Info: env.Info, Steps: steps, LR: lr, WeightDecay: ParityHP.WeightDecay,
 		MaxGradNorm: ParityHP.MaxGradNorm, ScoredTokens: n}
 	for i := range steps {

@@ -9,6 +9,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/dpo"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 func init() {
@@ -21,7 +22,7 @@ func init() {
 			"log-probs are computed once, before training, from the starting\n"+
 			"weights. Writes metrics.jsonl (rewards/chosen, rewards/margins, ...), checkpoint-N/ and the\n"+
 			"final model to --output-dir.",
-		func(b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
+		func(b backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
 			c := cfg.(*config.DPO)
 			train, err := dpo.New(b, m, d, c)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/kto"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 func init() {
@@ -19,7 +20,7 @@ func init() {
 			"apo_zero_unpaired anchors at 0 instead (no KL rows). Reference log-probs are computed\n"+
 			"once, before training. Writes metrics.jsonl (rewards/chosen, rewards/rejected,\n"+
 			"kl, ...), checkpoint-N/ and the final model to --output-dir.",
-		func(b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
+		func(b backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
 			c := cfg.(*config.KTO)
 			train, err := kto.New(b, m, d, c)
 			if err != nil {

@@ -11,12 +11,13 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/reward"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 func init() {
-	modelLoaders["reward"] = func(dir string, cfg config.Config) (*loop.Model, error) {
+	modelLoaders["reward"] = func(dir string, cfg config.Config) (*trainable.Model, error) {
 		c := cfg.Common()
-		m, fresh, err := loop.LoadClassifier(dir, c.BF16, 1, uint64(c.Seed))
+		m, fresh, err := trainable.LoadClassifier(dir, c.BF16, 1, uint64(c.Seed))
 		if err == nil && fresh {
 			slog.Info("reward model: a causal LM; its LM head is dropped and a new score head drawn (AutoModelForSequenceClassification, num_labels 1)", "model", dir)
 		}
@@ -32,7 +33,7 @@ func init() {
 			"metrics.jsonl (accuracy, margin, min/mean/max_reward, num_tokens), checkpoint-N/ and the\n"+
 			"final model, a *ForSequenceClassification checkpoint (num_labels 1, pad_token_id), to\n"+
 			"--output-dir; `posttrain score-reward --model DIR` prints its rewards.",
-		func(_ backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
+		func(_ backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
 			c := cfg.(*config.Reward)
 			train, err := reward.New(m, d, c)
 			if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 func init() {
@@ -63,7 +63,7 @@ func runScoreReward(ctx context.Context, cmd *cli.Command, texts []string, path 
 		return err
 	}
 	defer b.Finalize()
-	s, err := loop.LoadScorer(b, dir, cmd.Bool("bf16"), cmd.Int("batch"))
+	s, err := trainable.LoadScorer(b, dir, cmd.Bool("bf16"), cmd.Int("batch"))
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func runScoreReward(ctx context.Context, cmd *cli.Command, texts []string, path 
 }
 
 // scoreRows prints the rewards of a dataset's rows and, for preference rows, the summary.
-func scoreRows(w io.Writer, s *loop.Scorer, d *data.Dataset) error {
+func scoreRows(w io.Writer, s *trainable.Scorer, d *data.Dataset) error {
 	var prompts, answers []data.Text
 	for _, r := range d.Rows {
 		switch d.Format {
@@ -140,7 +140,7 @@ func printJSON(w io.Writer, v any) error {
 
 // scoreTexts encodes each prompt and answer as the reward model's trainer did (RewardTrainingIDs:
 // its chat template for conversations, the EOS for plain text) and scores them.
-func scoreTexts(s *loop.Scorer, prompts, answers []data.Text) ([]float64, error) {
+func scoreTexts(s *trainable.Scorer, prompts, answers []data.Text) ([]float64, error) {
 	rows := make([][]int32, len(prompts))
 	for i := range prompts {
 		var err error

@@ -9,6 +9,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/sft"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 func init() {
@@ -20,7 +21,7 @@ func init() {
 			"model). Writes metrics.jsonl, checkpoint-N/ every\n"+
 			"--save-steps and the final model to --output-dir; --resume continues the latest checkpoint.\n"+
 			"--eval-dataset FILE with --eval-strategy steps|epoch (or --eval-on-start) adds eval_* lines.",
-		func(b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
+		func(b backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) (loop.Method, error) {
 			c := cfg.(*config.SFT)
 			train, err := sft.New(m, d, c)
 			if err != nil {

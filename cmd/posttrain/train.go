@@ -17,10 +17,11 @@ import (
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // trainMethod builds a method's loop.Method from the loaded model and dataset.
-type trainMethod func(b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) (loop.Method, error)
+type trainMethod func(b backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) (loop.Method, error)
 
 // trainCommand is `posttrain <method> --model M --dataset FILE --output-dir DIR [flags]`.
 func trainCommand(method, usage, description string, build trainMethod) *cli.Command {
@@ -61,8 +62,8 @@ func configAction[C config.Config](newCfg func() C, run func(context.Context, *c
 }
 
 // modelLoaders load the model of the methods that do not train a causal LM (reward: a
-// sequence-classification model); the others use loop.LoadModel.
-var modelLoaders = map[string]func(dir string, cfg config.Config) (*loop.Model, error){}
+// sequence-classification model); the others use trainable.LoadModel.
+var modelLoaders = map[string]func(dir string, cfg config.Config) (*trainable.Model, error){}
 
 // runTrain loads everything, trains, and prints where the model went. Ctrl-C saves a checkpoint
 // and returns an error naming it (a second Ctrl-C exits at once).
@@ -73,7 +74,7 @@ func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build tr
 		return err
 	}
 	defer s.close()
-	load := loop.LoadForTraining
+	load := trainable.LoadForTraining
 	if l, ok := modelLoaders[cfg.Method()]; ok {
 		load = l
 	}

@@ -45,6 +45,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/grpo"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/sft"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Options size the demo; Default is the tuned configuration.
@@ -246,7 +247,7 @@ func runSFT(ctx stdctx.Context, o Options, env Env, base, dir string, problems [
 	if err := prepare(cfg, "sft"); err != nil {
 		return err
 	}
-	m, err := loop.LoadModel(base, false)
+	m, err := trainable.LoadModel(base, false)
 	if err != nil {
 		return err
 	}

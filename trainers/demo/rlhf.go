@@ -23,6 +23,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/ppo"
 	"github.com/posttrain/posttrain/trainers/reward"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // RLHFOptions size `posttrain demo --rlhf`: the demo's Options (split, tokenizer, model, SFT and
@@ -154,7 +155,7 @@ func RunRLHF(ctx stdctx.Context, o RLHFOptions, env Env, rl []RLStage) (*RLHFRep
 		}
 	}
 	rm := RewardModelReport{Dir: rmDir}
-	scorer, err := loop.LoadScorer(env.Backend, rmDir, false, 64)
+	scorer, err := trainable.LoadScorer(env.Backend, rmDir, false, 64)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +232,7 @@ func runRewardModel(ctx stdctx.Context, o RLHFOptions, env Env, sftDir, dir stri
 	if err := prepare(cfg, "reward model"); err != nil {
 		return err
 	}
-	m, _, err := loop.LoadClassifier(sftDir, false, 1, uint64(o.Seed))
+	m, _, err := trainable.LoadClassifier(sftDir, false, 1, uint64(o.Seed))
 	if err != nil {
 		return err
 	}
@@ -269,7 +270,7 @@ func runPPO(ctx stdctx.Context, o RLHFOptions, env Env, sftDir, rmDir, dir strin
 // RankPairs scores each preference row's chosen and rejected answer with the reward model s as
 // its trainer encoded them (RewardTrainingIDs) and counts the pairs ranked right (chosen strictly
 // above rejected), as `posttrain score-reward` does.
-func RankPairs(s *loop.Scorer, rows []data.Row) (Accuracy, error) {
+func RankPairs(s *trainable.Scorer, rows []data.Row) (Accuracy, error) {
 	ids := make([][]int32, 0, 2*len(rows))
 	for _, r := range rows {
 		for _, a := range []data.Text{r.Chosen, r.Rejected} {

@@ -10,7 +10,7 @@ import (
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Each problem's distinct wrong answers are split between training and held-out pairs, chosen is
@@ -88,10 +88,10 @@ func TestRunRLHF_Miniature(t *testing.T) {
 	if cfg.NumLabels != 1 {
 		t.Errorf("reward model has %d labels, want 1", cfg.NumLabels)
 	}
-	if _, fresh, err := loop.LoadClassifier(rm.Dir, false, 1, 0); err != nil || fresh {
+	if _, fresh, err := trainable.LoadClassifier(rm.Dir, false, 1, 0); err != nil || fresh {
 		t.Errorf("reward model: fresh head %v, %v (want its trained score head)", fresh, err)
 	}
-	if _, err := loop.LoadModel(filepath.Join(o.OutputDir, "sft"), false); err != nil {
+	if _, err := trainable.LoadModel(filepath.Join(o.OutputDir, "sft"), false); err != nil {
 		t.Errorf("SFT: %v", err)
 	}
 	if len(rep.RL) != 3 {
@@ -101,7 +101,7 @@ func TestRunRLHF_Miniature(t *testing.T) {
 		if filepath.Dir(s.Dir) != filepath.Join(o.OutputDir, RLHFDir) {
 			t.Errorf("%s in %s", s.Name, s.Dir)
 		}
-		if _, err := loop.LoadModel(s.Dir, false); err != nil {
+		if _, err := trainable.LoadModel(s.Dir, false); err != nil {
 			t.Errorf("%s: %v", s.Name, err)
 		}
 		if _, err := os.Stat(filepath.Join(s.Dir, "metrics.jsonl")); err != nil {
@@ -118,7 +118,7 @@ func TestRunRLHF_Miniature(t *testing.T) {
 	if m, err = os.ReadFile(filepath.Join(rep.RL[1].Dir, "metrics.jsonl")); err != nil || !strings.Contains(string(m), `"objective/scores"`) {
 		t.Errorf("the PPO run logged no objective/scores (%v):\n%s", err, m)
 	}
-	if _, fresh, err := loop.LoadClassifier(filepath.Join(rep.RL[1].Dir, loop.ValueDir), false, 1, 0); err != nil || fresh {
+	if _, fresh, err := trainable.LoadClassifier(filepath.Join(rep.RL[1].Dir, trainable.ValueDir), false, 1, 0); err != nil || fresh {
 		t.Errorf("PPO's value model: fresh head %v, %v", fresh, err)
 	}
 

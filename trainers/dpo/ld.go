@@ -4,8 +4,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 	"github.com/gomlx/gomlx/pkg/core/shapes"
-
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/tokenmask"
 )
 
 // LDLogProbs are the policy's length-desensitised sequence log-probs of LD-DPO (Liu et al. 2024,
@@ -27,7 +26,7 @@ func LDLogProbs(logps, scored *Node, alpha float64) *Node {
 	g := logps.Graph()
 	n, t := logps.Shape().Dim(0), logps.Shape().Dim(1)
 	b := n / 2
-	in := step.BoolMask(scored)
+	in := tokenmask.BoolMask(scored)
 	lens := ReduceSum(ConvertDType(in, dtypes.Int32), 1)                      // [2B]: l
 	public := Min(Slice(lens, AxisRange(0, b)), Slice(lens, AxisRange(b, n))) // [B]: l_p
 	public = Concatenate([]*Node{public, public}, 0)                          // [2B]
@@ -35,8 +34,8 @@ func LDLogProbs(logps, scored *Node, alpha float64) *Node {
 	perRow := func(x *Node) *Node { return BroadcastToDims(Reshape(x, n, 1), n, t) }
 	inRow := LessThan(col, perRow(lens))
 	isPublic := LessThan(col, perRow(public))
-	lp := step.Masked(logps, in) // TRL zeroes per_token_logps off the completion
-	front := step.SeqSum(lp, LogicalAnd(isPublic, inRow))
-	rear := step.SeqSum(lp, LogicalAnd(LogicalNot(isPublic), inRow))
+	lp := tokenmask.Masked(logps, in) // TRL zeroes per_token_logps off the completion
+	front := tokenmask.SeqSum(lp, LogicalAnd(isPublic, inRow))
+	rear := tokenmask.SeqSum(lp, LogicalAnd(LogicalNot(isPublic), inRow))
 	return Add(front, MulScalar(rear, alpha))
 }

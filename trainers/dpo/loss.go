@@ -14,16 +14,15 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 	"github.com/gomlx/gomlx/pkg/core/shapes"
-
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/tokenmask"
 )
 
 // SeqLogProbs is log π(y|x) = Σ_t m_t·log π(y_t|x,y<t) (식 (8.1)): logps [B,T], mask [B,T] → [B].
-func SeqLogProbs(logps, mask *Node) *Node { return step.SeqSum(logps, mask) }
+func SeqLogProbs(logps, mask *Node) *Node { return tokenmask.SeqSum(logps, mask) }
 
 // MeanLogProbs is the length-normalised Σ_t m_t·log π(y_t|…) / Σ_t m_t that TRL feeds to IPO
 // (dpo_trainer.py concatenated_forward: `if loss_type == "ipo": all_logps /= size_completion`).
-func MeanLogProbs(logps, mask *Node) *Node { return step.SeqMean(logps, mask) }
+func MeanLogProbs(logps, mask *Node) *Node { return tokenmask.SeqMean(logps, mask) }
 
 // Margin is DPO's implicit reward margin (식 (10.3)):
 //
@@ -340,7 +339,7 @@ func SFTLoss(nll, policyChosen, policyRejected, refChosen, refRejected *Node, be
 // `F.cross_entropy(chosen_logits, chosen_labels, ignore_index=0)` with the labels of non-completion
 // positions set to 0, so pass NLLMask's mask to leave out what TRL leaves out.
 func NLL(logps, mask *Node) *Node {
-	m := step.FloatMask(mask, logps.DType())
+	m := tokenmask.FloatMask(mask, logps.DType())
 	return Div(Neg(ReduceAllSum(Mul(logps, m))), MaxScalar(ReduceAllSum(m), 1))
 }
 
@@ -349,7 +348,7 @@ func NLL(logps, mask *Node) *Node {
 // and then passes ignore_index=0, which also drops a genuine token 0 ("!" in Qwen2's vocabulary).
 func NLLMask(ids, scored *Node) *Node {
 	notZero := NotEqual(ids, ZerosLike(ids))
-	return LogicalAnd(step.BoolMask(scored), notZero)
+	return LogicalAnd(tokenmask.BoolMask(scored), notZero)
 }
 
 // WithNLL is the RPO loss (TRL get_batch_loss_metrics: `losses = losses + rpo_alpha * nll_loss`,
@@ -370,6 +369,6 @@ func WithNLL(loss, nll *Node, alpha float64) *Node {
 // logitSums [B,T] holds Σ_v z at the position that scores token t (decoder.TargetLogitSums), mask
 // [B,T] the completion tokens; → scalar, detached.
 func MeanLogits(logitSums, mask *Node, vocab int) *Node {
-	m := step.FloatMask(mask, logitSums.DType())
+	m := tokenmask.FloatMask(mask, logitSums.DType())
 	return StopGradient(Div(ReduceAllSum(Mul(logitSums, m)), MulScalar(MaxScalar(ReduceAllSum(m), 1), float64(vocab))))
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Trainer is DPO as a loop.Method (TRL's DPOTrainer): each pair's chosen and rejected completions
@@ -22,7 +22,7 @@ import (
 // weights, computed once for the whole dataset before training (TRL's precompute_ref_log_probs),
 // so no second copy of the weights is resident.
 type Trainer struct {
-	model             *loop.Model
+	model             *trainable.Model
 	cfg               *config.DPO
 	chosen, rejected  []encode.Encoded
 	refChosen, refRej []float32 // per pair: Σ, or mean with ipo in the list, of the reference log-probs
@@ -30,7 +30,7 @@ type Trainer struct {
 
 // New tokenizes d (preference rows; conversational ones rendered with the model's chat template)
 // and computes the reference log-probs with the model's current weights on backend.
-func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.DPO) (*Trainer, error) {
+func New(backend backends.Backend, m *trainable.Model, d *data.Dataset, cfg *config.DPO) (*Trainer, error) {
 	if d.Format != data.Preference {
 		return nil, fmt.Errorf("%s: dpo needs preference rows (prompt, chosen, rejected), got %s", d.Path, d.Format)
 	}
@@ -55,7 +55,7 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.D
 		t.chosen, t.rejected = append(t.chosen, c), append(t.rejected, rj)
 	}
 	batch := cfg.PerDeviceTrainBatchSize
-	sums, means, err := loop.ReferenceLogProbs(backend, m, append(append([]encode.Encoded{}, t.chosen...), t.rejected...), batch)
+	sums, means, err := trainable.ReferenceLogProbs(backend, m, append(append([]encode.Encoded{}, t.chosen...), t.rejected...), batch)
 	if err != nil {
 		return nil, fmt.Errorf("dpo reference log-probs: %w", err)
 	}
@@ -79,8 +79,8 @@ func (t *Trainer) Tokens(i int) int { return len(t.chosen[i].IDs) + len(t.reject
 
 // batch is a micro-batch of B pairs as the graph takes it: 2B rows, chosen rows first.
 type batch[T any] struct {
-	loop.RowInputs[T]   // ids, pos, mask, completion mask [2B,T]
-	Ref               T // the reference log-probs [2B]
+	trainable.RowInputs[T]   // ids, pos, mask, completion mask [2B,T]
+	Ref                    T // the reference log-probs [2B]
 }
 
 // Batch implements loop.Method: the pairs idx as a batch, chosen rows first.
@@ -93,7 +93,7 @@ func (t *Trainer) Batch(idx []int) (named.Feed, error) {
 	for _, i := range idx {
 		rows, ref = append(rows, t.rejected[i]), append(ref, t.refRej[i])
 	}
-	return named.Of[any](batch[any]{RowInputs: loop.EncodedRows(rows).Fields(), Ref: ref}), nil
+	return named.Of[any](batch[any]{RowInputs: trainable.EncodedRows(rows).Fields(), Ref: ref}), nil
 }
 
 // Loss implements loop.Method: the loss types of the list summed with loss_weights (Combine),

@@ -14,14 +14,15 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // direct computes, from the full logits [B,S,V] of rows under m's current weights, TRL's
 // nll_loss (cross-entropy over the completion tokens, ignoring id 0) and logits mean over the
 // completion tokens' scoring logits and the vocabulary, in float64 on the host.
-func direct(t *testing.T, b backends.Backend, m *loop.Model, rows []encode.Encoded) (nll, meanLogits float64) {
+func direct(t *testing.T, b backends.Backend, m *trainable.Model, rows []encode.Encoded) (nll, meanLogits float64) {
 	t.Helper()
-	in := loop.EncodedRows(rows)
+	in := trainable.EncodedRows(rows)
 	z, lsm := looptest.FullLogits(t, b, m, in.Inputs())
 	s, v := len(in.IDs[0]), m.Config.VocabSize
 	var sumNLL, nTok, sumZ, nZ float64
@@ -99,9 +100,9 @@ func TestDPO_RPOAndLogitsAtStepOne(t *testing.T) {
 // tokenLogProbs computes, from the full logits [B,S,V] of rows under m's current weights, each
 // row's per-token log-probs lp[b][t] = log p(ids[b][t] | ids[b][<t]) and its completion mask, in
 // float64 on the host.
-func tokenLogProbs(t *testing.T, b backends.Backend, m *loop.Model, rows []encode.Encoded) (lp, scored [][]float64) {
+func tokenLogProbs(t *testing.T, b backends.Backend, m *trainable.Model, rows []encode.Encoded) (lp, scored [][]float64) {
 	t.Helper()
-	in := loop.EncodedRows(rows)
+	in := trainable.EncodedRows(rows)
 	_, lsm := looptest.FullLogits(t, b, m, in.Inputs())
 	s, v := len(in.IDs[0]), m.Config.VocabSize
 	for r := range in.IDs {
@@ -202,9 +203,9 @@ func TestDPO_LDAlphaAtStepOne(t *testing.T) {
 // rows [chosen…, rejected…] under m's weights: per row, TRL's rolled per-token log-probs minus
 // logsumexp(2·log_softmax) at the unrolled positions, under the unrolled loss mask, averaged over
 // the completion tokens; then min(exp(w_chosen + w_rejected), 1) per pair.
-func wpoWeights(t *testing.T, b backends.Backend, m *loop.Model, rows []encode.Encoded) []float64 {
+func wpoWeights(t *testing.T, b backends.Backend, m *trainable.Model, rows []encode.Encoded) []float64 {
 	t.Helper()
-	in := loop.EncodedRows(rows)
+	in := trainable.EncodedRows(rows)
 	_, lsm := looptest.FullLogits(t, b, m, in.Inputs())
 	s, v := len(in.IDs[0]), m.Config.VocabSize
 	w := make([]float64, len(rows))

@@ -3,8 +3,7 @@ package dpo
 import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 	"github.com/gomlx/gomlx/pkg/core/shapes"
-
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/tokenmask"
 )
 
 // WPOWeights are the per-pair weights of WPO (Zhou et al. 2024, "WPO: Enhancing RLHF with Weighted
@@ -24,11 +23,11 @@ import (
 func WPOWeights(lp, q, scored *Node) *Node {
 	lp, q = StopGradient(lp), StopGradient(q)
 	n, t := lp.Shape().Dim(0), lp.Shape().Dim(1)
-	m := step.FloatMask(scored, lp.DType())
+	m := tokenmask.FloatMask(scored, lp.DType())
 	zero := Zeros(lp.Graph(), shapes.Make(lp.DType(), n, 1))
 	next := Concatenate([]*Node{Slice(m, AxisRange(), AxisRange(1, t)), zero}, 1) // m_{t+1}
-	logps := ReduceSum(Mul(step.Masked(lp, scored), next), 1)                     // [2B]
-	adjust := ReduceSum(step.Masked(ConvertDType(q, lp.DType()), scored), 1)      // [2B]
+	logps := ReduceSum(Mul(tokenmask.Masked(lp, scored), next), 1)                // [2B]
+	adjust := ReduceSum(tokenmask.Masked(ConvertDType(q, lp.DType()), scored), 1) // [2B]
 	w := Div(Sub(logps, adjust), MaxScalar(ReduceSum(m, 1), 1))                   // [2B]
 	b := n / 2
 	return StopGradient(MinScalar(Exp(Add(Slice(w, AxisRange(0, b)), Slice(w, AxisRange(b, n)))), 1))

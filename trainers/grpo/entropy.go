@@ -3,8 +3,7 @@ package grpo
 import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/tokenmask"
 )
 
 // HighEntropyMask is TRL's top_entropy_quantile ρ (Wang et al. 2025, "Beyond the 80/20 Rule",
@@ -18,7 +17,7 @@ import (
 // choice); ρ = 0 keeps only the highest-entropy token(s); with no completion token nothing is kept.
 // The quantile is MaskedQuantile's (torch.quantile, linear interpolation).
 func HighEntropyMask(entropy, mask *Node, topQuantile float64) *Node {
-	valid := BroadcastToDims(step.BoolMask(mask), entropy.Shape().Dimensions...)
+	valid := BroadcastToDims(tokenmask.BoolMask(mask), entropy.Shape().Dimensions...)
 	tau := MaskedQuantile(entropy, valid, 1-topQuantile)
 	keep := GreaterOrEqual(entropy, BroadcastToDims(tau, entropy.Shape().Dimensions...))
 	return LogicalAnd(keep, valid)
@@ -37,7 +36,7 @@ func HighEntropyMask(entropy, mask *Node, topQuantile float64) *Node {
 func MaskedQuantile(x, mask *Node, q float64) *Node {
 	g, dt, n := x.Graph(), x.DType(), x.Shape().Size()
 	flat := StopGradient(Reshape(x, n))
-	valid := Reshape(step.BoolMask(mask), n)
+	valid := Reshape(tokenmask.BoolMask(mask), n)
 	square := func(v *Node, axis int) *Node { return BroadcastToDims(InsertAxes(v, axis), n, n) }
 	// atMost[i] = #{j selected : x_j ≤ x_i}, the 1-based rank of x_i's last tie.
 	le := LogicalAnd(LessOrEqual(square(flat, 0), square(flat, 1)), square(valid, 0)) // [i,j]: x_j ≤ x_i

@@ -12,7 +12,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
 	"github.com/posttrain/posttrain/trainers/rollout"
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/tokenmask"
 )
 
 // The Qwen2 side of the GRPO step. A rollout batch is laid out as TRL lays it out
@@ -106,7 +106,7 @@ func (sp *lossSpec) lossGraph(ctx *context.Context, nodes named.Inputs, norm *No
 		training = old
 	}
 	delta := Sub(training, sampled)
-	diff := step.Masked(Abs(delta), mask)
+	diff := tokenmask.Masked(Abs(delta), mask)
 	outside := ConvertDType(LogicalOr(LessThan(delta, ConstAs(delta, math.Log(rl.RatioBandLow))),
 		GreaterThan(delta, ConstAs(delta, math.Log(rl.RatioBandHigh)))), delta.DType())
 	f64 := func(x *Node) *Node { return ConvertDType(x, dtypes.Float64) }
@@ -117,10 +117,10 @@ func (sp *lossSpec) lossGraph(ctx *context.Context, nodes named.Inputs, norm *No
 		"clip_ratio/high_max":    m.ClipRatioHigh, // one process
 		"clip_ratio/region_mean": m.ClipRatioRegion,
 		"kl":                     m.KL,
-		"entropy":                f64(step.TokenMean(entropy, mask)),
-		rl.SamplingDiffMean:      f64(step.TokenMean(diff, mask)),
+		"entropy":                f64(tokenmask.TokenMean(entropy, mask)),
+		rl.SamplingDiffMean:      f64(tokenmask.TokenMean(diff, mask)),
 		sampleDiffMax:            f64(ReduceAllMax(diff)),
-		rl.SamplingOutside:       f64(step.TokenMean(outside, mask)),
+		rl.SamplingOutside:       f64(tokenmask.TokenMean(outside, mask)),
 	}
 }
 

@@ -24,8 +24,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/tokenmask"
 )
 
 // Ratio computes the importance ratio π/π_old from per-token log-probs, [B,T] → [B,T] (token
@@ -34,7 +33,7 @@ type Ratio func(logps, oldLogps, mask *Node) *Node
 
 // TokenRatio is GRPO's per-token ratio ρ_t = exp(log π(y_t|…) − log π_old(y_t|…)) (식 (11.2)).
 func TokenRatio(logps, oldLogps, mask *Node) *Node {
-	return Exp(step.Masked(Sub(logps, StopGradient(oldLogps)), mask))
+	return Exp(tokenmask.Masked(Sub(logps, StopGradient(oldLogps)), mask))
 }
 
 // SequenceRatio is GSPO's sequence ratio (Zheng et al. 2025, arXiv:2507.18071; TRL
@@ -44,7 +43,7 @@ func TokenRatio(logps, oldLogps, mask *Node) *Node {
 //
 // shared by all tokens of the sequence; ∂s/∂log π_t = s/|y| (the course's phase 12 note).
 func SequenceRatio(logps, oldLogps, mask *Node) *Node {
-	logRatio := step.SeqMean(Sub(logps, StopGradient(oldLogps)), mask)
+	logRatio := tokenmask.SeqMean(Sub(logps, StopGradient(oldLogps)), mask)
 	return InsertAxes(Exp(logRatio), -1)
 }
 
@@ -53,9 +52,9 @@ func SequenceRatio(logps, oldLogps, mask *Node) *Node {
 // s/|y| — token-level advantages become possible while the clipping stays sequence-level. [B,T] →
 // [B,T]. (Not in TRL v0.24, whose "sequence" level is SequenceRatio.)
 func SequenceTokenRatio(logps, oldLogps, mask *Node) *Node {
-	logS := StopGradient(step.SeqMean(Sub(logps, StopGradient(oldLogps)), mask)) // [B]
+	logS := StopGradient(tokenmask.SeqMean(Sub(logps, StopGradient(oldLogps)), mask)) // [B]
 	dims := logps.Shape().Dimensions
-	tokenPart := step.Masked(Sub(logps, StopGradient(logps)), mask) // value 0, gradient 1
+	tokenPart := tokenmask.Masked(Sub(logps, StopGradient(logps)), mask) // value 0, gradient 1
 	return Exp(Add(BroadcastToDims(InsertAxes(logS, -1), dims...), tokenPart))
 }
 
@@ -67,20 +66,20 @@ type Aggregation func(perToken, mask *Node) *Node
 // GRPOMean is TRL loss_type "grpo" (the course's agg "seq_mean"): the mean over each sequence's
 // tokens, then the mean over the B sequences — token weight 1/(B·|y_b|).
 func GRPOMean(perToken, mask *Node) *Node {
-	return ReduceAllMean(step.SeqMean(perToken, mask))
+	return ReduceAllMean(tokenmask.SeqMean(perToken, mask))
 }
 
 // SequenceSumMean is REINFORCE's weighting (식 (8.3), phase 8): the sum over each sequence's
 // tokens (= log π(y|x) for the sequence), then the mean over the B sequences — token weight 1/B.
 // With TokenRatio at ρ = 1 its gradient is −mean_b A_b·∇log π(y_b|x_b).
 func SequenceSumMean(perToken, mask *Node) *Node {
-	return ReduceAllMean(step.SeqSum(perToken, mask))
+	return ReduceAllMean(tokenmask.SeqSum(perToken, mask))
 }
 
 // BNPOMean is TRL loss_type "bnpo" (the course's agg "token_mean"): the mean over all completion
 // tokens of this batch — token weight 1/Σ|y_b|.
 func BNPOMean(perToken, mask *Node) *Node {
-	return step.TokenMean(perToken, mask)
+	return tokenmask.TokenMean(perToken, mask)
 }
 
 // DAPOMean is TRL loss_type "dapo" (Yu et al. 2025, arXiv:2503.14476): the token sum divided by
@@ -90,7 +89,7 @@ func BNPOMean(perToken, mask *Node) *Node {
 func DAPOMean(numTokens *Node) Aggregation {
 	return func(perToken, mask *Node) *Node {
 		n := StopGradient(MaxScalar(ConvertDType(numTokens, perToken.DType()), 1))
-		return Div(ReduceAllSum(step.Masked(perToken, mask)), n)
+		return Div(ReduceAllSum(tokenmask.Masked(perToken, mask)), n)
 	}
 }
 
@@ -100,7 +99,7 @@ func DAPOMean(numTokens *Node) Aggregation {
 func DrGRPOMean(maxCompletionLength int) Aggregation {
 	return func(perToken, mask *Node) *Node {
 		b := perToken.Shape().Dimensions[0]
-		return DivScalar(ReduceAllSum(step.Masked(perToken, mask)), float64(b*maxCompletionLength))
+		return DivScalar(ReduceAllSum(tokenmask.Masked(perToken, mask)), float64(b*maxCompletionLength))
 	}
 }
 
@@ -191,7 +190,7 @@ func minSurrogate(unclippedRatio, clippedRatio, a *Node) *Node {
 // [B,T] → [B,T], masked positions 0. Its gradient w.r.t. log π_t is 1 − π_ref/π, so β·k3 in the
 // loss gives the course's ascent coefficient −β(1 − π_ref/π).
 func KLk3(logps, refLogps, mask *Node) *Node {
-	d := step.Masked(Sub(StopGradient(refLogps), logps), mask)
+	d := tokenmask.Masked(Sub(StopGradient(refLogps), logps), mask)
 	return Sub(Sub(Exp(d), d), OnesLike(d))
 }
 
@@ -221,7 +220,7 @@ func Loss(in Inputs, p Params, ratio Ratio, agg Aggregation) (*Node, Metrics) {
 		perToken = BroadcastToDims(perToken, logps.Shape().Dimensions...) // sequence ratio: [B,1] → [B,T]
 	}
 	if in.EntropyMask != nil { // ℓ_t ← keep_t·ℓ_t (TRL: per_token_loss * entropy_mask)
-		perToken = Mul(perToken, ConvertDType(step.BoolMask(in.EntropyMask), perToken.DType()))
+		perToken = Mul(perToken, ConvertDType(tokenmask.BoolMask(in.EntropyMask), perToken.DType()))
 	}
 	kl := ZerosLike(logps)
 	if p.Beta != 0 {
@@ -250,12 +249,12 @@ func metrics(rho *Node, in Inputs, p Params, kl *Node) Metrics {
 		if rho.Shape().Dimensions[1] == 1 && in.LogProbs.Shape().Dimensions[1] != 1 { // sequence level
 			return ReduceAllMean(f)
 		}
-		return step.TokenMean(f, in.Mask)
+		return tokenmask.TokenMean(f, in.Mask)
 	}
 	return Metrics{
 		ClipRatioLow:    mean(low),
 		ClipRatioHigh:   mean(high),
 		ClipRatioRegion: mean(LogicalOr(low, high)),
-		KL:              StopGradient(step.TokenMean(ConvertDType(kl, dtypes.Float64), in.Mask)),
+		KL:              StopGradient(tokenmask.TokenMean(ConvertDType(kl, dtypes.Float64), in.Mask)),
 	}
 }

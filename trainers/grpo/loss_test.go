@@ -10,7 +10,7 @@ import (
 
 	"github.com/posttrain/posttrain/trainers/internal/graphtest"
 	"github.com/posttrain/posttrain/trainers/rl"
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/tokenmask"
 )
 
 // Phase 12's group: 12⏎, 7⏎, 1⏎, 12⏎ for 3×4= under the SFT TinyLM, padded to T = 3.
@@ -437,7 +437,7 @@ func TestSequenceTokenRatio_ValueAndGradient(t *testing.T) {
 	mask := [][]float64{{1, 1, 1}, {1, 0, 0}}
 	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		r := SequenceTokenRatio(in[0], in[1], in[2])
-		return []*Node{r, Gradient(ReduceAllSum(step.Masked(r, in[2])), in[0])[0]}
+		return []*Node{r, Gradient(ReduceAllSum(tokenmask.Masked(r, in[2])), in[0])[0]}
 	}, logps, zeros, mask)
 	s0, s1 := math.Exp(0.07/3), math.Exp(0.3)
 	for i, want := range []float64{s0, s0, s0, s1} {

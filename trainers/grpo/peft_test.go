@@ -17,6 +17,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // GRPO with β > 0 and a LoRA adapter, on the tiny Qwen2 and the Qwen3, Llama and SmolLM2-form
@@ -25,7 +26,7 @@ import (
 // the reference is 0 at step 1 (the adapter starts at the base) and grows once the adapter has
 // moved; the base weights never change.
 func TestGRPO_PEFTReferenceIsBase(t *testing.T) {
-	models := map[string]func() *loop.Model{"qwen2": func() *loop.Model {
+	models := map[string]func() *trainable.Model{"qwen2": func() *trainable.Model {
 		m := tinyModel(t, 3)
 		if err := m.AttachAdapter(lora.Config{R: 4, Alpha: 16, TargetModules: []string{lora.AllLinear}}, 1); err != nil {
 			t.Fatal(err)
@@ -33,8 +34,8 @@ func TestGRPO_PEFTReferenceIsBase(t *testing.T) {
 		return m
 	}}
 	for _, f := range looptest.Fixtures {
-		models[f] = func() *loop.Model {
-			m, err := loop.LoadModelPEFT(looptest.Fixture(t, f), false, lora.Config{R: 4, Alpha: 16, TargetModules: []string{lora.AllLinear}}, 1)
+		models[f] = func() *trainable.Model {
+			m, err := trainable.LoadModelPEFT(looptest.Fixture(t, f), false, lora.Config{R: 4, Alpha: 16, TargetModules: []string{lora.AllLinear}}, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +96,7 @@ func TestGRPO_PEFTReferenceIsBase(t *testing.T) {
 func TestGRPO_PEFTResume(t *testing.T) {
 	dir := looptest.Fixture(t, "qwen3-tiny")
 	run := func(c *config.GRPO, stopAt int) error {
-		m, err := loop.LoadModelPEFT(dir, false, lora.Config{R: 4, Alpha: 8, Dropout: 0.2, TargetModules: []string{lora.AllLinear}}, 1)
+		m, err := trainable.LoadModelPEFT(dir, false, lora.Config{R: 4, Alpha: 8, Dropout: 0.2, TargetModules: []string{lora.AllLinear}}, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/safetensors"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // ReferenceName is the checkpoint file that holds the reference weights (float32, HF names) of a
@@ -22,10 +22,10 @@ import (
 const ReferenceName = "reference.safetensors"
 
 // newSyncedReference is the reference policy of a sync_ref_model run: a model of its own holding
-// the starting weights in float32 and, under bf16, their bfloat16 copies (loop.Model's layout),
+// the starting weights in float32 and, under bf16, their bfloat16 copies (trainable.Model's layout),
 // so that the mixing runs on float32 weights as TRL's does on the model's parameters, and the
 // scorer reads the compute-dtype copies like the policy's.
-func newSyncedReference(m *loop.Model) (*loop.Model, error) {
+func newSyncedReference(m *trainable.Model) (*trainable.Model, error) {
 	vars, names, err := m.Params()
 	if err != nil {
 		return nil, fmt.Errorf("grpo: reference weights: %w", err)
@@ -42,7 +42,7 @@ func newSyncedReference(m *loop.Model) (*loop.Model, error) {
 		}
 		ctx.InAbsPath(v.Scope()).Checked(false).VariableWithValue(v.Name(), c).SetTrainable(false)
 	}
-	ref := &loop.Model{Config: m.Config, Ctx: ctx, DType: dtypes.Float32}
+	ref := &trainable.Model{Config: m.Config, Ctx: ctx, DType: dtypes.Float32}
 	if m.DType == dtypes.BFloat16 {
 		if err := ref.ToBF16(); err != nil {
 			return nil, fmt.Errorf("grpo: reference weights: %w", err)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // fma32 rounds a·b + c once: checked against the exact sum (math/big) rounded to float32, on
@@ -80,7 +80,7 @@ func TestMixReference_HandCheck(t *testing.T) {
 }
 
 // hostWeights reads a model's float32 weights (the masters under bf16) by HF name.
-func hostWeights(t *testing.T, m *loop.Model) map[string][]float32 {
+func hostWeights(t *testing.T, m *trainable.Model) map[string][]float32 {
 	t.Helper()
 	vars, names, err := m.Params()
 	if err != nil {

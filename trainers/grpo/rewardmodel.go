@@ -8,7 +8,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // SplitRewardWeights returns the weights of the run's reward models and of its reward functions
@@ -27,11 +27,11 @@ func SplitRewardWeights(cfg *config.GRPO) (models, funcs []float64) {
 func RewardModelName(dir string) string { return filepath.Base(filepath.Clean(dir)) }
 
 // LoadRewardModels loads each reward model checkpoint (dirs: local directories) as a reward of
-// the run with its weight (nil: 1), scoring batch rows per forward pass (loop.LoadScorer).
+// the run with its weight (nil: 1), scoring batch rows per forward pass (trainable.LoadScorer).
 func LoadRewardModels(backend backends.Backend, dirs []string, weights []float64, bf16 bool, batch int) ([]Reward, error) {
 	var out []Reward
 	for i, dir := range dirs {
-		s, err := loop.LoadScorer(backend, dir, bf16, batch)
+		s, err := trainable.LoadScorer(backend, dir, bf16, batch)
 		if err != nil {
 			return nil, fmt.Errorf("grpo: %w", err)
 		}
@@ -61,7 +61,7 @@ func checkRewardNames(rewards []Reward) error {
 // _calculate_rewards does: prompt and completion encoded with the reward model's own text side
 // (encode.RewardInputIDs: its chat template for conversational prompts), right-padded, batched,
 // the score head's output at the last non-padding token.
-func scoreWithModel(s *loop.Scorer, r *Rollout) ([]float64, error) {
+func scoreWithModel(s *trainable.Scorer, r *Rollout) ([]float64, error) {
 	rows := make([][]int32, r.Len())
 	for i, p := range r.Prompts {
 		var err error

@@ -11,16 +11,16 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // rewardModelDir writes a reward model checkpoint (a tiny causal LM given a new score head and
 // a pad token, saved as Qwen2ForSequenceClassification) into dir/name.
 func rewardModelDir(t *testing.T, name string) string {
 	t.Helper()
-	m, _, err := loop.LoadClassifier(looptest.Model(t), false, 1, 11)
+	m, _, err := trainable.LoadClassifier(looptest.Model(t), false, 1, 11)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"math"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Reward is one named verifier reward function with its weight (TRL reward_funcs, reward_weights).
@@ -20,7 +20,7 @@ type Reward struct {
 	Random *RandomReward
 	// Scorer is set for a reward model (Func is then nil): it scores prompt+completion
 	// (scoreWithModel).
-	Scorer *loop.Scorer
+	Scorer *trainable.Scorer
 }
 
 // LookupRewards makes a run's reward functions from data's registry, seeded with the run's seed

@@ -13,6 +13,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rollout"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Prompt is one prompt of the training set: the text handed to the reward functions (the chat
@@ -38,7 +39,7 @@ type RunOptions struct {
 // when asked; training_args.yaml, metrics.jsonl, completions.jsonl, the checkpoints and the final
 // model in OUTPUT_DIR).
 func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions) (*loop.Result, error) {
-	m, err := loop.LoadForTraining(modelDir, cfg)
+	m, err := trainable.LoadForTraining(modelDir, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rollout"
 	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Setup is what a GRPO run needs besides its configuration: the policy (its weights, which the
@@ -29,7 +30,7 @@ type Setup struct {
 	Backend backends.Backend
 	// Model holds the policy; only Config and Ctx are needed (plus Dir and Tokenizer for saving
 	// checkpoints with the tokenizer files).
-	Model *loop.Model
+	Model *trainable.Model
 	// Decoder turns completion ids into the text the reward functions see (special tokens skipped).
 	Decoder generate.TextDecoder
 	// StopIDs are every end-of-sequence id (config.json and generation_config.json, TRL #7039).
@@ -70,7 +71,7 @@ type Trainer struct {
 	random    *RandomReward     // the run's "random" reward stream, if it uses that reward
 	oldEval   *step.ContextEval // off-policy runs: π_old log-probs after generation
 	refEval   *step.ContextEval // β ≠ 0: the reference's log-probs (the frozen initial weights unless synced)
-	ref       *loop.Model       // sync_ref_model with β ≠ 0: the reference weights that syncReference mixes
+	ref       *trainable.Model  // sync_ref_model with β ≠ 0: the reference weights that syncReference mixes
 	refCtx    *context.Context  // β ≠ 0: the context refEval reads (the policy's own under PEFT)
 	eval      *evaluator        // when the configuration evaluates
 	promptLen int               // P of the batch layout
@@ -217,9 +218,9 @@ func (t *Trainer) newReference() (*context.Context, error) {
 }
 
 // CloneWeights copies the model weights of ctx (the variables under /model and /lm_head) into a
-// new context, not trainable: a frozen reference policy (loop.CloneWeights).
+// new context, not trainable: a frozen reference policy (trainable.CloneWeights).
 func CloneWeights(ctx *context.Context) (*context.Context, error) {
-	ref, err := loop.CloneWeights(ctx)
+	ref, err := trainable.CloneWeights(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("grpo: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // The tests run GRPO on a tiny random Qwen2 (vocabulary of 16 "letters" a..p, id 0 = 'a' is the
@@ -43,7 +44,7 @@ func (letters) Decode(ids []int, skipSpecial bool) string {
 // testBackend is the backend of every test here (backend.ForTests), one per test binary.
 var testBackend = sync.OnceValue(backend.MustNewForTests)
 
-func tinyModel(t *testing.T, seed uint64) *loop.Model {
+func tinyModel(t *testing.T, seed uint64) *trainable.Model {
 	t.Helper()
 	cfg, err := decoder.ParseConfig([]byte(`{"model_type":"qwen2","vocab_size":16,"hidden_size":16,"intermediate_size":32,
 		"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"rms_norm_eps":1e-6,"rope_theta":10000,
@@ -55,7 +56,7 @@ func tinyModel(t *testing.T, seed uint64) *loop.Model {
 	if err := decoder.InitWeights(ctx, cfg, seed, dtypes.Float32); err != nil {
 		t.Fatal(err)
 	}
-	return &loop.Model{Config: cfg, Ctx: ctx, DType: dtypes.Float32}
+	return &trainable.Model{Config: cfg, Ctx: ctx, DType: dtypes.Float32}
 }
 
 // tinyConfig is a small on-policy run: 4 prompts × 4 generations per step.

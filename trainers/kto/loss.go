@@ -5,8 +5,7 @@ package kto
 
 import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/tokenmask"
 )
 
 // Config holds KTO's hyper-parameters (TRL KTOConfig defaults: β 0.1, both weights 1).
@@ -17,7 +16,7 @@ type Config struct {
 }
 
 // SeqLogProbs is log π(y|x) = Σ_t m_t·log π(y_t|x,y<t) (식 (8.1)): logps [B,T], mask [B,T] → [B].
-func SeqLogProbs(logps, mask *Node) *Node { return step.SeqSum(logps, mask) }
+func SeqLogProbs(logps, mask *Node) *Node { return tokenmask.SeqSum(logps, mask) }
 
 // ReferencePoint is KTO's z from the KL completions (TRL: y from another example of the batch,
 // "shift by one"): z = max(0, mean_b[log π(y'_b|x_b) − log π_ref(y'_b|x_b)]), detached.
@@ -52,7 +51,7 @@ func Loss(policy, ref, desirable, z *Node, cfg Config) (*Node, Metrics) {
 		z = BroadcastToDims(z, policy.Shape().Dimensions...)
 	}
 	r := Sub(policy, StopGradient(ref))
-	good := step.BoolMask(desirable)
+	good := tokenmask.BoolMask(desirable)
 	bad := LogicalNot(good)
 	lossGood := MulScalar(OneMinus(Sigmoid(MulScalar(Sub(r, z), cfg.Beta))), cfg.DesirableWeight)
 	lossBad := MulScalar(OneMinus(Sigmoid(MulScalar(Sub(z, r), cfg.Beta))), cfg.UndesirableWeight)
@@ -60,10 +59,10 @@ func Loss(policy, ref, desirable, z *Node, cfg Config) (*Node, Metrics) {
 
 	rewards := StopGradient(MulScalar(r, cfg.Beta))
 	m := Metrics{
-		RewardsChosenSum:   ReduceAllSum(step.Masked(rewards, good)),
-		RewardsRejectedSum: ReduceAllSum(step.Masked(rewards, bad)),
-		CountChosen:        ReduceAllSum(step.FloatMask(good, dtype)),
-		CountRejected:      ReduceAllSum(step.FloatMask(bad, dtype)),
+		RewardsChosenSum:   ReduceAllSum(tokenmask.Masked(rewards, good)),
+		RewardsRejectedSum: ReduceAllSum(tokenmask.Masked(rewards, bad)),
+		CountChosen:        ReduceAllSum(tokenmask.FloatMask(good, dtype)),
+		CountRejected:      ReduceAllSum(tokenmask.FloatMask(bad, dtype)),
 		KL:                 ReduceAllMean(z),
 	}
 	return loss, m
@@ -84,7 +83,7 @@ func Loss(policy, ref, desirable, z *Node, cfg Config) (*Node, Metrics) {
 func APOZeroUnpairedLoss(policy, ref, desirable *Node, cfg Config) (*Node, Metrics) {
 	dtype := policy.DType()
 	r := Sub(policy, StopGradient(ref))
-	good := step.BoolMask(desirable)
+	good := tokenmask.BoolMask(desirable)
 	bad := LogicalNot(good)
 	v := Sigmoid(MulScalar(r, cfg.Beta))
 	lossGood := MulScalar(OneMinus(v), cfg.DesirableWeight)
@@ -93,10 +92,10 @@ func APOZeroUnpairedLoss(policy, ref, desirable *Node, cfg Config) (*Node, Metri
 
 	rewards := StopGradient(MulScalar(r, cfg.Beta))
 	m := Metrics{
-		RewardsChosenSum:   ReduceAllSum(step.Masked(rewards, good)),
-		RewardsRejectedSum: ReduceAllSum(step.Masked(rewards, bad)),
-		CountChosen:        ReduceAllSum(step.FloatMask(good, dtype)),
-		CountRejected:      ReduceAllSum(step.FloatMask(bad, dtype)),
+		RewardsChosenSum:   ReduceAllSum(tokenmask.Masked(rewards, good)),
+		RewardsRejectedSum: ReduceAllSum(tokenmask.Masked(rewards, bad)),
+		CountChosen:        ReduceAllSum(tokenmask.FloatMask(good, dtype)),
+		CountRejected:      ReduceAllSum(tokenmask.FloatMask(bad, dtype)),
 		KL:                 ScalarZero(policy.Graph(), dtype),
 	}
 	return loss, m
@@ -109,5 +108,5 @@ func APOZeroUnpairedLoss(policy, ref, desirable *Node, cfg Config) (*Node, Metri
 // real (non-padding) positions; → [B], detached. TRL also sums the logits at its padding
 // positions, which depend on the batch; here only the row's own positions count.
 func RowLogitSums(logitSums, mask *Node) *Node {
-	return StopGradient(ReduceSum(Mul(logitSums, step.FloatMask(mask, logitSums.DType())), -1))
+	return StopGradient(ReduceSum(Mul(logitSums, tokenmask.FloatMask(mask, logitSums.DType())), -1))
 }

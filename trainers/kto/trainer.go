@@ -14,7 +14,8 @@ import (
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/tokenmask"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Trainer is KTO as a loop.Method (TRL's KTOTrainer). With loss_type "kto" each example also
@@ -25,7 +26,7 @@ import (
 // loss_type "apo_zero_unpaired" has no reference point, so no KL rows (TRL: calculate_KL False).
 // Reference log-probs come from the starting weights, computed once before training.
 type Trainer struct {
-	model         *loop.Model
+	model         *trainable.Model
 	cfg           *config.KTO
 	rows, kl      []encode.Encoded // kl is empty without a KL term
 	desirable     []bool
@@ -37,7 +38,7 @@ func (t *Trainer) withKL() bool { return t.cfg.LossType != "apo_zero_unpaired" }
 
 // New tokenizes d (unpaired rows: prompt, completion, label; conversational ones rendered with the
 // chat template), builds the KL rows and computes the reference log-probs on backend.
-func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.KTO) (*Trainer, error) {
+func New(backend backends.Backend, m *trainable.Model, d *data.Dataset, cfg *config.KTO) (*Trainer, error) {
 	if d.Format != data.Unpaired {
 		return nil, fmt.Errorf("%s: kto needs unpaired rows (prompt, completion, label), got %s", d.Path, d.Format)
 	}
@@ -75,7 +76,7 @@ func New(backend backends.Backend, m *loop.Model, d *data.Dataset, cfg *config.K
 		}
 	}
 	all := append(append([]encode.Encoded{}, t.rows...), t.kl...)
-	sums, _, err := loop.ReferenceLogProbs(backend, m, all, b)
+	sums, _, err := trainable.ReferenceLogProbs(backend, m, all, b)
 	if err != nil {
 		return nil, fmt.Errorf("kto reference log-probs: %w", err)
 	}
@@ -94,16 +95,16 @@ func (t *Trainer) Tokens(i int) int { return len(t.rows[i].IDs) }
 
 // batch is a micro-batch as the graph takes it without the KL term (loss_type apo_zero_unpaired).
 type batch[T any] struct {
-	loop.RowInputs[T]   // the rows' ids, pos, mask, completion mask [B,T]
-	Ref               T // their reference log-probs [B]
-	Desirable         T // their labels [B] bool
+	trainable.RowInputs[T]   // the rows' ids, pos, mask, completion mask [B,T]
+	Ref                    T // their reference log-probs [B]
+	Desirable              T // their labels [B] bool
 }
 
 // klBatch is a micro-batch with the KL term: batch, then the KL rows [B,T'] and their reference
 // log-probs [B].
 type klBatch[T any] struct {
 	batch[T]
-	KL    loop.RowInputs[T]
+	KL    trainable.RowInputs[T]
 	RefKL T
 }
 
@@ -113,7 +114,7 @@ func (t *Trainer) Batch(idx []int) (named.Feed, error) {
 	for k, i := range idx {
 		rows[k], ref[k], good[k] = t.rows[i], t.refRow[i], t.desirable[i]
 	}
-	in := batch[any]{RowInputs: loop.EncodedRows(rows).Fields(), Ref: ref, Desirable: good}
+	in := batch[any]{RowInputs: trainable.EncodedRows(rows).Fields(), Ref: ref, Desirable: good}
 	if !t.withKL() {
 		return named.Of[any](in), nil
 	}
@@ -121,7 +122,7 @@ func (t *Trainer) Batch(idx []int) (named.Feed, error) {
 	for k, i := range idx {
 		kl[k], refKL[k] = t.kl[i], t.refKL[i]
 	}
-	return named.Of[any](klBatch[any]{batch: in, KL: loop.EncodedRows(kl).Fields(), RefKL: refKL}), nil
+	return named.Of[any](klBatch[any]{batch: in, KL: trainable.EncodedRows(kl).Fields(), RefKL: refKL}), nil
 }
 
 // Finish implements loop.Finisher as TRL's KTOTrainer.log: rewards, logps and logits per split are the
@@ -176,8 +177,8 @@ func (t *Trainer) Loss(ctx *context.Context, inputs named.Inputs, norm *Node) (*
 	bad := LogicalNot(good)
 	metrics := map[string]*Node{
 		"rewards/chosen_sum": m.RewardsChosenSum, "rewards/rejected_sum": m.RewardsRejectedSum,
-		"logps/chosen_sum": ReduceAllSum(step.Masked(p, good)), "logps/rejected_sum": ReduceAllSum(step.Masked(p, bad)),
-		"logits/chosen_sum": ReduceAllSum(step.Masked(logits, good)), "logits/rejected_sum": ReduceAllSum(step.Masked(logits, bad)),
+		"logps/chosen_sum": ReduceAllSum(tokenmask.Masked(p, good)), "logps/rejected_sum": ReduceAllSum(tokenmask.Masked(p, bad)),
+		"logits/chosen_sum": ReduceAllSum(tokenmask.Masked(logits, good)), "logits/rejected_sum": ReduceAllSum(tokenmask.Masked(logits, bad)),
 		"count/chosen": m.CountChosen, "count/rejected": m.CountRejected, "kl": m.KL,
 	}
 	share := Div(Scalar(ids.Graph(), dtypes.Float32, float64(b)), norm)
@@ -187,7 +188,7 @@ func (t *Trainer) Loss(ctx *context.Context, inputs named.Inputs, norm *Node) (*
 // Rewards returns the mean implicit reward β·(log π − log π_ref) of the desirable and of the
 // undesirable examples under the model's current weights.
 func (t *Trainer) Rewards(backend backends.Backend) (desirable, undesirable float64, err error) {
-	sums, _, err := loop.SequenceLogProbs(backend, t.model, t.rows, t.cfg.PerDeviceTrainBatchSize)
+	sums, _, err := trainable.SequenceLogProbs(backend, t.model, t.rows, t.cfg.PerDeviceTrainBatchSize)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // The KL rows pair each prompt with the completion of the previous row of its chunk of
@@ -46,9 +47,9 @@ func TestNew_KLRowsShiftByOneInEachChunk(t *testing.T) {
 
 // logitSum is Σ over the real positions and the vocabulary of the full logits [1,S,V] of row r
 // under m's current weights, in float64 on the host.
-func logitSum(t *testing.T, b backends.Backend, m *loop.Model, r encode.Encoded) float64 {
+func logitSum(t *testing.T, b backends.Backend, m *trainable.Model, r encode.Encoded) float64 {
 	t.Helper()
-	z, _ := looptest.FullLogits(t, b, m, loop.EncodedRows([]encode.Encoded{r}).Inputs())
+	z, _ := looptest.FullLogits(t, b, m, trainable.EncodedRows([]encode.Encoded{r}).Inputs())
 	sum := 0.0
 	for _, x := range z[:len(r.IDs)*m.Config.VocabSize] { // the row's own positions, not the padding
 		sum += x

@@ -21,17 +21,18 @@ import (
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // loraRun is an SFT loss on the qwen2-tiny fixture's left_pad batch through a loop.Optimizer.
 type loraRun struct {
-	m    *loop.Model
+	m    *trainable.Model
 	opt  *loop.Optimizer
-	rows loop.Rows
+	rows trainable.Rows
 	n    float64 // scored tokens
 }
 
-func newLoRARun(t *testing.T, m *loop.Model, b backends.Backend) *loraRun {
+func newLoRARun(t *testing.T, m *trainable.Model, b backends.Backend) *loraRun {
 	t.Helper()
 	cfg := config.DefaultSFT()
 	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 1, 1)), cfg)
@@ -50,7 +51,7 @@ func newLoRARun(t *testing.T, m *loop.Model, b backends.Backend) *loraRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &loraRun{m: m, opt: opt, rows: loop.Rows{IDs: batch.IDs, Mask: batch.Mask, Pos: decoder.PositionIDs(batch.Mask),
+	r := &loraRun{m: m, opt: opt, rows: trainable.Rows{IDs: batch.IDs, Mask: batch.Mask, Pos: decoder.PositionIDs(batch.Mask),
 		Loss: decoder.ScoredMask(batch.Mask, batch.CompletionStart)}}
 	for _, row := range r.rows.Loss {
 		for _, s := range row {
@@ -73,9 +74,9 @@ func (r *loraRun) loss(t *testing.T) float64 {
 	return l
 }
 
-func peftModel(t *testing.T, c lora.Config, bf16 bool) *loop.Model {
+func peftModel(t *testing.T, c lora.Config, bf16 bool) *trainable.Model {
 	t.Helper()
-	m, err := loop.LoadModelPEFT(referenceModel(t), bf16, c, 7)
+	m, err := trainable.LoadModelPEFT(referenceModel(t), bf16, c, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestLoRA_StartsAtBase(t *testing.T) {
 		base := looptest.Load(t, referenceModel(t), bf16)
 		m := peftModel(t, lora.Config{R: 4, Alpha: 8, TargetModules: []string{lora.AllLinear}}, bf16)
 		b := looptest.Backend(t)
-		rows := loop.PadRows([][]int32{{1, 5, 9, 13, 2}, {3, 4}}, []int{1, 1}, 8)
+		rows := trainable.PadRows([][]int32{{1, 5, 9, 13, 2}, {3, 4}}, []int{1, 1}, 8)
 		want, _ := looptest.FullLogits(t, b, base, rows.Inputs())
 		got, _ := looptest.FullLogits(t, b, m, rows.Inputs())
 		if !slices.Equal(got, want) {
@@ -147,15 +148,15 @@ func TestLoRA_StartsAtBase(t *testing.T) {
 		if slices.Equal(moved, want) {
 			t.Fatalf("bf16 %v: B ≠ 0 does not change the logits", bf16)
 		}
-		ref, _, err := loop.ReferenceLogProbs(b, m, encodedRows(), 2)
+		ref, _, err := trainable.ReferenceLogProbs(b, m, encodedRows(), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		baseRef, _, err := loop.SequenceLogProbs(b, base, encodedRows(), 2)
+		baseRef, _, err := trainable.SequenceLogProbs(b, base, encodedRows(), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cur, _, err := loop.SequenceLogProbs(b, m, encodedRows(), 2)
+		cur, _, err := trainable.SequenceLogProbs(b, m, encodedRows(), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +271,7 @@ func TestLoRA_OnlyAdapterTrains(t *testing.T) {
 		}
 		state := map[string]int{}
 		for v := range m.Ctx.IterVariables() {
-			for _, s := range []string{loop.GradScope, loop.ExpAvgScope, loop.ExpAvgSqScope, loop.MasterScope} {
+			for _, s := range []string{loop.GradScope, loop.ExpAvgScope, loop.ExpAvgSqScope, trainable.MasterScope} {
 				if strings.HasPrefix(v.Scope(), s+"/") {
 					state[s]++
 					if !strings.HasPrefix(v.Scope(), s+lora.LoRAScope+"/") {
@@ -280,7 +281,7 @@ func TestLoRA_OnlyAdapterTrains(t *testing.T) {
 			}
 		}
 		n := 2 * 2 * m.Config.NumHiddenLayers
-		if state[loop.GradScope] != n || state[loop.ExpAvgScope] != n || state[loop.ExpAvgSqScope] != n || state[loop.MasterScope] != 0 {
+		if state[loop.GradScope] != n || state[loop.ExpAvgScope] != n || state[loop.ExpAvgSqScope] != n || state[trainable.MasterScope] != 0 {
 			t.Errorf("bf16 %v: state variables %v, want %d per optimizer scope and no masters", bf16, state, n)
 		}
 		vars, names, _ := m.Trainable()
@@ -305,7 +306,7 @@ func TestLoRA_DropoutOnlyInTraining(t *testing.T) {
 		}
 	}
 	b := looptest.Backend(t)
-	scored, _, err := loop.SequenceLogProbs(b, m, encodedRows(), 2)
+	scored, _, err := trainable.SequenceLogProbs(b, m, encodedRows(), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestLoRA_DropoutOnlyInTraining(t *testing.T) {
 	if first != again || first == plain {
 		t.Errorf("losses with dropout %v then %v, without %v: want the first two equal and the third different", first, again, plain)
 	}
-	rescored, _, err := loop.SequenceLogProbs(b, m, encodedRows(), 2)
+	rescored, _, err := trainable.SequenceLogProbs(b, m, encodedRows(), 2)
 	if err != nil {
 		t.Fatal(err)
 	}

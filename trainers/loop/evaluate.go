@@ -2,6 +2,7 @@ package loop
 
 import (
 	"fmt"
+	"github.com/posttrain/posttrain/trainers/trainable"
 	"math"
 	"time"
 
@@ -38,7 +39,7 @@ type evaluator struct {
 	sig    named.Signature // the method's inputs and "norm"; its metrics
 }
 
-func newEvaluator(backend backends.Backend, m *Model, method Method, batch int) (*evaluator, error) {
+func newEvaluator(backend backends.Backend, m *trainable.Model, method Method, batch int) (*evaluator, error) {
 	if method.NumExamples() == 0 {
 		return nil, fmt.Errorf("eval: no evaluation examples")
 	}

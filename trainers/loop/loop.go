@@ -14,15 +14,15 @@
 // then optimizer steps on it). The driver holds no loss math. Graph inputs and metrics travel by
 // name (internal/named): a method's batch is a named.Feed of its input struct, its loss binds the
 // same struct from named.Inputs, and its metrics are a map by TRL name, so the driver never pairs
-// tensors or metric values with their meaning by position. Besides the driver the package
-// holds the trainable Model (weights, bf16 masters, saving; a companion value model trained in the
-// same optimizer, PPO's, value.go; the checkpoint's text side — tokenizer, chat
-// template, EOS, encodings — is data/encode's; LoadClassifier for a reward model), the batch
-// helpers the methods share, and the reward-model Scorer (GRPO's --reward-model, score-reward).
+// tensors or metric values with their meaning by position. The model it trains is
+// trainers/trainable's Model (weights, float32 masters and bf16 copies, LoRA, a value model,
+// saving); the checkpoint's text side — tokenizer, chat template, EOS, encodings — is
+// data/encode's.
 package loop
 
 import (
 	"context"
+	"github.com/posttrain/posttrain/trainers/trainable"
 	"io"
 	"log/slog"
 	"time"
@@ -197,7 +197,7 @@ var ErrInterrupted = checkpoint.ErrInterrupted
 
 // Run trains m with method as configured and returns when max_steps / num_train_epochs are done,
 // or when ctx is cancelled (then a checkpoint is saved and the error wraps ErrInterrupted).
-func Run(ctx context.Context, m *Model, method Method, opts Options) (*Result, error) {
+func Run(ctx context.Context, m *trainable.Model, method Method, opts Options) (*Result, error) {
 	if w, ok := method.(*withEval); ok {
 		method = w.Method
 		if opts.Eval == nil {
@@ -215,7 +215,7 @@ func Run(ctx context.Context, m *Model, method Method, opts Options) (*Result, e
 // with logging, evaluation and checkpoints, then the final model in OUTPUT_DIR. When ctx is
 // cancelled (at a step where the source can stop) it saves a checkpoint of the last step and
 // returns an error wrapping ErrInterrupted.
-func Train(ctx context.Context, m *Model, src Source, opts Options) (*Result, error) {
+func Train(ctx context.Context, m *trainable.Model, src Source, opts Options) (*Result, error) {
 	d, err := newDriver(m, src, opts)
 	if err != nil {
 		if h, ok := src.(Hooks); ok {

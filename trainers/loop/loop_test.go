@@ -27,6 +27,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // sftRun trains a fresh copy of the model at dir on data with cfg.
@@ -57,12 +58,12 @@ type resumeCase struct {
 	kind        mult.Kind
 	rows, evals int // problems of the training and the eval set
 	cfg         func() config.Config
-	build       func(t *testing.T, b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) loop.Method
+	build       func(t *testing.T, b backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) loop.Method
 }
 
 var resumeCases = []resumeCase{
 	{"sft", mult.SFT, 20, 5, func() config.Config { return config.DefaultSFT() },
-		func(t *testing.T, _ backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) loop.Method {
+		func(t *testing.T, _ backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) loop.Method {
 			tr, err := sft.New(m, d, cfg.(*config.SFT))
 			if err != nil {
 				t.Fatal(err)
@@ -70,7 +71,7 @@ var resumeCases = []resumeCase{
 			return tr
 		}},
 	{"dpo", mult.DPO, 20, 5, func() config.Config { return config.DefaultDPO() },
-		func(t *testing.T, b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) loop.Method {
+		func(t *testing.T, b backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) loop.Method {
 			tr, err := dpo.New(b, m, d, cfg.(*config.DPO))
 			if err != nil {
 				t.Fatal(err)
@@ -78,7 +79,7 @@ var resumeCases = []resumeCase{
 			return tr
 		}},
 	{"kto", mult.KTO, 10, 3, func() config.Config { return config.DefaultKTO() },
-		func(t *testing.T, b backends.Backend, m *loop.Model, d *data.Dataset, cfg config.Config) loop.Method {
+		func(t *testing.T, b backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) loop.Method {
 			tr, err := kto.New(b, m, d, cfg.(*config.KTO))
 			if err != nil {
 				t.Fatal(err)
@@ -357,7 +358,7 @@ func TestRun_MisnamedInputFailsAtBuild(t *testing.T) {
 	}
 	_, err = loop.Run(context.Background(), m, renamed{Method: tr, from: "Loss", to: "LossMask"},
 		loop.Options{Config: cfg, Backend: looptest.Backend(t)})
-	want := "train micro-batch: named: the graph inputs (IDs, Pos, Mask, LossMask) are not loop.RowInputs's fields " +
+	want := "train micro-batch: named: the graph inputs (IDs, Pos, Mask, LossMask) are not trainable.RowInputs's fields " +
 		"(IDs, Pos, Mask, Loss): missing Loss; no field for LossMask"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want it to contain %q", err, want)

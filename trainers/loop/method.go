@@ -2,6 +2,7 @@ package loop
 
 import (
 	"fmt"
+	"github.com/posttrain/posttrain/trainers/trainable"
 	"io"
 	"log/slog"
 	"slices"
@@ -53,7 +54,7 @@ type window struct {
 	GradNorm     float64            `json:"grad_norm"`
 }
 
-func newMethodSource(m *Model, method Method, opts Options) (*methodSource, error) {
+func newMethodSource(m *trainable.Model, method Method, opts Options) (*methodSource, error) {
 	if opts.Config == nil || opts.Backend == nil {
 		return nil, fmt.Errorf("train: a configuration and a backend are required")
 	}

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"fmt"
+	"github.com/posttrain/posttrain/trainers/trainable"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -10,7 +11,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/trainers/step"
@@ -47,7 +47,7 @@ func (c OptimizerConfig) adam() step.AdamHyper {
 // float32 masters, refresh the bfloat16 copies, zero the accumulators.
 type Optimizer struct {
 	backend backends.Backend
-	model   *Model
+	model   *trainable.Model
 	hp      OptimizerConfig
 	params  []*context.Variable // compute weights (HF scopes)
 	names   []string            // their HF names
@@ -85,7 +85,7 @@ const rngInput = "dropout_rng"
 // weights (Model.Trainable: every weight, or an adapter's) in m.Ctx (zero, or kept if they exist)
 // and prepares the graphs; lossFn is compiled per input shape on the first Micro call with that
 // shape.
-func NewOptimizer(backend backends.Backend, m *Model, hp OptimizerConfig, lossFn LossFunc) (*Optimizer, error) {
+func NewOptimizer(backend backends.Backend, m *trainable.Model, hp OptimizerConfig, lossFn LossFunc) (*Optimizer, error) {
 	o := &Optimizer{backend: backend, model: m, hp: hp}
 	var err error
 	if o.params, o.names, err = m.Trainable(); err != nil {
@@ -179,7 +179,7 @@ func (o *Optimizer) updateGraph(in step.Scalars[*Node]) []*Node {
 		}
 		master.SetValueGraph(theta)
 		if master != v {
-			v.SetValueGraph(copyOfMaster(theta, v.DType()))
+			v.SetValueGraph(trainable.CopyOfMaster(theta, v.DType()))
 		}
 		o.grads[i].SetValueGraph(ZerosLike(grads[i]))
 	}
@@ -292,17 +292,4 @@ func (o *Optimizer) Close() {
 	if o.zero != nil {
 		o.zero.Finalize()
 	}
-}
-
-// copyOfMaster is the compute copy (dtype) of a float32 master θ, rounded as the host's toBF16
-// rounds (bfloat16.FromFloat32: the low 16 bits cut), so that a run resumed from its float32
-// masters (SetWeights) has the bf16 weights of a run that never stopped. The pure-Go backend's
-// ConvertDType cuts the same way; XLA's rounds to nearest even (resumes on xla:cpu differed from
-// step 2 on), so there the bits are cut explicitly. simplego has no Bitcast or shifts.
-func copyOfMaster(theta *Node, dtype dtypes.DType) *Node {
-	if dtype != dtypes.BFloat16 || theta.DType() != dtypes.Float32 || backend.IsPureGo(theta.Graph().Backend()) {
-		return ConvertDType(theta, dtype)
-	}
-	high := BitwiseShiftRightLogicalScalar(Bitcast(theta, dtypes.Uint32), 16) // the sign, exponent and 7 mantissa bits
-	return Bitcast(ConvertDType(high, dtypes.Uint16), dtypes.BFloat16)
 }

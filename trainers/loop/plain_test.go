@@ -11,6 +11,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
 	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // With step.Plain the driver's optimizer takes the plain gradient step θ ← θ − lr·g on the
@@ -30,7 +31,7 @@ func TestOptimizer_PlainStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := loop.Rows{IDs: batch.IDs, Mask: batch.Mask, Pos: decoder.PositionIDs(batch.Mask),
+	rows := trainable.Rows{IDs: batch.IDs, Mask: batch.Mask, Pos: decoder.PositionIDs(batch.Mask),
 		Loss: decoder.ScoredMask(batch.Mask, batch.CompletionStart)}
 	if _, _, err := opt.Micro(rows.Inputs(), 1); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // The qwen2-tiny fixture and its PyTorch AdamW trajectories (scripts/reference/adamw_ref.py).
@@ -55,7 +56,7 @@ func referenceModel(t *testing.T) string {
 	return dir
 }
 
-// adamwTrajectory runs ref's steps with the trainers' update (loop.LoadModel, loop.Optimizer, the
+// adamwTrajectory runs ref's steps with the trainers' update (trainable.LoadModel, loop.Optimizer, the
 // SFT trainer's loss, and the AdamW hyper-parameters and learning-rate schedule built from an SFT
 // config as the loop builds them) on ref's batch and returns each step's loss and gradient norm.
 func adamwTrajectory(t *testing.T, ref *adamwReference) (losses, norms []float64) {
@@ -87,7 +88,7 @@ func adamwTrajectory(t *testing.T, ref *adamwReference) (losses, norms []float64
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := loop.Rows{IDs: batch.IDs, Mask: batch.Mask, Pos: decoder.PositionIDs(batch.Mask),
+	rows := trainable.Rows{IDs: batch.IDs, Mask: batch.Mask, Pos: decoder.PositionIDs(batch.Mask),
 		Loss: decoder.ScoredMask(batch.Mask, batch.CompletionStart)}
 	_, names, err := m.Params()
 	if err != nil {

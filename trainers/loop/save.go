@@ -3,6 +3,7 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/posttrain/posttrain/trainers/trainable"
 	"os"
 	"path/filepath"
 
@@ -40,8 +41,8 @@ type extra struct {
 var RunFiles = checkpoint.Run{
 	Files: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl", config.ResolvedName, tensorboard.RunsDir},
 	Marks: []string{runlog.MetricsName, runlog.CompletionsName, "eval_completions.jsonl"},
-	Model: append([]string{CardName, "model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
-		decoder.ConfigFileName, decoder.GenerationConfigFileName, lora.ConfigName, lora.WeightsName, ValueDir}, decoder.TokenizerFiles...),
+	Model: append([]string{trainable.CardName, "model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
+		decoder.ConfigFileName, decoder.GenerationConfigFileName, lora.ConfigName, lora.WeightsName, trainable.ValueDir}, decoder.TokenizerFiles...),
 }
 
 // CheckOutputDir checks, before any work, what the driver checks again when it starts
@@ -167,8 +168,8 @@ func (d *driver) saveFinal() error {
 		return fmt.Errorf("save model: %w", err)
 	}
 	defer cleanup()
-	card := modelCard(d.opts.Config, d.step, d.last)
-	files[CardName] = func(path string) error { return os.WriteFile(path, card, 0o644) }
+	card := trainable.ModelCard(d.opts.Config, d.step, d.last)
+	files[trainable.CardName] = func(path string) error { return os.WriteFile(path, card, 0o644) }
 	return checkpoint.WriteModelFiles(d.cfg.OutputDir, "posttrain "+d.opts.Config.Method(), files)
 }
 
@@ -210,14 +211,14 @@ func (d *driver) resumeWeights(dir string) error {
 	if err != nil {
 		return err
 	}
-	byName, err := float32Tensors(weights, "")
+	byName, err := trainable.Float32Tensors(weights, "")
 	if err != nil {
 		return err
 	}
 	if err := d.m.SetWeights(byName); err != nil {
 		return err
 	}
-	return d.m.resumeValue(dir)
+	return d.m.ResumeValue(dir)
 }
 
 // Save adds the data position (pass and offset, with the seed that orders each pass), the tokens
@@ -305,17 +306,4 @@ func (o *Optimizer) ReadState(path string, steps int) error {
 	}
 	o.steps = steps
 	return nil
-}
-
-// float32Tensors converts stored tensors (any float dtype) to float32 GoMLX tensors by name.
-func float32Tensors(stored map[string]*safetensors.Tensor, prefix string) (map[string]*tensors.Tensor, error) {
-	out := make(map[string]*tensors.Tensor, len(stored))
-	for name, st := range stored {
-		f, err := st.Float32s()
-		if err != nil {
-			return nil, err
-		}
-		out[prefix+name] = tensors.FromFlatDataAndDimensions(f, st.Shape...)
-	}
-	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/posttrain/posttrain/trainers/trainable"
 	"io"
 	"log/slog"
 	"math"
@@ -19,7 +20,7 @@ import (
 
 // driver is one run's state: the source, the optimizer, the schedule and the logs.
 type driver struct {
-	m       *Model
+	m       *trainable.Model
 	src     Source
 	hooks   Hooks     // nil: the source has none
 	eval    Evaluator // nil: no evaluation
@@ -43,7 +44,7 @@ type driver struct {
 	unlock    func() // releases OUTPUT_DIR's lock (prepareOutput); nil before
 }
 
-func newDriver(m *Model, src Source, opts Options) (*driver, error) {
+func newDriver(m *trainable.Model, src Source, opts Options) (*driver, error) {
 	if opts.Config == nil || opts.Backend == nil {
 		return nil, fmt.Errorf("train: a configuration and a backend are required")
 	}

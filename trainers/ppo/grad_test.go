@@ -11,9 +11,9 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // The gradients of the whole micro-batch graph (the policy's and the value model's forward passes
@@ -42,7 +42,7 @@ func TestLossGraph_GradientsFD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []struct{ scope, name string }{{loop.ValueScope + "/score", "weight"}, {"/model/norm", "weight"}} {
+	for _, v := range []struct{ scope, name string }{{trainable.ValueScope + "/score", "weight"}, {"/model/norm", "weight"}} {
 		t.Run(v.scope, func(t *testing.T) {
 			fdCheck(t, backend, tr, feed, tr.s.Model.Ctx.GetVariableByScopeAndName(v.scope, v.name))
 		})

@@ -7,8 +7,8 @@ import (
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rollout"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // The model side of a PPO step. A rollout row is laid out as TRL lays out query_responses: the
@@ -45,7 +45,7 @@ func (sp *spec) responseLogProbs(ctx *context.Context, in rollout.Sequences[*Nod
 func (sp *spec) responseValues(ctx *context.Context, in rollout.Sequences[*Node]) *Node {
 	s := in.IDs.Shape().Dim(1)
 	p := s - sp.ResponseLen
-	vctx := ctx.InAbsPath(loop.ValueScope)
+	vctx := ctx.InAbsPath(trainable.ValueScope)
 	hidden := decoder.Hidden(vctx, sp.Value, in.IDs, in.Pos, in.Attn)
 	h := Slice(hidden, AxisRange(), AxisRange(p-1, s-1)) // [B,R,D]
 	v := decoder.TokenScores(vctx, sp.Value, h)          // [B,R,1]

@@ -20,13 +20,14 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // rewardModel writes a *ForSequenceClassification checkpoint (num_labels 1, a score head drawn
 // from seed) of the causal LM in dir, as `posttrain reward` would start one, and returns its path.
 func rewardModel(t testing.TB, dir string, seed uint64) string {
 	t.Helper()
-	m, _, err := loop.LoadClassifier(dir, false, 1, seed)
+	m, _, err := trainable.LoadClassifier(dir, false, 1, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func resumeCheck(t *testing.T, newConfig func() *config.PPO, updates int) {
 	if _, err := run(t, c, 1); !errors.Is(err, loop.ErrInterrupted) {
 		t.Fatalf("interrupted run: %v, want loop.ErrInterrupted", err)
 	}
-	if _, err := os.Stat(filepath.Join(c.OutputDir, "checkpoint-1", loop.ValueDir, "model.safetensors")); err != nil {
+	if _, err := os.Stat(filepath.Join(c.OutputDir, "checkpoint-1", trainable.ValueDir, "model.safetensors")); err != nil {
 		t.Fatalf("checkpoint-1 has no value model: %v", err)
 	}
 	resumed := newConfig()
@@ -188,7 +189,7 @@ func resumeCheck(t *testing.T, newConfig func() *config.PPO, updates int) {
 		t.Fatal(err)
 	}
 	sameFile(t, filepath.Join(straight.OutputDir, "model.safetensors"), filepath.Join(c.OutputDir, "model.safetensors"))
-	sameFile(t, filepath.Join(straight.OutputDir, loop.ValueDir, "model.safetensors"), filepath.Join(c.OutputDir, loop.ValueDir, "model.safetensors"))
+	sameFile(t, filepath.Join(straight.OutputDir, trainable.ValueDir, "model.safetensors"), filepath.Join(c.OutputDir, trainable.ValueDir, "model.safetensors"))
 	looptest.SameMetrics(t, filepath.Join(straight.OutputDir, runlog.MetricsName), filepath.Join(c.OutputDir, runlog.MetricsName))
 }
 
@@ -226,7 +227,7 @@ func TestPPO_ValueModelTrains(t *testing.T) {
 	if len(losses) != 6 || !(losses[5] < 0.5*losses[0]) {
 		t.Errorf("value loss %v: want it to fall below half its first value over 6 epochs", losses)
 	}
-	sv, _, err := safetensors.ReadFile(filepath.Join(c.OutputDir, loop.ValueDir, "model.safetensors"))
+	sv, _, err := safetensors.ReadFile(filepath.Join(c.OutputDir, trainable.ValueDir, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,10 @@ import (
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rl"
 	"github.com/posttrain/posttrain/trainers/rollout"
 	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Rollout is one rollout batch with everything TRL's train() computes under torch.no_grad()
@@ -174,7 +174,7 @@ func (t *Trainer) rewardScores(r *Rollout) ([]float64, error) {
 		for i := range last {
 			last[i] = int32(t.promptLen + firstTrue(r.Post[lo+i][:r.Width], func(x int32) bool { return int(x) == t.pad }) - 1)
 		}
-		scores, err := t.s.Reward.ScoreLayout(loop.ScoreInputs[any]{IDs: post.IDs, Pos: post.Pos, Mask: post.Attn, Last: last})
+		scores, err := t.s.Reward.ScoreLayout(trainable.ScoreInputs[any]{IDs: post.IDs, Pos: post.Pos, Mask: post.Attn, Last: last})
 		out = append(out, scores...)
 		return err
 	})

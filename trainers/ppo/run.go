@@ -14,6 +14,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rollout"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // RunOptions are what Run needs besides the configuration (shaped like grpo.RunOptions).
@@ -53,11 +54,11 @@ func Load(cfg *config.PPO, modelDir string, opts RunOptions) (*Trainer, error) {
 	if vmDir == "" {
 		vmDir = cfg.ValueModelPath
 	}
-	m, err := loop.LoadModel(modelDir, cfg.BF16)
+	m, err := trainable.LoadModel(modelDir, cfg.BF16)
 	if err != nil {
 		return nil, err
 	}
-	value, fresh, err := loop.LoadClassifier(vmDir, false, 1, uint64(cfg.Seed))
+	value, fresh, err := trainable.LoadClassifier(vmDir, false, 1, uint64(cfg.Seed))
 	if err != nil {
 		return nil, fmt.Errorf("value model: %w", err)
 	}
@@ -70,7 +71,7 @@ func Load(cfg *config.PPO, modelDir string, opts RunOptions) (*Trainer, error) {
 	if err := m.AttachValue(value); err != nil {
 		return nil, err
 	}
-	reward, err := loop.LoadScorer(opts.Backend, rmDir, cfg.BF16, cfg.LocalRolloutForwardBatchSize)
+	reward, err := trainable.LoadScorer(opts.Backend, rmDir, cfg.BF16, cfg.LocalRolloutForwardBatchSize)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/rollout"
 	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Prompt is one prompt of the training set (data/encode renders and tokenizes it).
@@ -41,11 +42,11 @@ type Prompt = encode.Prompt
 type Setup struct {
 	Config  *config.PPO // resolved and validated
 	Backend backends.Backend
-	// Model is the policy with its value model attached (loop.Model.AttachValue): the two-model
+	// Model is the policy with its value model attached (trainable.Model.AttachValue): the two-model
 	// trainable set the driver's AdamW updates.
-	Model *loop.Model
-	// Reward is the frozen reward model (loop.LoadScorer); it must share the policy's vocabulary.
-	Reward  *loop.Scorer
+	Model *trainable.Model
+	// Reward is the frozen reward model (trainable.LoadScorer); it must share the policy's vocabulary.
+	Reward  *trainable.Scorer
 	Decoder generate.TextDecoder
 	// Pad and EOS are the policy tokenizer's pad_token_id and eos_token_id (TRL's
 	// processing_class): pads mark a response's end, EOS is what missing_eos_penalty looks for.
@@ -159,7 +160,7 @@ func New(s Setup) (*Trainer, error) {
 func (t *Trainer) compile() error {
 	m := t.s.Model
 	t.gen = generate.NewGenerator(t.s.Backend, m.Ctx, decoder.Arch{Config: m.Config})
-	ref, err := loop.CloneWeights(m.Ctx) // the frozen reference: the starting policy
+	ref, err := trainable.CloneWeights(m.Ctx) // the frozen reference: the starting policy
 	if err != nil {
 		return fmt.Errorf("ppo: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // MarginColumn is the optional per-pair column of TRL's DataCollatorForPreference.
@@ -30,7 +31,7 @@ const MarginColumn = "margin"
 // over 2B rows (the chosen sequences, then the rejected ones, as DataCollatorForPreference lays
 // them out), right-padded.
 type Trainer struct {
-	model            *loop.Model
+	model            *trainable.Model
 	cfg              *config.Reward
 	chosen, rejected [][]int32
 	margin           []float32
@@ -40,8 +41,8 @@ type Trainer struct {
 // New tokenizes the preference rows of d (explicit or implicit prompt, standard or
 // conversational) with RewardTrainingIDs, drops the pairs longer than max_length as TRL filters them, reads
 // the margin column, and sets the model's pad_token_id and the tokenizer's pad_token (encode.Text.SetPadToken). m must be a classifier with
-// one label (loop.LoadClassifier).
-func New(m *loop.Model, d *data.Dataset, cfg *config.Reward) (*Trainer, error) {
+// one label (trainable.LoadClassifier).
+func New(m *trainable.Model, d *data.Dataset, cfg *config.Reward) (*Trainer, error) {
 	if d.Format != data.Preference {
 		return nil, fmt.Errorf("%s: a reward model trains on preference rows (chosen, rejected, optional prompt), got %s", d.Path, d.Format)
 	}
@@ -119,9 +120,9 @@ func (t *Trainer) Units(int) float64 { return 1 }
 func (t *Trainer) Tokens(i int) int { return len(t.chosen[i]) + len(t.rejected[i]) }
 
 // Inputs are a batch of B pairs as the reward graph takes it: 2B rows (chosen first, then
-// rejected; loop.ScoreInputs) and the margins [B].
+// rejected; trainable.ScoreInputs) and the margins [B].
 type Inputs[T any] struct {
-	loop.ScoreInputs[T]
+	trainable.ScoreInputs[T]
 	Margin T
 }
 
@@ -135,7 +136,7 @@ func (t *Trainer) Batch(idx []int) (named.Feed, error) {
 	for _, i := range idx {
 		rows = append(rows, t.rejected[i])
 	}
-	return named.Of[any](Inputs[any]{ScoreInputs: loop.ScoreRows(rows, t.model.Config.PadTokenID), Margin: margin}), nil
+	return named.Of[any](Inputs[any]{ScoreInputs: trainable.ScoreRows(rows, t.model.Config.PadTokenID), Margin: margin}), nil
 }
 
 // Loss implements loop.Method: Loss over the B pairs, times B/norm so that the micro-batches of a

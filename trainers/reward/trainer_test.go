@@ -28,6 +28,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // writeRows writes JSONL lines into a temporary file and returns its path.
@@ -50,16 +51,16 @@ func textPairs(t *testing.T, n int) string {
 	return writeRows(t, lines...)
 }
 
-func load(t *testing.T, dir string) *loop.Model {
+func load(t *testing.T, dir string) *trainable.Model {
 	t.Helper()
-	m, fresh, err := loop.LoadClassifier(dir, false, 1, 5)
+	m, fresh, err := trainable.LoadClassifier(dir, false, 1, 5)
 	if err != nil || !fresh {
 		t.Fatalf("LoadClassifier: fresh %v, %v", fresh, err)
 	}
 	return m
 }
 
-func newTrainer(t *testing.T, m *loop.Model, path string, cfg *config.Reward) *Trainer {
+func newTrainer(t *testing.T, m *trainable.Model, path string, cfg *config.Reward) *Trainer {
 	t.Helper()
 	tr, err := New(m, looptest.Read(t, path), cfg)
 	if err != nil {
@@ -80,7 +81,7 @@ func TestReward_StepOneAndLearns(t *testing.T) {
 	looptest.Common(t, &cfg.Training, 2e-2, n, 1, 12)
 	tr := newTrainer(t, m, path, cfg)
 	b := looptest.Backend(t)
-	sc, err := loop.NewScorer(b, m, 3)
+	sc, err := trainable.NewScorer(b, m, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestReward_StepOneAndLearns(t *testing.T) {
 	}
 	// The same batch as sc's, so that both score at the same shapes: on XLA a float32 sum's
 	// round-off depends on the shape it runs at (docs/xla.md), and the claim is about the weights.
-	saved, err := loop.LoadScorer(b, cfg.OutputDir, false, 3)
+	saved, err := trainable.LoadScorer(b, cfg.OutputDir, false, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestReward_StepOneAndLearns(t *testing.T) {
 	if !slices.Equal(got, after) {
 		t.Errorf("the saved model's rewards %v, the trained model's %v", got, after)
 	}
-	if _, err := loop.LoadScorer(b, looptest.Model(t), false, 8); err == nil || !strings.Contains(err.Error(), "causal LM") {
+	if _, err := trainable.LoadScorer(b, looptest.Model(t), false, 8); err == nil || !strings.Contains(err.Error(), "causal LM") {
 		t.Errorf("a causal LM as reward model: error %v, want one naming it", err)
 	}
 }
@@ -336,7 +337,7 @@ func TestLoadScorer_PadToken(t *testing.T) {
 	if err := m.Save(dir); err != nil {
 		t.Fatal(err)
 	}
-	s, err := loop.LoadScorer(looptest.Backend(t), dir, false, 2)
+	s, err := trainable.LoadScorer(looptest.Backend(t), dir, false, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func TestLoadScorer_PadToken(t *testing.T) {
 	if err := m.Save(dir); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = loop.LoadScorer(looptest.Backend(t), dir, false, 2); err != nil || *s.Model.Config.PadTokenID != pad {
+	if s, err = trainable.LoadScorer(looptest.Backend(t), dir, false, 2); err != nil || *s.Model.Config.PadTokenID != pad {
 		t.Errorf("pad_token_id %d in config.json: scored before %v (%v)", pad, s.Model.Config.PadTokenID, err)
 	}
 }

@@ -11,12 +11,13 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // directDFT computes, in float64 on the host from the full logits [B,S,V] of tr's examples idx
 // under m's current weights, TRL's dft_loss over them as one accumulated batch,
 // Σ_{b,t} m_bt·(−p·log p) / Σ m_bt, and their NLL Σ m_bt·(−log p) / Σ m_bt.
-func directDFT(t *testing.T, b backends.Backend, m *loop.Model, tr *Trainer, idx []int) (dft, nll float64) {
+func directDFT(t *testing.T, b backends.Backend, m *trainable.Model, tr *Trainer, idx []int) (dft, nll float64) {
 	t.Helper()
 	in, err := tr.Batch(idx)
 	if err != nil {

@@ -4,8 +4,7 @@ package sft
 import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/tokenmask"
 )
 
 // NLL is the SFT loss, the mean negative log-likelihood over the completion tokens of the batch:
@@ -15,7 +14,7 @@ import (
 // (TRL SFTTrainer loss_type "nll" with completion_only_loss; the course assumes SFT is done and starts
 // phase 8 from its result, π_ref = SFT_PROBS). logps [B,T], mask [B,T] (bool or 0/1) → scalar.
 func NLL(logps, mask *Node) *Node {
-	return Neg(step.TokenMean(logps, mask))
+	return Neg(tokenmask.TokenMean(logps, mask))
 }
 
 // NLLOverTokens is NLL divided by an externally given token count instead of this micro-batch's:
@@ -27,7 +26,7 @@ func NLL(logps, mask *Node) *Node {
 // "gradient accumulation" fix). numTokens is a scalar node of logps' dtype, clamped to ≥ 1.
 func NLLOverTokens(logps, mask, numTokens *Node) *Node {
 	n := StopGradient(MaxScalar(ConvertDType(numTokens, logps.DType()), 1))
-	return Neg(Div(ReduceAllSum(step.Masked(logps, mask)), n))
+	return Neg(Div(ReduceAllSum(tokenmask.Masked(logps, mask)), n))
 }
 
 // DFTOverTokens is Dynamic Fine-Tuning (Wu et al., "On the Generalization of SFT: A Reinforcement
@@ -46,15 +45,15 @@ func NLLOverTokens(logps, mask, numTokens *Node) *Node {
 // positions may hold −∞.
 func DFTOverTokens(logps, mask, numTokens *Node) *Node {
 	n := StopGradient(MaxScalar(ConvertDType(numTokens, logps.DType()), 1))
-	lp := step.Masked(logps, mask)  // [B,T]: 0 where not scored (so the weight there is 1·0)
-	weight := StopGradient(Exp(lp)) // π(y_bt | …), a constant
-	return Neg(Div(ReduceAllSum(step.Masked(Mul(weight, lp), mask)), n))
+	lp := tokenmask.Masked(logps, mask) // [B,T]: 0 where not scored (so the weight there is 1·0)
+	weight := StopGradient(Exp(lp))     // π(y_bt | …), a constant
+	return Neg(Div(ReduceAllSum(tokenmask.Masked(Mul(weight, lp), mask)), n))
 }
 
 // DFT is DFTOverTokens over this batch's own completion tokens (N = Σ m_bt): TRL's dft_loss
 // with num_items_in_batch None.
 func DFT(logps, mask *Node) *Node {
-	return DFTOverTokens(logps, mask, ReduceAllSum(step.FloatMask(mask, logps.DType())))
+	return DFTOverTokens(logps, mask, ReduceAllSum(tokenmask.FloatMask(mask, logps.DType())))
 }
 
 // ArgmaxCorrect returns, for logits [B,T,V] and targets [B,T] (integer token ids), the flags
@@ -67,8 +66,8 @@ func ArgmaxCorrect(logits, targets *Node) *Node {
 // MeanTokenAccuracy is TRL's mean_token_accuracy: the fraction of completion tokens whose argmax
 // prediction is correct. correct [B,T] (bool or 0/1), mask [B,T] → scalar in [0, 1], of dtype float64.
 func MeanTokenAccuracy(correct, mask *Node) *Node {
-	c := step.FloatMask(correct, dtypes.Float64)
-	return StopGradient(step.TokenMean(c, mask))
+	c := tokenmask.FloatMask(correct, dtypes.Float64)
+	return StopGradient(tokenmask.TokenMean(c, mask))
 }
 
 // MeanTokenEntropy is TRL's entropy metric: the mean over completion tokens of the predictive
@@ -76,5 +75,5 @@ func MeanTokenAccuracy(correct, mask *Node) *Node {
 func MeanTokenEntropy(logits, mask *Node) *Node {
 	lp := LogSoftmax(StopGradient(logits), -1)
 	entropy := Neg(ReduceSum(Mul(Exp(lp), lp), -1)) // [B,T]
-	return StopGradient(step.TokenMean(entropy, mask))
+	return StopGradient(tokenmask.TokenMean(entropy, mask))
 }

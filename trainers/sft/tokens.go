@@ -3,7 +3,7 @@ package sft
 import (
 	"fmt"
 
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // FromTokens is the Trainer of rows that are already token ids, each a language-modelling row
@@ -11,7 +11,7 @@ import (
 // New's trainer without the tokenization, for callers that hold ids, not text (posttrain bench sft
 // times its Batch and Loss through loop.Optimizer on random rows). lossType is SFTConfig's
 // loss_type, nll or dft.
-func FromTokens(m *loop.Model, rows [][]int32, lossType string) (*Trainer, error) {
+func FromTokens(m *trainable.Model, rows [][]int32, lossType string) (*Trainer, error) {
 	loss, ok := losses[lossType]
 	if !ok {
 		return nil, fmt.Errorf("loss_type must be one of nll, dft, got %q", lossType)

@@ -16,13 +16,15 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/tokenmask"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Trainer is SFT as a loop.Method: TRL's SFTTrainer on language-modelling ("text" or "messages")
 // or prompt-completion data, the loss NLLOverTokens (loss_type nll) or DFTOverTokens (dft) over
 // the scored tokens of the whole accumulated batch.
 type Trainer struct {
-	model    *loop.Model
+	model    *trainable.Model
 	examples []example // tokenized rows, or packed rows when rowLen > 0
 	rowLen   int       // packing: the length of a packed row (max_length); 0 = no packing
 	loss     func(logps, mask, numTokens *Node) *Node
@@ -55,7 +57,7 @@ type example struct {
 //     example cut to max_length, attention within it) or wrapped (not cut, attention across).
 //
 // A row that cannot be used is an error naming its file and line.
-func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
+func New(m *trainable.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 	if d.Format != data.LanguageModeling && d.Format != data.PromptCompletion {
 		return nil, fmt.Errorf("%s: sft needs language_modeling (text/messages) or prompt_completion rows, got %s", d.Path, d.Format)
 	}
@@ -137,7 +139,7 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 // tokenizer (data/encode), in the order of TRL v0.24's SFTTrainer.__init__ (a cloned template's
 // eos_token wins), before the data is prepared; the model's Save writes them out. Idempotent: the
 // eval set's New calls it again on the same model.
-func configureTokenizer(m *loop.Model, cfg *config.SFT) error {
+func configureTokenizer(m *trainable.Model, cfg *config.SFT) error {
 	if cfg.EOSToken != "" {
 		if err := m.Text.SetEOSToken(cfg.EOSToken); err != nil {
 			return err
@@ -288,7 +290,7 @@ func (t *Trainer) Units(i int) float64 { return float64(t.examples[i].units) }
 // Tokens implements loop.Method.
 func (t *Trainer) Tokens(i int) int { return len(t.examples[i].ids) }
 
-// Batch implements loop.Method: loop.RowInputs (ids, pos, mask, loss mask [B,T], right-padded to
+// Batch implements loop.Method: trainable.RowInputs (ids, pos, mask, loss mask [B,T], right-padded to
 // a bucket); packed rows: packedInputs (ids, pos, segment ids, loss mask [B,max_length]).
 func (t *Trainer) Batch(idx []int) (named.Feed, error) {
 	if t.rowLen > 0 {
@@ -302,7 +304,7 @@ func (t *Trainer) Batch(idx []int) (named.Feed, error) {
 	for k, i := range idx {
 		rows[k], scored[k] = t.examples[i].ids, t.examples[i].scored
 	}
-	return loop.PadRowsMasked(rows, scored, loop.Bucket(loop.MaxLen(rows))).Inputs(), nil
+	return trainable.PadRowsMasked(rows, scored, trainable.Bucket(trainable.MaxLen(rows))).Inputs(), nil
 }
 
 // Finish implements loop.Finisher: TRL's means over the micro-batches and the cumulative
@@ -324,7 +326,7 @@ func (t *Trainer) Loss(ctx *context.Context, in named.Inputs, norm *Node) (*Node
 	loss := t.loss(lp, scored, norm)
 	return loss, map[string]*Node{
 		"mean_token_accuracy": MeanTokenAccuracy(correct, scored),
-		"entropy":             StopGradient(step.TokenMean(entropy, scored)),
+		"entropy":             StopGradient(tokenmask.TokenMean(entropy, scored)),
 	}
 }
 
@@ -336,7 +338,7 @@ func (t *Trainer) hidden(ctx *context.Context, in named.Inputs) (h, ids, scored 
 		p := named.Bind[packedInputs[*Node]](in)
 		return decoder.HiddenSegments(ctx, t.model.Config, p.IDs, p.Pos, p.Segments), p.IDs, p.Loss
 	}
-	r := named.Bind[loop.RowInputs[*Node]](in)
+	r := named.Bind[trainable.RowInputs[*Node]](in)
 	return decoder.Hidden(ctx, t.model.Config, r.IDs, r.Pos, r.Mask), r.IDs, r.Loss
 }
 

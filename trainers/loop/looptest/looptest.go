@@ -26,6 +26,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // Model writes a tiny random checkpoint into a temporary directory and returns its path.
@@ -64,9 +65,9 @@ func Fixture(t testing.TB, name string) string {
 }
 
 // Load loads the checkpoint at dir for training.
-func Load(t testing.TB, dir string, bf16 bool) *loop.Model {
+func Load(t testing.TB, dir string, bf16 bool) *trainable.Model {
 	t.Helper()
-	m, err := loop.LoadModel(dir, bf16)
+	m, err := trainable.LoadModel(dir, bf16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func ReadErr(path string) (*data.Dataset, error) { return data.ReadFile(path, da
 
 // Train runs the loop on method with opts (its Config set) and returns the lines of the run's
 // metrics.jsonl.
-func Train(t testing.TB, m *loop.Model, method loop.Method, opts loop.Options) []runlog.Record {
+func Train(t testing.TB, m *trainable.Model, method loop.Method, opts loop.Options) []runlog.Record {
 	t.Helper()
 	if _, err := loop.Run(context.Background(), m, method, opts); err != nil {
 		t.Fatal(err)
@@ -142,10 +143,10 @@ func Train(t testing.TB, m *loop.Model, method loop.Method, opts loop.Options) [
 type tokens[T any] struct{ IDs, Pos, Mask T }
 
 // FullLogits returns the full logits [B,S,V] (flat, float64) and their log-softmax for a batch
-// whose Feed has the ids, positions and attention mask of loop.RowInputs (alone, or embedded in a
+// whose Feed has the ids, positions and attention mask of trainable.RowInputs (alone, or embedded in a
 // method's inputs) under m's current weights: the tests' outside reference for the trainers'
 // chunked in-graph reductions, affordable at the tiny model's vocabulary.
-func FullLogits(t testing.TB, b backends.Backend, m *loop.Model, inputs named.Feed) (logits, logSoftmax []float64) {
+func FullLogits(t testing.TB, b backends.Backend, m *trainable.Model, inputs named.Feed) (logits, logSoftmax []float64) {
 	t.Helper()
 	cfg := m.Config
 	ev, err := step.NewContextEval(b, m.Ctx.Reuse(), func(ctx *mlctx.Context, in named.Inputs) map[string]*Node {

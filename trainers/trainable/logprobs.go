@@ -1,4 +1,4 @@
-package loop
+package trainable
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/tokenmask"
 )
 
 // EncodedRows pads rows (right, to a bucket) with the completions scored.
@@ -24,7 +25,7 @@ func EncodedRows(rows []encode.Encoded) Rows {
 }
 
 // SequenceLogProbs returns, for every row, log π(completion | prompt) = Σ_t lp_t over the
-// completion tokens (step.SeqSum) and its per-token mean (step.SeqMean), under the model's current
+// completion tokens (tokenmask.SeqSum) and its per-token mean (tokenmask.SeqMean), under the model's current
 // weights: the frozen reference of DPO and KTO when called before training. Rows are run in
 // batches of batch, in order. Values are the float32 results, so feeding them back as inputs
 // reproduces what the graph computed.
@@ -48,7 +49,7 @@ func sequenceLogProbs(backend backends.Backend, m *Model, rows []encode.Encoded,
 			decoder.DisableAdapter(ctx, r.IDs.Graph())
 		}
 		lp := decoder.TokenLogProbs(ctx, cfg, r.IDs, r.Pos, r.Mask)
-		return map[string]*graph.Node{"sums": step.SeqSum(lp, r.Loss), "means": step.SeqMean(lp, r.Loss)}
+		return map[string]*graph.Node{"sums": tokenmask.SeqSum(lp, r.Loss), "means": tokenmask.SeqMean(lp, r.Loss)}
 	})
 	if err != nil {
 		return nil, nil, err

@@ -1,4 +1,4 @@
-package loop
+package trainable
 
 import (
 	"fmt"
@@ -39,12 +39,12 @@ func isHubID(s string) bool {
 	return err != nil
 }
 
-// modelCard is README.md for the final model: YAML front matter the Hub reads (base_model when the
+// ModelCard is README.md for the final model: YAML front matter the Hub reads (base_model when the
 // model came from the Hub, library_name, model_name, tags, datasets when a Hub dataset), then what
 // TRL's lm_model_card.md says (base model, dataset, method and its paper) and what a reader needs
 // beyond it: the arguments that shaped the run, its final metrics, how to load the model, and the
 // framework versions.
-func modelCard(cfg config.Config, steps int, last runlog.Record) []byte {
+func ModelCard(cfg config.Config, steps int, last runlog.Record) []byte {
 	t := cfg.Common()
 	p := papers[cfg.Method()]
 	name := filepath.Base(filepath.Clean(t.OutputDir))

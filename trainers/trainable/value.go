@@ -1,4 +1,4 @@
-package loop
+package trainable
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/models/safetensors"
@@ -95,8 +96,8 @@ func (m *Model) saveValue(dir string) error {
 	return nil
 }
 
-// resumeValue restores the value model's weights, if any, from a checkpoint's ValueDir.
-func (m *Model) resumeValue(dir string) error {
+// ResumeValue restores the value model's weights, if any, from a checkpoint's ValueDir.
+func (m *Model) ResumeValue(dir string) error {
 	if m.Value == nil {
 		return nil
 	}
@@ -105,7 +106,7 @@ func (m *Model) resumeValue(dir string) error {
 	if err != nil {
 		return fmt.Errorf("value model: %w", err)
 	}
-	byName, err := float32Tensors(weights, "")
+	byName, err := Float32Tensors(weights, "")
 	if err != nil {
 		return fmt.Errorf("value model %s: %w", sub, err)
 	}
@@ -145,4 +146,17 @@ func CloneWeights(ctx *context.Context) (*context.Context, error) {
 
 func underScope(scope, p string) bool {
 	return scope == p || strings.HasPrefix(scope, p+"/")
+}
+
+// Float32Tensors converts stored tensors (any float dtype) to float32 GoMLX tensors by name.
+func Float32Tensors(stored map[string]*safetensors.Tensor, prefix string) (map[string]*tensors.Tensor, error) {
+	out := make(map[string]*tensors.Tensor, len(stored))
+	for name, st := range stored {
+		f, err := st.Float32s()
+		if err != nil {
+			return nil, err
+		}
+		out[prefix+name] = tensors.FromFlatDataAndDimensions(f, st.Shape...)
+	}
+	return out, nil
 }

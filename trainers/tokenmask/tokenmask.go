@@ -1,4 +1,7 @@
-package step
+// Package tokenmask holds the masked token reductions every loss in trainers/ is written with:
+// a sequence's sum or mean over its completion tokens, the mean over all of a batch's tokens, and
+// the masking that keeps −∞ and padding garbage out of both the values and the gradients.
+package tokenmask
 
 import (
 	"slices"

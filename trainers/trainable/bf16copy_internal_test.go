@@ -1,4 +1,4 @@
-package loop
+package trainable
 
 import (
 	"math"
@@ -20,7 +20,7 @@ func TestCopyOfMaster_MatchesHostBF16(t *testing.T) {
 	x := []float32{1 + 0x1p-8 + 0x1p-16, 1 + 0x1p-8, -(1 + 0x1p-7 + 0x1p-9), 3.140625, 1e-3, -65504, 0}
 	x = append(x, math.Float32frombits(0x3f80ffff)) // 1.0078124: everything below the cut set
 	b := backend.MustNewForTests()
-	exec, err := NewExec(b, func(v *Node) *Node { return copyOfMaster(v, dtypes.BFloat16) })
+	exec, err := NewExec(b, func(v *Node) *Node { return CopyOfMaster(v, dtypes.BFloat16) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package loop
+package trainable
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ func TestModelCard(t *testing.T) {
 	c.Model, c.Dataset, c.OutputDir = "Qwen/Qwen2.5-0.5B-Instruct", "trl-lib/ultrafeedback_binarized", "/runs/dpo-qwen"
 	c.Beta = 0.25
 	c.Resolve()
-	card := modelCard(c, 12, runlog.Record{Step: 12, Metrics: map[string]float64{"loss": 0.5, "rewards/margins": 1.25}})
+	card := ModelCard(c, 12, runlog.Record{Step: 12, Metrics: map[string]float64{"loss": 0.5, "rewards/margins": 1.25}})
 	parts := bytes.SplitN(card, []byte("---\n"), 3)
 	if len(parts) != 3 || len(parts[0]) != 0 {
 		t.Fatalf("no front matter:\n%s", card)
@@ -55,7 +55,7 @@ func TestModelCard(t *testing.T) {
 
 	s := config.DefaultSFT()
 	s.Model, s.Dataset, s.OutputDir = t.TempDir(), "train.jsonl", "out"
-	card = modelCard(s, 3, runlog.Record{})
+	card = ModelCard(s, 3, runlog.Record{})
 	if bytes.Contains(card, []byte("base_model")) || bytes.Contains(card, []byte("datasets:")) || bytes.Contains(card, []byte("papers/")) {
 		t.Errorf("a local model and dataset, or SFT, got Hub metadata or a paper:\n%s", card)
 	}
