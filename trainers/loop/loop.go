@@ -79,8 +79,7 @@ type Accumulator interface {
 // Update is what the driver tells a source after an optimizer step.
 type Update struct {
 	Step     int     // global_step after the update (1 for the first step)
-	LR       float64 // the learning rate of the update
-	NextLR   float64 // the learning rate of the next step (what HF's Trainer logs as learning_rate)
+	LR       float64 // the learning rate of the update (what HF's Trainer logs as learning_rate)
 	Loss     float64 // the sum of the micro-batch losses: the accumulated batch's loss
 	GradNorm float64 // the global gradient norm before clipping
 }

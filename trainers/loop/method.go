@@ -38,8 +38,8 @@ type methodSource struct {
 	epoch, offset int
 	order         []int
 	tokensSeen    int64
-	endedEpoch    bool // the last step ended a pass
-	nextLR        float64
+	endedEpoch    bool    // the last step ended a pass
+	lr            float64 // the last update's learning rate
 	win           window
 }
 
@@ -184,7 +184,7 @@ func (s *methodSource) Stepped(u Update) error {
 	s.win.LossSum += u.Loss
 	s.win.Steps++
 	s.win.GradNorm = u.GradNorm
-	s.nextLR = u.NextLR
+	s.lr = u.LR
 	s.endedEpoch = s.offset >= s.n
 	if s.endedEpoch {
 		s.epoch, s.offset = s.epoch+1, 0
@@ -200,14 +200,15 @@ func (s *methodSource) Epoch() (float64, bool) {
 	return float64(s.epoch) + float64((s.offset+b-1)/b)/float64(perPass), s.endedEpoch
 }
 
-// Log returns the window's loss (mean over its steps), the last step's gradient norm, the next
-// step's learning rate (HF's Trainer logs the scheduler's value after its step) and the method's
-// metrics (its Finisher, or the mean over the micro-batches), and starts a new window.
+// Log returns the window's loss (mean over its steps), the last step's gradient norm and learning
+// rate (transformers 4.57's Trainer logs the rate the update used: _get_learning_rate() before
+// lr_scheduler.step()) and the method's metrics (its Finisher, or the mean over the
+// micro-batches), and starts a new window.
 func (s *methodSource) Log() map[string]float64 {
 	ms := map[string]float64{
 		"loss":          s.win.LossSum / float64(max(1, s.win.Steps)),
 		"grad_norm":     s.win.GradNorm,
-		"learning_rate": s.nextLR,
+		"learning_rate": s.lr,
 	}
 	for k, v := range windowMetrics(s.method, Window{Sums: s.win.Sums, MicroBatches: s.win.MicroBatches, TokensSeen: s.tokensSeen}) {
 		ms[k] = v
