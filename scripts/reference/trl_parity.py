@@ -15,7 +15,8 @@ config (`config.Load`); the TRL-only ones that pin the run (CPU, no saving, no r
 in `TRL_ONLY`. For each optimizer step the golden has TRL's `log_history` entry verbatim (`loss`
 rounded to 4 decimals by HF's Trainer, `grad_norm`, `learning_rate`, `epoch` and every metric
 the trainer logs) and `loss_unrounded`, the same value before HF rounds it (`tr_loss` over the
-steps since the last log, read in `_maybe_log_save_evaluate`). HF's closing summary entry
+steps since the last log, read in `_maybe_log_save_evaluate`); KTO's also have
+`logits/{chosen,rejected}@real_tokens` and `…@real_tokens_abs` (`kto_parity`). HF's closing summary entry
 (`train_runtime`, `train_loss`, …) is listed by its keys only (`summary_keys`).
 
 The reward model is the same fixture as `Qwen3ForSequenceClassification` with a score head
@@ -41,6 +42,7 @@ import warnings
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import datasets  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 import trl  # noqa: E402
@@ -157,6 +159,41 @@ def parity(cls):
     return Parity
 
 
+def kto_parity():
+    """parity(KTOTrainer) that also logs logits/chosen@real_tokens and logits/rejected@real_tokens:
+    TRL's logits/chosen and logits/rejected (the window's sum of each row's logits over every
+    position and the vocabulary, over its row count) with the positions of the attention mask
+    only, from the same policy forward pass, and their size, the same with |logit|
+    (…@real_tokens_abs). TRL's own sum also takes the logits at the padding positions of the
+    micro-batch; posttrain's metric is the real-token one."""
+
+    class KTOParity(parity(trl.KTOTrainer)):
+        def forward(self, model, batch):
+            out = super().forward(model, batch)
+            if model is not self.ref_model:
+                mask = batch["completion_attention_mask"].unsqueeze(-1).to(out[2].dtype)
+                for split, logits, want in (("chosen", out[2], True), ("rejected", out[3], False)):
+                    idx = [i for i, label in enumerate(batch["label"]) if label is want]
+                    acc = self.real_logits.setdefault(split, [0.0, 0.0, 0])
+                    real = logits * mask[idx]
+                    acc[0] += real.sum().item()
+                    acc[1] += real.abs().sum().item()
+                    acc[2] += len(idx)
+            return out
+
+        def log(self, logs, *args, **kwargs):
+            if "loss" in logs:
+                for split, (total, size, count) in self.real_logits.items():
+                    if count > 0:
+                        logs[f"logits/{split}@real_tokens"] = total / count
+                        logs[f"logits/{split}@real_tokens_abs"] = size / count
+                self.real_logits = {}
+            return super().log(logs, *args, **kwargs)
+
+    KTOParity.__name__ = "KTOTrainer"
+    return KTOParity
+
+
 def model_dir(tmp):
     """The fixture with the tokenizer beside it, as trainers/loop/looptest.Fixture lays it out."""
     d = os.path.join(tmp, "qwen3-tiny")
@@ -190,7 +227,9 @@ def trainer_for(method, name, opts, rows, mdir, cls_dir, out):
         return parity(trl.DPOTrainer)(model=model, args=trl.DPOConfig(**args), train_dataset=ds, processing_class=tok)
     if method == "kto":
         model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
-        return parity(trl.KTOTrainer)(model=model, args=trl.KTOConfig(**args), train_dataset=ds, processing_class=tok)
+        tr = kto_parity()(model=model, args=trl.KTOConfig(**args), train_dataset=ds, processing_class=tok)
+        tr.real_logits = {}
+        return tr
     if method == "reward":
         model = AutoModelForSequenceClassification.from_pretrained(cls_dir, num_labels=1, dtype=torch.float32)
         return parity(trl.RewardTrainer)(model=model, args=trl.RewardConfig(**args), train_dataset=ds, processing_class=tok)
@@ -202,6 +241,7 @@ def run_case(method, name, opts, rows, mdir, cls_dir, tmp):
     torch.manual_seed(0)
     tr = trainer_for(method, name, opts, rows, mdir, cls_dir, out)
     tr.unrounded = []
+    tr.remove_callback(transformers.PrinterCallback)  # disable_tqdm's stand-in prints every log
     tr.train()
     steps = [e for e in tr.state.log_history if "loss" in e]
     summary = [e for e in tr.state.log_history if "train_runtime" in e]
@@ -233,6 +273,7 @@ def main():
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     transformers.logging.set_verbosity_error()
+    datasets.disable_progress_bars()
     logging.getLogger("trl").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
     only = set(filter(None, a.only.split(",")))
