@@ -2,6 +2,7 @@ package dpo_test
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"testing"
 
@@ -15,7 +16,10 @@ import (
 // checkpoint, preference rows, row order and options (batch 2 × accumulation 2, 5 steps, β 0.1,
 // linear decay), log the same loss, grad_norm, learning_rate, epoch and DPO metrics at every step,
 // for every loss type posttrain offers, within 1e-5 relative (float32 on both sides, summed in
-// different orders). logits/chosen and logits/rejected are means over tokens × vocabulary of
+// different orders). The rewards β·(log π − log π_ref) and their margins are measured against
+// β·(|logps/chosen| + |logps/rejected|), the size of the terms they are a difference of (discopop's
+// rewards/chosen at step 5, −0.047 from log-probs of −73 and −127, is 1e-6 apart, 2.2e-5 of
+// itself). logits/chosen and logits/rejected are means over tokens × vocabulary of
 // logits of order 1 and both signs, which cancel to about 1e-2 here: they are measured against
 // 1, the size of the terms (posttrain sums them per row in another order; the largest
 // difference, 3.3e-7, is 1.9e-4 of the mean itself).
@@ -32,8 +36,11 @@ func TestDPO_TRLParity(t *testing.T) {
 				t.Fatal(err)
 			}
 			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
-			scale := func(key string, _ map[string]float64) float64 {
-				if key == "logits/chosen" || key == "logits/rejected" {
+			scale := func(key string, trl map[string]float64) float64 {
+				switch key {
+				case "rewards/chosen", "rewards/rejected", "rewards/margins":
+					return cfg.Beta * (math.Abs(trl["logps/chosen"]) + math.Abs(trl["logps/rejected"]))
+				case "logits/chosen", "logits/rejected":
 					return 1
 				}
 				return 0

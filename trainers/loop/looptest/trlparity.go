@@ -113,6 +113,10 @@ func (g *TRLGolden) Configure(t testing.TB, name string, cfg config.Config) TRLC
 	return c
 }
 
+// hfSummary are the keys of the entry HF's Trainer appends to log_history when train() ends,
+// which posttrain does not write (its run summary is loop.Result and the log line at the end).
+var hfSummary = []string{"epoch", "step", "total_flos", "train_loss", "train_runtime", "train_samples_per_second", "train_steps_per_second"}
+
 // Scale is the magnitude a metric's difference is measured against at a TRL step: the value
 // itself, or more where the value is a small difference of large terms (a reward β·(log π −
 // log π_ref) at step 1).
@@ -130,11 +134,15 @@ type MaxRel map[string]float64
 // steps; each step's loss (against loss_unrounded, and against TRL's logged loss, rounded to 4
 // decimals, within half a unit of the last decimal), epoch and every other key of TRL's entry within rtol relative to
 // max(|TRL's value|, scale); the keys of diff by their own checks instead. Every key TRL logs is
-// compared or named in diff, and posttrain may log no key TRL does not.
+// compared or named in diff, and posttrain may log no key TRL does not. HF's closing summary entry
+// must have hfSummary's keys (posttrain writes no such entry).
 func CompareTRL(t testing.TB, c TRLCase, recs []runlog.Record, rtol float64, scale Scale, diff Differences) MaxRel {
 	t.Helper()
 	if len(recs) != len(c.Steps) {
 		t.Fatalf("posttrain logged %d lines, TRL %d steps", len(recs), len(c.Steps))
+	}
+	if !slices.Equal(c.SummaryKeys, hfSummary) {
+		t.Errorf("HF's closing log entry has %v, want %v (posttrain writes none: its metrics.jsonl has the steps only)", c.SummaryKeys, hfSummary)
 	}
 	worst := MaxRel{}
 	for i, want := range c.Steps {
