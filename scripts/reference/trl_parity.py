@@ -8,7 +8,9 @@ SFTTrainer, DPOTrainer (every loss type posttrain offers), KTOTrainer and Reward
 float32, dropout 0, logging every step, on 20 rows this script writes next to each golden. The
 rows are visited in the order posttrain's loop visits them (`ORDER`: `trainers/loop.Order(20,
 42, 0)`, checked by the Go tests) through a sampler that yields that order instead of HF's
-RandomSampler; 20 rows are exactly one pass of 5 steps of 2 × 2.
+RandomSampler; KTOTrainer keeps its own SequentialSampler (0, 1, …, 19), which posttrain's KTO
+follows. Each case records the order its sampler gave. 20 rows are exactly one pass of 5 steps
+of 2 × 2.
 
 Each case's options are TRL's config fields, the same keys the Go tests hand to posttrain's
 config (`config.Load`); the TRL-only ones that pin the run (CPU, no saving, no reporting) are
@@ -142,11 +144,14 @@ class FixedOrder(torch.utils.data.Sampler):
         return len(self.order)
 
 
-def parity(cls):
-    """cls with posttrain's row order and the unrounded loss of each logged step recorded."""
+def parity(cls, own_sampler=False):
+    """cls with posttrain's row order (own_sampler: the trainer's own sampler, which posttrain
+    follows) and the unrounded loss of each logged step recorded."""
 
     class Parity(cls):
         def _get_train_sampler(self, *args, **kwargs):
+            if own_sampler:
+                return super()._get_train_sampler(*args, **kwargs)
             return FixedOrder(len(self.train_dataset))
 
         def _maybe_log_save_evaluate(self, tr_loss, *args, **kwargs):
@@ -167,7 +172,7 @@ def kto_parity():
     (…@real_tokens_abs). TRL's own sum also takes the logits at the padding positions of the
     micro-batch; posttrain's metric is the real-token one."""
 
-    class KTOParity(parity(trl.KTOTrainer)):
+    class KTOParity(parity(trl.KTOTrainer, own_sampler=True)):
         def forward(self, model, batch):
             out = super().forward(model, batch)
             if model is not self.ref_model:
@@ -240,6 +245,9 @@ def run_case(method, name, opts, rows, mdir, cls_dir, tmp):
     out = os.path.join(tmp, f"{method}-{name}")
     torch.manual_seed(0)
     tr = trainer_for(method, name, opts, rows, mdir, cls_dir, out)
+    order = list(tr._get_train_sampler())
+    if method != "kto":
+        assert order == ORDER, order
     tr.unrounded = []
     tr.remove_callback(transformers.PrinterCallback)  # disable_tqdm's stand-in prints every log
     tr.train()
@@ -248,7 +256,7 @@ def run_case(method, name, opts, rows, mdir, cls_dir, tmp):
     assert len(steps) == COMMON["max_steps"] == len(tr.unrounded), (len(steps), len(tr.unrounded))
     for e, u in zip(steps, tr.unrounded):
         e["loss_unrounded"] = u
-    return {"options": opts, "steps": steps, "summary_keys": sorted(summary[0]) if summary else []}
+    return {"options": opts, "order": order, "steps": steps, "summary_keys": sorted(summary[0]) if summary else []}
 
 
 def write_json(path, obj):
@@ -295,7 +303,8 @@ def main():
                 "model": "trainers/reward/testdata/trl_parity/model" if method == "reward" else FIXTURE,
                 "tokenizer": TOKENIZER,
                 "rows": f"trainers/{method}/testdata/trl_parity/rows.jsonl",
-                "order": ORDER,
+                # KTOTrainer's own SequentialSampler (posttrain's KTO is sequential too); else ORDER.
+                "sampler": "trl" if method == "kto" else "posttrain",
                 "common": COMMON,
                 "trl_only": TRL_ONLY,
                 "cases": {},

@@ -11,7 +11,8 @@ import (
 )
 
 // TRL 0.24.0's own KTOTrainer (scripts/reference/trl_parity.py) and posttrain, on the same tiny
-// checkpoint, unpaired rows (a third undesirable), row order and options (batch 2 ×
+// checkpoint, unpaired rows (a third undesirable), row order (the file's: KTOTrainer's own
+// SequentialSampler, which posttrain's KTO follows, loop.Sequential) and options (batch 2 ×
 // accumulation 2, 5 steps, β 0.1, linear decay; loss_type kto with its KL reference point and
 // apo_zero_unpaired), log the same loss, grad_norm, learning_rate, epoch and KTO metrics at every
 // step, within 1e-5 relative (float32 on both sides, summed in different orders). A step whose

@@ -21,6 +21,14 @@ type Warner interface {
 	Warnings() []string
 }
 
+// Sequential is a Method whose examples are visited in their own order at every pass, not in a
+// shuffled one: TRL v0.24's KTOTrainer overrides HF's RandomSampler with a SequentialSampler
+// (`_get_train_sampler`), because each row's KL completion was taken from its neighbour in a
+// per_device_train_batch_size batch of that order.
+type Sequential interface {
+	Sequential() bool
+}
+
 // methodSource is a Method as a Source: fixed examples in a per-pass order drawn from the seed,
 // each step up to gradient_accumulation_steps micro-batches of per_device_train_batch_size
 // examples, normalised over the whole accumulated batch.
@@ -81,8 +89,21 @@ func newMethodSource(m *Model, method Method, opts Options) (*methodSource, erro
 		}
 	}
 	s.win.Sums = map[string]float64{}
-	s.order = Order(s.n, cfg.Seed, 0)
+	s.order = s.passOrder(0)
 	return s, nil
+}
+
+// passOrder is the order of the examples in pass epoch: Order's permutation, or 0, 1, …, n−1 for
+// a Sequential method.
+func (s *methodSource) passOrder(epoch int) []int {
+	if q, ok := s.method.(Sequential); ok && q.Sequential() {
+		order := make([]int, s.n)
+		for i := range order {
+			order[i] = i
+		}
+		return order
+	}
+	return Order(s.n, s.cfg.Seed, epoch)
 }
 
 func (s *methodSource) Loss(ctx *mlctx.Context, in named.Inputs, norm *graph.Node) (*graph.Node, map[string]*graph.Node) {
@@ -188,7 +209,7 @@ func (s *methodSource) Stepped(u Update) error {
 	s.endedEpoch = s.offset >= s.n
 	if s.endedEpoch {
 		s.epoch, s.offset = s.epoch+1, 0
-		s.order = Order(s.n, s.cfg.Seed, s.epoch)
+		s.order = s.passOrder(s.epoch)
 	}
 	return nil
 }
