@@ -15,7 +15,9 @@ import (
 // TRL 0.24.0's own DPOTrainer (scripts/reference/trl_parity.py) and posttrain, on the same tiny
 // checkpoint, preference rows, row order and options (batch 2 × accumulation 2, 5 steps, β 0.1,
 // linear decay), log the same loss, grad_norm, learning_rate, epoch and DPO metrics at every step,
-// for every loss type posttrain offers, within 1e-5 relative (float32 on both sides, summed in
+// for every loss type posttrain offers and for DPOConfig's other options (a weighted list,
+// ipo in a list, rpo_alpha, label_smoothing, reference_free, the f-divergences, ld_alpha,
+// use_weighting, truncation keep_end and keep_start), within 1e-5 relative (float32 on both sides, summed in
 // different orders). The rewards β·(log π − log π_ref) and their margins are measured against
 // β·(|logps/chosen| + |logps/rejected|), the size of the terms they are a difference of (discopop's
 // rewards/chosen at step 5, −0.047 from log-probs of −73 and −127, is 1e-6 apart, 2.2e-5 of
@@ -25,7 +27,12 @@ import (
 // difference, 3.3e-7, is 1.9e-4 of the mean itself).
 func TestDPO_TRLParity(t *testing.T) {
 	g := looptest.ReadTRLGolden(t, "trainers/dpo/testdata/trl_parity/golden.json")
-	for _, name := range slices.Sorted(maps.Keys(dpo.LossTypes)) { // each has a case in the golden
+	for lt := range dpo.LossTypes {
+		if _, ok := g.Cases[lt]; !ok {
+			t.Errorf("loss type %s has no case in the golden: add it to trl_parity.py's DPO_LOSS_TYPES", lt)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(g.Cases)) {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.DefaultDPO()
 			c := g.Configure(t, name, cfg)

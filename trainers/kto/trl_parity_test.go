@@ -14,9 +14,14 @@ import (
 // checkpoint, unpaired rows (a third undesirable), row order (the file's: KTOTrainer's own
 // SequentialSampler, which posttrain's KTO follows, loop.Sequential) and options (batch 2 ×
 // accumulation 2, 5 steps, β 0.1, linear decay; loss_type kto with its KL reference point and
-// apo_zero_unpaired), log the same loss, grad_norm, learning_rate, epoch and KTO metrics at every
+// apo_zero_unpaired; β 0.2, undesirable_weight 1.5 and truncation to max_length 16 with
+// max_prompt_length 8), log the same loss, grad_norm, learning_rate, epoch and KTO metrics at every
 // step, within 1e-5 relative (float32 on both sides, summed in different orders). A step whose
-// micro-batches hold no undesirable row logs no rejected metrics on either side.
+// micro-batches hold no undesirable row logs no rejected metrics on either side. The rewards
+// β·(log π − log π_ref) and margins are measured against β·(|logps/chosen| + |logps/rejected|),
+// kl (a mean of log π − log π_ref over the KL rows) against |logps/chosen| + |logps/rejected|: the
+// size of the terms they are differences of (weights_truncate's rewards/chosen at step 5, 0.118
+// from log-probs of −64 and −58, is 1.9e-6 apart, 1.6e-5 of itself).
 //
 // One difference by design (docs/training.md, "KTO logits/chosen, logits/rejected"): TRL's
 // logits/chosen and logits/rejected sum each row's logits over its positions and the vocabulary,
@@ -26,7 +31,7 @@ import (
 // sums cancel to about 2% of it), while TRL's own value must differ from it.
 func TestKTO_TRLParity(t *testing.T) {
 	g := looptest.ReadTRLGolden(t, "trainers/kto/testdata/trl_parity/golden.json")
-	for _, name := range []string{"kto", "apo_zero_unpaired"} {
+	for _, name := range []string{"kto", "apo_zero_unpaired", "weights_truncate"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.DefaultKTO()
 			c := g.Configure(t, name, cfg)
@@ -59,7 +64,17 @@ func TestKTO_TRLParity(t *testing.T) {
 					}
 				}
 			}
-			looptest.CompareTRL(t, c, recs, 1e-5, nil, diff).Report(t, name)
+			scale := func(key string, trl map[string]float64) float64 {
+				logps := math.Abs(trl["logps/chosen"]) + math.Abs(trl["logps/rejected"])
+				switch key {
+				case "rewards/chosen", "rewards/rejected", "rewards/margins":
+					return cfg.Beta * logps
+				case "kl":
+					return logps
+				}
+				return 0
+			}
+			looptest.CompareTRL(t, c, recs, 1e-5, scale, diff).Report(t, name)
 			t.Logf("%s: logits/* against TRL's real-token sums: largest difference %.2g of Σ|logit|", name, worst)
 			if padded == 0 {
 				t.Errorf("TRL's logits/chosen and logits/rejected equal its real-token sums at every step: the padding difference the test names is gone")

@@ -163,13 +163,19 @@ func (s *methodSource) Accumulate(acc Accumulator) error {
 func (s *methodSource) accumulate(acc Accumulator) error {
 	b, ga := s.cfg.PerDeviceTrainBatchSize, s.cfg.GradientAccumulationSteps
 	var micros [][]int
-	norm := 0.0
+	norm, items := 0.0, 0.0 // the step's units; the loss's divisor (Itemizer's items, else the units)
+	itemizer, _ := s.method.(Itemizer)
 	for len(micros) < ga && s.offset+len(micros)*b < s.n {
 		lo := s.offset + len(micros)*b
 		mb := s.order[lo:min(s.n, lo+b)]
 		micros = append(micros, mb)
 		for _, i := range mb {
-			norm += s.method.Units(i)
+			u := s.method.Units(i)
+			norm += u
+			if itemizer != nil {
+				u = itemizer.Items(i)
+			}
+			items += u
 		}
 	}
 	if norm == 0 {
@@ -183,7 +189,7 @@ func (s *methodSource) accumulate(acc Accumulator) error {
 		if err != nil {
 			return err
 		}
-		_, ms, err := acc.Micro(inputs, max(norm, 1))
+		_, ms, err := acc.Micro(inputs, max(items, 1))
 		if err != nil {
 			return err
 		}

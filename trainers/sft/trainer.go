@@ -27,6 +27,9 @@ type Trainer struct {
 	rowLen   int       // packing: the length of a packed row (max_length); 0 = no packing
 	loss     func(logps, mask, numTokens *Node) *Node
 	unscored string // what Warnings says about rows with no scored token; "" = none
+	// countFirst: the batches are not padding-free, so HF's num_items_in_batch counts a row's first
+	// token when it carries a label (Items).
+	countFirst bool
 }
 
 // losses maps SFTConfig's loss_type to its loss (loss.go).
@@ -77,7 +80,9 @@ func New(m *loop.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
 	if err := configureTokenizer(m, cfg); err != nil {
 		return nil, err
 	}
-	t := &Trainer{model: m, loss: loss}
+	// TRL: padding_free = args.padding_free or (packing and packing_strategy == "bfd"); only then
+	// does the collator set the labels at position_ids == 0 to −100.
+	t := &Trainer{model: m, loss: loss, countFirst: !(cfg.PaddingFree || (cfg.Packing && cfg.PackingStrategy != "wrapped"))}
 	var rows []data.Row
 	addEOS := false
 	if assistantOnly {
@@ -282,8 +287,22 @@ func trues(n int) []bool {
 // NumExamples implements loop.Method.
 func (t *Trainer) NumExamples() int { return len(t.examples) }
 
-// Units implements loop.Method: the example's scored tokens (TRL's num_items_in_batch).
+// Units implements loop.Method: the example's scored tokens (eval_loss's per-batch divisor).
 func (t *Trainer) Units(i int) float64 { return float64(t.examples[i].units) }
+
+// Items implements loop.Itemizer: the example's share of TRL's num_items_in_batch, which the
+// training loss is divided by. HF's Trainer counts the labels ≠ −100 before the shift
+// (get_batch_samples: batch["labels"].ne(-100)), so a row whose first token carries a label (every
+// token scored: text rows, completion_only_loss false) counts it although nothing predicts it,
+// unless the batch is padding-free (bfd packing or padding_free), where the collator sets the
+// labels at position 0 to −100. Prompt-completion rows with completion-only loss never count it.
+func (t *Trainer) Items(i int) float64 {
+	ex := t.examples[i]
+	if t.countFirst && ex.first {
+		return float64(ex.units + 1)
+	}
+	return float64(ex.units)
+}
 
 // Tokens implements loop.Method.
 func (t *Trainer) Tokens(i int) int { return len(t.examples[i].ids) }

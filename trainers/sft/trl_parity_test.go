@@ -11,12 +11,13 @@ import (
 
 // TRL 0.24.0's own SFTTrainer (scripts/reference/trl_parity.py) and posttrain, on the same tiny
 // checkpoint, rows, row order and options (prompt-completion rows, batch 2 × accumulation 2, 5
-// steps; nll with a warmup and weight decay, dft with a cosine schedule), log the same loss,
+// steps; nll with a warmup and weight decay, dft with a cosine schedule, and every token scored
+// with the rows cut to max_length 12), log the same loss,
 // grad_norm, learning_rate, epoch and SFT metrics at every step, within 1e-5 relative: float32
 // on both sides, summed in different orders.
 func TestSFT_TRLParity(t *testing.T) {
 	g := looptest.ReadTRLGolden(t, "trainers/sft/testdata/trl_parity/golden.json")
-	for _, name := range []string{"nll_warmup_decay", "dft_cosine"} {
+	for _, name := range []string{"nll_warmup_decay", "dft_cosine", "all_tokens_truncated"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.DefaultSFT()
 			c := g.Configure(t, name, cfg)
