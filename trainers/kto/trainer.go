@@ -87,6 +87,11 @@ func New(backend backends.Backend, m *trainable.Model, d *data.Dataset, cfg *con
 // NumExamples implements loop.Method.
 func (t *Trainer) NumExamples() int { return len(t.rows) }
 
+// Sequential implements loop.Sequential: the rows are trained on in the dataset's order at every
+// pass, as TRL v0.24's KTOTrainer (its _get_train_sampler returns a SequentialSampler, for both
+// loss types), so each micro-batch holds the very rows its KL completions were shifted within.
+func (t *Trainer) Sequential() bool { return true }
+
 // Units implements loop.Method: KTO's loss is a mean over examples.
 func (t *Trainer) Units(int) float64 { return 1 }
 

@@ -79,8 +79,7 @@ type Accumulator interface {
 // Update is what the driver tells a source after an optimizer step.
 type Update struct {
 	Step     int     // global_step after the update (1 for the first step)
-	LR       float64 // the learning rate of the update
-	NextLR   float64 // the learning rate of the next step (what HF's Trainer logs as learning_rate)
+	LR       float64 // the learning rate of the update (what HF's Trainer logs as learning_rate)
 	Loss     float64 // the sum of the micro-batch losses: the accumulated batch's loss
 	GradNorm float64 // the global gradient norm before clipping
 }
@@ -127,14 +126,22 @@ type Stopper interface {
 	CanStop() bool
 }
 
+// Itemizer is a Method whose training loss is divided by another count than Units: example i's
+// share of TRL's num_items_in_batch as HF's Trainer counts it (SFT: the labels ≠ −100 before the
+// shift, so a row's first token counts when it carries a label, although nothing predicts it).
+// Evaluation keeps Units: HF's eval loss is each batch's own mean over the shifted labels.
+type Itemizer interface {
+	Items(i int) float64
+}
+
 // Method is what a trainer over fixed examples (SFT, DPO, KTO) plugs into the loop; Run adapts it
 // into a Source.
 type Method interface {
 	// NumExamples is the number of training examples (rows after tokenization).
 	NumExamples() int
-	// Units is example i's share of the loss normaliser: its number of loss tokens (SFT, TRL's
-	// num_items_in_batch) or 1 (per-sequence losses: DPO, KTO). A step's norm is the sum over all
-	// the examples of all its micro-batches.
+	// Units is example i's share of the loss normaliser: its number of loss tokens (SFT; TRL's
+	// num_items_in_batch unless the method is an Itemizer) or 1 (per-sequence losses: DPO, KTO).
+	// A step's norm is the sum over all the examples of all its micro-batches.
 	Units(i int) float64
 	// Tokens is example i's number of input tokens (num_tokens / num_input_tokens_seen).
 	Tokens(i int) int

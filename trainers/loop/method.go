@@ -22,6 +22,14 @@ type Warner interface {
 	Warnings() []string
 }
 
+// Sequential is a Method whose examples are visited in their own order at every pass, not in a
+// shuffled one: TRL v0.24's KTOTrainer overrides HF's RandomSampler with a SequentialSampler
+// (`_get_train_sampler`), because each row's KL completion was taken from its neighbour in a
+// per_device_train_batch_size batch of that order.
+type Sequential interface {
+	Sequential() bool
+}
+
 // methodSource is a Method as a Source: fixed examples in a per-pass order drawn from the seed,
 // each step up to gradient_accumulation_steps micro-batches of per_device_train_batch_size
 // examples, normalised over the whole accumulated batch.
@@ -39,8 +47,8 @@ type methodSource struct {
 	epoch, offset int
 	order         []int
 	tokensSeen    int64
-	endedEpoch    bool // the last step ended a pass
-	nextLR        float64
+	endedEpoch    bool    // the last step ended a pass
+	lr            float64 // the last update's learning rate
 	win           window
 }
 
@@ -82,8 +90,21 @@ func newMethodSource(m *trainable.Model, method Method, opts Options) (*methodSo
 		}
 	}
 	s.win.Sums = map[string]float64{}
-	s.order = Order(s.n, cfg.Seed, 0)
+	s.order = s.passOrder(0)
 	return s, nil
+}
+
+// passOrder is the order of the examples in pass epoch: Order's permutation, or 0, 1, …, n−1 for
+// a Sequential method.
+func (s *methodSource) passOrder(epoch int) []int {
+	if q, ok := s.method.(Sequential); ok && q.Sequential() {
+		order := make([]int, s.n)
+		for i := range order {
+			order[i] = i
+		}
+		return order
+	}
+	return Order(s.n, s.cfg.Seed, epoch)
 }
 
 func (s *methodSource) Loss(ctx *mlctx.Context, in named.Inputs, norm *graph.Node) (*graph.Node, map[string]*graph.Node) {
@@ -143,13 +164,19 @@ func (s *methodSource) Accumulate(acc Accumulator) error {
 func (s *methodSource) accumulate(acc Accumulator) error {
 	b, ga := s.cfg.PerDeviceTrainBatchSize, s.cfg.GradientAccumulationSteps
 	var micros [][]int
-	norm := 0.0
+	norm, items := 0.0, 0.0 // the step's units; the loss's divisor (Itemizer's items, else the units)
+	itemizer, _ := s.method.(Itemizer)
 	for len(micros) < ga && s.offset+len(micros)*b < s.n {
 		lo := s.offset + len(micros)*b
 		mb := s.order[lo:min(s.n, lo+b)]
 		micros = append(micros, mb)
 		for _, i := range mb {
-			norm += s.method.Units(i)
+			u := s.method.Units(i)
+			norm += u
+			if itemizer != nil {
+				u = itemizer.Items(i)
+			}
+			items += u
 		}
 	}
 	if norm == 0 {
@@ -163,7 +190,7 @@ func (s *methodSource) accumulate(acc Accumulator) error {
 		if err != nil {
 			return err
 		}
-		_, ms, err := acc.Micro(inputs, max(norm, 1))
+		_, ms, err := acc.Micro(inputs, max(items, 1))
 		if err != nil {
 			return err
 		}
@@ -185,11 +212,11 @@ func (s *methodSource) Stepped(u Update) error {
 	s.win.LossSum += u.Loss
 	s.win.Steps++
 	s.win.GradNorm = u.GradNorm
-	s.nextLR = u.NextLR
+	s.lr = u.LR
 	s.endedEpoch = s.offset >= s.n
 	if s.endedEpoch {
 		s.epoch, s.offset = s.epoch+1, 0
-		s.order = Order(s.n, s.cfg.Seed, s.epoch)
+		s.order = s.passOrder(s.epoch)
 	}
 	return nil
 }
@@ -201,14 +228,15 @@ func (s *methodSource) Epoch() (float64, bool) {
 	return float64(s.epoch) + float64((s.offset+b-1)/b)/float64(perPass), s.endedEpoch
 }
 
-// Log returns the window's loss (mean over its steps), the last step's gradient norm, the next
-// step's learning rate (HF's Trainer logs the scheduler's value after its step) and the method's
-// metrics (its Finisher, or the mean over the micro-batches), and starts a new window.
+// Log returns the window's loss (mean over its steps), the last step's gradient norm and learning
+// rate (transformers 4.57's Trainer logs the rate the update used: _get_learning_rate() before
+// lr_scheduler.step()) and the method's metrics (its Finisher, or the mean over the
+// micro-batches), and starts a new window.
 func (s *methodSource) Log() map[string]float64 {
 	ms := map[string]float64{
 		"loss":          s.win.LossSum / float64(max(1, s.win.Steps)),
 		"grad_norm":     s.win.GradNorm,
-		"learning_rate": s.nextLR,
+		"learning_rate": s.lr,
 	}
 	for k, v := range windowMetrics(s.method, Window{Sums: s.win.Sums, MicroBatches: s.win.MicroBatches, TokensSeen: s.tokensSeen}) {
 		ms[k] = v

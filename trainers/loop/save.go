@@ -248,7 +248,7 @@ func (s *methodSource) Resume(_ string, st *checkpoint.State) (int, error) {
 		return 0, fmt.Errorf("data position %d is outside the %d examples (is this the same dataset?)", st.Data.Offset, s.n)
 	}
 	s.step, s.epoch, s.offset = st.GlobalStep, st.Data.Epoch, st.Data.Offset
-	s.order = Order(s.n, s.cfg.Seed, s.epoch)
+	s.order = s.passOrder(s.epoch)
 	s.tokensSeen = st.NumInputTokensSeen
 	s.win = ex.Window
 	if s.win.Sums == nil {

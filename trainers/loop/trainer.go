@@ -156,7 +156,7 @@ func (d *driver) trainStep() error {
 		return err
 	}
 	d.step++
-	return d.src.Stepped(Update{Step: d.step, LR: lr, NextLR: d.sched.LR(d.step), Loss: acc.loss, GradNorm: gnorm})
+	return d.src.Stepped(Update{Step: d.step, LR: lr, Loss: acc.loss, GradNorm: gnorm})
 }
 
 // finite stops the run at a non-finite loss or gradient norm of the step being done: the error

@@ -98,7 +98,7 @@ func packWrapped(examples []example, rowLen int) []example {
 		for start := 0; start < len(ids); start += rowLen {
 			end := min(len(ids), start+rowLen)
 			row := example{ids: ids[start:end], scored: slices.Clone(scored[start:end]), seg: make([]int32, end-start)}
-			row.scored[0] = false
+			row.first, row.scored[0] = row.scored[0], false
 			for t := range row.seg {
 				row.seg[t] = 1
 				if row.scored[t] {

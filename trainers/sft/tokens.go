@@ -16,7 +16,7 @@ func FromTokens(m *trainable.Model, rows [][]int32, lossType string) (*Trainer, 
 	if !ok {
 		return nil, fmt.Errorf("loss_type must be one of nll, dft, got %q", lossType)
 	}
-	t := &Trainer{model: m, loss: loss}
+	t := &Trainer{model: m, loss: loss, countFirst: true} // as New's text rows, not padding-free
 	for i, ids := range rows {
 		if len(ids) == 0 {
 			return nil, fmt.Errorf("row %d has no tokens", i)

@@ -29,6 +29,9 @@ type Trainer struct {
 	rowLen   int       // packing: the length of a packed row (max_length); 0 = no packing
 	loss     func(logps, mask, numTokens *Node) *Node
 	unscored string // what Warnings says about rows with no scored token; "" = none
+	// countFirst: the batches are not padding-free, so HF's num_items_in_batch counts a row's first
+	// token when it carries a label (Items).
+	countFirst bool
 }
 
 // losses maps SFTConfig's loss_type to its loss (loss.go).
@@ -79,7 +82,9 @@ func New(m *trainable.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error)
 	if err := configureTokenizer(m, cfg); err != nil {
 		return nil, err
 	}
-	t := &Trainer{model: m, loss: loss}
+	// TRL: padding_free = args.padding_free or (packing and packing_strategy == "bfd"); only then
+	// does the collator set the labels at position_ids == 0 to −100.
+	t := &Trainer{model: m, loss: loss, countFirst: !(cfg.PaddingFree || (cfg.Packing && cfg.PackingStrategy != "wrapped"))}
 	var rows []data.Row
 	addEOS := false
 	if assistantOnly {
@@ -284,8 +289,22 @@ func trues(n int) []bool {
 // NumExamples implements loop.Method.
 func (t *Trainer) NumExamples() int { return len(t.examples) }
 
-// Units implements loop.Method: the example's scored tokens (TRL's num_items_in_batch).
+// Units implements loop.Method: the example's scored tokens (eval_loss's per-batch divisor).
 func (t *Trainer) Units(i int) float64 { return float64(t.examples[i].units) }
+
+// Items implements loop.Itemizer: the example's share of TRL's num_items_in_batch, which the
+// training loss is divided by. HF's Trainer counts the labels ≠ −100 before the shift
+// (get_batch_samples: batch["labels"].ne(-100)), so a row whose first token carries a label (every
+// token scored: text rows, completion_only_loss false) counts it although nothing predicts it,
+// unless the batch is padding-free (bfd packing or padding_free), where the collator sets the
+// labels at position 0 to −100. Prompt-completion rows with completion-only loss never count it.
+func (t *Trainer) Items(i int) float64 {
+	ex := t.examples[i]
+	if t.countFirst && ex.first {
+		return float64(ex.units + 1)
+	}
+	return float64(ex.units)
+}
 
 // Tokens implements loop.Method.
 func (t *Trainer) Tokens(i int) int { return len(t.examples[i].ids) }
@@ -318,40 +337,47 @@ func (t *Trainer) Finish(w loop.Window) map[string]float64 {
 }
 
 // Loss implements loop.Method: the loss_type's loss (NLLOverTokens or DFTOverTokens) of (lp, loss
-// mask, norm), plus TRL's mean_token_accuracy and entropy over the scored tokens (the same for
-// both loss types, as TRL).
+// mask, norm), plus TRL's mean_token_accuracy over the scored tokens and entropy over every real
+// token (the same for both loss types, as TRL). TRL v0.24's compute_loss takes the entropy of
+// every position's logits, prompt and last token included, averaged over the attention mask
+// (padding-free packed batches: over the whole flattened row, the real tokens); its accuracy
+// compares the shifted logits with the labels ≠ −100.
 func (t *Trainer) Loss(ctx *context.Context, in named.Inputs, norm *Node) (*Node, map[string]*Node) {
-	h, ids, scored := t.hidden(ctx, in)
+	h, ids, scored, attended := t.hidden(ctx, in)
 	lp, correct, entropy := HeadStats(ctx, t.model.Config, h, ids)
 	loss := t.loss(lp, scored, norm)
 	return loss, map[string]*Node{
 		"mean_token_accuracy": MeanTokenAccuracy(correct, scored),
-		"entropy":             StopGradient(tokenmask.TokenMean(entropy, scored)),
+		"entropy":             StopGradient(tokenmask.TokenMean(entropy, attended)),
 	}
 }
 
 // hidden runs the decoder on a batch's inputs (Batch's: padded rows attend causally to their real
-// tokens, packed rows within each segment) and returns the hidden states with the ids and the loss
-// mask.
-func (t *Trainer) hidden(ctx *context.Context, in named.Inputs) (h, ids, scored *Node) {
+// tokens, packed rows within each segment) and returns the hidden states with the ids, the loss
+// mask and the real-token mask (the attention mask; packed rows: segment ≠ 0).
+func (t *Trainer) hidden(ctx *context.Context, in named.Inputs) (h, ids, scored, attended *Node) {
 	if t.rowLen > 0 {
 		p := named.Bind[packedInputs[*Node]](in)
-		return decoder.HiddenSegments(ctx, t.model.Config, p.IDs, p.Pos, p.Segments), p.IDs, p.Loss
+		return decoder.HiddenSegments(ctx, t.model.Config, p.IDs, p.Pos, p.Segments), p.IDs, p.Loss, p.Segments
 	}
 	r := named.Bind[trainable.RowInputs[*Node]](in)
-	return decoder.Hidden(ctx, t.model.Config, r.IDs, r.Pos, r.Mask), r.IDs, r.Loss
+	return decoder.Hidden(ctx, t.model.Config, r.IDs, r.Pos, r.Mask), r.IDs, r.Loss, r.Mask
 }
 
 // HeadStats is decoder.TargetLogProbs plus, from the same chunks of logits, whether the argmax
-// predicts the token and the entropy of the predictive distribution: ids [B,S], hidden [B,S,D]
-// → lp [B,S] float32 (0 at t = 0), correct [B,S] bool, entropy [B,S] float32 (no gradient).
+// predicts the token and the entropy of each position's predictive distribution: ids [B,S],
+// hidden [B,S,D] → lp [B,S] float32 (lp[t] scores ids[t] from position t−1's logits; 0 at t = 0),
+// correct [B,S] bool (likewise; false at t = 0), entropy [B,S] float32 (entropy[t] of position
+// t's own logits, the last position's included; no gradient).
 func HeadStats(ctx *context.Context, cfg *decoder.Config, hidden, ids *Node) (lp, correct, entropy *Node) {
 	g := ids.Graph()
 	b, s := ids.Shape().Dim(0), ids.Shape().Dim(1)
-	h := Slice(hidden, AxisRange(), AxisRange(0, s-1)) // [B,S-1,D]: predicts t+1
-	next := ConvertDType(Slice(ids, AxisRange(), AxisRange(1, s)), dtypes.Int32)
+	// next[t] = ids[t+1], what position t's logits predict; the last position predicts nothing (0,
+	// its lp and correct dropped by the shift below).
+	next := Concatenate([]*Node{ConvertDType(Slice(ids, AxisRange(), AxisRange(1, s)), dtypes.Int32),
+		Zeros(g, shapes.Make(dtypes.Int32, b, 1))}, 1) // [B,S]
 	var lps, oks, ents []*Node
-	decoder.ForEachChunk(h, cfg.ChunkLen(b, s-1), func(start, end int, hc *Node) {
+	decoder.ForEachChunk(hidden, cfg.ChunkLen(b, s), func(start, end int, hc *Node) {
 		logits := decoder.Logits(ctx, cfg, hc) // [B,c,V]
 		lsm := LogSoftmax(logits, -1)
 		tgt := Slice(next, AxisRange(), AxisRange(start, end))
@@ -362,9 +388,19 @@ func HeadStats(ctx *context.Context, cfg *decoder.Config, hidden, ids *Node) (lp
 		sl := StopGradient(lsm)
 		ents = append(ents, Neg(ReduceSum(Mul(Exp(sl), sl), -1)))
 	})
-	cat := func(parts []*Node, first *Node) *Node { return Concatenate(append([]*Node{first}, parts...), 1) }
-	zero := Zeros(g, shapes.Make(dtypes.Float32, b, 1))
-	return cat(lps, zero), cat(oks, Zeros(g, shapes.Make(dtypes.Bool, b, 1))), cat(ents, zero)
+	cat := func(parts []*Node) *Node {
+		if len(parts) == 1 {
+			return parts[0]
+		}
+		return Concatenate(parts, 1)
+	}
+	// shift puts position t−1's value at t, first at t = 0.
+	shift := func(x, first *Node) *Node {
+		return Concatenate([]*Node{first, Slice(x, AxisRange(), AxisRange(0, s-1))}, 1)
+	}
+	lp = shift(cat(lps), Zeros(g, shapes.Make(dtypes.Float32, b, 1)))
+	correct = shift(cat(oks), Zeros(g, shapes.Make(dtypes.Bool, b, 1)))
+	return lp, correct, cat(ents)
 }
 
 // NLL returns the mean negative log-likelihood over the scored tokens of every example (e.g. a
@@ -386,7 +422,7 @@ func (t *Trainer) NLL(backend backends.Backend, batch int) (float64, error) {
 func (t *Trainer) BatchNLL(backend backends.Backend, batch int) (sums, counts []float64, err error) {
 	cfg := t.model.Config
 	ev, err := step.NewContextEval(backend, t.model.Ctx.Reuse(), func(ctx *context.Context, in named.Inputs) map[string]*Node {
-		h, ids, scored := t.hidden(ctx, in)
+		h, ids, scored, _ := t.hidden(ctx, in)
 		lp := decoder.TargetLogProbs(ctx, cfg, h, ids)
 		m := ConvertDType(scored, lp.DType())
 		return map[string]*Node{"sum": ConvertDType(ReduceAllSum(Mul(lp, m)), dtypes.Float64),

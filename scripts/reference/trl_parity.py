@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""TRL 0.24.0's own trainers, step by step: the goldens of the trainers' TRL parity tests.
+
+SFTTrainer, DPOTrainer (every loss type posttrain offers), KTOTrainer and RewardTrainer of TRL
+0.24.0 (transformers 4.57.6, torch 2.15.0 on the CPU, one thread; the pinned
+`.venv-reference/trl-0.24`) train the tiny Qwen3 fixture (`models/testdata/qwen3-tiny/model`, with
+`internal/tinymodel`'s cut-down Qwen tokenizer beside it: 512 ids) for 5 optimizer steps each,
+float32, dropout 0, logging every step, on 20 rows this script writes next to each golden. The
+rows are visited in the order posttrain's loop visits them (`ORDER`: `trainers/loop.Order(20,
+42, 0)`, checked by the Go tests) through a sampler that yields that order instead of HF's
+RandomSampler; KTOTrainer keeps its own SequentialSampler (0, 1, …, 19), which posttrain's KTO
+follows. Each case records the order its sampler gave. 20 rows are exactly one pass of 5 steps
+of 2 × 2.
+
+Each case's options are TRL's config fields, the same keys the Go tests hand to posttrain's
+config (`config.Load`); the TRL-only ones that pin the run (CPU, no saving, no reporting) are
+in `TRL_ONLY`. For each optimizer step the golden has TRL's `log_history` entry verbatim (`loss`
+rounded to 4 decimals by HF's Trainer, `grad_norm`, `learning_rate`, `epoch` and every metric
+the trainer logs) and `loss_unrounded`, the same value before HF rounds it (`tr_loss` over the
+steps since the last log, read in `_maybe_log_save_evaluate`); KTO's also have
+`logits/{chosen,rejected}@real_tokens` and `…@real_tokens_abs` (`kto_parity`). HF's closing summary entry
+(`train_runtime`, `train_loss`, …) is listed by its keys only (`summary_keys`).
+
+The reward model is the same fixture as `Qwen3ForSequenceClassification` with a score head
+drawn by `from_pretrained(num_labels=1)` under `torch.manual_seed(0)`, saved (float32) as
+`trainers/reward/testdata/trl_parity/model`, which both sides then load.
+
+Regenerate (from the repository root; `make reference` runs it, scripts/reference/run.sh):
+
+    .venv-reference/trl-0.24/bin/python scripts/reference/trl_parity.py [--out TREE]
+
+which writes, under TREE (default: the repository), trainers/{sft,dpo,kto,reward}/testdata/
+trl_parity/ (rows.jsonl, golden.json; the reward model).
+"""
+import argparse
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import datasets  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+import trl  # noqa: E402
+from datasets import Dataset  # noqa: E402
+from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer  # noqa: E402
+
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+FIXTURE = "models/testdata/qwen3-tiny/model"
+TOKENIZER = "internal/tinymodel/files"
+COMMAND = ".venv-reference/trl-0.24/bin/python scripts/reference/trl_parity.py"
+
+# trainers/loop.Order(20, 42, 0): the permutation posttrain's loop draws for pass 0 with seed 42.
+ORDER = [5, 4, 3, 9, 8, 1, 13, 6, 14, 19, 12, 10, 7, 16, 2, 15, 11, 18, 17, 0]
+
+# Options both sides get (TRL's names; posttrain's config takes the same keys).
+COMMON = {
+    "per_device_train_batch_size": 2,
+    "gradient_accumulation_steps": 2,
+    "max_steps": 5,
+    "logging_steps": 1,
+    "seed": 42,
+}
+# TRL-only options that pin the run: the CPU, float32, no checkpoints, no reporting.
+TRL_ONLY = {
+    "use_cpu": True,
+    "bf16": False,
+    "fp16": False,
+    "report_to": [],
+    "save_strategy": "no",
+    "dataloader_num_workers": 0,
+    "disable_tqdm": True,
+}
+
+# The rows (standard, not conversational): short English so that the byte-level BPE of 253
+# merges gives 10-40 tokens, of varied lengths (padding in every micro-batch).
+WORDS = ["red", "blue", "green", "apple", "river", "stone", "cloud", "seven", "light", "tree"]
+
+
+def sft_rows():
+    return [{"prompt": f"Q{i}: name a {WORDS[i % 10]} thing{'?' * (i % 3)}",
+             "completion": f" A {WORDS[(i * 3) % 10]} {WORDS[(i * 7) % 10]}" + " ok" * (i % 4)} for i in range(20)]
+
+
+def dpo_rows():
+    return [{"prompt": f"Is {i} {WORDS[i % 10]}?" + " Say" * (i % 3),
+             "chosen": f" yes, {WORDS[(i + 3) % 10]}" + "!" * (i % 4),
+             "rejected": f" no {WORDS[(i * 7) % 10]} {WORDS[(i + 1) % 10]}" * (1 + i % 2)} for i in range(20)]
+
+
+def kto_rows():
+    return [{"prompt": f"Tell {i} about {WORDS[i % 10]}" + "." * (i % 3),
+             "completion": f" it is {WORDS[(i * 3) % 10]}" + " really" * (i % 4),
+             "label": i % 3 != 1} for i in range(20)]
+
+
+def reward_rows():
+    return [{"prompt": f"Pick {i}: {WORDS[i % 10]} or {WORDS[(i + 5) % 10]}?",
+             "chosen": f" {WORDS[i % 10]}, surely" + "!" * (i % 3),
+             "rejected": f" {WORDS[(i + 5) % 10]}" + " maybe" * (1 + i % 2)} for i in range(20)]
+
+
+DPO_LOSS_TYPES = ["sigmoid", "ipo", "hinge", "robust", "exo_pair", "nca_pair", "sppo_hard", "aot",
+                  "aot_pair", "discopop", "apo_zero", "apo_down", "sft"]
+
+# method → (rows, cases: name → options). Learning rates are large enough for every metric to move
+# within 5 steps; the SFT cases have a warmup and weight decay, so learning_rate's schedule and
+# the decay groups are checked too.
+METHODS = {
+    "sft": (sft_rows, {
+        "nll_warmup_decay": {"learning_rate": 3e-3, "lr_scheduler_type": "linear", "warmup_steps": 2,
+                             "weight_decay": 0.05},
+        "dft_cosine": {"learning_rate": 3e-3, "lr_scheduler_type": "cosine", "loss_type": "dft"},
+        "all_tokens_truncated": {"learning_rate": 3e-3, "completion_only_loss": False, "max_length": 12},
+    }),
+    "dpo": (dpo_rows, {
+        **{lt: {"learning_rate": 3e-3, "beta": 0.1, "loss_type": [lt]} for lt in DPO_LOSS_TYPES},
+        # DPOConfig's other knobs, each on sigmoid unless it says otherwise.
+        "mpo_weights": {"learning_rate": 3e-3, "loss_type": ["sigmoid", "sft"], "loss_weights": [0.8, 1.0]},
+        "ipo_list": {"learning_rate": 3e-3, "loss_type": ["ipo", "hinge"]},
+        "rpo_alpha": {"learning_rate": 3e-3, "rpo_alpha": 0.5},
+        "cdpo": {"learning_rate": 3e-3, "label_smoothing": 0.1},
+        "reference_free": {"learning_rate": 3e-3, "reference_free": True},
+        "alpha_divergence": {"learning_rate": 3e-3, "f_divergence_type": "alpha_divergence",
+                             "f_alpha_divergence_coef": 0.5},
+        "js_divergence": {"learning_rate": 3e-3, "f_divergence_type": "js_divergence"},
+        "ld_alpha": {"learning_rate": 3e-3, "ld_alpha": 0.5},
+        "wpo": {"learning_rate": 3e-3, "use_weighting": True},
+        "truncate_keep_end": {"learning_rate": 3e-3, "max_length": 20, "max_prompt_length": 8},
+        "truncate_keep_start": {"learning_rate": 3e-3, "max_length": 20, "max_prompt_length": 8,
+                                "truncation_mode": "keep_start"},
+    }),
+    "kto": (kto_rows, {
+        "kto": {"learning_rate": 3e-3, "beta": 0.1},
+        "apo_zero_unpaired": {"learning_rate": 3e-3, "beta": 0.1, "loss_type": "apo_zero_unpaired"},
+        "weights_truncate": {"learning_rate": 3e-3, "beta": 0.2, "desirable_weight": 1.0, "undesirable_weight": 1.5,
+                             "max_length": 16, "max_prompt_length": 8},
+    }),
+    "reward": (reward_rows, {
+        "default": {"learning_rate": 3e-3},
+        "center_rewards": {"learning_rate": 3e-3, "center_rewards_coefficient": 0.01},
+    }),
+}
+
+
+class FixedOrder(torch.utils.data.Sampler):
+    """The rows in ORDER (posttrain's pass-0 permutation) instead of HF's RandomSampler."""
+
+    def __init__(self, n):
+        assert n == len(ORDER), (n, len(ORDER))
+        self.order = list(ORDER)
+
+    def __iter__(self):
+        return iter(self.order)
+
+    def __len__(self):
+        return len(self.order)
+
+
+def parity(cls, own_sampler=False):
+    """cls with posttrain's row order (own_sampler: the trainer's own sampler, which posttrain
+    follows) and the unrounded loss of each logged step recorded."""
+
+    class Parity(cls):
+        def _get_train_sampler(self, *args, **kwargs):
+            if own_sampler:
+                return super()._get_train_sampler(*args, **kwargs)
+            return FixedOrder(len(self.train_dataset))
+
+        def _maybe_log_save_evaluate(self, tr_loss, *args, **kwargs):
+            if self.control.should_log and self.state.global_step > self._globalstep_last_logged:
+                steps = self.state.global_step - self._globalstep_last_logged
+                self.unrounded.append(tr_loss.item() / steps)
+            return super()._maybe_log_save_evaluate(tr_loss, *args, **kwargs)
+
+    Parity.__name__ = cls.__name__
+    return Parity
+
+
+def kto_parity():
+    """parity(KTOTrainer) that also logs logits/chosen@real_tokens and logits/rejected@real_tokens:
+    TRL's logits/chosen and logits/rejected (the window's sum of each row's logits over every
+    position and the vocabulary, over its row count) with the positions of the attention mask
+    only, from the same policy forward pass, and their size, the same with |logit|
+    (…@real_tokens_abs). TRL's own sum also takes the logits at the padding positions of the
+    micro-batch; posttrain's metric is the real-token one."""
+
+    class KTOParity(parity(trl.KTOTrainer, own_sampler=True)):
+        def forward(self, model, batch):
+            out = super().forward(model, batch)
+            if model is not self.ref_model:
+                mask = batch["completion_attention_mask"].unsqueeze(-1).to(out[2].dtype)
+                for split, logits, want in (("chosen", out[2], True), ("rejected", out[3], False)):
+                    idx = [i for i, label in enumerate(batch["label"]) if label is want]
+                    acc = self.real_logits.setdefault(split, [0.0, 0.0, 0])
+                    real = logits * mask[idx]
+                    acc[0] += real.sum().item()
+                    acc[1] += real.abs().sum().item()
+                    acc[2] += len(idx)
+            return out
+
+        def log(self, logs, *args, **kwargs):
+            if "loss" in logs:
+                for split, (total, size, count) in self.real_logits.items():
+                    if count > 0:
+                        logs[f"logits/{split}@real_tokens"] = total / count
+                        logs[f"logits/{split}@real_tokens_abs"] = size / count
+                self.real_logits = {}
+            return super().log(logs, *args, **kwargs)
+
+    KTOParity.__name__ = "KTOTrainer"
+    return KTOParity
+
+
+def model_dir(tmp):
+    """The fixture with the tokenizer beside it, as trainers/loop/looptest.Fixture lays it out."""
+    d = os.path.join(tmp, "qwen3-tiny")
+    shutil.copytree(os.path.join(REPO, FIXTURE), d)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(REPO, TOKENIZER, name), d)
+    return d
+
+
+def write_classifier(src, out):
+    """The fixture as Qwen3ForSequenceClassification (num_labels 1), its score head drawn from
+    torch.manual_seed(0), saved in float32 with pad_token_id set (posttrain's reward trainer sets
+    it from the tokenizer's pad token, as TRL's RewardTrainer)."""
+    torch.manual_seed(0)
+    m = AutoModelForSequenceClassification.from_pretrained(src, num_labels=1, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(src)
+    m.config.pad_token_id = tok.pad_token_id
+    os.makedirs(out, exist_ok=True)
+    m.save_pretrained(out, safe_serialization=True)
+
+
+def trainer_for(method, name, opts, rows, mdir, cls_dir, out):
+    tok = AutoTokenizer.from_pretrained(mdir)
+    args = dict(COMMON, **TRL_ONLY, **opts, output_dir=out)
+    ds = Dataset.from_list(rows)
+    if method == "sft":
+        model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
+        return parity(trl.SFTTrainer)(model=model, args=trl.SFTConfig(**args), train_dataset=ds, processing_class=tok)
+    if method == "dpo":
+        model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
+        return parity(trl.DPOTrainer)(model=model, args=trl.DPOConfig(**args), train_dataset=ds, processing_class=tok)
+    if method == "kto":
+        model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
+        tr = kto_parity()(model=model, args=trl.KTOConfig(**args), train_dataset=ds, processing_class=tok)
+        tr.real_logits = {}
+        return tr
+    if method == "reward":
+        model = AutoModelForSequenceClassification.from_pretrained(cls_dir, num_labels=1, dtype=torch.float32)
+        return parity(trl.RewardTrainer)(model=model, args=trl.RewardConfig(**args), train_dataset=ds, processing_class=tok)
+    raise ValueError(method)
+
+
+def run_case(method, name, opts, rows, mdir, cls_dir, tmp):
+    out = os.path.join(tmp, f"{method}-{name}")
+    torch.manual_seed(0)
+    tr = trainer_for(method, name, opts, rows, mdir, cls_dir, out)
+    order = list(tr._get_train_sampler())
+    if method != "kto":
+        assert order == ORDER, order
+    tr.unrounded = []
+    tr.remove_callback(transformers.PrinterCallback)  # disable_tqdm's stand-in prints every log
+    tr.train()
+    steps = [e for e in tr.state.log_history if "loss" in e]
+    summary = [e for e in tr.state.log_history if "train_runtime" in e]
+    assert len(steps) == COMMON["max_steps"] == len(tr.unrounded), (len(steps), len(tr.unrounded))
+    for e, u in zip(steps, tr.unrounded):
+        e["loss_unrounded"] = u
+    return {"options": opts, "order": order, "steps": steps, "summary_keys": sorted(summary[0]) if summary else []}
+
+
+def write_json(path, obj):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def write_rows(path, rows):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=REPO, help="tree to write the goldens into (default: the repository)")
+    ap.add_argument("--only", default="", help="comma-separated methods (default: all)")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    transformers.logging.set_verbosity_error()
+    datasets.disable_progress_bars()
+    logging.getLogger("trl").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")
+    only = set(filter(None, a.only.split(",")))
+    with tempfile.TemporaryDirectory() as tmp:
+        mdir = model_dir(tmp)
+        cls_dir = os.path.join(a.out, "trainers/reward/testdata/trl_parity/model")
+        if not only or "reward" in only:
+            write_classifier(mdir, cls_dir)
+        for method, (make_rows, cases) in METHODS.items():
+            if only and method not in only:
+                continue
+            base = os.path.join(a.out, "trainers", method, "testdata", "trl_parity")
+            rows = make_rows()
+            write_rows(os.path.join(base, "rows.jsonl"), rows)
+            golden = {
+                "generator": COMMAND,
+                "versions": {"trl": trl.__version__, "transformers": transformers.__version__,
+                             "torch": torch.__version__},
+                "model": "trainers/reward/testdata/trl_parity/model" if method == "reward" else FIXTURE,
+                "tokenizer": TOKENIZER,
+                "rows": f"trainers/{method}/testdata/trl_parity/rows.jsonl",
+                # KTOTrainer's own SequentialSampler (posttrain's KTO is sequential too); else ORDER.
+                "sampler": "trl" if method == "kto" else "posttrain",
+                "common": COMMON,
+                "trl_only": TRL_ONLY,
+                "cases": {},
+            }
+            for name, opts in cases.items():
+                print(f"trl_parity: {method} {name}", file=sys.stderr)
+                golden["cases"][name] = run_case(method, name, opts, rows, mdir, cls_dir, tmp)
+            write_json(os.path.join(base, "golden.json"), golden)
+
+
+if __name__ == "__main__":
+    main()

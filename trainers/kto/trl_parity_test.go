@@ -1,0 +1,84 @@
+package kto_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/kto"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+)
+
+// TRL 0.24.0's own KTOTrainer (scripts/reference/trl_parity.py) and posttrain, on the same tiny
+// checkpoint, unpaired rows (a third undesirable), row order (the file's: KTOTrainer's own
+// SequentialSampler, which posttrain's KTO follows, loop.Sequential) and options (batch 2 ×
+// accumulation 2, 5 steps, β 0.1, linear decay; loss_type kto with its KL reference point and
+// apo_zero_unpaired; β 0.2, undesirable_weight 1.5 and truncation to max_length 16 with
+// max_prompt_length 8), log the same loss, grad_norm, learning_rate, epoch and KTO metrics at every
+// step, within 1e-5 relative (float32 on both sides, summed in different orders). A step whose
+// micro-batches hold no undesirable row logs no rejected metrics on either side. The rewards
+// β·(log π − log π_ref) and margins are measured against β·(|logps/chosen| + |logps/rejected|),
+// kl (a mean of log π − log π_ref over the KL rows) against |logps/chosen| + |logps/rejected|: the
+// size of the terms they are differences of (weights_truncate's rewards/chosen at step 5, 0.118
+// from log-probs of −64 and −58, is 1.9e-6 apart, 1.6e-5 of itself).
+//
+// One difference by design (docs/training.md, "KTO logits/chosen, logits/rejected"): TRL's
+// logits/chosen and logits/rejected sum each row's logits over its positions and the vocabulary,
+// the padding positions of the micro-batch included; posttrain sums the row's real positions
+// only. The golden has TRL's sum over the real positions too (logits/…@real_tokens, from the same
+// forward pass), which posttrain's must equal within 1e-5 of Σ|logit| (…@real_tokens_abs: the
+// sums cancel to about 2% of it), while TRL's own value must differ from it.
+func TestKTO_TRLParity(t *testing.T) {
+	g := looptest.ReadTRLGolden(t, "trainers/kto/testdata/trl_parity/golden.json")
+	for _, name := range []string{"kto", "apo_zero_unpaired", "weights_truncate"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := config.DefaultKTO()
+			c := g.Configure(t, name, cfg)
+			m := looptest.Load(t, g.ModelDir(t), false)
+			b := looptest.Backend(t)
+			tr, err := kto.New(b, m, looptest.Read(t, g.RowsPath(t)), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
+			padded, worst := 0, 0.0 // steps where TRL's padded sum differs from its real-token sum; the largest difference
+			diff := looptest.Differences{}
+			for _, split := range []string{"chosen", "rejected"} {
+				key, real := "logits/"+split, "logits/"+split+"@real_tokens"
+				diff[real], diff[real+"_abs"] = nil, nil // TRL-side references only
+				diff[key] = func(t testing.TB, step int, trl, got map[string]float64) {
+					want, ok := trl[real]
+					if !ok {
+						t.Errorf("step %d: the golden has %s but not %s", step, key, real)
+						return
+					}
+					d := math.Abs(got[key] - want)
+					worst = math.Max(worst, d/trl[real+"_abs"])
+					if !(d <= 1e-5*trl[real+"_abs"]) {
+						t.Errorf("step %d %s: posttrain %.9g, TRL over the real tokens %.9g (%.2g of Σ|logit| %.6g > 1e-5)",
+							step, key, got[key], want, d/trl[real+"_abs"], trl[real+"_abs"])
+					}
+					if math.Abs(trl[key]-want) > 1e-5*trl[real+"_abs"] {
+						padded++
+					}
+				}
+			}
+			scale := func(key string, trl map[string]float64) float64 {
+				logps := math.Abs(trl["logps/chosen"]) + math.Abs(trl["logps/rejected"])
+				switch key {
+				case "rewards/chosen", "rewards/rejected", "rewards/margins":
+					return cfg.Beta * logps
+				case "kl":
+					return logps
+				}
+				return 0
+			}
+			looptest.CompareTRL(t, c, recs, 1e-5, scale, diff).Report(t, name)
+			t.Logf("%s: logits/* against TRL's real-token sums: largest difference %.2g of Σ|logit|", name, worst)
+			if padded == 0 {
+				t.Errorf("TRL's logits/chosen and logits/rejected equal its real-token sums at every step: the padding difference the test names is gone")
+			}
+		})
+	}
+}

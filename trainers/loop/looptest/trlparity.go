@@ -1,0 +1,230 @@
+package looptest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/internal/tinymodel"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+)
+
+// TRLGolden is a golden of scripts/reference/trl_parity.py: TRL 0.24.0's own trainer run for 5
+// optimizer steps on the rows of Rows, one entry per case.
+type TRLGolden struct {
+	Generator string            `json:"generator"`
+	Versions  map[string]string `json:"versions"`
+	Model     string            `json:"model"`   // repository path of the checkpoint
+	Rows      string            `json:"rows"`    // repository path of the JSONL rows
+	Sampler   string            `json:"sampler"` // posttrain: TRL read the rows in loop.Order's order; trl: in its trainer's own
+	Common    map[string]any    `json:"common"`
+	Cases     map[string]TRLCase
+}
+
+// TRLCase is one TRL run: its options (TRL's config keys, beyond Common) and, per optimizer step,
+// TRL's log_history entry with loss_unrounded (the loss before HF's Trainer rounds it to 4
+// decimals).
+type TRLCase struct {
+	Options     map[string]any       `json:"options"`
+	Order       []int                `json:"order"` // the order TRL's sampler gave the rows
+	Steps       []map[string]float64 `json:"steps"`
+	SummaryKeys []string             `json:"summary_keys"` // HF's closing entry, which posttrain does not write
+}
+
+// Root is the repository's root directory.
+func Root(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("looptest: no caller information to find the repository")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// ReadTRLGolden reads the golden at the repository path rel and, where TRL read the rows in
+// posttrain's order (Sampler "posttrain"), checks that it is the one the loop draws (so a change
+// of loop.Order says to regenerate the golden). With Sampler "trl" the cases' Order is the one
+// TRL's trainer chose itself, which posttrain must follow for the steps to agree.
+func ReadTRLGolden(t testing.TB, rel string) *TRLGolden {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(Root(t), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g TRLGolden
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	seed := int(g.Common["seed"].(float64))
+	for name, c := range g.Cases {
+		if g.Sampler != "posttrain" {
+			continue
+		}
+		if got := loop.Order(len(c.Order), seed, 0); !slices.Equal(got, c.Order) {
+			t.Fatalf("%s: case %s: TRL visited the rows in %v, but loop.Order(%d, %d, 0) is %v: regenerate with %s",
+				rel, name, c.Order, len(c.Order), seed, got, g.Generator)
+		}
+	}
+	return &g
+}
+
+// ModelDir copies the golden's checkpoint into a temporary directory with tinymodel's tokenizer
+// beside it (the tokenizer TRL ran with) and returns its path.
+func (g *TRLGolden) ModelDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "model")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(Root(t), g.Model))); err != nil {
+		t.Fatal(err)
+	}
+	if err := tinymodel.WriteTokenizer(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// RowsPath is the absolute path of the golden's rows.
+func (g *TRLGolden) RowsPath(t testing.TB) string { return filepath.Join(Root(t), g.Rows) }
+
+// Configure loads the case's options (Common, then the case's) into cfg through posttrain's
+// YAML config loader, with TRL's keys as they are, and sets a temporary output directory and no
+// checkpoints.
+func (g *TRLGolden) Configure(t testing.TB, name string, cfg config.Config) TRLCase {
+	t.Helper()
+	c, ok := g.Cases[name]
+	if !ok {
+		t.Fatalf("golden has no case %q", name)
+	}
+	opts := map[string]any{}
+	for k, v := range g.Common {
+		opts[k] = v
+	}
+	for k, v := range c.Options {
+		opts[k] = v
+	}
+	doc, err := json.Marshal(opts) // a JSON object is a YAML mapping
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := config.Load(name, doc, cfg); err != nil {
+		t.Fatalf("case %s: %v", name, err)
+	}
+	cfg.Common().OutputDir = filepath.Join(t.TempDir(), "out")
+	cfg.Common().SaveSteps = 0
+	return c
+}
+
+// hfSummary are the keys of the entry HF's Trainer appends to log_history when train() ends,
+// which posttrain does not write (its run summary is loop.Result and the log line at the end).
+var hfSummary = []string{"epoch", "step", "total_flos", "train_loss", "train_runtime", "train_samples_per_second", "train_steps_per_second"}
+
+// Scale is the magnitude a metric's difference is measured against at a TRL step: the value
+// itself, or more where the value is a small difference of large terms (a reward β·(log π −
+// log π_ref) at step 1).
+type Scale func(key string, trl map[string]float64) float64
+
+// Differences lists the keys that posttrain logs differently from TRL by design, each with the
+// check that replaces the comparison (it sees both lines; nil: posttrain leaves the key out,
+// which is asserted).
+type Differences map[string]func(t testing.TB, step int, trl, got map[string]float64)
+
+// MaxRel collects the largest relative difference of each compared key over a test's steps.
+type MaxRel map[string]float64
+
+// CompareTRL compares posttrain's metrics lines with TRL's steps: the same number of optimizer
+// steps; each step's loss (against loss_unrounded, and against TRL's logged loss, rounded to 4
+// decimals, within half a unit of the last decimal), epoch and every other key of TRL's entry within rtol relative to
+// max(|TRL's value|, scale); the keys of diff by their own checks instead. Every key TRL logs is
+// compared or named in diff, and posttrain may log no key TRL does not. HF's closing summary entry
+// must have hfSummary's keys (posttrain writes no such entry).
+func CompareTRL(t testing.TB, c TRLCase, recs []runlog.Record, rtol float64, scale Scale, diff Differences) MaxRel {
+	t.Helper()
+	if len(recs) != len(c.Steps) {
+		t.Fatalf("posttrain logged %d lines, TRL %d steps", len(recs), len(c.Steps))
+	}
+	if !slices.Equal(c.SummaryKeys, hfSummary) {
+		t.Errorf("HF's closing log entry has %v, want %v (posttrain writes none: its metrics.jsonl has the steps only)", c.SummaryKeys, hfSummary)
+	}
+	worst := MaxRel{}
+	for i, want := range c.Steps {
+		got := map[string]float64{"epoch": recs[i].Epoch}
+		for k, v := range recs[i].Metrics {
+			got[k] = v
+		}
+		if int(want["step"]) != recs[i].Step {
+			t.Errorf("line %d: posttrain step %d, TRL step %v", i+1, recs[i].Step, want["step"])
+		}
+		check := func(key string, w, g float64) {
+			s := math.Abs(w)
+			if scale != nil {
+				s = math.Max(s, scale(key, want))
+			}
+			rel := math.Abs(g - w)
+			if s > 0 {
+				rel /= s
+			}
+			worst[key] = math.Max(worst[key], rel)
+			if !(rel <= rtol) {
+				t.Errorf("step %d %s: posttrain %.9g, TRL %.9g (relative %.2g > %.0e)", i+1, key, g, w, rel, rtol)
+			}
+		}
+		keys := map[string]bool{}
+		for k := range want {
+			keys[k] = true
+		}
+		for k := range got {
+			keys[k] = true
+		}
+		for _, key := range sortedKeys(keys) {
+			w, inTRL := want[key]
+			g, have := got[key]
+			switch fn, named := diff[key]; {
+			case key == "step" || key == "loss_unrounded":
+			case named && fn != nil:
+				fn(t, i+1, want, got)
+			case named:
+				if have {
+					t.Errorf("step %d: posttrain logs %s = %v, which it leaves out by design (TRL: %v)", i+1, key, g, w)
+				}
+			case !inTRL:
+				t.Errorf("step %d: posttrain logs %s = %v, which TRL does not", i+1, key, g)
+			case !have:
+				t.Errorf("step %d: posttrain does not log %s (TRL: %v)", i+1, key, w)
+			case key == "loss":
+				check("loss", want["loss_unrounded"], g)
+				if d := math.Abs(g - w); d > 0.5e-4+rtol*math.Abs(w) {
+					t.Errorf("step %d loss: posttrain %.9g, TRL logged %.4f (rounded to 4 decimals): %.2g apart", i+1, g, w, d)
+				}
+			default:
+				check(key, w, g)
+			}
+		}
+	}
+	return worst
+}
+
+// Report logs the largest relative differences, one line.
+func (m MaxRel) Report(t testing.TB, name string) {
+	t.Helper()
+	s := ""
+	for _, k := range sortedKeys(m) {
+		s += fmt.Sprintf(" %s=%.2g", k, m[k])
+	}
+	t.Logf("%s: largest relative difference from TRL:%s", name, s)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
