@@ -56,8 +56,44 @@ FIXTURE = "models/testdata/qwen3-tiny/model"
 TOKENIZER = "internal/tinymodel/files"
 COMMAND = ".venv-reference/trl-0.24/bin/python scripts/reference/trl_parity.py"
 
-# trainers/loop.Order(20, 42, 0): the permutation posttrain's loop draws for pass 0 with seed 42.
+# trainers/loop.Order(20, 42, 0): the permutation posttrain's loop draws for pass 0 with seed 42
+# (go_order reproduces it; main checks).
 ORDER = [5, 4, 3, 9, 8, 1, 13, 6, 14, 19, 12, 10, 7, 16, 2, 15, 11, 18, 17, 0]
+M64 = (1 << 64) - 1
+
+
+def go_order(n, seed, epoch):
+    """trainers/loop.Order(n, seed, epoch): Go's math/rand/v2 rand.New(rand.NewPCG(seed,
+    epoch+0x5eed)).Perm(n): PCG's 128-bit LCG with the DXSM output (pcg.go), Fisher-Yates from
+    the last element with Lemire's multiply-and-reject uint64n (rand.go)."""
+    mul = (2549297995355413924 << 64) | 4865540595714422341
+    inc = (6364136223846793005 << 64) | 1442695040888963407
+    state = ((seed & M64) << 64) | ((epoch + 0x5EED) & M64)
+
+    def uint64():
+        nonlocal state
+        state = (state * mul + inc) & ((1 << 128) - 1)
+        hi, lo = state >> 64, state & M64
+        hi ^= hi >> 32
+        hi = (hi * 0xDA942042E4DD58B5) & M64
+        hi ^= hi >> 48
+        return (hi * (lo | 1)) & M64
+
+    def uint64n(k):
+        if k & (k - 1) == 0:
+            return uint64() & (k - 1)
+        x = uint64() * k
+        if x & M64 < k:
+            thresh = ((1 << 64) - k) % k
+            while x & M64 < thresh:
+                x = uint64() * k
+        return x >> 64
+
+    p = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = uint64n(i + 1)
+        p[i], p[j] = p[j], p[i]
+    return p
 
 # Options both sides get (TRL's names; posttrain's config takes the same keys).
 COMMON = {
@@ -88,6 +124,12 @@ def sft_rows():
              "completion": f" A {WORDS[(i * 3) % 10]} {WORDS[(i * 7) % 10]}" + " ok" * (i % 4)} for i in range(20)]
 
 
+def sft_messages_rows():
+    return [{"messages": [{"role": "user", "content": f"Say {WORDS[i % 10]}" + " please" * (i % 3)},
+                          {"role": "assistant", "content": f"{WORDS[(i * 3) % 10]} {WORDS[(i * 7) % 10]}" + "!" * (i % 4)}]}
+            for i in range(20)]
+
+
 def dpo_rows():
     return [{"prompt": f"Is {i} {WORDS[i % 10]}?" + " Say" * (i % 3),
              "chosen": f" yes, {WORDS[(i + 3) % 10]}" + "!" * (i % 4),
@@ -109,6 +151,9 @@ def reward_rows():
 DPO_LOSS_TYPES = ["sigmoid", "ipo", "hinge", "robust", "exo_pair", "nca_pair", "sppo_hard", "aot",
                   "aot_pair", "discopop", "apo_zero", "apo_down", "sft"]
 
+# Cases that train on other rows than their method's (written beside them as rows_NAME.jsonl).
+CASE_ROWS = {("sft", "messages_all_tokens"): ("messages", sft_messages_rows)}
+
 # method → (rows, cases: name → options). Learning rates are large enough for every metric to move
 # within 5 steps; the SFT cases have a warmup and weight decay, so learning_rate's schedule and
 # the decay groups are checked too.
@@ -118,6 +163,9 @@ METHODS = {
                              "weight_decay": 0.05},
         "dft_cosine": {"learning_rate": 3e-3, "lr_scheduler_type": "cosine", "loss_type": "dft"},
         "all_tokens_truncated": {"learning_rate": 3e-3, "completion_only_loss": False, "max_length": 12},
+        "messages_all_tokens": {"learning_rate": 3e-3, "assistant_only_loss": False},
+        "packing_bfd": {"learning_rate": 3e-3, "packing": True, "max_length": 40},
+        "packing_wrapped": {"learning_rate": 3e-3, "packing": True, "packing_strategy": "wrapped", "max_length": 24},
     }),
     "dpo": (dpo_rows, {
         **{lt: {"learning_rate": 3e-3, "beta": 0.1, "loss_type": [lt]} for lt in DPO_LOSS_TYPES},
@@ -149,18 +197,37 @@ METHODS = {
 }
 
 
-class FixedOrder(torch.utils.data.Sampler):
-    """The rows in ORDER (posttrain's pass-0 permutation) instead of HF's RandomSampler."""
+class PosttrainOrder(torch.utils.data.Sampler):
+    """The rows in posttrain's order instead of HF's RandomSampler: pass e (the e-th __iter__)
+    yields go_order(n, seed, e). yielded records what was read."""
 
-    def __init__(self, n):
-        assert n == len(ORDER), (n, len(ORDER))
-        self.order = list(ORDER)
+    def __init__(self, n, seed):
+        self.n, self.seed, self.epoch, self.yielded = n, seed, 0, []
 
     def __iter__(self):
-        return iter(self.order)
+        order = go_order(self.n, self.seed, self.epoch)
+        self.epoch += 1
+        for i in order:
+            self.yielded.append(i)
+            yield i
 
     def __len__(self):
-        return len(self.order)
+        return self.n
+
+
+class Recorded(torch.utils.data.Sampler):
+    """A trainer's own sampler, what it yields recorded."""
+
+    def __init__(self, inner):
+        self.inner, self.yielded = inner, []
+
+    def __iter__(self):
+        for i in self.inner:
+            self.yielded.append(i)
+            yield i
+
+    def __len__(self):
+        return len(self.inner)
 
 
 def parity(cls, own_sampler=False):
@@ -170,8 +237,10 @@ def parity(cls, own_sampler=False):
     class Parity(cls):
         def _get_train_sampler(self, *args, **kwargs):
             if own_sampler:
-                return super()._get_train_sampler(*args, **kwargs)
-            return FixedOrder(len(self.train_dataset))
+                self.sampler = Recorded(super()._get_train_sampler(*args, **kwargs))
+            else:
+                self.sampler = PosttrainOrder(len(self.train_dataset), self.args.seed)
+            return self.sampler
 
         def _maybe_log_save_evaluate(self, tr_loss, *args, **kwargs):
             if self.control.should_log and self.state.global_step > self._globalstep_last_logged:
@@ -264,9 +333,6 @@ def run_case(method, name, opts, rows, mdir, cls_dir, tmp):
     out = os.path.join(tmp, f"{method}-{name}")
     torch.manual_seed(0)
     tr = trainer_for(method, name, opts, rows, mdir, cls_dir, out)
-    order = list(tr._get_train_sampler())
-    if method != "kto":
-        assert order == ORDER, order
     tr.unrounded = []
     tr.remove_callback(transformers.PrinterCallback)  # disable_tqdm's stand-in prints every log
     tr.train()
@@ -275,7 +341,8 @@ def run_case(method, name, opts, rows, mdir, cls_dir, tmp):
     assert len(steps) == COMMON["max_steps"] == len(tr.unrounded), (len(steps), len(tr.unrounded))
     for e, u in zip(steps, tr.unrounded):
         e["loss_unrounded"] = u
-    return {"options": opts, "order": order, "steps": steps, "summary_keys": sorted(summary[0]) if summary else []}
+    return {"options": opts, "order": tr.sampler.yielded, "num_rows": len(tr.train_dataset), "steps": steps,
+            "summary_keys": sorted(summary[0]) if summary else []}
 
 
 def write_json(path, obj):
@@ -304,6 +371,7 @@ def main():
     logging.getLogger("trl").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
     only = set(filter(None, a.only.split(",")))
+    assert go_order(20, 42, 0) == ORDER, go_order(20, 42, 0)
     with tempfile.TemporaryDirectory() as tmp:
         mdir = model_dir(tmp)
         cls_dir = os.path.join(a.out, "trainers/reward/testdata/trl_parity/model")
@@ -330,7 +398,13 @@ def main():
             }
             for name, opts in cases.items():
                 print(f"trl_parity: {method} {name}", file=sys.stderr)
-                golden["cases"][name] = run_case(method, name, opts, rows, mdir, cls_dir, tmp)
+                case_rows, rows_path = rows, golden["rows"]
+                if (method, name) in CASE_ROWS:
+                    suffix, make = CASE_ROWS[(method, name)]
+                    case_rows, rows_path = make(), f"trainers/{method}/testdata/trl_parity/rows_{suffix}.jsonl"
+                    write_rows(os.path.join(a.out, rows_path), case_rows)
+                golden["cases"][name] = run_case(method, name, opts, case_rows, mdir, cls_dir, tmp)
+                golden["cases"][name]["rows"] = rows_path
             write_json(os.path.join(base, "golden.json"), golden)
 
 

@@ -38,7 +38,7 @@ func TestDPO_TRLParity(t *testing.T) {
 			c := g.Configure(t, name, cfg)
 			m := looptest.Load(t, g.ModelDir(t), false)
 			b := looptest.Backend(t)
-			tr, err := dpo.New(b, m, looptest.Read(t, g.RowsPath(t)), cfg)
+			tr, err := dpo.New(b, m, looptest.Read(t, c.RowsPath(t)), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,7 +26,7 @@ func TestReward_TRLParity(t *testing.T) {
 			if err != nil || fresh {
 				t.Fatalf("LoadClassifier: fresh %v (want the checkpoint's score head), %v", fresh, err)
 			}
-			tr, err := New(m, looptest.Read(t, g.RowsPath(t)), cfg)
+			tr, err := New(m, looptest.Read(t, c.RowsPath(t)), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,12 +18,11 @@ import (
 )
 
 // TRLGolden is a golden of scripts/reference/trl_parity.py: TRL 0.24.0's own trainer run for 5
-// optimizer steps on the rows of Rows, one entry per case.
+// optimizer steps, one entry per case.
 type TRLGolden struct {
 	Generator string            `json:"generator"`
 	Versions  map[string]string `json:"versions"`
 	Model     string            `json:"model"`   // repository path of the checkpoint
-	Rows      string            `json:"rows"`    // repository path of the JSONL rows
 	Sampler   string            `json:"sampler"` // posttrain: TRL read the rows in loop.Order's order; trl: in its trainer's own
 	Common    map[string]any    `json:"common"`
 	Cases     map[string]TRLCase
@@ -34,7 +33,9 @@ type TRLGolden struct {
 // decimals).
 type TRLCase struct {
 	Options     map[string]any       `json:"options"`
-	Order       []int                `json:"order"` // the order TRL's sampler gave the rows
+	Rows        string               `json:"rows"`     // repository path of the case's JSONL rows
+	NumRows     int                  `json:"num_rows"` // TRL's training rows (packed rows with packing)
+	Order       []int                `json:"order"`    // the rows in the order TRL's sampler gave them, pass after pass
 	Steps       []map[string]float64 `json:"steps"`
 	SummaryKeys []string             `json:"summary_keys"` // HF's closing entry, which posttrain does not write
 }
@@ -68,9 +69,15 @@ func ReadTRLGolden(t testing.TB, rel string) *TRLGolden {
 		if g.Sampler != "posttrain" {
 			continue
 		}
-		if got := loop.Order(len(c.Order), seed, 0); !slices.Equal(got, c.Order) {
-			t.Fatalf("%s: case %s: TRL visited the rows in %v, but loop.Order(%d, %d, 0) is %v: regenerate with %s",
-				rel, name, c.Order, len(c.Order), seed, got, g.Generator)
+		if c.NumRows < 1 || len(c.Order)%c.NumRows != 0 {
+			t.Fatalf("%s: case %s: %d rows read of %d", rel, name, len(c.Order), c.NumRows)
+		}
+		for e := 0; e*c.NumRows < len(c.Order); e++ {
+			got, want := c.Order[e*c.NumRows:(e+1)*c.NumRows], loop.Order(c.NumRows, seed, e)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: case %s: TRL read pass %d's rows in %v, but loop.Order(%d, %d, %d) is %v: regenerate with %s",
+					rel, name, e, got, c.NumRows, seed, e, want, g.Generator)
+			}
 		}
 	}
 	return &g
@@ -90,8 +97,8 @@ func (g *TRLGolden) ModelDir(t testing.TB) string {
 	return dir
 }
 
-// RowsPath is the absolute path of the golden's rows.
-func (g *TRLGolden) RowsPath(t testing.TB) string { return filepath.Join(Root(t), g.Rows) }
+// RowsPath is the absolute path of a case's rows.
+func (c TRLCase) RowsPath(t testing.TB) string { return filepath.Join(Root(t), c.Rows) }
 
 // Configure loads the case's options (Common, then the case's) into cfg through posttrain's
 // YAML config loader, with TRL's keys as they are, and sets a temporary output directory and no
