@@ -166,6 +166,8 @@ METHODS = {
         "messages_all_tokens": {"learning_rate": 3e-3, "assistant_only_loss": False},
         "packing_bfd": {"learning_rate": 3e-3, "packing": True, "max_length": 40},
         "packing_wrapped": {"learning_rate": 3e-3, "packing": True, "packing_strategy": "wrapped", "max_length": 24},
+        # 4 × 2 rows a step: 2.5 steps a pass, so step 3 has one micro-batch and steps 4-5 read pass 2.
+        "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
     }),
     "dpo": (dpo_rows, {
         **{lt: {"learning_rate": 3e-3, "beta": 0.1, "loss_type": [lt]} for lt in DPO_LOSS_TYPES},
@@ -183,16 +185,19 @@ METHODS = {
         "truncate_keep_end": {"learning_rate": 3e-3, "max_length": 20, "max_prompt_length": 8},
         "truncate_keep_start": {"learning_rate": 3e-3, "max_length": 20, "max_prompt_length": 8,
                                 "truncation_mode": "keep_start"},
+        "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
     }),
     "kto": (kto_rows, {
         "kto": {"learning_rate": 3e-3, "beta": 0.1},
         "apo_zero_unpaired": {"learning_rate": 3e-3, "beta": 0.1, "loss_type": "apo_zero_unpaired"},
         "weights_truncate": {"learning_rate": 3e-3, "beta": 0.2, "desirable_weight": 1.0, "undesirable_weight": 1.5,
                              "max_length": 16, "max_prompt_length": 8},
+        "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
     }),
     "reward": (reward_rows, {
         "default": {"learning_rate": 3e-3},
         "center_rewards": {"learning_rate": 3e-3, "center_rewards_coefficient": 0.01},
+        "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
     }),
 }
 

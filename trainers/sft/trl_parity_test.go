@@ -13,13 +13,13 @@ import (
 // checkpoint, rows, row order and options (prompt-completion rows, batch 2 × accumulation 2, 5
 // steps; nll with a warmup and weight decay, dft with a cosine schedule, every token scored with
 // the rows cut to max_length 12, conversational rows with assistant_only_loss false, bfd and
-// wrapped packing), log the same loss,
+// wrapped packing; batch 4 over two passes), log the same loss,
 // grad_norm, learning_rate, epoch and SFT metrics at every step, within 1e-5 relative: float32
 // on both sides, summed in different orders.
 func TestSFT_TRLParity(t *testing.T) {
 	g := looptest.ReadTRLGolden(t, "trainers/sft/testdata/trl_parity/golden.json")
 	for _, name := range []string{"nll_warmup_decay", "dft_cosine", "all_tokens_truncated", "messages_all_tokens",
-		"packing_bfd", "packing_wrapped"} {
+		"packing_bfd", "packing_wrapped", "two_passes"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.DefaultSFT()
 			c := g.Configure(t, name, cfg)
