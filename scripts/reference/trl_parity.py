@@ -19,7 +19,9 @@ rounded to 4 decimals by HF's Trainer, `grad_norm`, `learning_rate`, `epoch` and
 the trainer logs) and `loss_unrounded`, the same value before HF rounds it (`tr_loss` over the
 steps since the last log, read in `_maybe_log_save_evaluate`); KTO's also have
 `logits/{chosen,rejected}@real_tokens` and `…@real_tokens_abs` (`kto_parity`). HF's closing summary entry
-(`train_runtime`, `train_loss`, …) is listed by its keys only (`summary_keys`).
+(`train_runtime`, `train_loss`, …) is listed by its keys only (`summary_keys`). The eval case's
+evaluation entries (`evals`) are TRL's but for the wall-clock eval_runtime,
+eval_samples_per_second and eval_steps_per_second, listed in `eval_timing_keys`.
 
 The reward model is the same fixture as `Qwen3ForSequenceClassification` with a score head
 drawn by `from_pretrained(num_labels=1)` under `torch.manual_seed(0)`, saved (float32) as
@@ -168,6 +170,7 @@ METHODS = {
         "packing_wrapped": {"learning_rate": 3e-3, "packing": True, "packing_strategy": "wrapped", "max_length": 24},
         # 4 × 2 rows a step: 2.5 steps a pass, so step 3 has one micro-batch and steps 4-5 read pass 2.
         "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
+        "eval": {"learning_rate": 3e-3, "lr_scheduler_type": "constant", "eval_strategy": "steps", "eval_steps": 2},
     }),
     "dpo": (dpo_rows, {
         **{lt: {"learning_rate": 3e-3, "beta": 0.1, "loss_type": [lt]} for lt in DPO_LOSS_TYPES},
@@ -186,6 +189,7 @@ METHODS = {
         "truncate_keep_start": {"learning_rate": 3e-3, "max_length": 20, "max_prompt_length": 8,
                                 "truncation_mode": "keep_start"},
         "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
+        "eval": {"learning_rate": 3e-3, "loss_type": ["sigmoid"], "eval_strategy": "steps", "eval_steps": 2},
     }),
     "kto": (kto_rows, {
         "kto": {"learning_rate": 3e-3, "beta": 0.1},
@@ -193,11 +197,13 @@ METHODS = {
         "weights_truncate": {"learning_rate": 3e-3, "beta": 0.2, "desirable_weight": 1.0, "undesirable_weight": 1.5,
                              "max_length": 16, "max_prompt_length": 8},
         "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
+        "eval": {"learning_rate": 3e-3, "eval_strategy": "steps", "eval_steps": 2},
     }),
     "reward": (reward_rows, {
         "default": {"learning_rate": 3e-3},
         "center_rewards": {"learning_rate": 3e-3, "center_rewards_coefficient": 0.01},
         "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
+        "eval": {"learning_rate": 3e-3, "eval_strategy": "steps", "eval_steps": 2},
     }),
 }
 
@@ -269,10 +275,11 @@ def kto_parity():
         def forward(self, model, batch):
             out = super().forward(model, batch)
             if model is not self.ref_model:
+                mode = "train" if model.training else "eval"
                 mask = batch["completion_attention_mask"].unsqueeze(-1).to(out[2].dtype)
                 for split, logits, want in (("chosen", out[2], True), ("rejected", out[3], False)):
                     idx = [i for i, label in enumerate(batch["label"]) if label is want]
-                    acc = self.real_logits.setdefault(split, [0.0, 0.0, 0])
+                    acc = self.real_logits[mode].setdefault(split, [0.0, 0.0, 0])
                     real = logits * mask[idx]
                     acc[0] += real.sum().item()
                     acc[1] += real.abs().sum().item()
@@ -280,12 +287,12 @@ def kto_parity():
             return out
 
         def log(self, logs, *args, **kwargs):
-            if "loss" in logs:
-                for split, (total, size, count) in self.real_logits.items():
-                    if count > 0:
-                        logs[f"logits/{split}@real_tokens"] = total / count
-                        logs[f"logits/{split}@real_tokens_abs"] = size / count
-                self.real_logits = {}
+            mode, prefix = ("train", "") if "loss" in logs else ("eval", "eval_")
+            for split, (total, size, count) in self.real_logits[mode].items():
+                if count > 0:
+                    logs[f"{prefix}logits/{split}@real_tokens"] = total / count
+                    logs[f"{prefix}logits/{split}@real_tokens_abs"] = size / count
+            self.real_logits[mode] = {}
             return super().log(logs, *args, **kwargs)
 
     KTOParity.__name__ = "KTOTrainer"
@@ -317,20 +324,22 @@ def trainer_for(method, name, opts, rows, mdir, cls_dir, out):
     tok = AutoTokenizer.from_pretrained(mdir)
     args = dict(COMMON, **TRL_ONLY, **opts, output_dir=out)
     ds = Dataset.from_list(rows)
+    # With eval_strategy, the same rows are the eval set too (read in their order, HF's SequentialSampler).
+    ev = {"eval_dataset": Dataset.from_list(rows)} if opts.get("eval_strategy", "no") != "no" else {}
     if method == "sft":
         model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
-        return parity(trl.SFTTrainer)(model=model, args=trl.SFTConfig(**args), train_dataset=ds, processing_class=tok)
+        return parity(trl.SFTTrainer)(model=model, args=trl.SFTConfig(**args), train_dataset=ds, processing_class=tok, **ev)
     if method == "dpo":
         model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
-        return parity(trl.DPOTrainer)(model=model, args=trl.DPOConfig(**args), train_dataset=ds, processing_class=tok)
+        return parity(trl.DPOTrainer)(model=model, args=trl.DPOConfig(**args), train_dataset=ds, processing_class=tok, **ev)
     if method == "kto":
         model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
-        tr = kto_parity()(model=model, args=trl.KTOConfig(**args), train_dataset=ds, processing_class=tok)
-        tr.real_logits = {}
+        tr = kto_parity()(model=model, args=trl.KTOConfig(**args), train_dataset=ds, processing_class=tok, **ev)
+        tr.real_logits = {"train": {}, "eval": {}}
         return tr
     if method == "reward":
         model = AutoModelForSequenceClassification.from_pretrained(cls_dir, num_labels=1, dtype=torch.float32)
-        return parity(trl.RewardTrainer)(model=model, args=trl.RewardConfig(**args), train_dataset=ds, processing_class=tok)
+        return parity(trl.RewardTrainer)(model=model, args=trl.RewardConfig(**args), train_dataset=ds, processing_class=tok, **ev)
     raise ValueError(method)
 
 
@@ -342,12 +351,19 @@ def run_case(method, name, opts, rows, mdir, cls_dir, tmp):
     tr.remove_callback(transformers.PrinterCallback)  # disable_tqdm's stand-in prints every log
     tr.train()
     steps = [e for e in tr.state.log_history if "loss" in e]
+    evals = [e for e in tr.state.log_history if "eval_loss" in e]
     summary = [e for e in tr.state.log_history if "train_runtime" in e]
     assert len(steps) == COMMON["max_steps"] == len(tr.unrounded), (len(steps), len(tr.unrounded))
     for e, u in zip(steps, tr.unrounded):
         e["loss_unrounded"] = u
-    return {"options": opts, "order": tr.sampler.yielded, "num_rows": len(tr.train_dataset), "steps": steps,
-            "summary_keys": sorted(summary[0]) if summary else []}
+    out = {"options": opts, "order": tr.sampler.yielded, "num_rows": len(tr.train_dataset), "steps": steps,
+           "summary_keys": sorted(summary[0]) if summary else []}
+    if evals:
+        # Wall-clock values differ from run to run: their keys are kept, the values dropped.
+        timing = sorted(k for k in evals[0] if k in ("eval_runtime", "eval_samples_per_second", "eval_steps_per_second"))
+        out["evals"] = [{k: v for k, v in e.items() if k not in timing} for e in evals]
+        out["eval_timing_keys"] = timing
+    return out
 
 
 def write_json(path, obj):

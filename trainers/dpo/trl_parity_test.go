@@ -42,7 +42,13 @@ func TestDPO_TRLParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
+			var ev loop.Method // the eval case's eval set: the same rows, as TRL's
+			if len(c.Evals) > 0 {
+				if ev, err = dpo.New(b, m, looptest.Read(t, c.RowsPath(t)), cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b, Eval: ev})
 			scale := func(key string, trl map[string]float64) float64 {
 				switch key {
 				case "rewards/chosen", "rewards/rejected", "rewards/margins":

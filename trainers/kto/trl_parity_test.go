@@ -31,7 +31,7 @@ import (
 // sums cancel to about 2% of it), while TRL's own value must differ from it.
 func TestKTO_TRLParity(t *testing.T) {
 	g := looptest.ReadTRLGolden(t, "trainers/kto/testdata/trl_parity/golden.json")
-	for _, name := range []string{"kto", "apo_zero_unpaired", "weights_truncate", "two_passes"} {
+	for _, name := range []string{"kto", "apo_zero_unpaired", "weights_truncate", "two_passes", "eval"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.DefaultKTO()
 			c := g.Configure(t, name, cfg)
@@ -41,7 +41,13 @@ func TestKTO_TRLParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
+			var ev loop.Method // the eval case's eval set: the same rows, as TRL's
+			if len(c.Evals) > 0 {
+				if ev, err = kto.New(b, m, looptest.Read(t, c.RowsPath(t)), cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b, Eval: ev})
 			padded, worst := 0, 0.0 // steps where TRL's padded sum differs from its real-token sum; the largest difference
 			diff := looptest.Differences{}
 			for _, split := range []string{"chosen", "rejected"} {

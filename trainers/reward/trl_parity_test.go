@@ -18,7 +18,7 @@ import (
 // min_reward, the spread of the rewards it is made of.
 func TestReward_TRLParity(t *testing.T) {
 	g := looptest.ReadTRLGolden(t, "trainers/reward/testdata/trl_parity/golden.json")
-	for _, name := range []string{"default", "center_rewards", "two_passes"} {
+	for _, name := range []string{"default", "center_rewards", "two_passes", "eval"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.DefaultReward()
 			c := g.Configure(t, name, cfg)
@@ -30,7 +30,13 @@ func TestReward_TRLParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t)})
+			var ev loop.Method // the eval case's eval set: the same rows, as TRL's
+			if len(c.Evals) > 0 {
+				if ev, err = New(m, looptest.Read(t, c.RowsPath(t)), cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t), Eval: ev})
 			scale := func(key string, trl map[string]float64) float64 {
 				if key == "mean_reward" {
 					return trl["max_reward"] - trl["min_reward"]

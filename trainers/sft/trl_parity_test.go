@@ -19,7 +19,7 @@ import (
 func TestSFT_TRLParity(t *testing.T) {
 	g := looptest.ReadTRLGolden(t, "trainers/sft/testdata/trl_parity/golden.json")
 	for _, name := range []string{"nll_warmup_decay", "dft_cosine", "all_tokens_truncated", "messages_all_tokens",
-		"packing_bfd", "packing_wrapped", "two_passes"} {
+		"packing_bfd", "packing_wrapped", "two_passes", "eval"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.DefaultSFT()
 			c := g.Configure(t, name, cfg)
@@ -28,7 +28,13 @@ func TestSFT_TRLParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t)})
+			var ev loop.Method // the eval case's eval set: the same rows, as TRL's
+			if len(c.Evals) > 0 {
+				if ev, err = sft.New(m, looptest.Read(t, c.RowsPath(t)), cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t), Eval: ev})
 			looptest.CompareTRL(t, c, recs, 1e-5, nil, nil).Report(t, name)
 		})
 	}
