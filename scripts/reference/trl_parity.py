@@ -132,6 +132,10 @@ def sft_messages_rows():
             for i in range(20)]
 
 
+def reward_margin_rows():
+    return [dict(r, margin=round(0.25 * (i % 5), 2)) for i, r in enumerate(reward_rows())]
+
+
 def dpo_rows():
     return [{"prompt": f"Is {i} {WORDS[i % 10]}?" + " Say" * (i % 3),
              "chosen": f" yes, {WORDS[(i + 3) % 10]}" + "!" * (i % 4),
@@ -154,7 +158,8 @@ DPO_LOSS_TYPES = ["sigmoid", "ipo", "hinge", "robust", "exo_pair", "nca_pair", "
                   "aot_pair", "discopop", "apo_zero", "apo_down", "sft"]
 
 # Cases that train on other rows than their method's (written beside them as rows_NAME.jsonl).
-CASE_ROWS = {("sft", "messages_all_tokens"): ("messages", sft_messages_rows)}
+CASE_ROWS = {("sft", "messages_all_tokens"): ("messages", sft_messages_rows),
+             ("reward", "margin"): ("margin", reward_margin_rows)}
 
 # method → (rows, cases: name → options). Learning rates are large enough for every metric to move
 # within 5 steps; the SFT cases have a warmup and weight decay, so learning_rate's schedule and
@@ -204,6 +209,7 @@ METHODS = {
         "center_rewards": {"learning_rate": 3e-3, "center_rewards_coefficient": 0.01},
         "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
         "eval": {"learning_rate": 3e-3, "eval_strategy": "steps", "eval_steps": 2},
+        "margin": {"learning_rate": 3e-3},
     }),
 }
 

@@ -11,14 +11,15 @@ import (
 // TRL 0.24.0's own RewardTrainer (scripts/reference/trl_parity.py) and posttrain, on the same
 // tiny Qwen3ForSequenceClassification checkpoint (the script's, score head included), preference
 // rows with an explicit prompt, row order and options (batch 2 × accumulation 2, 5 steps, linear
-// decay; with and without center_rewards_coefficient; batch 4 over two passes), log the same loss, grad_norm,
+// decay; with and without center_rewards_coefficient; batch 4 over two passes; with evaluation;
+// with a margin column), log the same loss, grad_norm,
 // learning_rate, epoch and reward metrics at every step, within 1e-5 relative (float32 on both
 // sides, summed in different orders). mean_reward, the mean of rewards of both signs that cancel
 // to about 1e-2 (4e-7 apart, 3.4e-5 of the mean itself), is measured against max_reward −
 // min_reward, the spread of the rewards it is made of.
 func TestReward_TRLParity(t *testing.T) {
 	g := looptest.ReadTRLGolden(t, "trainers/reward/testdata/trl_parity/golden.json")
-	for _, name := range []string{"default", "center_rewards", "two_passes", "eval"} {
+	for _, name := range []string{"default", "center_rewards", "two_passes", "eval", "margin"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.DefaultReward()
 			c := g.Configure(t, name, cfg)
