@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """TRL 0.24.0's own trainers, step by step: the goldens of the trainers' TRL parity tests.
 
-SFTTrainer, DPOTrainer (every loss type posttrain offers), KTOTrainer and RewardTrainer of TRL
-0.24.0 (transformers 4.57.6, torch 2.15.0 on the CPU, one thread; the pinned
+SFTTrainer, DPOTrainer (every loss type posttrain offers and its other options), KTOTrainer and
+RewardTrainer of TRL 0.24.0 (transformers 4.57.6, torch 2.15.0 on the CPU, one thread; the pinned
 `.venv-reference/trl-0.24`) train the tiny Qwen3 fixture (`models/testdata/qwen3-tiny/model`, with
-`internal/tinymodel`'s cut-down Qwen tokenizer beside it: 512 ids) for 5 optimizer steps each,
-float32, dropout 0, logging every step, on 20 rows this script writes next to each golden. The
-rows are visited in the order posttrain's loop visits them (`ORDER`: `trainers/loop.Order(20,
-42, 0)`, checked by the Go tests) through a sampler that yields that order instead of HF's
-RandomSampler; KTOTrainer keeps its own SequentialSampler (0, 1, …, 19), which posttrain's KTO
-follows. Each case records the order its sampler gave. 20 rows are exactly one pass of 5 steps
-of 2 × 2.
+`internal/tinymodel`'s cut-down Qwen tokenizer beside it: 512 ids) for 5 optimizer steps each
+(`METHODS`: the cases), float32, dropout 0, logging every step, on 20 rows this script writes
+next to each golden (`CASE_ROWS`: cases with rows of their own). SFT, DPO and reward read the
+rows in the order posttrain's loop visits them, through a sampler that yields pass e's
+`trainers/loop.Order(n, seed, e)` (`go_order`, checked against `ORDER` here and by the Go tests)
+instead of HF's RandomSampler; KTOTrainer keeps its own SequentialSampler (0, 1, …), which
+posttrain's KTO follows. Each case records the order its sampler gave. 20 rows are one pass of 5
+steps of 2 × 2.
 
 Each case's options are TRL's config fields, the same keys the Go tests hand to posttrain's
 config (`config.Load`); the TRL-only ones that pin the run (CPU, no saving, no reporting) are
@@ -32,7 +33,7 @@ Regenerate (from the repository root; `make reference` runs it, scripts/referenc
     .venv-reference/trl-0.24/bin/python scripts/reference/trl_parity.py [--out TREE]
 
 which writes, under TREE (default: the repository), trainers/{sft,dpo,kto,reward}/testdata/
-trl_parity/ (rows.jsonl, golden.json; the reward model).
+trl_parity/ (rows*.jsonl, golden.json; the reward model). --only sft,dpo,… runs some methods.
 """
 import argparse
 import json
@@ -326,7 +327,7 @@ def write_classifier(src, out):
     m.save_pretrained(out, safe_serialization=True)
 
 
-def trainer_for(method, name, opts, rows, mdir, cls_dir, out):
+def trainer_for(method, opts, rows, mdir, cls_dir, out):
     tok = AutoTokenizer.from_pretrained(mdir)
     args = dict(COMMON, **TRL_ONLY, **opts, output_dir=out)
     ds = Dataset.from_list(rows)
@@ -352,7 +353,7 @@ def trainer_for(method, name, opts, rows, mdir, cls_dir, out):
 def run_case(method, name, opts, rows, mdir, cls_dir, tmp):
     out = os.path.join(tmp, f"{method}-{name}")
     torch.manual_seed(0)
-    tr = trainer_for(method, name, opts, rows, mdir, cls_dir, out)
+    tr = trainer_for(method, opts, rows, mdir, cls_dir, out)
     tr.unrounded = []
     tr.remove_callback(transformers.PrinterCallback)  # disable_tqdm's stand-in prints every log
     tr.train()
