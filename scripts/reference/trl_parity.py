@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """TRL 0.24.0's own trainers, step by step: the goldens of the trainers' TRL parity tests.
 
-SFTTrainer, DPOTrainer (every loss type posttrain offers), KTOTrainer and RewardTrainer of TRL
-0.24.0 (transformers 4.57.6, torch 2.15.0 on the CPU, one thread; the pinned
+SFTTrainer, DPOTrainer (every loss type posttrain offers and its other options), KTOTrainer and
+RewardTrainer of TRL 0.24.0 (transformers 4.57.6, torch 2.15.0 on the CPU, one thread; the pinned
 `.venv-reference/trl-0.24`) train the tiny Qwen3 fixture (`models/testdata/qwen3-tiny/model`, with
-`internal/tinymodel`'s cut-down Qwen tokenizer beside it: 512 ids) for 5 optimizer steps each,
-float32, dropout 0, logging every step, on 20 rows this script writes next to each golden. The
-rows are visited in the order posttrain's loop visits them (`ORDER`: `trainers/loop.Order(20,
-42, 0)`, checked by the Go tests) through a sampler that yields that order instead of HF's
-RandomSampler; KTOTrainer keeps its own SequentialSampler (0, 1, …, 19), which posttrain's KTO
-follows. Each case records the order its sampler gave. 20 rows are exactly one pass of 5 steps
-of 2 × 2.
+`internal/tinymodel`'s cut-down Qwen tokenizer beside it: 512 ids) for 5 optimizer steps each
+(`METHODS`: the cases), float32, dropout 0, logging every step, on 20 rows this script writes
+next to each golden (`CASE_ROWS`: cases with rows of their own). SFT, DPO and reward read the
+rows in the order posttrain's loop visits them, through a sampler that yields pass e's
+`trainers/loop.Order(n, seed, e)` (`go_order`, checked against `ORDER` here and by the Go tests)
+instead of HF's RandomSampler; KTOTrainer keeps its own SequentialSampler (0, 1, …), which
+posttrain's KTO follows. Each case records the order its sampler gave. 20 rows are one pass of 5
+steps of 2 × 2.
 
 Each case's options are TRL's config fields, the same keys the Go tests hand to posttrain's
 config (`config.Load`); the TRL-only ones that pin the run (CPU, no saving, no reporting) are
@@ -19,7 +20,9 @@ rounded to 4 decimals by HF's Trainer, `grad_norm`, `learning_rate`, `epoch` and
 the trainer logs) and `loss_unrounded`, the same value before HF rounds it (`tr_loss` over the
 steps since the last log, read in `_maybe_log_save_evaluate`); KTO's also have
 `logits/{chosen,rejected}@real_tokens` and `…@real_tokens_abs` (`kto_parity`). HF's closing summary entry
-(`train_runtime`, `train_loss`, …) is listed by its keys only (`summary_keys`).
+(`train_runtime`, `train_loss`, …) is listed by its keys only (`summary_keys`). The eval case's
+evaluation entries (`evals`) are TRL's but for the wall-clock eval_runtime,
+eval_samples_per_second and eval_steps_per_second, listed in `eval_timing_keys`.
 
 The reward model is the same fixture as `Qwen3ForSequenceClassification` with a score head
 drawn by `from_pretrained(num_labels=1)` under `torch.manual_seed(0)`, saved (float32) as
@@ -30,7 +33,7 @@ Regenerate (from the repository root; `make reference` runs it, scripts/referenc
     .venv-reference/trl-0.24/bin/python scripts/reference/trl_parity.py [--out TREE]
 
 which writes, under TREE (default: the repository), trainers/{sft,dpo,kto,reward}/testdata/
-trl_parity/ (rows.jsonl, golden.json; the reward model).
+trl_parity/ (rows*.jsonl, golden.json; the reward model). --only sft,dpo,… runs some methods.
 """
 import argparse
 import json
@@ -56,8 +59,44 @@ FIXTURE = "models/testdata/qwen3-tiny/model"
 TOKENIZER = "internal/tinymodel/files"
 COMMAND = ".venv-reference/trl-0.24/bin/python scripts/reference/trl_parity.py"
 
-# trainers/loop.Order(20, 42, 0): the permutation posttrain's loop draws for pass 0 with seed 42.
+# trainers/loop.Order(20, 42, 0): the permutation posttrain's loop draws for pass 0 with seed 42
+# (go_order reproduces it; main checks).
 ORDER = [5, 4, 3, 9, 8, 1, 13, 6, 14, 19, 12, 10, 7, 16, 2, 15, 11, 18, 17, 0]
+M64 = (1 << 64) - 1
+
+
+def go_order(n, seed, epoch):
+    """trainers/loop.Order(n, seed, epoch): Go's math/rand/v2 rand.New(rand.NewPCG(seed,
+    epoch+0x5eed)).Perm(n): PCG's 128-bit LCG with the DXSM output (pcg.go), Fisher-Yates from
+    the last element with Lemire's multiply-and-reject uint64n (rand.go)."""
+    mul = (2549297995355413924 << 64) | 4865540595714422341
+    inc = (6364136223846793005 << 64) | 1442695040888963407
+    state = ((seed & M64) << 64) | ((epoch + 0x5EED) & M64)
+
+    def uint64():
+        nonlocal state
+        state = (state * mul + inc) & ((1 << 128) - 1)
+        hi, lo = state >> 64, state & M64
+        hi ^= hi >> 32
+        hi = (hi * 0xDA942042E4DD58B5) & M64
+        hi ^= hi >> 48
+        return (hi * (lo | 1)) & M64
+
+    def uint64n(k):
+        if k & (k - 1) == 0:
+            return uint64() & (k - 1)
+        x = uint64() * k
+        if x & M64 < k:
+            thresh = ((1 << 64) - k) % k
+            while x & M64 < thresh:
+                x = uint64() * k
+        return x >> 64
+
+    p = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = uint64n(i + 1)
+        p[i], p[j] = p[j], p[i]
+    return p
 
 # Options both sides get (TRL's names; posttrain's config takes the same keys).
 COMMON = {
@@ -88,6 +127,16 @@ def sft_rows():
              "completion": f" A {WORDS[(i * 3) % 10]} {WORDS[(i * 7) % 10]}" + " ok" * (i % 4)} for i in range(20)]
 
 
+def sft_messages_rows():
+    return [{"messages": [{"role": "user", "content": f"Say {WORDS[i % 10]}" + " please" * (i % 3)},
+                          {"role": "assistant", "content": f"{WORDS[(i * 3) % 10]} {WORDS[(i * 7) % 10]}" + "!" * (i % 4)}]}
+            for i in range(20)]
+
+
+def reward_margin_rows():
+    return [dict(r, margin=round(0.25 * (i % 5), 2)) for i, r in enumerate(reward_rows())]
+
+
 def dpo_rows():
     return [{"prompt": f"Is {i} {WORDS[i % 10]}?" + " Say" * (i % 3),
              "chosen": f" yes, {WORDS[(i + 3) % 10]}" + "!" * (i % 4),
@@ -109,6 +158,10 @@ def reward_rows():
 DPO_LOSS_TYPES = ["sigmoid", "ipo", "hinge", "robust", "exo_pair", "nca_pair", "sppo_hard", "aot",
                   "aot_pair", "discopop", "apo_zero", "apo_down", "sft"]
 
+# Cases that train on other rows than their method's (written beside them as rows_NAME.jsonl).
+CASE_ROWS = {("sft", "messages_all_tokens"): ("messages", sft_messages_rows),
+             ("reward", "margin"): ("margin", reward_margin_rows)}
+
 # method → (rows, cases: name → options). Learning rates are large enough for every metric to move
 # within 5 steps; the SFT cases have a warmup and weight decay, so learning_rate's schedule and
 # the decay groups are checked too.
@@ -118,6 +171,12 @@ METHODS = {
                              "weight_decay": 0.05},
         "dft_cosine": {"learning_rate": 3e-3, "lr_scheduler_type": "cosine", "loss_type": "dft"},
         "all_tokens_truncated": {"learning_rate": 3e-3, "completion_only_loss": False, "max_length": 12},
+        "messages_all_tokens": {"learning_rate": 3e-3, "assistant_only_loss": False},
+        "packing_bfd": {"learning_rate": 3e-3, "packing": True, "max_length": 40},
+        "packing_wrapped": {"learning_rate": 3e-3, "packing": True, "packing_strategy": "wrapped", "max_length": 24},
+        # 4 × 2 rows a step: 2.5 steps a pass, so step 3 has one micro-batch and steps 4-5 read pass 2.
+        "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
+        "eval": {"learning_rate": 3e-3, "lr_scheduler_type": "constant", "eval_strategy": "steps", "eval_steps": 2},
     }),
     "dpo": (dpo_rows, {
         **{lt: {"learning_rate": 3e-3, "beta": 0.1, "loss_type": [lt]} for lt in DPO_LOSS_TYPES},
@@ -135,32 +194,58 @@ METHODS = {
         "truncate_keep_end": {"learning_rate": 3e-3, "max_length": 20, "max_prompt_length": 8},
         "truncate_keep_start": {"learning_rate": 3e-3, "max_length": 20, "max_prompt_length": 8,
                                 "truncation_mode": "keep_start"},
+        "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
+        "eval": {"learning_rate": 3e-3, "loss_type": ["sigmoid"], "eval_strategy": "steps", "eval_steps": 2},
     }),
     "kto": (kto_rows, {
         "kto": {"learning_rate": 3e-3, "beta": 0.1},
         "apo_zero_unpaired": {"learning_rate": 3e-3, "beta": 0.1, "loss_type": "apo_zero_unpaired"},
         "weights_truncate": {"learning_rate": 3e-3, "beta": 0.2, "desirable_weight": 1.0, "undesirable_weight": 1.5,
                              "max_length": 16, "max_prompt_length": 8},
+        "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
+        "eval": {"learning_rate": 3e-3, "eval_strategy": "steps", "eval_steps": 2},
     }),
     "reward": (reward_rows, {
         "default": {"learning_rate": 3e-3},
         "center_rewards": {"learning_rate": 3e-3, "center_rewards_coefficient": 0.01},
+        "two_passes": {"learning_rate": 3e-3, "per_device_train_batch_size": 4},
+        "eval": {"learning_rate": 3e-3, "eval_strategy": "steps", "eval_steps": 2},
+        "margin": {"learning_rate": 3e-3},
     }),
 }
 
 
-class FixedOrder(torch.utils.data.Sampler):
-    """The rows in ORDER (posttrain's pass-0 permutation) instead of HF's RandomSampler."""
+class PosttrainOrder(torch.utils.data.Sampler):
+    """The rows in posttrain's order instead of HF's RandomSampler: pass e (the e-th __iter__)
+    yields go_order(n, seed, e). yielded records what was read."""
 
-    def __init__(self, n):
-        assert n == len(ORDER), (n, len(ORDER))
-        self.order = list(ORDER)
+    def __init__(self, n, seed):
+        self.n, self.seed, self.epoch, self.yielded = n, seed, 0, []
 
     def __iter__(self):
-        return iter(self.order)
+        order = go_order(self.n, self.seed, self.epoch)
+        self.epoch += 1
+        for i in order:
+            self.yielded.append(i)
+            yield i
 
     def __len__(self):
-        return len(self.order)
+        return self.n
+
+
+class Recorded(torch.utils.data.Sampler):
+    """A trainer's own sampler, what it yields recorded."""
+
+    def __init__(self, inner):
+        self.inner, self.yielded = inner, []
+
+    def __iter__(self):
+        for i in self.inner:
+            self.yielded.append(i)
+            yield i
+
+    def __len__(self):
+        return len(self.inner)
 
 
 def parity(cls, own_sampler=False):
@@ -170,8 +255,10 @@ def parity(cls, own_sampler=False):
     class Parity(cls):
         def _get_train_sampler(self, *args, **kwargs):
             if own_sampler:
-                return super()._get_train_sampler(*args, **kwargs)
-            return FixedOrder(len(self.train_dataset))
+                self.sampler = Recorded(super()._get_train_sampler(*args, **kwargs))
+            else:
+                self.sampler = PosttrainOrder(len(self.train_dataset), self.args.seed)
+            return self.sampler
 
         def _maybe_log_save_evaluate(self, tr_loss, *args, **kwargs):
             if self.control.should_log and self.state.global_step > self._globalstep_last_logged:
@@ -195,10 +282,11 @@ def kto_parity():
         def forward(self, model, batch):
             out = super().forward(model, batch)
             if model is not self.ref_model:
+                mode = "train" if model.training else "eval"
                 mask = batch["completion_attention_mask"].unsqueeze(-1).to(out[2].dtype)
                 for split, logits, want in (("chosen", out[2], True), ("rejected", out[3], False)):
                     idx = [i for i, label in enumerate(batch["label"]) if label is want]
-                    acc = self.real_logits.setdefault(split, [0.0, 0.0, 0])
+                    acc = self.real_logits[mode].setdefault(split, [0.0, 0.0, 0])
                     real = logits * mask[idx]
                     acc[0] += real.sum().item()
                     acc[1] += real.abs().sum().item()
@@ -206,12 +294,12 @@ def kto_parity():
             return out
 
         def log(self, logs, *args, **kwargs):
-            if "loss" in logs:
-                for split, (total, size, count) in self.real_logits.items():
-                    if count > 0:
-                        logs[f"logits/{split}@real_tokens"] = total / count
-                        logs[f"logits/{split}@real_tokens_abs"] = size / count
-                self.real_logits = {}
+            mode, prefix = ("train", "") if "loss" in logs else ("eval", "eval_")
+            for split, (total, size, count) in self.real_logits[mode].items():
+                if count > 0:
+                    logs[f"{prefix}logits/{split}@real_tokens"] = total / count
+                    logs[f"{prefix}logits/{split}@real_tokens_abs"] = size / count
+            self.real_logits[mode] = {}
             return super().log(logs, *args, **kwargs)
 
     KTOParity.__name__ = "KTOTrainer"
@@ -239,43 +327,50 @@ def write_classifier(src, out):
     m.save_pretrained(out, safe_serialization=True)
 
 
-def trainer_for(method, name, opts, rows, mdir, cls_dir, out):
+def trainer_for(method, opts, rows, mdir, cls_dir, out):
     tok = AutoTokenizer.from_pretrained(mdir)
     args = dict(COMMON, **TRL_ONLY, **opts, output_dir=out)
     ds = Dataset.from_list(rows)
+    # With eval_strategy, the same rows are the eval set too (read in their order, HF's SequentialSampler).
+    ev = {"eval_dataset": Dataset.from_list(rows)} if opts.get("eval_strategy", "no") != "no" else {}
     if method == "sft":
         model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
-        return parity(trl.SFTTrainer)(model=model, args=trl.SFTConfig(**args), train_dataset=ds, processing_class=tok)
+        return parity(trl.SFTTrainer)(model=model, args=trl.SFTConfig(**args), train_dataset=ds, processing_class=tok, **ev)
     if method == "dpo":
         model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
-        return parity(trl.DPOTrainer)(model=model, args=trl.DPOConfig(**args), train_dataset=ds, processing_class=tok)
+        return parity(trl.DPOTrainer)(model=model, args=trl.DPOConfig(**args), train_dataset=ds, processing_class=tok, **ev)
     if method == "kto":
         model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
-        tr = kto_parity()(model=model, args=trl.KTOConfig(**args), train_dataset=ds, processing_class=tok)
-        tr.real_logits = {}
+        tr = kto_parity()(model=model, args=trl.KTOConfig(**args), train_dataset=ds, processing_class=tok, **ev)
+        tr.real_logits = {"train": {}, "eval": {}}
         return tr
     if method == "reward":
         model = AutoModelForSequenceClassification.from_pretrained(cls_dir, num_labels=1, dtype=torch.float32)
-        return parity(trl.RewardTrainer)(model=model, args=trl.RewardConfig(**args), train_dataset=ds, processing_class=tok)
+        return parity(trl.RewardTrainer)(model=model, args=trl.RewardConfig(**args), train_dataset=ds, processing_class=tok, **ev)
     raise ValueError(method)
 
 
 def run_case(method, name, opts, rows, mdir, cls_dir, tmp):
     out = os.path.join(tmp, f"{method}-{name}")
     torch.manual_seed(0)
-    tr = trainer_for(method, name, opts, rows, mdir, cls_dir, out)
-    order = list(tr._get_train_sampler())
-    if method != "kto":
-        assert order == ORDER, order
+    tr = trainer_for(method, opts, rows, mdir, cls_dir, out)
     tr.unrounded = []
     tr.remove_callback(transformers.PrinterCallback)  # disable_tqdm's stand-in prints every log
     tr.train()
     steps = [e for e in tr.state.log_history if "loss" in e]
+    evals = [e for e in tr.state.log_history if "eval_loss" in e]
     summary = [e for e in tr.state.log_history if "train_runtime" in e]
     assert len(steps) == COMMON["max_steps"] == len(tr.unrounded), (len(steps), len(tr.unrounded))
     for e, u in zip(steps, tr.unrounded):
         e["loss_unrounded"] = u
-    return {"options": opts, "order": order, "steps": steps, "summary_keys": sorted(summary[0]) if summary else []}
+    out = {"options": opts, "order": tr.sampler.yielded, "num_rows": len(tr.train_dataset), "steps": steps,
+           "summary_keys": sorted(summary[0]) if summary else []}
+    if evals:
+        # Wall-clock values differ from run to run: their keys are kept, the values dropped.
+        timing = sorted(k for k in evals[0] if k in ("eval_runtime", "eval_samples_per_second", "eval_steps_per_second"))
+        out["evals"] = [{k: v for k, v in e.items() if k not in timing} for e in evals]
+        out["eval_timing_keys"] = timing
+    return out
 
 
 def write_json(path, obj):
@@ -304,6 +399,7 @@ def main():
     logging.getLogger("trl").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
     only = set(filter(None, a.only.split(",")))
+    assert go_order(20, 42, 0) == ORDER, go_order(20, 42, 0)
     with tempfile.TemporaryDirectory() as tmp:
         mdir = model_dir(tmp)
         cls_dir = os.path.join(a.out, "trainers/reward/testdata/trl_parity/model")
@@ -330,7 +426,13 @@ def main():
             }
             for name, opts in cases.items():
                 print(f"trl_parity: {method} {name}", file=sys.stderr)
-                golden["cases"][name] = run_case(method, name, opts, rows, mdir, cls_dir, tmp)
+                case_rows, rows_path = rows, golden["rows"]
+                if (method, name) in CASE_ROWS:
+                    suffix, make = CASE_ROWS[(method, name)]
+                    case_rows, rows_path = make(), f"trainers/{method}/testdata/trl_parity/rows_{suffix}.jsonl"
+                    write_rows(os.path.join(a.out, rows_path), case_rows)
+                golden["cases"][name] = run_case(method, name, opts, case_rows, mdir, cls_dir, tmp)
+                golden["cases"][name]["rows"] = rows_path
             write_json(os.path.join(base, "golden.json"), golden)
 
 

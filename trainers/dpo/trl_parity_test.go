@@ -17,7 +17,7 @@ import (
 // linear decay), log the same loss, grad_norm, learning_rate, epoch and DPO metrics at every step,
 // for every loss type posttrain offers and for DPOConfig's other options (a weighted list,
 // ipo in a list, rpo_alpha, label_smoothing, reference_free, the f-divergences, ld_alpha,
-// use_weighting, truncation keep_end and keep_start), within 1e-5 relative (float32 on both sides, summed in
+// use_weighting, truncation keep_end and keep_start; batch 4 over two passes), within 1e-5 relative (float32 on both sides, summed in
 // different orders). The rewards β·(log π − log π_ref) and their margins are measured against
 // β·(|logps/chosen| + |logps/rejected|), the size of the terms they are a difference of (discopop's
 // rewards/chosen at step 5, −0.047 from log-probs of −73 and −127, is 1e-6 apart, 2.2e-5 of
@@ -38,11 +38,17 @@ func TestDPO_TRLParity(t *testing.T) {
 			c := g.Configure(t, name, cfg)
 			m := looptest.Load(t, g.ModelDir(t), false)
 			b := looptest.Backend(t)
-			tr, err := dpo.New(b, m, looptest.Read(t, g.RowsPath(t)), cfg)
+			tr, err := dpo.New(b, m, looptest.Read(t, c.RowsPath(t)), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
+			var ev loop.Method // the eval case's eval set: the same rows, as TRL's
+			if len(c.Evals) > 0 {
+				if ev, err = dpo.New(b, m, looptest.Read(t, c.RowsPath(t)), cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b, Eval: ev})
 			scale := func(key string, trl map[string]float64) float64 {
 				switch key {
 				case "rewards/chosen", "rewards/rejected", "rewards/margins":

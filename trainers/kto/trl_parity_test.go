@@ -15,7 +15,7 @@ import (
 // SequentialSampler, which posttrain's KTO follows, loop.Sequential) and options (batch 2 ×
 // accumulation 2, 5 steps, β 0.1, linear decay; loss_type kto with its KL reference point and
 // apo_zero_unpaired; β 0.2, undesirable_weight 1.5 and truncation to max_length 16 with
-// max_prompt_length 8), log the same loss, grad_norm, learning_rate, epoch and KTO metrics at every
+// max_prompt_length 8; batch 4 over two passes), log the same loss, grad_norm, learning_rate, epoch and KTO metrics at every
 // step, within 1e-5 relative (float32 on both sides, summed in different orders). A step whose
 // micro-batches hold no undesirable row logs no rejected metrics on either side. The rewards
 // β·(log π − log π_ref) and margins are measured against β·(|logps/chosen| + |logps/rejected|),
@@ -31,17 +31,23 @@ import (
 // sums cancel to about 2% of it), while TRL's own value must differ from it.
 func TestKTO_TRLParity(t *testing.T) {
 	g := looptest.ReadTRLGolden(t, "trainers/kto/testdata/trl_parity/golden.json")
-	for _, name := range []string{"kto", "apo_zero_unpaired", "weights_truncate"} {
+	for _, name := range []string{"kto", "apo_zero_unpaired", "weights_truncate", "two_passes", "eval"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.DefaultKTO()
 			c := g.Configure(t, name, cfg)
 			m := looptest.Load(t, g.ModelDir(t), false)
 			b := looptest.Backend(t)
-			tr, err := kto.New(b, m, looptest.Read(t, g.RowsPath(t)), cfg)
+			tr, err := kto.New(b, m, looptest.Read(t, c.RowsPath(t)), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b})
+			var ev loop.Method // the eval case's eval set: the same rows, as TRL's
+			if len(c.Evals) > 0 {
+				if ev, err = kto.New(b, m, looptest.Read(t, c.RowsPath(t)), cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b, Eval: ev})
 			padded, worst := 0, 0.0 // steps where TRL's padded sum differs from its real-token sum; the largest difference
 			diff := looptest.Differences{}
 			for _, split := range []string{"chosen", "rejected"} {

@@ -181,7 +181,8 @@ func (s *methodSource) accumulate(acc Accumulator) error {
 	}
 	if norm == 0 {
 		// Only SFT's units can be 0 (rows whose scored tokens are all cut away, which New
-		// warned about): TRL divides by num_items_in_batch = 0 and gets NaN; here the loss is 0.
+		// warned about): TRL's loss is 0 too, or NaN where num_items_in_batch is 0 as well (no
+		// first token carrying a label, Itemizer); here it is 0.
 		s.logger.Warn(fmt.Sprintf("step %d: no row of the accumulated batch has a token to train on: its loss is 0 and the update is AdamW's momentum and weight decay only", s.step+1),
 			"micro_batches", len(micros))
 	}

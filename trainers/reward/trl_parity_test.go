@@ -12,14 +12,15 @@ import (
 // TRL 0.24.0's own RewardTrainer (scripts/reference/trl_parity.py) and posttrain, on the same
 // tiny Qwen3ForSequenceClassification checkpoint (the script's, score head included), preference
 // rows with an explicit prompt, row order and options (batch 2 × accumulation 2, 5 steps, linear
-// decay; with and without center_rewards_coefficient), log the same loss, grad_norm,
+// decay; with and without center_rewards_coefficient; batch 4 over two passes; with evaluation;
+// with a margin column), log the same loss, grad_norm,
 // learning_rate, epoch and reward metrics at every step, within 1e-5 relative (float32 on both
 // sides, summed in different orders). mean_reward, the mean of rewards of both signs that cancel
 // to about 1e-2 (4e-7 apart, 3.4e-5 of the mean itself), is measured against max_reward −
 // min_reward, the spread of the rewards it is made of.
 func TestReward_TRLParity(t *testing.T) {
 	g := looptest.ReadTRLGolden(t, "trainers/reward/testdata/trl_parity/golden.json")
-	for _, name := range []string{"default", "center_rewards"} {
+	for _, name := range []string{"default", "center_rewards", "two_passes", "eval", "margin"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.DefaultReward()
 			c := g.Configure(t, name, cfg)
@@ -27,11 +28,17 @@ func TestReward_TRLParity(t *testing.T) {
 			if err != nil || fresh {
 				t.Fatalf("LoadClassifier: fresh %v (want the checkpoint's score head), %v", fresh, err)
 			}
-			tr, err := New(m, looptest.Read(t, g.RowsPath(t)), cfg)
+			tr, err := New(m, looptest.Read(t, c.RowsPath(t)), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t)})
+			var ev loop.Method // the eval case's eval set: the same rows, as TRL's
+			if len(c.Evals) > 0 {
+				if ev, err = New(m, looptest.Read(t, c.RowsPath(t)), cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t), Eval: ev})
 			scale := func(key string, trl map[string]float64) float64 {
 				if key == "mean_reward" {
 					return trl["max_reward"] - trl["min_reward"]

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/runlog"
@@ -18,12 +19,11 @@ import (
 )
 
 // TRLGolden is a golden of scripts/reference/trl_parity.py: TRL 0.24.0's own trainer run for 5
-// optimizer steps on the rows of Rows, one entry per case.
+// optimizer steps, one entry per case.
 type TRLGolden struct {
 	Generator string            `json:"generator"`
 	Versions  map[string]string `json:"versions"`
 	Model     string            `json:"model"`   // repository path of the checkpoint
-	Rows      string            `json:"rows"`    // repository path of the JSONL rows
 	Sampler   string            `json:"sampler"` // posttrain: TRL read the rows in loop.Order's order; trl: in its trainer's own
 	Common    map[string]any    `json:"common"`
 	Cases     map[string]TRLCase
@@ -34,9 +34,13 @@ type TRLGolden struct {
 // decimals).
 type TRLCase struct {
 	Options     map[string]any       `json:"options"`
-	Order       []int                `json:"order"` // the order TRL's sampler gave the rows
+	Rows        string               `json:"rows"`     // repository path of the case's JSONL rows
+	NumRows     int                  `json:"num_rows"` // TRL's training rows (packed rows with packing)
+	Order       []int                `json:"order"`    // the rows in the order TRL's sampler gave them, pass after pass
 	Steps       []map[string]float64 `json:"steps"`
-	SummaryKeys []string             `json:"summary_keys"` // HF's closing entry, which posttrain does not write
+	Evals       []map[string]float64 `json:"evals"`            // TRL's evaluation entries (eval_strategy steps) without EvalTiming's
+	EvalTiming  []string             `json:"eval_timing_keys"` // the wall-clock keys of TRL's evaluation entries
+	SummaryKeys []string             `json:"summary_keys"`     // HF's closing entry, which posttrain does not write
 }
 
 // Root is the repository's root directory.
@@ -68,9 +72,15 @@ func ReadTRLGolden(t testing.TB, rel string) *TRLGolden {
 		if g.Sampler != "posttrain" {
 			continue
 		}
-		if got := loop.Order(len(c.Order), seed, 0); !slices.Equal(got, c.Order) {
-			t.Fatalf("%s: case %s: TRL visited the rows in %v, but loop.Order(%d, %d, 0) is %v: regenerate with %s",
-				rel, name, c.Order, len(c.Order), seed, got, g.Generator)
+		if c.NumRows < 1 || len(c.Order)%c.NumRows != 0 {
+			t.Fatalf("%s: case %s: %d rows read of %d", rel, name, len(c.Order), c.NumRows)
+		}
+		for e := 0; e*c.NumRows < len(c.Order); e++ {
+			got, want := c.Order[e*c.NumRows:(e+1)*c.NumRows], loop.Order(c.NumRows, seed, e)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: case %s: TRL read pass %d's rows in %v, but loop.Order(%d, %d, %d) is %v: regenerate with %s",
+					rel, name, e, got, c.NumRows, seed, e, want, g.Generator)
+			}
 		}
 	}
 	return &g
@@ -90,8 +100,8 @@ func (g *TRLGolden) ModelDir(t testing.TB) string {
 	return dir
 }
 
-// RowsPath is the absolute path of the golden's rows.
-func (g *TRLGolden) RowsPath(t testing.TB) string { return filepath.Join(Root(t), g.Rows) }
+// RowsPath is the absolute path of a case's rows.
+func (c TRLCase) RowsPath(t testing.TB) string { return filepath.Join(Root(t), c.Rows) }
 
 // Configure loads the case's options (Common, then the case's) into cfg through posttrain's
 // YAML config loader, with TRL's keys as they are, and sets a temporary output directory and no
@@ -138,76 +148,126 @@ type Differences map[string]func(t testing.TB, step int, trl, got map[string]flo
 // MaxRel collects the largest relative difference of each compared key over a test's steps.
 type MaxRel map[string]float64
 
-// CompareTRL compares posttrain's metrics lines with TRL's steps: the same number of optimizer
-// steps; each step's loss (against loss_unrounded, and against TRL's logged loss, rounded to 4
-// decimals, within half a unit of the last decimal), epoch and every other key of TRL's entry within rtol relative to
-// max(|TRL's value|, scale); the keys of diff by their own checks instead. Every key TRL logs is
-// compared or named in diff, and posttrain may log no key TRL does not. HF's closing summary entry
-// must have hfSummary's keys (posttrain writes no such entry).
+// CompareTRL compares posttrain's metrics lines with TRL's log entries: the same number of
+// optimizer steps; each step's loss (against loss_unrounded, and against TRL's logged loss,
+// rounded to 4 decimals, within half a unit of the last decimal), epoch and every other key of
+// TRL's entry within rtol relative to max(|TRL's value|, scale); the keys of diff by their own
+// checks instead. Every key TRL logs is compared or named in diff, and posttrain may log no key
+// TRL does not. The evaluation lines likewise against TRL's evals, their keys without the eval_
+// prefix for scale and diff, the wall-clock eval_runtime, eval_samples_per_second and
+// eval_steps_per_second (evalTiming) only required to be there. HF's closing summary entry must have
+// hfSummary's keys (posttrain writes no such entry).
 func CompareTRL(t testing.TB, c TRLCase, recs []runlog.Record, rtol float64, scale Scale, diff Differences) MaxRel {
 	t.Helper()
-	if len(recs) != len(c.Steps) {
-		t.Fatalf("posttrain logged %d lines, TRL %d steps", len(recs), len(c.Steps))
+	var train, eval []runlog.Record
+	for _, r := range recs {
+		if r.IsEval() {
+			eval = append(eval, r)
+		} else {
+			train = append(train, r)
+		}
+	}
+	if len(train) != len(c.Steps) || len(eval) != len(c.Evals) {
+		t.Fatalf("posttrain logged %d step and %d eval lines, TRL %d and %d", len(train), len(eval), len(c.Steps), len(c.Evals))
 	}
 	if !slices.Equal(c.SummaryKeys, hfSummary) {
 		t.Errorf("HF's closing log entry has %v, want %v (posttrain writes none: its metrics.jsonl has the steps only)", c.SummaryKeys, hfSummary)
 	}
+	if len(c.Evals) > 0 && !slices.Equal(c.EvalTiming, evalTiming) {
+		t.Errorf("TRL's evaluation entries have the wall-clock keys %v, want %v", c.EvalTiming, evalTiming)
+	}
 	worst := MaxRel{}
+	cmp := comparison{t: t, rtol: rtol, scale: scale, diff: diff, worst: worst}
 	for i, want := range c.Steps {
-		got := map[string]float64{"epoch": recs[i].Epoch}
-		for k, v := range recs[i].Metrics {
-			got[k] = v
-		}
-		if int(want["step"]) != recs[i].Step {
-			t.Errorf("line %d: posttrain step %d, TRL step %v", i+1, recs[i].Step, want["step"])
-		}
-		check := func(key string, w, g float64) {
-			s := math.Abs(w)
-			if scale != nil {
-				s = math.Max(s, scale(key, want))
-			}
-			rel := math.Abs(g - w)
-			if s > 0 {
-				rel /= s
-			}
-			worst[key] = math.Max(worst[key], rel)
-			if !(rel <= rtol) {
-				t.Errorf("step %d %s: posttrain %.9g, TRL %.9g (relative %.2g > %.0e)", i+1, key, g, w, rel, rtol)
-			}
-		}
-		keys := map[string]bool{}
-		for k := range want {
-			keys[k] = true
-		}
-		for k := range got {
-			keys[k] = true
-		}
-		for _, key := range sortedKeys(keys) {
-			w, inTRL := want[key]
-			g, have := got[key]
-			switch fn, named := diff[key]; {
-			case key == "step" || key == "loss_unrounded":
-			case named && fn != nil:
-				fn(t, i+1, want, got)
-			case named:
-				if have {
-					t.Errorf("step %d: posttrain logs %s = %v, which it leaves out by design (TRL: %v)", i+1, key, g, w)
-				}
-			case !inTRL:
-				t.Errorf("step %d: posttrain logs %s = %v, which TRL does not", i+1, key, g)
-			case !have:
-				t.Errorf("step %d: posttrain does not log %s (TRL: %v)", i+1, key, w)
-			case key == "loss":
-				check("loss", want["loss_unrounded"], g)
-				if d := math.Abs(g - w); d > 0.5e-4+rtol*math.Abs(w) {
-					t.Errorf("step %d loss: posttrain %.9g, TRL logged %.4f (rounded to 4 decimals): %.2g apart", i+1, g, w, d)
-				}
-			default:
-				check(key, w, g)
-			}
-		}
+		cmp.line(fmt.Sprintf("step %d", i+1), "", want, train[i])
+	}
+	for _, want := range c.Evals {
+		r := eval[slices.IndexFunc(eval, func(r runlog.Record) bool { return r.Step == int(want["step"]) })]
+		cmp.line(fmt.Sprintf("eval at step %d", r.Step), "eval_", want, r)
 	}
 	return worst
+}
+
+// comparison compares one posttrain line with one TRL entry (CompareTRL).
+type comparison struct {
+	t     testing.TB
+	rtol  float64
+	scale Scale
+	diff  Differences
+	worst MaxRel
+}
+
+// evalTiming are HF's wall-clock keys of an evaluation entry, which the golden lists without
+// their values: posttrain must log them; their values are not compared.
+var evalTiming = []string{"eval_runtime", "eval_samples_per_second", "eval_steps_per_second"}
+
+// line compares the posttrain record got with TRL's entry w, both with the keys' prefix (eval_)
+// stripped; at names the line in messages.
+func (c comparison) line(at, prefix string, w map[string]float64, r runlog.Record) {
+	t := c.t
+	t.Helper()
+	strip := func(m map[string]float64) map[string]float64 {
+		out := map[string]float64{}
+		for k, v := range m {
+			out[strings.TrimPrefix(k, prefix)] = v
+		}
+		return out
+	}
+	want := strip(w)
+	got := strip(r.Metrics)
+	got["epoch"] = r.Epoch
+	if int(want["step"]) != r.Step {
+		t.Errorf("%s: posttrain's line is step %d, TRL's %v", at, r.Step, want["step"])
+	}
+	check := func(key string, w, g float64) {
+		s := math.Abs(w)
+		if c.scale != nil {
+			s = math.Max(s, c.scale(key, want))
+		}
+		rel := math.Abs(g - w)
+		if s > 0 {
+			rel /= s
+		}
+		c.worst[prefix+key] = math.Max(c.worst[prefix+key], rel)
+		if !(rel <= c.rtol) {
+			t.Errorf("%s %s%s: posttrain %.9g, TRL %.9g (relative %.2g > %.0e)", at, prefix, key, g, w, rel, c.rtol)
+		}
+	}
+	keys := map[string]bool{}
+	for k := range want {
+		keys[k] = true
+	}
+	for k := range got {
+		keys[k] = true
+	}
+	for _, key := range sortedKeys(keys) {
+		w, inTRL := want[key]
+		g, have := got[key]
+		switch fn, named := c.diff[key]; {
+		case key == "step" || key == "loss_unrounded":
+		case prefix != "" && slices.Contains(evalTiming, prefix+key):
+			if !have {
+				t.Errorf("%s: posttrain does not log %s%s (HF's wall-clock key)", at, prefix, key)
+			}
+		case named && fn != nil:
+			fn(t, r.Step, want, got)
+		case named:
+			if have {
+				t.Errorf("%s: posttrain logs %s%s = %v, which it leaves out by design (TRL: %v)", at, prefix, key, g, w)
+			}
+		case !inTRL:
+			t.Errorf("%s: posttrain logs %s%s = %v, which TRL does not", at, prefix, key, g)
+		case !have:
+			t.Errorf("%s: posttrain does not log %s%s (TRL: %v)", at, prefix, key, w)
+		case key == "loss" && prefix == "":
+			check("loss", want["loss_unrounded"], g)
+			if d := math.Abs(g - w); d > 0.5e-4+c.rtol*math.Abs(w) {
+				t.Errorf("%s loss: posttrain %.9g, TRL logged %.4f (rounded to 4 decimals): %.2g apart", at, g, w, d)
+			}
+		default:
+			check(key, w, g)
+		}
+	}
 }
 
 // Report logs the largest relative differences, one line.
