@@ -38,6 +38,14 @@ test: fmt-check vet staticcheck unit unit-xla-installed fuzz-short gpu-check-cpu
 gpu-check-cpu: build
 	bash scripts/gpu-check-test.sh $(BIN)
 
+# test-real: the released SmolLM2-135M-Instruct and Gemma 3 270M (scripts/real-models.sh fetches
+# and converts them) train with SFT, DPO, KTO and GRPO and resume bit for bit
+# (cmd/posttrain TestRealModels_Train), on the default backend; outside make test for its time.
+.PHONY: test-real
+test-real:
+	bash scripts/real-models.sh
+	POSTTRAIN_REAL_TRAIN=1 $(GO) test -count=1 -timeout 40m -run '^TestRealModels_Train$$' -v ./cmd/posttrain/
+
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi

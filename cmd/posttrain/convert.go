@@ -23,14 +23,15 @@ type convertConfig struct {
 func init() {
 	addCommand(&cli.Command{
 		Name:      "convert",
-		Usage:     "convert a GGUF file (architecture llama, byte-level BPE tokenizer) to a HF checkpoint",
+		Usage:     "convert a GGUF file (architectures llama, qwen2, qwen3, gemma3) to a HF checkpoint",
 		ArgsUsage: "FILE.gguf",
 		Description: "Dequantises every tensor to float32 (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,\n" +
-			"Q5_K, Q6_K), renames them to LlamaForCausalLM's HF names with llama.cpp's Q/K row permutation\n" +
-			"undone, and writes the weights in --dtype, config.json and generation_config.json from the\n" +
-			"metadata, and tokenizer.json / tokenizer_config.json (vocabulary, merges, special tokens, chat\n" +
-			"template) rebuilt from tokenizer.ggml.*. Quantisation error stays: the result is the GGUF's\n" +
-			"model, not the original checkpoint.",
+			"Q5_K, Q6_K), renames them to the family's HF names (llama.cpp's Q/K row permutation undone\n" +
+			"for llama, Gemma's stored norm +1 undone), and writes the weights in --dtype, config.json and\n" +
+			"generation_config.json from the metadata, and tokenizer.json / tokenizer_config.json\n" +
+			"(vocabulary, merges, special tokens, chat template; byte-level BPE or SentencePiece) rebuilt\n" +
+			"from tokenizer.ggml.*. Quantisation error stays: the result is the GGUF's model, not the\n" +
+			"original checkpoint.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Required: true, Usage: "checkpoint directory to write: new or empty, or (with --overwrite) one posttrain wrote"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace the model posttrain wrote at --out before (only its files; anything else there stays)"},
