@@ -1,0 +1,299 @@
+package gguf
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/posttrain/posttrain/models/qwen2"
+)
+
+// exportTokenizer is the tokenizer.* metadata of an export and what the Modelfile needs.
+type exportTokenizer struct {
+	kvs      []KV
+	n        int // tokens written
+	template string
+	stops    []string
+}
+
+// hfTokenizerJSON is the part of tokenizer.json the export reads.
+type hfTokenizerJSON struct {
+	AddedTokens []struct {
+		ID         int    `json:"id"`
+		Content    string `json:"content"`
+		Special    bool   `json:"special"`
+		Normalized bool   `json:"normalized"`
+	} `json:"added_tokens"`
+	Normalizer    json.RawMessage `json:"normalizer"`
+	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage `json:"post_processor"`
+	Model         struct {
+		Type         string            `json:"type"`
+		ByteFallback bool              `json:"byte_fallback"`
+		Vocab        map[string]int    `json:"vocab"`
+		Merges       []json.RawMessage `json:"merges"`
+	} `json:"model"`
+}
+
+// exportPres are the llama.cpp pre-tokenizers whose HF pipeline the importer knows (bpePipeline),
+// tried in this order against tokenizer.json's normalizer and pre_tokenizer.
+var exportPres = []string{"qwen2", "llama-bpe", "smollm", "gpt2"}
+
+// tokenizerPre names llama.cpp's tokenizer.ggml.pre for tokenizer.json's pipeline. llama.cpp's
+// converter tells them by the hash of a test string's ids (get_vocab_base_pre); a GGUF needs only
+// the name, so this compares the pipeline with each known one.
+func tokenizerPre(tj *hfTokenizerJSON) (string, error) {
+	norm := func(raw json.RawMessage) any {
+		var v any
+		if len(raw) > 0 {
+			_ = json.Unmarshal(raw, &v)
+		}
+		return v
+	}
+	gotNorm, gotPre := norm(tj.Normalizer), norm(tj.PreTokenizer)
+	for _, pre := range exportPres {
+		n, p, _, _, _, err := bpePipeline(pre)
+		if err != nil {
+			return "", err
+		}
+		wantNorm, _ := json.Marshal(n)
+		wantPre, _ := json.Marshal(p)
+		if reflect.DeepEqual(gotNorm, norm(wantNorm)) && reflect.DeepEqual(gotPre, norm(wantPre)) {
+			return pre, nil
+		}
+	}
+	return "", fmt.Errorf("its normalizer and pre_tokenizer are none of llama.cpp's pre-tokenizers %s (Qwen2, Llama 3, SmolLM, GPT-2)", strings.Join(exportPres, ", "))
+}
+
+// readExportTokenizer builds tokenizer.* from dir's tokenizer.json and tokenizer_config.json the
+// way convert_hf_to_gguf.py's _set_vocab_gpt2 and gguf-py's SpecialVocab do for a byte-level BPE
+// tokenizer: tokens by id (ids the tokenizer lacks up to vocab_size as "[PAD<i>]", UNUSED; Gemma 3
+// has its embedding cut instead), token types (added tokens special or looking special CONTROL,
+// other added ones USER_DEFINED, the rest NORMAL), merges as "a b", the pre-tokenizer
+// (tokenizerPre), bos/eos/unk/pad ids (tokenizer_config.json's tokens, else config.json's ids),
+// add_bos_token/add_eos_token (a TemplateProcessing post-processor, else tokenizer_config.json),
+// and the chat template. SentencePiece-style tokenizers (Gemma's byte_fallback BPE) are refused.
+func readExportTokenizer(dir string, cfg *qwen2.Config, arch string) (*exportTokenizer, error) {
+	path := filepath.Join(dir, "tokenizer.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	var tj hfTokenizerJSON
+	if err := json.Unmarshal(raw, &tj); err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+	}
+	if tj.Model.Type != "BPE" || tj.Model.ByteFallback {
+		return nil, fmt.Errorf("tokenizer %s: only byte-level BPE tokenizers can be exported (tokenizer.ggml.model gpt2); this one is %s with byte_fallback %v (SentencePiece-style, e.g. Gemma's: not supported yet)", path, tj.Model.Type, tj.Model.ByteFallback)
+	}
+	pre, err := tokenizerPre(&tj)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+	}
+	tc, err := readTokenizerConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[int]string{}
+	for s, id := range tj.Model.Vocab {
+		byID[id] = s
+	}
+	added := map[int]bool{}
+	special := map[int]bool{}
+	for _, a := range tj.AddedTokens {
+		byID[a.ID], added[a.ID] = a.Content, true
+		special[a.ID] = a.Special || looksSpecial(a.Content)
+	}
+	n := cfg.VocabSize
+	for id := range byID {
+		if id < 0 || id >= n {
+			return nil, fmt.Errorf("tokenizer %s: token id %d is outside the model's vocab_size %d", path, id, n)
+		}
+	}
+	if arch == "gemma3" {
+		n = len(tj.Model.Vocab) + len(tj.AddedTokens)
+	}
+	tokens, types := make([]any, n), make([]any, n)
+	for id := range n {
+		tok, ok := byID[id]
+		switch {
+		case !ok:
+			tokens[id], types[id] = fmt.Sprintf("[PAD%d]", id), int32(5) // UNUSED
+		case special[id]:
+			tokens[id], types[id] = tok, int32(tokenControl)
+		case added[id]:
+			tokens[id], types[id] = strings.ReplaceAll(tok, "▁", " "), int32(tokenUserDefined)
+		default:
+			tokens[id], types[id] = tok, int32(tokenNormal)
+		}
+	}
+	merges := make([]any, len(tj.Model.Merges))
+	for i, m := range tj.Model.Merges {
+		var s string
+		var pair []string
+		switch {
+		case json.Unmarshal(m, &s) == nil:
+		case json.Unmarshal(m, &pair) == nil && len(pair) == 2:
+			s = pair[0] + " " + pair[1]
+		default:
+			return nil, fmt.Errorf("tokenizer %s: merge %d is %s, not \"a b\" or [a, b]", path, i, m)
+		}
+		merges[i] = s
+	}
+	out := &exportTokenizer{n: n, kvs: []KV{
+		{"tokenizer.ggml.model", TypeString, "gpt2"}, {"tokenizer.ggml.pre", TypeString, pre},
+		{"tokenizer.ggml.tokens", TypeArray, Array{TypeString, tokens}},
+		{"tokenizer.ggml.token_type", TypeArray, Array{TypeInt32, types}},
+		{"tokenizer.ggml.merges", TypeArray, Array{TypeString, merges}},
+	}}
+	if err := out.specials(&tj, tc, cfg, byID); err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+	}
+	if arch == "llama" {
+		if v, ok := tc["add_prefix_space"].(bool); ok { // LlamaModel.set_vocab
+			out.kvs = append(out.kvs, KV{"tokenizer.ggml.add_space_prefix", TypeBool, v})
+		}
+	}
+	if out.template, err = chatTemplate(dir, tc); err != nil {
+		return nil, err
+	}
+	if out.template != "" {
+		out.kvs = append(out.kvs, KV{"tokenizer.chat_template", TypeString, out.template})
+	}
+	out.stops = stopTokens(out.template, tokenName(tc["eos_token"]))
+	return out, nil
+}
+
+// looksSpecial is convert_hf_to_gguf.py's does_token_look_special.
+func looksSpecial(t string) bool {
+	switch t {
+	case "<pad>", "<mask>", "<2mass>", "[@BOS@]":
+		return true
+	}
+	return strings.HasPrefix(t, "<|") && strings.HasSuffix(t, "|>") ||
+		strings.HasPrefix(t, "<｜") && strings.HasSuffix(t, "｜>") ||
+		strings.HasPrefix(t, "<unused") && strings.HasSuffix(t, ">")
+}
+
+func readTokenizerConfig(dir string) (map[string]any, error) {
+	path := filepath.Join(dir, "tokenizer_config.json")
+	raw, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return map[string]any{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	var tc map[string]any
+	if err := json.Unmarshal(raw, &tc); err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+	}
+	return tc, nil
+}
+
+// tokenName is a tokenizer_config.json token entry: a string or {"content": …}.
+func tokenName(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any:
+		s, _ := x["content"].(string)
+		return s
+	}
+	return ""
+}
+
+// specials adds the bos/eos/unk/pad ids and add_bos/add_eos as SpecialVocab finds them: the
+// post-processor's TemplateProcessing first, then tokenizer_config.json's <typ>_token (an added
+// token) and add_<typ>_token, then config.json's <typ>_token_id for what is still unset.
+func (out *exportTokenizer) specials(tj *hfTokenizerJSON, tc map[string]any, cfg *qwen2.Config, byID map[int]string) error {
+	addFlags := map[string]bool{}
+	var pp struct {
+		Type   string `json:"type"`
+		Single []struct {
+			SpecialToken *struct {
+				ID string `json:"id"`
+			} `json:"SpecialToken"`
+		} `json:"single"`
+	}
+	if len(tj.PostProcessor) > 0 && json.Unmarshal(tj.PostProcessor, &pp) == nil && pp.Type == "TemplateProcessing" && len(pp.Single) > 1 {
+		bos := tokenName(tc["bos_token"])
+		if st := pp.Single[0].SpecialToken; st != nil {
+			addFlags["bos"] = st.ID == bos || bos == ""
+		}
+		if st := pp.Single[len(pp.Single)-1].SpecialToken; st != nil {
+			addFlags["eos"] = st.ID == tokenName(tc["eos_token"])
+		}
+	}
+	ids := map[string]int{}
+	for _, typ := range []string{"bos", "eos", "unk", "pad"} {
+		if v, ok := tc["add_"+typ+"_token"].(bool); ok {
+			if _, set := addFlags[typ]; !set {
+				addFlags[typ] = v
+			}
+		}
+		if name := tokenName(tc[typ+"_token"]); name != "" {
+			for _, a := range tj.AddedTokens {
+				if a.Content == name {
+					ids[typ] = a.ID
+					break
+				}
+			}
+		}
+	}
+	set := func(typ string, id *int) {
+		if _, ok := ids[typ]; !ok && id != nil && *id >= 0 && *id < cfg.VocabSize {
+			ids[typ] = *id
+		}
+	}
+	set("bos", cfg.BOSTokenID)
+	if len(cfg.EOSTokenIDs) > 0 {
+		set("eos", &cfg.EOSTokenIDs[0])
+	}
+	set("pad", cfg.PadTokenID)
+	keys := map[string]string{"bos": "bos_token_id", "eos": "eos_token_id", "unk": "unknown_token_id", "pad": "padding_token_id"}
+	for _, typ := range []string{"bos", "eos", "unk", "pad"} {
+		if id, ok := ids[typ]; ok {
+			out.kvs = append(out.kvs, KV{"tokenizer.ggml." + keys[typ], TypeUint32, uint32(id)})
+		}
+	}
+	for _, typ := range []string{"bos", "eos"} {
+		if v, ok := addFlags[typ]; ok {
+			if v && typ == "eos" {
+				return fmt.Errorf("add_eos_token true is not supported (the importer refuses it too)")
+			}
+			if _, has := ids[typ]; v && !has {
+				return fmt.Errorf("add_%s_token is set but there is no %s token", typ, typ)
+			}
+			out.kvs = append(out.kvs, KV{"tokenizer.ggml.add_" + typ + "_token", TypeBool, v})
+		}
+	}
+	return nil
+}
+
+// chatTemplate is tokenizer_config.json's chat_template (a string), else chat_template.jinja;
+// a list of named templates takes the "default" one.
+func chatTemplate(dir string, tc map[string]any) (string, error) {
+	switch t := tc["chat_template"].(type) {
+	case string:
+		return t, nil
+	case []any:
+		for _, e := range t {
+			if m, ok := e.(map[string]any); ok && m["name"] == "default" {
+				s, _ := m["template"].(string)
+				return s, nil
+			}
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
+	if err == nil {
+		return string(data), nil
+	}
+	if !os.IsNotExist(err) {
+		return "", fmt.Errorf("tokenizer: %w", err)
+	}
+	return "", nil
+}
