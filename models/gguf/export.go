@@ -140,8 +140,8 @@ func Export(path string, cfg *qwen2.Config, weights []*safetensors.Tensor, opts 
 	if err != nil {
 		return nil, err
 	}
-	kvs = append(kvs, tok.kvs...)
 	kvs = append(kvs, KV{"general.quantization_version", TypeUint32, uint32(2)})
+	kvs = append(kvs, tok.kvs...)
 	byName := map[string]*safetensors.Tensor{}
 	for _, w := range weights {
 		byName[w.Name] = w
@@ -215,22 +215,27 @@ func f32Tensor(name string, dims []int64, v []float32) OutTensor {
 // llama3RopeFactors is LlamaModel.generate_extra_tensors' rope_freqs.weight: for each rotary
 // frequency f_k = base^(−2k/d), 1 when its wavelength 2π/f_k is below original/high_freq_factor,
 // factor above original/low_freq_factor, and 1/((1 − s)/factor + s) in between with
-// s = (original/wavelength − low)/(high − low). llama.cpp divides f_k by it.
+// s = (original/wavelength − low)/(high − low); llama.cpp divides f_k by it. The arithmetic is
+// the converter's torch float32 (a scalar divided by a tensor is the tensor's reciprocal times
+// the scalar, Tensor.__rtruediv__), so the factors are the bits llama.cpp's converter writes.
 func llama3RopeFactors(cfg *qwen2.Config) []float32 {
 	r, d := cfg.Rope, cfg.HeadDim
-	low, high := float64(r.OriginalMaxPositionEmbeddings)/r.LowFreqFactor, float64(r.OriginalMaxPositionEmbeddings)/r.HighFreqFactor
+	old := float32(r.OriginalMaxPositionEmbeddings)
+	lowW := float32(float64(r.OriginalMaxPositionEmbeddings) / r.LowFreqFactor)
+	highW := float32(float64(r.OriginalMaxPositionEmbeddings) / r.HighFreqFactor)
 	out := make([]float32, d/2)
 	for k := range out {
-		freq := float64(float32(1 / math.Pow(cfg.RopeTheta, float64(float32(2*k)/float32(d)))))
-		wavelen := 2 * math.Pi / freq
+		e := float32(2*k) / float32(d)
+		freq := 1 / float32(math.Pow(cfg.RopeTheta, float64(e)))
+		wavelen := float32((1 / freq) * float32(2*math.Pi))
 		switch {
-		case wavelen < high:
+		case wavelen < highW:
 			out[k] = 1
-		case wavelen > low:
+		case wavelen > lowW:
 			out[k] = float32(r.Factor)
 		default:
-			s := (float64(r.OriginalMaxPositionEmbeddings)/wavelen - r.LowFreqFactor) / (r.HighFreqFactor - r.LowFreqFactor)
-			out[k] = float32(1 / ((1-s)/r.Factor + s))
+			s := (float32((1/wavelen)*old) - float32(r.LowFreqFactor)) / float32(r.HighFreqFactor-r.LowFreqFactor)
+			out[k] = 1 / (float32((1-s)/float32(r.Factor)) + s)
 		}
 	}
 	return out

@@ -137,7 +137,8 @@ func readExportTokenizer(dir string, cfg *qwen2.Config, arch string) (*exportTok
 		switch {
 		case json.Unmarshal(m, &s) == nil:
 		case json.Unmarshal(m, &pair) == nil && len(pair) == 2:
-			s = pair[0] + " " + pair[1]
+			// SpecialVocab: a space inside a part is written as U+0120 (Ġ), as byte-level BPE spells it
+			s = strings.ReplaceAll(pair[0], " ", "\u0120") + " " + strings.ReplaceAll(pair[1], " ", "\u0120")
 		default:
 			return nil, fmt.Errorf("tokenizer %s: merge %d is %s, not \"a b\" or [a, b]", path, i, m)
 		}
@@ -149,7 +150,7 @@ func readExportTokenizer(dir string, cfg *qwen2.Config, arch string) (*exportTok
 		{"tokenizer.ggml.token_type", TypeArray, Array{TypeInt32, types}},
 		{"tokenizer.ggml.merges", TypeArray, Array{TypeString, merges}},
 	}}
-	if err := out.specials(&tj, tc, cfg, byID); err != nil {
+	if err := out.specials(&tj, tc, cfg); err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
 	}
 	if arch == "llama" {
@@ -206,30 +207,38 @@ func tokenName(v any) string {
 	return ""
 }
 
-// specials adds the bos/eos/unk/pad ids and add_bos/add_eos as SpecialVocab finds them: the
-// post-processor's TemplateProcessing first, then tokenizer_config.json's <typ>_token (an added
-// token) and add_<typ>_token, then config.json's <typ>_token_id for what is still unset.
-func (out *exportTokenizer) specials(tj *hfTokenizerJSON, tc map[string]any, cfg *qwen2.Config, byID map[int]string) error {
+// specials adds the bos/eos/unk/pad ids and add_bos/add_eos as gguf-py's SpecialVocab finds
+// them, in its order: the post-processor first (ByteLevel: add neither; TemplateProcessing: bos
+// when its single template starts with the bos token), then tokenizer_config.json's <typ>_token
+// (an added token) and add_<typ>_token, then config.json's <typ>_token_id for what is still unset.
+func (out *exportTokenizer) specials(tj *hfTokenizerJSON, tc map[string]any, cfg *qwen2.Config) error {
 	addFlags := map[string]bool{}
 	var pp struct {
-		Type   string `json:"type"`
-		Single []struct {
-			SpecialToken *struct {
-				ID string `json:"id"`
-			} `json:"SpecialToken"`
-		} `json:"single"`
+		Type       string            `json:"type"`
+		Processors []json.RawMessage `json:"processors"`
 	}
-	if len(tj.PostProcessor) > 0 && json.Unmarshal(tj.PostProcessor, &pp) == nil && pp.Type == "TemplateProcessing" && len(pp.Single) > 1 {
-		bos := tokenName(tc["bos_token"])
-		if st := pp.Single[0].SpecialToken; st != nil {
-			addFlags["bos"] = st.ID == bos || bos == ""
+	if len(tj.PostProcessor) > 0 && string(tj.PostProcessor) != "null" {
+		if err := json.Unmarshal(tj.PostProcessor, &pp); err != nil {
+			return fmt.Errorf("post_processor: %w", err)
 		}
-		if st := pp.Single[len(pp.Single)-1].SpecialToken; st != nil {
-			addFlags["eos"] = st.ID == tokenName(tc["eos_token"])
+		procs := pp.Processors
+		if pp.Type != "Sequence" {
+			procs = []json.RawMessage{tj.PostProcessor}
+		}
+		for _, raw := range procs {
+			postProcessorFlags(raw, tc, addFlags)
 		}
 	}
+	types := []string{"bos", "eos", "unk", "pad"}
+	var order []string
 	ids := map[string]int{}
-	for _, typ := range []string{"bos", "eos", "unk", "pad"} {
+	setID := func(typ string, id int) {
+		if _, done := ids[typ]; !done && id >= 0 && id < cfg.VocabSize {
+			ids[typ] = id
+			order = append(order, typ)
+		}
+	}
+	for _, typ := range types {
 		if v, ok := tc["add_"+typ+"_token"].(bool); ok {
 			if _, set := addFlags[typ]; !set {
 				addFlags[typ] = v
@@ -238,40 +247,75 @@ func (out *exportTokenizer) specials(tj *hfTokenizerJSON, tc map[string]any, cfg
 		if name := tokenName(tc[typ+"_token"]); name != "" {
 			for _, a := range tj.AddedTokens {
 				if a.Content == name {
-					ids[typ] = a.ID
+					setID(typ, a.ID)
 					break
 				}
 			}
 		}
 	}
-	set := func(typ string, id *int) {
-		if _, ok := ids[typ]; !ok && id != nil && *id >= 0 && *id < cfg.VocabSize {
-			ids[typ] = *id
-		}
+	if cfg.BOSTokenID != nil {
+		setID("bos", *cfg.BOSTokenID)
 	}
-	set("bos", cfg.BOSTokenID)
 	if len(cfg.EOSTokenIDs) > 0 {
-		set("eos", &cfg.EOSTokenIDs[0])
+		setID("eos", cfg.EOSTokenIDs[0])
 	}
-	set("pad", cfg.PadTokenID)
+	if cfg.PadTokenID != nil {
+		setID("pad", *cfg.PadTokenID)
+	}
 	keys := map[string]string{"bos": "bos_token_id", "eos": "eos_token_id", "unk": "unknown_token_id", "pad": "padding_token_id"}
-	for _, typ := range []string{"bos", "eos", "unk", "pad"} {
-		if id, ok := ids[typ]; ok {
-			out.kvs = append(out.kvs, KV{"tokenizer.ggml." + keys[typ], TypeUint32, uint32(id)})
-		}
+	for _, typ := range order {
+		out.kvs = append(out.kvs, KV{"tokenizer.ggml." + keys[typ], TypeUint32, uint32(ids[typ])})
 	}
 	for _, typ := range []string{"bos", "eos"} {
-		if v, ok := addFlags[typ]; ok {
-			if v && typ == "eos" {
-				return fmt.Errorf("add_eos_token true is not supported (the importer refuses it too)")
-			}
-			if _, has := ids[typ]; v && !has {
-				return fmt.Errorf("add_%s_token is set but there is no %s token", typ, typ)
-			}
-			out.kvs = append(out.kvs, KV{"tokenizer.ggml.add_" + typ + "_token", TypeBool, v})
+		v, ok := addFlags[typ]
+		if !ok {
+			continue
 		}
+		if v && typ == "eos" {
+			return fmt.Errorf("add_eos_token true is not supported (the importer refuses it too)")
+		}
+		if _, has := ids[typ]; v && !has {
+			return fmt.Errorf("add_%s_token is set but there is no %s token", typ, typ)
+		}
+		out.kvs = append(out.kvs, KV{"tokenizer.ggml.add_" + typ + "_token", TypeBool, v})
 	}
 	return nil
+}
+
+// postProcessorFlags applies one post-processor step to the add_bos/add_eos flags as SpecialVocab
+// does: ByteLevel defaults both to false; TemplateProcessing adds bos when its single template
+// starts with the bos token and eos when it ends with the eos token.
+func postProcessorFlags(raw json.RawMessage, tc map[string]any, flags map[string]bool) {
+	var p struct {
+		Type   string `json:"type"`
+		Single []struct {
+			SpecialToken *struct {
+				ID string `json:"id"`
+			} `json:"SpecialToken"`
+		} `json:"single"`
+	}
+	if json.Unmarshal(raw, &p) != nil {
+		return
+	}
+	switch p.Type {
+	case "ByteLevel":
+		for _, typ := range []string{"bos", "eos"} {
+			if _, set := flags[typ]; !set {
+				flags[typ] = false
+			}
+		}
+	case "TemplateProcessing":
+		if len(p.Single) < 2 {
+			return
+		}
+		if st := p.Single[0].SpecialToken; st != nil {
+			bos := tokenName(tc["bos_token"])
+			flags["bos"] = st.ID == bos || bos == ""
+		}
+		if st := p.Single[len(p.Single)-1].SpecialToken; st != nil {
+			flags["eos"] = st.ID == tokenName(tc["eos_token"])
+		}
+	}
 }
 
 // chatTemplate is tokenizer_config.json's chat_template (a string), else chat_template.jinja;
