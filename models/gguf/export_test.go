@@ -1,6 +1,12 @@
 package gguf
 
 import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -260,4 +266,109 @@ func checkTokenizer(t *testing.T, f *File, orig *tokenizer.BPE, texts []string, 
 			t.Errorf("%s = %d (%v), want %d", key, got, err, want)
 		}
 	}
+}
+
+// converterGolden is testdata/export/convert_hf_to_gguf.json (scripts/reference/
+// gguf_convert_golden.py): what llama.cpp's convert_hf_to_gguf.py writes for the tiny fixtures.
+type converterGolden struct {
+	Files map[string]struct {
+		Metadata []struct {
+			Key, Type, SHA256 string
+			Value             any
+		}
+		Tensors []struct {
+			Name, Type, SHA256 string
+			NE                 []int64
+		}
+	}
+}
+
+// converterOnly are metadata keys llama.cpp's converter derives from the directory name (and a
+// size estimate), not from the checkpoint; posttrain writes general.name from --model.
+var converterOnly = []string{"general.name", "general.size_label", "general.basename", "general.finetune"}
+
+// Exported f16, bf16 and q8_0, every tiny fixture is what llama.cpp's own converter writes for it:
+// the same metadata entries in the same order, byte for byte (but the names of converterOnly, and
+// Gemma 3's attention.sliding_window_pattern, which llama.cpp's loader reads and its converter does
+// not write: without it llama.cpp would treat gemma3-bf16-tiny's full-attention layer 1 as a
+// sliding one), and the same tensors byte for byte (Q/K permutation, Gemma's norm + 1, Llama 3's
+// rope_freqs, the Q8_0 quantiser and its F16 fallback included).
+func TestExport_MatchesLlamaCppConverter(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "export", "convert_hf_to_gguf.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g converterGolden
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Files) != len(exportFixtures)*3 {
+		t.Fatalf("golden has %d files, want %d", len(g.Files), len(exportFixtures)*3)
+	}
+	for _, fx := range exportFixtures {
+		dir := exportFixture(t, fx)
+		for _, typ := range []string{"f16", "bf16", "q8_0"} {
+			want, ok := g.Files[fx+"."+typ]
+			if !ok {
+				t.Fatalf("golden has no %s.%s", fx, typ)
+			}
+			path, _, _, _ := exportDir(t, dir, typ)
+			f, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, kv := range f.Metadata {
+				if slices.Contains(converterOnly, kv.Key) || kv.Key == "gemma3.attention.sliding_window_pattern" {
+					continue
+				}
+				got = append(got, kv.Key+" "+kv.Type.String()+" "+kvSHA256(t, kv))
+			}
+			var wantKV []string
+			for _, kv := range want.Metadata {
+				if !slices.Contains(converterOnly, kv.Key) {
+					wantKV = append(wantKV, kv.Key+" "+strings.ToLower(kv.Type)+" "+kv.SHA256)
+				}
+			}
+			if !slices.Equal(got, wantKV) {
+				t.Errorf("%s.%s metadata:\n got %q\nwant %q", fx, typ, got, wantKV)
+			}
+			tensors := map[string]string{}
+			for i := range f.Tensors {
+				ti := &f.Tensors[i]
+				raw, err := f.Raw(ti)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := sha256.Sum256(raw)
+				tensors[ti.Name] = fmt.Sprintf("%s %v %s", ti.Type, ti.Dims, hex.EncodeToString(s[:]))
+			}
+			if len(tensors) != len(want.Tensors) {
+				t.Errorf("%s.%s: %d tensors, the converter %d", fx, typ, len(tensors), len(want.Tensors))
+			}
+			for _, w := range want.Tensors {
+				if got, want := tensors[w.Name], fmt.Sprintf("%s %v %s", w.Type, w.NE, w.SHA256); got != want {
+					t.Errorf("%s.%s tensor %s: %s, the converter %s", fx, typ, w.Name, got, want)
+				}
+			}
+			f.Close()
+		}
+	}
+}
+
+// kvSHA256 is the sha256 of a metadata entry as the file encodes it (key, type, value).
+func kvSHA256(t *testing.T, kv KV) string {
+	t.Helper()
+	var b bytes.Buffer
+	e := &encoder{w: bufio.NewWriter(&b)}
+	e.str(kv.Key)
+	e.u32(uint32(kv.Type))
+	if err := e.value(kv.Type, kv.Value, kv.Key); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b.Bytes())
+	return hex.EncodeToString(s[:])
 }
