@@ -9,8 +9,9 @@ the goldens of TestQuantize_MatchesGGML and TestQuantize_MatchesGGUFPy.
   ggml.<type>           ggml_quantize_chunk(type, input, rows=32, n_per_row=256, imatrix=NULL) for
                         Q8_0, Q5_0, Q4_K, Q6_K and F16, BF16: libggml of llama-cpp-python 0.3.36 (the
                         reference quantize_row_<type>_ref that llama-quantize runs without --imatrix)
-  gguf-py.<type>        gguf.quants.quantize(input, type) of gguf-py 0.19.0 for Q8_0, Q5_0, F16, BF16
-                        (the quantiser convert_hf_to_gguf.py --outtype q8_0 runs)
+  manifest.json         the sha256 of each file, and of gguf.quants.quantize(input, type) of gguf-py
+                        0.19.0 for Q8_0, Q5_0, F16, BF16 (the quantiser convert_hf_to_gguf.py
+                        --outtype q8_0 runs), "gguf-py.<type>": equal to ggml's here, so not stored
 
 Usage (from the repository root; the venv of scripts/reference/requirements-llama.txt):
   .venv-llama/bin/python scripts/reference/gguf_quant_golden.py
@@ -78,13 +79,14 @@ def main():
         dst = ctypes.create_string_buffer(lib.ggml_row_size(t, N) * ROWS)
         n = lib.ggml_quantize_chunk(t, x.ctypes.data, dst, 0, ROWS, N, None)
         files[f"ggml.{name}"] = dst.raw[:n]
+    hashes = {k: hashlib.sha256(v).hexdigest() for k, v in files.items()}
     for name in GGUF_PY_TYPES:
         q = gguf.quants.quantize(x, gguf.GGMLQuantizationType[name])
-        files[f"gguf-py.{name}"] = np.ascontiguousarray(q).tobytes()
+        hashes[f"gguf-py.{name}"] = hashlib.sha256(np.ascontiguousarray(q).tobytes()).hexdigest()
     manifest = {"generator": "scripts/reference/gguf_quant_golden.py", "rows": ROWS, "n_per_row": N,
                 "llama-cpp-python": version("llama-cpp-python"), "gguf-py": version("gguf"),
                 "libggml": os.path.basename(path),
-                "files": {k: hashlib.sha256(v).hexdigest() for k, v in sorted(files.items())}}
+                "sha256": dict(sorted(hashes.items()))}
     for k, v in files.items():
         (OUT / k).write_bytes(v)
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
