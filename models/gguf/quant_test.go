@@ -16,8 +16,9 @@ import (
 
 // quantGolden is testdata/quant/manifest.json (scripts/reference/gguf_quant_golden.py).
 type quantGolden struct {
-	Rows, NPerRow int `json:"rows"`
-	SHA256        map[string]string
+	Rows    int               `json:"rows"`
+	NPerRow int               `json:"n_per_row"`
+	SHA256  map[string]string `json:"sha256"`
 }
 
 // The Export quantisers are byte for byte llama.cpp's: on 32 rows of 256 drawn to reach every
@@ -132,4 +133,3 @@ func TestExport_Q4KMMix(t *testing.T) {
 		t.Errorf("a 48-wide row: %s (fallback %v), want F16", got, fb)
 	}
 }
-
