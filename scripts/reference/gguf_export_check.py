@@ -88,17 +88,27 @@ def same_tensors(a, b):
     return len(ta), diffs
 
 
-def check_model(bin_, name, model, tmp, importable=True):
+SENTENCE = "The capital of France is Paris. It is known for the Eiffel Tower and the Louvre."
+
+
+def check_model(bin_, name, model, tmp, importable=True, tokens=None):
     res = {}
-    ref = posttrain_logprobs(bin_, model, TOKENS, tmp)
     for typ in TYPES:
         path = Path(tmp) / f"{name}.{typ}.gguf"
         run(bin_, "export", "gguf", "--model", model, "--out", path, "--type", typ)
-        lp = llama_logprobs(path, TOKENS)
+    if tokens is None:  # the real model: a sentence, tokenised by llama.cpp from the f16 export
+        import llama_cpp
+        llm = llama_cpp.Llama(model_path=str(Path(tmp) / f"{name}.f16.gguf"), vocab_only=True, verbose=False)
+        tokens = llm.tokenize(SENTENCE.encode(), add_bos=False, special=False)
+        print(f"{name}: {len(tokens)} tokens {tokens}")
+    ref = posttrain_logprobs(bin_, model, tokens, tmp)
+    for typ in TYPES:
+        path = Path(tmp) / f"{name}.{typ}.gguf"
+        lp = llama_logprobs(path, tokens)
         r = {"gguf_sha256": sha256(path), "llamacpp_logprobs": lp,
              "max_abs_vs_posttrain": max(abs(a - b) for a, b in zip(lp, ref))}
         if importable:
-            own = posttrain_logprobs(bin_, path, TOKENS, tmp)
+            own = posttrain_logprobs(bin_, path, tokens, tmp)
             r["max_abs_vs_posttrain_gguf"] = max(abs(a - b) for a, b in zip(lp, own))
         res[typ] = r
         print(f"{name} {typ}: llama.cpp vs posttrain (original) {r['max_abs_vs_posttrain']:.3g}" +
@@ -136,7 +146,7 @@ def main():
             shutil.copytree(f"models/testdata/{fx}/model", src)
             for f in ("tokenizer.json", "tokenizer_config.json"):
                 shutil.copy(Path("internal/tinymodel/files") / f, src / f)
-            golden["files"][fx] = check_model(args.posttrain, fx, src, tmp, importable=fx != "llama-tiny")
+            golden["files"][fx] = check_model(args.posttrain, fx, src, tmp, importable=fx != "llama-tiny", tokens=TOKENS)
     dst = Path(args.out) / OUT
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
