@@ -138,7 +138,7 @@ func writeModelfile(out string, res *gguf.Exported, w io.Writer) error {
 		os.Remove(tmp)
 		return err
 	}
-	stops := strings.Join(res.EOS, " ")
+	stops := strings.Join(res.Stops, " ")
 	switch {
 	case known:
 		_, err := fmt.Fprintf(w, "wrote %s: TEMPLATE for the %s chat template, stop %s (ollama create NAME -f %s)\n", path, family, stops, path)

@@ -35,7 +35,7 @@ type Exported struct {
 	Types     map[Type]int // tensors per ggml type
 	Fallbacks []string     // tensors whose row length forced a smaller block (llama.cpp's fallback)
 	Template  string       // tokenizer.chat_template, "" when none
-	EOS       []string     // the end-of-turn/end-of-sequence tokens (the Modelfile's stop lines)
+	Stops     []string     // the end-of-turn and eos tokens (the Modelfile's stop lines)
 }
 
 // exportArchs maps a model_type to its GGUF architecture.
@@ -118,9 +118,9 @@ func (a arch) exportName(hf string) (string, bool) {
 
 // Export writes cfg's model (weights under HF names, any stored dtype) as a GGUF file at path, as
 // llama.cpp's convert_hf_to_gguf.py (and, for q4_k_m, llama-quantize after it) would: the metadata
-// (exportMetadata), the tokenizer of opts.TokenizerDir (tokenizerMetadata), the tensors under
-// gguf-py's names with the converter's changes (Q/K rows permuted for llama, Gemma's norms + 1,
-// Llama 3's rope_freqs), 1-D tensors and norms F32, the others as opts.Type says (exportTypes).
+// (exportMetadata), the tokenizer of opts.TokenizerDir (readExportTokenizer), the tensors under
+// gguf-py's names with the converter's changes (ggufTensor; Llama 3's rope_freqs), 1-D tensors and
+// norms F32, the others as opts.Type says (mix.typeOf).
 // Nothing is left at path on an error (WriteFile).
 func Export(path string, cfg *qwen2.Config, weights []*safetensors.Tensor, opts ExportOptions) (*Exported, error) {
 	ftype, ok := ExportTypes[opts.Type]
@@ -150,42 +150,12 @@ func Export(path string, cfg *qwen2.Config, weights []*safetensors.Tensor, opts 
 	if cfg.Rope.Type == "llama3" {
 		out = append(out, f32Tensor("rope_freqs.weight", []int64{int64(cfg.HeadDim / 2)}, llama3RopeFactors(cfg)))
 	}
-	res := &Exported{Arch: name, Types: map[Type]int{}, Template: tok.template, EOS: tok.stops}
+	res := &Exported{Arch: name, Types: map[Type]int{}, Template: tok.template, Stops: tok.stops}
 	mix := newMix(opts.Type, cfg)
 	for _, s := range cfg.Tensors() {
-		w := byName[s.Name]
-		if w == nil {
-			return nil, fmt.Errorf("no tensor %s", s.Name)
-		}
-		if !slices.Equal(w.Shape, s.Shape) {
-			return nil, fmt.Errorf("tensor %s has shape %v, config.json implies %v", s.Name, w.Shape, s.Shape)
-		}
-		gname, ok := a.exportName(s.Name)
-		if !ok {
-			return nil, fmt.Errorf("tensor %s has no GGUF name in architecture %s", s.Name, name)
-		}
-		v, err := w.Float32s()
+		gname, dims, v, err := ggufTensor(a, name, cfg, tok.n, s, byName[s.Name])
 		if err != nil {
-			return nil, fmt.Errorf("tensor %s: %w", s.Name, err)
-		}
-		shape := slices.Clone(s.Shape)
-		switch {
-		case a.permuteQK && blockSuffix(gname, "attn_q.weight", "attn_q.bias"):
-			v = permuteRows(v, s.Shape[0], cfg.NumAttentionHeads)
-		case a.permuteQK && blockSuffix(gname, "attn_k.weight", "attn_k.bias"):
-			v = permuteRows(v, s.Shape[0], cfg.NumKeyValueHeads)
-		case a.normPlusOne && strings.HasSuffix(gname, "norm.weight"):
-			for i := range v {
-				v[i]++
-			}
-		case name == "gemma3" && gname == "token_embd.weight" && tok.n < shape[0]:
-			// Gemma3Model.modify_tensors: the rows past the tokenizer's tokens are cut.
-			shape[0] = tok.n
-			v = v[:tok.n*shape[1]]
-		}
-		dims := make([]int64, len(shape))
-		for i, d := range shape {
-			dims[len(shape)-1-i] = int64(d)
+			return nil, err
 		}
 		t, fellBack := mix.typeOf(gname, dims)
 		if fellBack {
@@ -205,6 +175,46 @@ func Export(path string, cfg *qwen2.Config, weights []*safetensors.Tensor, opts 
 		return nil, err
 	}
 	return res, nil
+}
+
+// ggufTensor is the HF tensor w (spec s) as architecture a's converter writes it: its GGUF name,
+// its ggml dims and its float32 values with the converter's changes: llama's Q/K rows permuted
+// (permuteRows), Gemma's norms + 1, Gemma's embedding cut to the tokenizer's nTokens rows
+// (Gemma3Model.modify_tensors).
+func ggufTensor(a arch, name string, cfg *qwen2.Config, nTokens int, s qwen2.TensorSpec, w *safetensors.Tensor) (string, []int64, []float32, error) {
+	if w == nil {
+		return "", nil, nil, fmt.Errorf("no tensor %s", s.Name)
+	}
+	if !slices.Equal(w.Shape, s.Shape) {
+		return "", nil, nil, fmt.Errorf("tensor %s has shape %v, config.json implies %v", s.Name, w.Shape, s.Shape)
+	}
+	gname, ok := a.exportName(s.Name)
+	if !ok {
+		return "", nil, nil, fmt.Errorf("tensor %s has no GGUF name in architecture %s", s.Name, name)
+	}
+	v, err := w.Float32s()
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("tensor %s: %w", s.Name, err)
+	}
+	shape := slices.Clone(s.Shape)
+	switch {
+	case a.permuteQK && blockSuffix(gname, "attn_q.weight", "attn_q.bias"):
+		v = permuteRows(v, s.Shape[0], cfg.NumAttentionHeads)
+	case a.permuteQK && blockSuffix(gname, "attn_k.weight", "attn_k.bias"):
+		v = permuteRows(v, s.Shape[0], cfg.NumKeyValueHeads)
+	case a.normPlusOne && strings.HasSuffix(gname, "norm.weight"):
+		for i := range v {
+			v[i]++
+		}
+	case name == "gemma3" && gname == "token_embd.weight" && nTokens < shape[0]:
+		shape[0] = nTokens
+		v = v[:nTokens*shape[1]]
+	}
+	dims := make([]int64, len(shape))
+	for i, d := range shape {
+		dims[len(shape)-1-i] = int64(d)
+	}
+	return gname, dims, v, nil
 }
 
 func f32Tensor(name string, dims []int64, v []float32) OutTensor {

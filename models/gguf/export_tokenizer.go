@@ -70,9 +70,8 @@ func tokenizerPre(tj *hfTokenizerJSON) (string, error) {
 
 // readExportTokenizer builds tokenizer.* from dir's tokenizer.json and tokenizer_config.json the
 // way convert_hf_to_gguf.py's _set_vocab_gpt2 and gguf-py's SpecialVocab do for a byte-level BPE
-// tokenizer: tokens by id (ids the tokenizer lacks up to vocab_size as "[PAD<i>]", UNUSED; Gemma 3
-// has its embedding cut instead), token types (added tokens special or looking special CONTROL,
-// other added ones USER_DEFINED, the rest NORMAL), merges as "a b", the pre-tokenizer
+// tokenizer: tokens and types by id (tokenList: up to vocab_size; Gemma 3 to the tokenizer's
+// size, its embedding cut to match), merges as "a b", the pre-tokenizer
 // (tokenizerPre), bos/eos/unk/pad ids (tokenizer_config.json's tokens, else config.json's ids),
 // add_bos_token/add_eos_token (a TemplateProcessing post-processor, else tokenizer_config.json),
 // and the chat template. SentencePiece-style tokenizers (Gemma's byte_fallback BPE) are refused.
@@ -97,38 +96,13 @@ func readExportTokenizer(dir string, cfg *qwen2.Config, arch string) (*exportTok
 	if err != nil {
 		return nil, err
 	}
-	byID := map[int]string{}
-	for s, id := range tj.Model.Vocab {
-		byID[id] = s
-	}
-	added := map[int]bool{}
-	special := map[int]bool{}
-	for _, a := range tj.AddedTokens {
-		byID[a.ID], added[a.ID] = a.Content, true
-		special[a.ID] = a.Special || looksSpecial(a.Content)
-	}
 	n := cfg.VocabSize
-	for id := range byID {
-		if id < 0 || id >= n {
-			return nil, fmt.Errorf("tokenizer %s: token id %d is outside the model's vocab_size %d", path, id, n)
-		}
-	}
 	if arch == "gemma3" {
 		n = len(tj.Model.Vocab) + len(tj.AddedTokens)
 	}
-	tokens, types := make([]any, n), make([]any, n)
-	for id := range n {
-		tok, ok := byID[id]
-		switch {
-		case !ok:
-			tokens[id], types[id] = fmt.Sprintf("[PAD%d]", id), int32(5) // UNUSED
-		case special[id]:
-			tokens[id], types[id] = tok, int32(tokenControl)
-		case added[id]:
-			tokens[id], types[id] = strings.ReplaceAll(tok, "▁", " "), int32(tokenUserDefined)
-		default:
-			tokens[id], types[id] = tok, int32(tokenNormal)
-		}
+	tokens, types, err := tokenList(&tj, cfg.VocabSize, n)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
 	}
 	merges := make([]any, len(tj.Model.Merges))
 	for i, m := range tj.Model.Merges {
@@ -166,6 +140,41 @@ func readExportTokenizer(dir string, cfg *qwen2.Config, arch string) (*exportTok
 	}
 	out.stops = stopTokens(out.template, tokenName(tc["eos_token"]))
 	return out, nil
+}
+
+// tokenList is get_vocab_base's tokens and token types for ids 0..n−1: the tokenizer's token, or
+// "[PAD<i>]" (UNUSED) for an id it lacks; added tokens that are special or look special CONTROL,
+// other added ones USER_DEFINED (with "▁" as " ", llama.cpp's pre-normalisation), the rest NORMAL.
+func tokenList(tj *hfTokenizerJSON, vocabSize, n int) (tokens, types []any, err error) {
+	byID := map[int]string{}
+	for s, id := range tj.Model.Vocab {
+		byID[id] = s
+	}
+	added, special := map[int]bool{}, map[int]bool{}
+	for _, a := range tj.AddedTokens {
+		byID[a.ID], added[a.ID] = a.Content, true
+		special[a.ID] = a.Special || looksSpecial(a.Content)
+	}
+	for id := range byID {
+		if id < 0 || id >= vocabSize {
+			return nil, nil, fmt.Errorf("token id %d is outside the model's vocab_size %d", id, vocabSize)
+		}
+	}
+	tokens, types = make([]any, n), make([]any, n)
+	for id := range n {
+		tok, ok := byID[id]
+		switch {
+		case !ok:
+			tokens[id], types[id] = fmt.Sprintf("[PAD%d]", id), int32(5) // UNUSED
+		case special[id]:
+			tokens[id], types[id] = tok, int32(tokenControl)
+		case added[id]:
+			tokens[id], types[id] = strings.ReplaceAll(tok, "▁", " "), int32(tokenUserDefined)
+		default:
+			tokens[id], types[id] = tok, int32(tokenNormal)
+		}
+	}
+	return tokens, types, nil
 }
 
 // looksSpecial is convert_hf_to_gguf.py's does_token_look_special.

@@ -87,7 +87,7 @@ func Modelfile(ggufName string, e *Exported) (text string, family string, known 
 	if t != nil {
 		fmt.Fprintf(&b, "TEMPLATE \"\"\"%s\"\"\"\n", t.text)
 	}
-	for _, s := range e.EOS {
+	for _, s := range e.Stops {
 		fmt.Fprintf(&b, "PARAMETER stop %q\n", s)
 	}
 	if t == nil {

@@ -83,7 +83,7 @@ func TestExport_ModelfileRendersLikeJinja(t *testing.T) {
 			}
 		}
 	}
-	text, family, known := Modelfile("m.gguf", &Exported{Template: "{{ messages }}", EOS: []string{"</s>"}})
+	text, family, known := Modelfile("m.gguf", &Exported{Template: "{{ messages }}", Stops: []string{"</s>"}})
 	if known || family != "" || strings.Contains(text, "TEMPLATE") || text != "FROM ./m.gguf\nPARAMETER stop \"</s>\"\n" {
 		t.Errorf("unknown template: %q (known %v)", text, known)
 	}
