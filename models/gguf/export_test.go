@@ -372,3 +372,47 @@ func kvSHA256(t *testing.T, kv KV) string {
 	s := sha256.Sum256(b.Bytes())
 	return hex.EncodeToString(s[:])
 }
+
+// readTokenizerJSON reads a (gzipped) tokenizer.json into the export's view of it.
+func readTokenizerJSON(t *testing.T, path string) *hfTokenizerJSON {
+	t.Helper()
+	var tj hfTokenizerJSON
+	readGzipJSON(t, path, &tj)
+	return &tj
+}
+
+// tokenizer.ggml.pre of the families' own tokenizer.json files: Llama 3's is llama-bpe, the tiny
+// Qwen one qwen2; Gemma 3's SentencePiece-style BPE (byte_fallback) is refused by name.
+func TestExport_TokenizerPre(t *testing.T) {
+	llama3 := readTokenizerJSON(t, filepath.Join("..", "..", "data", "tokenizer", "testdata", "llama3", "tokenizer.json.gz"))
+	if pre, err := tokenizerPre(llama3); err != nil || pre != "llama-bpe" {
+		t.Errorf("Llama 3: %q, %v; want llama-bpe", pre, err)
+	}
+	qwen := readTokenizerJSON(t, filepath.Join("..", "..", "data", "tokenizer", "testdata", "tokenizer.json.gz"))
+	if pre, err := tokenizerPre(qwen); err != nil || pre != "qwen2" {
+		t.Errorf("Qwen: %q, %v; want qwen2", pre, err)
+	}
+	dir := t.TempDir()
+	gemma := filepath.Join("..", "..", "data", "tokenizer", "testdata", "gemma3")
+	for _, name := range []string{"tokenizer.json.gz", "tokenizer_config.json"} {
+		data, err := os.ReadFile(filepath.Join(gemma, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "tokenizer.json.gz" {
+			var v any
+			readGzipJSON(t, filepath.Join(gemma, name), &v)
+			if data, err = json.Marshal(v); err != nil {
+				t.Fatal(err)
+			}
+			name = "tokenizer.json"
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := readExportTokenizer(dir, &qwen2.Config{VocabSize: 262144}, "gemma3")
+	if err == nil || !strings.Contains(err.Error(), "only byte-level BPE tokenizers can be exported") || !strings.Contains(err.Error(), "byte_fallback true") {
+		t.Errorf("Gemma 3's tokenizer: %v, want the byte_fallback refusal", err)
+	}
+}
