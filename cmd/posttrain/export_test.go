@@ -140,6 +140,27 @@ func TestExport_CLI(t *testing.T) {
 			t.Errorf("Modelfile lacks %q:\n%s", want, mf)
 		}
 	}
+	odd := looptest.Fixture(t, "qwen3-tiny")
+	tcPath := filepath.Join(odd, "tokenizer_config.json")
+	tc, err := os.ReadFile(tcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(tc, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["chat_template"] = "{% for m in messages %}### {{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+	if tc, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tcPath, tc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	said, err := runCLI(t, "export", "gguf", "--model", odd, "--out", filepath.Join(t.TempDir(), "odd.gguf"))
+	if err != nil || !strings.Contains(said, "the chat template has no known ollama form") {
+		t.Errorf("an unknown chat template: %q, %v", said, err)
+	}
 	smol := looptest.Fixture(t, "smollm3-tiny")
 	for _, c := range []struct {
 		args []string
