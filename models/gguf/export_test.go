@@ -381,8 +381,8 @@ func readTokenizerJSON(t *testing.T, path string) *hfTokenizerJSON {
 	return &tj
 }
 
-// tokenizer.ggml.pre of the families' own tokenizer.json files: Llama 3's is llama-bpe, the tiny
-// Qwen one qwen2; Gemma 3's SentencePiece-style BPE (byte_fallback) is refused by name.
+// tokenizer.ggml.pre of the families' own tokenizer.json files: Llama 3's is llama-bpe, the Qwen
+// one qwen2.
 func TestExport_TokenizerPre(t *testing.T) {
 	llama3 := readTokenizerJSON(t, filepath.Join("..", "..", "data", "tokenizer", "testdata", "llama3", "tokenizer.json.gz"))
 	if pre, err := tokenizerPre(llama3); err != nil || pre != "llama-bpe" {
@@ -392,27 +392,167 @@ func TestExport_TokenizerPre(t *testing.T) {
 	if pre, err := tokenizerPre(qwen); err != nil || pre != "qwen2" {
 		t.Errorf("Qwen: %q, %v; want qwen2", pre, err)
 	}
+}
+
+// Gemma 3's own tokenizer.json (SentencePiece-style BPE with byte fallback) exported as
+// tokenizer.ggml.model llama and read back by the importer gives the same tokenizer: the same
+// vocabulary, all 514,906 merges in order (spmMerges from the exported scores), the same ids on
+// 479 texts of data/tokenizer/testdata/gemma3/golden.json.gz (the 480th has <image_soft_token>);
+// and the tokens are those of the released gemma-3-270m-q4_k_m.gguf, with its scores for every
+// piece a merge makes and its types but for <start_of_image>/<end_of_image> (special in
+// tokenizer.json, so CONTROL; tokenizer.model, which llama.cpp read, has them USER_DEFINED), when
+// scripts/real-models.sh has fetched it.
+func TestExport_SentencePieceTokenizer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: rebuilds 514,906 merges")
+	}
+	src := filepath.Join("..", "..", "data", "tokenizer", "testdata", "gemma3")
 	dir := t.TempDir()
-	gemma := filepath.Join("..", "..", "data", "tokenizer", "testdata", "gemma3")
-	for _, name := range []string{"tokenizer.json.gz", "tokenizer_config.json"} {
-		data, err := os.ReadFile(filepath.Join(gemma, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if name == "tokenizer.json.gz" {
-			var v any
-			readGzipJSON(t, filepath.Join(gemma, name), &v)
-			if data, err = json.Marshal(v); err != nil {
-				t.Fatal(err)
-			}
-			name = "tokenizer.json"
-		}
+	var tjAny any
+	readGzipJSON(t, filepath.Join(src, "tokenizer.json.gz"), &tjAny)
+	tjRaw, err := json.Marshal(tjAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcRaw, err := os.ReadFile(filepath.Join(src, "tokenizer_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"tokenizer.json": tjRaw, "tokenizer_config.json": tcRaw} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := readExportTokenizer(dir, &qwen2.Config{VocabSize: 262144}, "gemma3")
-	if err == nil || !strings.Contains(err.Error(), "only byte-level BPE tokenizers can be exported") || !strings.Contains(err.Error(), "byte_fallback true") {
-		t.Errorf("Gemma 3's tokenizer: %v, want the byte_fallback refusal", err)
+	tok, err := readExportTokenizer(dir, &qwen2.Config{VocabSize: 262144}, "gemma3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tok.gguf")
+	kvs := append([]KV{{"general.architecture", TypeString, "gemma3"}}, tok.kvs...)
+	if err := WriteFile(path, kvs, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gotJSON, gotCfg, err := Tokenizer(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var orig, back struct {
+		Model struct {
+			Vocab  map[string]int    `json:"vocab"`
+			Merges []json.RawMessage `json:"merges"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(tjRaw, &orig); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(gotJSON, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Model.Vocab) != len(orig.Model.Vocab) {
+		t.Errorf("vocabulary %d, want %d", len(back.Model.Vocab), len(orig.Model.Vocab))
+	}
+	for s, id := range orig.Model.Vocab {
+		if back.Model.Vocab[s] != id {
+			t.Fatalf("token %q is %d, want %d", s, back.Model.Vocab[s], id)
+		}
+	}
+	if len(back.Model.Merges) != len(orig.Model.Merges) {
+		t.Fatalf("%d merges, want %d", len(back.Model.Merges), len(orig.Model.Merges))
+	}
+	for i := range orig.Model.Merges {
+		var a, b []string
+		_ = json.Unmarshal(orig.Model.Merges[i], &a)
+		_ = json.Unmarshal(back.Model.Merges[i], &b)
+		if !slices.Equal(a, b) {
+			t.Fatalf("merge %d is %q, want %q", i, b, a)
+		}
+	}
+	checkGemmaIDs(t, gotJSON, gotCfg)
+	checkAgainstRealGemma(t, f)
+}
+
+// checkGemmaIDs loads the rebuilt tokenizer and compares its ids with HF tokenizers' on the
+// golden texts.
+func checkGemmaIDs(t *testing.T, tj, tc []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"tokenizer.json": tj, "tokenizer_config.json": tc} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Cases []struct {
+			Text       string `json:"text"`
+			IDs        []int  `json:"ids"`
+			IDsPlain   []int  `json:"ids_plain"`
+			IDsSpecial []int  `json:"ids_special"`
+			Decoded    string `json:"decoded"`
+		} `json:"cases"`
+	}
+	readGzipJSON(t, filepath.Join("..", "..", "data", "tokenizer", "testdata", "gemma3", "golden.json.gz"), &g)
+	checked, bad := 0, 0
+	for _, c := range g.Cases {
+		if slices.Contains(c.IDs, 262144) {
+			continue // <image_soft_token>, past the embedding's 262144 rows: dropped, as llama.cpp drops it
+		}
+		checked++
+		if !slices.Equal(tok.Encode(c.Text), c.IDs) || !slices.Equal(tok.EncodePlain(c.Text), c.IDsPlain) ||
+			!slices.Equal(tok.EncodeSpecial(c.Text), c.IDsSpecial) || tok.Decode(c.IDs, false) != c.Decoded {
+			if bad++; bad <= 3 {
+				t.Errorf("golden text %+q: ids %v, HF %v", c.Text, tok.Encode(c.Text), c.IDs)
+			}
+		}
+	}
+	if checked < 479 || bad > 0 {
+		t.Errorf("%d of %d golden texts differ from HF tokenizers'", bad, checked)
+	}
+}
+
+// checkAgainstRealGemma compares tokens, types and the merged pieces' scores with the released
+// Gemma 3 270M GGUF, when present.
+func checkAgainstRealGemma(t *testing.T, f *File) {
+	t.Helper()
+	path := filepath.Join(realModels, "gemma-3-270m-q4_k_m.gguf")
+	r, err := Open(path)
+	if err != nil {
+		t.Logf("%s is absent (scripts/real-models.sh fetches it): tokens not compared with it", path)
+		return
+	}
+	defer r.Close()
+	for _, key := range []string{"tokenizer.ggml.tokens"} {
+		a, _ := f.Strings(key)
+		b, _ := r.Strings(key)
+		if !slices.Equal(a, b) {
+			t.Errorf("%s differs from the released GGUF's (%d and %d)", key, len(a), len(b))
+		}
+	}
+	ta, _ := f.Ints("tokenizer.ggml.token_type")
+	tb, _ := r.Ints("tokenizer.ggml.token_type")
+	sa, _ := f.Float32s("tokenizer.ggml.scores")
+	sb, _ := r.Float32s("tokenizer.ggml.scores")
+	toks, _ := r.Strings("tokenizer.ggml.tokens")
+	var types []string
+	scores := 0
+	for i := range tb {
+		if i >= len(ta) || ta[i] != tb[i] {
+			types = append(types, fmt.Sprintf("%q %d (released %d)", toks[i], ta[i], tb[i]))
+		}
+		if i < len(sa) && sa[i] != sb[i] && len([]rune(toks[i])) > 1 {
+			scores++
+		}
+	}
+	t.Logf("vs the released GGUF: token types differ for %v; %d multi-character scores differ", types, scores)
+	if scores > 0 || len(types) > 2 {
+		t.Errorf("the exported vocabulary differs from the released GGUF's beyond the two image tokens")
 	}
 }

@@ -74,7 +74,7 @@ func tokenizerPre(tj *hfTokenizerJSON) (string, error) {
 // size, its embedding cut to match), merges as "a b", the pre-tokenizer
 // (tokenizerPre), bos/eos/unk/pad ids (tokenizer_config.json's tokens, else config.json's ids),
 // add_bos_token/add_eos_token (a TemplateProcessing post-processor, else tokenizer_config.json),
-// and the chat template. SentencePiece-style tokenizers (Gemma's byte_fallback BPE) are refused.
+// and the chat template. Gemma's SentencePiece-style BPE (byte fallback) is spmTokenizer's.
 func readExportTokenizer(dir string, cfg *qwen2.Config, arch string) (*exportTokenizer, error) {
 	path := filepath.Join(dir, "tokenizer.json")
 	raw, err := os.ReadFile(path)
@@ -85,46 +85,16 @@ func readExportTokenizer(dir string, cfg *qwen2.Config, arch string) (*exportTok
 	if err := json.Unmarshal(raw, &tj); err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
 	}
-	if tj.Model.Type != "BPE" || tj.Model.ByteFallback {
-		return nil, fmt.Errorf("tokenizer %s: only byte-level BPE tokenizers can be exported (tokenizer.ggml.model gpt2); this one is %s with byte_fallback %v (SentencePiece-style, e.g. Gemma's: not supported yet)", path, tj.Model.Type, tj.Model.ByteFallback)
-	}
-	pre, err := tokenizerPre(&tj)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
-	}
 	tc, err := readTokenizerConfig(dir)
 	if err != nil {
 		return nil, err
 	}
-	n := cfg.VocabSize
-	if arch == "gemma3" {
-		n = len(tj.Model.Vocab) + len(tj.AddedTokens)
-	}
-	tokens, types, err := tokenList(&tj, cfg.VocabSize, n)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
-	}
-	merges := make([]any, len(tj.Model.Merges))
-	for i, m := range tj.Model.Merges {
-		var s string
-		var pair []string
-		switch {
-		case json.Unmarshal(m, &s) == nil:
-		case json.Unmarshal(m, &pair) == nil && len(pair) == 2:
-			// SpecialVocab: a space inside a part is written as U+0120 (Ġ), as byte-level BPE spells it
-			s = strings.ReplaceAll(pair[0], " ", "\u0120") + " " + strings.ReplaceAll(pair[1], " ", "\u0120")
-		default:
-			return nil, fmt.Errorf("tokenizer %s: merge %d is %s, not \"a b\" or [a, b]", path, i, m)
+	var out *exportTokenizer
+	if isSPMStyle(&tj) {
+		if out, err = spmTokenizer(&tj, tc, cfg, arch); err != nil {
+			return nil, fmt.Errorf("tokenizer %s: %w", path, err)
 		}
-		merges[i] = s
-	}
-	out := &exportTokenizer{n: n, kvs: []KV{
-		{"tokenizer.ggml.model", TypeString, "gpt2"}, {"tokenizer.ggml.pre", TypeString, pre},
-		{"tokenizer.ggml.tokens", TypeArray, Array{TypeString, tokens}},
-		{"tokenizer.ggml.token_type", TypeArray, Array{TypeInt32, types}},
-		{"tokenizer.ggml.merges", TypeArray, Array{TypeString, merges}},
-	}}
-	if err := out.specials(&tj, tc, cfg); err != nil {
+	} else if out, err = bpeTokenizer(&tj, tc, cfg, arch); err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
 	}
 	if arch == "llama" {
@@ -139,6 +109,49 @@ func readExportTokenizer(dir string, cfg *qwen2.Config, arch string) (*exportTok
 		out.kvs = append(out.kvs, KV{"tokenizer.chat_template", TypeString, out.template})
 	}
 	out.stops = stopTokens(out.template, tokenName(tc["eos_token"]))
+	return out, nil
+}
+
+// bpeTokenizer is readExportTokenizer's byte-level BPE case (tokenizer.ggml.model gpt2).
+func bpeTokenizer(tj *hfTokenizerJSON, tc map[string]any, cfg *qwen2.Config, arch string) (*exportTokenizer, error) {
+	if tj.Model.Type != "BPE" || tj.Model.ByteFallback {
+		return nil, fmt.Errorf("only byte-level BPE tokenizers (tokenizer.ggml.model gpt2) and Gemma's SentencePiece-style BPE (llama) can be exported; this one is %s with byte_fallback %v and another pipeline", tj.Model.Type, tj.Model.ByteFallback)
+	}
+	pre, err := tokenizerPre(tj)
+	if err != nil {
+		return nil, err
+	}
+	n := cfg.VocabSize
+	if arch == "gemma3" {
+		n = len(tj.Model.Vocab) + len(tj.AddedTokens)
+	}
+	tokens, types, err := tokenList(tj, cfg.VocabSize, n)
+	if err != nil {
+		return nil, err
+	}
+	merges := make([]any, len(tj.Model.Merges))
+	for i, m := range tj.Model.Merges {
+		var s string
+		var pair []string
+		switch {
+		case json.Unmarshal(m, &s) == nil:
+		case json.Unmarshal(m, &pair) == nil && len(pair) == 2:
+			// SpecialVocab: a space inside a part is written as U+0120 (Ġ), as byte-level BPE spells it
+			s = strings.ReplaceAll(pair[0], " ", "\u0120") + " " + strings.ReplaceAll(pair[1], " ", "\u0120")
+		default:
+			return nil, fmt.Errorf("merge %d is %s, not \"a b\" or [a, b]", i, m)
+		}
+		merges[i] = s
+	}
+	out := &exportTokenizer{n: n, kvs: []KV{
+		{"tokenizer.ggml.model", TypeString, "gpt2"}, {"tokenizer.ggml.pre", TypeString, pre},
+		{"tokenizer.ggml.tokens", TypeArray, Array{TypeString, tokens}},
+		{"tokenizer.ggml.token_type", TypeArray, Array{TypeInt32, types}},
+		{"tokenizer.ggml.merges", TypeArray, Array{TypeString, merges}},
+	}}
+	if err := out.specials(tj, tc, cfg); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
