@@ -96,10 +96,10 @@ def check_model(bin_, name, model, tmp, importable=True, tokens=None):
     for typ in TYPES:
         path = Path(tmp) / f"{name}.{typ}.gguf"
         run(bin_, "export", "gguf", "--model", model, "--out", path, "--type", typ)
-    if tokens is None:  # the real model: a sentence, tokenised by llama.cpp from the f16 export
+    if tokens is None:  # a real model: a sentence, tokenised by llama.cpp from the f16 export, with the bos it adds
         import llama_cpp
         llm = llama_cpp.Llama(model_path=str(Path(tmp) / f"{name}.f16.gguf"), vocab_only=True, verbose=False)
-        tokens = llm.tokenize(SENTENCE.encode(), add_bos=False, special=False)
+        tokens = llm.tokenize(SENTENCE.encode(), add_bos=True, special=False)  # the bos the model asks for (Gemma)
         print(f"{name}: {len(tokens)} tokens {tokens}")
     ref = posttrain_logprobs(bin_, model, tokens, tmp)
     for typ in TYPES:
