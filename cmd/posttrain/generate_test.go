@@ -77,7 +77,7 @@ func TestGenerate_CLI(t *testing.T) {
 		t.Errorf("--kv-update dynamic on the go backend: got %v, want an error naming DynamicUpdateSlice", err)
 	}
 
-	// Reproducibility for a seed is tested in models/qwen2; here the flags must reach the sampler.
+	// Reproducibility for a seed is tested in models/decoder; here the flags must reach the sampler.
 	a := runGenerateJSON(t, append(sample, "--seed", "1")...)
 	c := runGenerateJSON(t, append(sample, "--seed", "2")...)
 	if reflect.DeepEqual(a.IDs, c.IDs) || len(a.IDs) != 2 || !a.Truncated {

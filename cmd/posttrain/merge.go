@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/data/tokenizer"
@@ -59,15 +60,8 @@ func runMerge(ctx context.Context, c mergeConfig, w io.Writer) error {
 	if err := checkpoint.CheckOutside("--output-dir", c.Out, inputs); err != nil {
 		return err
 	}
-	mctx, cfg, err := decoder.Load(dir, dtypes.Float32)
+	mctx, cfg, a, err := loadMerged(dir, c.Adapter)
 	if err != nil {
-		return err
-	}
-	a, err := lora.Load(mctx, cfg, c.Adapter)
-	if err != nil {
-		return err
-	}
-	if err := a.Merge(mctx); err != nil {
 		return err
 	}
 	tok, err := mergeTokenizer(dir, cfg, c.Adapter)
@@ -81,6 +75,26 @@ func runMerge(ctx context.Context, c mergeConfig, w io.Writer) error {
 	_, err = fmt.Fprintf(w, "merge: %d adapted layers and %d modules_to_save tensors of %s merged into %s; wrote %s\n",
 		len(a.Modules()), len(a.Saved()), c.Adapter, c.Model, c.Out)
 	return err
+}
+
+// loadMerged loads the checkpoint in dir in float32 and, when adapter is set, folds the PEFT LoRA
+// adapter there into it (PEFT's merge_and_unload: W + s·B·A, the modules_to_save copies): the
+// model `posttrain merge` writes and `posttrain export gguf --adapter` exports. a is nil without
+// an adapter.
+func loadMerged(dir, adapter string) (mctx *mlctx.Context, cfg *decoder.Config, a *lora.Adapter, err error) {
+	if mctx, cfg, err = decoder.Load(dir, dtypes.Float32); err != nil {
+		return nil, nil, nil, err
+	}
+	if adapter == "" {
+		return mctx, cfg, nil, nil
+	}
+	if a, err = lora.Load(mctx, cfg, adapter); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := a.Merge(mctx); err != nil {
+		return nil, nil, nil, err
+	}
+	return mctx, cfg, a, nil
 }
 
 // mergeTokenizer is the tokenizer merge writes: the adapter directory's when it has one (PEFT

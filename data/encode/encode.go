@@ -5,7 +5,7 @@
 // prompt/completion text into token ids with TRL's EOS rules, and the ids generation stops at.
 //
 // It holds no trainer's rules: DPO's and KTO's truncation live in trainers/dpo and trainers/kto and
-// reach EncodePair as a Truncation; the weights are trainers/loop's Model (or models/qwen2's).
+// reach EncodePair as a Truncation; the weights are trainers/trainable's Model (or models/decoder's).
 package encode
 
 import (

@@ -10,7 +10,7 @@ import (
 
 // TestEnv names the backend the numerics-bearing tests run on (e.g. "xla:cpu"); unset, they run
 // on the pure-Go backend (PureGo), whatever plugin is installed. Tests read it only through ForTests, so that one variable moves every such test
-// (`POSTTRAIN_TEST_BACKEND=xla:cpu go test ./models/qwen2`, `make unit-xla`); $GOMLX_BACKEND is
+// (`POSTTRAIN_TEST_BACKEND=xla:cpu go test ./models/decoder`, `make unit-xla`); $GOMLX_BACKEND is
 // deliberately not read, so a shell's setting for the CLI does not change what `go test` checks.
 const TestEnv = "POSTTRAIN_TEST_BACKEND"
 

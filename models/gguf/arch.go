@@ -205,10 +205,22 @@ func Config(f *File) (*decoder.Config, error) {
 			m["query_pre_attn_scalar"] = hidden / heads
 		}
 		m["rope_local_base_freq"] = 10000.0
+		if v, e := floatMeta(f, key("rope.freq_base_swa")); e == nil {
+			m["rope_local_base_freq"] = v
+		}
 		m["layer_types"] = decoder.PatternLayerTypes(int(layers), 1)
 		if w, e := f.Int(key("attention.sliding_window")); e == nil && w > 0 {
 			m["sliding_window"] = w
-			m["layer_types"] = decoder.PatternLayerTypes(int(layers), decoder.DefaultSlidingWindowPattern)
+			pattern := int64(decoder.DefaultSlidingWindowPattern)
+			if p, e := f.Int(key("attention.sliding_window_pattern")); e == nil {
+				pattern = p
+			} else if _, ok := f.Get(key("attention.sliding_window_pattern")); ok {
+				return nil, fmt.Errorf("gguf: metadata %s: only a uint32 pattern is supported, not a per-layer array", key("attention.sliding_window_pattern"))
+			}
+			if pattern <= 0 {
+				return nil, fmt.Errorf("gguf: metadata %s is %d", key("attention.sliding_window_pattern"), pattern)
+			}
+			m["layer_types"] = decoder.PatternLayerTypes(int(layers), int(pattern))
 		}
 		m["final_logit_softcapping"] = nil
 		if v, e := floatMeta(f, key("final_logit_softcapping")); e == nil {
@@ -293,7 +305,8 @@ func vocabSize(f *File, name string) (int64, error) {
 // and PyTorch shapes, stored as dtype ("F32", "BF16", "F16"), in cfg.Tensors' order, with what
 // llama.cpp's converter changed undone: the Q/K row permutation (llama), the +1 of the norms
 // (gemma3). A tensor without an HF name, a missing one or a shape other than cfg implies is an
-// error naming it.
+// error naming it; rope_freqs.weight is skipped when cfg has Llama 3's rope_scaling (which Config
+// cannot rebuild from the factors, so the caller gives it).
 func Tensors(f *File, cfg *decoder.Config, dtype string) ([]*safetensors.Tensor, error) {
 	name, a, err := archOf(f)
 	if err != nil {
@@ -302,6 +315,9 @@ func Tensors(f *File, cfg *decoder.Config, dtype string) ([]*safetensors.Tensor,
 	byHF := map[string]*TensorInfo{}
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
+		if t.Name == "rope_freqs.weight" && cfg.Rope.Type == "llama3" {
+			continue // Llama 3's RoPE factors, which cfg's rope_scaling gives
+		}
 		hf := a.hfName(t.Name)
 		if hf == "" {
 			return nil, fmt.Errorf("gguf: tensor %q has no HF name in architecture %s", t.Name, name)

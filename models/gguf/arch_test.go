@@ -14,9 +14,10 @@ import (
 	"github.com/posttrain/posttrain/models/decoder"
 )
 
-// permuteRows is convert_hf_to_gguf.py's LlamaModel.permute, written from its numpy:
+// numpyPermute is convert_hf_to_gguf.py's LlamaModel.permute, written from its numpy (the export's
+// permuteRows is checked against it):
 // w.reshape(n_head, 2, rows/n_head/2, cols).swapaxes(1, 2).reshape(rows, cols).
-func permuteRows(v []float32, rows, nHeads int) []float32 {
+func numpyPermute(v []float32, rows, nHeads int) []float32 {
 	cols, d := len(v)/rows, rows/nHeads
 	out := make([]float32, 0, len(v))
 	for h := range nHeads {
@@ -31,9 +32,9 @@ func permuteRows(v []float32, rows, nHeads int) []float32 {
 }
 
 // Hand check: one head of 4 rows is stored as rows 0, 2, 1, 3 (the two rotary halves
-// interleaved); unpermuteRows undoes it, and undoes permuteRows for 3 heads of 8 rows × 2.
-func TestUnpermuteRows(t *testing.T) {
-	if got := permuteRows([]float32{0, 1, 2, 3}, 4, 1); !slices.Equal(got, []float32{0, 2, 1, 3}) {
+// interleaved); unpermuteRows undoes it, and undoes numpyPermute for 3 heads of 8 rows × 2.
+func TestPermuteRows(t *testing.T) {
+	if got := numpyPermute([]float32{0, 1, 2, 3}, 4, 1); !slices.Equal(got, []float32{0, 2, 1, 3}) {
 		t.Errorf("permute = %v, want [0 2 1 3]", got)
 	}
 	if got := unpermuteRows([]float32{0, 2, 1, 3}, 4, 1); !slices.Equal(got, []float32{0, 1, 2, 3}) {
@@ -43,8 +44,11 @@ func TestUnpermuteRows(t *testing.T) {
 	for i := range v {
 		v[i] = float32(i)
 	}
-	if got := unpermuteRows(permuteRows(v, 24, 3), 24, 3); !slices.Equal(got, v) {
+	if got := unpermuteRows(numpyPermute(v, 24, 3), 24, 3); !slices.Equal(got, v) {
 		t.Errorf("unpermute(permute(v)) = %v", got)
+	}
+	if got, want := permuteRows(v, 24, 3), numpyPermute(v, 24, 3); !slices.Equal(got, want) {
+		t.Errorf("permuteRows = %v, want numpy's %v", got, want)
 	}
 }
 

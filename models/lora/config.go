@@ -1,4 +1,4 @@
-// Package lora is PEFT's LoRA (Hu et al. 2021, arXiv:2106.09685) for the decoder of models/qwen2,
+// Package lora is PEFT's LoRA (Hu et al. 2021, arXiv:2106.09685) for the decoder of models/decoder,
 // every family it loads: a frozen projection W x becomes
 //
 //	y = W·x + s·B·A·dropout(x),   A [r,in], B [out,r],   s = α/r (α/√r with rsLoRA)

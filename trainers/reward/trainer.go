@@ -1,11 +1,11 @@
 // Package reward trains reward models with TRL v0.24's RewardTrainer semantics
 // (trl/trainer/reward_trainer.py, reward_config.py): a sequence-classification model
-// (models/qwen2's score head, num_labels 1) scores each preference pair's chosen and rejected
+// (models/decoder's score head, num_labels 1) scores each preference pair's chosen and rejected
 // sequence at its last non-padding token, and the Bradley-Terry loss −log σ(r_c − r_r − margin)
 // (plus center_rewards_coefficient's centring term) trains it. It is a loop.Method on the shared
 // driver. The pieces GRPO and PPO share to score completions with a reward model live below the
 // trainers: the encodings in data/encode (RewardTrainingIDs, RewardInputIDs), the batched scorer
-// in trainers/loop (Scorer), the score head in models/qwen2.
+// in trainers/trainable (Scorer), the score head in models/decoder.
 package reward
 
 import (
