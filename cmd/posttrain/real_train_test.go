@@ -93,7 +93,7 @@ func TestRealModels_Train(t *testing.T) {
 							"--learning-rate", "1e-4", "--lr-scheduler-type", "constant", "--seed", "3"}
 						switch method {
 						case "dpo", "kto":
-							a = append(a, "--max-length", "64")
+							a = append(a, "--max-length", "64", "--max-prompt-length", "32")
 						case "grpo":
 							a = append(a, "--reward", "mult_correct", "--num-generations", "2", "--max-completion-length", "6",
 								"--beta", "0.04", "--temperature", "1")
@@ -142,8 +142,15 @@ func TestRealModels_Train(t *testing.T) {
 					if method == "grpo" && m.chat {
 						// SmolLM2's chat template rendered the prompts: ChatML turns with its system prompt.
 						c, err := os.ReadFile(filepath.Join(a, runlog.CompletionsName))
-						if err != nil || !strings.Contains(string(c), "<|im_start|>user") {
-							t.Errorf("completions.jsonl does not show the chat template's turns (%v)", err)
+						if err != nil {
+							t.Fatal(err)
+						}
+						var first struct {
+							Prompt string `json:"prompt"`
+						}
+						line, _, _ := strings.Cut(string(c), "\n")
+						if err := json.Unmarshal([]byte(line), &first); err != nil || !strings.Contains(first.Prompt, "<|im_start|>user\n") {
+							t.Errorf("completions.jsonl's first prompt %q (%v) does not show the chat template's turns", first.Prompt, err)
 						}
 					}
 				})
