@@ -31,6 +31,9 @@ type OptimizerConfig struct {
 	Optimizer                          step.Optimizer // step.AdamW (the zero value) or step.Plain
 	Beta1, Beta2, Epsilon, WeightDecay float64
 	MaxGradNorm                        float64 // > 0: clip the global gradient norm (clip_grad_norm_)
+	// Devices > 1 splits each micro-batch over the backend's first Devices devices along the batch
+	// axis (devices.go); 0 or 1: the single-device graphs.
+	Devices int
 }
 
 func (c OptimizerConfig) adam() step.AdamHyper {
@@ -55,8 +58,9 @@ type Optimizer struct {
 	grads   []*context.Variable
 	expAvg  []*context.Variable // AdamW's moments (none for the plain step)
 	expAvg2 []*context.Variable
-	accum   *context.Exec
+	accum   *context.Exec // the single-device micro-batch graph (nil with several devices)
 	update  *context.Exec
+	dp      *dataParallel // several devices: the mesh and the micro-batch graphs by input layout
 	zero    *context.Exec // Discard's graph, built on first use
 	// The names of accum's inputs (the method's, then "norm") and metrics, and of update's inputs.
 	accumSig, updateSig named.Signature
@@ -109,20 +113,49 @@ func NewOptimizer(backend backends.Backend, m *trainable.Model, hp OptimizerConf
 			o.expAvg2 = append(o.expAvg2, zeros(ExpAvgSqScope))
 		}
 	}
+	if hp.Devices > 1 {
+		if o.dp, err = newDataParallel(backend, hp.Devices); err != nil {
+			return nil, err
+		}
+	}
 	err = step.Catch("build training graphs", func() error {
 		var e error
-		if o.accum, e = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
-			return o.accumGraph(ctx, lossFn, o.accumSig.Inputs(inputs))
-		}); e != nil {
-			return e
+		if o.dp == nil {
+			if o.accum, e = o.newAccumExec(lossFn); e != nil {
+				return e
+			}
+		} else {
+			o.dp.newAccum = func() (*context.Exec, error) { return o.newAccumExec(lossFn) }
 		}
-		o.accum.SetMaxCache(-1)
 		o.update, e = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
 			return o.updateGraph(named.Bind[step.Scalars[*Node]](o.updateSig.Inputs(inputs)))
 		})
+		if e == nil && o.dp != nil {
+			e = o.dp.replicate(o.update)
+		}
 		return e
 	})
 	return o, err
+}
+
+// newAccumExec is the compiled micro-batch graph (accumGraph), one per input shapes.
+func (o *Optimizer) newAccumExec(lossFn LossFunc) (*context.Exec, error) {
+	e, err := context.NewExec(o.backend, o.model.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
+		return o.accumGraph(ctx, lossFn, o.accumSig.Inputs(inputs))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e.SetMaxCache(-1), nil
+}
+
+// exec runs e on args: on one device as they are; on several, each arg split or replicated
+// (dataParallel.run) and the outputs of the first device returned (all are replicated).
+func (o *Optimizer) exec(e *context.Exec, args []any) ([]*tensors.Tensor, error) {
+	if o.dp == nil {
+		return e.Exec(args...)
+	}
+	return o.dp.run(e, args)
 }
 
 // accumGraph is one micro-batch: loss → gradients → added to the accumulators. in are the
@@ -200,6 +233,10 @@ func (o *Optimizer) Micro(in named.Feed, norm float64) (loss float64, metrics ma
 		if e != nil {
 			return e
 		}
+		if o.dp != nil {
+			outs, e = o.dp.micro(args, feed.Names)
+			return e
+		}
 		outs, e = o.accum.Exec(args...)
 		return e
 	})
@@ -225,7 +262,7 @@ func (o *Optimizer) Apply(lr float64) (float64, error) {
 		if e != nil {
 			return e
 		}
-		outs, e = o.update.Exec(args...)
+		outs, e = o.exec(o.update, args)
 		return e
 	})
 	if err != nil {
@@ -251,8 +288,13 @@ func (o *Optimizer) Discard() error {
 			if e != nil {
 				return e
 			}
+			if o.dp != nil {
+				if e := o.dp.replicate(o.zero); e != nil {
+					return e
+				}
+			}
 		}
-		_, e := o.zero.Exec()
+		_, e := o.exec(o.zero, nil)
 		o.micros = 0
 		return e
 	})
@@ -287,7 +329,12 @@ func (o *Optimizer) Steps() int { return o.steps }
 
 // Close frees the compiled graphs.
 func (o *Optimizer) Close() {
-	o.accum.Finalize()
+	if o.accum != nil {
+		o.accum.Finalize()
+	}
+	if o.dp != nil {
+		o.dp.close()
+	}
 	o.update.Finalize()
 	if o.zero != nil {
 		o.zero.Finalize()

@@ -1,0 +1,181 @@
+package loop_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+
+	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/models/safetensors"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+)
+
+// cpuDevices is XLA's CPU plugin with 4 devices, made once; the data-parallel tests need it
+// whatever $POSTTRAIN_TEST_BACKEND says (the pure-Go backend has one device).
+var cpuDevices = sync.OnceValues(func() (backends.Backend, error) {
+	return backend.NewWithOptions("xla:cpu", backend.Options{CPUDevices: 4})
+})
+
+func devicesBackend(t *testing.T) backends.Backend {
+	t.Helper()
+	b, err := cpuDevices()
+	if errors.Is(err, backend.ErrNoPlugin) {
+		t.Skipf("data parallel needs several devices: XLA's CPU plugin is not installed (make xla-cpu): %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// dpRun is one data-parallel test run: a fresh copy of the model at dir trained by method c on
+// train with perDevice × devices examples per micro-batch, 2 micro-batches per step, steps
+// steps, on the 4-device backend.
+type dpRun struct {
+	c                               resumeCase
+	dir, train                      string
+	perDevice, devices, steps, rows int
+	out                             string // output directory (a new one when empty)
+	resume                          bool
+	stopAt                          int // > 0: interrupt after this step (a checkpoint is saved)
+}
+
+func (r dpRun) do(t *testing.T) string {
+	t.Helper()
+	cfg := r.c.cfg()
+	tc := cfg.Common()
+	looptest.Common(t, tc, 1e-3, r.perDevice, 2, r.steps)
+	if r.out != "" {
+		tc.OutputDir = r.out
+	}
+	tc.Devices, tc.Resume, tc.LRSchedulerType, tc.WarmupSteps = r.devices, r.resume, "linear", 1
+	tc.Model, tc.Dataset = r.dir, r.train
+	cfg.Resolve()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	b := devicesBackend(t)
+	m := looptest.Load(t, r.dir, false)
+	tr := r.c.build(t, b, m, looptest.Read(t, r.train), cfg)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	res, err := loop.Run(ctx, m, tr, loop.Options{Config: cfg, Backend: b, AfterStep: func(step int) {
+		if step == r.stopAt {
+			cancel(checkpoint.ErrInterrupted)
+		}
+	}})
+	if r.stopAt > 0 {
+		if !errors.Is(err, loop.ErrInterrupted) || res == nil || res.Steps != r.stopAt {
+			t.Fatalf("%d devices: result %+v, error %v; want interrupted after step %d", r.devices, res, err, r.stopAt)
+		}
+	} else if err != nil {
+		t.Fatalf("%d devices: %v", r.devices, err)
+	}
+	return tc.OutputDir
+}
+
+// closeRuns fails t unless the runs in outputs got and want logged the same steps with the same
+// loss and grad_norm, and wrote the same final weights, within rel relative (float32: the
+// devices add the gradients in another order).
+func closeRuns(t *testing.T, want, got string, rel float64) {
+	t.Helper()
+	read := func(dir string) []runlog.Record {
+		recs, err := runlog.ReadMetrics(filepath.Join(dir, runlog.MetricsName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	w, g := read(want), read(got)
+	if len(w) != len(g) || len(w) == 0 {
+		t.Fatalf("%d metrics lines, want %d (> 0)", len(g), len(w))
+	}
+	for i := range w {
+		for _, k := range []string{"loss", "grad_norm"} {
+			a, b := g[i].Metrics[k], w[i].Metrics[k]
+			if math.Abs(a-b) > rel*math.Abs(b) || math.IsNaN(a) {
+				t.Errorf("step %d %s: %.9g, want %.9g (relative %.2g)", w[i].Step, k, a, b, math.Abs(a-b)/math.Abs(b))
+			}
+		}
+	}
+	ww, err := safetensors.ReadModelDir(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg, err := safetensors.ReadModelDir(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The weights are compared as one vector, in the max norm: ‖θ − θ₁‖∞ ≤ rel·‖θ₁‖∞. Per
+	// tensor, biases that start at zero hold a few AdamW steps (≈ lr each), and AdamW's
+	// m/√v turns the float32 round-off of their gradients into a relative difference of the
+	// order of 1e-4 of such a step (logged; TestRun_AccumulationEqualsBigBatch sees the same
+	// from grouping the micro-batch sums differently on one device).
+	diff, norm, perTensor := 0.0, 0.0, 0.0
+	for name, tw := range ww {
+		fw, _ := tw.Float32s()
+		fg, _ := wg[name].Float32s()
+		if len(fw) != len(fg) || len(fw) == 0 {
+			t.Fatalf("%s: %d values, want %d", name, len(fg), len(fw))
+		}
+		d, scale := 0.0, 0.0
+		for i := range fw {
+			d, scale = math.Max(d, math.Abs(float64(fg[i]-fw[i]))), math.Max(scale, math.Abs(float64(fw[i])))
+		}
+		diff, norm, perTensor = math.Max(diff, d), math.Max(norm, scale), math.Max(perTensor, d/scale)
+	}
+	if diff > rel*norm {
+		t.Errorf("final weights: ‖Δθ‖∞ %.3g, %.3g of ‖θ‖∞, want ≤ %g", diff, diff/norm, rel)
+	}
+	t.Logf("%d steps; final weights: ‖Δθ‖∞ %.2g (%.2g of ‖θ‖∞; per tensor at most %.2g of its largest value)", len(w), diff, diff/norm, perTensor)
+}
+
+// Data parallel on 2 and 4 of XLA's CPU devices (each micro-batch split along the batch axis by
+// the SPMD partitioner, the weights replicated) gives the 1-device run with the same global
+// batch: per-step loss and grad_norm, and the final weights, within 1e-5 relative. 11 rows, a
+// global micro-batch of 4 and 2 micro-batches per step: 3 steps cross the end of the pass, whose
+// last micro-batch of 3 rows does not divide by the devices (it runs replicated).
+func TestDevices_DataParallelEqualsOneDevice(t *testing.T) {
+	dir := looptest.Model(t)
+	for _, c := range resumeCases[:2] { // sft, dpo
+		t.Run(c.name, func(t *testing.T) {
+			train := looptest.MultFile(t, c.kind, 11, 3)
+			one := dpRun{c: c, dir: dir, train: train, perDevice: 4, devices: 1, steps: 3}.do(t)
+			for _, n := range []int{2, 4} {
+				got := dpRun{c: c, dir: dir, train: train, perDevice: 4 / n, devices: n, steps: 3}.do(t)
+				closeRuns(t, one, got, 1e-5)
+			}
+		})
+	}
+}
+
+// A checkpoint written on 4 devices resumes on 1 and on 2, and one written on 1 resumes on 4,
+// with the result of the straight 1-device run (same global batch; devices and the matching
+// per_device_train_batch_size may change on resume).
+func TestDevices_ResumeOnOtherDeviceCounts(t *testing.T) {
+	dir := looptest.Model(t)
+	c := resumeCases[0]
+	train := looptest.MultFile(t, c.kind, 11, 3)
+	run := func(devices int) dpRun {
+		return dpRun{c: c, dir: dir, train: train, perDevice: 4 / devices, devices: devices, steps: 4}
+	}
+	straight := run(1).do(t)
+	for _, p := range [][2]int{{4, 1}, {4, 2}, {1, 4}} {
+		first := run(p[0])
+		first.stopAt = 2
+		out := first.do(t)
+		then := run(p[1])
+		then.out, then.resume = out, true
+		then.do(t)
+		t.Logf("written on %d devices, resumed on %d:", p[0], p[1])
+		closeRuns(t, straight, out, 1e-5)
+	}
+}
