@@ -10,12 +10,17 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/safetensors"
+	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/reward"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // cpuDevices is XLA's CPU plugin with 4 devices, made once; the data-parallel tests need it
@@ -26,6 +31,9 @@ var cpuDevices = sync.OnceValues(func() (backends.Backend, error) {
 
 func devicesBackend(t *testing.T) backends.Backend {
 	t.Helper()
+	if !backend.IsXLA(backend.ForTests()) {
+		t.Skipf("data parallel runs on XLA's CPU devices: with %s=xla:cpu (make unit-xla)", backend.TestEnv)
+	}
 	b, err := cpuDevices()
 	if errors.Is(err, backend.ErrNoPlugin) {
 		t.Skipf("data parallel needs several devices: XLA's CPU plugin is not installed (make xla-cpu): %v", err)
@@ -43,7 +51,8 @@ type dpRun struct {
 	c                               resumeCase
 	dir, train                      string
 	perDevice, devices, steps, rows int
-	out                             string // output directory (a new one when empty)
+	load                            func(t testing.TB, dir string) *trainable.Model // nil: looptest.Load
+	out                             string                                          // output directory (a new one when empty)
 	resume                          bool
 	stopAt                          int // > 0: interrupt after this step (a checkpoint is saved)
 }
@@ -63,7 +72,11 @@ func (r dpRun) do(t *testing.T) string {
 		t.Fatal(err)
 	}
 	b := devicesBackend(t)
-	m := looptest.Load(t, r.dir, false)
+	load := r.load
+	if load == nil {
+		load = func(t testing.TB, dir string) *trainable.Model { return looptest.Load(t, dir, false) }
+	}
+	m := load(t, r.dir)
 	tr := r.c.build(t, b, m, looptest.Read(t, r.train), cfg)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -145,12 +158,43 @@ func closeRuns(t *testing.T, want, got string, rel float64) {
 // last micro-batch of 3 rows does not divide by the devices (it runs replicated).
 func TestDevices_DataParallelEqualsOneDevice(t *testing.T) {
 	dir := looptest.Model(t)
-	for _, c := range resumeCases[:2] { // sft, dpo
+	classifier := func(t testing.TB, dir string) *trainable.Model {
+		m, _, err := trainable.LoadClassifier(dir, false, 1, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	cases := []struct {
+		resumeCase
+		load    func(t testing.TB, dir string) *trainable.Model
+		devices []int
+	}{
+		{resumeCases[0], nil, []int{2, 4}},
+		{resumeCases[1], nil, []int{2}},
+		// KTO without its KL term: TRL pairs the KL rows within each device's batch
+		// (per_device_train_batch_size), so with the KL term a 2-device run is not the 1-device
+		// run of the same global batch.
+		{resumeCase{"kto apo_zero_unpaired", mult.KTO, 11, 0, func() config.Config {
+			c := config.DefaultKTO()
+			c.LossType = "apo_zero_unpaired"
+			return c
+		}, resumeCases[2].build}, nil, []int{2}},
+		{resumeCase{"reward", mult.DPO, 11, 0, func() config.Config { return config.DefaultReward() },
+			func(t *testing.T, _ backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) loop.Method {
+				tr, err := reward.New(m, d, cfg.(*config.Reward))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tr
+			}}, classifier, []int{2}},
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			train := looptest.MultFile(t, c.kind, 11, 3)
-			one := dpRun{c: c, dir: dir, train: train, perDevice: 4, devices: 1, steps: 3}.do(t)
-			for _, n := range []int{2, 4} {
-				got := dpRun{c: c, dir: dir, train: train, perDevice: 4 / n, devices: n, steps: 3}.do(t)
+			one := dpRun{c: c.resumeCase, dir: dir, train: train, perDevice: 4, devices: 1, steps: 3, load: c.load}.do(t)
+			for _, n := range c.devices {
+				got := dpRun{c: c.resumeCase, dir: dir, train: train, perDevice: 4 / n, devices: n, steps: 3, load: c.load}.do(t)
 				closeRuns(t, one, got, 1e-5)
 			}
 		})
