@@ -10,7 +10,8 @@ import (
 
 // --devices is refused in one line naming the flag, before the model or the dataset is read
 // (neither exists here): more devices than the backend has (the pure-Go backend has one), a
-// negative count, and more than one for the methods that generate (GRPO, PPO).
+// negative count, more than one for the methods that generate (GRPO, PPO), and --fsdp on the
+// pure-Go backend.
 func TestTrainCommands_DevicesRefused(t *testing.T) {
 	dir := t.TempDir()
 	missing := []string{"--model", filepath.Join(dir, "no-model"), "--dataset", filepath.Join(dir, "no.jsonl")}
@@ -23,6 +24,7 @@ func TestTrainCommands_DevicesRefused(t *testing.T) {
 		{[]string{"kto", "--devices", "-1"}, "devices (--devices) must be ≥ 1 (or 0: every device of the backend), got -1"},
 		{[]string{"grpo", "--devices", "2", "--reward", "mult_exact"}, "devices (--devices) 2: grpo runs on one device"},
 		{[]string{"ppo", "--devices", "2"}, "devices (--devices) 2: ppo runs on one device"},
+		{[]string{"sft", "--backend", "go", "--fsdp"}, "fsdp (--fsdp) needs an XLA backend (its SPMD partitioner splits the state); the backend go:parallelism=-1 has 1 device"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -126,7 +126,7 @@ func openTrainSession(ctx context.Context, cmd *cli.Command, cfg config.Config) 
 	// The backend first: --devices is checked against it before the model is resolved.
 	b, err := newBackend(errw, c.Backend)
 	if err == nil {
-		err = config.ResolveDevices(cfg, backend.Resolve(c.Backend), b.NumDevices(), backend.IsPureGo(b) || backend.IsXLACPU(b))
+		err = config.ResolveDevices(cfg, backend.Resolve(c.Backend), b.NumDevices(), backend.IsPureGo(b), backend.IsXLACPU(b))
 		if err != nil {
 			b.Finalize()
 			err = usageError{err}

@@ -330,12 +330,15 @@ func onlyOneDevice(c Config) error {
 // ResolveDevices sets devices for a backend of have devices: 0 (the default) becomes have, or 1
 // when oneByDefault (the pure-Go backend; XLA's CPU plugin, whose devices share the same cores;
 // the methods that generate), and a resolved 1 is stored as 0 (training_args.yaml of a
-// one-device run is unchanged). A count the backend does not have is refused, naming the flag.
-func ResolveDevices(c Config, backendName string, have int, oneByDefault bool) error {
+// one-device run is unchanged). A count the backend does not have, and fsdp on the pure-Go
+// backend or on one device, are refused, naming the flag.
+func ResolveDevices(c Config, backendName string, have int, pureGo, oneByDefault bool) error {
 	t := c.Common()
 	n := t.Devices
 	switch {
-	case n == 0 && oneByDefault:
+	case t.FSDP && pureGo:
+		return bad(c, "fsdp", fmt.Sprintf("needs an XLA backend (its SPMD partitioner splits the state); the backend %s has 1 device", backendName))
+	case n == 0 && (oneByDefault || pureGo):
 		n = 1
 	case n == 0:
 		n = have
@@ -344,6 +347,9 @@ func ResolveDevices(c Config, backendName string, have int, oneByDefault bool) e
 		}
 	case n > have:
 		return bad(c, "devices", fmt.Sprintf("%d: the backend %s has %d device%s", n, backendName, have, map[bool]string{true: "", false: "s"}[have == 1]))
+	}
+	if t.FSDP && n < 2 {
+		return bad(c, "fsdp", fmt.Sprintf("splits the state over several devices: give --devices ≥ 2 (the backend %s has %d)", backendName, have))
 	}
 	if n == 1 {
 		n = 0

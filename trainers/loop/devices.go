@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/distributed"
+	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
@@ -49,6 +50,54 @@ func newDataParallel(b backends.Backend, n int) (*dataParallel, error) {
 	}
 	return &dataParallel{n: n, mesh: mesh, split: split, repl: distributed.NewReplicatedShardingSpec(mesh),
 		accums: map[string]*context.Exec{}}, nil
+}
+
+// shard gives each variable of vs whose first axis divides by the devices the split spec (FSDP);
+// the others stay replicated.
+func (dp *dataParallel) shard(vs []*context.Variable) error {
+	for _, v := range vs {
+		d := v.Shape().Dimensions
+		if len(d) == 0 || d[0]%dp.n != 0 {
+			continue
+		}
+		// One axis spec per dimension (the first split, the others replicated), so that
+		// Variable.ShardShape reports the shard (it returns the whole shape for a spec of
+		// another rank, though feeding and collecting split the first axis either way).
+		axes := make([]distributed.AxisSpec, len(d))
+		axes[0] = distributed.AxisSpec{dataAxis}
+		spec, err := distributed.NewShardingSpec(dp.mesh, axes...)
+		if err == nil {
+			err = v.SetShardingSpec(spec)
+		}
+		if err != nil {
+			return fmt.Errorf("fsdp: %s: %w", v.ScopeAndName(), err)
+		}
+	}
+	return nil
+}
+
+// setOutputSpecs, called by a graph function of e once it has set the variables' new values in
+// g, gives the compiled program the output layout context.Exec reads back: first each changed
+// variable (in the context's order, as context.Exec lists them) in its own spec, then the
+// graph's outputs replicated. GoMLX v0.26 applies WithOutputShardingSpecs positionally to all
+// outputs, changed variables included, and rebuilds each changed variable with its own spec
+// without checking (docs/distributed.md): a split variable given a replicated output comes back
+// N times its size. Nothing on one device (dp nil).
+func (dp *dataParallel) setOutputSpecs(e *context.Exec, ctx *context.Context, g *graph.Graph) {
+	if dp == nil {
+		return
+	}
+	var specs []*distributed.ShardingSpec
+	ctx.EnumerateVariables(func(v *context.Variable) {
+		if v.ChangedInGraph(g) {
+			spec := v.ShardingSpec()
+			if spec == nil {
+				spec = dp.repl
+			}
+			specs = append(specs, spec)
+		}
+	})
+	e.WithOutputShardingSpecs(append(specs, dp.repl)...)
 }
 
 // replicate makes e a graph over the mesh whose inputs and outputs are all replicated (the

@@ -1,10 +1,14 @@
 package loop_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -20,6 +24,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/reward"
+	"github.com/posttrain/posttrain/trainers/sft"
 	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
@@ -52,7 +57,9 @@ type dpRun struct {
 	dir, train                      string
 	perDevice, devices, steps, rows int
 	load                            func(t testing.TB, dir string) *trainable.Model // nil: looptest.Load
-	out                             string                                          // output directory (a new one when empty)
+	fsdp                            bool
+	log                             *bytes.Buffer // receives the run's log when set
+	out                             string        // output directory (a new one when empty)
 	resume                          bool
 	stopAt                          int // > 0: interrupt after this step (a checkpoint is saved)
 }
@@ -66,7 +73,7 @@ func (r dpRun) do(t *testing.T) string {
 		tc.OutputDir = r.out
 	}
 	tc.Devices, tc.Resume, tc.LRSchedulerType, tc.WarmupSteps = r.devices, r.resume, "linear", 1
-	tc.Model, tc.Dataset = r.dir, r.train
+	tc.Model, tc.Dataset, tc.FSDP = r.dir, r.train, r.fsdp
 	cfg.Resolve()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -80,11 +87,16 @@ func (r dpRun) do(t *testing.T) string {
 	tr := r.c.build(t, b, m, looptest.Read(t, r.train), cfg)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	res, err := loop.Run(ctx, m, tr, loop.Options{Config: cfg, Backend: b, AfterStep: func(step int) {
+	opts := loop.Options{Config: cfg, Backend: b}
+	if r.log != nil {
+		opts.Logger = slog.New(slog.NewTextHandler(r.log, nil))
+	}
+	opts.AfterStep = func(step int) {
 		if step == r.stopAt {
 			cancel(checkpoint.ErrInterrupted)
 		}
-	}})
+	}
+	res, err := loop.Run(ctx, m, tr, opts)
 	if r.stopAt > 0 {
 		if !errors.Is(err, loop.ErrInterrupted) || res == nil || res.Steps != r.stopAt {
 			t.Fatalf("%d devices: result %+v, error %v; want interrupted after step %d", r.devices, res, err, r.stopAt)
@@ -222,4 +234,95 @@ func TestDevices_ResumeOnOtherDeviceCounts(t *testing.T) {
 		t.Logf("written on %d devices, resumed on %d:", p[0], p[1])
 		closeRuns(t, straight, out, 1e-5)
 	}
+}
+
+var stateBytes = regexp.MustCompile(`state_bytes_per_device=(\d+)`)
+
+// With --fsdp on 2 and 4 devices the weights, masters, accumulators and AdamW moments are split
+// along their first axis: SFT gives the 1-device run within the same bounds as data parallel, and
+// each device holds about 1/N of the state the driver logs for data parallel alone.
+func TestDevices_FSDPEqualsOneDevice(t *testing.T) {
+	dir := looptest.Model(t)
+	c := resumeCases[0]
+	train := looptest.MultFile(t, c.kind, 11, 3)
+	one := dpRun{c: c, dir: dir, train: train, perDevice: 4, devices: 1, steps: 3}.do(t)
+	perDevice := func(r dpRun) (string, int64) {
+		r.log = &bytes.Buffer{}
+		out := r.do(t)
+		m := stateBytes.FindStringSubmatch(r.log.String())
+		if m == nil {
+			t.Fatalf("no state_bytes_per_device in the log:\n%s", r.log)
+		}
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		return out, n
+	}
+	_, whole := perDevice(dpRun{c: c, dir: dir, train: train, perDevice: 2, devices: 2, steps: 1})
+	for _, n := range []int{2, 4} {
+		got, bytes := perDevice(dpRun{c: c, dir: dir, train: train, perDevice: 4 / n, devices: n, steps: 3, fsdp: true})
+		closeRuns(t, one, got, 1e-5)
+		t.Logf("%d devices: %d state bytes per device with fsdp, %d without", n, bytes, whole)
+		if bytes*int64(n) > whole*11/10 || bytes >= whole {
+			t.Errorf("%d devices: %d state bytes per device, want about %d / %d", n, bytes, whole, n)
+		}
+	}
+}
+
+// After a micro-batch and an update with FSDP on 2 devices, each weight, accumulator and AdamW
+// moment lives as 2 device buffers of half its size (its first axis split), and their bytes
+// on one device are what StateBytesPerDevice reports: half of the whole state.
+func TestOptimizer_FSDPSplitsTheState(t *testing.T) {
+	b := devicesBackend(t)
+	m := looptest.Load(t, looptest.Model(t), false)
+	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 1)), config.DefaultSFT())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp := loop.OptimizerConfig{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, MaxGradNorm: 1, Devices: 2, FSDP: true}
+	opt, err := loop.NewOptimizer(b, m, hp, tr.Loss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Close()
+	idx := []int{0, 1, 2, 3}
+	feed, err := tr.Batch(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm := 0.0
+	for _, i := range idx {
+		norm += tr.Units(i)
+	}
+	if _, _, err := opt.Micro(feed, norm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := opt.Apply(1e-3); err != nil {
+		t.Fatal(err)
+	}
+	vars, names, err := m.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onDevice, whole int64
+	for i, v := range vars {
+		for _, scope := range []string{"", loop.GradScope, loop.ExpAvgScope, loop.ExpAvgSqScope} {
+			x := v
+			if scope != "" {
+				x = m.Ctx.GetVariableByScopeAndName(scope+v.Scope(), v.Name())
+			}
+			d, err := x.DistributedValue()
+			if err != nil {
+				t.Fatalf("%s%s: %v", scope, names[i], err)
+			}
+			shards := d.Shards()
+			full, got := int64(x.Shape().Memory()), int64(shards[0].Shape().Memory())
+			if want := full / 2; len(shards) != 2 || (x.Shape().Dimensions[0]%2 == 0 && got != want) {
+				t.Errorf("%s%s %s: %d shards of %d bytes, want 2 of %d", scope, names[i], x.Shape(), len(shards), got, want)
+			}
+			onDevice, whole = onDevice+got, whole+full
+		}
+	}
+	if got := opt.StateBytesPerDevice(); got != onDevice || 2*onDevice > whole {
+		t.Errorf("StateBytesPerDevice %d, the shards on device 0 hold %d of %d bytes", got, onDevice, whole)
+	}
+	t.Logf("%d of %d state bytes on each of 2 devices", onDevice, whole)
 }

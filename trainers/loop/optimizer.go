@@ -34,6 +34,9 @@ type OptimizerConfig struct {
 	// Devices > 1 splits each micro-batch over the backend's first Devices devices along the batch
 	// axis (devices.go); 0 or 1: the single-device graphs.
 	Devices int
+	// FSDP (with Devices > 1) splits the trained weights, masters, accumulators and moments over
+	// the devices along their first axis (devices.go).
+	FSDP bool
 }
 
 func (c OptimizerConfig) adam() step.AdamHyper {
@@ -117,6 +120,11 @@ func NewOptimizer(backend backends.Backend, m *trainable.Model, hp OptimizerConf
 		if o.dp, err = newDataParallel(backend, hp.Devices); err != nil {
 			return nil, err
 		}
+		if hp.FSDP {
+			if err := o.dp.shard(o.state()); err != nil {
+				return nil, err
+			}
+		}
 	}
 	err = step.Catch("build training graphs", func() error {
 		var e error
@@ -128,7 +136,9 @@ func NewOptimizer(backend backends.Backend, m *trainable.Model, hp OptimizerConf
 			o.dp.newAccum = func() (*context.Exec, error) { return o.newAccumExec(lossFn) }
 		}
 		o.update, e = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
-			return o.updateGraph(named.Bind[step.Scalars[*Node]](o.updateSig.Inputs(inputs)))
+			out := o.updateGraph(named.Bind[step.Scalars[*Node]](o.updateSig.Inputs(inputs)))
+			o.dp.setOutputSpecs(o.update, ctx, out[0].Graph())
+			return out
 		})
 		if e == nil && o.dp != nil {
 			e = o.dp.replicate(o.update)
@@ -140,8 +150,11 @@ func NewOptimizer(backend backends.Backend, m *trainable.Model, hp OptimizerConf
 
 // newAccumExec is the compiled micro-batch graph (accumGraph), one per input shapes.
 func (o *Optimizer) newAccumExec(lossFn LossFunc) (*context.Exec, error) {
+	var e *context.Exec
 	e, err := context.NewExec(o.backend, o.model.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
-		return o.accumGraph(ctx, lossFn, o.accumSig.Inputs(inputs))
+		out := o.accumGraph(ctx, lossFn, o.accumSig.Inputs(inputs))
+		o.dp.setOutputSpecs(e, ctx, out[0].Graph())
+		return out
 	})
 	if err != nil {
 		return nil, err
@@ -283,6 +296,7 @@ func (o *Optimizer) Discard() error {
 				for _, acc := range o.grads {
 					acc.SetValueGraph(ZerosLike(acc.ValueGraph(g)))
 				}
+				o.dp.setOutputSpecs(o.zero, ctx, g)
 				return Scalar(g, dtypes.Float32, 0)
 			})
 			if e != nil {
@@ -322,6 +336,32 @@ func splitmix64(x uint64) uint64 {
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	return x ^ (x >> 31)
+}
+
+// state is the optimizer's state: the trained weights, their float32 masters (when apart),
+// the gradient accumulators and the AdamW moments.
+func (o *Optimizer) state() []*context.Variable {
+	var vs []*context.Variable
+	for i, v := range o.params {
+		vs = append(vs, v, o.grads[i])
+		if m := o.model.Master(v); m != nil && m != v {
+			vs = append(vs, m)
+		}
+		if o.expAvg != nil {
+			vs = append(vs, o.expAvg[i], o.expAvg2[i])
+		}
+	}
+	return vs
+}
+
+// StateBytesPerDevice is what one device holds of the optimizer's state (state): all of it on
+// one device or with data parallel alone, its shards with FSDP.
+func (o *Optimizer) StateBytesPerDevice() int64 {
+	var n int64
+	for _, v := range o.state() {
+		n += int64(v.ShardShape().Memory())
+	}
+	return n
 }
 
 // Steps is the number of updates applied (AdamW's t).
