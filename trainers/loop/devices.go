@@ -88,7 +88,7 @@ func (dp *dataParallel) setOutputSpecs(e *context.Exec, ctx *context.Context, g 
 		return
 	}
 	var specs []*distributed.ShardingSpec
-	ctx.EnumerateVariables(func(v *context.Variable) {
+	for v := range ctx.IterVariables() { // the order of context.Exec's EnumerateVariables
 		if v.ChangedInGraph(g) {
 			spec := v.ShardingSpec()
 			if spec == nil {
@@ -96,7 +96,7 @@ func (dp *dataParallel) setOutputSpecs(e *context.Exec, ctx *context.Context, g 
 			}
 			specs = append(specs, spec)
 		}
-	})
+	}
 	e.WithOutputShardingSpecs(append(specs, dp.repl)...)
 }
 

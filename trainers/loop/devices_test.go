@@ -53,15 +53,15 @@ func devicesBackend(t *testing.T) backends.Backend {
 // train with perDevice × devices examples per micro-batch, 2 micro-batches per step, steps
 // steps, on the 4-device backend.
 type dpRun struct {
-	c                               resumeCase
-	dir, train                      string
-	perDevice, devices, steps, rows int
-	load                            func(t testing.TB, dir string) *trainable.Model // nil: looptest.Load
-	fsdp                            bool
-	log                             *bytes.Buffer // receives the run's log when set
-	out                             string        // output directory (a new one when empty)
-	resume                          bool
-	stopAt                          int // > 0: interrupt after this step (a checkpoint is saved)
+	c                         resumeCase
+	dir, train                string
+	perDevice, devices, steps int
+	load                      func(t testing.TB, dir string) *trainable.Model // nil: looptest.Load
+	fsdp                      bool
+	log                       *bytes.Buffer // receives the run's log when set
+	out                       string        // output directory (a new one when empty)
+	resume                    bool
+	stopAt                    int // > 0: interrupt after this step (a checkpoint is saved)
 }
 
 func (r dpRun) do(t *testing.T) string {
@@ -213,25 +213,29 @@ func TestDevices_DataParallelEqualsOneDevice(t *testing.T) {
 	}
 }
 
-// A checkpoint written on 4 devices resumes on 1 and on 2, and one written on 1 resumes on 4,
-// with the result of the straight 1-device run (same global batch; devices and the matching
+// A checkpoint written on 4 devices resumes on 1 and on 2, one written on 1 resumes on 4, and one
+// written with --fsdp on 4 resumes with --fsdp on 2 and without it on 1, with the result of the
+// straight 1-device run (same global batch; devices, fsdp and the matching
 // per_device_train_batch_size may change on resume).
 func TestDevices_ResumeOnOtherDeviceCounts(t *testing.T) {
 	dir := looptest.Model(t)
 	c := resumeCases[0]
 	train := looptest.MultFile(t, c.kind, 11, 3)
-	run := func(devices int) dpRun {
-		return dpRun{c: c, dir: dir, train: train, perDevice: 4 / devices, devices: devices, steps: 4}
+	run := func(devices int, fsdp bool) dpRun {
+		return dpRun{c: c, dir: dir, train: train, perDevice: 4 / devices, devices: devices, steps: 4, fsdp: fsdp}
 	}
-	straight := run(1).do(t)
-	for _, p := range [][2]int{{4, 1}, {4, 2}, {1, 4}} {
-		first := run(p[0])
+	straight := run(1, false).do(t)
+	for _, p := range []struct {
+		from, to         int
+		fromFSDP, toFSDP bool
+	}{{4, 1, false, false}, {4, 2, false, false}, {1, 4, false, false}, {4, 2, true, true}, {4, 1, true, false}} {
+		first := run(p.from, p.fromFSDP)
 		first.stopAt = 2
 		out := first.do(t)
-		then := run(p[1])
+		then := run(p.to, p.toFSDP)
 		then.out, then.resume = out, true
 		then.do(t)
-		t.Logf("written on %d devices, resumed on %d:", p[0], p[1])
+		t.Logf("written on %d devices (fsdp %v), resumed on %d (fsdp %v):", p.from, p.fromFSDP, p.to, p.toFSDP)
 		closeRuns(t, straight, out, 1e-5)
 	}
 }
