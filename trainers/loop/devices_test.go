@@ -169,6 +169,7 @@ func closeRuns(t *testing.T, want, got string, rel float64) {
 // global micro-batch of 4 and 2 micro-batches per step: 3 steps cross the end of the pass, whose
 // last micro-batch of 3 rows does not divide by the devices (it runs replicated).
 func TestDevices_DataParallelEqualsOneDevice(t *testing.T) {
+	devicesBackend(t) // skips here, not in each subtest, without the plugin
 	dir := looptest.Model(t)
 	classifier := func(t testing.TB, dir string) *trainable.Model {
 		m, _, err := trainable.LoadClassifier(dir, false, 1, 5)
