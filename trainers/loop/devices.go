@@ -16,8 +16,9 @@ const dataAxis = "data"
 
 // dataParallel runs the driver's graphs on several devices through XLA's SPMD partitioner
 // (GoMLX's AutoSharding, Shardy): a 1-D mesh of the backend's first n devices, every variable
-// (weights, float32 masters, accumulators, AdamW moments) replicated on each, and each
-// micro-batch input split along its first (batch) axis. The graph is the single-device one —
+// (weights, float32 masters, accumulators, AdamW moments) replicated on each — or, with FSDP
+// (shard), the trained ones split along their first axis — and each micro-batch input split
+// along its first (batch) axis. The graph is the single-device one —
 // the loss is a sum over the whole micro-batch divided by norm — so the partitioner inserts the
 // all-reduce of the gradients itself: no collective is written here, and the result is the
 // one-device result up to the order of float32 additions.
