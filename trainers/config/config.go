@@ -79,7 +79,7 @@ type Training struct {
 	// AdamW moments over the devices along their first axis (PyTorch FSDP's full_shard); off,
 	// every device holds all of them. Not written when off.
 	FSDP    bool `yaml:"fsdp,omitempty" resume:"free" usage:"with devices > 1: split the weights, float32 masters, gradient accumulators and AdamW moments over the devices along their first axis (full_shard); XLA backends only"`
-	Devices int  `yaml:"devices,omitempty" resume:"free" usage:"devices each micro-batch is split over (data parallel; the global batch is per_device_train_batch_size × devices × gradient_accumulation_steps); default: every device of the backend, 1 on the pure-Go backend and on XLA's CPU plugin"`
+	Devices int  `yaml:"devices,omitempty" usage:"devices each micro-batch is split over (data parallel; the global batch is per_device_train_batch_size × devices × gradient_accumulation_steps); default: every device of the backend, 1 on the pure-Go backend and on XLA's CPU plugin"`
 }
 
 // DefaultTraining returns HF TrainingArguments' defaults with TRL v0.24's logging_steps 10.
