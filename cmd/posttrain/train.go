@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -122,7 +123,21 @@ func openTrainSession(ctx context.Context, cmd *cli.Command, cfg config.Config) 
 	errw := cmd.Root().ErrWriter
 	logger := slog.New(slog.NewTextHandler(errw, nil))
 	ctx, stop := checkpoint.NotifyContext(ctx, logger)
-	dir, b, err := openModel(ctx, errw, c.Model, c.Backend)
+	// The backend first: --devices is checked against it before the model is resolved.
+	b, err := newBackend(errw, c.Backend)
+	if err == nil {
+		err = config.ResolveDevices(cfg, backend.Resolve(c.Backend), b.NumDevices(), backend.IsPureGo(b), backend.IsXLACPU(b))
+		if err != nil {
+			b.Finalize()
+			err = usageError{err}
+		}
+	}
+	var dir string
+	if err == nil {
+		if dir, err = resolveModel(ctx, c.Model); err != nil {
+			b.Finalize()
+		}
+	}
 	if err != nil {
 		stop()
 		unlock()

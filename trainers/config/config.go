@@ -69,6 +69,17 @@ type Training struct {
 	OverwriteOutputDir        bool     `yaml:"overwrite_output_dir" resume:"free" usage:"start afresh in an output_dir that holds a previous run, removing that run's checkpoints, logs and model first (only the files a run writes); without it such a run is refused"`
 	ResumeOverride            []string `yaml:"resume_override" resume:"free" usage:"options that may differ from the resumed checkpoint's training_args.yaml (comma-separated keys, e.g. learning_rate,max_steps; all = no check); without it a resume whose trajectory options, model or dataset differ is refused"`
 	Backend                   string   `yaml:"backend" resume:"free" usage:"GoMLX backend: go[:options], xla:cuda, xla:cpu (default: $GOMLX_BACKEND, else go)"`
+
+	// Devices splits each micro-batch over this many devices of the backend (data parallel,
+	// accelerate's num_processes): the global batch is per_device_train_batch_size × devices ×
+	// gradient_accumulation_steps. 0 = the backend's devices, resolved before training (1 on the
+	// pure-Go backend and on XLA's CPU plugin, whose devices share the same cores); a resolved
+	// count of 1 is written as 0, so that training_args.yaml of a one-device run is unchanged.
+	// FSDP splits the trained weights, their float32 masters, the gradient accumulators and the
+	// AdamW moments over the devices along their first axis (PyTorch FSDP's full_shard); off,
+	// every device holds all of them. Not written when off.
+	FSDP    bool `yaml:"fsdp,omitempty" resume:"free" usage:"with devices > 1: split the weights, float32 masters, gradient accumulators and AdamW moments over the devices along their first axis (full_shard); XLA backends only"`
+	Devices int  `yaml:"devices,omitempty" usage:"devices each micro-batch is split over (data parallel; the global batch is per_device_train_batch_size × devices × gradient_accumulation_steps); default: every device of the backend, 1 on the pure-Go backend and on XLA's CPU plugin"`
 }
 
 // DefaultTraining returns HF TrainingArguments' defaults with TRL v0.24's logging_steps 10.
@@ -103,10 +114,17 @@ func (t *Training) TotalSteps(numExamples int) int {
 	if t.MaxSteps > 0 {
 		return t.MaxSteps
 	}
-	batches := ceilDiv(numExamples, t.PerDeviceTrainBatchSize)
+	batches := ceilDiv(numExamples, t.MicroBatch())
 	perEpoch := max(1, ceilDiv(batches, t.GradientAccumulationSteps))
 	return int(math.Ceil(t.NumTrainEpochs * float64(perEpoch)))
 }
+
+// DeviceCount is the number of devices a micro-batch is split over: Devices, or 1 when 0.
+func (t *Training) DeviceCount() int { return max(1, t.Devices) }
+
+// MicroBatch is the examples of one micro-batch over all devices: per_device_train_batch_size ×
+// devices (the per_device_train_batch_size examples of a one-device run).
+func (t *Training) MicroBatch() int { return t.PerDeviceTrainBatchSize * t.DeviceCount() }
 
 // Schedule returns the learning-rate schedule of a run of totalSteps optimizer steps.
 func (t *Training) Schedule(totalSteps int) (schedule.Schedule, error) {

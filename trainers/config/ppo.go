@@ -77,6 +77,9 @@ func (c *PPO) Validate() error {
 	if err := validateCommon(c); err != nil {
 		return err
 	}
+	if c.Devices > 1 {
+		return onlyOneDevice(c)
+	}
 	nonNeg := func(key string, v float64) error {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			return bad(c, key, fmt.Sprintf("must be ≥ 0, got %g", v))

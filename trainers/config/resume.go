@@ -67,6 +67,12 @@ func ResumeChanges(saved []byte, name string, cur Config) (refused, allowed []Ch
 		if f.Resume != "" || reflect.DeepEqual(o.Value.Interface(), f.Value.Interface()) {
 			continue
 		}
+		// A run on another number of devices with the same global micro-batch (per device ×
+		// devices) takes the same steps over the same examples; a change of either alone is a
+		// change of the global batch.
+		if (f.Key == "per_device_train_batch_size" || f.Key == "devices") && old.Common().MicroBatch() == cur.Common().MicroBatch() {
+			continue
+		}
 		c := Change{Key: f.Key, Flag: f.Flag, Saved: scalar(o.Value.Interface()), Now: scalar(f.Value.Interface())}
 		if slices.Contains(override, f.Key) {
 			allowed = append(allowed, c)

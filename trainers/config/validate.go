@@ -92,6 +92,9 @@ func (c *GRPO) Validate() error {
 	if err := validateCommon(c); err != nil {
 		return err
 	}
+	if c.Devices > 1 {
+		return onlyOneDevice(c)
+	}
 	spg := c.StepsPerGeneration
 	if spg == 0 {
 		spg = c.GradientAccumulationSteps
@@ -223,6 +226,8 @@ func validateCommon(c Config) error {
 		return bad(c, "per_device_train_batch_size", fmt.Sprintf("must be ≥ 1, got %d", t.PerDeviceTrainBatchSize))
 	case t.GradientAccumulationSteps < 1:
 		return bad(c, "gradient_accumulation_steps", fmt.Sprintf("must be ≥ 1, got %d", t.GradientAccumulationSteps))
+	case t.Devices < 0:
+		return bad(c, "devices", fmt.Sprintf("must be ≥ 1 (or 0: every device of the backend), got %d", t.Devices))
 	// HF's Trainer: max_steps > 0 is the number of steps; any other value (-1 by default, 0, -5)
 	// means num_train_epochs (TotalSteps).
 	case t.MaxSteps <= 0 && (!(t.NumTrainEpochs > 0) || math.IsInf(t.NumTrainEpochs, 0)):
@@ -313,5 +318,42 @@ func validateFinite(c Config) error {
 			}
 		}
 	}
+	return nil
+}
+
+// onlyOneDevice refuses devices > 1 for the methods that generate (GRPO, PPO): their rollouts
+// and scoring graphs are not split over devices yet, only the driver's gradient accumulation is.
+func onlyOneDevice(c Config) error {
+	return bad(c, "devices", fmt.Sprintf("%d: %s runs on one device; data parallel training is implemented for sft, dpo, kto and reward (docs/distributed.md)", c.Common().Devices, c.Method()))
+}
+
+// ResolveDevices sets devices for a backend of have devices: 0 (the default) becomes have, or 1
+// when oneByDefault (the pure-Go backend; XLA's CPU plugin, whose devices share the same cores;
+// the methods that generate), and a resolved 1 is stored as 0 (training_args.yaml of a
+// one-device run is unchanged). A count the backend does not have, and fsdp on the pure-Go
+// backend or on one device, are refused, naming the flag.
+func ResolveDevices(c Config, backendName string, have int, pureGo, oneByDefault bool) error {
+	t := c.Common()
+	n := t.Devices
+	switch {
+	case t.FSDP && pureGo:
+		return bad(c, "fsdp", fmt.Sprintf("needs an XLA backend (its SPMD partitioner splits the state); the backend %s has 1 device", backendName))
+	case n == 0 && (oneByDefault || pureGo):
+		n = 1
+	case n == 0:
+		n = have
+		if c.Method() == "grpo" || c.Method() == "ppo" {
+			n = 1
+		}
+	case n > have:
+		return bad(c, "devices", fmt.Sprintf("%d: the backend %s has %d device%s", n, backendName, have, map[bool]string{true: "", false: "s"}[have == 1]))
+	}
+	if t.FSDP && n < 2 {
+		return bad(c, "fsdp", fmt.Sprintf("splits the state over several devices: give --devices ≥ 2 (the backend %s has %d)", backendName, have))
+	}
+	if n == 1 {
+		n = 0
+	}
+	t.Devices = n
 	return nil
 }

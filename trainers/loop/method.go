@@ -121,6 +121,9 @@ func (s *methodSource) Begin(_ int, prog *runlog.Progress) error {
 }
 
 func describe(c *config.Training, n, total int) string {
+	if c.DeviceCount() > 1 {
+		return fmt.Sprintf("%d examples, %d steps, batch %d × %d devices × %d accumulation", n, total, c.PerDeviceTrainBatchSize, c.DeviceCount(), c.GradientAccumulationSteps)
+	}
 	return fmt.Sprintf("%d examples, %d steps, batch %d × %d accumulation", n, total, c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps)
 }
 
@@ -136,7 +139,7 @@ func (s *methodSource) Preflight(acc Accumulator) error {
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return s.method.Tokens(b) - s.method.Tokens(a) })
-	idx = idx[:min(s.n, s.cfg.PerDeviceTrainBatchSize)]
+	idx = idx[:min(s.n, s.cfg.MicroBatch())]
 	start := time.Now()
 	fail := func(err error) error {
 		return fmt.Errorf("the largest micro-batch (%d examples of up to %d tokens) does not run: %w", len(idx), s.method.Tokens(idx[0]), err)
@@ -162,7 +165,7 @@ func (s *methodSource) Accumulate(acc Accumulator) error {
 }
 
 func (s *methodSource) accumulate(acc Accumulator) error {
-	b, ga := s.cfg.PerDeviceTrainBatchSize, s.cfg.GradientAccumulationSteps
+	b, ga := s.cfg.MicroBatch(), s.cfg.GradientAccumulationSteps
 	var micros [][]int
 	norm, items := 0.0, 0.0 // the step's units; the loss's divisor (Itemizer's items, else the units)
 	itemizer, _ := s.method.(Itemizer)
@@ -224,7 +227,7 @@ func (s *methodSource) Stepped(u Update) error {
 
 // Epoch is HF's fractional epoch: passes done + micro-batches done in this pass / per pass.
 func (s *methodSource) Epoch() (float64, bool) {
-	b := s.cfg.PerDeviceTrainBatchSize
+	b := s.cfg.MicroBatch()
 	perPass := (s.n + b - 1) / b
 	return float64(s.epoch) + float64((s.offset+b-1)/b)/float64(perPass), s.endedEpoch
 }

@@ -31,6 +31,12 @@ type OptimizerConfig struct {
 	Optimizer                          step.Optimizer // step.AdamW (the zero value) or step.Plain
 	Beta1, Beta2, Epsilon, WeightDecay float64
 	MaxGradNorm                        float64 // > 0: clip the global gradient norm (clip_grad_norm_)
+	// Devices > 1 splits each micro-batch over the backend's first Devices devices along the batch
+	// axis (devices.go); 0 or 1: the single-device graphs.
+	Devices int
+	// FSDP (with Devices > 1) splits the trained weights, masters, accumulators and moments over
+	// the devices along their first axis (devices.go).
+	FSDP bool
 }
 
 func (c OptimizerConfig) adam() step.AdamHyper {
@@ -55,8 +61,9 @@ type Optimizer struct {
 	grads   []*context.Variable
 	expAvg  []*context.Variable // AdamW's moments (none for the plain step)
 	expAvg2 []*context.Variable
-	accum   *context.Exec
+	accum   *context.Exec // the single-device micro-batch graph (nil with several devices)
 	update  *context.Exec
+	dp      *dataParallel // several devices: the mesh and the micro-batch graphs by input layout
 	zero    *context.Exec // Discard's graph, built on first use
 	// The names of accum's inputs (the method's, then "norm") and metrics, and of update's inputs.
 	accumSig, updateSig named.Signature
@@ -109,20 +116,59 @@ func NewOptimizer(backend backends.Backend, m *trainable.Model, hp OptimizerConf
 			o.expAvg2 = append(o.expAvg2, zeros(ExpAvgSqScope))
 		}
 	}
+	if hp.Devices > 1 {
+		if o.dp, err = newDataParallel(backend, hp.Devices); err != nil {
+			return nil, err
+		}
+		if hp.FSDP {
+			if err := o.dp.shard(o.state()); err != nil {
+				return nil, err
+			}
+		}
+	}
 	err = step.Catch("build training graphs", func() error {
 		var e error
-		if o.accum, e = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
-			return o.accumGraph(ctx, lossFn, o.accumSig.Inputs(inputs))
-		}); e != nil {
-			return e
+		if o.dp == nil {
+			if o.accum, e = o.newAccumExec(lossFn); e != nil {
+				return e
+			}
+		} else {
+			o.dp.newAccum = func() (*context.Exec, error) { return o.newAccumExec(lossFn) }
 		}
-		o.accum.SetMaxCache(-1)
 		o.update, e = context.NewExec(backend, m.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
-			return o.updateGraph(named.Bind[step.Scalars[*Node]](o.updateSig.Inputs(inputs)))
+			out := o.updateGraph(named.Bind[step.Scalars[*Node]](o.updateSig.Inputs(inputs)))
+			o.dp.setOutputSpecs(o.update, ctx, out[0].Graph())
+			return out
 		})
+		if e == nil && o.dp != nil {
+			e = o.dp.replicate(o.update)
+		}
 		return e
 	})
 	return o, err
+}
+
+// newAccumExec is the compiled micro-batch graph (accumGraph), one per input shapes.
+func (o *Optimizer) newAccumExec(lossFn LossFunc) (*context.Exec, error) {
+	var e *context.Exec
+	e, err := context.NewExec(o.backend, o.model.Ctx.Reuse(), func(ctx *context.Context, inputs []*Node) []*Node {
+		out := o.accumGraph(ctx, lossFn, o.accumSig.Inputs(inputs))
+		o.dp.setOutputSpecs(e, ctx, out[0].Graph())
+		return out
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e.SetMaxCache(-1), nil
+}
+
+// exec runs e on args: on one device as they are; on several, each arg split or replicated
+// (dataParallel.run) and the outputs of the first device returned (all are replicated).
+func (o *Optimizer) exec(e *context.Exec, args []any) ([]*tensors.Tensor, error) {
+	if o.dp == nil {
+		return e.Exec(args...)
+	}
+	return o.dp.run(e, args)
 }
 
 // accumGraph is one micro-batch: loss → gradients → added to the accumulators. in are the
@@ -200,6 +246,10 @@ func (o *Optimizer) Micro(in named.Feed, norm float64) (loss float64, metrics ma
 		if e != nil {
 			return e
 		}
+		if o.dp != nil {
+			outs, e = o.dp.micro(args, feed.Names)
+			return e
+		}
 		outs, e = o.accum.Exec(args...)
 		return e
 	})
@@ -225,7 +275,7 @@ func (o *Optimizer) Apply(lr float64) (float64, error) {
 		if e != nil {
 			return e
 		}
-		outs, e = o.update.Exec(args...)
+		outs, e = o.exec(o.update, args)
 		return e
 	})
 	if err != nil {
@@ -246,13 +296,19 @@ func (o *Optimizer) Discard() error {
 				for _, acc := range o.grads {
 					acc.SetValueGraph(ZerosLike(acc.ValueGraph(g)))
 				}
+				o.dp.setOutputSpecs(o.zero, ctx, g)
 				return Scalar(g, dtypes.Float32, 0)
 			})
 			if e != nil {
 				return e
 			}
+			if o.dp != nil {
+				if e := o.dp.replicate(o.zero); e != nil {
+					return e
+				}
+			}
 		}
-		_, e := o.zero.Exec()
+		_, e := o.exec(o.zero, nil)
 		o.micros = 0
 		return e
 	})
@@ -282,12 +338,43 @@ func splitmix64(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
+// state is the optimizer's state: the trained weights, their float32 masters (when apart),
+// the gradient accumulators and the AdamW moments.
+func (o *Optimizer) state() []*context.Variable {
+	var vs []*context.Variable
+	for i, v := range o.params {
+		vs = append(vs, v, o.grads[i])
+		if m := o.model.Master(v); m != nil && m != v {
+			vs = append(vs, m)
+		}
+		if o.expAvg != nil {
+			vs = append(vs, o.expAvg[i], o.expAvg2[i])
+		}
+	}
+	return vs
+}
+
+// StateBytesPerDevice is what one device holds of the optimizer's state (state): all of it on
+// one device or with data parallel alone, its shards with FSDP.
+func (o *Optimizer) StateBytesPerDevice() int64 {
+	var n int64
+	for _, v := range o.state() {
+		n += int64(v.ShardShape().Memory())
+	}
+	return n
+}
+
 // Steps is the number of updates applied (AdamW's t).
 func (o *Optimizer) Steps() int { return o.steps }
 
 // Close frees the compiled graphs.
 func (o *Optimizer) Close() {
-	o.accum.Finalize()
+	if o.accum != nil {
+		o.accum.Finalize()
+	}
+	if o.dp != nil {
+		o.dp.close()
+	}
 	o.update.Finalize()
 	if o.zero != nil {
 		o.zero.Finalize()

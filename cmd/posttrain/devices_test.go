@@ -1,0 +1,45 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// --devices is refused in one line naming the flag, before the model or the dataset is read
+// (neither exists here): more devices than the backend has (the pure-Go backend has one), a
+// negative count, more than one for the methods that generate (GRPO, PPO), and --fsdp on the
+// pure-Go backend.
+func TestTrainCommands_DevicesRefused(t *testing.T) {
+	dir := t.TempDir()
+	missing := []string{"--model", filepath.Join(dir, "no-model"), "--dataset", filepath.Join(dir, "no.jsonl")}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sft", "--backend", "go", "--devices", "2"}, "devices (--devices) 2: the backend go:parallelism=-1 has 1 device"},
+		{[]string{"dpo", "--backend", "go", "--devices", "4"}, "devices (--devices) 4: the backend go:parallelism=-1 has 1 device"},
+		{[]string{"kto", "--devices", "-1"}, "devices (--devices) must be ≥ 1 (or 0: every device of the backend), got -1"},
+		{[]string{"grpo", "--devices", "2", "--reward", "mult_exact"}, "devices (--devices) 2: grpo runs on one device"},
+		{[]string{"ppo", "--devices", "2"}, "devices (--devices) 2: ppo runs on one device"},
+		{[]string{"sft", "--backend", "go", "--fsdp"}, "fsdp (--fsdp) needs an XLA backend (its SPMD partitioner splits the state); the backend go:parallelism=-1 has 1 device"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			out := filepath.Join(dir, "out-"+c.args[0])
+			_, err := runCLI(t, append(append(c.args, missing...), "--output-dir", out)...)
+			var u usageError
+			if err == nil || !errors.As(err, &u) {
+				t.Fatalf("error %v, want a usage error", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q, want one line with %q", msg, c.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("%s was created (%v): the refusal must come first", out, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,82 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// ResolveDevices: the default is every device of the backend, except one on the pure-Go backend,
+// on XLA's CPU plugin and for the methods that generate; a resolved 1 is stored as 0, so that
+// training_args.yaml of a one-device run has no devices line; too many devices, and fsdp on the
+// pure-Go backend or on one device, are refused naming the flag.
+func TestResolveDevices(t *testing.T) {
+	cases := []struct {
+		method      string
+		devices     int
+		fsdp        bool
+		have        int
+		pureGo, cpu bool
+		want        int
+		err         string
+	}{
+		{method: "sft", have: 8, want: 8},
+		{method: "dpo", have: 1, want: 0},
+		{method: "sft", have: 4, cpu: true, want: 0},
+		{method: "kto", have: 1, pureGo: true, want: 0},
+		{method: "grpo", have: 8, want: 0},
+		{method: "ppo", have: 8, want: 0},
+		{method: "reward", devices: 2, have: 4, cpu: true, want: 2},
+		{method: "sft", devices: 1, have: 8, want: 0},
+		{method: "sft", devices: 4, fsdp: true, have: 4, cpu: true, want: 4},
+		{method: "sft", devices: 5, have: 4, err: "devices (--devices) 5: the backend B has 4 devices"},
+		{method: "sft", devices: 2, have: 1, pureGo: true, err: "devices (--devices) 2: the backend B has 1 device"},
+		{method: "sft", fsdp: true, have: 1, pureGo: true, err: "fsdp (--fsdp) needs an XLA backend"},
+		{method: "sft", fsdp: true, have: 4, cpu: true, err: "fsdp (--fsdp) splits the state over several devices: give --devices ≥ 2 (the backend B has 4)"},
+	}
+	for _, c := range cases {
+		cfg, err := New(c.method)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Common().Devices, cfg.Common().FSDP = c.devices, c.fsdp
+		err = ResolveDevices(cfg, "B", c.have, c.pureGo, c.cpu)
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%+v: error %v, want %q", c, err, c.err)
+		case c.err == "" && err != nil:
+			t.Errorf("%+v: %v", c, err)
+		case c.err == "" && cfg.Common().Devices != c.want:
+			t.Errorf("%+v: devices %d, want %d", c, cfg.Common().Devices, c.want)
+		}
+	}
+}
+
+// A resume may change devices with per_device_train_batch_size when their product, the global
+// micro-batch, is the same; another product is refused as a change of either.
+func TestResumeChanges_DevicesWithTheSameGlobalBatch(t *testing.T) {
+	saved := DefaultSFT()
+	saved.Model, saved.Dataset, saved.OutputDir = "m", "d.jsonl", "/out"
+	saved.PerDeviceTrainBatchSize, saved.Devices = 1, 4
+	data, err := MarshalRun(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		perDevice, devices int
+		refused            string
+	}{{4, 0, ""}, {2, 2, ""}, {1, 4, ""}, {2, 0, "per_device_train_batch_size 1 → 2; devices 4 → 0"}, {1, 2, "devices 4 → 2"}, {1, 0, "devices 4 → 0"}} {
+		cur := *saved
+		cur.PerDeviceTrainBatchSize, cur.Devices = c.perDevice, c.devices
+		refused, _, err := ResumeChanges(data, "training_args.yaml", &cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, ch := range refused {
+			got = append(got, ch.String())
+		}
+		if strings.Join(got, "; ") != c.refused {
+			t.Errorf("per device %d × %d devices: refused %q, want %q", c.perDevice, c.devices, got, c.refused)
+		}
+	}
+}

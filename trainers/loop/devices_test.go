@@ -1,0 +1,333 @@
+package loop_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/mult"
+	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/models/safetensors"
+	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/reward"
+	"github.com/posttrain/posttrain/trainers/sft"
+	"github.com/posttrain/posttrain/trainers/trainable"
+)
+
+// cpuDevices is XLA's CPU plugin with 4 devices, made once; the data-parallel tests need it
+// whatever $POSTTRAIN_TEST_BACKEND says (the pure-Go backend has one device).
+var cpuDevices = sync.OnceValues(func() (backends.Backend, error) {
+	return backend.NewWithOptions("xla:cpu", backend.Options{CPUDevices: 4})
+})
+
+func devicesBackend(t *testing.T) backends.Backend {
+	t.Helper()
+	if !backend.IsXLA(backend.ForTests()) {
+		t.Skipf("data parallel runs on XLA's CPU devices: with %s=xla:cpu (make unit-xla)", backend.TestEnv)
+	}
+	b, err := cpuDevices()
+	if errors.Is(err, backend.ErrNoPlugin) {
+		t.Skipf("data parallel needs several devices: XLA's CPU plugin is not installed (make xla-cpu): %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// dpRun is one data-parallel test run: a fresh copy of the model at dir trained by method c on
+// train with perDevice × devices examples per micro-batch, 2 micro-batches per step, steps
+// steps, on the 4-device backend.
+type dpRun struct {
+	c                         resumeCase
+	dir, train                string
+	perDevice, devices, steps int
+	load                      func(t testing.TB, dir string) *trainable.Model // nil: looptest.Load
+	fsdp                      bool
+	log                       *bytes.Buffer // receives the run's log when set
+	out                       string        // output directory (a new one when empty)
+	resume                    bool
+	stopAt                    int // > 0: interrupt after this step (a checkpoint is saved)
+}
+
+func (r dpRun) do(t *testing.T) string {
+	t.Helper()
+	cfg := r.c.cfg()
+	tc := cfg.Common()
+	looptest.Common(t, tc, 1e-3, r.perDevice, 2, r.steps)
+	if r.out != "" {
+		tc.OutputDir = r.out
+	}
+	tc.Devices, tc.Resume, tc.LRSchedulerType, tc.WarmupSteps = r.devices, r.resume, "linear", 1
+	tc.Model, tc.Dataset, tc.FSDP = r.dir, r.train, r.fsdp
+	cfg.Resolve()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	b := devicesBackend(t)
+	load := r.load
+	if load == nil {
+		load = func(t testing.TB, dir string) *trainable.Model { return looptest.Load(t, dir, false) }
+	}
+	m := load(t, r.dir)
+	tr := r.c.build(t, b, m, looptest.Read(t, r.train), cfg)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	opts := loop.Options{Config: cfg, Backend: b}
+	if r.log != nil {
+		opts.Logger = slog.New(slog.NewTextHandler(r.log, nil))
+	}
+	opts.AfterStep = func(step int) {
+		if step == r.stopAt {
+			cancel(checkpoint.ErrInterrupted)
+		}
+	}
+	res, err := loop.Run(ctx, m, tr, opts)
+	if r.stopAt > 0 {
+		if !errors.Is(err, loop.ErrInterrupted) || res == nil || res.Steps != r.stopAt {
+			t.Fatalf("%d devices: result %+v, error %v; want interrupted after step %d", r.devices, res, err, r.stopAt)
+		}
+	} else if err != nil {
+		t.Fatalf("%d devices: %v", r.devices, err)
+	}
+	return tc.OutputDir
+}
+
+// closeRuns fails t unless the runs in outputs got and want logged the same steps with the same
+// loss and grad_norm, and wrote the same final weights, within rel relative (float32: the
+// devices add the gradients in another order).
+func closeRuns(t *testing.T, want, got string, rel float64) {
+	t.Helper()
+	read := func(dir string) []runlog.Record {
+		recs, err := runlog.ReadMetrics(filepath.Join(dir, runlog.MetricsName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	w, g := read(want), read(got)
+	if len(w) != len(g) || len(w) == 0 {
+		t.Fatalf("%d metrics lines, want %d (> 0)", len(g), len(w))
+	}
+	for i := range w {
+		for _, k := range []string{"loss", "grad_norm"} {
+			a, b := g[i].Metrics[k], w[i].Metrics[k]
+			if math.Abs(a-b) > rel*math.Abs(b) || math.IsNaN(a) {
+				t.Errorf("step %d %s: %.9g, want %.9g (relative %.2g)", w[i].Step, k, a, b, math.Abs(a-b)/math.Abs(b))
+			}
+		}
+	}
+	ww, err := safetensors.ReadModelDir(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg, err := safetensors.ReadModelDir(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The weights are compared as one vector, in the max norm: ‖θ − θ₁‖∞ ≤ rel·‖θ₁‖∞. Per
+	// tensor, biases that start at zero hold a few AdamW steps (≈ lr each), and AdamW's
+	// m/√v turns the float32 round-off of their gradients into a relative difference of the
+	// order of 1e-4 of such a step (logged; TestRun_AccumulationEqualsBigBatch sees the same
+	// from grouping the micro-batch sums differently on one device).
+	diff, norm, perTensor := 0.0, 0.0, 0.0
+	for name, tw := range ww {
+		fw, _ := tw.Float32s()
+		fg, _ := wg[name].Float32s()
+		if len(fw) != len(fg) || len(fw) == 0 {
+			t.Fatalf("%s: %d values, want %d", name, len(fg), len(fw))
+		}
+		d, scale := 0.0, 0.0
+		for i := range fw {
+			d, scale = math.Max(d, math.Abs(float64(fg[i]-fw[i]))), math.Max(scale, math.Abs(float64(fw[i])))
+		}
+		diff, norm, perTensor = math.Max(diff, d), math.Max(norm, scale), math.Max(perTensor, d/scale)
+	}
+	if diff > rel*norm {
+		t.Errorf("final weights: ‖Δθ‖∞ %.3g, %.3g of ‖θ‖∞, want ≤ %g", diff, diff/norm, rel)
+	}
+	t.Logf("%d steps; final weights: ‖Δθ‖∞ %.2g (%.2g of ‖θ‖∞; per tensor at most %.2g of its largest value)", len(w), diff, diff/norm, perTensor)
+}
+
+// Data parallel on 2 and 4 of XLA's CPU devices (each micro-batch split along the batch axis by
+// the SPMD partitioner, the weights replicated) gives the 1-device run with the same global
+// batch: per-step loss and grad_norm, and the final weights, within 1e-5 relative. 11 rows, a
+// global micro-batch of 4 and 2 micro-batches per step: 3 steps cross the end of the pass, whose
+// last micro-batch of 3 rows does not divide by the devices (it runs replicated).
+func TestDevices_DataParallelEqualsOneDevice(t *testing.T) {
+	devicesBackend(t) // skips here, not in each subtest, without the plugin
+	dir := looptest.Model(t)
+	classifier := func(t testing.TB, dir string) *trainable.Model {
+		m, _, err := trainable.LoadClassifier(dir, false, 1, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	cases := []struct {
+		resumeCase
+		load    func(t testing.TB, dir string) *trainable.Model
+		devices []int
+	}{
+		{resumeCases[0], nil, []int{2, 4}},
+		{resumeCases[1], nil, []int{2}},
+		// KTO without its KL term: TRL pairs the KL rows within each device's batch
+		// (per_device_train_batch_size), so with the KL term a 2-device run is not the 1-device
+		// run of the same global batch.
+		{resumeCase{"kto apo_zero_unpaired", mult.KTO, 11, 0, func() config.Config {
+			c := config.DefaultKTO()
+			c.LossType = "apo_zero_unpaired"
+			return c
+		}, resumeCases[2].build}, nil, []int{2}},
+		{resumeCase{"reward", mult.DPO, 11, 0, func() config.Config { return config.DefaultReward() },
+			func(t *testing.T, _ backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) loop.Method {
+				tr, err := reward.New(m, d, cfg.(*config.Reward))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tr
+			}}, classifier, []int{2}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			train := looptest.MultFile(t, c.kind, 11, 3)
+			one := dpRun{c: c.resumeCase, dir: dir, train: train, perDevice: 4, devices: 1, steps: 3, load: c.load}.do(t)
+			for _, n := range c.devices {
+				got := dpRun{c: c.resumeCase, dir: dir, train: train, perDevice: 4 / n, devices: n, steps: 3, load: c.load}.do(t)
+				closeRuns(t, one, got, 1e-5)
+			}
+		})
+	}
+}
+
+// A checkpoint written on 4 devices resumes on 1 and on 2, one written on 1 resumes on 4, and one
+// written with --fsdp on 4 resumes with --fsdp on 2 and without it on 1, with the result of the
+// straight 1-device run (same global batch; devices, fsdp and the matching
+// per_device_train_batch_size may change on resume).
+func TestDevices_ResumeOnOtherDeviceCounts(t *testing.T) {
+	dir := looptest.Model(t)
+	c := resumeCases[0]
+	train := looptest.MultFile(t, c.kind, 11, 3)
+	run := func(devices int, fsdp bool) dpRun {
+		return dpRun{c: c, dir: dir, train: train, perDevice: 4 / devices, devices: devices, steps: 4, fsdp: fsdp}
+	}
+	straight := run(1, false).do(t)
+	for _, p := range []struct {
+		from, to         int
+		fromFSDP, toFSDP bool
+	}{{4, 1, false, false}, {4, 2, false, false}, {1, 4, false, false}, {4, 2, true, true}, {4, 1, true, false}} {
+		first := run(p.from, p.fromFSDP)
+		first.stopAt = 2
+		out := first.do(t)
+		then := run(p.to, p.toFSDP)
+		then.out, then.resume = out, true
+		then.do(t)
+		t.Logf("written on %d devices (fsdp %v), resumed on %d (fsdp %v):", p.from, p.fromFSDP, p.to, p.toFSDP)
+		closeRuns(t, straight, out, 1e-5)
+	}
+}
+
+var stateBytes = regexp.MustCompile(`state_bytes_per_device=(\d+)`)
+
+// With --fsdp on 2 and 4 devices the weights, masters, accumulators and AdamW moments are split
+// along their first axis: SFT gives the 1-device run within the same bounds as data parallel, and
+// each device holds about 1/N of the state the driver logs for data parallel alone.
+func TestDevices_FSDPEqualsOneDevice(t *testing.T) {
+	dir := looptest.Model(t)
+	c := resumeCases[0]
+	train := looptest.MultFile(t, c.kind, 11, 3)
+	one := dpRun{c: c, dir: dir, train: train, perDevice: 4, devices: 1, steps: 3}.do(t)
+	perDevice := func(r dpRun) (string, int64) {
+		r.log = &bytes.Buffer{}
+		out := r.do(t)
+		m := stateBytes.FindStringSubmatch(r.log.String())
+		if m == nil {
+			t.Fatalf("no state_bytes_per_device in the log:\n%s", r.log)
+		}
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		return out, n
+	}
+	_, whole := perDevice(dpRun{c: c, dir: dir, train: train, perDevice: 2, devices: 2, steps: 1})
+	for _, n := range []int{2, 4} {
+		got, bytes := perDevice(dpRun{c: c, dir: dir, train: train, perDevice: 4 / n, devices: n, steps: 3, fsdp: true})
+		closeRuns(t, one, got, 1e-5)
+		t.Logf("%d devices: %d state bytes per device with fsdp, %d without", n, bytes, whole)
+		if bytes*int64(n) > whole*11/10 || bytes >= whole {
+			t.Errorf("%d devices: %d state bytes per device, want about %d / %d", n, bytes, whole, n)
+		}
+	}
+}
+
+// After a micro-batch and an update with FSDP on 2 devices, each weight, accumulator and AdamW
+// moment lives as 2 device buffers of half its size (its first axis split), and their bytes
+// on one device are what StateBytesPerDevice reports: half of the whole state.
+func TestOptimizer_FSDPSplitsTheState(t *testing.T) {
+	b := devicesBackend(t)
+	m := looptest.Load(t, looptest.Model(t), false)
+	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 1)), config.DefaultSFT())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp := loop.OptimizerConfig{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, MaxGradNorm: 1, Devices: 2, FSDP: true}
+	opt, err := loop.NewOptimizer(b, m, hp, tr.Loss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Close()
+	idx := []int{0, 1, 2, 3}
+	feed, err := tr.Batch(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm := 0.0
+	for _, i := range idx {
+		norm += tr.Units(i)
+	}
+	if _, _, err := opt.Micro(feed, norm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := opt.Apply(1e-3); err != nil {
+		t.Fatal(err)
+	}
+	vars, names, err := m.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onDevice, whole int64
+	for i, v := range vars {
+		for _, scope := range []string{"", loop.GradScope, loop.ExpAvgScope, loop.ExpAvgSqScope} {
+			x := v
+			if scope != "" {
+				x = m.Ctx.GetVariableByScopeAndName(scope+v.Scope(), v.Name())
+			}
+			d, err := x.DistributedValue()
+			if err != nil {
+				t.Fatalf("%s%s: %v", scope, names[i], err)
+			}
+			shards := d.Shards()
+			full, got := int64(x.Shape().Memory()), int64(shards[0].Shape().Memory())
+			if want := full / 2; len(shards) != 2 || (x.Shape().Dimensions[0]%2 == 0 && got != want) {
+				t.Errorf("%s%s %s: %d shards of %d bytes, want 2 of %d", scope, names[i], x.Shape(), len(shards), got, want)
+			}
+			onDevice, whole = onDevice+got, whole+full
+		}
+	}
+	if got := opt.StateBytesPerDevice(); got != onDevice || 2*onDevice > whole {
+		t.Errorf("StateBytesPerDevice %d, the shards on device 0 hold %d of %d bytes", got, onDevice, whole)
+	}
+	t.Logf("%d of %d state bytes on each of 2 devices", onDevice, whole)
+}
