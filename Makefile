@@ -80,7 +80,11 @@ XLA_SKIP      := ^Test(PPO_Families|GRPO_Families|Run_Families|Fault_|GRPOFault_
 # files, flags and refusals: no numerics, and on XLA each of their runs compiles its graphs anew
 XLA_SKIP      := $(XLA_SKIP)|Run_(OutputDir|Overwrite|ResumeRemovesStale|SaveSteps|ReportToTensorBoard|Preflight|Misnamed|ResumeChecksTheCheckpoint)
 XLA_SKIP      := $(XLA_SKIP)|RunFiles_|ModelCard|WindowJSON_|Eval_Schedule|LoadScorer_PadToken|PPO_RefusesOtherVocabulary|GRPO_EvalBatchMustHoldWholeGroups
-XLA_SKIP      := $(XLA_SKIP)|SFT_(ChatTemplatePath|DatasetTextField|EOSToken|MalformedRowNamesLine|NoScoredTokenIsAnError|SomeUnscoredRowsWarn|PackingNeedsMaxLength))
+XLA_SKIP      := $(XLA_SKIP)|SFT_(ChatTemplatePath|DatasetTextField|EOSToken|MalformedRowNamesLine|NoScoredTokenIsAnError|SomeUnscoredRowsWarn|PackingNeedsMaxLength)
+# TRL's step-by-step goldens: the semantics are checked on the pure-Go backend (unit); on XLA their
+# 45 cases compile anew each (about 3 minutes of unit-xla on 2 cores, passing), while the same
+# numerics stay covered there by the trainers' own tests
+XLA_SKIP      := $(XLA_SKIP)|(SFT|DPO|KTO|Reward)_TRLParity)
 
 .PHONY: unit-xla unit-xla-installed
 unit-xla:
