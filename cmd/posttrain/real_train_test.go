@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,7 +35,7 @@ func standardMult(t *testing.T, dir, kind string) string {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	for i, p := range [][2]int{{6, 4}, {10, 5}, {7, 3}, {12, 2}} {
-		prompt, right, wrong := "What is "+itoa(p[0])+"×"+itoa(p[1])+"? The answer is", " "+itoa(p[0]*p[1]), " "+itoa(p[0]*p[1]+1+i)
+		prompt, right, wrong := "What is "+strconv.Itoa(p[0])+"×"+strconv.Itoa(p[1])+"? The answer is", " "+strconv.Itoa(p[0]*p[1]), " "+strconv.Itoa(p[0]*p[1]+1+i)
 		switch kind {
 		case "sft":
 			_ = enc.Encode(map[string]any{"prompt": prompt, "completion": right})
@@ -44,7 +45,7 @@ func standardMult(t *testing.T, dir, kind string) string {
 			_ = enc.Encode(map[string]any{"prompt": prompt, "completion": right, "label": true})
 			_ = enc.Encode(map[string]any{"prompt": prompt, "completion": wrong, "label": false})
 		case "grpo":
-			_ = enc.Encode(map[string]any{"prompt": prompt, "answer": itoa(p[0] * p[1])})
+			_ = enc.Encode(map[string]any{"prompt": prompt, "answer": strconv.Itoa(p[0] * p[1])})
 		}
 	}
 	path := filepath.Join(dir, kind+"-standard.jsonl")
@@ -52,11 +53,6 @@ func standardMult(t *testing.T, dir, kind string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func itoa(v int) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // The released SmolLM2-135M-Instruct (its own tokenizer and chat template, conversational rows)

@@ -374,14 +374,23 @@ func blockSuffix(name string, suffixes ...string) bool {
 // rotates adjacent pairs, HF's rotate_half the two halves). transformers' GGUF loader undoes it
 // the same way (reverse_permute_weights: reshape(n_head, d/2, 2, …).swapaxes(1, 2)).
 func unpermuteRows(v []float32, rows, nHeads int) []float32 {
+	return llamaPermutation(v, rows, nHeads, false)
+}
+
+// llamaPermutation moves the rows of a [rows, cols] matrix between HF's order (row h·d + s·d/2 + i)
+// and llama.cpp's (row h·d + 2i + s): toGGUF is permuteRows, else unpermuteRows.
+func llamaPermutation(v []float32, rows, nHeads int, toGGUF bool) []float32 {
 	cols := len(v) / rows
 	d := rows / nHeads
 	out := make([]float32, len(v))
 	for h := range nHeads {
 		for s := range 2 {
 			for i := range d / 2 {
-				hf, gg := h*d+s*d/2+i, h*d+2*i+s
-				copy(out[hf*cols:(hf+1)*cols], v[gg*cols:(gg+1)*cols])
+				from, to := h*d+2*i+s, h*d+s*d/2+i
+				if toGGUF {
+					from, to = to, from
+				}
+				copy(out[to*cols:(to+1)*cols], v[from*cols:(from+1)*cols])
 			}
 		}
 	}

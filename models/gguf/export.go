@@ -251,19 +251,7 @@ func llama3RopeFactors(cfg *decoder.Config) []float32 {
 	return out
 }
 
-// permuteRows is convert_hf_to_gguf.py's LlamaModel.permute (the inverse of unpermuteRows): HF
-// row h·d + s·d/2 + i goes to row h·d + 2i + s.
+// permuteRows is convert_hf_to_gguf.py's LlamaModel.permute (the inverse of unpermuteRows).
 func permuteRows(v []float32, rows, nHeads int) []float32 {
-	cols := len(v) / rows
-	d := rows / nHeads
-	out := make([]float32, len(v))
-	for h := range nHeads {
-		for s := range 2 {
-			for i := range d / 2 {
-				hf, gg := h*d+s*d/2+i, h*d+2*i+s
-				copy(out[gg*cols:(gg+1)*cols], v[hf*cols:(hf+1)*cols])
-			}
-		}
-	}
-	return out
+	return llamaPermutation(v, rows, nHeads, true)
 }
