@@ -3,12 +3,12 @@ package looptest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -240,7 +240,7 @@ func (c comparison) line(at, prefix string, w map[string]float64, r runlog.Recor
 	for k := range got {
 		keys[k] = true
 	}
-	for _, key := range sortedKeys(keys) {
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
 		w, inTRL := want[key]
 		g, have := got[key]
 		switch fn, named := c.diff[key]; {
@@ -274,17 +274,8 @@ func (c comparison) line(at, prefix string, w map[string]float64, r runlog.Recor
 func (m MaxRel) Report(t testing.TB, name string) {
 	t.Helper()
 	s := ""
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		s += fmt.Sprintf(" %s=%.2g", k, m[k])
 	}
 	t.Logf("%s: largest relative difference from TRL:%s", name, s)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
