@@ -40,6 +40,7 @@ import json
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import warnings
@@ -155,6 +156,12 @@ def reward_rows():
              "rejected": f" {WORDS[(i + 5) % 10]}" + " maybe" * (1 + i % 2)} for i in range(20)]
 
 
+def grpo_rows():
+    # kind "spaces" on every third row: the spaces reward scores only those (None elsewhere).
+    return [{"prompt": f"Q{i}: tell a {WORDS[i % 10]} {WORDS[(i * 3) % 10]} story" + "!" * (i % 3),
+             "kind": "spaces" if i % 3 == 0 else "plain"} for i in range(8)]
+
+
 DPO_LOSS_TYPES = ["sigmoid", "ipo", "hinge", "robust", "exo_pair", "nca_pair", "sppo_hard", "aot",
                   "aot_pair", "discopop", "apo_zero", "apo_down", "sft"]
 
@@ -213,6 +220,175 @@ METHODS = {
         "margin": {"learning_rate": 3e-3},
     }),
 }
+
+
+# GRPO's options beside COMMON's: 4 completions of each prompt, micro-batches of 4 completions, so
+# a generation batch (per_device_train_batch_size × steps_per_generation) is 2 prompts, 8 rows 4
+# generation batches a pass, and step 5 starts the second pass.
+GRPO_COMMON = {"per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
+               "learning_rate": 3e-3, "reward_weights": [1.0, 0.5]}
+GRPO_CASES = {
+    "dapo": {},
+    "grpo_kl": {"loss_type": "grpo", "beta": 0.1},
+    "bnpo_scale_batch": {"loss_type": "bnpo", "scale_rewards": "batch"},
+    "dr_grpo_scale_none": {"loss_type": "dr_grpo", "scale_rewards": "none"},
+    "gspo": {"loss_type": "grpo", "importance_sampling_level": "sequence", "num_iterations": 2,
+             "epsilon": 3e-4, "epsilon_high": 4e-4, "learning_rate": 3e-3},
+    "off_policy_clip": {"num_iterations": 2, "epsilon": 0.05, "epsilon_high": 0.08, "delta": 1.1,
+                        "learning_rate": 1e-3, "beta": 0.05},
+    "steps_per_generation": {"steps_per_generation": 4},
+    "mask_truncated": {"mask_truncated_completions": True},
+    "entropy_mask": {"top_entropy_quantile": 0.5, "loss_type": "bnpo"},
+}
+STOP_LOGIT = 8.0
+GRPO_MODEL = "trainers/grpo/testdata/trl_parity/model"
+GRPO_ROLLOUTS = "trainers/grpo/testdata/trl_parity/rollouts.json"
+GO_RECORD = ["go", "test", "./trainers/grpo", "-run", "^TestGRPO_TRLParity$", "-count=1"]
+
+
+def vowels(prompts, completions, **kwargs):
+    return [sum(ch in "aeiou" for ch in c) / 4 for c in completions]
+
+
+def spaces(prompts, completions, kind, **kwargs):
+    return [float(c.count(" ")) if k == "spaces" else None for c, k in zip(completions, kind)]
+
+
+def write_grpo_model(src, out, rows):
+    """The fixture with the embedding row of <|im_end|> (511, the stop token; tied: input and
+    output) replaced by STOP_LOGIT / mean(h·m) · m, m the unit mean of the fixture's final
+    (normed) hidden states h over the rows' prompts. The fixture almost never samples
+    <|im_end|> (its rows' completions repeat a few tokens); h·m is positive at every position
+    measured (mean 5.4, std 1.4, min 1.5 over a run's completions, against a log-sum-exp of the
+    other logits of about 9.4), so this model ends a share of its 8-token completions, and the
+    completions/*terminated* metrics and mask_truncated_completions have something to count.
+    Nothing else changes: the prompts never hold 511, and nothing follows it."""
+    m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(src)
+    with torch.no_grad():
+        hs = []
+        for r in rows:
+            ids = torch.tensor([tok(r["prompt"], add_special_tokens=False)["input_ids"]])
+            hs.append(m(ids, output_hidden_states=True).hidden_states[-1][0])
+        h = torch.cat(hs)
+        mean = h.mean(0)
+        unit = mean / mean.norm()
+        m.get_input_embeddings().weight[511] = STOP_LOGIT / (h @ unit).mean() * unit
+    os.makedirs(out, exist_ok=True)
+    m.save_pretrained(out, safe_serialization=True)
+
+
+class RolloutSampler(torch.utils.data.Sampler):
+    """GRPOTrainer's RepeatSampler layout (each generation batch's prompts, each num_generations
+    times, the batch repeated num_iterations × steps_per_generation times) over the prompts
+    posttrain drew (rollouts.json), with RepeatSampler's length, so that epochs are counted alike.
+    Past the recorded batches it repeats the last (accelerate reads a batch ahead)."""
+
+    def __init__(self, gens, num_generations, repeat_count, length):
+        self.flat = [r for g in gens for _ in range(repeat_count) for r in g["rows"] for _ in range(num_generations)]
+        self.tail = self.flat[-len(gens[-1]["rows"]) * num_generations * repeat_count:]
+        self.length, self.pos, self.yielded = length, 0, []
+
+    def __iter__(self):
+        for _ in range(self.length):
+            if self.pos >= len(self.flat):
+                self.flat += self.tail
+            i = self.flat[self.pos]
+            self.pos += 1
+            self.yielded.append(i)
+            yield i
+
+    def __len__(self):
+        return self.length
+
+
+def grpo_parity(gens, rows):
+    """parity(GRPOTrainer) that generates nothing: each generation call returns the next batch
+    posttrain sampled (its prompt and completion ids), after checking that TRL drew the same
+    prompts and tokenizes them to the same ids; the completions' texts the reward functions get
+    are checked against posttrain's. TRL's shuffle of a generation batch before it is split into
+    micro-batches is turned off (posttrain keeps the rows in order)."""
+    trl.trainer.grpo_trainer.shuffle_sequence_dict = lambda d: d
+
+    class GRPOParity(parity(trl.GRPOTrainer)):
+        def _get_train_sampler(self, dataset=None):
+            inner = trl.GRPOTrainer._get_train_sampler(self, dataset)  # the RepeatSampler it would use
+            self.sampler = RolloutSampler(gens, self.num_generations, inner.repeat_count, len(inner))
+            return self.sampler
+
+        def _generate_single_turn(self, prompts, images):
+            assert self.model.training, "the parity cases do not evaluate"
+            g = gens[self.gen_i]
+            self.gen_i += 1
+            want = [rows[r]["prompt"] for r in g["rows"] for _ in range(self.num_generations)]
+            assert prompts == want, (self.gen_i, prompts, want)
+            ids = self.processing_class(text=prompts, add_special_tokens=False)["input_ids"]
+            assert ids == g["prompt_ids"], (self.gen_i, ids, g["prompt_ids"])
+            self.texts = g["texts"]
+            return g["prompt_ids"], g["completion_ids"], None, {}
+
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            assert completions == self.texts, (completions, self.texts)
+            return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+
+    GRPOParity.__name__ = "GRPOTrainer"
+    return GRPOParity
+
+
+def run_grpo(a, mdir, tmp):
+    """GRPO's golden: the rows and the model, the cases' options (golden.json without steps), then
+    posttrain samples (TestGRPO_TRLParity with POSTTRAIN_TRL_RECORD writes rollouts.json), then
+    TRL trains on those completions."""
+    base = os.path.join(a.out, "trainers", "grpo", "testdata", "trl_parity")
+    rows = grpo_rows()
+    write_rows(os.path.join(base, "rows.jsonl"), rows)
+    write_grpo_model(mdir, os.path.join(a.out, GRPO_MODEL), rows)
+    golden = {
+        "generator": COMMAND,
+        "versions": {"trl": trl.__version__, "transformers": transformers.__version__, "torch": torch.__version__},
+        "model": GRPO_MODEL,
+        "tokenizer": TOKENIZER,
+        "rows": "trainers/grpo/testdata/trl_parity/rows.jsonl",
+        "rollouts": GRPO_ROLLOUTS,
+        # posttrain drew the prompts; TRL read them from rollouts.json in its RepeatSampler layout.
+        "sampler": "rollouts",
+        "common": COMMON,
+        "trl_only": TRL_ONLY,
+        "cases": {name: {"options": dict(GRPO_COMMON, **opts), "rows": "trainers/grpo/testdata/trl_parity/rows.jsonl"}
+                  for name, opts in GRPO_CASES.items()},
+    }
+    write_json(os.path.join(base, "golden.json"), golden)
+    env = {k: v for k, v in os.environ.items() if k != "POSTTRAIN_TEST_BACKEND"}
+    env["POSTTRAIN_TRL_RECORD"] = os.path.abspath(a.out)
+    print("trl_parity: grpo: posttrain samples the completions (" + " ".join(GO_RECORD) + ")", file=sys.stderr)
+    subprocess.run(GO_RECORD, cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(a.out, GRPO_ROLLOUTS)) as f:
+        recorded = json.load(f)
+    gdir = os.path.join(tmp, "grpo-model")
+    shutil.copytree(os.path.join(a.out, GRPO_MODEL), gdir)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(REPO, TOKENIZER, name), gdir)
+    for name, case in golden["cases"].items():
+        print(f"trl_parity: grpo {name}", file=sys.stderr)
+        gens = recorded[name]
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_pretrained(gdir, dtype=torch.float32)
+        tok = AutoTokenizer.from_pretrained(gdir)
+        args = dict(COMMON, **TRL_ONLY, **case["options"], output_dir=os.path.join(tmp, f"grpo-{name}"))
+        tr = grpo_parity(gens, rows)(model=model, reward_funcs=[vowels, spaces], args=trl.GRPOConfig(**args),
+                                     train_dataset=Dataset.from_list(rows), processing_class=tok)
+        tr.gen_i, tr.unrounded = 0, []
+        tr.remove_callback(transformers.PrinterCallback)
+        tr.train()
+        assert tr.gen_i == len(gens), (name, tr.gen_i, len(gens))
+        steps = [e for e in tr.state.log_history if "loss" in e]
+        summary = [e for e in tr.state.log_history if "train_runtime" in e]
+        assert len(steps) == COMMON["max_steps"] == len(tr.unrounded), (len(steps), len(tr.unrounded))
+        for e, u in zip(steps, tr.unrounded):
+            e["loss_unrounded"] = u
+        case.update({"order": tr.sampler.yielded, "num_rows": len(rows), "steps": steps,
+                     "summary_keys": sorted(summary[0]) if summary else []})
+    write_json(os.path.join(base, "golden.json"), golden)
 
 
 class PosttrainOrder(torch.utils.data.Sampler):
@@ -373,10 +549,21 @@ def run_case(method, name, opts, rows, mdir, cls_dir, tmp):
     return out
 
 
+def nan_as_string(obj):
+    """obj with every float NaN as the string "NaN" (JSON has no NaN; looptest reads it back)."""
+    if isinstance(obj, float) and obj != obj:
+        return "NaN"
+    if isinstance(obj, dict):
+        return {k: nan_as_string(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [nan_as_string(v) for v in obj]
+    return obj
+
+
 def write_json(path, obj):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
+        json.dump(nan_as_string(obj), f, indent=1, sort_keys=True, allow_nan=False)
         f.write("\n")
 
 
@@ -434,6 +621,8 @@ def main():
                 golden["cases"][name] = run_case(method, name, opts, case_rows, mdir, cls_dir, tmp)
                 golden["cases"][name]["rows"] = rows_path
             write_json(os.path.join(base, "golden.json"), golden)
+        if not only or "grpo" in only:
+            run_grpo(a, mdir, tmp)
 
 
 if __name__ == "__main__":

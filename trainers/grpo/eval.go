@@ -94,10 +94,9 @@ func (t *Trainer) newEvaluator(prompts []*Prompt) (*evaluator, error) {
 	return e, nil
 }
 
-// endedEpoch reports whether step crossed an integer epoch of epochAt (an epoch is
-// prompts × num_generations completions), in integer arithmetic.
+// endedEpoch reports whether step crossed an integer epoch of epochAt, in integer arithmetic.
 func (t *Trainer) endedEpoch(step int) bool {
-	per := len(t.s.Prompts) * t.cfg.NumGenerations
+	per := t.epochRows()
 	return step > 0 && step*t.stepBatch/per > (step-1)*t.stepBatch/per
 }
 
@@ -192,7 +191,7 @@ func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Rollout, float64, 
 	for i, a := range r.Advantages {
 		adv[i] = float32(a)
 	}
-	norm := e.spec.stepNorm(r.Len(), r.maskedTokens(0, r.Len()))
+	norm := e.spec.stepNorm(r.Len(), r.completionTokens())
 	in := MicroBatch[any]{Sequences: b.Sequences, Mask: b.Mask, Advantages: adv,
 		OldLogProbs: rows(nil, 0, r.Len(), c.MaxCompletionLength), RefLogProbs: rows(r.RefLogp, 0, r.Len(), c.MaxCompletionLength),
 		SampledLogProbs: b.Sampled}

@@ -140,13 +140,13 @@ func (sp *lossSpec) baseScoreGraph(ctx *context.Context, nodes named.Inputs) map
 }
 
 // aggregate is TRL's loss_type for one micro-batch of an accumulated step (TRL divides grpo, bnpo
-// and dr_grpo by the number of accumulation steps, and dapo by the accumulated batch's token
-// count, num_items_in_batch):
+// and dr_grpo by the number of accumulation steps, and dapo by num_items_in_batch, the
+// generation batch's completion tokens: Rollout.completionTokens):
 //
 //	grpo     Σ_b mean_t ℓ_bt / norm            norm = sequences of the step (= GRPOMean / GA)
 //	bnpo     BNPOMean / GA                     (token mean of each micro-batch)
 //	dr_grpo  DrGRPOMean(L) / GA
-//	dapo     DAPOMean(norm)                    norm = completion tokens of the step
+//	dapo     DAPOMean(norm)                    norm = completion tokens of the generation batch
 func (sp *lossSpec) aggregate(norm *Node) Aggregation {
 	ga := float64(max(1, sp.GradAccum))
 	switch sp.LossType {

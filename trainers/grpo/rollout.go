@@ -98,13 +98,16 @@ func rows(t [][]float32, lo, hi, c int) [][]float32 {
 	return out
 }
 
-// maskedTokens counts the completion tokens the loss sees in rows [lo,hi).
-func (r *Rollout) maskedTokens(lo, hi int) int {
+// completionTokens counts the generated tokens of the whole generation batch, stop tokens
+// included: TRL v0.24's num_items_in_batch (grpo_trainer.py _generate: the sum of the
+// completion lengths), the dapo normaliser. It counts the truncated completions that
+// mask_truncated_completions takes out of the loss too, and it is the whole batch's even when
+// steps_per_generation > gradient_accumulation_steps splits it over several optimizer steps;
+// TRL 1.x counts the loss tokens and rescales to one step (docs/training.md, "TRL 1.x").
+func (r *Rollout) completionTokens() int {
 	n := 0
-	for _, m := range r.Mask[lo:hi] {
-		for _, v := range m {
-			n += int(v)
-		}
+	for _, c := range r.Completions {
+		n += len(c)
 	}
 	return n
 }

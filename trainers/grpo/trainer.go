@@ -114,7 +114,7 @@ func New(s Setup) (*Trainer, error) {
 	t.stepBatch = cfg.PerDeviceTrainBatchSize * cfg.GradientAccumulationSteps
 	t.genBatch = cfg.PerDeviceTrainBatchSize * cfg.StepsPerGeneration
 	t.stepsPerGen = cfg.NumIterations * cfg.StepsPerGeneration / cfg.GradientAccumulationSteps
-	t.totalSteps = cfg.TotalSteps(len(s.Prompts) * cfg.NumGenerations)
+	t.totalSteps = cfg.TotalSteps(t.epochRows())
 	for _, p := range s.Prompts {
 		if len(p.IDs) == 0 {
 			return nil, fmt.Errorf("grpo: prompt %q has no tokens", p.Text)
@@ -289,7 +289,7 @@ func (s source) Accumulate(acc loop.Accumulator) error {
 // sampling_logp_difference/max is their maximum.
 func (t *Trainer) accumulate(acc loop.Accumulator, r *Rollout, lo int) (map[string]float64, error) {
 	c, mb := t.cfg.MaxCompletionLength, t.cfg.PerDeviceTrainBatchSize
-	norm := t.spec.stepNorm(t.stepBatch, r.maskedTokens(lo, lo+t.stepBatch))
+	norm := t.spec.stepNorm(t.stepBatch, r.completionTokens())
 	metrics := map[string]float64{}
 	for m := lo; m < lo+t.stepBatch; m += mb {
 		b, err := r.batch(m, m+mb, t.promptLen, c)
@@ -339,12 +339,23 @@ func (s source) Stepped(u loop.Update) error {
 	return nil
 }
 
-// Epoch is HF's fractional epoch after the last step (steps / steps per epoch, an epoch being
-// prompts × num_generations completions) and whether that step crossed an integer epoch.
+// Epoch is HF's fractional epoch after the last step (steps / steps per epoch) and whether that
+// step crossed an integer epoch.
 func (s source) Epoch() (float64, bool) { return s.epochAt(s.globalStep), s.endedEpoch(s.globalStep) }
+
+// epochRows is the training rows of one epoch: every prompt's num_generations completions, each
+// trained on num_iterations times. It is the length of TRL's RepeatSampler (which repeats a
+// generation batch num_iterations × steps_per_generation times, read one micro-batch of
+// per_device_train_batch_size × steps_per_generation a time) in micro-batches of
+// per_device_train_batch_size, so HF counts num_train_epochs and the logged epoch over it; TRL
+// drops the prompts past a whole number of generation batches each epoch, posttrain's cursor runs
+// on into the next epoch instead, so the two agree when the prompts fill whole generation batches.
+func (t *Trainer) epochRows() int {
+	return len(t.s.Prompts) * t.cfg.NumGenerations * t.cfg.NumIterations
+}
 
 // epochAt is the fractional epoch after step (HF's epoch: steps / steps per epoch).
 func (t *Trainer) epochAt(step int) float64 {
-	perEpoch := float64(len(t.s.Prompts)*t.cfg.NumGenerations) / float64(t.stepBatch)
+	perEpoch := float64(t.epochRows()) / float64(t.stepBatch)
 	return float64(step) / max(perEpoch, 1)
 }

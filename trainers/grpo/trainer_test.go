@@ -500,3 +500,29 @@ func TestGRPO_BF16(t *testing.T) {
 		t.Errorf("bf16 and float32 rollouts' log-probs differ by at most %g: bf16 compute did not run", diff)
 	}
 }
+
+// An epoch of num_train_epochs and of the logged epoch holds every prompt's num_generations
+// completions num_iterations times, as the length of TRL's RepeatSampler: with num_iterations 2
+// a run of one epoch has twice the optimizer steps, and each step is half as much of an epoch.
+func TestTrainer_EpochCountsIterations(t *testing.T) {
+	for _, mu := range []int{1, 2} {
+		c := tinyConfig(t)
+		c.MaxSteps, c.NumTrainEpochs, c.NumIterations = 0, 1, mu
+		c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps = 4, 2 // 8 completions a step, 16 an epoch pass
+		c.Resolve()
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := New(Setup{Config: c, Backend: testBackend(), Model: tinyModel(t, 3), Decoder: letters{}, StopIDs: []int{0},
+			Prompts: tinyPrompts(), Rewards: []Reward{countReward('b')}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := tr.TotalSteps(), 2*mu; got != want {
+			t.Errorf("num_iterations %d: %d steps in one epoch, want %d", mu, got, want)
+		}
+		if got, want := tr.epochAt(1), 0.5/float64(mu); got != want {
+			t.Errorf("num_iterations %d: epoch %g after one step, want %g", mu, got, want)
+		}
+	}
+}

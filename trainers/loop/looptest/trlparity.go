@@ -27,20 +27,23 @@ type TRLGolden struct {
 	Sampler   string            `json:"sampler"` // posttrain: TRL read the rows in loop.Order's order; trl: in its trainer's own
 	Common    map[string]any    `json:"common"`
 	Cases     map[string]TRLCase
+	root      string // the tree it was read from
 }
 
 // TRLCase is one TRL run: its options (TRL's config keys, beyond Common) and, per optimizer step,
 // TRL's log_history entry with loss_unrounded (the loss before HF's Trainer rounds it to 4
 // decimals).
 type TRLCase struct {
-	Options     map[string]any       `json:"options"`
-	Rows        string               `json:"rows"`     // repository path of the case's JSONL rows
-	NumRows     int                  `json:"num_rows"` // TRL's training rows (packed rows with packing)
-	Order       []int                `json:"order"`    // the rows in the order TRL's sampler gave them, pass after pass
-	Steps       []map[string]float64 `json:"steps"`
-	Evals       []map[string]float64 `json:"evals"`            // TRL's evaluation entries (eval_strategy steps) without EvalTiming's
-	EvalTiming  []string             `json:"eval_timing_keys"` // the wall-clock keys of TRL's evaluation entries
-	SummaryKeys []string             `json:"summary_keys"`     // HF's closing entry, which posttrain does not write
+	Options     map[string]any         `json:"options"`
+	Rows        string                 `json:"rows"`     // repository path of the case's JSONL rows
+	NumRows     int                    `json:"num_rows"` // TRL's training rows (packed rows with packing)
+	Order       []int                  `json:"order"`    // the rows in the order TRL's sampler gave them, pass after pass
+	Steps       []map[string]float64   `json:"-"`
+	Evals       []map[string]float64   `json:"-"`     // TRL's evaluation entries (eval_strategy steps) without EvalTiming's
+	RawSteps    []map[string]jsonFloat `json:"steps"` // Steps as written: NaN as the string "NaN"
+	RawEvals    []map[string]jsonFloat `json:"evals"`
+	EvalTiming  []string               `json:"eval_timing_keys"` // the wall-clock keys of TRL's evaluation entries
+	SummaryKeys []string               `json:"summary_keys"`     // HF's closing entry, which posttrain does not write
 }
 
 // Root is the repository's root directory.
@@ -59,13 +62,25 @@ func Root(t testing.TB) string {
 // TRL's trainer chose itself, which posttrain must follow for the steps to agree.
 func ReadTRLGolden(t testing.TB, rel string) *TRLGolden {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(Root(t), rel))
+	return ReadTRLGoldenIn(t, Root(t), rel)
+}
+
+// ReadTRLGoldenIn is ReadTRLGolden from the tree root instead of the repository (the reference
+// script's --out TREE).
+func ReadTRLGoldenIn(t testing.TB, root, rel string) *TRLGolden {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var g TRLGolden
 	if err := json.Unmarshal(b, &g); err != nil {
 		t.Fatalf("%s: %v", rel, err)
+	}
+	g.root = root
+	for name, c := range g.Cases {
+		c.Steps, c.Evals = floats(c.RawSteps), floats(c.RawEvals)
+		g.Cases[name] = c
 	}
 	seed := int(g.Common["seed"].(float64))
 	for name, c := range g.Cases {
@@ -86,12 +101,38 @@ func ReadTRLGolden(t testing.TB, rel string) *TRLGolden {
 	return &g
 }
 
-// ModelDir copies the golden's checkpoint into a temporary directory with tinymodel's tokenizer
+// jsonFloat is a number of a golden, or the string "NaN" (JSON has no NaN; TRL logs one where a
+// metric has no sample, e.g. a reward function that scored none of a batch's completions).
+type jsonFloat float64
+
+// UnmarshalJSON reads a number or "NaN".
+func (f *jsonFloat) UnmarshalJSON(b []byte) error {
+	if string(b) == `"NaN"` {
+		*f = jsonFloat(math.NaN())
+		return nil
+	}
+	return json.Unmarshal(b, (*float64)(f))
+}
+
+// floats converts a golden's entries to plain float64 maps.
+func floats(entries []map[string]jsonFloat) []map[string]float64 {
+	var out []map[string]float64
+	for _, e := range entries {
+		m := make(map[string]float64, len(e))
+		for k, v := range e {
+			m[k] = float64(v)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// ModelDir copies the golden's checkpoint (in the tree the golden was read from) into a temporary directory with tinymodel's tokenizer
 // beside it (the tokenizer TRL ran with) and returns its path.
 func (g *TRLGolden) ModelDir(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "model")
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join(Root(t), g.Model))); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(g.root, g.Model))); err != nil {
 		t.Fatal(err)
 	}
 	if err := tinymodel.WriteTokenizer(dir); err != nil {
@@ -220,6 +261,12 @@ func (c comparison) line(at, prefix string, w map[string]float64, r runlog.Recor
 		t.Errorf("%s: posttrain's line is step %d, TRL's %v", at, r.Step, want["step"])
 	}
 	check := func(key string, w, g float64) {
+		if math.IsNaN(w) || math.IsNaN(g) { // TRL's NaN: a metric without a sample
+			if !math.IsNaN(w) || !math.IsNaN(g) {
+				t.Errorf("%s %s%s: posttrain %v, TRL %v", at, prefix, key, g, w)
+			}
+			return
+		}
 		s := math.Abs(w)
 		if c.scale != nil {
 			s = math.Max(s, c.scale(key, want))
