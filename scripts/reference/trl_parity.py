@@ -49,6 +49,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import datasets  # noqa: E402
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 import trl  # noqa: E402
@@ -391,6 +392,155 @@ def run_grpo(a, mdir, tmp):
     write_json(os.path.join(base, "golden.json"), golden)
 
 
+# PPO's options beside COMMON's: TRL's PPOTrainer counts updates by total_episodes (max_steps is
+# ignored; posttrain's max_steps 5 gives the same 5 updates), rollout batches of
+# per_device_train_batch_size × gradient_accumulation_steps prompts.
+PPO_COMMON = {"response_length": 8, "learning_rate": 3e-4, "num_ppo_epochs": 2, "stop_token": "eos",
+              "temperature": 0.7}
+PPO_CASES = {
+    "k1": {"total_episodes": 20},
+    "k3_whiten_penalty": {"total_episodes": 40, "per_device_train_batch_size": 4, "kl_estimator": "k3",
+                          "whiten_rewards": True, "missing_eos_penalty": 1.0, "kl_coef": 0.1},
+    "no_stop_gae": {"total_episodes": 20, "stop_token": None, "gamma": 0.99, "lam": 0.9, "cliprange": 0.1,
+                    "cliprange_value": 0.05, "vf_coef": 0.5, "temperature": 1.0},
+}
+PPO_ROLLOUTS = "trainers/ppo/testdata/trl_parity/rollouts.json"
+REWARD_MODEL = "trainers/reward/testdata/trl_parity/model"
+GO_RECORD_PPO = ["go", "test", "./trainers/ppo", "-run", "^TestPPO_TRLParity$", "-count=1"]
+
+
+class ListSampler(torch.utils.data.Sampler):
+    """Yields the given indices (the queries in posttrain's order), then repeats the last batch
+    (a dataloader may read ahead)."""
+
+    def __init__(self, indices, batch):
+        self.indices, self.batch = indices, batch
+
+    def __iter__(self):
+        yield from self.indices
+        while True:
+            yield from self.indices[-self.batch:]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class Permutations:
+    """trl.trainer.ppo_trainer's numpy, whose random.permutation returns each PPO epoch's
+    permutation posttrain drew, in order."""
+
+    def __init__(self, perms):
+        self.perms, self.i = perms, 0
+        self.random = self
+
+    def permutation(self, n):
+        p = self.perms[self.i]
+        self.i += 1
+        assert len(p) == n, (len(p), n)
+        return np.array(p)
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def replay_generation(ups, tok, pad):
+    """trl.trainer.ppo_trainer.batch_generation replaced: each call returns the next update's
+    queries with posttrain's responses, and the logits of a forward pass over them (TRL's
+    `forward`, divided by the generation temperature as generate's scores are) in place of the
+    generation's."""
+    state = {"i": 0}
+
+    def batch_generation(model, queries, local_rollout_forward_batch_size, pad_token_id, generation_config):
+        up = ups[state["i"]]
+        state["i"] += 1
+        got = [[int(x) for x in q if x != pad_token_id] for q in queries.tolist()]
+        assert got == up["prompt_ids"], (state["i"], got, up["prompt_ids"])
+        responses = torch.tensor(up["responses"], dtype=queries.dtype)
+        query_responses = torch.cat([queries, responses], 1)
+        context = queries.shape[1]
+        with torch.no_grad():
+            logits = trl.trainer.ppo_trainer.forward(model, query_responses, pad_token_id).logits
+        return query_responses, logits[:, context - 1:-1] / generation_config.temperature
+
+    return batch_generation, state
+
+
+def run_ppo(a, tmp):
+    """PPO's golden as GRPO's (run_grpo): rows, options, posttrain's rollouts (TestPPO_TRLParity
+    with POSTTRAIN_TRL_RECORD), then TRL's PPOTrainer on them."""
+    base = os.path.join(a.out, "trainers", "ppo", "testdata", "trl_parity")
+    rows = [{"prompt": r["prompt"]} for r in grpo_rows()]
+    write_rows(os.path.join(base, "rows.jsonl"), rows)
+    golden = {
+        "generator": COMMAND,
+        "versions": {"trl": trl.__version__, "transformers": transformers.__version__, "torch": torch.__version__},
+        "model": GRPO_MODEL,
+        "reward_model": REWARD_MODEL,
+        "tokenizer": TOKENIZER,
+        "rows": "trainers/ppo/testdata/trl_parity/rows.jsonl",
+        "rollouts": PPO_ROLLOUTS,
+        "sampler": "rollouts",
+        "common": COMMON,
+        "trl_only": TRL_ONLY,
+        "cases": {name: {"options": dict(PPO_COMMON, **opts), "rows": "trainers/ppo/testdata/trl_parity/rows.jsonl"}
+                  for name, opts in PPO_CASES.items()},
+    }
+    for c in golden["cases"].values():  # TRL's None is posttrain's empty stop_token
+        if c["options"]["stop_token"] is None:
+            c["options"]["stop_token"] = ""
+    write_json(os.path.join(base, "golden.json"), golden)
+    env = {k: v for k, v in os.environ.items() if k != "POSTTRAIN_TEST_BACKEND"}
+    env["POSTTRAIN_TRL_RECORD"] = os.path.abspath(a.out)
+    print("trl_parity: ppo: posttrain samples the rollouts (" + " ".join(GO_RECORD_PPO) + ")", file=sys.stderr)
+    subprocess.run(GO_RECORD_PPO, cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(a.out, PPO_ROLLOUTS)) as f:
+        recorded = json.load(f)
+    dirs = {}
+    for key, src in (("policy", os.path.join(a.out, GRPO_MODEL)), ("reward", os.path.join(a.out, REWARD_MODEL))):
+        dirs[key] = os.path.join(tmp, f"ppo-{key}")
+        if not os.path.exists(dirs[key]):
+            shutil.copytree(src, dirs[key])
+            for name in ("tokenizer.json", "tokenizer_config.json"):
+                shutil.copy(os.path.join(REPO, TOKENIZER, name), dirs[key])
+    for name, case in golden["cases"].items():
+        print(f"trl_parity: ppo {name}", file=sys.stderr)
+        ups = recorded[name]
+        opts = dict(case["options"])
+        if opts["stop_token"] == "":
+            opts["stop_token"] = None
+        torch.manual_seed(0)
+        tok = AutoTokenizer.from_pretrained(dirs["policy"], padding_side="left")
+        policy = AutoModelForCausalLM.from_pretrained(dirs["policy"], dtype=torch.float32)
+        ref = AutoModelForCausalLM.from_pretrained(dirs["policy"], dtype=torch.float32)
+        reward = AutoModelForSequenceClassification.from_pretrained(dirs["reward"], num_labels=1, dtype=torch.float32)
+        value = AutoModelForSequenceClassification.from_pretrained(dirs["reward"], num_labels=1, dtype=torch.float32)
+        ds = Dataset.from_list([{"input_ids": tok(r["prompt"], add_special_tokens=False)["input_ids"]} for r in rows])
+        args = dict(COMMON, **TRL_ONLY, **opts, output_dir=os.path.join(tmp, f"ppo-{name}"))
+        args.pop("max_steps")
+        args["num_sample_generations"] = 0
+        tr = trl.PPOTrainer(args=trl.PPOConfig(**args), processing_class=tok, model=policy, ref_model=ref,
+                            reward_model=reward, value_model=value, train_dataset=ds)
+        order = [i for u in ups for i in u["rows"]]
+        tr.dataloader = torch.utils.data.DataLoader(
+            ds, batch_size=tr.local_dataloader_batch_size, sampler=ListSampler(order, tr.local_dataloader_batch_size),
+            collate_fn=tr.data_collator)
+        gen, state = replay_generation(ups, tok, tok.pad_token_id)
+        trl.trainer.ppo_trainer.batch_generation = gen
+        perms = Permutations([p for u in ups for p in u["perms"]])
+        trl.trainer.ppo_trainer.np = perms
+        tr.remove_callback(transformers.PrinterCallback)
+        tr.train()
+        trl.trainer.ppo_trainer.np = np
+        assert state["i"] == len(ups) and perms.i == len(perms.perms), (name, state["i"], perms.i)
+        steps = [e for e in tr.state.log_history if "objective/kl" in e]
+        assert len(steps) == len(ups), (len(steps), len(ups))
+        for e in steps:  # episodes per second: wall-clock, so its values are dropped
+            del e["eps"]
+        case.update({"timing_keys": ["eps"], "order": order, "num_rows": len(rows), "steps": steps,
+                     "summary_keys": sorted(k for e in tr.state.log_history if "objective/kl" not in e for k in e)})
+    write_json(os.path.join(base, "golden.json"), golden)
+
+
 class PosttrainOrder(torch.utils.data.Sampler):
     """The rows in posttrain's order instead of HF's RandomSampler: pass e (the e-th __iter__)
     yields go_order(n, seed, e). yielded records what was read."""
@@ -623,6 +773,12 @@ def main():
             write_json(os.path.join(base, "golden.json"), golden)
         if not only or "grpo" in only:
             run_grpo(a, mdir, tmp)
+        if not only or "ppo" in only:
+            if not os.path.exists(os.path.join(a.out, GRPO_MODEL)):
+                write_grpo_model(mdir, os.path.join(a.out, GRPO_MODEL), grpo_rows())
+            if not os.path.exists(cls_dir):
+                write_classifier(mdir, cls_dir)
+            run_ppo(a, tmp)
 
 
 if __name__ == "__main__":

@@ -36,12 +36,16 @@ type PPO struct {
 }
 
 // DefaultPPO returns PPOConfig's v0.24 defaults (OnPolicyConfig's included: logging_steps 10,
-// learning_rate 3e-6, response_length 53, temperature 0.7, local_rollout_forward_batch_size 64).
+// learning_rate 3e-6, response_length 53, temperature 0.7, local_rollout_forward_batch_size 64),
+// and max_grad_norm 0: PPOConfig inherits TrainingArguments' 1.0, but PPOTrainer.train() is a loop
+// of its own that never clips the gradients (no clip_grad_norm_), so no clipping is what TRL does;
+// a max_grad_norm > 0 clips (a posttrain extension).
 func DefaultPPO() *PPO {
 	c := &PPO{Training: DefaultTraining(), NumPPOEpochs: 4, NumMiniBatches: 1, LocalRolloutForwardBatchSize: 64,
 		ResponseLength: 53, StopTokenID: -1, Temperature: 0.7, KLCoef: 0.05, KLEstimator: "k1", Cliprange: 0.2,
 		VFCoef: 0.1, CliprangeValue: 0.2, Gamma: 1, Lam: 0.95}
 	c.LearningRate = 3e-6
+	c.MaxGradNorm = 0
 	return c
 }
 

@@ -135,3 +135,6 @@ func SameVocabulary(policy, other *encode.Text, policyDir, otherDir string) erro
 	}
 	return nil
 }
+
+// Prompts are the training prompts in the dataset's order.
+func (t *Trainer) Prompts() []*Prompt { return t.s.Prompts }

@@ -70,6 +70,8 @@ type UpdateInfo struct {
 	// Micro is every micro-batch's statistics, in training order (num_ppo_epochs × mini-batches ×
 	// micro-batches).
 	Micro []map[string]float64
+	// Perms is each PPO epoch's permutation of the rollout's rows (TRL's np.random.permutation).
+	Perms [][]int
 }
 
 // Trainer runs PPO.
@@ -99,6 +101,7 @@ type Trainer struct {
 	stats   *updateStats
 	first   map[string]float64
 	micro   []map[string]float64
+	perms   [][]int
 	window  map[string][]float64
 }
 
@@ -227,12 +230,13 @@ func (s source) Accumulate(acc loop.Accumulator) error {
 	if err := t.scoreRollout(r); err != nil {
 		return fmt.Errorf("ppo: update %d: %w", t.round+1, err)
 	}
-	t.rollout, t.first, t.micro = r, nil, nil
+	t.rollout, t.first, t.micro, t.perms = r, nil, nil, nil
 	mini := t.batch / c.NumMiniBatches
 	micros := mini / c.PerDeviceTrainBatchSize
 	t.stats = newUpdateStats(c.NumPPOEpochs, c.NumMiniBatches, c.GradientAccumulationSteps)
 	for e := range c.NumPPOEpochs {
 		perm := loop.Order(t.batch, c.Seed, permEpoch(t.round, e, c.NumPPOEpochs))
+		t.perms = append(t.perms, perm)
 		for mb := range c.NumMiniBatches {
 			for k := range micros {
 				lo := mb*mini + k*c.PerDeviceTrainBatchSize
@@ -278,7 +282,7 @@ func (s source) Stepped(u loop.Update) error {
 		t.window[k] = append(t.window[k], v)
 	}
 	if t.s.OnUpdate != nil {
-		t.s.OnUpdate(UpdateInfo{Update: u.Step, Metrics: ms, Rollout: t.rollout, First: t.first, Micro: t.micro})
+		t.s.OnUpdate(UpdateInfo{Update: u.Step, Metrics: ms, Rollout: t.rollout, First: t.first, Micro: t.micro, Perms: t.perms})
 	}
 	return nil
 }
