@@ -92,9 +92,6 @@ func (c *GRPO) Validate() error {
 	if err := validateCommon(c); err != nil {
 		return err
 	}
-	if c.Devices > 1 {
-		return onlyOneDevice(c)
-	}
 	spg := c.StepsPerGeneration
 	if spg == 0 {
 		spg = c.GradientAccumulationSteps
@@ -103,7 +100,10 @@ func (c *GRPO) Validate() error {
 	if epsHigh == 0 {
 		epsHigh = c.Epsilon
 	}
+	mb := c.MicroBatch() // per_device_train_batch_size × devices
 	switch {
+	case c.FSDP:
+		return bad(c, "fsdp", "is not for grpo, which generates with the whole weights on one device: use --devices N without it (data parallel)")
 	case len(c.RewardFuncs) == 0 && len(c.RewardModels) == 0:
 		return bad(c, "reward_funcs", "is required: name at least one reward function (or give a reward model, --reward-model)")
 	case len(c.RewardWeights) > 0 && len(c.RewardModels) == 0 && len(c.RewardWeights) != len(c.RewardFuncs):
@@ -144,17 +144,25 @@ func (c *GRPO) Validate() error {
 		return bad(c, "num_iterations", fmt.Sprintf("must be ≥ 1, got %d", c.NumIterations))
 	case c.StepsPerGeneration < 0:
 		return bad(c, "steps_per_generation", fmt.Sprintf("must be ≥ 0 (0 = gradient_accumulation_steps), got %d", c.StepsPerGeneration))
-	case !tokensAtMost(c.PerDeviceTrainBatchSize, spg, c.MaxPromptLength+c.MaxCompletionLength):
+	case !tokensAtMost(mb, spg, c.MaxPromptLength+c.MaxCompletionLength):
 		// Each option is bounded alone; the generation batch is their product (its KV cache).
-		return bad(c, "per_device_train_batch_size", fmt.Sprintf("× steps_per_generation × (max_prompt_length + max_completion_length) = %d × %d × (%d + %d) is more than %d tokens in one generation batch",
-			c.PerDeviceTrainBatchSize, spg, c.MaxPromptLength, c.MaxCompletionLength, MaxCount))
+		devices := ""
+		if c.DeviceCount() > 1 {
+			devices = fmt.Sprintf("× devices %d ", c.DeviceCount())
+		}
+		return bad(c, "per_device_train_batch_size", fmt.Sprintf("%s× steps_per_generation × (max_prompt_length + max_completion_length) = %d × %d × (%d + %d) is more than %d tokens in one generation batch",
+			devices, mb, spg, c.MaxPromptLength, c.MaxCompletionLength, MaxCount))
 	case c.Evaluates() && !tokensAtMost(c.PerDeviceEvalBatchSize, c.MaxPromptLength+c.MaxCompletionLength):
 		return bad(c, "per_device_eval_batch_size", fmt.Sprintf("× (max_prompt_length + max_completion_length) = %d × (%d + %d) is more than %d tokens in one eval generation batch",
 			c.PerDeviceEvalBatchSize, c.MaxPromptLength, c.MaxCompletionLength, MaxCount))
-	case (c.PerDeviceTrainBatchSize*spg)%c.NumGenerations != 0:
+	case (mb*spg)%c.NumGenerations != 0 && c.DeviceCount() == 1:
 		return bad(c, "num_generations", fmt.Sprintf(
 			"(%d) must divide the generation batch per_device_train_batch_size × steps_per_generation = %d × %d = %d",
-			c.NumGenerations, c.PerDeviceTrainBatchSize, spg, c.PerDeviceTrainBatchSize*spg))
+			c.NumGenerations, c.PerDeviceTrainBatchSize, spg, mb*spg))
+	case (mb*spg)%c.NumGenerations != 0:
+		return bad(c, "num_generations", fmt.Sprintf(
+			"(%d) must divide the generation batch per_device_train_batch_size × devices × steps_per_generation = %d × %d × %d = %d",
+			c.NumGenerations, c.PerDeviceTrainBatchSize, c.DeviceCount(), spg, mb*spg))
 	case c.Evaluates() && c.PerDeviceEvalBatchSize%c.NumGenerations != 0:
 		// TRL (GRPOConfig.__post_init__): the global eval batch must hold whole groups, since the
 		// eval sampler repeats each prompt num_generations times and advantages are per group.
@@ -321,10 +329,10 @@ func validateFinite(c Config) error {
 	return nil
 }
 
-// onlyOneDevice refuses devices > 1 for the methods that generate (GRPO, PPO): their rollouts
-// and scoring graphs are not split over devices yet, only the driver's gradient accumulation is.
+// onlyOneDevice refuses devices > 1 for PPO: its update loop makes several optimizer steps per
+// rollout outside the driver's data-parallel micro-batch path, which has not been checked there.
 func onlyOneDevice(c Config) error {
-	return bad(c, "devices", fmt.Sprintf("%d: %s runs on one device; data parallel training is implemented for sft, dpo, kto and reward (docs/distributed.md)", c.Common().Devices, c.Method()))
+	return bad(c, "devices", fmt.Sprintf("%d: %s runs on one device; data parallel training is implemented for sft, dpo, kto, reward and grpo (docs/distributed.md)", c.Common().Devices, c.Method()))
 }
 
 // ResolveDevices sets devices for a backend of have devices: 0 (the default) becomes have, or 1
@@ -342,7 +350,7 @@ func ResolveDevices(c Config, backendName string, have int, pureGo, oneByDefault
 		n = 1
 	case n == 0:
 		n = have
-		if c.Method() == "grpo" || c.Method() == "ppo" {
+		if c.Method() == "ppo" {
 			n = 1
 		}
 	case n > have:

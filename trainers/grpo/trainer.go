@@ -111,8 +111,8 @@ func New(s Setup) (*Trainer, error) {
 	if t.log == nil {
 		t.log = slog.Default()
 	}
-	t.stepBatch = cfg.PerDeviceTrainBatchSize * cfg.GradientAccumulationSteps
-	t.genBatch = cfg.PerDeviceTrainBatchSize * cfg.StepsPerGeneration
+	t.stepBatch = cfg.MicroBatch() * cfg.GradientAccumulationSteps
+	t.genBatch = cfg.MicroBatch() * cfg.StepsPerGeneration
 	t.stepsPerGen = cfg.NumIterations * cfg.StepsPerGeneration / cfg.GradientAccumulationSteps
 	t.totalSteps = cfg.TotalSteps(t.epochRows())
 	for _, p := range s.Prompts {
@@ -288,7 +288,7 @@ func (s source) Accumulate(acc loop.Accumulator) error {
 // already divided by the step's normaliser). Metrics are averaged over the micro-batches,
 // sampling_logp_difference/max is their maximum.
 func (t *Trainer) accumulate(acc loop.Accumulator, r *Rollout, lo int) (map[string]float64, error) {
-	c, mb := t.cfg.MaxCompletionLength, t.cfg.PerDeviceTrainBatchSize
+	c, mb := t.cfg.MaxCompletionLength, t.cfg.MicroBatch()
 	norm := t.spec.stepNorm(t.stepBatch, r.completionTokens())
 	metrics := map[string]float64{}
 	for m := lo; m < lo+t.stepBatch; m += mb {
