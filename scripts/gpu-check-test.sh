@@ -38,7 +38,7 @@ GC=(bash "$ROOT/scripts/gpu-check.sh" --bin "$BIN")
 
 # 1. The CPU shapes.
 run_check cpu 0 "${GC[@]}" --cpu --out "$T/cpu"
-expect "$T/cpu/summary.txt" "mode: cpu" "result: ok" "backend            ok" "compile " "graphs), run" "trainer_grpo       ok"
+expect "$T/cpu/summary.txt" "mode: cpu" "result: ok" "backend            ok" "compile " "graphs), run" "trainer_grpo       ok" "trainer_sft_dp     skipped" "one device: data parallel not run"
 
 # 1b. Every other model family's tiny preset on the CPU (--family).
 for fam in qwen3:qwen3-tiny llama:llama-3.2-tiny smollm2:smollm2-tiny smollm3:smollm3-tiny gemma3:gemma-3-tiny; do

@@ -429,6 +429,21 @@ if [ -z "$STOPPED" ]; then
       --gradient-accumulation-steps "$TRAIN_GRPO_GA" --num-generations "$TRAIN_GRPO_GENS" --max-completion-length "$TRAIN_GRPO_NEW"
   fi
 
+  # Data parallel (docs/distributed.md): on a box with more than one device, the SFT run again
+  # with --devices over all of them, per_device_train_batch_size unchanged (so N times the global
+  # batch): its metrics.jsonl's train speeds / N are the per-device throughput, beside
+  # trainer_sft's one-device figures. On one device the stage says so.
+  NDEV=$(sed -n '/"devices": \[/,/\]/p' "$WORK/backend.out" 2>/dev/null | grep -c '"' || true)
+  NDEV=$((NDEV > 1 ? NDEV - 1 : 1))
+  # shellcheck disable=SC2086
+  if [ "$NDEV" -lt 2 ]; then
+    record trainer_sft_dp skipped 0 0 "" "one device: data parallel not run"
+  elif needs trainer_sft_dp trainer_data; then
+    stage trainer_sft_dp "$T_TRAINER" "jsonl:$WORK/run-sft-dp/metrics.jsonl" "${PT[@]}" sft --model "$M" --dataset "$WORK/sft.jsonl" \
+      --output-dir "$WORK/run-sft-dp" --logging-steps 1 --save-steps 0 --seed "$SEED" --backend "$BACKEND" $TRAIN_DTYPE_FLAG \
+      --max-steps "$TRAIN_SFT_STEPS" --per-device-train-batch-size "$TRAIN_SFT_BATCH" --max-length "$TRAIN_SFT_LEN" --devices "$NDEV"
+  fi
+
   # ---- PyTorch + transformers stages (the same workloads, for the checks and the ratios) ----
   for dt in float32 bfloat16; do
     if needs score_hf_$dt inputs; then
