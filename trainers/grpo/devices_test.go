@@ -7,37 +7,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sync"
+	"slices"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
 
-	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/loop/looptest"
 )
-
-// cpuDevices is XLA's CPU plugin with 4 devices, made once (the pure-Go backend has one).
-var cpuDevices = sync.OnceValues(func() (backends.Backend, error) {
-	return backend.NewWithOptions("xla:cpu", backend.Options{CPUDevices: 4})
-})
-
-func devicesBackend(t *testing.T) backends.Backend {
-	t.Helper()
-	if !backend.IsXLA(backend.ForTests()) {
-		t.Skipf("data parallel runs on XLA's CPU devices: with %s=xla:cpu (make unit-xla)", backend.TestEnv)
-	}
-	b, err := cpuDevices()
-	if errors.Is(err, backend.ErrNoPlugin) {
-		t.Skipf("data parallel needs several devices: XLA's CPU plugin is not installed (make xla-cpu): %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // GRPO data parallel on 2 and 4 of XLA's CPU devices (each training micro-batch split along the
 // batch axis by the SPMD partitioner, the weights replicated; generation and the old/reference
@@ -46,7 +26,7 @@ func devicesBackend(t *testing.T) backends.Backend {
 // 1e-5 relative (the weights as one vector in the max norm, as the driver's own test), with
 // gradient accumulation, off-policy (num_iterations 2) and a reference model (β 0.04).
 func TestGRPO_DataParallelEqualsOneDevice(t *testing.T) {
-	b := devicesBackend(t)
+	b := looptest.DevicesBackend(t)
 	want, w1 := dpRun(t, b, dpConfig(t, 1), 0)
 	for _, n := range []int{2, 4} {
 		got, wn := dpRun(t, b, dpConfig(t, n), 0)
@@ -58,7 +38,7 @@ func TestGRPO_DataParallelEqualsOneDevice(t *testing.T) {
 				t.Fatalf("devices %d step %d: %d completions, want %d", n, i+1, len(g), len(w))
 			}
 			for j := range want[i].Rollout.Completions {
-				if !equalIDs(got[i].Rollout.Completions[j], want[i].Rollout.Completions[j]) {
+				if !slices.Equal(got[i].Rollout.Completions[j], want[i].Rollout.Completions[j]) {
 					t.Fatalf("devices %d step %d: completion %d %v, want %v", n, i+1, j, got[i].Rollout.Completions[j], want[i].Rollout.Completions[j])
 				}
 			}
@@ -80,11 +60,12 @@ func TestGRPO_DataParallelEqualsOneDevice(t *testing.T) {
 // A GRPO checkpoint written on 4 devices resumes on 1 (per_device_train_batch_size × devices
 // kept) and ends as the straight one-device run, within 1e-5 of ‖θ‖∞.
 func TestGRPO_ResumeOnOtherDeviceCount(t *testing.T) {
-	b := devicesBackend(t)
+	b := looptest.DevicesBackend(t)
 	_, want := dpRun(t, b, dpConfig(t, 1), 0)
 	c := dpConfig(t, 4)
-	if _, _ = dpRun(t, b, c, 1); !fileExists(filepath.Join(c.OutputDir, "checkpoint-2", checkpoint.StateName)) {
-		t.Fatal("the interrupted 4-device run saved no checkpoint-2")
+	dpRun(t, b, c, 1)
+	if _, err := os.Stat(filepath.Join(c.OutputDir, "checkpoint-2", checkpoint.StateName)); err != nil {
+		t.Fatalf("the interrupted 4-device run saved no checkpoint-2: %v", err)
 	}
 	r := dpConfig(t, 1)
 	r.OutputDir, r.Resume = c.OutputDir, true
@@ -154,23 +135,6 @@ func closeWeights(t *testing.T, what string, want, got map[string][]float32) {
 	} else {
 		t.Logf("%s: final weights ‖Δθ‖∞ %.2g of ‖θ‖∞", what, d/norm)
 	}
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
-func equalIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // --fsdp is refused for GRPO: its generation and scoring graphs read the whole weights.

@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -107,13 +108,7 @@ func TestGRPO_TRLParity(t *testing.T) {
 		}
 	}
 	got := map[string][]generation{}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range g.Cases {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(g.Cases)) {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.DefaultGRPO()
 			c := g.Configure(t, name, cfg)

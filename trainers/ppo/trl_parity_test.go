@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -76,12 +77,7 @@ func TestPPO_TRLParity(t *testing.T) {
 		}
 	}
 	got := map[string][]update{}
-	names := make([]string, 0, len(g.Cases))
-	for k := range g.Cases {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(g.Cases)) {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.DefaultPPO()
 			c := g.Configure(t, name, cfg)
