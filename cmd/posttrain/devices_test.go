@@ -10,8 +10,8 @@ import (
 
 // --devices is refused in one line naming the flag, before the model or the dataset is read
 // (neither exists here): more devices than the backend has (the pure-Go backend has one), a
-// negative count, more than one for PPO, --fsdp for GRPO (its generation reads the whole
-// weights), and --fsdp on the pure-Go backend.
+// negative count, --fsdp for GRPO and PPO (their generation reads the whole weights), and --fsdp
+// on the pure-Go backend.
 func TestTrainCommands_DevicesRefused(t *testing.T) {
 	dir := t.TempDir()
 	missing := []string{"--model", filepath.Join(dir, "no-model"), "--dataset", filepath.Join(dir, "no.jsonl")}
@@ -24,7 +24,8 @@ func TestTrainCommands_DevicesRefused(t *testing.T) {
 		{[]string{"kto", "--devices", "-1"}, "devices (--devices) must be ≥ 1 (or 0: every device of the backend), got -1"},
 		{[]string{"grpo", "--backend", "go", "--devices", "2", "--reward", "mult_strict"}, "devices (--devices) 2: the backend go:parallelism=-1 has 1 device"},
 		{[]string{"grpo", "--devices", "2", "--fsdp", "--reward", "mult_exact"}, "fsdp (--fsdp) is not for grpo, which generates with the whole weights on one device: use --devices N without it (data parallel)"},
-		{[]string{"ppo", "--devices", "2"}, "devices (--devices) 2: ppo runs on one device"},
+		{[]string{"ppo", "--backend", "go", "--devices", "2", "--reward-model", filepath.Join(dir, "no-rm")}, "devices (--devices) 2: the backend go:parallelism=-1 has 1 device"},
+		{[]string{"ppo", "--devices", "2", "--fsdp", "--reward-model", filepath.Join(dir, "no-rm")}, "fsdp (--fsdp) is not for ppo, which generates with the whole weights on one device: use --devices N without it (data parallel)"},
 		{[]string{"sft", "--backend", "go", "--fsdp"}, "fsdp (--fsdp) needs an XLA backend (its SPMD partitioner splits the state); the backend go:parallelism=-1 has 1 device"},
 	}
 	for _, c := range cases {

@@ -6,7 +6,7 @@ import (
 )
 
 // ResolveDevices: the default is every device of the backend, except one on the pure-Go backend,
-// on XLA's CPU plugin and for PPO; a resolved 1 is stored as 0, so that
+// and on XLA's CPU plugin; a resolved 1 is stored as 0, so that
 // training_args.yaml of a one-device run has no devices line; too many devices, and fsdp on the
 // pure-Go backend or on one device, are refused naming the flag.
 func TestResolveDevices(t *testing.T) {
@@ -24,7 +24,7 @@ func TestResolveDevices(t *testing.T) {
 		{method: "sft", have: 4, cpu: true, want: 0},
 		{method: "kto", have: 1, pureGo: true, want: 0},
 		{method: "grpo", have: 8, want: 8},
-		{method: "ppo", have: 8, want: 0},
+		{method: "ppo", have: 8, want: 8},
 		{method: "reward", devices: 2, have: 4, cpu: true, want: 2},
 		{method: "sft", devices: 1, have: 8, want: 0},
 		{method: "sft", devices: 4, fsdp: true, have: 4, cpu: true, want: 4},

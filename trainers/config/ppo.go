@@ -59,8 +59,9 @@ func (c *PPO) Resolve() {
 	}
 }
 
-// RolloutBatch is the prompts of one rollout (TRL's local_batch_size, one process).
-func (c *PPO) RolloutBatch() int { return c.PerDeviceTrainBatchSize * c.GradientAccumulationSteps }
+// RolloutBatch is the prompts of one rollout: per_device_train_batch_size × devices ×
+// gradient_accumulation_steps (TRL's batch_size, local_batch_size × processes).
+func (c *PPO) RolloutBatch() int { return c.MicroBatch() * c.GradientAccumulationSteps }
 
 // Updates is the number of rollout batches of a run over numPrompts prompts (TRL's
 // num_total_batches = ceil(total_episodes / batch_size)), or max_steps when > 0 (a posttrain
@@ -81,8 +82,8 @@ func (c *PPO) Validate() error {
 	if err := validateCommon(c); err != nil {
 		return err
 	}
-	if c.Devices > 1 {
-		return onlyOneDevice(c)
+	if c.FSDP {
+		return bad(c, "fsdp", "is not for ppo, which generates with the whole weights on one device: use --devices N without it (data parallel)")
 	}
 	nonNeg := func(key string, v float64) error {
 		if !(v >= 0) || math.IsInf(v, 0) {

@@ -329,11 +329,6 @@ func validateFinite(c Config) error {
 	return nil
 }
 
-// onlyOneDevice refuses devices > 1 for PPO: its update loop makes several optimizer steps per
-// rollout outside the driver's data-parallel micro-batch path, which has not been checked there.
-func onlyOneDevice(c Config) error {
-	return bad(c, "devices", fmt.Sprintf("%d: %s runs on one device; data parallel training is implemented for sft, dpo, kto, reward and grpo (docs/distributed.md)", c.Common().Devices, c.Method()))
-}
 
 // ResolveDevices sets devices for a backend of have devices: 0 (the default) becomes have, or 1
 // when oneByDefault (the pure-Go backend; XLA's CPU plugin, whose devices share the same cores;
@@ -350,9 +345,6 @@ func ResolveDevices(c Config, backendName string, have int, pureGo, oneByDefault
 		n = 1
 	case n == 0:
 		n = have
-		if c.Method() == "ppo" {
-			n = 1
-		}
 	case n > have:
 		return bad(c, "devices", fmt.Sprintf("%d: the backend %s has %d device%s", n, backendName, have, map[bool]string{true: "", false: "s"}[have == 1]))
 	}

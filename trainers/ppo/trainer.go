@@ -232,15 +232,16 @@ func (s source) Accumulate(acc loop.Accumulator) error {
 	}
 	t.rollout, t.first, t.micro, t.perms = r, nil, nil, nil
 	mini := t.batch / c.NumMiniBatches
-	micros := mini / c.PerDeviceTrainBatchSize
+	rows := c.MicroBatch() // per_device_train_batch_size × devices
+	micros := mini / rows
 	t.stats = newUpdateStats(c.NumPPOEpochs, c.NumMiniBatches, c.GradientAccumulationSteps)
 	for e := range c.NumPPOEpochs {
 		perm := loop.Order(t.batch, c.Seed, permEpoch(t.round, e, c.NumPPOEpochs))
 		t.perms = append(t.perms, perm)
 		for mb := range c.NumMiniBatches {
 			for k := range micros {
-				lo := mb*mini + k*c.PerDeviceTrainBatchSize
-				feed, err := t.microBatch(r, perm[lo:lo+c.PerDeviceTrainBatchSize])
+				lo := mb*mini + k*rows
+				feed, err := t.microBatch(r, perm[lo:lo+rows])
 				if err != nil {
 					return fmt.Errorf("ppo: update %d: %w", t.round+1, err)
 				}
