@@ -329,7 +329,6 @@ func validateFinite(c Config) error {
 	return nil
 }
 
-
 // ResolveDevices sets devices for a backend of have devices: 0 (the default) becomes have, or 1
 // when oneByDefault (the pure-Go backend; XLA's CPU plugin, whose devices share the same cores;
 // the methods that generate), and a resolved 1 is stored as 0 (training_args.yaml of a
