@@ -10,8 +10,8 @@ import (
 
 // --devices is refused in one line naming the flag, before the model or the dataset is read
 // (neither exists here): more devices than the backend has (the pure-Go backend has one), a
-// negative count, --fsdp for GRPO and PPO (their generation reads the whole weights), and --fsdp
-// on the pure-Go backend.
+// negative count, --fsdp and --tensor-parallel for GRPO and PPO (their generation reads the whole
+// weights), both of them together, and each on the pure-Go backend.
 func TestTrainCommands_DevicesRefused(t *testing.T) {
 	dir := t.TempDir()
 	missing := []string{"--model", filepath.Join(dir, "no-model"), "--dataset", filepath.Join(dir, "no.jsonl")}
@@ -27,6 +27,10 @@ func TestTrainCommands_DevicesRefused(t *testing.T) {
 		{[]string{"ppo", "--backend", "go", "--devices", "2", "--reward-model", filepath.Join(dir, "no-rm")}, "devices (--devices) 2: the backend go:parallelism=-1 has 1 device"},
 		{[]string{"ppo", "--devices", "2", "--fsdp", "--reward-model", filepath.Join(dir, "no-rm")}, "fsdp (--fsdp) is not for ppo, which generates with the whole weights on one device: use --devices N without it (data parallel)"},
 		{[]string{"sft", "--backend", "go", "--fsdp"}, "fsdp (--fsdp) needs an XLA backend (its SPMD partitioner splits the state); the backend go:parallelism=-1 has 1 device"},
+		{[]string{"sft", "--backend", "go", "--tensor-parallel"}, "tensor_parallel (--tensor-parallel) needs an XLA backend (its SPMD partitioner splits the projections); the backend go:parallelism=-1 has 1 device"},
+		{[]string{"dpo", "--tensor-parallel", "--fsdp"}, "tensor_parallel (--tensor-parallel) and --fsdp split the same weights two ways: give one of them"},
+		{[]string{"grpo", "--devices", "2", "--tensor-parallel", "--reward", "mult_exact"}, "tensor_parallel (--tensor-parallel) is not for grpo, which generates with the whole weights on one device: use --devices N without it (data parallel)"},
+		{[]string{"ppo", "--devices", "2", "--tensor-parallel", "--reward-model", filepath.Join(dir, "no-rm")}, "tensor_parallel (--tensor-parallel) is not for ppo, which generates with the whole weights on one device: use --devices N without it (data parallel)"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

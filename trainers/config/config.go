@@ -78,8 +78,14 @@ type Training struct {
 	// FSDP splits the trained weights, their float32 masters, the gradient accumulators and the
 	// AdamW moments over the devices along their first axis (PyTorch FSDP's full_shard); off,
 	// every device holds all of them. Not written when off.
-	FSDP    bool `yaml:"fsdp,omitempty" resume:"free" usage:"with devices > 1: split the weights, float32 masters, gradient accumulators and AdamW moments over the devices along their first axis (full_shard); XLA backends only"`
-	Devices int  `yaml:"devices,omitempty" usage:"devices each micro-batch is split over (data parallel; the global batch is per_device_train_batch_size × devices × gradient_accumulation_steps); default: every device of the backend, 1 on the pure-Go backend and on XLA's CPU plugin"`
+	FSDP bool `yaml:"fsdp,omitempty" resume:"free" usage:"with devices > 1: split the weights, float32 masters, gradient accumulators and AdamW moments over the devices along their first axis (full_shard); XLA backends only"`
+	// TensorParallel splits the attention and MLP projections over the devices instead of the
+	// batch (Megatron's column/row split as sharding specs: q/k/v, gate and up by output rows, o
+	// and down by input columns, each with what trains or accumulates beside it); every device
+	// sees the whole micro-batch, so the global batch is per_device_train_batch_size ×
+	// gradient_accumulation_steps. Not written when off.
+	TensorParallel bool `yaml:"tensor_parallel,omitempty" resume:"free" usage:"with devices > 1: split the attention and MLP projections over the devices (Megatron column/row split) instead of the batch; the global batch is per_device_train_batch_size × gradient_accumulation_steps; XLA backends only"`
+	Devices        int  `yaml:"devices,omitempty" usage:"devices each micro-batch is split over (data parallel; the global batch is per_device_train_batch_size × devices × gradient_accumulation_steps); default: every device of the backend, 1 on the pure-Go backend and on XLA's CPU plugin"`
 }
 
 // DefaultTraining returns HF TrainingArguments' defaults with TRL v0.24's logging_steps 10.
@@ -124,7 +130,16 @@ func (t *Training) DeviceCount() int { return max(1, t.Devices) }
 
 // MicroBatch is the examples of one micro-batch over all devices: per_device_train_batch_size ×
 // devices (the per_device_train_batch_size examples of a one-device run).
-func (t *Training) MicroBatch() int { return t.PerDeviceTrainBatchSize * t.DeviceCount() }
+func (t *Training) MicroBatch() int { return t.PerDeviceTrainBatchSize * t.DataParallel() }
+
+// DataParallel is the number of model replicas the batch is split over: the devices, or 1 with
+// tensor_parallel (the devices then hold one replica between them).
+func (t *Training) DataParallel() int {
+	if t.TensorParallel {
+		return 1
+	}
+	return t.DeviceCount()
+}
 
 // Schedule returns the learning-rate schedule of a run of totalSteps optimizer steps.
 func (t *Training) Schedule(totalSteps int) (schedule.Schedule, error) {

@@ -85,6 +85,9 @@ func (c *PPO) Validate() error {
 	if c.FSDP {
 		return bad(c, "fsdp", "is not for ppo, which generates with the whole weights on one device: use --devices N without it (data parallel)")
 	}
+	if c.TensorParallel {
+		return bad(c, "tensor_parallel", "is not for ppo, which generates with the whole weights on one device: use --devices N without it (data parallel)")
+	}
 	nonNeg := func(key string, v float64) error {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			return bad(c, key, fmt.Sprintf("must be ≥ 0, got %g", v))

@@ -104,6 +104,8 @@ func (c *GRPO) Validate() error {
 	switch {
 	case c.FSDP:
 		return bad(c, "fsdp", "is not for grpo, which generates with the whole weights on one device: use --devices N without it (data parallel)")
+	case c.TensorParallel:
+		return bad(c, "tensor_parallel", "is not for grpo, which generates with the whole weights on one device: use --devices N without it (data parallel)")
 	case len(c.RewardFuncs) == 0 && len(c.RewardModels) == 0:
 		return bad(c, "reward_funcs", "is required: name at least one reward function (or give a reward model, --reward-model)")
 	case len(c.RewardWeights) > 0 && len(c.RewardModels) == 0 && len(c.RewardWeights) != len(c.RewardFuncs):
@@ -338,6 +340,10 @@ func ResolveDevices(c Config, backendName string, have int, pureGo, oneByDefault
 	t := c.Common()
 	n := t.Devices
 	switch {
+	case t.TensorParallel && t.FSDP:
+		return bad(c, "tensor_parallel", "and --fsdp split the same weights two ways: give one of them")
+	case t.TensorParallel && pureGo:
+		return bad(c, "tensor_parallel", fmt.Sprintf("needs an XLA backend (its SPMD partitioner splits the projections); the backend %s has 1 device", backendName))
 	case t.FSDP && pureGo:
 		return bad(c, "fsdp", fmt.Sprintf("needs an XLA backend (its SPMD partitioner splits the state); the backend %s has 1 device", backendName))
 	case n == 0 && (oneByDefault || pureGo):
@@ -346,6 +352,9 @@ func ResolveDevices(c Config, backendName string, have int, pureGo, oneByDefault
 		n = have
 	case n > have:
 		return bad(c, "devices", fmt.Sprintf("%d: the backend %s has %d device%s", n, backendName, have, map[bool]string{true: "", false: "s"}[have == 1]))
+	}
+	if t.TensorParallel && n < 2 {
+		return bad(c, "tensor_parallel", fmt.Sprintf("splits the projections over several devices: give --devices ≥ 2 (the backend %s has %d)", backendName, have))
 	}
 	if t.FSDP && n < 2 {
 		return bad(c, "fsdp", fmt.Sprintf("splits the state over several devices: give --devices ≥ 2 (the backend %s has %d)", backendName, have))

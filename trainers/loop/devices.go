@@ -2,6 +2,7 @@ package loop
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/gomlx/gomlx/backends"
@@ -11,8 +12,21 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// dataAxis is the name of the one axis of the data-parallel device mesh.
-const dataAxis = "data"
+// dataAxis is the name of the one axis of the data-parallel device mesh, modelAxis of the
+// tensor-parallel one.
+const (
+	dataAxis  = "data"
+	modelAxis = "model"
+)
+
+// Megatron's split of a decoder block (Shoeybi et al. 2019, §3): the projections that fan out
+// (q, k, v; gate, up) split by output rows — axis 0 of HF's [out, in] weight, and their biases —
+// and the two that fan back in (o, down) by input columns (axis 1), so that attention heads and
+// the MLP's hidden units live on one device each and one all-reduce per sub-block joins them.
+var (
+	columnParallel = map[string]bool{"q_proj": true, "k_proj": true, "v_proj": true, "gate_proj": true, "up_proj": true}
+	rowParallel    = map[string]bool{"o_proj": true, "down_proj": true}
+)
 
 // dataParallel runs the driver's graphs on several devices through XLA's SPMD partitioner
 // (GoMLX's AutoSharding, Shardy): a 1-D mesh of the backend's first n devices, every variable
@@ -30,6 +44,7 @@ const dataAxis = "data"
 // all of it.
 type dataParallel struct {
 	n        int
+	tp       bool // tensor parallel: the inputs replicated, the projections split (tensorParallel)
 	mesh     *distributed.DeviceMesh
 	split    *distributed.ShardingSpec // axis 0 over the mesh
 	repl     *distributed.ShardingSpec
@@ -37,20 +52,56 @@ type dataParallel struct {
 	accums   map[string]*context.Exec // by layout: one letter per input, s(plit) or r(eplicated)
 }
 
-func newDataParallel(b backends.Backend, n int) (*dataParallel, error) {
+func newDataParallel(b backends.Backend, n int, tp bool) (*dataParallel, error) {
 	if have := b.NumDevices(); n > have {
 		return nil, fmt.Errorf("devices %d: the backend %s has %d", n, b.Name(), have)
 	}
-	mesh, err := distributed.NewDeviceMesh([]int{n}, []string{dataAxis})
+	axis := dataAxis
+	if tp {
+		axis = modelAxis
+	}
+	mesh, err := distributed.NewDeviceMesh([]int{n}, []string{axis})
 	if err != nil {
 		return nil, fmt.Errorf("devices %d: %w", n, err)
 	}
-	split, err := distributed.BuildSpec(mesh).S(dataAxis).Done()
+	split, err := distributed.BuildSpec(mesh).S(axis).Done()
 	if err != nil {
 		return nil, fmt.Errorf("devices %d: %w", n, err)
 	}
-	return &dataParallel{n: n, mesh: mesh, split: split, repl: distributed.NewReplicatedShardingSpec(mesh),
+	return &dataParallel{n: n, tp: tp, mesh: mesh, split: split, repl: distributed.NewReplicatedShardingSpec(mesh),
 		accums: map[string]*context.Exec{}}, nil
+}
+
+// tensorParallel gives every projection variable of ctx — the weights, trained or frozen, and
+// what the optimizer keeps beside a trained one under its own scope (master, accumulator,
+// moments), all named as the weight — Megatron's split (columnParallel, rowParallel) where the
+// axis divides by the devices; the rest (embeddings, norms, LoRA adapters, the head) stays
+// replicated. Nothing else changes: the graph is the one-device graph, and XLA's partitioner
+// propagates the weights' layout through the activations and inserts the collectives.
+func (dp *dataParallel) tensorParallel(ctx *context.Context) error {
+	for v := range ctx.IterVariables() {
+		d, layer := v.Shape().Dimensions, path.Base(v.Scope())
+		axis := -1
+		switch {
+		case columnParallel[layer] && (v.Name() == "weight" || v.Name() == "bias"):
+			axis = 0
+		case rowParallel[layer] && v.Name() == "weight" && len(d) == 2:
+			axis = 1
+		}
+		if axis < 0 || d[axis]%dp.n != 0 {
+			continue
+		}
+		axes := make([]distributed.AxisSpec, len(d))
+		axes[axis] = distributed.AxisSpec{modelAxis}
+		spec, err := distributed.NewShardingSpec(dp.mesh, axes...)
+		if err == nil {
+			err = v.SetShardingSpec(spec)
+		}
+		if err != nil {
+			return fmt.Errorf("tensor parallel: %s: %w", v.ScopeAndName(), err)
+		}
+	}
+	return nil
 }
 
 // shard gives each variable of vs whose first axis divides by the devices the split spec (FSDP);
@@ -117,7 +168,7 @@ func (dp *dataParallel) micro(args []any, names []string) ([]*tensors.Tensor, er
 	for i, a := range args {
 		ts[i] = tensors.FromAnyValue(a)
 		specs[i] = dp.repl
-		if d := ts[i].Shape().Dimensions; names[i] != normInput && names[i] != rngInput && len(d) > 0 && d[0]%dp.n == 0 {
+		if d := ts[i].Shape().Dimensions; !dp.tp && names[i] != normInput && names[i] != rngInput && len(d) > 0 && d[0]%dp.n == 0 {
 			specs[i] = dp.split
 		}
 		layout.WriteByte("rs"[btoi(specs[i] == dp.split)])

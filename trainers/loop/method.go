@@ -121,6 +121,9 @@ func (s *methodSource) Begin(_ int, prog *runlog.Progress) error {
 }
 
 func describe(c *config.Training, n, total int) string {
+	if c.TensorParallel {
+		return fmt.Sprintf("%d examples, %d steps, batch %d × %d accumulation, projections split over %d devices", n, total, c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps, c.DeviceCount())
+	}
 	if c.DeviceCount() > 1 {
 		return fmt.Sprintf("%d examples, %d steps, batch %d × %d devices × %d accumulation", n, total, c.PerDeviceTrainBatchSize, c.DeviceCount(), c.GradientAccumulationSteps)
 	}

@@ -37,6 +37,9 @@ type OptimizerConfig struct {
 	// FSDP (with Devices > 1) splits the trained weights, masters, accumulators and moments over
 	// the devices along their first axis (devices.go).
 	FSDP bool
+	// TensorParallel (with Devices > 1) splits the attention and MLP projections over the devices
+	// and gives each device the whole micro-batch (devices.go).
+	TensorParallel bool
 }
 
 func (c OptimizerConfig) adam() step.AdamHyper {
@@ -117,8 +120,13 @@ func NewOptimizer(backend backends.Backend, m *trainable.Model, hp OptimizerConf
 		}
 	}
 	if hp.Devices > 1 {
-		if o.dp, err = newDataParallel(backend, hp.Devices); err != nil {
+		if o.dp, err = newDataParallel(backend, hp.Devices, hp.TensorParallel); err != nil {
 			return nil, err
+		}
+		if hp.TensorParallel {
+			if err := o.dp.tensorParallel(m.Ctx); err != nil {
+				return nil, err
+			}
 		}
 		if hp.FSDP {
 			if err := o.dp.shard(o.state()); err != nil {
@@ -355,7 +363,8 @@ func (o *Optimizer) state() []*context.Variable {
 }
 
 // StateBytesPerDevice is what one device holds of the optimizer's state (state): all of it on
-// one device or with data parallel alone, its shards with FSDP.
+// one device or with data parallel alone, its shards with FSDP (and the projections' shards with
+// tensor parallel).
 func (o *Optimizer) StateBytesPerDevice() int64 {
 	var n int64
 	for _, v := range o.state() {

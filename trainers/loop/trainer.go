@@ -65,12 +65,12 @@ func newDriver(m *trainable.Model, src Source, opts Options) (*driver, error) {
 		return nil, err
 	}
 	hp := OptimizerConfig{Beta1: cfg.AdamBeta1, Beta2: cfg.AdamBeta2, Epsilon: cfg.AdamEpsilon, WeightDecay: cfg.WeightDecay, MaxGradNorm: cfg.MaxGradNorm,
-		Devices: cfg.DeviceCount(), FSDP: cfg.FSDP}
+		Devices: cfg.DeviceCount(), FSDP: cfg.FSDP, TensorParallel: cfg.TensorParallel}
 	if d.opt, err = NewOptimizer(opts.Backend, m, hp, src.Loss); err != nil {
 		return nil, err
 	}
 	if hp.Devices > 1 {
-		d.logger.Info("data parallel", "devices", hp.Devices, "fsdp", hp.FSDP, "state_bytes_per_device", d.opt.StateBytesPerDevice())
+		d.logger.Info("data parallel", "devices", hp.Devices, "fsdp", hp.FSDP, "tensor_parallel", hp.TensorParallel, "state_bytes_per_device", d.opt.StateBytesPerDevice())
 	}
 	d.opt.SetSeed(int64(cfg.Seed))
 	return d, nil
