@@ -24,6 +24,7 @@ func init() {
 		Name:  "demo",
 		Usage: "learn multiplication on a CPU in minutes: BPE tokenizer → small Qwen2 → SFT → GRPO (verifier) vs GRPO (random reward)",
 		Description: "Writes everything under --output-dir: tokenizer/, base/ (random init), sft/, grpo/ and grpo-random/\n" +
+			"(with --model, a pretrained instruct model, only grpo/ and grpo-random/, both from that model)\n" +
 			"(HF checkpoints with metrics.jsonl; `posttrain plot DIR/grpo DIR/grpo-random -o curves.png` overlays\n" +
 			"the two runs' curves). Prints greedy accuracy, strict (exactly the product) and correct (its first\n" +
 			"integer), on the GRPO and the held-out problems after each stage, ± the binomial standard error.\n" +
@@ -44,6 +45,22 @@ func init() {
 			o.Temperature, o.Beta, o.ReuseSFT = cmd.Float("temperature"), cmd.Float("beta"), cmd.Bool("reuse-sft")
 			o.NumGenerations, o.GRPOPrompts = int(cmd.Int("num-generations")), int(cmd.Int("grpo-prompts"))
 			o.SFTFormat, o.Reward = cmd.String("sft-format"), cmd.String("reward")
+			o.MaxCompletionLength = int(cmd.Int("max-completion-length"))
+			if cmd.IsSet("model") {
+				if cmd.Bool("rlhf") {
+					return usageError{fmt.Errorf("%s: --model is for the GRPO demo: the RLHF demo trains its own model (drop --rlhf)", cmd.FullName())}
+				}
+				for _, f := range []string{"sft-steps", "sft-learning-rate", "sft-batch", "sft-format", "reuse-sft", "hidden-size", "layers", "intermediate-size"} {
+					if cmd.IsSet(f) {
+						return usageError{fmt.Errorf("%s: --%s shapes the demo's own model: with --model there is no tokenizer, init or SFT stage", cmd.FullName(), f)}
+					}
+				}
+				dir, err := resolveModel(ctx, cmd.String("model"))
+				if err != nil {
+					return fmt.Errorf("%s: --model: %w", cmd.FullName(), err)
+				}
+				o.Model = dir
+			}
 			if cmd.Bool("rlhf") {
 				if err := demoRLHF(ctx, cmd, o); err != nil {
 					return err
@@ -95,6 +112,8 @@ func demoFlags() []cli.Flag {
 		&cli.IntFlag{Name: "num-generations", Validator: atLeast(2), Value: d.NumGenerations, Usage: "GRPO completions per prompt"},
 		&cli.IntFlag{Name: "grpo-prompts", Validator: atLeast(1), Value: d.GRPOPrompts, Usage: "GRPO prompts per step"},
 		&cli.BoolFlag{Name: "reuse-sft", Usage: "keep OUTPUT_DIR/sft if it exists (tune GRPO from a fixed SFT model)"},
+		&cli.StringFlag{Name: "model", Usage: "a pretrained instruct model (directory, FILE.gguf or ollama:NAME[:TAG]) to evaluate as it is and train with GRPO, instead of the demo's own tokenizer, model and SFT"},
+		&cli.IntFlag{Name: "max-completion-length", Validator: atLeast(1), Value: d.MaxCompletionLength, Usage: "GRPO tokens sampled per completion"},
 		&cli.IntFlag{Name: "grpo-seeds", Value: d.GRPOSeeds, Usage: "verifier GRPO runs with consecutive seeds, to measure run-to-run noise"},
 		&cli.IntFlag{Name: "hidden-size", Validator: atLeast(1), Value: d.Shape.Hidden, Usage: "model width"},
 		&cli.IntFlag{Name: "layers", Validator: atLeast(1), Value: d.Shape.Layers, Usage: "decoder layers"},

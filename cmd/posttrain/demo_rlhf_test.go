@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// The flags of one demo are refused by the other, each in one line naming the flag.
+// The flags of one demo are refused by the other, and those of the demo's own model with --model,
+// each in one line naming the flag.
 func TestDemo_RLHFFlagsBelongToTheirDemo(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -16,6 +17,9 @@ func TestDemo_RLHFFlagsBelongToTheirDemo(t *testing.T) {
 		{[]string{"demo", "--ppo-updates", "3"}, "--ppo-updates is a flag of the RLHF demo: add --rlhf"},
 		{[]string{"demo", "--rlhf", "--reward", "mult_correct"}, "--reward is not a flag of the RLHF demo"},
 		{[]string{"demo", "--rlhf", "--grpo-seeds", "2"}, "--grpo-seeds is not a flag of the RLHF demo"},
+		{[]string{"demo", "--model", "m", "--rlhf"}, "--model is for the GRPO demo: the RLHF demo trains its own model (drop --rlhf)"},
+		{[]string{"demo", "--model", "m", "--sft-steps", "3"}, "--sft-steps shapes the demo's own model: with --model there is no tokenizer, init or SFT stage"},
+		{[]string{"demo", "--model", "m", "--hidden-size", "8"}, "--hidden-size shapes the demo's own model: with --model there is no tokenizer, init or SFT stage"},
 	} {
 		rc, stderr := runFiles(t, c.args...)
 		if rc != 2 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {

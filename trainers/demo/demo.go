@@ -75,6 +75,12 @@ type Options struct {
 	// SFTFormat is the SFT answers' format (FormatBare or FormatMixed) and Reward GRPO's verifier
 	// reward (mult_correct or mult_strict).
 	SFTFormat, Reward string
+	// Model, when set, is a pretrained checkpoint directory (an instruct model with its chat
+	// template): the tokenizer, init and SFT stages are skipped, the model is evaluated as it is,
+	// and both GRPO runs start from it.
+	Model string
+	// MaxCompletionLength is GRPO's max_completion_length (tokens sampled per completion).
+	MaxCompletionLength int
 }
 
 // Default is the configuration docs/demo.md's numbers come from.
@@ -83,7 +89,7 @@ var Default = Options{
 	Shape:    ModelShape{Hidden: 128, Intermediate: 256, Layers: 2, Heads: 4, KVHeads: 2},
 	SFTSteps: 300, SFTBatch: 32, SFTLearningRate: 3e-3,
 	GRPOSteps: 60, GRPOPrompts: 4, NumGenerations: 16, GRPOLearningRate: 3e-4, Temperature: 1, Beta: 0.1,
-	GRPOSeeds: 1, SFTFormat: FormatMixed, Reward: "mult_strict",
+	GRPOSeeds: 1, SFTFormat: FormatMixed, Reward: "mult_strict", MaxCompletionLength: 4,
 }
 
 // Stage is one row of the summary.
@@ -130,8 +136,13 @@ func Run(ctx stdctx.Context, o Options, env Env) (*Report, error) {
 	}
 	r := &stages{o: o, env: env, split: split, rep: &Report{}}
 	rep := r.rep
-	sftDir, err := r.sft(ctx)
-	if err != nil {
+	var sftDir string
+	if o.Model != "" {
+		sftDir = o.Model
+		if _, err := r.eval("pretrained", o.Model, time.Now()); err != nil {
+			return nil, err
+		}
+	} else if sftDir, err = r.sft(ctx); err != nil {
 		return nil, err
 	}
 	if o.GRPOSteps == 0 {
@@ -265,7 +276,7 @@ func runSFT(ctx stdctx.Context, o Options, env Env, base, dir string, problems [
 	return nil
 }
 
-// runGRPO trains from the SFT model on the training prompts with one reward function into dir
+// runGRPO trains from the SFT (or pretrained) model on the training prompts with one reward function into dir
 // and returns the last logged mean reward.
 func runGRPO(ctx stdctx.Context, o Options, env Env, from, dir, reward string, seed int, split Split) (float64, error) {
 	return runGRPOWith(ctx, o, env, from, dir, []string{reward}, nil, reward, seed, split)
@@ -277,7 +288,7 @@ func runGRPOWith(ctx stdctx.Context, o Options, env Env, from, dir string, funcs
 	cfg := config.DefaultGRPO()
 	cfg.Model, cfg.Dataset, cfg.OutputDir, cfg.RewardFuncs, cfg.RewardModels = from, "demo:grpo", dir, funcs, models
 	cfg.NumGenerations, cfg.PerDeviceTrainBatchSize = o.NumGenerations, o.GRPOPrompts*o.NumGenerations
-	cfg.MaxCompletionLength, cfg.Temperature = 4, o.Temperature
+	cfg.MaxCompletionLength, cfg.Temperature = o.MaxCompletionLength, o.Temperature
 	cfg.Beta = o.Beta
 	cfg.MaxSteps, cfg.LearningRate, cfg.LRSchedulerType, cfg.WeightDecay = o.GRPOSteps, o.GRPOLearningRate, "constant", 0
 	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed = 5, 0, seed

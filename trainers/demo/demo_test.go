@@ -75,6 +75,50 @@ func TestRun_Miniature(t *testing.T) {
 	}
 }
 
+// With Model set the demo starts from that checkpoint: it is evaluated as it is (the
+// "pretrained" row), both GRPO runs start from it, and no tokenizer, init or SFT stage runs.
+func TestRun_PretrainedModel(t *testing.T) {
+	o := miniature(t, Default)
+	base, err := WriteBase(t.TempDir(), o.Shape, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Model, o.MaxCompletionLength = base, 3
+	rep, err := Run(stdctx.Background(), o, Env{Backend: backend.MustNewForTests()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range rep.Stages {
+		names = append(names, s.Name)
+	}
+	if got := strings.Join(names, "|"); got != "pretrained|GRPO mult_strict|GRPO random (control)" {
+		t.Errorf("stages %s", got)
+	}
+	if rep.Stages[0].Dir != base {
+		t.Errorf("the pretrained row evaluated %s, want %s", rep.Stages[0].Dir, base)
+	}
+	for _, f := range []string{"tokenizer", "base", "sft"} {
+		if _, err := os.Stat(filepath.Join(o.OutputDir, f)); !os.IsNotExist(err) {
+			t.Errorf("%s: %v, want no such stage with a pretrained model", f, err)
+		}
+	}
+	for _, f := range []string{"grpo/model.safetensors", "grpo-random/model.safetensors"} {
+		if _, err := os.Stat(filepath.Join(o.OutputDir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	lines, err := os.ReadFile(filepath.Join(o.OutputDir, "grpo", "training_args.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"model_name_or_path: " + base, "max_completion_length: 3"} {
+		if !strings.Contains(string(lines), want) {
+			t.Errorf("grpo/training_args.yaml has no %q:\n%s", want, lines)
+		}
+	}
+}
+
 // The mixed format answers every problem in both forms, MixedSentences in MixedCopies with the
 // sentence suffix: the format is not a property of the problem.
 func TestSFTDataset_Formats(t *testing.T) {
