@@ -45,7 +45,15 @@ func init() {
 			o.Temperature, o.Beta, o.ReuseSFT = cmd.Float("temperature"), cmd.Float("beta"), cmd.Bool("reuse-sft")
 			o.NumGenerations, o.GRPOPrompts = int(cmd.Int("num-generations")), int(cmd.Int("grpo-prompts"))
 			o.SFTFormat, o.Reward = cmd.String("sft-format"), cmd.String("reward")
-			o.MaxCompletionLength = int(cmd.Int("max-completion-length"))
+			o.MaxCompletionLength, o.Prompt = int(cmd.Int("max-completion-length")), cmd.String("prompt")
+			if cmd.IsSet("prompt") {
+				if cmd.Bool("rlhf") {
+					return usageError{fmt.Errorf("%s: --prompt is for the GRPO demo: the RLHF demo's reward model is trained on the course's question (drop --rlhf)", cmd.FullName())}
+				}
+				if err := demo.CheckTemplate(o.Prompt); err != nil {
+					return usageError{fmt.Errorf("%s: --prompt: %w", cmd.FullName(), err)}
+				}
+			}
 			if cmd.IsSet("model") {
 				if cmd.Bool("rlhf") {
 					return usageError{fmt.Errorf("%s: --model is for the GRPO demo: the RLHF demo trains its own model (drop --rlhf)", cmd.FullName())}
@@ -101,7 +109,8 @@ func demoFlags() []cli.Flag {
 		&cli.IntFlag{Name: "intermediate-size", Validator: atLeast(1), Value: d.Shape.Intermediate, Usage: "MLP width"},
 		&cli.IntFlag{Name: "held-out", Value: d.HeldOut, Usage: "problems GRPO never samples, for evaluation"},
 		&cli.StringFlag{Name: "sft-format", Value: d.SFTFormat, Usage: "SFT answers: bare (\"72\") or mixed (7 in 10 \"72.\", 3 bare)"},
-		&cli.StringFlag{Name: "reward", Value: d.Reward, Usage: "GRPO verifier reward: mult_strict (exactly the product) or mult_correct (its first integer)"},
+		&cli.StringFlag{Name: "reward", Value: d.Reward, Usage: "GRPO verifier reward: mult_strict (exactly the product), mult_correct (its first integer) or mult_last (its last integer)"},
+		&cli.StringFlag{Name: "prompt", Usage: "the question as a template with {a} and {b} (default the course's \"{a}×{b}는 얼마인가요? 숫자 하나로만 답하세요.\"), e.g. \"What is {a}×{b}? Reply with the number only.\" for a pretrained model that does not read Korean"},
 		&cli.IntFlag{Name: "sft-steps", Value: d.SFTSteps, Usage: "SFT optimizer steps"},
 		&cli.FloatFlag{Name: "sft-learning-rate", Value: d.SFTLearningRate, Usage: "SFT learning rate"},
 		&cli.IntFlag{Name: "sft-batch", Validator: atLeast(1), Value: d.SFTBatch, Usage: "SFT batch size"},
@@ -151,14 +160,14 @@ func runDemo(ctx context.Context, o demo.Options, cmd *cli.Command) error {
 // printDemo writes the summary table.
 func printDemo(w io.Writer, o demo.Options, rep *demo.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "stage\tGRPO problems strict\tcorrect\theld-out strict\tcorrect\treward\twall\n")
+	fmt.Fprintf(tw, "stage\tGRPO problems strict\tcorrect\tlast\theld-out strict\tcorrect\tlast\treward\twall\n")
 	for _, s := range rep.Stages {
 		reward := "-"
 		if strings.HasPrefix(s.Name, "GRPO") {
 			reward = fmt.Sprintf("%.3f", s.Reward)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Train.Strict, s.Train.Correct, s.HeldOut.Strict, s.HeldOut.Correct,
-			reward, s.Wall.Round(time.Second))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Train.Strict, s.Train.Correct, s.Train.Last,
+			s.HeldOut.Strict, s.HeldOut.Correct, s.HeldOut.Last, reward, s.Wall.Round(time.Second))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -169,7 +178,7 @@ func printDemo(w io.Writer, o demo.Options, rep *demo.Report) error {
 				s.Name, s.Seeds, o.Reward, 100*s.TrainMean, 100*s.TrainStd, 100*s.HeldMean, 100*s.HeldSD)
 		}
 	}
-	fmt.Fprintf(w, "accuracy: greedy answers; strict: exactly the product (mult_strict), correct: its first integer (mult_correct); ± binomial standard error; reward: mean over the last logging window\n")
+	fmt.Fprintf(w, "accuracy: greedy answers; strict: exactly the product (mult_strict), correct: its first integer (mult_correct), last: its last integer (mult_last); ± binomial standard error; reward: mean over the last logging window\n")
 	_, err := fmt.Fprintf(w, "total %s; curves: posttrain plot %s %s -o %s\n", rep.Wall.Round(time.Second),
 		filepath.Join(o.OutputDir, "grpo"), filepath.Join(o.OutputDir, "grpo-random"), filepath.Join(o.OutputDir, "curves.png"))
 	return err

@@ -20,6 +20,8 @@ func TestDemo_RLHFFlagsBelongToTheirDemo(t *testing.T) {
 		{[]string{"demo", "--model", "m", "--rlhf"}, "--model is for the GRPO demo: the RLHF demo trains its own model (drop --rlhf)"},
 		{[]string{"demo", "--model", "m", "--sft-steps", "3"}, "--sft-steps shapes the demo's own model: with --model there is no tokenizer, init or SFT stage"},
 		{[]string{"demo", "--model", "m", "--hidden-size", "8"}, "--hidden-size shapes the demo's own model: with --model there is no tokenizer, init or SFT stage"},
+		{[]string{"demo", "--rlhf", "--prompt", "What is {a}×{b}?"}, "--prompt is for the GRPO demo"},
+		{[]string{"demo", "--prompt", "What is {a} squared?"}, "--prompt: the prompt template must contain {a} and {b}, got \"What is {a} squared?\""},
 	} {
 		rc, stderr := runFiles(t, c.args...)
 		if rc != 2 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {

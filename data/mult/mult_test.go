@@ -130,28 +130,34 @@ func TestRows_Errors(t *testing.T) {
 
 func TestVerifiers(t *testing.T) {
 	for _, tc := range []struct {
-		completion      string
-		correct, strict bool
+		completion            string
+		correct, strict, last bool
 	}{
-		{"12", true, true},
-		{" 12\n", true, true},
-		{"답은 12입니다.", true, false},
-		{"12 or 13", true, false},
-		{"x12y", true, false},
-		{"12.", true, false},
-		{"-12", false, false},
-		{"012", false, false},
-		{"1 2", false, false},
-		{"", false, false},
-		{"3×4=12", false, false},
-		{"١٢", false, false},    // Arabic-Indic digits: Python's \d matches them, so the first integer is "١٢"
-		{"١٢ 12", false, false}, // ... and shadows the later ASCII 12, as in the course
+		{"12", true, true, true},
+		{" 12\n", true, true, true},
+		{"답은 12입니다.", true, false, true},
+		{"12 or 13", true, false, false},
+		{"x12y", true, false, true},
+		{"12.", true, false, true},
+		{"-12", false, false, false},
+		{"012", false, false, false},
+		{"1 2", false, false, false},
+		{"", false, false, false},
+		{"3×4=12", false, false, true},
+		{"3 × 4 = 12.", false, false, true},
+		{"12, not -12", true, false, false},
+		{"3 × 4 = 1", false, false, false}, // truncated
+		{"١٢", false, false, false},        // Arabic-Indic digits: Python's \d matches them, so the first integer is "١٢"
+		{"١٢ 12", false, false, true},      // ... and shadows the later ASCII 12, as in the course
 	} {
 		if got := Correct(tc.completion, "12"); got != tc.correct {
 			t.Errorf("Correct(%q) = %v, want %v", tc.completion, got, tc.correct)
 		}
 		if got := Strict(tc.completion, "12"); got != tc.strict {
 			t.Errorf("Strict(%q) = %v, want %v", tc.completion, got, tc.strict)
+		}
+		if got := Last(tc.completion, "12"); got != tc.last {
+			t.Errorf("Last(%q) = %v, want %v", tc.completion, got, tc.last)
 		}
 	}
 }
@@ -177,6 +183,14 @@ func TestRewards_Registry(t *testing.T) {
 	got, _ = strict(nil, completions, cols)
 	if got[0] != 1 || got[1] != 0 || !math.IsNaN(got[2]) || got[3] != 1 {
 		t.Errorf("mult_strict = %v, want [1 0 NaN 1]", got)
+	}
+	last, err := data.LookupReward("mult_last")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = last(nil, []string{"3 × 4 = 12", "30 or 31", "7", "42."}, cols)
+	if got[0] != 1 || got[1] != 0 || !math.IsNaN(got[2]) || got[3] != 1 {
+		t.Errorf("mult_last = %v, want [1 0 NaN 1]", got)
 	}
 	// No answer column: a·b is read from the prompt; a prompt without a×b is not applicable.
 	prompts := []string{Problem{3, 4}.Prompt(), "<|im_start|>user\n13×17는 얼마인가요?", "hello"}

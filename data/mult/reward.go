@@ -14,6 +14,7 @@ import (
 func init() {
 	data.RegisterReward("mult_correct", RewardCorrect)
 	data.RegisterReward("mult_strict", RewardStrict)
+	data.RegisterReward("mult_last", RewardLast)
 }
 
 // firstInt is the course verifier's re.search(r'-?\d+', text); Python's \d on str matches any
@@ -36,6 +37,14 @@ func Strict(completion, gold string) bool {
 	return gold != "" && strings.TrimSpace(completion) == gold
 }
 
+// Last is the final-answer verifier: the last integer of the text, as a string, equals gold (so
+// "12", "3 × 4 = 12" and "3×4 is 12." pass; "12 or 13" and "12, not -12" do not), the answer
+// extraction of math-word-problem rewards, for a model that states the problem before its answer.
+func Last(completion, gold string) bool {
+	m := firstInt.FindAllString(completion, -1)
+	return len(m) > 0 && m[len(m)-1] == gold
+}
+
 // RewardCorrect is the reward function mult_correct: 1 if Correct, else 0 (the course's verifier,
 // logged as rewards/mult_correct/mean).
 func RewardCorrect(prompts, completions []string, columns map[string][]any) ([]float64, error) {
@@ -45,6 +54,11 @@ func RewardCorrect(prompts, completions []string, columns map[string][]any) ([]f
 // RewardStrict is the reward function mult_strict: 1 if Strict, else 0.
 func RewardStrict(prompts, completions []string, columns map[string][]any) ([]float64, error) {
 	return score(prompts, completions, columns, Strict)
+}
+
+// RewardLast is the reward function mult_last: 1 if Last, else 0.
+func RewardLast(prompts, completions []string, columns map[string][]any) ([]float64, error) {
+	return score(prompts, completions, columns, Last)
 }
 
 // score applies check to every completion against its gold answer: the "answer" column when the

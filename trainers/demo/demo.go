@@ -28,6 +28,7 @@
 package demo
 
 import (
+	"bytes"
 	stdctx "context"
 	"fmt"
 	"io"
@@ -40,6 +41,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
+	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/grpo"
@@ -79,9 +81,20 @@ type Options struct {
 	// template): the tokenizer, init and SFT stages are skipped, the model is evaluated as it is,
 	// and both GRPO runs start from it.
 	Model string
-	// MaxCompletionLength is GRPO's max_completion_length (tokens sampled per completion).
+	// MaxCompletionLength is GRPO's max_completion_length (tokens sampled per completion); the
+	// greedy evaluation generates max(6, MaxCompletionLength) tokens.
 	MaxCompletionLength int
+	// Prompt, when set, replaces the course's question: a template with {a} and {b} (say "What is
+	// {a}×{b}? Reply with the number only." for a model that does not read Korean).
+	Prompt string
 }
+
+// prompter is the conversation maker of o's GRPO rows and evaluation.
+func (o Options) prompter() Prompter { return Prompter{Pretrained: o.Model != "", Template: o.Prompt} }
+
+// evalTokens is the greedy evaluation's most new tokens: the demo's own 6, or GRPO's completion
+// length when longer.
+func (o Options) evalTokens() int { return max(6, o.MaxCompletionLength) }
 
 // Default is the configuration docs/demo.md's numbers come from.
 var Default = Options{
@@ -124,14 +137,22 @@ func Run(ctx stdctx.Context, o Options, env Env) (*Report, error) {
 	if env.Logger == nil {
 		env.Logger = slog.Default()
 	}
-	if o.Reward != "mult_correct" && o.Reward != "mult_strict" {
-		return nil, fmt.Errorf("demo: the reward must be mult_correct or mult_strict, got %q", o.Reward)
+	if o.Reward != "mult_correct" && o.Reward != "mult_strict" && o.Reward != "mult_last" {
+		return nil, fmt.Errorf("demo: the reward must be mult_correct, mult_strict or mult_last, got %q", o.Reward)
 	}
-	if _, err := SFTDataset(nil, o.SFTFormat); err != nil {
+	if o.Prompt != "" {
+		if err := CheckTemplate(o.Prompt); err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+	}
+	if _, err := SFTDataset(nil, o.SFTFormat, Prompter{}); err != nil {
 		return nil, err
 	}
 	split, err := NewSplit(o.MaxFactor, o.HeldOut, uint64(o.Seed))
 	if err != nil {
+		return nil, err
+	}
+	if err := writePrompts(o.OutputDir, split, o.prompter()); err != nil {
 		return nil, err
 	}
 	r := &stages{o: o, env: env, split: split, rep: &Report{}}
@@ -200,14 +221,16 @@ type stages struct {
 func (r *stages) eval(name, dir string, t0 time.Time) (*Stage, error) {
 	st := Stage{Name: name, Dir: dir, Wall: time.Since(t0)}
 	var err error
-	if st.HeldOut, err = Evaluate(r.env.Backend, dir, r.split.HeldOut); err != nil {
+	q, n := r.o.prompter(), r.o.evalTokens()
+	if st.HeldOut, err = Evaluate(r.env.Backend, dir, r.split.HeldOut, q, n); err != nil {
 		return nil, fmt.Errorf("demo: evaluate %s: %w", name, err)
 	}
-	if st.Train, err = Evaluate(r.env.Backend, dir, r.split.Train); err != nil {
+	if st.Train, err = Evaluate(r.env.Backend, dir, r.split.Train, q, n); err != nil {
 		return nil, fmt.Errorf("demo: evaluate %s: %w", name, err)
 	}
 	r.env.Logger.Info("demo: "+name, "held_out_strict", st.HeldOut.Strict.String(), "held_out_correct", st.HeldOut.Correct.String(),
-		"train_strict", st.Train.Strict.String(), "train_correct", st.Train.Correct.String(), "wall", st.Wall.Round(time.Second))
+		"held_out_last", st.HeldOut.Last.String(), "train_strict", st.Train.Strict.String(), "train_correct", st.Train.Correct.String(),
+		"train_last", st.Train.Last.String(), "wall", st.Wall.Round(time.Second))
 	r.rep.Stages = append(r.rep.Stages, st)
 	return &r.rep.Stages[len(r.rep.Stages)-1], nil
 }
@@ -262,7 +285,7 @@ func runSFT(ctx stdctx.Context, o Options, env Env, base, dir string, problems [
 	if err != nil {
 		return err
 	}
-	ds, err := SFTDataset(problems, o.SFTFormat)
+	ds, err := SFTDataset(problems, o.SFTFormat, o.prompter())
 	if err != nil {
 		return err
 	}
@@ -295,7 +318,7 @@ func runGRPOWith(ctx stdctx.Context, o Options, env Env, from, dir string, funcs
 	if err := prepare(cfg, "grpo"); err != nil {
 		return 0, err
 	}
-	sum, err := grpo.Run(ctx, cfg, from, grpo.RunOptions{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress, Rows: PromptRows(split.Train)})
+	sum, err := grpo.Run(ctx, cfg, from, grpo.RunOptions{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress, Rows: PromptRows(split.Train, o.prompter())})
 	if err != nil {
 		return 0, fmt.Errorf("demo grpo (%s): %w", what, err)
 	}
@@ -310,6 +333,28 @@ func prepare(cfg config.Config, stage string) error {
 	cfg.Resolve()
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("demo %s: %w", stage, err)
+	}
+	return nil
+}
+
+// PromptsDir is the folder under OutputDir where the demo writes its split: grpo.jsonl (the GRPO
+// problems) and held-out.jsonl, prompt-only rows with their "answer" column as GRPO reads them
+// (`posttrain grpo --dataset`, or TRL's GRPOTrainer on the same problems).
+const PromptsDir = "prompts"
+
+func writePrompts(outDir string, split Split, q Prompter) error {
+	dir := filepath.Join(outDir, PromptsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	for name, ps := range map[string][]mult.Problem{"grpo.jsonl": split.Train, "held-out.jsonl": split.HeldOut} {
+		var b bytes.Buffer
+		if err := data.WriteJSONL(&b, data.PromptOnly, PromptRows(ps, q)); err != nil {
+			return fmt.Errorf("demo: %s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
 	}
 	return nil
 }

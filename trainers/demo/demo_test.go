@@ -83,7 +83,8 @@ func TestRun_PretrainedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Model, o.MaxCompletionLength = base, 3
+	o.Model, o.MaxCompletionLength, o.Reward = base, 3, "mult_last"
+	o.Prompt = "What is {a}×{b}? Reply with the number only."
 	rep, err := Run(stdctx.Background(), o, Env{Backend: backend.MustNewForTests()})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func TestRun_PretrainedModel(t *testing.T) {
 	for _, s := range rep.Stages {
 		names = append(names, s.Name)
 	}
-	if got := strings.Join(names, "|"); got != "pretrained|GRPO mult_strict|GRPO random (control)" {
+	if got := strings.Join(names, "|"); got != "pretrained|GRPO mult_last|GRPO random (control)" {
 		t.Errorf("stages %s", got)
 	}
 	if rep.Stages[0].Dir != base {
@@ -103,7 +104,7 @@ func TestRun_PretrainedModel(t *testing.T) {
 			t.Errorf("%s: %v, want no such stage with a pretrained model", f, err)
 		}
 	}
-	for _, f := range []string{"grpo/model.safetensors", "grpo-random/model.safetensors"} {
+	for _, f := range []string{"grpo/model.safetensors", "grpo-random/model.safetensors", "prompts/grpo.jsonl", "prompts/held-out.jsonl"} {
 		if _, err := os.Stat(filepath.Join(o.OutputDir, f)); err != nil {
 			t.Error(err)
 		}
@@ -112,10 +113,66 @@ func TestRun_PretrainedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"model_name_or_path: " + base, "max_completion_length: 3"} {
+	for _, want := range []string{"model_name_or_path: " + base, "max_completion_length: 3", "- mult_last"} {
 		if !strings.Contains(string(lines), want) {
 			t.Errorf("grpo/training_args.yaml has no %q:\n%s", want, lines)
 		}
+	}
+	// GRPO sampled the template's question as a single user turn: the model's chat template put
+	// its own default system prompt (Qwen2.5's here), not the demo's "calc".
+	c, err := os.ReadFile(filepath.Join(o.OutputDir, "grpo", "completions.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := strings.SplitN(string(c), "\n", 2)[0]
+	rows, err := os.ReadFile(filepath.Join(o.OutputDir, "prompts", "held-out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(rows), "\n"); n != o.HeldOut || !strings.Contains(string(rows), `[{"role":"user","content":"What is `) || !strings.Contains(string(rows), `"answer":"`) {
+		t.Errorf("prompts/held-out.jsonl (%d rows, want %d conversational rows of the template with their answer):\n%s", n, o.HeldOut, rows)
+	}
+	if !strings.Contains(first, "? Reply with the number only.") || !strings.Contains(first, "You are Qwen") || strings.Contains(first, "calc") {
+		t.Errorf("completions.jsonl's first sample was not prompted with the template alone: %s", first)
+	}
+}
+
+// Prompter: the demo's own model gets "calc" and the course's question; a pretrained model a single
+// user turn; a template replaces the question for either (and for SFT's rows too).
+func TestPrompter(t *testing.T) {
+	p := mult.Problem{A: 7, B: 12}
+	own := Prompter{}.Messages(p)
+	if len(own) != 2 || own[0].Content != SystemPrompt || own[1].Content != p.Prompt() {
+		t.Errorf("own model: %+v", own)
+	}
+	pre := Prompter{Pretrained: true}.Messages(p)
+	if len(pre) != 1 || pre[0].Role != "user" || pre[0].Content != "7×12는 얼마인가요? 숫자 하나로만 답하세요." {
+		t.Errorf("pretrained: %+v", pre)
+	}
+	tmpl := "What is {a}×{b}? ({a} times {b})"
+	q := Prompter{Pretrained: true, Template: tmpl}.Messages(p)
+	if len(q) != 1 || q[0].Content != "What is 7×12? (7 times 12)" {
+		t.Errorf("template: %+v", q)
+	}
+	d, err := SFTDataset([]mult.Problem{p}, FormatBare, Prompter{Template: tmpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := d.Rows[0].Prompt.Messages; len(m) != 2 || m[0].Content != SystemPrompt || m[1].Content != "What is 7×12? (7 times 12)" {
+		t.Errorf("SFT row with a template: %+v", m)
+	}
+	if rows := PromptRows([]mult.Problem{p}, Prompter{Pretrained: true, Template: tmpl}); rows[0].Prompt.Messages[0].Content != q[0].Content || rows[0].Columns["answer"] != "84" {
+		t.Errorf("GRPO row: %+v", rows[0])
+	}
+	for _, bad := range []string{"What is {a}?", "{b} times", ""} {
+		if err := CheckTemplate(bad); err == nil || !strings.Contains(err.Error(), "{a} and {b}") {
+			t.Errorf("CheckTemplate(%q) = %v, want an error naming {a} and {b}", bad, err)
+		}
+	}
+	o := miniature(t, Default)
+	o.Prompt = "What is {a}?"
+	if _, err := Run(stdctx.Background(), o, Env{Backend: backend.MustNewForTests()}); err == nil || !strings.Contains(err.Error(), "{a} and {b}") {
+		t.Errorf("Run with a bad template: %v", err)
 	}
 }
 
@@ -123,14 +180,14 @@ func TestRun_PretrainedModel(t *testing.T) {
 // sentence suffix: the format is not a property of the problem.
 func TestSFTDataset_Formats(t *testing.T) {
 	ps := []mult.Problem{{A: 3, B: 4}, {A: 7, B: 8}}
-	bare, err := SFTDataset(ps, FormatBare)
+	bare, err := SFTDataset(ps, FormatBare, Prompter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(bare.Rows) != 2 || bare.Rows[1].Completion.Messages[0].Content != "56" {
 		t.Errorf("bare: %d rows, second %+v", len(bare.Rows), bare.Rows[1].Completion)
 	}
-	mixed, err := SFTDataset(ps, FormatMixed)
+	mixed, err := SFTDataset(ps, FormatMixed, Prompter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +208,7 @@ func TestSFTDataset_Formats(t *testing.T) {
 	if c := "12" + SentenceSuffix; mult.Strict(c, "12") || !mult.Correct(c, "12") {
 		t.Errorf("%q: the sentence form must pass mult_correct and fail mult_strict", c)
 	}
-	if _, err := SFTDataset(ps, "json"); err == nil {
+	if _, err := SFTDataset(ps, "json", Prompter{}); err == nil {
 		t.Error("an unknown format must be an error")
 	}
 }

@@ -31,34 +31,38 @@ func (a Accuracy) String() string {
 	return fmt.Sprintf("%5.1f%% ± %.1f (%d/%d)", 100*a.P(), 100*a.StdErr(), a.Correct, a.N)
 }
 
-// Scores are a checkpoint's greedy accuracies on a problem set under the two verifiers: Strict
-// (mult.Strict: the answer is exactly a·b) and Correct (mult.Correct, the course's: the first
-// integer of the answer is a·b, whatever the format).
+// Scores are a checkpoint's greedy accuracies on a problem set under the three verifiers: Strict
+// (mult.Strict: the answer is exactly a·b), Correct (mult.Correct, the course's: the first
+// integer of the answer is a·b, whatever the format) and Last (mult.Last: its last integer is).
 type Scores struct {
-	Strict, Correct Accuracy
+	Strict, Correct, Last Accuracy
 }
 
 // Of is the accuracy under the verifier a reward function stands for: Strict for mult_strict,
-// else Correct.
+// Last for mult_last, else Correct.
 func (s Scores) Of(reward string) Accuracy {
-	if reward == "mult_strict" {
+	switch reward {
+	case "mult_strict":
 		return s.Strict
+	case "mult_last":
+		return s.Last
 	}
 	return s.Correct
 }
 
 // Evaluate answers every problem greedily with the checkpoint in dir (its chat template, every
-// EOS id, at most 6 new tokens; trainers/eval) and scores the answers with both verifiers.
-func Evaluate(b backends.Backend, dir string, ps []mult.Problem) (Scores, error) {
+// EOS id, at most maxNew new tokens; trainers/eval), the conversations made by q, and scores the
+// answers with the three verifiers.
+func Evaluate(b backends.Backend, dir string, ps []mult.Problem, q Prompter, maxNew int) (Scores, error) {
 	prompts := make([][]chat.Message, len(ps))
 	for i, p := range ps {
-		prompts[i] = userMessage(p)
+		prompts[i] = q.Messages(p)
 	}
-	answers, err := eval.Greedy(b, dir, prompts, 6, 0)
+	answers, err := eval.Greedy(b, dir, prompts, maxNew, 0)
 	if err != nil {
 		return Scores{}, err
 	}
-	s := Scores{Strict: Accuracy{N: len(ps)}, Correct: Accuracy{N: len(ps)}}
+	s := Scores{Strict: Accuracy{N: len(ps)}, Correct: Accuracy{N: len(ps)}, Last: Accuracy{N: len(ps)}}
 	for i, text := range answers {
 		gold := strconv.Itoa(ps[i].Answer())
 		if mult.Strict(text, gold) {
@@ -66,6 +70,9 @@ func Evaluate(b backends.Backend, dir string, ps []mult.Problem) (Scores, error)
 		}
 		if mult.Correct(text, gold) {
 			s.Correct.Correct++
+		}
+		if mult.Last(text, gold) {
+			s.Last.Correct++
 		}
 	}
 	return s, nil

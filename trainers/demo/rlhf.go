@@ -108,7 +108,7 @@ func RunRLHF(ctx stdctx.Context, o RLHFOptions, env Env, rl []RLStage) (*RLHFRep
 	if env.Logger == nil {
 		env.Logger = slog.Default()
 	}
-	if _, err := SFTDataset(nil, o.SFTFormat); err != nil {
+	if _, err := SFTDataset(nil, o.SFTFormat, Prompter{}); err != nil {
 		return nil, err
 	}
 	if o.RMTrainWrongs < 1 || o.RMTrainWrongs > 5 {
@@ -260,7 +260,7 @@ func runPPO(ctx stdctx.Context, o RLHFOptions, env Env, sftDir, rmDir, dir strin
 	if err := prepare(cfg, "ppo"); err != nil {
 		return 0, err
 	}
-	sum, err := ppo.Run(ctx, cfg, sftDir, ppo.RunOptions{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress, Rows: PromptRows(split.Train)})
+	sum, err := ppo.Run(ctx, cfg, sftDir, ppo.RunOptions{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress, Rows: PromptRows(split.Train, Prompter{})})
 	if err != nil {
 		return 0, fmt.Errorf("demo ppo: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/bpetrain"
@@ -52,6 +53,39 @@ func userMessage(p mult.Problem) []chat.Message {
 	return []chat.Message{{Role: "system", Content: SystemPrompt}, {Role: "user", Content: p.Prompt()}}
 }
 
+// Prompter makes a problem's conversation: the demo's own model gets SystemPrompt and the course's
+// question (userMessage); a pretrained model gets a single user turn (its chat template adds its
+// own default system prompt, as a TRL dataset of user messages gets it), the course's question or
+// Template with {a} and {b} replaced by the factors.
+type Prompter struct {
+	Pretrained bool
+	Template   string
+}
+
+// CheckTemplate reports whether a prompt template names both factors.
+func CheckTemplate(t string) error {
+	if !strings.Contains(t, "{a}") || !strings.Contains(t, "{b}") {
+		return fmt.Errorf("the prompt template must contain {a} and {b}, got %q", t)
+	}
+	return nil
+}
+
+// Messages is p's conversation.
+func (q Prompter) Messages(p mult.Problem) []chat.Message {
+	if !q.Pretrained && q.Template == "" {
+		return userMessage(p)
+	}
+	text := p.Prompt()
+	if q.Template != "" {
+		text = strings.NewReplacer("{a}", strconv.Itoa(p.A), "{b}", strconv.Itoa(p.B)).Replace(q.Template)
+	}
+	var msgs []chat.Message
+	if !q.Pretrained {
+		msgs = append(msgs, chat.Message{Role: "system", Content: SystemPrompt})
+	}
+	return append(msgs, chat.Message{Role: "user", Content: text})
+}
+
 // SFT answer formats: FormatBare answers every problem with the bare product ("72"); FormatMixed
 // answers each problem MixedCopies times, MixedSentences of them in the sentence form
 // "72"+SentenceSuffix and the rest bare, so the format is a habit shared by every problem (the
@@ -64,8 +98,9 @@ const (
 	MixedSentences = 7
 )
 
-// SFTDataset is the conversational prompt-completion dataset of problems (answer = a·b) in format.
-func SFTDataset(ps []mult.Problem, format string) (*data.Dataset, error) {
+// SFTDataset is the conversational prompt-completion dataset of problems (answer = a·b) in format,
+// the conversations made by q.
+func SFTDataset(ps []mult.Problem, format string, q Prompter) (*data.Dataset, error) {
 	copies, sentences := 1, 0
 	switch format {
 	case FormatBare:
@@ -81,7 +116,7 @@ func SFTDataset(ps []mult.Problem, format string) (*data.Dataset, error) {
 			if k < sentences {
 				answer += SentenceSuffix
 			}
-			d.Rows = append(d.Rows, data.Row{Line: len(d.Rows) + 1, Prompt: data.Text{Messages: userMessage(p)},
+			d.Rows = append(d.Rows, data.Row{Line: len(d.Rows) + 1, Prompt: data.Text{Messages: q.Messages(p)},
 				Completion: data.Text{Messages: []chat.Message{{Role: "assistant", Content: answer}}}})
 		}
 	}
@@ -90,10 +125,10 @@ func SFTDataset(ps []mult.Problem, format string) (*data.Dataset, error) {
 
 // PromptRows are the conversational prompt-only rows of problems with their "answer" column, as
 // `posttrain data mult --kind grpo` writes them.
-func PromptRows(ps []mult.Problem) []data.Row {
+func PromptRows(ps []mult.Problem, q Prompter) []data.Row {
 	rows := make([]data.Row, len(ps))
 	for i, p := range ps {
-		rows[i] = data.Row{Line: i + 1, Prompt: data.Text{Messages: userMessage(p)},
+		rows[i] = data.Row{Line: i + 1, Prompt: data.Text{Messages: q.Messages(p)},
 			Columns: map[string]any{"answer": strconv.Itoa(p.Answer())}}
 	}
 	return rows
