@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/trainers/demo"
 )
 
 // The flags of one demo are refused by the other, and those of the demo's own model with --model,
@@ -55,5 +58,34 @@ func TestDemo_RLHFMiniature(t *testing.T) {
 		if rl := i >= 2; rl == strings.Contains(row, "  -  ") {
 			t.Errorf("row %q: a reward only for the RL stages", row)
 		}
+	}
+}
+
+// A miniature `posttrain demo --model M --prompt T --reward mult_last` prints the pretrained row
+// and the two GRPO rows, each with the three verifiers on both problem sets.
+func TestDemo_PretrainedMiniature(t *testing.T) {
+	dir := t.TempDir()
+	model, err := demo.WriteBase(filepath.Join(dir, "pre"), demo.ModelShape{Hidden: 16, Intermediate: 32, Layers: 1, Heads: 2, KVHeads: 1}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, stdout, stderr := runFilesOut(t, "demo", "--model", model, "--output-dir", filepath.Join(dir, "demo"), "--max-factor", "4", "--held-out", "3",
+		"--grpo-steps", "2", "--grpo-prompts", "2", "--num-generations", "4", "--max-completion-length", "3",
+		"--reward", "mult_last", "--prompt", "What is {a}×{b}?")
+	if rc != 0 {
+		t.Fatalf("exit %d: %s", rc, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 6 || strings.Count(lines[0], " last ") != 2 {
+		t.Fatalf("%d lines, want 6 (header with the last columns, 3 stages, legend, total):\n%s", len(lines), stdout)
+	}
+	for i, name := range []string{"pretrained", "GRPO mult_last", "GRPO random (control)"} {
+		if row := lines[1+i]; !strings.HasPrefix(row, name) || strings.Count(row, "/6)") != 3 || strings.Count(row, "/3)") != 3 {
+			t.Errorf("row %d %q, want %s with three verifiers on 6 GRPO and 3 held-out problems", i, row, name)
+		}
+	}
+	rows, err := os.ReadFile(filepath.Join(dir, "demo", "prompts", "grpo.jsonl"))
+	if err != nil || !strings.Contains(string(rows), `"content":"What is `) {
+		t.Errorf("prompts/grpo.jsonl: %v\n%s", err, rows)
 	}
 }
