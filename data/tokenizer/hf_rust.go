@@ -15,7 +15,7 @@ import (
 // hftokenizers` builds it into bin/hftokenizers, then CGO_LDFLAGS=-L$PWD/bin/hftokenizers). Encode, EncodePlain and Decode run in Rust; the vocabulary
 // lookups, which that binding does not expose, come from the pure-Go tables of the same file.
 type HF struct {
-	withAdded *hf.Tokenizer // the file as is
+	withAdded *hf.Tokenizer // the file as is (its truncation and padding off)
 	plain     *hf.Tokenizer // the file with "added_tokens" emptied: no added token is matched
 	lookup    *BPE
 }
@@ -53,12 +53,19 @@ func newHF(data []byte, name string, lookup *BPE) (*HF, error) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	// Rust would apply the file's truncation and padding to every encode; transformers does not
+	// (FromJSON), so neither does this.
+	doc["truncation"], doc["padding"] = json.RawMessage("null"), json.RawMessage("null")
+	asIs, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	doc["added_tokens"] = json.RawMessage("[]")
 	plainJSON, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	withAdded, err := hf.FromBytes(data)
+	withAdded, err := hf.FromBytes(asIs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: rust tokenizers: %w", name, err)
 	}

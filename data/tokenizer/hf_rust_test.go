@@ -123,3 +123,30 @@ func TestHF_FamiliesMatchGoldens(t *testing.T) {
 		})
 	}
 }
+
+// A tokenizer.json saved with truncation and padding (as transformers saves one TRL trained with)
+// encodes through Rust as without them, as transformers encodes it (FromJSON).
+func TestHF_TruncationAndPaddingAreNotApplied(t *testing.T) {
+	data := tinyJSON(t, nil, func(d map[string]any) {
+		d["truncation"] = map[string]any{"direction": "Right", "max_length": 2, "strategy": "LongestFirst", "stride": 0}
+		d["padding"] = map[string]any{"strategy": map[string]any{"Fixed": 16}, "direction": "Left", "pad_to_multiple_of": nil,
+			"pad_id": 0, "pad_type_id": 0, "pad_token": "a"}
+	})
+	rust, err := NewHF(data, "trl-saved.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rust.Close()
+	plain, err := FromJSON(tinyJSON(t, nil, nil), "plain.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"hello world", "hello world hello world"} {
+		if got, want := rust.Encode(text), plain.Encode(text); !slices.Equal(got, want) {
+			t.Errorf("Encode(%q) = %v, want %v", text, got, want)
+		}
+		if got, want := rust.EncodeSpecial(text), plain.EncodeSpecial(text); !slices.Equal(got, want) {
+			t.Errorf("EncodeSpecial(%q) = %v, want %v", text, got, want)
+		}
+	}
+}

@@ -122,12 +122,21 @@ func FromJSON(data []byte, name string) (*BPE, error) {
 }
 
 func build(tj *tokenizerJSON) (*BPE, error) {
+	// truncation and padding are read and not applied, as transformers does: its fast tokenizer
+	// takes them only as defaults (truncation_side, padding_side, max_length) and each call sets
+	// its own strategy, so a plain encode or apply_chat_template neither truncates nor pads
+	// (transformers 4.57.6 on a tokenizer.json that TRL's GRPOTrainer saved with truncation
+	// max_length 512 and left padding: an 801-token text stays 801 tokens; the tokenizers library
+	// alone would cut it to 512). posttrain truncates and pads where its trainers say.
 	for _, f := range []struct {
 		field string
 		raw   json.RawMessage
 	}{{"truncation", tj.Truncation}, {"padding", tj.Padding}} {
 		if len(f.raw) > 0 && string(f.raw) != "null" {
-			return nil, fmt.Errorf("%s: must be null (set truncation and padding in posttrain instead)", f.field)
+			var obj map[string]any
+			if err := json.Unmarshal(f.raw, &obj); err != nil {
+				return nil, fmt.Errorf("%s: want null or an object: %w", f.field, err)
+			}
 		}
 	}
 	t := &BPE{pre: &preTokenizer{}}

@@ -64,6 +64,28 @@ func TestFromJSON_MissingByteIsDropped(t *testing.T) {
 	}
 }
 
+// A tokenizer.json with truncation and padding set (as transformers saves one that TRL's trainers
+// used) encodes as the same file without them: transformers applies neither unless a call asks.
+func TestFromJSON_TruncationAndPaddingAreNotApplied(t *testing.T) {
+	plain, err := FromJSON(tinyJSON(t, nil, nil), "plain.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := FromJSON(tinyJSON(t, nil, func(d map[string]any) {
+		d["truncation"] = map[string]any{"direction": "Right", "max_length": 2, "strategy": "LongestFirst", "stride": 0}
+		d["padding"] = map[string]any{"strategy": map[string]any{"Fixed": 16}, "direction": "Left", "pad_to_multiple_of": nil,
+			"pad_id": 0, "pad_type_id": 0, "pad_token": "a"}
+	}), "trl-saved.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"hello world", "hello world hello world", ""} {
+		if a, b := plain.Encode(text), set.Encode(text); !slices.Equal(a, b) {
+			t.Errorf("Encode(%q) = %v with truncation/padding, %v without", text, b, a)
+		}
+	}
+}
+
 func TestFromJSON_MergeFormats(t *testing.T) {
 	pairs, err := FromJSON(tinyJSON(t, nil, nil), "pairs.json")
 	if err != nil {
@@ -126,7 +148,7 @@ func TestFromJSON_Errors(t *testing.T) {
 				"special_tokens": map[string]any{}}
 		}, `post_processor: single[0]: special token "<s>" is not in special_tokens`},
 		{"byte fallback", nil, func(d map[string]any) { modelOf(d)["byte_fallback"] = true }, "model.byte_fallback: must be false for a ByteLevel tokenizer"},
-		{"truncation", nil, func(d map[string]any) { d["truncation"] = map[string]any{"max_length": 8} }, "truncation: must be null"},
+		{"truncation", nil, func(d map[string]any) { d["truncation"] = "yes" }, "truncation: want null or an object"},
 		{"added id", []AddedToken{{ID: 300, Content: "<x>"}}, nil, `added_tokens[0]: "<x>" has id 300 but HuggingFace would give it 260`},
 		{"added empty", []AddedToken{{ID: 260}}, nil, "added_tokens[0]: empty content"},
 	}
