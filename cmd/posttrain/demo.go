@@ -162,12 +162,15 @@ func printDemo(w io.Writer, o demo.Options, rep *demo.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "stage\tGRPO problems strict\tcorrect\tlast\theld-out strict\tcorrect\tlast\treward\twall\n")
 	for _, s := range rep.Stages {
-		reward := "-"
+		reward, wall := "-", s.Wall.Round(time.Second).String()
 		if strings.HasPrefix(s.Name, "GRPO") {
 			reward = fmt.Sprintf("%.3f", s.Reward)
 		}
+		if s.Dir == o.Model { // the pretrained row: nothing trained
+			wall = "-"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Train.Strict, s.Train.Correct, s.Train.Last,
-			s.HeldOut.Strict, s.HeldOut.Correct, s.HeldOut.Last, reward, s.Wall.Round(time.Second))
+			s.HeldOut.Strict, s.HeldOut.Correct, s.HeldOut.Last, reward, wall)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -80,8 +80,12 @@ func TestDemo_PretrainedMiniature(t *testing.T) {
 		t.Fatalf("%d lines, want 6 (header with the last columns, 3 stages, legend, total):\n%s", len(lines), stdout)
 	}
 	for i, name := range []string{"pretrained", "GRPO mult_last", "GRPO random (control)"} {
-		if row := lines[1+i]; !strings.HasPrefix(row, name) || strings.Count(row, "/6)") != 3 || strings.Count(row, "/3)") != 3 {
+		row := lines[1+i]
+		if !strings.HasPrefix(row, name) || strings.Count(row, "/6)") != 3 || strings.Count(row, "/3)") != 3 {
 			t.Errorf("row %d %q, want %s with three verifiers on 6 GRPO and 3 held-out problems", i, row, name)
+		}
+		if trained := i > 0; trained == strings.HasSuffix(row, "  -") {
+			t.Errorf("row %q: a wall time only for the trained stages", row)
 		}
 	}
 	rows, err := os.ReadFile(filepath.Join(dir, "demo", "prompts", "grpo.jsonl"))
