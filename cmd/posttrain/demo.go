@@ -166,7 +166,7 @@ func printDemo(w io.Writer, o demo.Options, rep *demo.Report) error {
 		if strings.HasPrefix(s.Name, "GRPO") {
 			reward = fmt.Sprintf("%.3f", s.Reward)
 		}
-		if s.Dir == o.Model { // the pretrained row: nothing trained
+		if s.Wall == 0 { // nothing trained: the pretrained row
 			wall = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Train.Strict, s.Train.Correct, s.Train.Last,

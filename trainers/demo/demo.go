@@ -110,8 +110,8 @@ type Stage struct {
 	Name           string
 	Dir            string
 	HeldOut, Train Scores
-	Reward         float64 // last logged mean reward (GRPO stages)
-	Wall           time.Duration
+	Reward         float64       // last logged mean reward (GRPO stages)
+	Wall           time.Duration // the stage's training since t0; 0 for a stage that trained nothing (pretrained)
 	// Several GRPO seeds: mean and sample std over the seeds of the accuracy (under the reward's
 	// verifier) on the GRPO problems and on the held-out ones (the run-to-run noise).
 	Seeds                                 int
@@ -137,8 +137,8 @@ func Run(ctx stdctx.Context, o Options, env Env) (*Report, error) {
 	if env.Logger == nil {
 		env.Logger = slog.Default()
 	}
-	if o.Reward != "mult_correct" && o.Reward != "mult_strict" && o.Reward != "mult_last" {
-		return nil, fmt.Errorf("demo: the reward must be mult_correct, mult_strict or mult_last, got %q", o.Reward)
+	if err := checkVerifier(o.Reward); err != nil {
+		return nil, err
 	}
 	if o.Prompt != "" {
 		if err := CheckTemplate(o.Prompt); err != nil {
@@ -160,7 +160,7 @@ func Run(ctx stdctx.Context, o Options, env Env) (*Report, error) {
 	var sftDir string
 	if o.Model != "" {
 		sftDir = o.Model
-		if _, err := r.eval("pretrained", o.Model, time.Now()); err != nil {
+		if _, err := r.eval("pretrained", o.Model, time.Time{}); err != nil {
 			return nil, err
 		}
 	} else if sftDir, err = r.sft(ctx); err != nil {
@@ -217,9 +217,13 @@ type stages struct {
 	rep   *Report
 }
 
-// eval scores the checkpoint in dir on the held-out and the GRPO problems and appends its row.
+// eval scores the checkpoint in dir on the held-out and the GRPO problems and appends its row;
+// its wall is the time since t0 (the zero time: nothing was trained).
 func (r *stages) eval(name, dir string, t0 time.Time) (*Stage, error) {
-	st := Stage{Name: name, Dir: dir, Wall: time.Since(t0)}
+	st := Stage{Name: name, Dir: dir}
+	if !t0.IsZero() {
+		st.Wall = time.Since(t0)
+	}
 	var err error
 	q, n := r.o.prompter(), r.o.evalTokens()
 	if st.HeldOut, err = Evaluate(r.env.Backend, dir, r.split.HeldOut, q, n); err != nil {

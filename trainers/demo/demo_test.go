@@ -125,6 +125,9 @@ func TestRun_PretrainedModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := strings.SplitN(string(c), "\n", 2)[0]
+	if !strings.Contains(first, "? Reply with the number only.") || !strings.Contains(first, "You are Qwen") || strings.Contains(first, "calc") {
+		t.Errorf("completions.jsonl's first sample was not prompted with the template alone: %s", first)
+	}
 	rows, err := os.ReadFile(filepath.Join(o.OutputDir, "prompts", "held-out.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +135,24 @@ func TestRun_PretrainedModel(t *testing.T) {
 	if n := strings.Count(string(rows), "\n"); n != o.HeldOut || !strings.Contains(string(rows), `[{"role":"user","content":"What is `) || !strings.Contains(string(rows), `"answer":"`) {
 		t.Errorf("prompts/held-out.jsonl (%d rows, want %d conversational rows of the template with their answer):\n%s", n, o.HeldOut, rows)
 	}
-	if !strings.Contains(first, "? Reply with the number only.") || !strings.Contains(first, "You are Qwen") || strings.Contains(first, "calc") {
-		t.Errorf("completions.jsonl's first sample was not prompted with the template alone: %s", first)
+	if rep.Stages[0].Wall != 0 || rep.Stages[1].Wall == 0 {
+		t.Errorf("walls %v, %v: want none for the pretrained row and the training time for GRPO's", rep.Stages[0].Wall, rep.Stages[1].Wall)
+	}
+}
+
+// Each verifier reward scores its own field of Scores; an unknown reward is refused by name.
+func TestVerifiers_Table(t *testing.T) {
+	s := Scores{Strict: Accuracy{Correct: 1}, Correct: Accuracy{Correct: 2}, Last: Accuracy{Correct: 3}}
+	for reward, want := range map[string]int{"mult_strict": 1, "mult_correct": 2, "mult_last": 3} {
+		if err := checkVerifier(reward); err != nil {
+			t.Error(err)
+		}
+		if got := s.Of(reward).Correct; got != want {
+			t.Errorf("Of(%s) = %d, want %d", reward, got, want)
+		}
+	}
+	if err := checkVerifier("random"); err == nil || !strings.Contains(err.Error(), `mult_strict, mult_correct, mult_last, got "random"`) {
+		t.Errorf("checkVerifier(random) = %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/gomlx/gomlx/backends"
 
@@ -31,28 +32,50 @@ func (a Accuracy) String() string {
 	return fmt.Sprintf("%5.1f%% ± %.1f (%d/%d)", 100*a.P(), 100*a.StdErr(), a.Correct, a.N)
 }
 
-// Scores are a checkpoint's greedy accuracies on a problem set under the three verifiers: Strict
-// (mult.Strict: the answer is exactly a·b), Correct (mult.Correct, the course's: the first
+// Scores are a checkpoint's greedy accuracies on a problem set under the three verifiers:
+// Strict (mult.Strict: the answer is exactly a·b), Correct (mult.Correct, the course's: the first
 // integer of the answer is a·b, whatever the format) and Last (mult.Last: its last integer is).
 type Scores struct {
 	Strict, Correct, Last Accuracy
 }
 
-// Of is the accuracy under the verifier a reward function stands for: Strict for mult_strict,
-// Last for mult_last, else Correct.
-func (s Scores) Of(reward string) Accuracy {
-	switch reward {
-	case "mult_strict":
-		return s.Strict
-	case "mult_last":
-		return s.Last
+// verifiers are the demo's verifier rewards, each with its check and its field of Scores: the one
+// list Run validates --reward against, Evaluate scores with and Of reads.
+var verifiers = []struct {
+	reward string
+	check  func(completion, gold string) bool
+	of     func(*Scores) *Accuracy
+}{
+	{"mult_strict", mult.Strict, func(s *Scores) *Accuracy { return &s.Strict }},
+	{"mult_correct", mult.Correct, func(s *Scores) *Accuracy { return &s.Correct }},
+	{"mult_last", mult.Last, func(s *Scores) *Accuracy { return &s.Last }},
+}
+
+// checkVerifier reports whether reward names one of the verifiers.
+func checkVerifier(reward string) error {
+	var names []string
+	for _, v := range verifiers {
+		if v.reward == reward {
+			return nil
+		}
+		names = append(names, v.reward)
 	}
-	return s.Correct
+	return fmt.Errorf("demo: the reward must be one of %s, got %q", strings.Join(names, ", "), reward)
+}
+
+// Of is the accuracy under the verifier reward (a name checkVerifier accepts).
+func (s Scores) Of(reward string) Accuracy {
+	for _, v := range verifiers {
+		if v.reward == reward {
+			return *v.of(&s)
+		}
+	}
+	panic("demo: no verifier " + reward)
 }
 
 // Evaluate answers every problem greedily with the checkpoint in dir (its chat template, every
 // EOS id, at most maxNew new tokens; trainers/eval), the conversations made by q, and scores the
-// answers with the three verifiers.
+// answers with every verifier.
 func Evaluate(b backends.Backend, dir string, ps []mult.Problem, q Prompter, maxNew int) (Scores, error) {
 	prompts := make([][]chat.Message, len(ps))
 	for i, p := range ps {
@@ -62,17 +85,14 @@ func Evaluate(b backends.Backend, dir string, ps []mult.Problem, q Prompter, max
 	if err != nil {
 		return Scores{}, err
 	}
-	s := Scores{Strict: Accuracy{N: len(ps)}, Correct: Accuracy{N: len(ps)}, Last: Accuracy{N: len(ps)}}
-	for i, text := range answers {
-		gold := strconv.Itoa(ps[i].Answer())
-		if mult.Strict(text, gold) {
-			s.Strict.Correct++
-		}
-		if mult.Correct(text, gold) {
-			s.Correct.Correct++
-		}
-		if mult.Last(text, gold) {
-			s.Last.Correct++
+	var s Scores
+	for _, v := range verifiers {
+		acc := v.of(&s)
+		acc.N = len(ps)
+		for i, text := range answers {
+			if v.check(text, strconv.Itoa(ps[i].Answer())) {
+				acc.Correct++
+			}
 		}
 	}
 	return s, nil

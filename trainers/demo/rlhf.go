@@ -208,7 +208,7 @@ func PreferencePairs(problems []mult.Problem, train int, seed uint64) (trainRows
 		}
 		rng.Shuffle(len(wrongs), func(i, j int) { wrongs[i], wrongs[j] = wrongs[j], wrongs[i] })
 		for k, w := range wrongs {
-			row := data.Row{Prompt: data.Text{Messages: userMessage(p)}, Chosen: answer(p.Answer()), Rejected: answer(w)}
+			row := data.Row{Prompt: data.Text{Messages: Prompter{}.Messages(p)}, Chosen: answer(p.Answer()), Rejected: answer(w)}
 			if k < train {
 				row.Line = len(trainRows) + 1
 				trainRows = append(trainRows, row)

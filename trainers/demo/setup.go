@@ -49,14 +49,10 @@ func NewSplit(maxFactor, heldOut int, seed uint64) (Split, error) {
 // short: 25 prompt tokens instead of 41.
 const SystemPrompt = "calc"
 
-func userMessage(p mult.Problem) []chat.Message {
-	return []chat.Message{{Role: "system", Content: SystemPrompt}, {Role: "user", Content: p.Prompt()}}
-}
-
-// Prompter makes a problem's conversation: the demo's own model gets SystemPrompt and the course's
-// question (userMessage); a pretrained model gets a single user turn (its chat template adds its
-// own default system prompt, as a TRL dataset of user messages gets it), the course's question or
-// Template with {a} and {b} replaced by the factors.
+// Prompter makes a problem's conversation: the course's question (mult.Problem.Prompt), or
+// Template with {a} and {b} replaced by the factors, as the user turn, after SystemPrompt for the
+// demo's own model; a pretrained model gets the user turn alone (its chat template adds its own
+// default system prompt, as a TRL dataset of user messages gets it).
 type Prompter struct {
 	Pretrained bool
 	Template   string
@@ -72,9 +68,6 @@ func CheckTemplate(t string) error {
 
 // Messages is p's conversation.
 func (q Prompter) Messages(p mult.Problem) []chat.Message {
-	if !q.Pretrained && q.Template == "" {
-		return userMessage(p)
-	}
 	text := p.Prompt()
 	if q.Template != "" {
 		text = strings.NewReplacer("{a}", strconv.Itoa(p.A), "{b}", strconv.Itoa(p.B)).Replace(q.Template)
