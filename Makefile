@@ -73,7 +73,7 @@ unit:
 # kill-and-resume fault tests (file durability, one process per kill) and the tests of files,
 # flags and refusals.
 XLA_PLUGIN    := bin/xla/pjrt_c_api_cpu_plugin.so
-XLA_TEST_PKGS := ./models/decoder ./models/generate ./trainers/step ./trainers/tokenmask ./trainers/trainable ./trainers/loop ./trainers/sft \
+XLA_TEST_PKGS := ./internal/shard ./models/decoder ./models/generate ./trainers/step ./trainers/tokenmask ./trainers/trainable ./trainers/loop ./trainers/sft \
 	./trainers/dpo ./trainers/kto ./trainers/grpo ./trainers/reward ./trainers/ppo ./toy/tinylmgomlx
 
 XLA_SKIP      := ^Test(PPO_Families|GRPO_Families|Run_Families|Fault_|GRPOFault_

@@ -23,14 +23,14 @@ func TestTrainCommands_DevicesRefused(t *testing.T) {
 		{[]string{"dpo", "--backend", "go", "--devices", "4"}, "devices (--devices) 4: the backend go:parallelism=-1 has 1 device"},
 		{[]string{"kto", "--devices", "-1"}, "devices (--devices) must be ≥ 1 (or 0: every device of the backend), got -1"},
 		{[]string{"grpo", "--backend", "go", "--devices", "2", "--reward", "mult_strict"}, "devices (--devices) 2: the backend go:parallelism=-1 has 1 device"},
-		{[]string{"grpo", "--devices", "2", "--fsdp", "--reward", "mult_exact"}, "fsdp (--fsdp) is not for grpo, which generates with the whole weights on one device: use --devices N without it (data parallel)"},
+		{[]string{"grpo", "--devices", "2", "--fsdp", "--reward", "mult_exact"}, "fsdp (--fsdp) is not for grpo, which generates with the whole weights on each device: use --devices N without it (data parallel)"},
 		{[]string{"ppo", "--backend", "go", "--devices", "2", "--reward-model", filepath.Join(dir, "no-rm")}, "devices (--devices) 2: the backend go:parallelism=-1 has 1 device"},
-		{[]string{"ppo", "--devices", "2", "--fsdp", "--reward-model", filepath.Join(dir, "no-rm")}, "fsdp (--fsdp) is not for ppo, which generates with the whole weights on one device: use --devices N without it (data parallel)"},
+		{[]string{"ppo", "--devices", "2", "--fsdp", "--reward-model", filepath.Join(dir, "no-rm")}, "fsdp (--fsdp) is not for ppo, which generates with the whole weights on each device: use --devices N without it (data parallel)"},
 		{[]string{"sft", "--backend", "go", "--fsdp"}, "fsdp (--fsdp) needs an XLA backend (its SPMD partitioner splits the state); the backend go:parallelism=-1 has 1 device"},
 		{[]string{"sft", "--backend", "go", "--tensor-parallel"}, "tensor_parallel (--tensor-parallel) needs an XLA backend (its SPMD partitioner splits the projections); the backend go:parallelism=-1 has 1 device"},
 		{[]string{"dpo", "--tensor-parallel", "--fsdp"}, "tensor_parallel (--tensor-parallel) and --fsdp split the same weights two ways: give one of them"},
-		{[]string{"grpo", "--devices", "2", "--tensor-parallel", "--reward", "mult_exact"}, "tensor_parallel (--tensor-parallel) is not for grpo, which generates with the whole weights on one device: use --devices N without it (data parallel)"},
-		{[]string{"ppo", "--devices", "2", "--tensor-parallel", "--reward-model", filepath.Join(dir, "no-rm")}, "tensor_parallel (--tensor-parallel) is not for ppo, which generates with the whole weights on one device: use --devices N without it (data parallel)"},
+		{[]string{"grpo", "--devices", "2", "--tensor-parallel", "--reward", "mult_exact"}, "tensor_parallel (--tensor-parallel) is not for grpo, which generates with the whole weights on each device: use --devices N without it (data parallel)"},
+		{[]string{"ppo", "--devices", "2", "--tensor-parallel", "--reward-model", filepath.Join(dir, "no-rm")}, "tensor_parallel (--tensor-parallel) is not for ppo, which generates with the whole weights on each device: use --devices N without it (data parallel)"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -315,8 +315,14 @@ func (s *Signature) Outputs(l List[*graph.Node]) []*graph.Node {
 
 // Results pairs the output tensors of an Exec with the names Outputs recorded.
 func (s *Signature) Results(ts []*tensors.Tensor) (List[*tensors.Tensor], error) {
-	if !s.built || len(ts) != len(s.outputs) {
-		return List[*tensors.Tensor]{}, fmt.Errorf("named: %d results for the outputs (%s)", len(ts), strings.Join(s.outputs, ", "))
+	return ResultsOf(s, ts)
+}
+
+// ResultsOf pairs one value per output of s's graph with the names Outputs recorded: its
+// tensors (Results), or each output's pieces on several devices (internal/shard).
+func ResultsOf[V any](s *Signature, vs []V) (List[V], error) {
+	if !s.built || len(vs) != len(s.outputs) {
+		return List[V]{}, fmt.Errorf("named: %d results for the outputs (%s)", len(vs), strings.Join(s.outputs, ", "))
 	}
-	return List[*tensors.Tensor]{Names: slices.Clone(s.outputs), Values: ts}, nil
+	return List[V]{Names: slices.Clone(s.outputs), Values: vs}, nil
 }

@@ -43,11 +43,23 @@ type donationProbe struct {
 }
 
 func (p *donationProbe) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
-	before := append([]*tensors.Tensor(nil), p.caches...)
+	before := firstPieces(p.caches)
 	caches, err := p.cacheArgs()
 	if err != nil {
 		return nil, nil, err
 	}
-	p.check(before, caches, p.caches)
+	p.check(before, caches, firstPieces(p.caches))
 	return p.decode(caches, tok, pos, slot, keyValid, sample)
+}
+
+// firstPieces is each cache's piece on the first device (the whole cache on one device), nil
+// where the cache was donated.
+func firstPieces(caches [][]*tensors.Tensor) []*tensors.Tensor {
+	out := make([]*tensors.Tensor, len(caches))
+	for i, c := range caches {
+		if c != nil {
+			out[i] = c[0]
+		}
+	}
+	return out
 }

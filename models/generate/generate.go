@@ -9,6 +9,7 @@
 package generate
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/gomlxfix"
 	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/internal/shard"
 )
 
 // Options control Generator.Generate.
@@ -81,7 +83,41 @@ type Generator struct {
 
 	execs map[execKey]*compiled
 	stats Stats
-	spec  Spec // the model's Spec, read at the start of each call
+	spec  Spec        // the model's Spec, read at the start of each call
+	rows  *shard.Rows // several devices (SplitRows), nil on one
+}
+
+// SplitRows runs the Generator's graphs over the devices of rows (internal/shard): every row
+// input — the prompts, the positions and masks, the sampler's keys, the KV caches — split along
+// the batch over the devices, the weights read as the context's variables hold them (replicated
+// by the training driver), the drawn tokens gathered on the host. The KV caches stay on their
+// devices between decode steps, one piece per device. The batch bucket is rounded up to a
+// multiple of the devices. Each row's key depends only on (seed, row, step), so a row draws the
+// same tokens on any number of devices, up to the float32 round-off of its logits. nil runs on
+// one device (the default); the compiled graphs are dropped when the split changes.
+func (g *Generator) SplitRows(rows *shard.Rows) {
+	if rows != g.rows {
+		g.Finalize()
+	}
+	g.rows = rows
+}
+
+// Devices is the number of devices the rows are split over (SplitRows): 1 on one.
+func (g *Generator) Devices() int {
+	if g.rows == nil {
+		return 1
+	}
+	return g.rows.N()
+}
+
+// bucketRows is the batch bucket of n prompts: the next power of two, a multiple of the devices.
+func (g *Generator) bucketRows(n int) int {
+	b := bucketRows(n)
+	if g.rows != nil {
+		d := g.rows.N()
+		b = (b + d - 1) / d * d
+	}
+	return b
 }
 
 // execKey names one of the Generator's compiled graphs: the prompt pass, the decode step or the
@@ -164,7 +200,7 @@ func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Genera
 		return nil, err
 	}
 	n := len(prompts)
-	rows, plen := bucketRows(n), PromptBucket(g.backend, maxLen(prompts))
+	rows, plen := g.bucketRows(n), PromptBucket(g.backend, maxLen(prompts))
 	clen := BucketLen(plen + opts.MaxNewTokens)
 	ids, mask := leftPad(prompts, rows, plen)
 	keyValid := make([][]int32, rows)
@@ -331,18 +367,28 @@ func toInts(ids []int32) []int {
 	return out
 }
 
-// execute runs c on in and returns its outputs by name, turning GoMLX panics into errors.
-func (g *Generator) execute(c *compiled, in named.Feed) (outs named.List[*tensors.Tensor], err error) {
+// execute runs c on in and returns its outputs by name, each as its pieces (one per device: a
+// single tensor on one device), turning GoMLX panics into errors.
+func (g *Generator) execute(c *compiled, in named.Feed) (outs named.List[[]*tensors.Tensor], err error) {
 	err = gomlxfix.Call(func() {
 		args, e := c.sig.Args(in)
 		if e != nil {
 			panic(e)
 		}
-		ts, e := c.exec.Exec(args...)
+		var pieces [][]*tensors.Tensor
+		if g.rows != nil {
+			pieces, e = g.rows.Exec(c.exec, args)
+		} else {
+			var ts []*tensors.Tensor
+			ts, e = c.exec.Exec(args...)
+			for _, t := range ts {
+				pieces = append(pieces, []*tensors.Tensor{t})
+			}
+		}
 		if e != nil {
 			panic(e)
 		}
-		if outs, e = c.sig.Results(ts); e != nil {
+		if outs, e = named.ResultsOf(&c.sig, pieces); e != nil {
 			panic(e)
 		}
 	})
@@ -373,12 +419,23 @@ func (g *Generator) newExec(fn graphFn) (c *compiled, err error) {
 	return c, nil
 }
 
-// hostDraws copies the drawn tokens [B] and their log-probs [B] to the host and frees them.
-func (g *Generator) hostDraws(tok, lp *tensors.Tensor) ([]int32, []float32, error) {
-	defer func() { _ = tok.FinalizeAll(); _ = lp.FinalizeAll() }()
+// hostDraws copies the drawn tokens [B] and their log-probs [B] (their pieces, one per device)
+// to the host and frees them.
+func (g *Generator) hostDraws(tokPieces, lpPieces []*tensors.Tensor) ([]int32, []float32, error) {
+	defer func() { shard.Free(tokPieces); shard.Free(lpPieces) }()
 	var ids []int32
 	var lps []float32
 	err := gomlxfix.Call(func() {
+		tok, lp := tokPieces[0], lpPieces[0]
+		if g.rows != nil {
+			var e1, e2 error
+			tok, e1 = g.rows.Merge(tokPieces)
+			lp, e2 = g.rows.Merge(lpPieces)
+			if e := errors.Join(e1, e2); e != nil {
+				panic(e)
+			}
+			defer func() { _ = tok.FinalizeAll(); _ = lp.FinalizeAll() }()
+		}
 		ids, lps = tensors.MustCopyFlatData[int32](tok), tensors.MustCopyFlatData[float32](lp)
 	})
 	if err != nil {

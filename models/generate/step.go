@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/internal/shard"
 )
 
 // The graphs' inputs and outputs (internal/named: T is any or *tensors.Tensor on the host, *Node
@@ -53,8 +54,9 @@ type cachedStepper struct {
 	how  KVUpdate
 	mode drawMode
 	// caches are the state of the previous execution (its outputs), flat: State.Caches then
-	// State.Seen, owned by the stepper until the next decode step takes them.
-	caches []*tensors.Tensor
+	// State.Seen, each as its pieces (one per device), owned by the stepper until the next decode
+	// step takes them.
+	caches [][]*tensors.Tensor
 	numKV  int // how many of caches are State.Caches (the rest: State.Seen)
 	// keepCaches passes the caches to the decode step as plain tensors, kept alive through the
 	// step and freed after it, instead of donating them (the path before donation; tests compare).
@@ -100,7 +102,7 @@ func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample sampleI
 	if err != nil {
 		return nil, nil, err
 	}
-	out := named.Bind[stepOutputs[*tensors.Tensor]](res)
+	out := named.Bind[stepOutputs[[]*tensors.Tensor]](res)
 	s.caches = append(out.State.Caches, out.State.Seen...)
 	s.numKV = len(out.State.Caches)
 	return g.hostDraws(out.Tok, out.LogProb)
@@ -128,7 +130,7 @@ func (s *cachedStepper) decode(caches []any, tok, pos [][]int32, slot int, keyVa
 	if err != nil {
 		return nil, nil, err
 	}
-	out := named.Bind[stepOutputs[*tensors.Tensor]](res)
+	out := named.Bind[stepOutputs[[]*tensors.Tensor]](res)
 	s.freeCaches() // the caches not donated
 	s.caches = append(out.State.Caches, out.State.Seen...)
 	return s.g.hostDraws(out.Tok, out.LogProb)
@@ -167,15 +169,26 @@ func (s *cachedStepper) decodeExec() (*compiled, error) {
 // A shared buffer (HasSharedBuffers backends share host tensors they upload) cannot be donated:
 // the host still reads its memory. Caches are execution outputs, which GoMLX never shares, but a
 // shared one would be passed as a plain tensor and freed after the step, as before.
+//
+// On several devices (SplitRows) each cache is its pieces, each donated on its own device.
 func (s *cachedStepper) cacheArgs() ([]any, error) {
 	args := make([]any, len(s.caches))
 	for i, c := range s.caches {
-		if s.keepCaches || c.IsShared() {
-			args[i] = c
+		rows := s.g.rows
+		if s.keepCaches || slices.ContainsFunc(c, (*tensors.Tensor).IsShared) {
+			args[i] = c[0]
+			if rows != nil {
+				args[i] = shard.Keep(c)
+			}
 			continue
 		}
 		var err error
-		if args[i], err = DonateTensorBuffer(c, s.g.backend, 0); err != nil {
+		if rows != nil {
+			args[i], err = rows.Donate(c)
+		} else {
+			args[i], err = DonateTensorBuffer(c[0], s.g.backend, 0)
+		}
+		if err != nil {
 			return nil, s.g.errorf("donate KV cache %d: %w", i, err)
 		}
 		s.caches[i] = nil
@@ -185,9 +198,7 @@ func (s *cachedStepper) cacheArgs() ([]any, error) {
 
 func (s *cachedStepper) freeCaches() {
 	for _, c := range s.caches {
-		if c != nil {
-			_ = c.FinalizeAll()
-		}
+		shard.Free(c)
 	}
 	s.caches = nil
 }
@@ -249,7 +260,7 @@ func (s *fullStepper) forward(sample sampleInputs[any]) ([]int32, []float32, err
 	if err != nil {
 		return nil, nil, err
 	}
-	out := named.Bind[drawOutputs[*tensors.Tensor]](res)
+	out := named.Bind[drawOutputs[[]*tensors.Tensor]](res)
 	return g.hostDraws(out.Tok, out.LogProb)
 }
 

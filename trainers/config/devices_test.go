@@ -80,3 +80,35 @@ func TestResumeChanges_DevicesWithTheSameGlobalBatch(t *testing.T) {
 		}
 	}
 }
+
+// PPO's local_rollout_forward_batch_size is per device as well: a resume on another device count
+// keeping per device × devices is accepted, one that changes the rollout's forward pass (alone or
+// with the devices) is refused.
+func TestResumeChanges_PPOForwardRowsPerDevice(t *testing.T) {
+	saved := DefaultPPO()
+	saved.Model, saved.Dataset, saved.OutputDir, saved.RewardModelPath = "m", "d.jsonl", "/out", "rm"
+	saved.PerDeviceTrainBatchSize, saved.LocalRolloutForwardBatchSize, saved.Devices = 1, 2, 4
+	data, err := MarshalRun(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		perDevice, local, devices int
+		refused                   string
+	}{{2, 4, 2, ""}, {4, 8, 0, ""}, {1, 2, 4, ""}, {1, 4, 4, "local_rollout_forward_batch_size 2 → 4"},
+		{2, 2, 2, "per_device_train_batch_size 1 → 2; devices 4 → 2"}} {
+		cur := *saved
+		cur.PerDeviceTrainBatchSize, cur.LocalRolloutForwardBatchSize, cur.Devices = c.perDevice, c.local, c.devices
+		refused, _, err := ResumeChanges(data, "training_args.yaml", &cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, ch := range refused {
+			got = append(got, ch.String())
+		}
+		if strings.Join(got, "; ") != c.refused {
+			t.Errorf("per device %d, forward %d × %d devices: refused %q, want %q", c.perDevice, c.local, c.devices, got, c.refused)
+		}
+	}
+}

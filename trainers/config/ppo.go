@@ -18,7 +18,7 @@ type PPO struct {
 	NumPPOEpochs                 int     `yaml:"num_ppo_epochs" usage:"passes over each rollout batch"`
 	NumMiniBatches               int     `yaml:"num_mini_batches" usage:"mini-batches per pass: each is one optimizer step; must divide gradient_accumulation_steps"`
 	TotalEpisodes                int     `yaml:"total_episodes" usage:"prompts (episodes) to train on in all; 0 = num_train_epochs × the dataset's prompts (TRL's None)"`
-	LocalRolloutForwardBatchSize int     `yaml:"local_rollout_forward_batch_size" usage:"rows per forward pass of the rollout (generation, reference, value and reward scoring; no gradient)"`
+	LocalRolloutForwardBatchSize int     `yaml:"local_rollout_forward_batch_size" usage:"rows per forward pass of the rollout on each device (generation; policy, reference, value and reward-model scoring; no gradient)"`
 	ResponseLength               int     `yaml:"response_length" usage:"tokens generated per response"`
 	StopToken                    string  `yaml:"stop_token" enum:"|eos" usage:"eos: generation stops at the tokenizer's eos_token and the response is truncated after it; empty = no stop token (TRL's None: response_length tokens, unless stop_token_id is set)"`
 	StopTokenID                  int     `yaml:"stop_token_id" usage:"stop generation and truncate the response at this token id; -1 = none (TRL's None); exclusive with stop_token"`
@@ -59,6 +59,10 @@ func (c *PPO) Resolve() {
 	}
 }
 
+// ForwardRows is the rows of one forward pass of the rollout over all devices:
+// local_rollout_forward_batch_size × devices (TRL's is per process).
+func (c *PPO) ForwardRows() int { return c.LocalRolloutForwardBatchSize * c.DeviceCount() }
+
 // RolloutBatch is the prompts of one rollout: per_device_train_batch_size × devices ×
 // gradient_accumulation_steps (TRL's batch_size, local_batch_size × processes).
 func (c *PPO) RolloutBatch() int { return c.MicroBatch() * c.GradientAccumulationSteps }
@@ -83,10 +87,10 @@ func (c *PPO) Validate() error {
 		return err
 	}
 	if c.FSDP {
-		return bad(c, "fsdp", "is not for ppo, which generates with the whole weights on one device: use --devices N without it (data parallel)")
+		return bad(c, "fsdp", "is not for ppo, which generates with the whole weights on each device: use --devices N without it (data parallel)")
 	}
 	if c.TensorParallel {
-		return bad(c, "tensor_parallel", "is not for ppo, which generates with the whole weights on one device: use --devices N without it (data parallel)")
+		return bad(c, "tensor_parallel", "is not for ppo, which generates with the whole weights on each device: use --devices N without it (data parallel)")
 	}
 	nonNeg := func(key string, v float64) error {
 		if !(v >= 0) || math.IsInf(v, 0) {

@@ -67,10 +67,11 @@ func ResumeChanges(saved []byte, name string, cur Config) (refused, allowed []Ch
 		if f.Resume != "" || reflect.DeepEqual(o.Value.Interface(), f.Value.Interface()) {
 			continue
 		}
-		// A run on another number of devices with the same global micro-batch (per device ×
-		// devices) takes the same steps over the same examples; a change of either alone is a
-		// change of the global batch.
-		if (f.Key == "per_device_train_batch_size" || f.Key == "devices") && old.Common().MicroBatch() == cur.Common().MicroBatch() {
+		// A run on another number of devices with the same global sizes (per device × devices:
+		// the micro-batch, PPO's rollout forward pass) takes the same steps over the same
+		// examples, drawn in the same passes; a change of a per-device size alone is a change of
+		// the global one.
+		if perDevice[f.Key] && sameGlobalSizes(old, cur) {
 			continue
 		}
 		c := Change{Key: f.Key, Flag: f.Flag, Saved: scalar(o.Value.Interface()), Now: scalar(f.Value.Interface())}
@@ -81,6 +82,20 @@ func ResumeChanges(saved []byte, name string, cur Config) (refused, allowed []Ch
 		}
 	}
 	return refused, allowed, nil
+}
+
+// perDevice are the options whose global size is their value × devices.
+var perDevice = map[string]bool{"devices": true, "per_device_train_batch_size": true, "local_rollout_forward_batch_size": true}
+
+// sameGlobalSizes reports whether a and b (one method's) have the same global micro-batch and,
+// for PPO, the same rollout forward pass.
+func sameGlobalSizes(a, b Config) bool {
+	if a.Common().MicroBatch() != b.Common().MicroBatch() {
+		return false
+	}
+	pa, okA := a.(*PPO)
+	pb, okB := b.(*PPO)
+	return okA != okB || !okA || pa.ForwardRows() == pb.ForwardRows()
 }
 
 // scalar formats v as YAML does in one line (a list in flow style).

@@ -103,9 +103,9 @@ func (c *GRPO) Validate() error {
 	mb := c.MicroBatch() // per_device_train_batch_size × devices
 	switch {
 	case c.FSDP:
-		return bad(c, "fsdp", "is not for grpo, which generates with the whole weights on one device: use --devices N without it (data parallel)")
+		return bad(c, "fsdp", "is not for grpo, which generates with the whole weights on each device: use --devices N without it (data parallel)")
 	case c.TensorParallel:
-		return bad(c, "tensor_parallel", "is not for grpo, which generates with the whole weights on one device: use --devices N without it (data parallel)")
+		return bad(c, "tensor_parallel", "is not for grpo, which generates with the whole weights on each device: use --devices N without it (data parallel)")
 	case len(c.RewardFuncs) == 0 && len(c.RewardModels) == 0:
 		return bad(c, "reward_funcs", "is required: name at least one reward function (or give a reward model, --reward-model)")
 	case len(c.RewardWeights) > 0 && len(c.RewardModels) == 0 && len(c.RewardWeights) != len(c.RewardFuncs):

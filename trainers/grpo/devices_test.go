@@ -12,21 +12,20 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
+	"github.com/posttrain/posttrain/internal/backend/devicetest"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
 )
 
-// GRPO data parallel on 2 and 4 of XLA's CPU devices (each training micro-batch split along the
-// batch axis by the SPMD partitioner, the weights replicated; generation and the old/reference
-// scoring on one device, reading the replicated weights) gives the 1-device run with the same
-// global batch: the same completions, per-step loss and grad_norm and the final weights within
+// GRPO data parallel on 2 and 4 of XLA's CPU devices (each training micro-batch, the generation
+// batch's rows and the old/reference scoring passes split along the batch axis by the SPMD
+// partitioner, the weights replicated) gives the 1-device run with the same global batch: the same completions, per-step loss and grad_norm and the final weights within
 // 1e-5 relative (the weights as one vector in the max norm, as the driver's own test), with
 // gradient accumulation, off-policy (num_iterations 2) and a reference model (β 0.04).
 func TestGRPO_DataParallelEqualsOneDevice(t *testing.T) {
-	b := looptest.DevicesBackend(t)
+	b := devicetest.DevicesBackend(t)
 	want, w1 := dpRun(t, b, dpConfig(t, 1), 0)
 	for _, n := range []int{2, 4} {
 		got, wn := dpRun(t, b, dpConfig(t, n), 0)
@@ -60,7 +59,7 @@ func TestGRPO_DataParallelEqualsOneDevice(t *testing.T) {
 // A GRPO checkpoint written on 4 devices resumes on 1 (per_device_train_batch_size × devices
 // kept) and ends as the straight one-device run, within 1e-5 of ‖θ‖∞.
 func TestGRPO_ResumeOnOtherDeviceCount(t *testing.T) {
-	b := looptest.DevicesBackend(t)
+	b := devicetest.DevicesBackend(t)
 	_, want := dpRun(t, b, dpConfig(t, 1), 0)
 	c := dpConfig(t, 4)
 	dpRun(t, b, c, 1)
@@ -104,6 +103,9 @@ func dpRun(t *testing.T, b backends.Backend, c *config.GRPO, stopAt int) ([]Step
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := tr.gen.Devices(); got != c.DeviceCount() {
+		t.Fatalf("devices %d: the generator runs on %d", c.DeviceCount(), got)
+	}
 	if _, err := tr.Train(ctx); err != nil && !(stopAt > 0 && errors.Is(err, loop.ErrInterrupted)) {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestGRPO_FSDPRefused(t *testing.T) {
 	c.Devices, c.FSDP = 2, true
 	c.Resolve()
 	err := c.Validate()
-	if err == nil || err.Error() != "fsdp (--fsdp) is not for grpo, which generates with the whole weights on one device: use --devices N without it (data parallel)" {
+	if err == nil || err.Error() != "fsdp (--fsdp) is not for grpo, which generates with the whole weights on each device: use --devices N without it (data parallel)" {
 		t.Fatalf("Validate: %v", err)
 	}
 }

@@ -225,9 +225,10 @@ func (t *Trainer) rollout() (*Rollout, timings, error) {
 	return r, tm, nil
 }
 
-// score runs a forward-only log-prob graph over the rollout, one micro-batch of rows at a time.
+// score runs a forward-only log-prob graph over the rollout, one micro-batch of rows at a time
+// (per_device_train_batch_size rows on each device).
 func (t *Trainer) score(e *step.ContextEval, r *Rollout) ([][]float32, error) {
-	return t.scoreLayout(e, r, t.promptLen, t.cfg.PerDeviceTrainBatchSize)
+	return t.scoreLayout(e, r, t.promptLen, t.cfg.MicroBatch())
 }
 
 // scoreLayout is score with prompts left-padded to promptLen and mb rows per forward pass (the

@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/internal/shard"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/trainers/config"
@@ -199,6 +200,33 @@ func (t *Trainer) compile() error {
 		t.refCtx = ref
 		if t.refEval, err = step.NewContextEval(t.s.Backend, ref, t.spec.scoreGraph); err != nil {
 			return fmt.Errorf("grpo: reference log-probs: %w", err)
+		}
+	}
+	return t.splitRows()
+}
+
+// splitRows, with --devices N > 1, splits the generation, the old and reference scoring and the
+// reward models over the devices the driver splits the update over (internal/shard): each
+// generated or scored row on one device, per_device_train_batch_size rows of a scoring pass on
+// each, the weights replicated.
+func (t *Trainer) splitRows() error {
+	n := t.cfg.DeviceCount()
+	if n < 2 {
+		return nil
+	}
+	rows, err := shard.NewRows(t.s.Backend, n)
+	if err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	t.gen.SplitRows(rows)
+	for _, e := range []*step.ContextEval{t.oldEval, t.refEval} {
+		if e != nil {
+			e.SplitRows(rows)
+		}
+	}
+	for _, rw := range t.s.Rewards {
+		if rw.Scorer != nil {
+			rw.Scorer.SplitRows(rows)
 		}
 	}
 	return nil

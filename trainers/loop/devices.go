@@ -10,12 +10,13 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posttrain/posttrain/internal/shard"
 )
 
 // dataAxis is the name of the one axis of the data-parallel device mesh, modelAxis of the
 // tensor-parallel one.
 const (
-	dataAxis  = "data"
+	dataAxis  = shard.DataAxis
 	modelAxis = "model"
 )
 
@@ -53,16 +54,13 @@ type dataParallel struct {
 }
 
 func newDataParallel(b backends.Backend, n int, tp bool) (*dataParallel, error) {
-	if have := b.NumDevices(); n > have {
-		return nil, fmt.Errorf("devices %d: the backend %s has %d", n, b.Name(), have)
-	}
 	axis := dataAxis
 	if tp {
 		axis = modelAxis
 	}
-	mesh, err := distributed.NewDeviceMesh([]int{n}, []string{axis})
+	mesh, err := shard.Mesh(b, n, axis) // the generator's and the scorers' mesh too
 	if err != nil {
-		return nil, fmt.Errorf("devices %d: %w", n, err)
+		return nil, err
 	}
 	split, err := distributed.BuildSpec(mesh).S(axis).Done()
 	if err != nil {

@@ -12,14 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/internal/backend"
+	"github.com/posttrain/posttrain/internal/backend/devicetest"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/lora"
@@ -31,27 +30,6 @@ import (
 	"github.com/posttrain/posttrain/trainers/sft"
 	"github.com/posttrain/posttrain/trainers/trainable"
 )
-
-// cpuDevices is XLA's CPU plugin with 4 devices, made once; the data-parallel tests need it
-// whatever $POSTTRAIN_TEST_BACKEND says (the pure-Go backend has one device).
-var cpuDevices = sync.OnceValues(func() (backends.Backend, error) {
-	return backend.NewWithOptions("xla:cpu", backend.Options{CPUDevices: 4})
-})
-
-func devicesBackend(t *testing.T) backends.Backend {
-	t.Helper()
-	if !backend.IsXLA(backend.ForTests()) {
-		t.Skipf("data parallel runs on XLA's CPU devices: with %s=xla:cpu (make unit-xla)", backend.TestEnv)
-	}
-	b, err := cpuDevices()
-	if errors.Is(err, backend.ErrNoPlugin) {
-		t.Skipf("data parallel needs several devices: XLA's CPU plugin is not installed (make xla-cpu): %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // dpRun is one data-parallel test run: a fresh copy of the model at dir trained by method c on
 // train with perDevice × devices examples per micro-batch, 2 micro-batches per step, steps
@@ -82,7 +60,7 @@ func (r dpRun) do(t *testing.T) string {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	b := devicesBackend(t)
+	b := devicetest.DevicesBackend(t)
 	load := r.load
 	if load == nil {
 		load = func(t testing.TB, dir string) *trainable.Model { return looptest.Load(t, dir, false) }
@@ -181,7 +159,7 @@ func closeRuns(t *testing.T, want, got string, rel float64) {
 // global micro-batch of 4 and 2 micro-batches per step: 3 steps cross the end of the pass, whose
 // last micro-batch of 3 rows does not divide by the devices (it runs replicated).
 func TestDevices_DataParallelEqualsOneDevice(t *testing.T) {
-	devicesBackend(t) // skips here, not in each subtest, without the plugin
+	devicetest.DevicesBackend(t) // skips here, not in each subtest, without the plugin
 	dir := looptest.Model(t)
 	classifier := func(t testing.TB, dir string) *trainable.Model {
 		m, _, err := trainable.LoadClassifier(dir, false, 1, 5)
@@ -293,7 +271,7 @@ func TestDevices_FSDPEqualsOneDevice(t *testing.T) {
 // moment lives as 2 device buffers of half its size (its first axis split), and their bytes
 // on one device are what StateBytesPerDevice reports: half of the whole state.
 func TestOptimizer_FSDPSplitsTheState(t *testing.T) {
-	b := devicesBackend(t)
+	b := devicetest.DevicesBackend(t)
 	m := looptest.Load(t, looptest.Model(t), false)
 	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 1)), config.DefaultSFT())
 	if err != nil {
@@ -355,7 +333,7 @@ func TestOptimizer_FSDPSplitsTheState(t *testing.T) {
 // for SFT and DPO in full and for SFT with a LoRA adapter on every projection (the frozen base
 // split, the adapter replicated); the projections' state lives on each device as 1/N.
 func TestDevices_TensorParallelEqualsOneDevice(t *testing.T) {
-	devicesBackend(t)
+	devicetest.DevicesBackend(t)
 	dir := looptest.Model(t)
 	peft := func(t testing.TB, dir string) *trainable.Model {
 		m, err := trainable.LoadModelPEFT(dir, false, lora.Config{R: 4, Alpha: 8, TargetModules: []string{lora.AllLinear}}, 7)
@@ -395,7 +373,7 @@ func TestDevices_TensorParallelEqualsOneDevice(t *testing.T) {
 // gradient accumulator and AdamW moments) lives as 2 buffers of [out/2, in], o_proj's and
 // down_proj's as [out, in/2], and the embedding replicated, whole on each device.
 func TestOptimizer_TensorParallelSplitsTheProjections(t *testing.T) {
-	b := devicesBackend(t)
+	b := devicetest.DevicesBackend(t)
 	m := looptest.Load(t, looptest.Model(t), false)
 	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 1)), config.DefaultSFT())
 	if err != nil {

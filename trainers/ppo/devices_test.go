@@ -13,6 +13,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
+	"github.com/posttrain/posttrain/internal/backend/devicetest"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/safetensors"
 	"github.com/posttrain/posttrain/trainers/config"
@@ -21,12 +22,13 @@ import (
 )
 
 // dpConfig is the tiny PPO run on `devices` devices with the same global batch whatever the
-// count: rollouts of 8 prompts (per-device batch 4/devices × devices × accumulation 2), 2 PPO
-// epochs of 2 mini-batches, 2 updates.
+// count: rollouts of 8 prompts (per-device batch 4/devices × devices × accumulation 2) generated
+// and scored 4 rows a pass (4/devices a device), 2 PPO epochs of 2 mini-batches, 2 updates.
 func dpConfig(t *testing.T, policy, rm string, devices int) *config.PPO {
 	t.Helper()
 	c := tinyConfig(t, policy, rm)
 	c.Devices, c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps = devices, 4/devices, 2
+	c.LocalRolloutForwardBatchSize = 4 / devices // 4 rows a pass over all devices
 	c.LearningRate = 1e-3
 	c.Resolve()
 	if err := c.Validate(); err != nil {
@@ -91,12 +93,12 @@ func samePolicy(t *testing.T, what string, got, want map[string][]float32) {
 }
 
 // PPO data parallel on 2 and 4 of XLA's CPU devices (each micro-batch of an update's optimizer
-// steps split along the batch axis, the weights replicated; generation and the rollout's scoring
-// on one device) gives the 1-device run with the same global batch (rollouts of 8 prompts, 2 PPO
+// steps, the rollout's generation and its policy, reference, value and reward-model passes split
+// along the batch axis, the weights replicated) gives the 1-device run with the same global batch (rollouts of 8 prompts, 2 PPO
 // epochs of 2 mini-batches: 4 optimizer steps an update, 2 updates): the same responses, every
 // logged loss and objective within 1e-5 relative, and the final policy within 1e-5 of ‖θ‖∞.
 func TestPPO_DataParallelEqualsOneDevice(t *testing.T) {
-	b := looptest.DevicesBackend(t)
+	b := devicetest.DevicesBackend(t)
 	policy := looptest.Model(t)
 	rm := rewardModel(t, policy, 11)
 	want, w1 := dpRun(t, b, dpConfig(t, policy, rm, 1), 0)
@@ -131,7 +133,7 @@ func TestPPO_DataParallelEqualsOneDevice(t *testing.T) {
 // policy, value model, both AdamW states and the prompt position are replicated, so nothing in
 // them names a device count), and each ends as the straight one-device run, within 1e-5 of ‖θ‖∞.
 func TestPPO_ResumeOnOtherDeviceCount(t *testing.T) {
-	b := looptest.DevicesBackend(t)
+	b := devicetest.DevicesBackend(t)
 	policy := looptest.Model(t)
 	rm := rewardModel(t, policy, 11)
 	_, want := dpRun(t, b, dpConfig(t, policy, rm, 1), 0)

@@ -54,7 +54,7 @@ func (t *Trainer) sequences(queries, resp [][]int32) (rollout.Sequences[any], er
 	return rollout.Layout{PromptLen: t.promptLen, CompletionLen: t.cfg.ResponseLength, Pad: int32(t.pad), ByID: true}.Sequences(queries, resp)
 }
 
-// generateBatch samples the responses of prompts, local_rollout_forward_batch_size rows per
+// generateBatch samples the responses of prompts, local_rollout_forward_batch_size rows a device per
 // call, as TRL's batch_generation with GenerationConfig(max_new_tokens=response_length,
 // temperature=temperature+1e-7, top_k=0, top_p=1, do_sample=True) and the stop token as EOS.
 func (t *Trainer) generateBatch(prompts []*Prompt, temperature float64, seed uint64) ([]generate.Generation, error) {
@@ -69,7 +69,7 @@ func (t *Trainer) generateBatch(prompts []*Prompt, temperature float64, seed uin
 	} else {
 		opts.IgnoreEOS = true // TRL's stop_token None: eos_token_id None, response_length tokens
 	}
-	gens, err := rollout.Generate(t.gen, prompts, opts, t.cfg.LocalRolloutForwardBatchSize)
+	gens, err := rollout.Generate(t.gen, prompts, opts, t.cfg.ForwardRows())
 	if err != nil {
 		return nil, fmt.Errorf("ppo: %w", err)
 	}
@@ -124,13 +124,13 @@ func (t *Trainer) newRollout(prompts []*Prompt, temperature float64, seed uint64
 }
 
 // scoreRollout runs the forward passes of a rollout (the policy's and the reference's log-probs,
-// the value model's values, the reward model's scores), local_rollout_forward_batch_size rows at
+// the value model's values, the reward model's scores), local_rollout_forward_batch_size rows a device at
 // a time, then the host-side processing (process).
 func (t *Trainer) scoreRollout(r *Rollout) error {
 	c := t.cfg
 	w := r.Width
 	r.LogProbs, r.RefLogProbs, r.Values = nil, nil, nil
-	err := rollout.Chunks(r.Len(), c.LocalRolloutForwardBatchSize, func(lo, hi int) error {
+	err := rollout.Chunks(r.Len(), t.cfg.ForwardRows(), func(lo, hi int) error {
 		seq, err := t.sequences(r.Queries[lo:hi], r.Responses[lo:hi])
 		if err != nil {
 			return err
@@ -162,10 +162,10 @@ func (t *Trainer) scoreRollout(r *Rollout) error {
 
 // rewardScores are the reward model's scores of the postprocessed query+responses, as TRL's
 // get_reward reads them: at the token before the response's first pad (the last query token
-// when the response starts with one), local_rollout_forward_batch_size rows at a time.
+// when the response starts with one), local_rollout_forward_batch_size rows a device at a time.
 func (t *Trainer) rewardScores(r *Rollout) ([]float64, error) {
 	var out []float64
-	err := rollout.Chunks(r.Len(), t.cfg.LocalRolloutForwardBatchSize, func(lo, hi int) error {
+	err := rollout.Chunks(r.Len(), t.cfg.ForwardRows(), func(lo, hi int) error {
 		post, err := t.sequences(r.Queries[lo:hi], r.Post[lo:hi])
 		if err != nil {
 			return err

@@ -26,6 +26,7 @@ import (
 	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
+	"github.com/posttrain/posttrain/internal/shard"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/trainers/config"
@@ -175,6 +176,29 @@ func (t *Trainer) compile() error {
 	}
 	if t.valueEval, err = step.NewContextEval(t.s.Backend, m.Ctx, t.spec.valueGraph); err != nil {
 		return fmt.Errorf("ppo: values: %w", err)
+	}
+	return t.splitRows()
+}
+
+// splitRows, with --devices N > 1, splits the rollout's generation and its policy, reference,
+// value and reward-model passes over the devices the driver splits the update over
+// (internal/shard): each row on one device, local_rollout_forward_batch_size rows of a pass on
+// each, the weights replicated.
+func (t *Trainer) splitRows() error {
+	n := t.cfg.DeviceCount()
+	if n < 2 {
+		return nil
+	}
+	rows, err := shard.NewRows(t.s.Backend, n)
+	if err != nil {
+		return fmt.Errorf("ppo: %w", err)
+	}
+	t.gen.SplitRows(rows)
+	for _, e := range []*step.ContextEval{t.oldEval, t.refEval, t.valueEval} {
+		e.SplitRows(rows)
+	}
+	if t.s.Reward != nil {
+		t.s.Reward.SplitRows(rows)
 	}
 	return nil
 }

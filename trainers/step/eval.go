@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/internal/shard"
 )
 
 // Eval is a compiled pure graph function for the hand checks of the loss tests: its arguments are
@@ -54,7 +55,14 @@ func (e *Eval) Run(inputs ...any) (outs []*tensors.Tensor, err error) {
 type ContextEval struct {
 	exec *context.Exec
 	sig  named.Signature
+	rows *shard.Rows // several devices (SplitRows), nil on one
 }
+
+// SplitRows runs e over the devices of rows (internal/shard): every input of rank ≥ 1 and every
+// output are rows (their first axis the batch), split over the devices; a batch that does not
+// divide by the devices is padded with copies of its last row, whose outputs are dropped. Scalar
+// inputs are replicated. nil runs on one device (the default). Set before the first Run.
+func (e *ContextEval) SplitRows(rows *shard.Rows) { e.rows = rows }
 
 // NewContextEval compiles a graph function that reads (never updates) the variables of ctx, once
 // per input shape (no limit on the number of shapes).
@@ -87,7 +95,12 @@ func (e *ContextEval) Run(in named.Feed) (outs map[string]*tensors.Tensor, err e
 		if err != nil {
 			return err
 		}
-		ts, err := e.exec.Exec(args...)
+		var ts []*tensors.Tensor
+		if e.rows != nil {
+			ts, err = e.rows.ExecPadded(e.exec, args)
+		} else {
+			ts, err = e.exec.Exec(args...)
+		}
 		if err != nil {
 			return err
 		}

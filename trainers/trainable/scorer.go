@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/internal/shard"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/step"
 )
@@ -28,9 +29,10 @@ func ScoreRows(rows [][]int32, pad *int) ScoreInputs[any] {
 // Scorer runs a reward model forward-only on batches of token rows (GRPO's --reward-model,
 // `posttrain score-reward`, PPO's reward model): one compiled graph per shape bucket.
 type Scorer struct {
-	Model *Model
-	batch int
-	eval  *step.ContextEval
+	Model   *Model
+	batch   int // rows of a pass on each device
+	devices int // SplitRows' devices (0 or 1: one)
+	eval    *step.ContextEval
 }
 
 // NewScorer compiles the reward model m's forward pass on backend, scoring batch rows at a time.
@@ -89,11 +91,22 @@ func LoadScorer(backend backends.Backend, dir string, bf16 bool, batch int) (*Sc
 	return NewScorer(backend, m, batch)
 }
 
+// SplitRows scores over the devices of rows (internal/shard), the batch rows of a pass on each
+// device: the rows of a pass split over them, the reward model's weights replicated.
+func (s *Scorer) SplitRows(rows *shard.Rows) {
+	s.devices = 1
+	if rows != nil {
+		s.devices = rows.N()
+	}
+	s.eval.SplitRows(rows)
+}
+
 // Score returns the reward of each token row, in order, batch rows at a time.
 func (s *Scorer) Score(rows [][]int32) ([]float64, error) {
 	out := make([]float64, 0, len(rows))
-	for lo := 0; lo < len(rows); lo += s.batch {
-		r, err := s.ScoreLayout(ScoreRows(rows[lo:min(lo+s.batch, len(rows))], s.Model.Config.PadTokenID))
+	pass := s.batch * max(1, s.devices)
+	for lo := 0; lo < len(rows); lo += pass {
+		r, err := s.ScoreLayout(ScoreRows(rows[lo:min(lo+pass, len(rows))], s.Model.Config.PadTokenID))
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,6 @@
-package looptest
+// Package devicetest gives the tests that run graphs over several devices XLA's CPU plugin with
+// 4 devices (its cpu_device_count).
+package devicetest
 
 import (
 	"errors"
@@ -15,18 +17,17 @@ var cpuDevices = sync.OnceValues(func() (backends.Backend, error) {
 	return backend.NewWithOptions("xla:cpu", backend.Options{CPUDevices: 4})
 })
 
-// DevicesBackend is XLA's CPU plugin with 4 devices for the data-parallel tests, whatever
-// $POSTTRAIN_TEST_BACKEND says; they are skipped unless the tests run on XLA (make unit-xla) and
-// the plugin is installed. (trainers/loop's own tests keep a copy: they cannot import this
-// package, which imports loop.)
+// DevicesBackend is XLA's CPU plugin with 4 devices, whatever $POSTTRAIN_TEST_BACKEND says (the
+// pure-Go backend has one device); the tests are skipped unless they run on XLA (make unit-xla)
+// and the plugin is installed.
 func DevicesBackend(t testing.TB) backends.Backend {
 	t.Helper()
 	if !backend.IsXLA(backend.ForTests()) {
-		t.Skipf("data parallel runs on XLA's CPU devices: with %s=xla:cpu (make unit-xla)", backend.TestEnv)
+		t.Skipf("several devices: XLA's CPU devices, with %s=xla:cpu (make unit-xla)", backend.TestEnv)
 	}
 	b, err := cpuDevices()
 	if errors.Is(err, backend.ErrNoPlugin) {
-		t.Skipf("data parallel needs several devices: XLA's CPU plugin is not installed (make xla-cpu): %v", err)
+		t.Skipf("several devices: XLA's CPU plugin is not installed (make xla-cpu): %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
