@@ -120,3 +120,30 @@ func TestBuildReport_MalformedScoreOutputFailsTheCheck(t *testing.T) {
 		t.Errorf("ok %v, check %+v", rep.OK, c)
 	}
 }
+
+// The data-parallel trainer stages get a per-device line: their train speeds divided by the
+// report's data_parallel_devices; the one-device stages and a one-device report get none.
+func TestPrintSummary_DataParallelPerDevice(t *testing.T) {
+	compile := 2.0
+	metrics := json.RawMessage(`{"metrics":[{"step":1,"tokens_per_s/generation":100,"tokens_per_s/update":400},{"step":2,"tokens_per_s/generation":120,"tokens_per_s/update":480}]}`)
+	rep := &Report{Info: map[string]string{"mode": "test", "data_parallel_devices": "4"}, Stages: []Stage{
+		{Name: "trainer_grpo", Status: "ok", Data: metrics}, {Name: "trainer_grpo_dp", Status: "ok", Data: metrics},
+		{Name: "trainer_sft_dp", Status: "ok", Seconds: 12, CompileS: &compile, Data: json.RawMessage(`{"metrics":[{"step":3,"num_tokens":8000}]}`)}}}
+	var buf bytes.Buffer
+	PrintSummary(&buf, rep)
+	if got := strings.Count(buf.String(), "per device"); got != 2 {
+		t.Fatalf("%d per-device lines, want 2:\n%s", got, buf.String())
+	}
+	for _, want := range []string{"per device (4 devices): tokens_per_s/generation 30, tokens_per_s/update 120",
+		"per device (4 devices): num_tokens / (stage − compile s) 200"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, buf.String())
+		}
+	}
+	rep.Info["data_parallel_devices"] = "1"
+	buf.Reset()
+	PrintSummary(&buf, rep)
+	if strings.Contains(buf.String(), "per device") {
+		t.Errorf("one device: a per-device line:\n%s", buf.String())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -36,7 +37,7 @@ func PrintSummary(w io.Writer, rep *Report) {
 		fmt.Fprintf(w, "training parity (tiny fixture, float32, %d AdamW steps, posttrain vs torch.optim.AdamW): max relative Δ loss %.3g, Δ grad norm %.3g, tolerance %.3g: %s\n",
 			c.Steps, c.MaxRelLoss, c.MaxRelGradNorm, c.Tolerance, verdict)
 	}
-	printTrainers(w, rep.Stages)
+	printTrainers(w, rep.Stages, rep.Info)
 	if rep.OK {
 		fmt.Fprintln(w, "result: ok")
 	} else {
@@ -128,7 +129,7 @@ var trainerKeys = []string{"step", "loss", "grad_norm", "num_tokens", "timing_s/
 	"tokens_per_s/generation", "tokens_per_s/update", "reward"}
 
 // printTrainers prints the last metrics line of each trainer_* stage that has them.
-func printTrainers(w io.Writer, stages []Stage) {
+func printTrainers(w io.Writer, stages []Stage, info map[string]string) {
 	header := false
 	for i := range stages {
 		s := &stages[i]
@@ -154,7 +155,33 @@ func printTrainers(w io.Writer, stages []Stage) {
 			}
 		}
 		fmt.Fprintf(w, "  %-18s %6.1fs  %s\n", s.Name, s.Seconds, strings.Join(parts, ", "))
+		if n := dataParallelDevices(info); strings.HasSuffix(s.Name, "_dp") && n > 1 {
+			var per []string
+			for _, k := range []string{"tokens_per_s/generation", "tokens_per_s/update"} {
+				if v, ok := last[k].(float64); ok {
+					per = append(per, fmt.Sprintf("%s %.4g", k, v/float64(n)))
+				}
+			}
+			// SFT logs no speed: its tokens over the stage's time less compilation (loading and
+			// saving included).
+			if tok, ok := last["num_tokens"].(float64); ok && len(per) == 0 && s.CompileS != nil && s.Seconds > *s.CompileS {
+				per = append(per, fmt.Sprintf("num_tokens / (stage − compile s) %.4g", tok/(s.Seconds-*s.CompileS)/float64(n)))
+			}
+			if len(per) > 0 {
+				fmt.Fprintf(w, "  %-18s         per device (%d devices): %s\n", "", n, strings.Join(per, ", "))
+			}
+		}
 	}
+}
+
+// dataParallelDevices is the report's data_parallel_devices (the devices the *_dp trainer stages
+// split their batches over), 0 when absent.
+func dataParallelDevices(info map[string]string) int {
+	n, err := strconv.Atoi(info["data_parallel_devices"])
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // printBackend prints the backend stage's plugin, versions and the adaptations the plugin needed

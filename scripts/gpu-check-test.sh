@@ -2,7 +2,8 @@
 # gpu-check-test.sh BIN — scripts/gpu-check.sh exercised on a CPU (make gpu-check-cpu), so that the
 # GPU run cannot fail on something a CPU could have caught:
 #
-#   1. --cpu: the CPU shapes end to end, for every model family's tiny preset (--family);
+#   1. --cpu: the CPU shapes end to end, for every model family's tiny preset (--family), and the
+#      data-parallel stages on XLA's CPU devices;
 #   2. --rehearse: the GPU branch itself (its stage order, argument lists, bf16 bench paths and
 #      environment) at tiny sizes on the pure-Go backend;
 #   3. fake plugin trees in a temporary site-packages: the discovery of JAX's CUDA plugin, the CUDA
@@ -39,6 +40,17 @@ GC=(bash "$ROOT/scripts/gpu-check.sh" --bin "$BIN")
 # 1. The CPU shapes.
 run_check cpu 0 "${GC[@]}" --cpu --out "$T/cpu"
 expect "$T/cpu/summary.txt" "mode: cpu" "result: ok" "backend            ok" "compile " "graphs), run" "trainer_grpo       ok" "trainer_sft_dp     skipped" "one device: data parallel not run"
+
+# 1a. The data-parallel stages on XLA's 4 CPU devices (the plugin make xla-cpu installs; always in
+# CI, where .ci/run installs it): trainer_sft_dp and trainer_grpo_dp run with --devices 4 and the
+# summary gives their per-device speeds.
+if [ -f "$ROOT/bin/xla/pjrt_c_api_cpu_plugin.so" ] || [ "${CI:-}" = true ]; then
+  run_check cpu-devices 0 env BACKEND=xla:cpu ONLY=@trainers "${GC[@]}" --cpu --out "$T/cpu-devices"
+  expect "$T/cpu-devices/summary.txt" "result: ok" "trainer_sft_dp     ok" "trainer_grpo_dp    ok" "per device (4 devices): tokens_per_s/update"
+  grep -q -- 'grpo .*--devices 4' "$T/cpu-devices/gpu-check.log" || fail "cpu-devices: GRPO did not run with --devices 4"
+else
+  echo "gpu-check-test: 1a skipped: XLA's CPU plugin is not installed (make xla-cpu)"
+fi
 
 # 1b. Every other model family's tiny preset on the CPU (--family).
 for fam in qwen3:qwen3-tiny llama:llama-3.2-tiny smollm2:smollm2-tiny smollm3:smollm3-tiny gemma3:gemma-3-tiny; do

@@ -429,19 +429,32 @@ if [ -z "$STOPPED" ]; then
       --gradient-accumulation-steps "$TRAIN_GRPO_GA" --num-generations "$TRAIN_GRPO_GENS" --max-completion-length "$TRAIN_GRPO_NEW"
   fi
 
-  # Data parallel (docs/distributed.md): on a box with more than one device, the SFT run again
-  # with --devices over all of them, per_device_train_batch_size unchanged (so N times the global
-  # batch): its metrics.jsonl's train speeds / N are the per-device throughput, beside
-  # trainer_sft's one-device figures. On one device the stage says so.
-  NDEV=$(sed -n '/"devices": \[/,/\]/p' "$WORK/backend.out" 2>/dev/null | grep -c '"' || true)
+  # Data parallel (docs/distributed.md): on a box with more than one device, the SFT and GRPO runs
+  # again with --devices over all of them, per_device_train_batch_size unchanged (so N times the
+  # global batch; GRPO's generation and scoring split too): the summary divides their train
+  # speeds by N (data_parallel_devices) for the per-device throughput, beside trainer_sft's and
+  # trainer_grpo's one-device figures. On one device the stages say so.
+  # The list ends at a line holding only "]" (a device entry such as "cpu:0 [processId=0]" has one too).
+  NDEV=$(sed -n '/"devices": \[/,/^ *\],\?$/p' "$WORK/backend.out" 2>/dev/null | grep -c '"' || true)
   NDEV=$((NDEV > 1 ? NDEV - 1 : 1))
+  INFO+=(--info "data_parallel_devices=$NDEV")
   # shellcheck disable=SC2086
   if [ "$NDEV" -lt 2 ]; then
     record trainer_sft_dp skipped 0 0 "" "one device: data parallel not run"
-  elif needs trainer_sft_dp trainer_data; then
-    stage trainer_sft_dp "$T_TRAINER" "jsonl:$WORK/run-sft-dp/metrics.jsonl" "${PT[@]}" sft --model "$M" --dataset "$WORK/sft.jsonl" \
-      --output-dir "$WORK/run-sft-dp" --logging-steps 1 --save-steps 0 --seed "$SEED" --backend "$BACKEND" $TRAIN_DTYPE_FLAG \
-      --max-steps "$TRAIN_SFT_STEPS" --per-device-train-batch-size "$TRAIN_SFT_BATCH" --max-length "$TRAIN_SFT_LEN" --devices "$NDEV"
+    record trainer_grpo_dp skipped 0 0 "" "one device: data parallel not run"
+  else
+    if needs trainer_sft_dp trainer_data; then
+      stage trainer_sft_dp "$T_TRAINER" "jsonl:$WORK/run-sft-dp/metrics.jsonl" "${PT[@]}" sft --model "$M" --dataset "$WORK/sft.jsonl" \
+        --output-dir "$WORK/run-sft-dp" --logging-steps 1 --save-steps 0 --seed "$SEED" --backend "$BACKEND" $TRAIN_DTYPE_FLAG \
+        --max-steps "$TRAIN_SFT_STEPS" --per-device-train-batch-size "$TRAIN_SFT_BATCH" --max-length "$TRAIN_SFT_LEN" --devices "$NDEV"
+    fi
+    if needs trainer_grpo_dp trainer_data; then
+      stage trainer_grpo_dp "$T_TRAINER" "jsonl:$WORK/run-grpo-dp/metrics.jsonl" "${PT[@]}" grpo --model "$M" --dataset "$WORK/grpo.jsonl" \
+        --reward mult_correct --output-dir "$WORK/run-grpo-dp" --logging-steps 1 --save-steps 0 --seed "$SEED" --backend "$BACKEND" \
+        $TRAIN_DTYPE_FLAG --max-steps "$TRAIN_GRPO_STEPS" --per-device-train-batch-size "$TRAIN_GRPO_BATCH" \
+        --gradient-accumulation-steps "$TRAIN_GRPO_GA" --num-generations "$TRAIN_GRPO_GENS" --max-completion-length "$TRAIN_GRPO_NEW" \
+        --devices "$NDEV"
+    fi
   fi
 
   # ---- PyTorch + transformers stages (the same workloads, for the checks and the ratios) ----
