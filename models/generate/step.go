@@ -11,8 +11,9 @@ import (
 	"github.com/posttrain/posttrain/internal/shard"
 )
 
-// The graphs' inputs and outputs (internal/named: T is any or *tensors.Tensor on the host, *Node
-// in the graph).
+// The graphs' inputs and outputs (internal/named: T is any for the host's inputs, []*tensors.Tensor
+// for the outputs the host gets back — one piece per device, a single tensor on one — and *Node in
+// the graph).
 type (
 	// prefillInputs are the prompt pass's: the left-padded prompts' ids, positions and attention
 	// mask [B,P], the keys valid in the cache [B,L] and the sampler's parameters.
