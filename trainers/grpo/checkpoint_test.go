@@ -22,9 +22,18 @@ import (
 // trainTo runs a tiny GRPO run of c (fresh model, seed 3) and returns the final weights.
 func trainTo(t *testing.T, c *config.GRPO) map[string][]float32 {
 	t.Helper()
+	w, _ := trainSteps(t, c)
+	return w
+}
+
+// trainSteps is trainTo with every step's StepInfo.
+func trainSteps(t *testing.T, c *config.GRPO) (map[string][]float32, []StepInfo) {
+	t.Helper()
 	m := tinyModel(t, 3)
+	var infos []StepInfo
 	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: m,
-		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')}})
+		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')},
+		OnStep: func(s StepInfo) { infos = append(infos, s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +52,7 @@ func trainTo(t *testing.T, c *config.GRPO) map[string][]float32 {
 		}
 		out[w.Name] = f
 	}
-	return out
+	return out, infos
 }
 
 func maxAbsDiff(a, b map[string][]float32) float64 {
@@ -172,28 +181,38 @@ func TestWindowValues_RoundTrip(t *testing.T) {
 }
 
 // Gradient accumulation: 2 micro-batches of 8 make the same update as one batch of 16, for the
-// token-normalised (dapo) and the sequence-normalised (grpo) losses.
+// token-normalised (dapo) and the sequence-normalised (grpo) losses: every step's loss and
+// grad_norm (the accumulated gradient, before AdamW) within 1e-5 relative, and the final weights
+// within 1e-5 of ‖θ‖∞ (the data-parallel tests' criterion). The weights are not compared tighter:
+// at learning rate 0.03, AdamW's step lr·m̂/(√v̂+ε) turns a float32 round-off δg of a gradient
+// entry near ε = 1e-8 into up to lr·δg/ε, 3e6·δg (k_proj's gradients are such: softmax ignores
+// what a key adds to every score of a query). Measured 2026-12-03: 2.8e-6 (k_proj.bias, pure Go),
+// 1.6e-6 (k_proj.weight, XLA on an AVX-512 CPU); a mixed-up or mis-normalised accumulation moves
+// the weights by up to lr = 0.03 and the grad_norm by its factor.
 func TestGRPO_GradientAccumulationEqualsBigBatch(t *testing.T) {
 	for _, lossType := range []string{"dapo", "grpo"} {
 		one := tinyConfig(t)
 		one.LossType, one.MaxSteps = lossType, 2
-		want := trainTo(t, one)
+		want, wantSteps := trainSteps(t, one)
 		two := tinyConfig(t)
 		two.LossType, two.MaxSteps = lossType, 2
 		two.PerDeviceTrainBatchSize, two.GradientAccumulationSteps = 8, 2
-		got := trainTo(t, two)
-		// k_proj's bias has an exact zero gradient (it adds q·b to every score of a query, which
-		// softmax ignores), so its gradient is rounding noise that AdamW's g/(|g|+ε) turns into
-		// steps of up to lr; it says nothing about accumulation. Measured: 2.8e-6 there, 2.4e-7
-		// (2 ulp) on every other weight.
-		for k := range got {
-			if strings.HasSuffix(k, "k_proj.bias") {
-				delete(got, k)
-				delete(want, k)
+		got, gotSteps := trainSteps(t, two)
+		if len(gotSteps) != len(wantSteps) {
+			t.Fatalf("%s: %d steps, want %d", lossType, len(gotSteps), len(wantSteps))
+		}
+		for i, w := range wantSteps {
+			g := gotSteps[i]
+			for _, k := range []struct {
+				name string
+				g, w float64
+			}{{"loss", g.Loss, w.Loss}, {"grad_norm", g.GradNorm, w.GradNorm}} {
+				// The loss cancels to about 0 (centred advantages): against 1e-2 at least.
+				if d := math.Abs(k.g - k.w); !(d <= 1e-5*math.Max(math.Abs(k.w), 1e-2)) {
+					t.Errorf("%s step %d %s: GA 2×8 %.9g, batch 16 %.9g", lossType, i+1, k.name, k.g, k.w)
+				}
 			}
 		}
-		if d := maxAbsDiff(got, want); d > 1e-6 {
-			t.Errorf("%s: GA 2×8 and batch 16 differ by %g", lossType, d)
-		}
+		closeWeights(t, lossType+": GA 2×8 vs batch 16", want, got)
 	}
 }
