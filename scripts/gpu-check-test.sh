@@ -46,7 +46,8 @@ expect "$T/cpu/summary.txt" "mode: cpu" "result: ok" "backend            ok" "co
 # summary gives their per-device speeds.
 if [ -f "$ROOT/bin/xla/pjrt_c_api_cpu_plugin.so" ] || [ "${CI:-}" = true ]; then
   run_check cpu-devices 0 env BACKEND=xla:cpu ONLY=@trainers "${GC[@]}" --cpu --out "$T/cpu-devices"
-  expect "$T/cpu-devices/summary.txt" "result: ok" "trainer_sft_dp     ok" "trainer_grpo_dp    ok" "per device (4 devices): tokens_per_s/update"
+  expect "$T/cpu-devices/summary.txt" "result: ok" "trainer_sft_dp     ok" "trainer_grpo_dp    ok" \
+  "per device (4 devices): tokens_per_s/generation" "per device (4 devices): num_tokens / (stage − compile s)"
   grep -q -- 'grpo .*--devices 4' "$T/cpu-devices/gpu-check.log" || fail "cpu-devices: GRPO did not run with --devices 4"
 else
   echo "gpu-check-test: 1a skipped: XLA's CPU plugin is not installed (make xla-cpu)"
