@@ -45,6 +45,7 @@ expect "$T/cpu/summary.txt" "mode: cpu" "result: ok" "backend            ok" "co
 # CI, where .ci/run installs it): trainer_sft_dp and trainer_grpo_dp run with --devices 4 and the
 # summary gives their per-device speeds.
 if [ -f "$ROOT/bin/xla/pjrt_c_api_cpu_plugin.so" ] || [ "${CI:-}" = true ]; then
+  DP_DONE=", data parallel on 4 CPU devices"
   run_check cpu-devices 0 env BACKEND=xla:cpu ONLY=@trainers "${GC[@]}" --cpu --out "$T/cpu-devices"
   expect "$T/cpu-devices/summary.txt" "result: ok" "trainer_sft_dp     ok" "trainer_grpo_dp    ok" \
   "per device (4 devices): tokens_per_s/generation" "per device (4 devices): num_tokens / (stage − compile s)"
@@ -127,4 +128,4 @@ if [ "$fails" -gt 0 ]; then
   echo "gpu-check-test: $fails failure(s)" >&2
   exit 1
 fi
-echo "gpu-check-test: ok (cpu for 6 families, rehearsal, 3 fake plugin trees, carry size)"
+echo "gpu-check-test: ok (cpu for 6 families${DP_DONE:-}, rehearsal, 3 fake plugin trees, carry size)"
