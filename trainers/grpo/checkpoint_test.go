@@ -19,14 +19,8 @@ import (
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
 )
 
-// trainTo runs a tiny GRPO run of c (fresh model, seed 3) and returns the final weights.
-func trainTo(t *testing.T, c *config.GRPO) map[string][]float32 {
-	t.Helper()
-	w, _ := trainSteps(t, c)
-	return w
-}
-
-// trainSteps is trainTo with every step's StepInfo.
+// trainSteps runs a tiny GRPO run of c (fresh model, seed 3) and returns the final weights and
+// every step's StepInfo.
 func trainSteps(t *testing.T, c *config.GRPO) (map[string][]float32, []StepInfo) {
 	t.Helper()
 	m := tinyModel(t, 3)
