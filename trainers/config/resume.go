@@ -93,9 +93,11 @@ func sameGlobalSizes(a, b Config) bool {
 	if a.Common().MicroBatch() != b.Common().MicroBatch() {
 		return false
 	}
-	pa, okA := a.(*PPO)
-	pb, okB := b.(*PPO)
-	return okA != okB || !okA || pa.ForwardRows() == pb.ForwardRows()
+	if pa, ok := a.(*PPO); ok {
+		pb, ok := b.(*PPO)
+		return ok && pa.ForwardRows() == pb.ForwardRows()
+	}
+	return true
 }
 
 // scalar formats v as YAML does in one line (a list in flow style).
