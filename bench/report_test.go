@@ -134,6 +134,10 @@ func TestPrintSummary_DataParallelPerDevice(t *testing.T) {
 	if got := strings.Count(buf.String(), "per device"); got != 2 {
 		t.Fatalf("%d per-device lines, want 2:\n%s", got, buf.String())
 	}
+	// The SFT stage's own line carries the figure the per-device one divides.
+	if want := "num_tokens 8000, num_tokens / (stage − compile s) 800"; !strings.Contains(buf.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, buf.String())
+	}
 	for _, want := range []string{"per device (4 devices): tokens_per_s/generation 30, tokens_per_s/update 120",
 		"per device (4 devices): num_tokens / (stage − compile s) 200"} {
 		if !strings.Contains(buf.String(), want) {

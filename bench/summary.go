@@ -154,24 +154,42 @@ func printTrainers(w io.Writer, stages []Stage, info map[string]string) {
 				parts = append(parts, k+" "+v)
 			}
 		}
-		fmt.Fprintf(w, "  %-18s %6.1fs  %s\n", s.Name, s.Seconds, strings.Join(parts, ", "))
-		if n := dataParallelDevices(info); strings.HasSuffix(s.Name, "_dp") && n > 1 {
-			var per []string
-			for _, k := range []string{"tokens_per_s/generation", "tokens_per_s/update"} {
-				if v, ok := last[k].(float64); ok {
-					per = append(per, fmt.Sprintf("%s %.4g", k, v/float64(n)))
-				}
-			}
-			// SFT logs no speed: its tokens over the stage's time less compilation (loading and
-			// saving included).
-			if tok, ok := last["num_tokens"].(float64); ok && len(per) == 0 && s.CompileS != nil && s.Seconds > *s.CompileS {
-				per = append(per, fmt.Sprintf("num_tokens / (stage − compile s) %.4g", tok/(s.Seconds-*s.CompileS)/float64(n)))
-			}
-			if len(per) > 0 {
-				fmt.Fprintf(w, "  %-18s         per device (%d devices): %s\n", "", n, strings.Join(per, ", "))
+		speeds := trainerSpeeds(s, last)
+		if _, logged := last["tokens_per_s/update"]; !logged {
+			for _, sp := range speeds {
+				parts = append(parts, fmt.Sprintf("%s %.4g", sp.name, sp.v))
 			}
 		}
+		fmt.Fprintf(w, "  %-18s %6.1fs  %s\n", s.Name, s.Seconds, strings.Join(parts, ", "))
+		if n := dataParallelDevices(info); strings.HasSuffix(s.Name, "_dp") && n > 1 && len(speeds) > 0 {
+			per := make([]string, len(speeds))
+			for i, sp := range speeds {
+				per[i] = fmt.Sprintf("%s %.4g", sp.name, sp.v/float64(n))
+			}
+			fmt.Fprintf(w, "  %-18s         per device (%d devices): %s\n", "", n, strings.Join(per, ", "))
+		}
 	}
+}
+
+// speed is one throughput figure of a trainer stage.
+type speed struct {
+	name string
+	v    float64
+}
+
+// trainerSpeeds are a trainer stage's speeds: GRPO's logged tokens_per_s, or, for SFT, which
+// logs none, its tokens over the stage's time less compilation (loading and saving included).
+func trainerSpeeds(s *Stage, last map[string]any) []speed {
+	var out []speed
+	for _, k := range []string{"tokens_per_s/generation", "tokens_per_s/update"} {
+		if v, ok := last[k].(float64); ok {
+			out = append(out, speed{k, v})
+		}
+	}
+	if tok, ok := last["num_tokens"].(float64); ok && len(out) == 0 && s.CompileS != nil && s.Seconds > *s.CompileS {
+		out = append(out, speed{"num_tokens / (stage − compile s)", tok / (s.Seconds - *s.CompileS)})
+	}
+	return out
 }
 
 // dataParallelDevices is the report's data_parallel_devices (the devices the *_dp trainer stages

@@ -83,6 +83,26 @@ func NewRows(b backends.Backend, n int) (*Rows, error) {
 // N is the number of devices.
 func (r *Rows) N() int { return r.n }
 
+// Splitter runs graphs whose rows it can split over the devices of a Rows (generate.Generator,
+// step.ContextEval, trainable.Scorer).
+type Splitter interface{ SplitRows(*Rows) }
+
+// SplitAll splits the rows of every part over the first n devices of b (one Rows for all, so
+// they share the driver's mesh); nothing when n < 2.
+func SplitAll(b backends.Backend, n int, parts ...Splitter) error {
+	if n < 2 {
+		return nil
+	}
+	rows, err := NewRows(b, n)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		p.SplitRows(rows)
+	}
+	return nil
+}
+
 // Pieces is an argument already split over the devices: device d's piece at index d, a tensor
 // on that device or a donated buffer (graph.DonateTensorBuffer with device d).
 type Pieces []any

@@ -19,9 +19,8 @@ func TestRows_SplitEqualsOneDevice(t *testing.T) {
 	b := devicetest.DevicesBackend(t)
 	fn := func(ctx *context.Context, in []*Node) []*Node {
 		w := ctx.VariableWithValue("w", []float32{1, -2, 0.5}).ValueGraph(in[0].Graph())
-		x := MulScalar(Mul(in[0], ExpandDims(w, 0)), 1) // [B,3]
-		x = Mul(x, in[1])                               // the scalar input, replicated
-		return []*Node{x, ReduceSum(x, -1)}             // [B,3], [B]
+		x := Mul(Mul(in[0], ExpandDims(w, 0)), in[1]) // [B,3]; in[1] the scalar input, replicated
+		return []*Node{x, ReduceSum(x, -1)}           // [B,3], [B]
 	}
 	data := func(rows int) [][]float32 {
 		out := make([][]float32, rows)

@@ -174,8 +174,8 @@ func (s *cachedStepper) decodeExec() (*compiled, error) {
 // On several devices (SplitRows) each cache is its pieces, each donated on its own device.
 func (s *cachedStepper) cacheArgs() ([]any, error) {
 	args := make([]any, len(s.caches))
+	rows := s.g.rows
 	for i, c := range s.caches {
-		rows := s.g.rows
 		if s.keepCaches || slices.ContainsFunc(c, (*tensors.Tensor).IsShared) {
 			args[i] = c[0]
 			if rows != nil {

@@ -67,15 +67,7 @@ func TestResumeChanges_DevicesWithTheSameGlobalBatch(t *testing.T) {
 	}{{4, 0, ""}, {2, 2, ""}, {1, 4, ""}, {2, 0, "per_device_train_batch_size 1 → 2; devices 4 → 0"}, {1, 2, "devices 4 → 2"}, {1, 0, "devices 4 → 0"}} {
 		cur := *saved
 		cur.PerDeviceTrainBatchSize, cur.Devices = c.perDevice, c.devices
-		refused, _, err := ResumeChanges(data, "training_args.yaml", &cur)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, ch := range refused {
-			got = append(got, ch.String())
-		}
-		if strings.Join(got, "; ") != c.refused {
+		if got := refusedChanges(t, data, &cur); got != c.refused {
 			t.Errorf("per device %d × %d devices: refused %q, want %q", c.perDevice, c.devices, got, c.refused)
 		}
 	}
@@ -99,16 +91,23 @@ func TestResumeChanges_PPOForwardRowsPerDevice(t *testing.T) {
 		{2, 2, 2, "per_device_train_batch_size 1 → 2; devices 4 → 2"}} {
 		cur := *saved
 		cur.PerDeviceTrainBatchSize, cur.LocalRolloutForwardBatchSize, cur.Devices = c.perDevice, c.local, c.devices
-		refused, _, err := ResumeChanges(data, "training_args.yaml", &cur)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, ch := range refused {
-			got = append(got, ch.String())
-		}
-		if strings.Join(got, "; ") != c.refused {
+		if got := refusedChanges(t, data, &cur); got != c.refused {
 			t.Errorf("per device %d, forward %d × %d devices: refused %q, want %q", c.perDevice, c.local, c.devices, got, c.refused)
 		}
 	}
+}
+
+// refusedChanges is ResumeChanges' refused options of cur against the saved training_args.yaml,
+// joined with "; ".
+func refusedChanges(t *testing.T, saved []byte, cur Config) string {
+	t.Helper()
+	refused, _, err := ResumeChanges(saved, "training_args.yaml", cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ch := range refused {
+		got = append(got, ch.String())
+	}
+	return strings.Join(got, "; ")
 }

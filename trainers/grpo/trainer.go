@@ -210,24 +210,19 @@ func (t *Trainer) compile() error {
 // generated or scored row on one device, per_device_train_batch_size rows of a scoring pass on
 // each, the weights replicated.
 func (t *Trainer) splitRows() error {
-	n := t.cfg.DeviceCount()
-	if n < 2 {
-		return nil
-	}
-	rows, err := shard.NewRows(t.s.Backend, n)
-	if err != nil {
-		return fmt.Errorf("grpo: %w", err)
-	}
-	t.gen.SplitRows(rows)
+	parts := []shard.Splitter{t.gen}
 	for _, e := range []*step.ContextEval{t.oldEval, t.refEval} {
 		if e != nil {
-			e.SplitRows(rows)
+			parts = append(parts, e)
 		}
 	}
 	for _, rw := range t.s.Rewards {
 		if rw.Scorer != nil {
-			rw.Scorer.SplitRows(rows)
+			parts = append(parts, rw.Scorer)
 		}
+	}
+	if err := shard.SplitAll(t.s.Backend, t.cfg.DeviceCount(), parts...); err != nil {
+		return fmt.Errorf("grpo: %w", err)
 	}
 	return nil
 }

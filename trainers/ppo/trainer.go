@@ -185,20 +185,9 @@ func (t *Trainer) compile() error {
 // (internal/shard): each row on one device, local_rollout_forward_batch_size rows of a pass on
 // each, the weights replicated.
 func (t *Trainer) splitRows() error {
-	n := t.cfg.DeviceCount()
-	if n < 2 {
-		return nil
-	}
-	rows, err := shard.NewRows(t.s.Backend, n)
+	err := shard.SplitAll(t.s.Backend, t.cfg.DeviceCount(), t.gen, t.oldEval, t.refEval, t.valueEval, t.s.Reward)
 	if err != nil {
 		return fmt.Errorf("ppo: %w", err)
-	}
-	t.gen.SplitRows(rows)
-	for _, e := range []*step.ContextEval{t.oldEval, t.refEval, t.valueEval} {
-		e.SplitRows(rows)
-	}
-	if t.s.Reward != nil {
-		t.s.Reward.SplitRows(rows)
 	}
 	return nil
 }

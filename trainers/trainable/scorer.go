@@ -31,7 +31,7 @@ func ScoreRows(rows [][]int32, pad *int) ScoreInputs[any] {
 type Scorer struct {
 	Model   *Model
 	batch   int // rows of a pass on each device
-	devices int // SplitRows' devices (0 or 1: one)
+	devices int // SplitRows' devices (1: one)
 	eval    *step.ContextEval
 }
 
@@ -53,7 +53,7 @@ func NewScorer(backend backends.Backend, m *Model, batch int) (*Scorer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Scorer{Model: m, batch: batch, eval: ev}, nil
+	return &Scorer{Model: m, batch: batch, devices: 1, eval: ev}, nil
 }
 
 func describeHead(c *decoder.Config) string {
@@ -104,7 +104,7 @@ func (s *Scorer) SplitRows(rows *shard.Rows) {
 // Score returns the reward of each token row, in order, batch rows at a time.
 func (s *Scorer) Score(rows [][]int32) ([]float64, error) {
 	out := make([]float64, 0, len(rows))
-	pass := s.batch * max(1, s.devices)
+	pass := s.batch * s.devices
 	for lo := 0; lo < len(rows); lo += pass {
 		r, err := s.ScoreLayout(ScoreRows(rows[lo:min(lo+pass, len(rows))], s.Model.Config.PadTokenID))
 		if err != nil {
