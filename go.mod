@@ -38,3 +38,5 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 )
+
+replace github.com/gomlx/gomlx => ./third_party/gomlx
