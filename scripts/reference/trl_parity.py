@@ -24,6 +24,14 @@ steps since the last log, read in `_maybe_log_save_evaluate`); KTO's also have
 evaluation entries (`evals`) are TRL's but for the wall-clock eval_runtime,
 eval_samples_per_second and eval_steps_per_second, listed in `eval_timing_keys`.
 
+Beside a method's golden.json, VARIANTS writes goldens of the same layout, one file each: the
+DPO `sigmoid` and KTO `kto` cases on the Gemma 3 fixture (`models/testdata/gemma3-tiny/model`,
+final_logit_softcapping 5: TRL's logits/* are of the soft-capped logits) as golden_gemma3.json,
+and DPO's FLOAT64_DPO cases run in float64 (the model, its reference copy, the optimizer and,
+through torch's default dtype, every tensor TRL makes; `"dtype": "float64"`) as
+golden_float64.json, the values against which TestDPO_TRLParity holds the metrics that float32
+cannot give within 1e-5.
+
 The reward model is the same fixture as `Qwen3ForSequenceClassification` with a score head
 drawn by `from_pretrained(num_labels=1)` under `torch.manual_seed(0)`, saved (float32) as
 `trainers/reward/testdata/trl_parity/model`, which both sides then load.
@@ -33,7 +41,8 @@ Regenerate (from the repository root; `make reference` runs it, scripts/referenc
     .venv-reference/trl-0.24/bin/python scripts/reference/trl_parity.py [--out TREE]
 
 which writes, under TREE (default: the repository), trainers/{sft,dpo,kto,reward}/testdata/
-trl_parity/ (rows*.jsonl, golden.json; the reward model). --only sft,dpo,… runs some methods.
+trl_parity/ (rows*.jsonl, golden.json, golden_gemma3.json for DPO and KTO, golden_float64.json
+for DPO; the reward model). --only sft,dpo,… runs some methods.
 """
 import argparse
 import json
@@ -58,6 +67,8 @@ from transformers import AutoModelForCausalLM, AutoModelForSequenceClassificatio
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 FIXTURE = "models/testdata/qwen3-tiny/model"
+# Gemma 3 with final_logit_softcapping 5, whose logits reach past ±5: TRL logs the capped logits.
+GEMMA_FIXTURE = "models/testdata/gemma3-tiny/model"
 TOKENIZER = "internal/tinymodel/files"
 COMMAND = ".venv-reference/trl-0.24/bin/python scripts/reference/trl_parity.py"
 
@@ -220,6 +231,29 @@ METHODS = {
         "eval": {"learning_rate": 3e-3, "eval_strategy": "steps", "eval_steps": 2},
         "margin": {"learning_rate": 3e-3},
     }),
+}
+
+# The DPO cases where a metric of TRL's float32 run is 1e-5 or more (relative) from its float64
+# run (a small difference of large terms): the float64 variant reruns them in float64. Measured
+# over every DPO case of golden.json: reference_free's loss and grad_norm (1.6e-5, 1.2e-5);
+# every other metric of every case is within 7.3e-6.
+FLOAT64_DPO = ["reference_free"]
+
+# Goldens beside a method's golden.json, each a file of its own in the same layout: the same rows
+# and options on another checkpoint, or in float64 (model, reference model, optimizer and every
+# tensor TRL makes: torch's default dtype float64 for the run).
+VARIANTS = {
+    # The Gemma 3 fixture: TRL's logits/* are means and sums of its soft-capped logits.
+    "gemma3": {"file": "golden_gemma3.json", "model": GEMMA_FIXTURE, "float64": False, "cases": {
+        "dpo": {"sigmoid": METHODS["dpo"][1]["sigmoid"]},
+        "kto": {"kto": METHODS["kto"][1]["kto"]},
+    }},
+    # TRL's float64 run of the FLOAT64_DPO cases: the values TRL's float32 run and posttrain's both
+    # approximate (TestDPO_TRLParity holds posttrain at least as close to them as TRL's float32
+    # run, for the metrics float32 cannot give within 1e-5).
+    "float64": {"file": "golden_float64.json", "model": FIXTURE, "float64": True, "cases": {
+        "dpo": {name: METHODS["dpo"][1][name] for name in FLOAT64_DPO},
+    }},
 }
 
 
@@ -632,10 +666,12 @@ def kto_parity():
     return KTOParity
 
 
-def model_dir(tmp):
+def model_dir(tmp, fixture=FIXTURE):
     """The fixture with the tokenizer beside it, as trainers/loop/looptest.Fixture lays it out."""
-    d = os.path.join(tmp, "qwen3-tiny")
-    shutil.copytree(os.path.join(REPO, FIXTURE), d)
+    d = os.path.join(tmp, os.path.basename(os.path.dirname(fixture)))
+    if os.path.exists(d):
+        return d
+    shutil.copytree(os.path.join(REPO, fixture), d)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(REPO, TOKENIZER, name), d)
     return d
@@ -653,36 +689,47 @@ def write_classifier(src, out):
     m.save_pretrained(out, safe_serialization=True)
 
 
-def trainer_for(method, opts, rows, mdir, cls_dir, out):
+def trainer_for(method, opts, rows, mdir, cls_dir, out, dtype=torch.float32):
     tok = AutoTokenizer.from_pretrained(mdir)
     args = dict(COMMON, **TRL_ONLY, **opts, output_dir=out)
     ds = Dataset.from_list(rows)
     # With eval_strategy, the same rows are the eval set too (read in their order, HF's SequentialSampler).
     ev = {"eval_dataset": Dataset.from_list(rows)} if opts.get("eval_strategy", "no") != "no" else {}
     if method == "sft":
-        model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(mdir, dtype=dtype)
         return parity(trl.SFTTrainer)(model=model, args=trl.SFTConfig(**args), train_dataset=ds, processing_class=tok, **ev)
     if method == "dpo":
-        model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(mdir, dtype=dtype)
         return parity(trl.DPOTrainer)(model=model, args=trl.DPOConfig(**args), train_dataset=ds, processing_class=tok, **ev)
     if method == "kto":
-        model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(mdir, dtype=dtype)
         tr = kto_parity()(model=model, args=trl.KTOConfig(**args), train_dataset=ds, processing_class=tok, **ev)
         tr.real_logits = {"train": {}, "eval": {}}
         return tr
     if method == "reward":
-        model = AutoModelForSequenceClassification.from_pretrained(cls_dir, num_labels=1, dtype=torch.float32)
+        model = AutoModelForSequenceClassification.from_pretrained(cls_dir, num_labels=1, dtype=dtype)
         return parity(trl.RewardTrainer)(model=model, args=trl.RewardConfig(**args), train_dataset=ds, processing_class=tok, **ev)
     raise ValueError(method)
 
 
-def run_case(method, name, opts, rows, mdir, cls_dir, tmp):
-    out = os.path.join(tmp, f"{method}-{name}")
+def run_case(method, name, opts, rows, mdir, cls_dir, tmp, float64=False):
+    """One case's TRL run; float64: the model in float64 and torch's default dtype float64 while
+    it trains, so that the tensors TRL and HF's Trainer make (the loss accumulator, the metrics'
+    means) are float64 too."""
+    out = os.path.join(tmp, f"{method}-{name}{'-float64' if float64 else ''}")
     torch.manual_seed(0)
-    tr = trainer_for(method, opts, rows, mdir, cls_dir, out)
-    tr.unrounded = []
-    tr.remove_callback(transformers.PrinterCallback)  # disable_tqdm's stand-in prints every log
-    tr.train()
+    default = torch.get_default_dtype()
+    dtype = torch.float64 if float64 else torch.float32
+    torch.set_default_dtype(dtype)
+    try:
+        tr = trainer_for(method, opts, rows, mdir, cls_dir, out, dtype)
+        tr.unrounded = []
+        tr.remove_callback(transformers.PrinterCallback)  # disable_tqdm's stand-in prints every log
+        tr.train()
+        if float64:
+            assert all(p.dtype == torch.float64 for p in tr.model.parameters()), name
+    finally:
+        torch.set_default_dtype(default)
     steps = [e for e in tr.state.log_history if "loss" in e]
     evals = [e for e in tr.state.log_history if "eval_loss" in e]
     summary = [e for e in tr.state.log_history if "train_runtime" in e]
@@ -724,6 +771,40 @@ def write_rows(path, rows):
             f.write(json.dumps(r) + "\n")
 
 
+def write_golden(a, method, make_rows, cases, fixture, file, float64, tmp, cls_dir):
+    """Runs a method's cases on fixture (float64: in float64) and writes their golden,
+    trainers/METHOD/testdata/trl_parity/FILE, with the rows beside it."""
+    base = os.path.join(a.out, "trainers", method, "testdata", "trl_parity")
+    rows = make_rows()
+    write_rows(os.path.join(base, "rows.jsonl"), rows)
+    mdir = model_dir(tmp, fixture)
+    golden = {
+        "generator": COMMAND,
+        "versions": {"trl": trl.__version__, "transformers": transformers.__version__,
+                     "torch": torch.__version__},
+        "model": "trainers/reward/testdata/trl_parity/model" if method == "reward" else fixture,
+        "tokenizer": TOKENIZER,
+        "rows": f"trainers/{method}/testdata/trl_parity/rows.jsonl",
+        # KTOTrainer's own SequentialSampler (posttrain's KTO is sequential too); else ORDER.
+        "sampler": "trl" if method == "kto" else "posttrain",
+        "common": COMMON,
+        "trl_only": TRL_ONLY,
+        "cases": {},
+    }
+    if float64:
+        golden["dtype"] = "float64"
+    for name, opts in cases.items():
+        print(f"trl_parity: {method} {name}{' (' + file + ')' if file != 'golden.json' else ''}", file=sys.stderr)
+        case_rows, rows_path = rows, golden["rows"]
+        if (method, name) in CASE_ROWS:
+            suffix, make = CASE_ROWS[(method, name)]
+            case_rows, rows_path = make(), f"trainers/{method}/testdata/trl_parity/rows_{suffix}.jsonl"
+            write_rows(os.path.join(a.out, rows_path), case_rows)
+        golden["cases"][name] = run_case(method, name, opts, case_rows, mdir, cls_dir, tmp, float64)
+        golden["cases"][name]["rows"] = rows_path
+    write_json(os.path.join(base, file), golden)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=REPO, help="tree to write the goldens into (default: the repository)")
@@ -743,34 +824,12 @@ def main():
         if not only or "reward" in only:
             write_classifier(mdir, cls_dir)
         for method, (make_rows, cases) in METHODS.items():
-            if only and method not in only:
-                continue
-            base = os.path.join(a.out, "trainers", method, "testdata", "trl_parity")
-            rows = make_rows()
-            write_rows(os.path.join(base, "rows.jsonl"), rows)
-            golden = {
-                "generator": COMMAND,
-                "versions": {"trl": trl.__version__, "transformers": transformers.__version__,
-                             "torch": torch.__version__},
-                "model": "trainers/reward/testdata/trl_parity/model" if method == "reward" else FIXTURE,
-                "tokenizer": TOKENIZER,
-                "rows": f"trainers/{method}/testdata/trl_parity/rows.jsonl",
-                # KTOTrainer's own SequentialSampler (posttrain's KTO is sequential too); else ORDER.
-                "sampler": "trl" if method == "kto" else "posttrain",
-                "common": COMMON,
-                "trl_only": TRL_ONLY,
-                "cases": {},
-            }
-            for name, opts in cases.items():
-                print(f"trl_parity: {method} {name}", file=sys.stderr)
-                case_rows, rows_path = rows, golden["rows"]
-                if (method, name) in CASE_ROWS:
-                    suffix, make = CASE_ROWS[(method, name)]
-                    case_rows, rows_path = make(), f"trainers/{method}/testdata/trl_parity/rows_{suffix}.jsonl"
-                    write_rows(os.path.join(a.out, rows_path), case_rows)
-                golden["cases"][name] = run_case(method, name, opts, case_rows, mdir, cls_dir, tmp)
-                golden["cases"][name]["rows"] = rows_path
-            write_json(os.path.join(base, "golden.json"), golden)
+            if not only or method in only:
+                write_golden(a, method, make_rows, cases, FIXTURE, "golden.json", False, tmp, cls_dir)
+        for v in VARIANTS.values():
+            for method, cases in v["cases"].items():
+                if not only or method in only:
+                    write_golden(a, method, METHODS[method][0], cases, v["model"], v["file"], v["float64"], tmp, cls_dir)
         if not only or "grpo" in only:
             run_grpo(a, mdir, tmp)
         if not only or "ppo" in only:

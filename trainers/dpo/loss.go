@@ -366,8 +366,9 @@ func WithNLL(loss, nll *Node, alpha float64) *Node {
 //
 //	logits/chosen = Σ_{b,t} m_bt·Σ_v z_{b,t−1,v} / (V·Σ_{b,t} m_bt)
 //
-// logitSums [B,T] holds Σ_v z at the position that scores token t (decoder.TargetLogitSums), mask
-// [B,T] the completion tokens; → scalar, detached.
+// z are the logits the model outputs (Gemma 3's soft-capped c·tanh(z/c) with
+// final_logit_softcapping, as TRL sees them). logitSums [B,T] holds Σ_v z at the position that
+// scores token t (decoder.TargetLogitSums), mask [B,T] the completion tokens; → scalar, detached.
 func MeanLogits(logitSums, mask *Node, vocab int) *Node {
 	m := tokenmask.FloatMask(mask, logitSums.DType())
 	return StopGradient(Div(ReduceAllSum(Mul(logitSums, m)), MulScalar(MaxScalar(ReduceAllSum(m), 1), float64(vocab))))

@@ -104,9 +104,13 @@ func APOZeroUnpairedLoss(policy, ref, desirable *Node, cfg Config) (*Node, Metri
 // RowLogitSums is what TRL's logits/chosen_sum and logits/rejected_sum add up per example: its
 // policy logits summed over the vocabulary and every position of the row (prompt and completion;
 // KTOTrainer.forward keeps `completion_logits[chosen_idx, ...]` whole and get_batch_loss_metrics
-// takes its `.nansum()`). logitSums [B,T] is Σ_v z per position (decoder.LogitSums), mask [B,T] the
-// real (non-padding) positions; → [B], detached. TRL also sums the logits at its padding
-// positions, which depend on the batch; here only the row's own positions count.
+// takes its `.nansum()`; Gemma 3's soft-capped logits with final_logit_softcapping),
+//
+//	logits/chosen_sum = Σ_{b chosen} Σ_t m_bt·Σ_v z_{b,t,v}
+//
+// logitSums [B,T] is Σ_v z per position (decoder.LogitSums), mask [B,T] the real (non-padding)
+// positions; → [B], detached. TRL also sums the logits at its padding positions, which depend on
+// the batch; here only the row's own positions count.
 func RowLogitSums(logitSums, mask *Node) *Node {
 	return StopGradient(ReduceSum(Mul(logitSums, tokenmask.FloatMask(mask, logitSums.DType())), -1))
 }
