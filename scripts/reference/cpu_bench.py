@@ -1,7 +1,8 @@
-"""PyTorch's side of `make bench`: the CPU workloads of bench/'s BenchmarkCPU, timed with
+"""PyTorch's side of `make bench`: the CPU workloads of bench/'s BenchmarkCPU, timed once with
 PyTorch 2.x from PyPI (the reference venv of `make reference-env`, its default CPU kernels),
-random weights of the same shapes, then one table with posttrain's figures from the
-`go test -bench` outputs given with --posttrain (pure-Go backend) and --posttrain-xla (xla:cpu).
+random weights of the same shapes. It writes its figures as JSON ({"torch": version, "threads": n,
+"workloads": {name: {"s": ..., ...}}}); scripts/bench-cpu.sh runs it once per round, between
+posttrain's sides, and bench/cpucompare makes the table of all rounds.
 
 Workloads (the same shapes and statistics as BenchmarkCPU; each after one untimed warm-up):
   forward  per-token log-probs (log_softmax + gather) of batch 2 x 64 on the eighth-width
@@ -23,13 +24,11 @@ forward, adamw and grpo run qwen2.py's plain-PyTorch Qwen2 in float32 (as the Go
 references do); PyTorch runs eagerly, so it has no compile time to report.
 
 Usage: .venv-reference/trl-0.24/bin/python scripts/reference/cpu_bench.py [--threads 2]
-       [--posttrain go-bench.txt] [--posttrain-xla xla-bench.txt]
+       [--only forward,adamw] [--json figures.json]
 """
 
 import argparse
 import json
-import math
-import re
 import statistics
 import sys
 import tempfile
@@ -211,92 +210,31 @@ def bench_grpo(m):
     return {"s": s, "generate_s": gen_s, "update_s": upd_s}
 
 
-# name, model shape, function (of qwen2.py's model, or None: of the shape), the key the table
-# compares, its unit, True when more is better
+# name, model shape, function (of qwen2.py's model, or, for HF_WORKLOADS, of the shape)
 WORKLOADS = [
-    ("forward", EIGHTH, bench_forward, "s", "s", False),
-    ("adamw", EIGHTH, bench_adamw, "s", "s", False),
-    ("grpo", EIGHTH, bench_grpo, "s", "s", False),
-    ("decode", QWEN25_05B, lambda shape: bench_decode(shape, torch.float32), "tokens_per_s", "tokens/s", True),
-    ("decode_bf16", QWEN25_05B, lambda shape: bench_decode(shape, torch.bfloat16), "tokens_per_s", "tokens/s", True),
+    ("forward", EIGHTH, bench_forward),
+    ("adamw", EIGHTH, bench_adamw),
+    ("grpo", EIGHTH, bench_grpo),
+    ("decode", QWEN25_05B, lambda shape: bench_decode(shape, torch.float32)),
+    ("decode_bf16", QWEN25_05B, lambda shape: bench_decode(shape, torch.bfloat16)),
 ]
 HF_WORKLOADS = {"decode", "decode_bf16"}  # functions of the shape (transformers' model)
-
-LABELS = {
-    "forward": "forward, log-probs of 2×64 tokens (eighth-width Qwen2.5, 37.2M parameters)",
-    "adamw": "AdamW step (forward, backward, clip, update), same batch",
-    "grpo": "GRPO step: 2×4 completions of 16 tokens sampled, scored, one update (eighth-width)",
-    "decode": "decode, batch 1, Qwen2.5-0.5B shape (494M parameters), float32, KV cache",
-    "decode_bf16": "decode, batch 1, Qwen2.5-0.5B shape, bfloat16, KV cache",
-}
-
-GO_METRICS = {"s/op-median": "s", "tokens/s": "tokens_per_s", "prefill-s": "prefill_s", "generate-s": "generate_s",
-              "update-s": "update_s", "s/step": "s", "compile-s": "compile_s", "graphs": "graphs",
-              "timed-compiles": "timed_compiles"}
-
-
-def read_go(path):
-    """posttrain's figures from `go test -bench BenchmarkCPU` output: {workload: {key: value}}."""
-    out = {}
-    for line in Path(path).read_text().splitlines():
-        mt = re.match(r"^BenchmarkCPU/(\w+)(?:-\d+)?\s+\d+\s+(.*)$", line)
-        if not mt:
-            continue
-        fields = mt.group(2).split()
-        vals = {}
-        for v, unit in zip(fields[0::2], fields[1::2]):
-            if unit in GO_METRICS:
-                vals[GO_METRICS[unit]] = float(v)
-        out[mt.group(1)] = vals
-    return out
-
-
-def fmt(v, unit):
-    if v is None:
-        return "missing"
-    return f"{v:.2f} {unit}" if unit == "tokens/s" else f"{v:.3f} s"
-
-
-def ratio(t, p, more_better):
-    """posttrain's time over PyTorch's (for a rate: PyTorch's rate over posttrain's)."""
-    if not t or not p:
-        return "n/a"
-    return f"{(t / p if more_better else p / t):.2f}×"
-
-
-def compile_cell(sides):
-    cells = []
-    for res in sides:
-        c = res.get("compile_s")
-        cells.append("n/a" if c is None else f"{c:.1f} s" + (f" ({int(res['timed_compiles'])} in the timed runs)" if res.get("timed_compiles") else ""))
-    return " / ".join(cells)
-
-
-def table(torch_res, go_res, xla_res):
-    """One markdown table: both posttrain backends, PyTorch, the time ratios, the compile times."""
-    lines = ["| workload | posttrain, pure-Go backend | posttrain, xla:cpu | PyTorch %s (%d threads) | pure-Go ÷ PyTorch | xla:cpu ÷ PyTorch | compile time, pure-Go / xla:cpu |" % (
-        torch.__version__, torch.get_num_threads()), "| --- | --- | --- | --- | --- | --- | --- |"]
-    for name, _, _, key, unit, more_better in WORKLOADS:
-        t = torch_res.get(name, {}).get(key)
-        g, x = go_res.get(name, {}), xla_res.get(name, {})
-        lines.append(f"| {LABELS[name]} | {fmt(g.get(key), unit)} | {fmt(x.get(key), unit)} | {fmt(t, unit)} | "
-                     f"{ratio(t, g.get(key), more_better)} | {ratio(t, x.get(key), more_better)} | {compile_cell([g, x])} |")
-    return "\n".join(lines)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
-    ap.add_argument("--posttrain", help="go test -bench BenchmarkCPU output (pure-Go backend) to put beside PyTorch's figures")
-    ap.add_argument("--posttrain-xla", help="the same on xla:cpu")
     ap.add_argument("--only", default="", help="comma-separated workloads (default all)")
-    ap.add_argument("--json", help="also write PyTorch's figures to this file")
+    ap.add_argument("--json", help="write the figures to this file (default: print them)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     only = [w for w in args.only.split(",") if w]
+    unknown = sorted(set(only) - {name for name, _, _ in WORKLOADS})
+    if unknown:
+        ap.error(f"unknown workloads {unknown}")
     res, models = {}, {}
-    for name, shape, fn, _, _, _ in WORKLOADS:
+    for name, shape, fn in WORKLOADS:
         if only and name not in only:
             continue
         if name in HF_WORKLOADS:
@@ -310,14 +248,11 @@ def main():
             res[name] = fn(models[key])
         print(f"torch {name}: " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in res[name].items()),
               file=sys.stderr, flush=True)
+    out = json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "workloads": res}, indent=2) + "\n"
     if args.json:
-        Path(args.json).write_text(json.dumps(res, indent=2) + "\n")
-    if args.posttrain or args.posttrain_xla:
-        go = read_go(args.posttrain) if args.posttrain else {}
-        xla = read_go(args.posttrain_xla) if args.posttrain_xla else {}
-        print(table(res, go, xla))
+        Path(args.json).write_text(out)
     else:
-        print(json.dumps(res, indent=2))
+        sys.stdout.write(out)
 
 
 if __name__ == "__main__":
