@@ -68,7 +68,9 @@ func ignoredTensor(cfg *Config, name string) bool {
 // SetWeights creates (or overwrites) the variables of ctx from stored tensors keyed by HF name;
 // source names their file in errors.
 func SetWeights(ctx *context.Context, cfg *Config, stored map[string]*safetensors.Tensor, dtype dtypes.DType, source string) error {
-	if dtype != dtypes.Float32 && dtype != dtypes.BFloat16 {
+	// float64 is not a compute dtype a user picks (ParseDType); it is loaded for reference
+	// computations: the float64 side of the numerics tests (docs/numerics.md).
+	if dtype != dtypes.Float32 && dtype != dtypes.BFloat16 && dtype != dtypes.Float64 {
 		return fmt.Errorf("%s: compute dtype %s is not supported; valid: float32, bfloat16", cfg.errName(), dtype)
 	}
 	specs := cfg.Tensors()
@@ -133,6 +135,13 @@ func toTensor(st *safetensors.Tensor, dtype dtypes.DType) (*tensors.Tensor, erro
 func fromFloat32s(f32 []float32, shape []int, dtype dtypes.DType) *tensors.Tensor {
 	if dtype == dtypes.Float32 {
 		return tensors.FromFlatDataAndDimensions(f32, shape...)
+	}
+	if dtype == dtypes.Float64 {
+		f64 := make([]float64, len(f32))
+		for i, x := range f32 {
+			f64[i] = float64(x)
+		}
+		return tensors.FromFlatDataAndDimensions(f64, shape...)
 	}
 	bf := make([]bfloat16.BFloat16, len(f32))
 	for i, x := range f32 {

@@ -163,8 +163,13 @@ func execDotGeneralSmall(backend *Backend, lhs, rhs *Buffer, params *dotGeneralN
 
 	tmpOutput := output
 	castToFloat32 := dtype == dtypes.BFloat16 || dtype == dtypes.Float16
+	accumulationDType := dtypes.Float32
+	if dtype == dtypes.Float32 {
+		// float32 accumulates in float64 (dotgeneral_float32.go).
+		castToFloat32, accumulationDType = true, dtypes.Float64
+	}
 	if castToFloat32 {
-		outputShape := shapes.Make(dtypes.Float32, params.batchSize, params.lhsCrossSize, params.rhsCrossSize)
+		outputShape := shapes.Make(accumulationDType, params.batchSize, params.lhsCrossSize, params.rhsCrossSize)
 		tmpOutput = backend.getBufferForShape(outputShape)
 		tmpOutput.Zeros()
 	}
@@ -198,7 +203,7 @@ func execDotGeneralSmall(backend *Backend, lhs, rhs *Buffer, params *dotGeneralN
 
 	// If we created a temporary float32 output, convert it back to the original dtype.
 	if castToFloat32 {
-		convertFn := convertDTypePairMap.Get(dtypes.Float32, output.shape.DType).(convertFnType)
+		convertFn := convertDTypePairMap.Get(accumulationDType, output.shape.DType).(convertFnType)
 		convertFn(tmpOutput, output)
 		backend.putBuffer(tmpOutput) // Return the temporary buffer to the pool.
 	}
