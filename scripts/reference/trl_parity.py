@@ -30,7 +30,8 @@ final_logit_softcapping 5: TRL's logits/* are of the soft-capped logits) as gold
 and DPO's FLOAT64_DPO cases run in float64 (the model, its reference copy, the optimizer and,
 through torch's default dtype, every tensor TRL makes; `"dtype": "float64"`) as
 golden_float64.json, the values against which TestDPO_TRLParity holds the metrics that float32
-cannot give within 1e-5.
+cannot give within 1e-5 (and the Gemma 3 DPO case likewise as golden_gemma3_float64.json).
+`--variant NAME` writes one golden of VARIANTS alone.
 
 The reward model is the same fixture as `Qwen3ForSequenceClassification` with a score head
 drawn by `from_pretrained(num_labels=1)` under `torch.manual_seed(0)`, saved (float32) as
@@ -42,7 +43,7 @@ Regenerate (from the repository root; `make reference` runs it, scripts/referenc
 
 which writes, under TREE (default: the repository), trainers/{sft,dpo,kto,reward}/testdata/
 trl_parity/ (rows*.jsonl, golden.json, golden_gemma3.json for DPO and KTO, golden_float64.json
-for DPO; the reward model). --only sft,dpo,… runs some methods.
+and golden_gemma3_float64.json for DPO; the reward model). --only sft,dpo,… runs some methods.
 """
 import argparse
 import json
@@ -253,6 +254,11 @@ VARIANTS = {
     # run, for the metrics float32 cannot give within 1e-5).
     "float64": {"file": "golden_float64.json", "model": FIXTURE, "float64": True, "cases": {
         "dpo": {name: METHODS["dpo"][1][name] for name in FLOAT64_DPO},
+    }},
+    # TRL's float64 run of the Gemma 3 DPO case: its float32 grad_norm at step 4 is 1.1e-5 from
+    # it (TestDPO_TRLParityGemma3Softcap holds that metric by the float64 rule).
+    "gemma3_float64": {"file": "golden_gemma3_float64.json", "model": GEMMA_FIXTURE, "float64": True, "cases": {
+        "dpo": {"sigmoid": METHODS["dpo"][1]["sigmoid"]},
     }},
 }
 
@@ -809,6 +815,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=REPO, help="tree to write the goldens into (default: the repository)")
     ap.add_argument("--only", default="", help="comma-separated methods (default: all)")
+    ap.add_argument("--variant", default="", help="only this golden of VARIANTS (e.g. gemma3_float64)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
@@ -821,6 +828,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         mdir = model_dir(tmp)
         cls_dir = os.path.join(a.out, "trainers/reward/testdata/trl_parity/model")
+        if a.variant:
+            v = VARIANTS[a.variant]
+            for method, cases in v["cases"].items():
+                write_golden(a, method, METHODS[method][0], cases, v["model"], v["file"], v["float64"], tmp, cls_dir)
+            return
         if not only or "reward" in only:
             write_classifier(mdir, cls_dir)
         for method, (make_rows, cases) in METHODS.items():

@@ -47,13 +47,14 @@ func TestDPO_TRLParity(t *testing.T) {
 // every other metric TRL's, by TestDPO_TRLParity's ordinary rule (trl_parity.py's
 // golden_gemma3.json). The uncapped means (h·Σ_v W_v, posttrain's value before it capped them)
 // are 7.8e-4 to 9.6e-3 away (step 1's logits/rejected: −0.00594 against TRL's −0.01552), far past
-// the 1e-5 allowed.
+// the 1e-5 allowed. TRL's float32 grad_norm is 1.1e-5 from its float64 run at step 4, so that
+// metric is held by the float64 rule (golden_gemma3_float64.json).
 func TestDPO_TRLParityGemma3Softcap(t *testing.T) {
 	g := looptest.ReadTRLGolden(t, "trainers/dpo/testdata/trl_parity/golden_gemma3.json")
 	if g.Model != "models/testdata/gemma3-tiny/model" || len(g.Cases) == 0 {
 		t.Fatalf("golden_gemma3.json: model %s, %d cases; want the gemma3-tiny fixture", g.Model, len(g.Cases))
 	}
-	checkDPOGolden(t, g, "")
+	checkDPOGolden(t, g, "trainers/dpo/testdata/trl_parity/golden_gemma3_float64.json")
 }
 
 // checkDPOGolden runs every case of g (TRL's float32 runs) and compares posttrain's metrics with
@@ -134,9 +135,11 @@ func dpoScale(cfg *config.DPO) looptest.Scale {
 // the absolute error of β·(log π_c − log π_r), a difference of sequence log-probs of −50 to −135
 // with no reference log-probs computed the same way to cancel their round-off (its gradient
 // likewise); TRL's float32 loss is 1.6e-5 and its grad_norm 1.2e-5 from float64. No other metric of golden.json's 26 cases is 1e-5 from its
-// float64 run (all measured; the largest, js_divergence's grad_norm, 7.3e-6).
+// float64 run (all measured; the largest, js_divergence's grad_norm, 7.3e-6). On the Gemma 3
+// fixture, TRL's float32 grad_norm at step 4 is 1.1e-5 from its float64 run.
 var float64Held = map[string]map[string][]string{
-	"golden_float64.json": {"reference_free": {"loss", "grad_norm"}},
+	"golden_float64.json":        {"reference_free": {"loss", "grad_norm"}},
+	"golden_gemma3_float64.json": {"sigmoid": {"grad_norm"}},
 }
 
 // readFloat64Golden reads the float64 golden at the repository path rel and checks that it is a
@@ -162,9 +165,12 @@ func readFloat64Golden(t *testing.T, rel string) *looptest.TRLGolden {
 //	|posttrain − TRL₆₄| ≤ |TRL₃₂ − TRL₆₄|
 //
 // (the loss against loss_unrounded): posttrain is at least as close to the float64 value as
-// TRL's own float32 run. It replaces, for these keys, the 1e-5 relative bound against TRL₃₂, which
-// float32 cannot meet where TRL₃₂ is itself 1e-5 or more from TRL₆₄ (it is looser than that
-// bound by at most |TRL₃₂ − TRL₆₄|, and tighter wherever TRL₃₂ is closer than 1e-5). It also
+// TRL's own float32 run, or else the ordinary rule, 1e-5 relative (by scale) from TRL₃₂. The
+// float64 rule is for the steps where float32 cannot meet the ordinary one, TRL₃₂ itself 1e-5 or
+// more from TRL₆₄; where TRL₃₂ happens to be far closer than 1e-5 (1.1e-7 at the Gemma 3 case's
+// step 5), it alone would hold posttrain to that luck of TRL's float32 rounding, tighter than
+// every other metric's bound, so a step passes by either rule (each step's log line says which
+// held; before the Gemma 3 case the float64 rule alone was checked). It also
 // checks that the keys are the ones that need it: that each reaches 1e-5 (by scale) between
 // TRL₃₂ and TRL₆₄ at some step, and that no other key does. The loss's 4-decimal logged value is
 // still checked. It returns the Differences that route the keys here.
@@ -210,14 +216,19 @@ func checkFloat64(t *testing.T, c, c64 looptest.TRLCase, recs []runlog.Record, k
 			}
 			w64 := c64.Steps[step-1][want]
 			d, bound := math.Abs(got[key]-w64), math.Abs(w32-w64)
+			d32, bound32 := math.Abs(got[key]-w32), 1e-5*math.Max(math.Abs(w32), scale(want, trl))
+			rule := "float64 rule"
 			if !(d <= bound) {
-				t.Errorf("step %d %s: posttrain %.9g is %.2g from TRL's float64 %.9g, TRL's float32 %.9g only %.2g",
-					step, key, got[key], d, w64, w32, bound)
+				rule = "ordinary rule"
+			}
+			if !(d <= bound) && !(d32 <= bound32) {
+				t.Errorf("step %d %s: posttrain %.9g is %.2g from TRL's float64 %.9g, TRL's float32 %.9g only %.2g; and %.2g from TRL's float32, over 1e-5 (%.2g)",
+					step, key, got[key], d, w64, w32, bound, d32, bound32)
 			}
 			if key == "loss" && math.Abs(got[key]-trl["loss"]) > 0.5e-4+1e-5*math.Abs(trl["loss"]) {
 				t.Errorf("step %d loss: posttrain %.9g, TRL logged %.4f (rounded to 4 decimals)", step, got[key], trl["loss"])
 			}
-			t.Logf("step %d %s: |posttrain − TRL64| %.2g, |TRL32 − TRL64| %.2g (relative)", step, key, d/math.Abs(w64), bound/math.Abs(w64))
+			t.Logf("step %d %s: |posttrain − TRL64| %.2g, |TRL32 − TRL64| %.2g, |posttrain − TRL32| %.2g (relative; %s)", step, key, d/math.Abs(w64), bound/math.Abs(w64), d32/math.Abs(w32), rule)
 		}
 	}
 	return diff
