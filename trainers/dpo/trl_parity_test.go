@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/dpo"
@@ -99,18 +100,9 @@ func trainDPOCase(t *testing.T, g *looptest.TRLGolden, name string) (looptest.TR
 	cfg := config.DefaultDPO()
 	c := g.Configure(t, name, cfg)
 	m := looptest.Load(t, g.ModelDir(t), false)
-	b := looptest.Backend(t)
-	tr, err := dpo.New(b, m, looptest.Read(t, c.RowsPath(t)), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev loop.Method // the eval case's eval set: the same rows, as TRL's
-	if len(c.Evals) > 0 {
-		if ev, err = dpo.New(b, m, looptest.Read(t, c.RowsPath(t)), cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return c, cfg, looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b, Eval: ev})
+	return c, cfg, looptest.TrainTRLCase(t, c, m, cfg, func(rows *data.Dataset) (loop.Method, error) {
+		return dpo.New(looptest.Backend(t), m, rows, cfg)
+	})
 }
 
 // dpoScale measures the rewards and margins against β·(|logps/chosen| + |logps/rejected|) and

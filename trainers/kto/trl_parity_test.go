@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/kto"
 	"github.com/posttrain/posttrain/trainers/loop"
@@ -60,18 +61,9 @@ func checkKTOCase(t *testing.T, g *looptest.TRLGolden, name string) {
 	cfg := config.DefaultKTO()
 	c := g.Configure(t, name, cfg)
 	m := looptest.Load(t, g.ModelDir(t), false)
-	b := looptest.Backend(t)
-	tr, err := kto.New(b, m, looptest.Read(t, c.RowsPath(t)), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev loop.Method // the eval case's eval set: the same rows, as TRL's
-	if len(c.Evals) > 0 {
-		if ev, err = kto.New(b, m, looptest.Read(t, c.RowsPath(t)), cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: b, Eval: ev})
+	recs := looptest.TrainTRLCase(t, c, m, cfg, func(rows *data.Dataset) (loop.Method, error) {
+		return kto.New(looptest.Backend(t), m, rows, cfg)
+	})
 	padded, worst := 0, 0.0 // steps where TRL's padded sum differs from its real-token sum; the largest difference
 	diff := looptest.Differences{}
 	for _, split := range []string{"chosen", "rejected"} {

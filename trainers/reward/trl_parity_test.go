@@ -3,6 +3,7 @@ package reward
 import (
 	"testing"
 
+	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
@@ -28,17 +29,7 @@ func TestReward_TRLParity(t *testing.T) {
 			if err != nil || fresh {
 				t.Fatalf("LoadClassifier: fresh %v (want the checkpoint's score head), %v", fresh, err)
 			}
-			tr, err := New(m, looptest.Read(t, c.RowsPath(t)), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ev loop.Method // the eval case's eval set: the same rows, as TRL's
-			if len(c.Evals) > 0 {
-				if ev, err = New(m, looptest.Read(t, c.RowsPath(t)), cfg); err != nil {
-					t.Fatal(err)
-				}
-			}
-			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t), Eval: ev})
+			recs := looptest.TrainTRLCase(t, c, m, cfg, func(rows *data.Dataset) (loop.Method, error) { return New(m, rows, cfg) })
 			scale := func(key string, trl map[string]float64) float64 {
 				if key == "mean_reward" {
 					return trl["max_reward"] - trl["min_reward"]

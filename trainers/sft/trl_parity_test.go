@@ -3,6 +3,7 @@ package sft_test
 import (
 	"testing"
 
+	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/loop"
 	"github.com/posttrain/posttrain/trainers/loop/looptest"
@@ -24,17 +25,7 @@ func TestSFT_TRLParity(t *testing.T) {
 			cfg := config.DefaultSFT()
 			c := g.Configure(t, name, cfg)
 			m := looptest.Load(t, g.ModelDir(t), false)
-			tr, err := sft.New(m, looptest.Read(t, c.RowsPath(t)), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ev loop.Method // the eval case's eval set: the same rows, as TRL's
-			if len(c.Evals) > 0 {
-				if ev, err = sft.New(m, looptest.Read(t, c.RowsPath(t)), cfg); err != nil {
-					t.Fatal(err)
-				}
-			}
-			recs := looptest.Train(t, m, tr, loop.Options{Config: cfg, Backend: looptest.Backend(t), Eval: ev})
+			recs := looptest.TrainTRLCase(t, c, m, cfg, func(rows *data.Dataset) (loop.Method, error) { return sft.New(m, rows, cfg) })
 			looptest.CompareTRL(t, c, recs, 1e-5, nil, nil).Report(t, name)
 		})
 	}

@@ -139,6 +139,24 @@ func Train(t testing.TB, m *trainable.Model, method loop.Method, opts loop.Optio
 	return recs
 }
 
+// TrainTRLCase trains m on the rows of TRL golden case c with the method newMethod makes of them
+// and, for a case with evaluations, a second method over the same rows as its eval set (as TRL's
+// runs do), on the shared test backend; it returns the lines of the run's metrics.jsonl.
+func TrainTRLCase(t testing.TB, c TRLCase, m *trainable.Model, cfg config.Config, newMethod func(rows *data.Dataset) (loop.Method, error)) []runlog.Record {
+	t.Helper()
+	tr, err := newMethod(Read(t, c.RowsPath(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev loop.Method
+	if len(c.Evals) > 0 {
+		if ev, err = newMethod(Read(t, c.RowsPath(t))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Train(t, m, tr, loop.Options{Config: cfg, Backend: Backend(t), Eval: ev})
+}
+
 // tokens are the inputs FullLogits reads from a batch.
 type tokens[T any] struct{ IDs, Pos, Mask T }
 
