@@ -13,6 +13,7 @@ import (
 	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/decoder"
+	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // One SFT step of the released SmolLM2-135M-Instruct (a full fine-tune, 4 rows in one
@@ -59,7 +60,6 @@ func TestRealModels_Numerics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var batch decoder.Batch
 	f, err := os.ReadFile(rows)
 	if err != nil {
 		t.Fatal(err)
@@ -77,16 +77,10 @@ func TestRealModels_Numerics(t *testing.T) {
 		}
 		encoded = append(encoded, e)
 	}
-	width := 0
+	padded := trainable.EncodedRows(encoded) // SFT's layout: right-padded, id 0
+	batch := decoder.Batch{IDs: padded.IDs, Mask: padded.Mask}
 	for _, e := range encoded {
-		width = max(width, len(e.IDs))
-	}
-	for _, e := range encoded {
-		ids, mask := make([]int32, width), make([]int32, width)
-		for i, id := range e.IDs {
-			ids[i], mask[i] = int32(id), 1
-		}
-		batch.IDs, batch.Mask, batch.CompletionStart = append(batch.IDs, ids), append(batch.Mask, mask), append(batch.CompletionStart, e.Start)
+		batch.CompletionStart = append(batch.CompletionStart, e.Start)
 	}
 	ctx64, cfg, err := decoder.Load(model, dtypes.Float64)
 	if err != nil {
