@@ -10,6 +10,8 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
 func TestResolve(t *testing.T) {
@@ -181,5 +183,38 @@ func TestForTests(t *testing.T) {
 		if got := ForTests(); got != c.want {
 			t.Errorf("ForTests() with $%s=%q = %q, want %q", TestEnv, c.env, got, c.want)
 		}
+	}
+}
+
+// A variable only written in a graph still has a parameter node (context.Exec feeds its buffer, to
+// donate it), created after every output node when the write comes last: the pure-Go backend
+// indexed its inputs by the outputs' node count and panicked "index out of range" on such a graph
+// (third_party patch gomlx-v0.26.0-simplego-unused-parameter; the optimizer update of bfloat16
+// weights, written from their float32 masters and never read, is one).
+func TestPureGo_VariableWrittenLast(t *testing.T) {
+	b := MustNew(PureGo)
+	defer b.Finalize()
+	ctx := context.New()
+	a := ctx.VariableWithValue("a", []float32{1, 2})
+	w := ctx.VariableWithValue("w", []float32{0, 0})
+	exec, err := context.NewExec(b, ctx, func(ctx *context.Context, g *graph.Graph) *graph.Node {
+		out := graph.MulScalar(a.ValueGraph(g), 2)
+		sum := graph.ReduceAllSum(out)
+		w.SetValueGraph(out) // w's parameter node: the graph's last node
+		return sum
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exec.Finalize()
+	if _, err := exec.Exec(); err != nil {
+		t.Fatal(err)
+	}
+	value, err := w.Value()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tensors.MustCopyFlatData[float32](value); got[0] != 2 || got[1] != 4 {
+		t.Errorf("w = %v, want [2 4]", got)
 	}
 }

@@ -78,3 +78,13 @@ func IsXLACPU(b backends.Backend) bool {
 	u := Unwrap(b)
 	return u.Name() == "xla" && u.NumDevices() > 0 && strings.Contains(strings.ToLower(u.DeviceDescription(0)), "cpu")
 }
+
+// AliasOutputToParameter implements backends.InputOutputAliaser where the wrapped builder does (XLA:
+// an updated variable written into its donated buffer, third_party/README.md); elsewhere the hint is
+// dropped and the output gets a buffer of its own.
+func (b countingBuilder) AliasOutputToParameter(outputIdx int, parameter backends.Op) error {
+	if a, ok := b.Builder.(backends.InputOutputAliaser); ok {
+		return a.AliasOutputToParameter(outputIdx, parameter)
+	}
+	return nil
+}

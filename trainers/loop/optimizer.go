@@ -53,7 +53,7 @@ func (c OptimizerConfig) adam() step.AdamHyper {
 // A step is: for each micro-batch, accumulate += ∂(loss_micro)/∂θ (the trainer's loss is already
 // divided by the whole accumulated batch's size, so the sum is the full batch's gradient); then
 // update: clip the summed gradient by its global norm, apply AdamW (or the plain step) to the
-// float32 masters, refresh the bfloat16 copies, zero the accumulators.
+// float32 masters, refresh the bfloat16 copies; the next micro-batch starts a new sum.
 type Optimizer struct {
 	backend backends.Backend
 	model   *trainable.Model
@@ -67,7 +67,6 @@ type Optimizer struct {
 	accum   *context.Exec // the single-device micro-batch graph (nil with several devices)
 	update  *context.Exec
 	dp      *dataParallel // several devices: the mesh and the micro-batch graphs by input layout
-	zero    *context.Exec // Discard's graph, built on first use
 	// The names of accum's inputs (the method's, then "norm") and metrics, and of update's inputs.
 	accumSig, updateSig named.Signature
 	steps               int // AdamW updates done (PyTorch's state["step"])
@@ -87,6 +86,13 @@ type LossFunc func(ctx *context.Context, in named.Inputs, norm *Node) (loss *Nod
 // accumulated batch's size. Methods name their inputs after Go struct fields (capitalised), so it
 // cannot collide; Signature.Args refuses a Feed that names it twice.
 const normInput = "norm"
+
+// restartInput is the accumulation graph's boolean scalar that starts a step's sum: true on the
+// step's first micro-batch (accumulator ← gradient), false after it (accumulator += gradient). The
+// update and Discard then leave the accumulators as they are, with nothing to zero: on XLA the
+// update writes the weights and moments in place (input/output aliasing), and a zeroed
+// accumulator beside them cost a copy of every gradient.
+const restartInput = "restart_sum"
 
 // rngInput is the accumulation graph's RNG state of LoRA's dropout (only when it applies).
 const rngInput = "dropout_rng"
@@ -186,6 +192,8 @@ func (o *Optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, in named.I
 		lora.Train(ctx, in.Get(rngInput).Graph(), in.Get(rngInput))
 		in = in.Without(rngInput)
 	}
+	restart := in.Get(restartInput)
+	in = in.Without(restartInput)
 	loss, metrics := lossFn(ctx, in.Without(normInput), in.Get(normInput))
 	if loss == nil || !loss.Shape().IsScalar() {
 		panic(fmt.Sprintf("the loss must be a scalar, got %v", loss))
@@ -197,7 +205,9 @@ func (o *Optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, in named.I
 	}
 	grads := Gradient(loss, values...)
 	for i, acc := range o.grads {
-		acc.SetValueGraph(Add(acc.ValueGraph(g), ConvertDType(grads[i], dtypes.Float32)))
+		grad := ConvertDType(grads[i], dtypes.Float32)
+		// A select, not 0·acc: a non-finite sum of a discarded step must not reach the next one.
+		acc.SetValueGraph(Where(restart, grad, Add(acc.ValueGraph(g), grad)))
 	}
 	out := []*Node{ConvertDType(StopGradient(loss), dtypes.Float64)}
 	return append(out, o.accumSig.Outputs(named.FromMap(step.Float64Metrics(metrics)))...)
@@ -235,7 +245,6 @@ func (o *Optimizer) updateGraph(in step.Scalars[*Node]) []*Node {
 		if master != v {
 			v.SetValueGraph(trainable.CopyOfMaster(theta, v.DType()))
 		}
-		o.grads[i].SetValueGraph(ZerosLike(grads[i]))
 	}
 	return []*Node{norm}
 }
@@ -246,7 +255,7 @@ func (o *Optimizer) updateGraph(in step.Scalars[*Node]) []*Node {
 func (o *Optimizer) Micro(in named.Feed, norm float64) (loss float64, metrics map[string]float64, err error) {
 	var outs []*tensors.Tensor
 	err = step.Catch("train micro-batch", func() error {
-		feed := in.With(normInput, float32(norm))
+		feed := in.With(normInput, float32(norm)).With(restartInput, o.micros == 0)
 		if o.dropout {
 			feed = feed.With(rngInput, o.dropoutState())
 		}
@@ -272,8 +281,8 @@ func (o *Optimizer) Micro(in named.Feed, norm float64) (loss float64, metrics ma
 	return step.ScalarValue(outs[0]), step.MetricValues(ms), nil
 }
 
-// Apply runs the update on the accumulated gradients with learning rate lr, zeroes the
-// accumulators, and returns the global gradient norm before clipping.
+// Apply runs the update on the accumulated gradients with learning rate lr, ends the step (the next
+// micro-batch starts a new sum), and returns the global gradient norm before clipping.
 func (o *Optimizer) Apply(lr float64) (float64, error) {
 	sc := step.UpdateScalars(o.hp.Optimizer, o.hp.adam(), lr, o.steps+1)
 	var outs []*tensors.Tensor
@@ -294,32 +303,11 @@ func (o *Optimizer) Apply(lr float64) (float64, error) {
 	return step.ScalarValue(outs[0]), nil
 }
 
-// Discard zeroes the accumulated gradients without an update: the weights and the AdamW state
-// are unchanged.
+// Discard drops the accumulated gradients without an update: the weights and the AdamW state are
+// unchanged, and the next micro-batch starts a new sum.
 func (o *Optimizer) Discard() error {
-	return step.Catch("discard gradients", func() error {
-		if o.zero == nil {
-			var e error
-			o.zero, e = context.NewExec(o.backend, o.model.Ctx.Reuse(), func(ctx *context.Context, g *Graph) *Node {
-				for _, acc := range o.grads {
-					acc.SetValueGraph(ZerosLike(acc.ValueGraph(g)))
-				}
-				o.dp.setOutputSpecs(o.zero, ctx, g)
-				return Scalar(g, dtypes.Float32, 0)
-			})
-			if e != nil {
-				return e
-			}
-			if o.dp != nil {
-				if e := o.dp.replicate(o.zero); e != nil {
-					return e
-				}
-			}
-		}
-		_, e := o.exec(o.zero, nil)
-		o.micros = 0
-		return e
-	})
+	o.micros = 0
+	return nil
 }
 
 // SetSeed sets the seed of the adapter's dropout masks (the run's seed).
@@ -385,7 +373,4 @@ func (o *Optimizer) Close() {
 		o.dp.close()
 	}
 	o.update.Finalize()
-	if o.zero != nil {
-		o.zero.Finalize()
-	}
 }

@@ -186,3 +186,14 @@ type ShardingSpec struct {
 	Mesh string
 	Axes [][]string
 }
+
+// InputOutputAliaser is implemented by a Builder whose compiled program can write an output into the
+// buffer of a parameter donated at execution (XLA's input/output aliasing), so that updating a state
+// in place (a variable's new value, an optimizer's moments, a KV cache) neither allocates a new buffer
+// nor copies the old one. It is optional: a Builder without it allocates every output.
+type InputOutputAliaser interface {
+	// AliasOutputToParameter asks that output #outputIdx of Compile reuse the buffer of parameter
+	// (an Op returned by Parameter) when that parameter is donated at execution. The two must have the
+	// same shape. It must be called before Compile.
+	AliasOutputToParameter(outputIdx int, parameter Op) error
+}

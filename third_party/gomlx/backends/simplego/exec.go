@@ -126,6 +126,11 @@ func newExecutable(builder *Builder) *Executable {
 	for _, output := range builder.outputs {
 		numNodesToProcess = max(numNodesToProcess, output.builderIdx+1)
 	}
+	// Every parameter gets its slot, also one created after the last output and used by none of
+	// them: Execute stores each input buffer at its parameter's index.
+	for _, input := range builder.inputs {
+		numNodesToProcess = max(numNodesToProcess, input.builderIdx+1)
+	}
 
 	e := &Executable{
 		backend:           builder.backend,

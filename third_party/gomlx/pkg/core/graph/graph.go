@@ -150,6 +150,10 @@ type Graph struct {
 	// aliasScope is the current scope for aliases
 	aliasScope []string
 
+	// outputParameterAliases maps an output index of Compile to the parameter whose donated buffer it
+	// may reuse (AliasOutputToParameter).
+	outputParameterAliases map[int]*Node
+
 	// Compiled Graph
 	executable backends.Executable
 
@@ -411,6 +415,22 @@ func (g *Graph) Nodes() []*Node {
 	return g.nodes
 }
 
+// AliasOutputToParameter marks output #outputIdx of the coming Compile as a new value of parameter, so a
+// backend that supports it (backends.InputOutputAliaser) writes that output into the parameter's buffer
+// when the buffer is donated at execution (DonateTensorBuffer): an in-place update, with no new buffer
+// and no copy. It is a hint: where the shapes differ, or the backend does not support it, the output
+// gets a buffer of its own. The context package marks every variable updated in the graph this way.
+func (g *Graph) AliasOutputToParameter(outputIdx int, parameter *Node) {
+	g.AssertBuilding()
+	if parameter.Type() != NodeTypeParameter {
+		exceptions.Panicf("Graph(%q).AliasOutputToParameter: node %s is not a parameter", g.name, parameter)
+	}
+	if g.outputParameterAliases == nil {
+		g.outputParameterAliases = make(map[int]*Node)
+	}
+	g.outputParameterAliases[outputIdx] = parameter
+}
+
 // Compile just-in-time (JIT) compiles the Graph into a Computation that can be executed.
 //
 // At least one output must be given.
@@ -473,6 +493,16 @@ func (g *Graph) CompileWithSharding(outputs []*Node, outputShardings []*distribu
 	backendShardings := xslices.Map(outputShardings, func(s *distributed.ShardingSpec) *backends.ShardingSpec {
 		return s.ToBackendsSpec()
 	})
+	if aliaser, ok := g.builder.(backends.InputOutputAliaser); ok {
+		for outputIdx, param := range g.outputParameterAliases {
+			if outputIdx >= len(outputs) || !param.Shape().Equal(outputs[outputIdx].Shape()) {
+				continue // Not an in-place update: the output gets a buffer of its own.
+			}
+			if err := aliaser.AliasOutputToParameter(outputIdx, param.outputOps[0]); err != nil {
+				panic(errors.WithMessagef(err, "Graph %q: aliasing output #%d to parameter %q", g.name, outputIdx, param.GetParameterName()))
+			}
+		}
+	}
 	var err error
 	g.executable, err = g.builder.Compile(outputsOps, backendShardings)
 	if err != nil {

@@ -350,6 +350,14 @@ func (e *Exec) buildGraphFn() {
 				allValues = append(allValues, v.ValueGraph(g))
 			}
 		})
+		// A changed variable's buffer is donated at execution (setSideParams), and its new value is
+		// output #i: let the backend write it in place.
+		for i, v := range changedVars {
+			if nodes, found := v.graphToNodes.Load(graphId); found && nodes != nil && nodes.paramNode != nil &&
+				nodes.paramNode.Type() == graph.NodeTypeParameter {
+				g.AliasOutputToParameter(i, nodes.paramNode)
+			}
+		}
 		{
 			// Save list of variables changed.
 			e.muChangedVars.Lock()
