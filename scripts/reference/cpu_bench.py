@@ -18,7 +18,8 @@ Workloads (the same shapes and statistics as BenchmarkCPU; each after one untime
   decode_bf16  the same with the model in bfloat16
   grpo     one GRPO-style step on the eighth config: 2 prompts x 4 completions of 16 tokens
            sampled at temperature 1 from 16-token prompts (KV cache), reward = fraction of even
-           ids, group advantages, one clipped-surrogate AdamW update on the 8 completions
+           ids, group advantages, one clipped-surrogate AdamW update on the 8 completions:
+           median of 3 steps (each figure its own median)
 
 forward, adamw and grpo run qwen2.py's plain-PyTorch Qwen2 in float32 (as the Go tests'
 references do); PyTorch runs eagerly, so it has no compile time to report.
@@ -206,7 +207,8 @@ def bench_grpo(m):
         return t2 - t0, t1 - t0, t2 - t1
 
     step()  # warm-up
-    s, gen_s, upd_s = step()
+    runs = [step() for _ in range(3)]  # median of 3, as posttrain's side
+    s, gen_s, upd_s = (statistics.median(r[i] for r in runs) for i in range(3))
     return {"s": s, "generate_s": gen_s, "update_s": upd_s}
 
 
