@@ -51,6 +51,9 @@ func init() {
 }
 
 func runConvert(c convertConfig, w io.Writer) error {
+	if err := checkOutsideGGUFCache("--out", c.Out); err != nil {
+		return err
+	}
 	if err := checkpoint.CheckOutside("--out", c.Out, []checkpoint.Input{{Name: "the GGUF file", Path: c.File}}); err != nil {
 		return err
 	}

@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -131,7 +134,7 @@ func TestExport_CLI(t *testing.T) {
 	if bytes.Equal(a, c) {
 		t.Error("the adapter changed nothing: the test cannot tell")
 	}
-	mf, err := os.ReadFile(filepath.Join(dir, "Modelfile"))
+	mf, err := os.ReadFile(filepath.Join(dir, "direct.Modelfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,6 +202,93 @@ func tensorBytes(t *testing.T, path string) []byte {
 			t.Fatal(err)
 		}
 		out = append(out, raw...)
+	}
+	return out
+}
+
+// export gguf never replaces what it reads, nor a file it did not write without --overwrite, nor
+// anything that is not a regular file; a refusal is one line and leaves every file as it was.
+func TestExport_OutputsNeverReplaceInputs(t *testing.T) {
+	base := copyDir(t, looptest.Fixture(t, "qwen2-tiny"), filepath.Join(t.TempDir(), "model"))
+	adapter := copyDir(t, "../../models/testdata/peft-0.21.2/posttrain-sft/adapter", filepath.Join(t.TempDir(), "adapter"))
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "mine.gguf")
+	userModelfile := filepath.Join(dir, "theirs.Modelfile")
+	for path, text := range map[string]string{existing: "not posttrain's", userModelfile: "FROM elsewhere\n"} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dangling := filepath.Join(dir, "dangling.gguf")
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(t.TempDir(), "plain.gguf")
+	if _, err := runCLI(t, "export", "gguf", "--model", base, "--out", plain, "--type", "q8_0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POSTTRAIN_GGUF_CACHE", t.TempDir())
+	before := filesOf(t, base, adapter, dir, filepath.Dir(plain))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", base, "--out", filepath.Join(base, "model.safetensors"), "--overwrite"}, "is inside the model (--model)"},
+		{[]string{"--model", base, "--out", filepath.Join(base, "new.gguf")}, "is inside the model (--model)"},
+		{[]string{"--model", base, "--adapter", adapter, "--out", filepath.Join(adapter, "adapter_model.safetensors"), "--overwrite"}, "is inside the adapter (--adapter)"},
+		{[]string{"--model", plain, "--out", plain, "--overwrite"}, "is the model file (--model)"},
+		{[]string{"--model", base, "--out", existing}, "--out " + existing + " exists: pass --overwrite to replace it"},
+		{[]string{"--model", base, "--out", filepath.Join(dir, "theirs.gguf")}, "the Modelfile " + userModelfile + " exists: pass --overwrite"},
+		{[]string{"--model", base, "--out", dangling, "--overwrite"}, "is a symbolic link"},
+		{[]string{"--model", base, "--out", "/dev/null", "--overwrite"}, "--out /dev/null is not a regular file"},
+		{[]string{"--model", base, "--out", ""}, "--out is empty"},
+		{[]string{"--model", filepath.Join(dir, "absent.gguf"), "--out", filepath.Join(dir, "x.gguf")}, "no such file"},
+	} {
+		rc, stderr := runFiles(t, append([]string{"export", "gguf"}, c.args...)...)
+		if rc != 1 || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%v: rc %d, stderr %q; want rc 1 and one line with %q", c.args, rc, stderr, c.want)
+		}
+		if after := filesOf(t, base, adapter, dir, filepath.Dir(plain)); !maps.Equal(before, after) {
+			t.Fatalf("%v: the files changed:\nbefore %v\nafter  %v", c.args, before, after)
+		}
+	}
+	// With consent, the GGUF and its Modelfile are replaced together.
+	if _, err := runCLI(t, "export", "gguf", "--model", base, "--out", existing, "--type", "q8_0", "--overwrite"); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(tensorBytes(t, existing), tensorBytes(t, plain)) {
+		t.Error("--overwrite did not write the export")
+	}
+	if mf, err := os.ReadFile(filepath.Join(dir, "mine.Modelfile")); err != nil || !strings.Contains(string(mf), "FROM ./mine.gguf\n") {
+		t.Errorf("mine.Modelfile: %q, %v", mf, err)
+	}
+	if got, _ := os.ReadFile(userModelfile); string(got) != "FROM elsewhere\n" {
+		t.Errorf("another GGUF's Modelfile changed: %q", got)
+	}
+}
+
+// filesOf maps every regular file under dirs to its size and contents' hash (symbolic links to
+// their targets).
+func filesOf(t *testing.T, dirs ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, d := range dirs {
+		err := filepath.WalkDir(d, func(path string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				target, err := os.Readlink(path)
+				out[path] = "→" + target
+				return err
+			}
+			b, err := os.ReadFile(path)
+			out[path] = fmt.Sprintf("%d:%x", len(b), sha256.Sum256(b))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }

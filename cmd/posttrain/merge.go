@@ -57,6 +57,9 @@ func runMerge(ctx context.Context, c mergeConfig, w io.Writer) error {
 		return err
 	}
 	inputs := []checkpoint.Input{{Name: "the base model (--model)", Path: dir}, {Name: "the adapter (--adapter)", Path: c.Adapter}}
+	if err := checkOutsideGGUFCache("--output-dir", c.Out); err != nil {
+		return err
+	}
 	if err := checkpoint.CheckOutside("--output-dir", c.Out, inputs); err != nil {
 		return err
 	}

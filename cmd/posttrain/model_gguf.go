@@ -7,12 +7,17 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
+	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/gguf"
 )
 
@@ -27,6 +32,20 @@ func ggufCacheDir() (string, error) {
 		return "", fmt.Errorf("no cache directory for converted GGUF files (set POSTTRAIN_GGUF_CACHE): %w", err)
 	}
 	return filepath.Join(base, "posttrain", "gguf"), nil
+}
+
+// checkOutsideGGUFCache refuses an output (what, at out) that is, holds or lies inside the cache of
+// converted GGUF files: a run writing (or, with overwrite_output_dir, clearing) there would
+// destroy the conversion another run reads, or the one it reads itself.
+func checkOutsideGGUFCache(what, out string) error {
+	if out == "" {
+		return nil
+	}
+	cache, err := ggufCacheDir()
+	if err != nil {
+		return nil // no cache, nothing to protect
+	}
+	return checkpoint.CheckFileOutside(what, out, []checkpoint.Input{{Name: "the cache of converted GGUF files", Path: cache}})
 }
 
 // isGGUFFile reports whether model names a regular file that starts with the GGUF magic.
@@ -44,6 +63,46 @@ func isGGUFFile(model string) bool {
 	return err == nil && string(magic[:]) == gguf.Magic
 }
 
+// ggufFileKey names a GGUF file's conversion in the cache by the file's identity and content:
+// where it is, its size, modification time and inode, and the sha256 of its first and last MiB
+// (the header, metadata and tensor index, and the end of the data), so that a file replaced by
+// another, even of the same size and time, is converted anew. Hashing the whole file would read
+// gigabytes on every run.
+func ggufFileKey(path string, st fs.FileInfo) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	const part = 1 << 20
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%d\x00", abs, st.Size(), st.ModTime().UnixNano(), inode(st))
+	if _, err := io.Copy(h, io.LimitReader(f, part)); err != nil {
+		return "", err
+	}
+	if st.Size() > part {
+		if _, err := f.Seek(max(part, st.Size()-part), io.SeekStart); err != nil {
+			return "", err
+		}
+		if _, err := io.Copy(h, f); err != nil {
+			return "", err
+		}
+	}
+	return "file-" + hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// inode is the file's inode number where the system has one, else 0.
+func inode(st fs.FileInfo) uint64 {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return uint64(s.Ino)
+	}
+	return 0
+}
+
 // resolveGGUF returns the checkpoint directory of a --model that is a GGUF file or an ollama
 // model, converting it on first use, or ok false when model is neither.
 func resolveGGUF(model string) (dir string, ok bool, err error) {
@@ -59,19 +118,26 @@ func resolveGGUF(model string) (dir string, ok bool, err error) {
 			return "", true, err
 		}
 		key = strings.ReplaceAll(digest, ":", "-") // content-addressed already
-	case isGGUFFile(model):
-		path = model
-		abs, err := filepath.Abs(model)
-		if err != nil {
-			return "", true, err
-		}
+	case strings.EqualFold(filepath.Ext(model), ".gguf") || isGGUFFile(model):
 		st, err := os.Stat(model)
-		if err != nil {
-			return "", true, err
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return "", true, fmt.Errorf("model %s: no such file", model)
+		case err != nil:
+			return "", true, fmt.Errorf("model %s: %w", model, err)
+		case st.IsDir():
+			return "", false, nil // a checkpoint directory whose name ends in .gguf
+		case !st.Mode().IsRegular():
+			return "", true, fmt.Errorf("model %s is not a regular file", model)
+		case st.Size() == 0:
+			return "", true, fmt.Errorf("model %s is empty, not a GGUF file", model)
+		case !isGGUFFile(model):
+			return "", true, fmt.Errorf("model %s is not a GGUF file: it does not start with %q", model, gguf.Magic)
 		}
-		// The file's identity: where it is, its size and modification time (no need to hash GBs).
-		sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", abs, st.Size(), st.ModTime().UnixNano()))
-		key = "file-" + hex.EncodeToString(sum[:16])
+		path = model
+		if key, err = ggufFileKey(model, st); err != nil {
+			return "", true, fmt.Errorf("model %s: %w", model, err)
+		}
 	default:
 		return "", false, nil
 	}

@@ -113,3 +113,95 @@ func TestModel_GGUFAndOllama(t *testing.T) {
 		}
 	}
 }
+
+// A GGUF rewritten in place with other bytes, at the same size, inode and modification time, is
+// converted anew: the cache is keyed by the content, never stale. A .gguf path that is missing,
+// empty or not a GGUF says so, before any Hub look-up.
+func TestModel_GGUFCacheFollowsTheContent(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("POSTTRAIN_GGUF_CACHE", cache)
+	data, err := os.ReadFile(tinyGGUF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.gguf")
+	if err := os.WriteFile(model, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := filepath.Join(dir, "batch.json")
+	if err := os.WriteFile(batch, []byte(`{"input_ids": [[509, 72, 101, 108, 108, 111, 511]], "attention_mask": [[1, 1, 1, 1, 1, 1, 1]], "completion_start": [1]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first, err := runCLI(t, "score", "--model", model, "--input", batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another model in the same file: every float32 of the last tensor's data negated (its sign
+	// bytes), written in place, the time set back.
+	f, err := os.OpenFile(model, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := len(data) - 1; off >= len(data)-4*64; off -= 4 {
+		if _, err := f.WriteAt([]byte{data[off] ^ 0x80}, int64(off)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(model, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.Stat(model); again.Size() != st.Size() || !again.ModTime().Equal(st.ModTime()) {
+		t.Fatal("the rewritten file's size or time differs: the test cannot tell")
+	}
+	second, err := runCLI(t, "score", "--model", model, "--input", batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dirNames(t, cache); len(got) != 2 {
+		t.Errorf("cache holds %v after the file was rewritten, want two conversions", got)
+	}
+	if second == first {
+		t.Error("the rewritten GGUF scores as the old one: its stale conversion was used")
+	}
+	// A run never writes into the cache, where overwrite_output_dir would clear the conversion it reads.
+	conversion := filepath.Join(cache, dirNames(t, cache)[0])
+	sftData := multData(t, dir, "sft", "4")
+	before := dirNames(t, conversion)
+	for _, args := range [][]string{
+		{"sft", "--model", model, "--dataset", sftData, "--output-dir", conversion, "--overwrite-output-dir", "--max-steps", "1"},
+		{"merge", "--model", model, "--adapter", dir, "--output-dir", filepath.Join(cache, "merged")},
+	} {
+		rc, stderr := runFiles(t, args...)
+		if rc != 1 || !strings.Contains(stderr, "the cache of converted GGUF files") {
+			t.Errorf("%s into the cache: rc %d, %q", args[0], rc, stderr)
+		}
+	}
+	if got := dirNames(t, conversion); !slices.Equal(got, before) {
+		t.Errorf("the conversion holds %v, was %v", got, before)
+	}
+	empty := filepath.Join(dir, "empty.gguf")
+	text := filepath.Join(dir, "text.gguf")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(text, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ model, want string }{
+		{filepath.Join(dir, "absent.gguf"), "absent.gguf: no such file"},
+		{empty, "empty.gguf is empty, not a GGUF file"},
+		{text, `text.gguf is not a GGUF file: it does not start with "GGUF"`},
+	} {
+		if _, err := runCLI(t, "score", "--model", c.model, "--input", batch); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--model %s: %v, want an error containing %q", c.model, err, c.want)
+		}
+	}
+}

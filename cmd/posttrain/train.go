@@ -115,6 +115,9 @@ type trainSession struct {
 }
 
 func openTrainSession(ctx context.Context, cmd *cli.Command, cfg config.Config) (*trainSession, error) {
+	if err := checkOutsideGGUFCache("output_dir", cfg.Common().OutputDir); err != nil {
+		return nil, err
+	}
 	unlock, err := loop.CheckOutputDir(cfg, cmd.String(config.ConfigFlag))
 	if err != nil {
 		return nil, err

@@ -68,3 +68,34 @@ func realPath(path string) (string, error) {
 		rest = filepath.Join(filepath.Base(p), rest)
 	}
 }
+
+// CheckFileOutside refuses an output file (out, known to the user as what: "--out") that is one of
+// inputs, contains one (a directory), or lies inside an input directory, where writing it would
+// replace or add to what the command reads (`--out MODEL/model.safetensors`). Paths are resolved
+// as CheckOutside resolves them.
+func CheckFileOutside(what, out string, inputs []Input) error {
+	if err := CheckOutside(what, out, inputs); err != nil {
+		return err
+	}
+	o, err := realPath(out)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, out, err)
+	}
+	for _, in := range inputs {
+		if in.Path == "" {
+			continue
+		}
+		st, err := os.Stat(in.Path)
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		p, err := realPath(in.Path)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", in.Name, in.Path, err)
+		}
+		if rel, err := filepath.Rel(p, o); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("%s %s is inside %s %s, which this command reads: choose a path outside it", what, out, in.Name, in.Path)
+		}
+	}
+	return nil
+}

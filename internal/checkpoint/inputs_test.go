@@ -54,3 +54,32 @@ func TestCheckOutside(t *testing.T) {
 		})
 	}
 }
+
+// CheckFileOutside adds to CheckOutside an output file inside an input directory, through links.
+func TestCheckFileOutside(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"model/model.safetensors": "w", "model.gguf": "g"})
+	model := filepath.Join(root, "model")
+	if err := os.Symlink(model, filepath.Join(root, "model-link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, out, want string
+	}{
+		{"a file of the model", filepath.Join(model, "model.safetensors"), "is inside model"},
+		{"a new file in the model", filepath.Join(model, "new.gguf"), "is inside model"},
+		{"through a link", filepath.Join(root, "model-link", "x.gguf"), "is inside model"},
+		{"the input file itself", filepath.Join(root, "model.gguf"), "is the file"},
+		{"beside them", filepath.Join(root, "out.gguf"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckFileOutside("--out", tc.out, []Input{{Name: "model", Path: model}, {Name: "the file", Path: filepath.Join(root, "model.gguf")}})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("%v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
