@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -139,34 +140,73 @@ func Config(f *File) (*decoder.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if heads <= 0 {
-		return nil, fmt.Errorf("gguf: metadata %s is %d", key("attention.head_count"), heads)
+	// Bounds before anything is sized by them: every layer has tensors of its own, so a file has
+	// at least as many tensors as layers; a head is at least one element of the hidden state.
+	for _, c := range []struct {
+		k      string
+		v, max int64
+		why    string
+	}{
+		{"block_count", layers, int64(len(f.Tensors)), fmt.Sprintf("the file has %d tensors", len(f.Tensors))},
+		{"embedding_length", hidden, 1 << 20, "at most 2^20"},
+		{"attention.head_count", heads, max(hidden, 1), "at most embedding_length"},
+		{"feed_forward_length", inter, 1 << 22, "at most 2^22"},
+	} {
+		if err := inRange(key(c.k), c.v, 1, c.max, c.why); err != nil {
+			return nil, err
+		}
 	}
 	m := map[string]any{"model_type": a.modelType, "architectures": []string{decoder.Families[a.modelType].Architecture},
 		"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
 		"intermediate_size": inter}
 	kv := heads
-	if v, e := f.Int(key("attention.head_count_kv")); e == nil {
+	if v, ok, e := optInt(f, key("attention.head_count_kv")); e != nil {
+		return nil, e
+	} else if ok {
+		if err := inRange(key("attention.head_count_kv"), v, 1, heads, "at most attention.head_count"); err != nil {
+			return nil, err
+		}
 		kv = v
 	}
 	m["num_key_value_heads"] = kv
 	headDim := hidden / heads
-	if v, e := f.Int(key("attention.key_length")); e == nil {
+	if v, ok, e := optInt(f, key("attention.key_length")); e != nil {
+		return nil, e
+	} else if ok {
+		if err := inRange(key("attention.key_length"), v, 1, 1<<16, "at most 2^16"); err != nil {
+			return nil, err
+		}
 		headDim = v
 	}
-	if v, e := f.Int(key("attention.value_length")); e == nil && v != headDim {
+	if v, ok, e := optInt(f, key("attention.value_length")); e != nil {
+		return nil, e
+	} else if ok && v != headDim {
 		return nil, fmt.Errorf("gguf: metadata %s %d differs from the key length %d", key("attention.value_length"), v, headDim)
 	}
 	m["head_dim"] = headDim
-	if v, e := f.Int(key("rope.dimension_count")); e == nil && v != headDim {
+	if v, ok, e := optInt(f, key("rope.dimension_count")); e != nil {
+		return nil, e
+	} else if ok && v != headDim {
 		return nil, fmt.Errorf("gguf: metadata %s %d differs from head_dim %d (partial rotary is not supported)", key("rope.dimension_count"), v, headDim)
 	}
-	for k, field := range map[string]string{"rope.freq_base": "rope_theta", "attention.layer_norm_rms_epsilon": "rms_norm_eps"} {
-		if v, e := floatMeta(f, key(k)); e == nil {
-			m[field] = v
+	for _, k := range []struct{ meta, field string }{{"rope.freq_base", "rope_theta"}, {"attention.layer_norm_rms_epsilon", "rms_norm_eps"}} {
+		v, ok, e := optFloat(f, key(k.meta))
+		if e != nil {
+			return nil, e
+		}
+		if ok && v <= 0 {
+			return nil, fmt.Errorf("gguf: metadata %s is %v: it must be positive", key(k.meta), v)
+		}
+		if ok {
+			m[k.field] = v
 		}
 	}
-	if v, e := f.Int(key("context_length")); e == nil {
+	if v, ok, e := optInt(f, key("context_length")); e != nil {
+		return nil, e
+	} else if ok {
+		if err := inRange(key("context_length"), v, 1, 1<<30, "at most 2^30"); err != nil {
+			return nil, err
+		}
 		m["max_position_embeddings"] = v
 	}
 	if _, ok := f.Tensor("rope_freqs.weight"); ok {
@@ -205,14 +245,20 @@ func Config(f *File) (*decoder.Config, error) {
 			m["query_pre_attn_scalar"] = hidden / heads
 		}
 		m["rope_local_base_freq"] = 10000.0
-		if v, e := floatMeta(f, key("rope.freq_base_swa")); e == nil {
+		if v, ok, e := optFloat(f, key("rope.freq_base_swa")); e != nil {
+			return nil, e
+		} else if ok {
 			m["rope_local_base_freq"] = v
 		}
 		m["layer_types"] = decoder.PatternLayerTypes(int(layers), 1)
-		if w, e := f.Int(key("attention.sliding_window")); e == nil && w > 0 {
+		w, _, e := optInt(f, key("attention.sliding_window"))
+		if e != nil {
+			return nil, e
+		}
+		if w > 0 {
 			m["sliding_window"] = w
 			pattern := int64(decoder.DefaultSlidingWindowPattern)
-			if p, e := f.Int(key("attention.sliding_window_pattern")); e == nil {
+			if p, e := f.Int(key("attention.sliding_window_pattern")); e == nil { // an array is refused below
 				pattern = p
 			} else if _, ok := f.Get(key("attention.sliding_window_pattern")); ok {
 				return nil, fmt.Errorf("gguf: metadata %s: only a uint32 pattern is supported, not a per-layer array", key("attention.sliding_window_pattern"))
@@ -223,7 +269,9 @@ func Config(f *File) (*decoder.Config, error) {
 			m["layer_types"] = decoder.PatternLayerTypes(int(layers), int(pattern))
 		}
 		m["final_logit_softcapping"] = nil
-		if v, e := floatMeta(f, key("final_logit_softcapping")); e == nil {
+		if v, ok, e := optFloat(f, key("final_logit_softcapping")); e != nil {
+			return nil, e
+		} else if ok {
 			m["final_logit_softcapping"] = v
 		}
 		if _, ok := f.Get(key("attn_logit_softcapping")); ok {
@@ -232,7 +280,14 @@ func Config(f *File) (*decoder.Config, error) {
 	}
 	for k, field := range map[string]string{"tokenizer.ggml.bos_token_id": "bos_token_id",
 		"tokenizer.ggml.eos_token_id": "eos_token_id", "tokenizer.ggml.padding_token_id": "pad_token_id"} {
-		if v, e := f.Int(k); e == nil {
+		v, ok, e := optInt(f, k)
+		if e != nil {
+			return nil, e
+		}
+		if ok {
+			if err := inRange(k, v, 0, vocab-1, fmt.Sprintf("a token of the %d-token vocabulary", vocab)); err != nil {
+				return nil, err
+			}
 			m[field] = v
 		}
 	}
@@ -245,6 +300,48 @@ func Config(f *File) (*decoder.Config, error) {
 		return nil, fmt.Errorf("gguf: the config from the metadata: %w", err)
 	}
 	return cfg, nil
+}
+
+// optInt is the integer at key: ok false when the key is absent, an error naming the key, its type
+// and the type expected when it holds something else (a string rope.freq_base must not be
+// ignored for a default).
+func optInt(f *File, key string) (v int64, ok bool, err error) {
+	if _, present := f.Get(key); !present {
+		return 0, false, nil
+	}
+	v, err = f.Int(key)
+	return v, err == nil, err
+}
+
+// optString is optInt for a string.
+func optString(f *File, key string) (v string, ok bool, err error) {
+	if _, present := f.Get(key); !present {
+		return "", false, nil
+	}
+	v, err = f.String(key)
+	return v, err == nil, err
+}
+
+// optFloat is optInt for a number (floatMeta's reading), refusing NaN and ±Inf.
+func optFloat(f *File, key string) (v float64, ok bool, err error) {
+	if _, present := f.Get(key); !present {
+		return 0, false, nil
+	}
+	if v, err = floatMeta(f, key); err != nil {
+		return 0, false, err
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false, fmt.Errorf("gguf: metadata %s is %v", key, v)
+	}
+	return v, true, nil
+}
+
+// inRange refuses v outside [lo, hi], naming key and why the bound holds.
+func inRange(key string, v, lo, hi int64, why string) error {
+	if v < lo || v > hi {
+		return fmt.Errorf("gguf: metadata %s is %d: it must be in [%d, %d] (%s)", key, v, lo, hi, why)
+	}
+	return nil
 }
 
 // floatMeta reads a float, spelling a float32 as the shortest decimal that round-trips: the
@@ -263,7 +360,10 @@ func floatMeta(f *File, key string) (float64, error) {
 // applies to the full-attention layers only, as llama.cpp does (the sliding layers' fixed base).
 func ropeScaling(f *File, name string, a arch, m map[string]any) error {
 	prefix := name + ".rope.scaling."
-	typ, _ := f.String(prefix + "type")
+	typ, _, err := optString(f, prefix+"type")
+	if err != nil {
+		return err
+	}
 	for _, kv := range f.Metadata {
 		if !strings.HasPrefix(kv.Key, prefix) {
 			continue
@@ -287,8 +387,10 @@ func ropeScaling(f *File, name string, a arch, m map[string]any) error {
 
 // vocabSize is <arch>.vocab_size, else the number of tokens, else token_embd's rows.
 func vocabSize(f *File, name string) (int64, error) {
-	if v, err := f.Int(name + ".vocab_size"); err == nil {
-		return v, nil
+	if v, ok, err := optInt(f, name+".vocab_size"); err != nil {
+		return 0, err
+	} else if ok {
+		return v, inRange(name+".vocab_size", v, 1, 1<<24, "at most 2^24")
 	}
 	if kv, ok := f.Get("tokenizer.ggml.tokens"); ok {
 		if a, ok := kv.Value.(Array); ok {

@@ -1,6 +1,8 @@
 package gguf
 
 import (
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -175,10 +177,22 @@ func TestConvert_Refusals(t *testing.T) {
 	}{
 		{"architecture", func(b *builder) { b.str("general.architecture", "falcon") }, `general.architecture: "falcon" is not supported`},
 		{"rope scaling", func(b *builder) {
-			b.u32("llama.block_count", 1).u32("llama.embedding_length", 8).u32("llama.feed_forward_length", 16).
-				u32("llama.attention.head_count", 2).str("llama.rope.scaling.type", "linear")
+			small(b).str("llama.rope.scaling.type", "linear")
 		}, "llama.rope.scaling.type: RoPE scaling is not supported yet"},
 		{"missing", func(b *builder) { b.u32("llama.block_count", 1) }, "llama.embedding_length is missing"},
+		// A known key of the wrong type, a value out of its range: an error naming the key,
+		// never a default in its place (nor an allocation sized by it).
+		{"string rope base", func(b *builder) { small(b).str("llama.rope.freq_base", "10000") }, "llama.rope.freq_base is string, not a number"},
+		{"string eps", func(b *builder) { small(b).str("llama.attention.layer_norm_rms_epsilon", "1e-5") }, "llama.attention.layer_norm_rms_epsilon is string, not a number"},
+		{"NaN eps", func(b *builder) { small(b).f32("llama.attention.layer_norm_rms_epsilon", float32(math.NaN())) }, "llama.attention.layer_norm_rms_epsilon is NaN"},
+		{"string eos", func(b *builder) { small(b).str("tokenizer.ggml.eos_token_id", "2") }, "tokenizer.ggml.eos_token_id is string, not an integer"},
+		{"eos past the vocabulary", func(b *builder) { small(b).u32("tokenizer.ggml.eos_token_id", 99) }, "tokenizer.ggml.eos_token_id is 99: it must be in [0, 31]"},
+		{"integer rope type", func(b *builder) { small(b).u32("llama.rope.scaling.type", 1) }, "llama.rope.scaling.type is uint32, not string"},
+		{"huge block_count", func(b *builder) { small(b, "llama.block_count", uint32(4_000_000_000)) }, "llama.block_count is 4000000000: it must be in [1, 1] (the file has 1 tensors)"},
+		{"zero heads", func(b *builder) { small(b, "llama.attention.head_count", uint32(0)) }, "llama.attention.head_count is 0: it must be in [1, 8]"},
+		{"heads past the width", func(b *builder) { small(b, "llama.attention.head_count", uint32(1000)) }, "llama.attention.head_count is 1000: it must be in [1, 8]"},
+		{"kv heads past the heads", func(b *builder) { small(b).u32("llama.attention.head_count_kv", 3) }, "llama.attention.head_count_kv is 3: it must be in [1, 2]"},
+		{"zero context", func(b *builder) { small(b).u32("llama.context_length", 0) }, "llama.context_length is 0: it must be in [1,"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBuilder()
@@ -195,6 +209,20 @@ func TestConvert_Refusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// small sets a one-layer llama's required metadata and one tensor (a layer has tensors of its
+// own: block_count is bounded by the tensor count), vocabulary 32.
+func small(b *builder, over ...any) *builder {
+	meta := map[string]uint32{"llama.block_count": 1, "llama.embedding_length": 8, "llama.feed_forward_length": 16,
+		"llama.attention.head_count": 2, "llama.vocab_size": 32}
+	for i := 0; i+1 < len(over); i += 2 {
+		meta[over[i].(string)] = over[i+1].(uint32)
+	}
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
+		b.u32(k, meta[k])
+	}
+	return b.f32Tensor("blk.0.attn_norm.weight", []int64{8}, make([]float32, 8))
 }
 
 // variable is the float32 value of the variable of HF name hf.
@@ -241,5 +269,35 @@ func TestConvert_OutputRules(t *testing.T) {
 	}
 	if _, err := Convert(path, other, opts); err == nil {
 		t.Error("converted into a directory posttrain did not write")
+	}
+}
+
+// The tokenizer's metadata is typed too: an integer chat template or a string add_bos_token is an
+// error naming the key, not a tokenizer written without them.
+func TestTokenizer_TypedMetadata(t *testing.T) {
+	for _, c := range []struct {
+		edit func(b *builder)
+		want string
+	}{
+		{func(b *builder) { b.u32("tokenizer.chat_template", 5) }, "tokenizer.chat_template is uint32, not string"},
+		{func(b *builder) { b.str("tokenizer.ggml.add_bos_token", "yes") }, "tokenizer.ggml.add_bos_token is string, not an integer"},
+		{func(b *builder) { b.u32("tokenizer.ggml.pre", 1) }, "tokenizer.ggml.pre is uint32, not string"},
+		{func(b *builder) { b.str("tokenizer.ggml.padding_token_id", "0") }, "tokenizer.ggml.padding_token_id is string, not an integer"},
+	} {
+		var tokens []string
+		var types []int32
+		for _, r := range byteLevelAlphabet() {
+			tokens, types = append(tokens, string(r)), append(types, 1)
+		}
+		b := newBuilder().str("general.architecture", "llama").str("tokenizer.ggml.model", "gpt2").
+			strs("tokenizer.ggml.tokens", tokens).i32s("tokenizer.ggml.token_type", types).strs("tokenizer.ggml.merges", []string{"a b"})
+		c.edit(b)
+		f, err := parseBytes(b.bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Tokenizer(f); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
 	}
 }

@@ -143,10 +143,19 @@ func Parse(r io.ReaderAt, size int64) (*File, error) {
 		f.Tensors = append(f.Tensors, t)
 	}
 	f.DataOffset = alignUp(d.off, f.Alignment)
+	// As gguf.cpp's gguf_init_from_file_impl: each tensor's data starts where the previous one's
+	// (padded to the alignment) ends, in the order of the infos, so no two tensors overlap and
+	// no byte of the data section is read as two tensors.
+	next := int64(0)
 	for i := range f.Tensors {
-		if err := f.checkTensor(&f.Tensors[i]); err != nil {
+		t := &f.Tensors[i]
+		if err := f.checkTensor(t); err != nil {
 			return nil, err
 		}
+		if t.Offset != next {
+			return nil, fmt.Errorf("tensor %q (info at offset %d): data offset %d, expected %d: tensor data must follow one another in order without overlap", t.Name, t.InfoOffset, t.Offset, next)
+		}
+		next += alignUp(t.Bytes(), f.Alignment)
 	}
 	return f, nil
 }

@@ -3,7 +3,9 @@ package gguf
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -140,5 +142,40 @@ func TestDequantize_Errors(t *testing.T) {
 	}
 	if _, err := Dequantize(Q4_K, make([]byte, 144), 100); err == nil {
 		t.Error("partial block accepted")
+	}
+}
+
+// Tensor data that overlaps another's or is out of order is refused, as llama.cpp refuses it.
+func TestParse_TensorDataInOrderWithoutOverlap(t *testing.T) {
+	zeros := make([]float32, 8) // 32 bytes: each tensor's data fills its aligned slot
+	data := newBuilder().f32Tensor("a", []int64{8}, zeros).f32Tensor("b", []int64{8}, zeros).f32Tensor("c", []int64{8}, zeros).bytes()
+	f, err := parseBytes(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offsetField := func(i int) int64 { // where tensor i's u64 data offset is
+		x := f.Tensors[i]
+		return x.InfoOffset + 8 + int64(len(x.Name)) + 4 + 8*int64(len(x.Dims)) + 4
+	}
+	for _, c := range []struct {
+		name string
+		offs map[int]uint64
+		want string
+	}{
+		{"c over a", map[int]uint64{2: 0}, `tensor "c" (info at offset %d): data offset 0, expected 64`},
+		{"b and c swapped", map[int]uint64{1: 64, 2: 32}, `tensor "b" (info at offset %d): data offset 64, expected 32`},
+	} {
+		bad := slices.Clone(data)
+		who := 0
+		for i, off := range c.offs {
+			binary.LittleEndian.PutUint64(bad[offsetField(i):], off)
+			if who == 0 || i < who {
+				who = i
+			}
+		}
+		want := fmt.Sprintf(c.want, f.Tensors[who].InfoOffset)
+		if _, err := parseBytes(bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", c.name, err, want)
+		}
 	}
 }

@@ -132,9 +132,9 @@ func Tokenizer(f *File) (tokenizerJSON, configJSON []byte, err error) {
 		return nil, nil, err
 	}
 	special := func(key string) (string, int, bool, error) {
-		id, e := f.Int(key)
-		if e != nil {
-			return "", 0, false, nil
+		id, ok, e := optInt(f, key)
+		if e != nil || !ok {
+			return "", 0, false, e
 		}
 		if id < 0 || id >= int64(len(v.tokens)) {
 			return "", 0, false, fmt.Errorf("gguf: metadata %s = %d is not a token id (vocabulary %d)", key, id, len(v.tokens))
@@ -151,7 +151,11 @@ func Tokenizer(f *File) (tokenizerJSON, configJSON []byte, err error) {
 			cfg[field] = tok
 		}
 	}
-	if v, e := f.Int("tokenizer.ggml.add_bos_token"); e == nil {
+	addBOS, hasAddBOS, err := optInt(f, "tokenizer.ggml.add_bos_token")
+	if err != nil {
+		return nil, nil, err
+	}
+	if v := addBOS; hasAddBOS {
 		cfg["add_bos_token"] = v != 0
 		if v != 0 {
 			bos, id, ok, e := special("tokenizer.ggml.bos_token_id")
@@ -161,14 +165,20 @@ func Tokenizer(f *File) (tokenizerJSON, configJSON []byte, err error) {
 			tj["post_processor"] = bosTemplate(bos, id)
 		}
 	}
-	if v, e := f.Int("tokenizer.ggml.add_eos_token"); e == nil && v != 0 {
+	if v, _, e := optInt(f, "tokenizer.ggml.add_eos_token"); e != nil {
+		return nil, nil, e
+	} else if v != 0 {
 		return nil, nil, fmt.Errorf("gguf: metadata tokenizer.ggml.add_eos_token true is not supported yet")
 	}
-	if tmpl, e := f.String("tokenizer.chat_template"); e == nil {
+	if tmpl, ok, e := optString(f, "tokenizer.chat_template"); e != nil {
+		return nil, nil, e
+	} else if ok {
 		cfg["chat_template"] = tmpl
 	}
 	if arch, e := f.String("general.architecture"); e == nil {
-		if n, e := f.Int(arch + ".context_length"); e == nil {
+		if n, ok, e := optInt(f, arch+".context_length"); e != nil {
+			return nil, nil, e
+		} else if ok {
 			cfg["model_max_length"] = n
 		}
 	}
@@ -182,10 +192,15 @@ func Tokenizer(f *File) (tokenizerJSON, configJSON []byte, err error) {
 // gpt2Tokenizer is tokenizer.json for tokenizer.ggml.model "gpt2": byte-level BPE with
 // tokenizer.ggml.merges ("a b" each) and the pipeline of tokenizer.ggml.pre.
 func gpt2Tokenizer(f *File, v *vocabMeta, cfg map[string]any) (map[string]any, error) {
-	if n, e := f.Int("tokenizer.ggml.add_space_prefix"); e == nil && n != 0 {
+	if n, _, e := optInt(f, "tokenizer.ggml.add_space_prefix"); e != nil {
+		return nil, e
+	} else if n != 0 {
 		return nil, fmt.Errorf("gguf: metadata tokenizer.ggml.add_space_prefix true is not supported with tokenizer.ggml.model gpt2")
 	}
-	pre, _ := f.String("tokenizer.ggml.pre")
+	pre, _, err := optString(f, "tokenizer.ggml.pre")
+	if err != nil {
+		return nil, err
+	}
 	norm, preTok, post, dec, ignoreMerges, err := bpePipeline(pre)
 	if err != nil {
 		return nil, err
