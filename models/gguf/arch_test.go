@@ -58,6 +58,12 @@ func TestPermuteRows(t *testing.T) {
 // 258: the 256 byte tokens, a merge and one control token) with F32 weights v(name)[i] = seed + i.
 func tinyLlama(t *testing.T) (data []byte, weight func(name string) []float32) {
 	t.Helper()
+	return tinyLlamaMerges(t, []string{"a b"})
+}
+
+// tinyLlamaMerges is tinyLlama with the given BPE merges.
+func tinyLlamaMerges(t *testing.T, merges []string) (data []byte, weight func(name string) []float32) {
+	t.Helper()
 	b := newBuilder().str("general.architecture", "llama").u32("llama.block_count", 1).
 		u32("llama.embedding_length", 8).u32("llama.feed_forward_length", 16).
 		u32("llama.attention.head_count", 2).u32("llama.attention.head_count_kv", 1).
@@ -70,7 +76,7 @@ func tinyLlama(t *testing.T) (data []byte, weight func(name string) []float32) {
 	}
 	tokens, types = append(tokens, "ab", "<|end|>"), append(types, 1, tokenControl)
 	b.str("tokenizer.ggml.model", "gpt2").str("tokenizer.ggml.pre", "smollm").strs("tokenizer.ggml.tokens", tokens).
-		i32s("tokenizer.ggml.token_type", types).strs("tokenizer.ggml.merges", []string{"a b"}).
+		i32s("tokenizer.ggml.token_type", types).strs("tokenizer.ggml.merges", merges).
 		u32("tokenizer.ggml.eos_token_id", 257).u32("tokenizer.ggml.bos_token_id", 257).
 		str("tokenizer.chat_template", "{{ messages[0]['content'] }}")
 	seed := float32(0)
@@ -299,5 +305,23 @@ func TestTokenizer_TypedMetadata(t *testing.T) {
 		if _, _, err := Tokenizer(f); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("got %v, want %q", err, c.want)
 		}
+	}
+}
+
+// A tokenizer that posttrain would refuse to load (a merge of tokens the vocabulary lacks) fails
+// the conversion, naming the GGUF, and writes nothing.
+func TestConvert_RefusesATokenizerItCannotLoad(t *testing.T) {
+	data, _ := tinyLlamaMerges(t, []string{"a b", "q zz"})
+	path := filepath.Join(t.TempDir(), "bad.gguf")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	_, err := Convert(path, out, ConvertOptions{})
+	if err == nil || !strings.Contains(err.Error(), path+": the tokenizer rebuilt from its tokenizer.* metadata does not load") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the output directory was written")
 	}
 }

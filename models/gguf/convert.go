@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/posttrain/posttrain/data/tokenizer"
 	"github.com/posttrain/posttrain/models/decoder"
 )
 
@@ -68,6 +69,12 @@ func Convert(path, dir string, opts ConvertOptions) (*Converted, error) {
 		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
 			return nil, err
 		}
+	}
+	// The tokenizer rebuilt from the metadata must be one posttrain loads (bad merges, a token
+	// that is not UTF-8, special tokens the config names but the vocabulary lacks): refused here,
+	// naming the GGUF, rather than written to fail every later command.
+	if _, err := tokenizer.Load(tmp); err != nil {
+		return nil, fmt.Errorf("%s: the tokenizer rebuilt from its tokenizer.* metadata does not load: %w", path, err)
 	}
 	gen := &decoder.GenerationConfig{BOSTokenID: cfg.BOSTokenID, EOSTokenIDs: cfg.EOSTokenIDs, PadTokenID: cfg.PadTokenID}
 	so := decoder.SaveOptions{DType: st, TokenizerPath: tmp, Generation: gen, Overwrite: opts.Overwrite,
