@@ -289,11 +289,15 @@ func TestTokenizer_TypedMetadata(t *testing.T) {
 		{func(b *builder) { b.str("tokenizer.ggml.add_bos_token", "yes") }, "tokenizer.ggml.add_bos_token is string, not an integer"},
 		{func(b *builder) { b.u32("tokenizer.ggml.pre", 1) }, "tokenizer.ggml.pre is uint32, not string"},
 		{func(b *builder) { b.str("tokenizer.ggml.padding_token_id", "0") }, "tokenizer.ggml.padding_token_id is string, not an integer"},
+		{func(b *builder) {}, "tokenizer.ggml.tokens: token 256 is 2000 bytes long; at most 1024 are accepted"},
 	} {
 		var tokens []string
 		var types []int32
 		for _, r := range byteLevelAlphabet() {
 			tokens, types = append(tokens, string(r)), append(types, 1)
+		}
+		if strings.Contains(c.want, "bytes long") {
+			tokens, types = append(tokens, strings.Repeat("a", 2000)), append(types, 1)
 		}
 		b := newBuilder().str("general.architecture", "llama").str("tokenizer.ggml.model", "gpt2").
 			strs("tokenizer.ggml.tokens", tokens).i32s("tokenizer.ggml.token_type", types).strs("tokenizer.ggml.merges", []string{"a b"})

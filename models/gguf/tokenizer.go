@@ -72,6 +72,11 @@ type vocabMeta struct {
 	types  []int64
 }
 
+// MaxTokenBytes bounds a vocabulary entry's length. The longest of the released vocabularies read
+// here is 162 bytes (SmolLM2's; Gemma 3's is 48); rebuilding SentencePiece merges costs the square
+// of a token's length, so a hostile megabyte-long token would run for minutes.
+const MaxTokenBytes = 1024
+
 func readVocab(f *File) (*vocabMeta, error) {
 	tokens, err := f.Strings("tokenizer.ggml.tokens")
 	if err != nil {
@@ -83,6 +88,11 @@ func readVocab(f *File) (*vocabMeta, error) {
 	}
 	if len(types) != len(tokens) {
 		return nil, fmt.Errorf("gguf: metadata tokenizer.ggml.token_type has %d entries for %d tokens", len(types), len(tokens))
+	}
+	for id, tok := range tokens {
+		if len(tok) > MaxTokenBytes {
+			return nil, fmt.Errorf("gguf: metadata tokenizer.ggml.tokens: token %d is %d bytes long; at most %d are accepted", id, len(tok), MaxTokenBytes)
+		}
 	}
 	return &vocabMeta{tokens, types}, nil
 }
