@@ -56,13 +56,13 @@ func TestPermuteRows(t *testing.T) {
 
 // tinyLlama is a 1-layer llama GGUF (hidden 8, 2 heads / 1 KV head, head_dim 4, FFN 16, vocab
 // 258: the 256 byte tokens, a merge and one control token) with F32 weights v(name)[i] = seed + i.
-func tinyLlama(t *testing.T) (data []byte, weight func(name string) []float32) {
+func tinyLlama(t testing.TB) (data []byte, weight func(name string) []float32) {
 	t.Helper()
 	return tinyLlamaMerges(t, []string{"a b"})
 }
 
 // tinyLlamaMerges is tinyLlama with the given BPE merges.
-func tinyLlamaMerges(t *testing.T, merges []string) (data []byte, weight func(name string) []float32) {
+func tinyLlamaMerges(t testing.TB, merges []string) (data []byte, weight func(name string) []float32) {
 	t.Helper()
 	b := newBuilder().str("general.architecture", "llama").u32("llama.block_count", 1).
 		u32("llama.embedding_length", 8).u32("llama.feed_forward_length", 16).
