@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/posttrain/posttrain/data/tokenizer"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/gguf"
 )
@@ -46,6 +47,48 @@ func checkOutsideGGUFCache(what, out string) error {
 		return nil // no cache, nothing to protect
 	}
 	return checkpoint.CheckFileOutside(what, out, []checkpoint.Input{{Name: "the cache of converted GGUF files", Path: cache}})
+}
+
+// loadTokenizer is tokenizer.Load, or for a GGUF file (or any path ending in .gguf) the tokenizer
+// rebuilt from its tokenizer.* metadata as the conversion rebuilds it, with errors that name the
+// file rather than a JSON parser's complaint about its bytes.
+func loadTokenizer(path string) (*tokenizer.BPE, error) {
+	if !strings.EqualFold(filepath.Ext(path), ".gguf") && !isGGUFFile(path) {
+		return tokenizer.Load(path)
+	}
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+	case st.IsDir():
+		return tokenizer.Load(path)
+	case !isGGUFFile(path):
+		return nil, fmt.Errorf("tokenizer %s is not a GGUF file: it does not start with %q", path, gguf.Magic)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+	}
+	defer f.Close()
+	tj, tc, err := gguf.Tokenizer(f)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+	}
+	dir, err := os.MkdirTemp("", "posttrain-gguf-tokenizer-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	for name, data := range map[string][]byte{"tokenizer.json": tj, "tokenizer_config.json": tc} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: the tokenizer rebuilt from its metadata: %w", path, err)
+	}
+	return tok, nil
 }
 
 // isGGUFFile reports whether model names a regular file that starts with the GGUF magic.

@@ -35,7 +35,7 @@ func init() {
 		Name:  "tokenize",
 		Usage: "encode JSON strings to token ids (one per line), or --decode JSON id arrays to strings",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "tokenizer", Required: true, Usage: "tokenizer.json or a model directory holding one"},
+			&cli.StringFlag{Name: "tokenizer", Required: true, Usage: "tokenizer.json, a model directory holding one, or a GGUF file (its tokenizer.* metadata)"},
 			&cli.StringFlag{Name: "input", Usage: "input file (default: standard input)"},
 			&cli.BoolFlag{Name: "decode", Usage: "read a JSON array of ids per line and print the decoded JSON string"},
 			&cli.BoolFlag{Name: "no-added-tokens", Usage: "encode: do not match added tokens such as <|im_end|> in the text"},
@@ -76,7 +76,7 @@ func init() {
 
 // runTokenize loads the tokenizer and converts stdin (or c.Input) line by line to w.
 func runTokenize(c tokenizeConfig, stdin io.Reader, w io.Writer) error {
-	tok, err := tokenizer.Load(c.Tokenizer)
+	tok, err := loadTokenizer(c.Tokenizer)
 	if err != nil {
 		return err
 	}

@@ -195,3 +195,32 @@ func TestTokenize_BadLines(t *testing.T) {
 		}
 	}
 }
+
+// tokenize --tokenizer FILE.gguf encodes as the converted checkpoint's tokenizer does; a .gguf
+// path that is not a GGUF is refused naming it.
+func TestTokenize_GGUF(t *testing.T) {
+	dir := t.TempDir()
+	converted := filepath.Join(dir, "converted")
+	if _, err := runCLI(t, "convert", tinyGGUF, "--out", converted); err != nil {
+		t.Fatal(err)
+	}
+	input := filepath.Join(dir, "in.txt")
+	if err := os.WriteFile(input, []byte(`"Hello world"`+"\n"+`"<|im_start|>user"`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := runCLI(t, "tokenize", "--tokenizer", converted, "--input", input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := runCLI(t, "tokenize", "--tokenizer", tinyGGUF, "--input", input)
+	if err != nil || got != want || strings.Count(got, "\n") != 2 {
+		t.Errorf("--tokenizer FILE.gguf: %q, %v; the converted tokenizer: %q", got, err, want)
+	}
+	text := filepath.Join(dir, "notes.gguf")
+	if err := os.WriteFile(text, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, "tokenize", "--tokenizer", text, "--input", input); err == nil || !strings.Contains(err.Error(), "notes.gguf is not a GGUF file") {
+		t.Errorf("a text file named .gguf: %v", err)
+	}
+}
