@@ -117,7 +117,7 @@ func run(args []string, stdout, stderr *os.File) int {
 		return 0
 	}
 	// Errors often start with the command's full name ("posttrain sft: ..."): print it once.
-	fmt.Fprintf(stderr, "posttrain: %s\n", strings.TrimPrefix(err.Error(), "posttrain "))
+	fmt.Fprintf(stderr, "posttrain: %s\n", userPaths(strings.TrimPrefix(err.Error(), "posttrain ")))
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2

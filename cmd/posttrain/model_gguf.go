@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/posttrain/posttrain/data/tokenizer"
@@ -106,6 +107,25 @@ func isGGUFFile(model string) bool {
 	return err == nil && string(magic[:]) == gguf.Magic
 }
 
+// converted maps each conversion directory this process read a GGUF --model through to the
+// user's own name for it (the file, or ollama:NAME), so that an error says which file is at fault
+// rather than a cache path the user never typed (userPaths).
+var converted sync.Map
+
+// userPaths replaces, in an error's text, every conversion directory this process used by the
+// user's --model.
+func userPaths(msg string) string {
+	converted.Range(func(dir, model any) bool {
+		d, m := dir.(string), model.(string)
+		if strings.Contains(msg, d) {
+			msg = strings.ReplaceAll(msg, d+string(filepath.Separator), m+": ")
+			msg = strings.ReplaceAll(msg, d, m)
+		}
+		return true
+	})
+	return msg
+}
+
 // ggufFileKey names a GGUF file's conversion in the cache by the file's identity and content:
 // where it is, its size, modification time and inode, and the sha256 of its first and last MiB
 // (the header, metadata and tensor index, and the end of the data), so that a file replaced by
@@ -189,6 +209,7 @@ func resolveGGUF(model string) (dir string, ok bool, err error) {
 		return "", true, err
 	}
 	dir = filepath.Join(cache, key)
+	converted.Store(dir, model)
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
 		return dir, true, nil
 	}

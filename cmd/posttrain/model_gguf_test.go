@@ -205,3 +205,13 @@ func TestModel_GGUFCacheFollowsTheContent(t *testing.T) {
 		}
 	}
 }
+
+// An error about a GGUF --model names the user's file, never the cache entry it was converted to.
+func TestModel_GGUFErrorsNameTheFile(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("POSTTRAIN_GGUF_CACHE", cache)
+	rc, stderr := runFiles(t, "score-reward", "--model", tinyGGUF, "--text", "hello")
+	if rc != 1 || !strings.Contains(stderr, tinyGGUF) || strings.Contains(stderr, cache) {
+		t.Errorf("rc %d, stderr %q: want the file %s named and not the cache %s", rc, stderr, tinyGGUF, cache)
+	}
+}
