@@ -52,7 +52,9 @@ func TestResolveDevices(t *testing.T) {
 }
 
 // A resume may change devices with per_device_train_batch_size when their product, the global
-// micro-batch, is the same; another product is refused as a change of either.
+// micro-batch, is the same; another product is refused as a change of either. devices 0 is a
+// resolved one-device run (ResolveDevices), and the refusal says 1: it said "4 → 0" to a user who
+// had given --devices 1.
 func TestResumeChanges_DevicesWithTheSameGlobalBatch(t *testing.T) {
 	saved := DefaultSFT()
 	saved.Model, saved.Dataset, saved.OutputDir = "m", "d.jsonl", "/out"
@@ -64,7 +66,7 @@ func TestResumeChanges_DevicesWithTheSameGlobalBatch(t *testing.T) {
 	for _, c := range []struct {
 		perDevice, devices int
 		refused            string
-	}{{4, 0, ""}, {2, 2, ""}, {1, 4, ""}, {2, 0, "per_device_train_batch_size 1 → 2; devices 4 → 0"}, {1, 2, "devices 4 → 2"}, {1, 0, "devices 4 → 0"}} {
+	}{{4, 0, ""}, {2, 2, ""}, {1, 4, ""}, {2, 0, "per_device_train_batch_size 1 → 2; devices 4 → 1"}, {1, 2, "devices 4 → 2"}, {1, 0, "devices 4 → 1"}} {
 		cur := *saved
 		cur.PerDeviceTrainBatchSize, cur.Devices = c.perDevice, c.devices
 		if got := refusedChanges(t, data, &cur); got != c.refused {

@@ -75,6 +75,13 @@ func ResumeChanges(saved []byte, name string, cur Config) (refused, allowed []Ch
 			continue
 		}
 		c := Change{Key: f.Key, Flag: f.Flag, Saved: scalar(o.Value.Interface()), Now: scalar(f.Value.Interface())}
+		if f.Key == "devices" { // a resolved one-device run stores 0 (ResolveDevices): say 1
+			for _, v := range []*string{&c.Saved, &c.Now} {
+				if *v == "0" {
+					*v = "1"
+				}
+			}
+		}
 		if slices.Contains(override, f.Key) {
 			allowed = append(allowed, c)
 		} else {
