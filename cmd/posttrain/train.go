@@ -95,8 +95,7 @@ func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build tr
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(cmd.Root().Writer, "%s: %d steps; loss %.4g; model in %s, metrics in %s/metrics.jsonl\n",
-		cfg.Method(), res.Steps, res.Last.Metrics["loss"], c.OutputDir, c.OutputDir)
+	_, err = fmt.Fprintln(cmd.Root().Writer, trainSummary(cfg.Method(), res, c.OutputDir))
 	return err
 }
 
@@ -171,4 +170,22 @@ func progressWriter(w io.Writer) io.Writer {
 		return f
 	}
 	return w
+}
+
+// trainSummary is a run's last line: the steps, the last logged loss (when a training line was
+// logged: a resume of a finished run trains nothing and logs none), where the model and metrics are.
+func trainSummary(method string, res *loop.Result, outputDir string) string {
+	var steps string
+	switch {
+	case res.Steps == res.Start && res.Start > 0:
+		steps = fmt.Sprintf("nothing left to train: resumed at step %d, where the run ends", res.Start)
+	case res.Start > 0:
+		steps = fmt.Sprintf("%d steps (%d after resuming at step %d)", res.Steps, res.Steps-res.Start, res.Start)
+	default:
+		steps = fmt.Sprintf("%d steps", res.Steps)
+	}
+	if loss, ok := res.Last.Metrics["loss"]; ok && res.Steps > res.Start {
+		steps += fmt.Sprintf("; loss %.4g", loss)
+	}
+	return fmt.Sprintf("%s: %s; model in %s, metrics in %s/metrics.jsonl", method, steps, outputDir, outputDir)
 }

@@ -59,11 +59,20 @@ func TestSFTCommand_ConfigAndResume(t *testing.T) {
 	if _, err := runCLI(t, "sft", "--config", yaml, "--model", model, "--dataset", data, "--output-dir", out, "--max-steps", "3", "--resume"); err == nil || !strings.Contains(err.Error(), "max_steps 2 → 3") || !strings.Contains(err.Error(), "--resume-override max_steps") {
 		t.Fatalf("extending max_steps without --resume-override: got %v, want the check's error naming max_steps", err)
 	}
-	if _, err := runCLI(t, "sft", "--config", yaml, "--model", model, "--dataset", data, "--output-dir", out, "--max-steps", "3", "--resume", "--resume-override", "max_steps"); err != nil {
+	got, err = runCLI(t, "sft", "--config", yaml, "--model", model, "--dataset", data, "--output-dir", out, "--max-steps", "3", "--resume", "--resume-override", "max_steps")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "sft: 3 steps (1 after resuming at step 2); loss ") {
+		t.Errorf("resumed run's summary %q", got)
 	}
 	if recs := metricsLines(t, out); len(recs) != 3 || recs[2].Step != 3 {
 		t.Errorf("metrics after resume: %v, want steps 1, 2, 3", recs)
+	}
+	// Resuming the finished run trains nothing, and says so (it said "1 steps; loss 0").
+	got, err = runCLI(t, "sft", "--config", yaml, "--model", model, "--dataset", data, "--output-dir", out, "--max-steps", "3", "--resume")
+	if err != nil || !strings.HasPrefix(got, "sft: nothing left to train: resumed at step 3, where the run ends; model in ") || strings.Contains(got, "loss") {
+		t.Errorf("resuming the finished run: %q, %v", got, err)
 	}
 	// The final model gets TRL's kind of model card.
 	if card, err := os.ReadFile(filepath.Join(out, "README.md")); err != nil || !strings.Contains(string(card), "This model was trained with SFT, for 3 optimizer steps.") {

@@ -192,6 +192,7 @@ type Options struct {
 // Result is the outcome of a run.
 type Result struct {
 	Steps       int           // global optimizer steps done
+	Start       int           // the global step the run began at: 0, or the step resumed from
 	Last        runlog.Record // the last logged training line
 	Checkpoints []string      // checkpoint directories written
 	Interrupted bool          // stopped by ctx (Ctrl-C) after saving a checkpoint

@@ -100,7 +100,7 @@ func (d *driver) run(ctx context.Context) (*Result, error) {
 	if err := d.start(); err != nil {
 		return nil, err
 	}
-	res := &Result{OutputDir: d.cfg.OutputDir}
+	res := &Result{OutputDir: d.cfg.OutputDir, Start: d.step}
 	if p, ok := d.src.(Preflighter); ok {
 		if err := p.Preflight(d.opt); err != nil {
 			return nil, err
