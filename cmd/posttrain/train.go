@@ -117,6 +117,9 @@ func openTrainSession(ctx context.Context, cmd *cli.Command, cfg config.Config) 
 	if err := checkOutsideGGUFCache("output_dir", cfg.Common().OutputDir); err != nil {
 		return nil, err
 	}
+	if err := checkDatasetIsAFile(cfg.Common().Dataset); err != nil {
+		return nil, err
+	}
 	unlock, err := loop.CheckOutputDir(cfg, cmd.String(config.ConfigFlag))
 	if err != nil {
 		return nil, err
@@ -188,4 +191,16 @@ func trainSummary(method string, res *loop.Result, outputDir string) string {
 		steps += fmt.Sprintf("; loss %.4g", loss)
 	}
 	return fmt.Sprintf("%s: %s; model in %s, metrics in %s/metrics.jsonl", method, steps, outputDir, outputDir)
+}
+
+// checkDatasetIsAFile refuses a dataset_name that is a pipe, a device or a socket (`--dataset
+// <(zcat x.jsonl.gz)`): the run reads it once, and the resume check and the model card identify
+// the dataset by hashing its content again, which a pipe no longer has; that fingerprint would be
+// the empty file's. A registered source (a name that is no file) and a regular file pass.
+func checkDatasetIsAFile(path string) error {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().IsRegular() || st.IsDir() {
+		return nil // missing or a directory: the dataset reader says what it is
+	}
+	return fmt.Errorf("dataset_name (--dataset) %s is not a regular file (%s): a run fingerprints its dataset by content for --resume and the model card, which a pipe cannot give twice; write it to a file first", path, st.Mode().Type())
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/runlog"
@@ -117,5 +118,22 @@ func TestDPOKTOEvalCommands(t *testing.T) {
 	_, err = runCLI(t, "dpo", "--model", model, "--dataset", bad, "--output-dir", filepath.Join(dir, "bad"))
 	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
 		t.Errorf("malformed row: error %v, want one naming bad.jsonl:2", err)
+	}
+}
+
+// A dataset that is a pipe is refused before anything is read: its fingerprint (for --resume and
+// the model card) would be the empty file's, since a pipe cannot be read twice.
+func TestTrain_DatasetPipeRefused(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "rows.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	rc, stderr := runFiles(t, "sft", "--model", looptest.Model(t), "--dataset", fifo, "--output-dir", filepath.Join(dir, "out"), "--max-steps", "1")
+	if rc != 1 || !strings.Contains(stderr, "dataset_name (--dataset) "+fifo+" is not a regular file") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("rc %d, stderr %q", rc, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+		t.Error("the output directory was made")
 	}
 }
