@@ -51,6 +51,10 @@ type dataParallel struct {
 	repl     *distributed.ShardingSpec
 	newAccum func() (*context.Exec, error)
 	accums   map[string]*context.Exec // by layout: one letter per input, s(plit) or r(eplicated)
+	// Split and Replicated count the tensors tensorParallel or shard split over the devices and
+	// those they left whole (a dimension that does not divide by n), for the run's log.
+	Split, Replicated int
+	replicatedNames   []string
 }
 
 func newDataParallel(b backends.Backend, n int, tp bool) (*dataParallel, error) {
@@ -86,9 +90,15 @@ func (dp *dataParallel) tensorParallel(ctx *context.Context) error {
 		case rowParallel[layer] && v.Name() == "weight" && len(d) == 2:
 			axis = 1
 		}
-		if axis < 0 || d[axis]%dp.n != 0 {
+		if axis < 0 {
 			continue
 		}
+		if d[axis]%dp.n != 0 {
+			dp.Replicated++
+			dp.replicatedNames = append(dp.replicatedNames, v.ScopeAndName())
+			continue
+		}
+		dp.Split++
 		axes := make([]distributed.AxisSpec, len(d))
 		axes[axis] = distributed.AxisSpec{modelAxis}
 		spec, err := distributed.NewShardingSpec(dp.mesh, axes...)
@@ -99,7 +109,20 @@ func (dp *dataParallel) tensorParallel(ctx *context.Context) error {
 			return fmt.Errorf("tensor parallel: %s: %w", v.ScopeAndName(), err)
 		}
 	}
+	if dp.Split == 0 {
+		return fmt.Errorf("tensor_parallel (--tensor-parallel) over %d devices would split nothing: no projection's split dimension divides by %d; give a --devices that divides the heads' and MLP widths", dp.n, dp.n)
+	}
 	return nil
+}
+
+// replicatedSummary names up to three of the tensors left whole, for the log.
+func (dp *dataParallel) replicatedSummary() string {
+	names := dp.replicatedNames[:min(3, len(dp.replicatedNames))]
+	out := strings.Join(names, ", ")
+	if len(dp.replicatedNames) > 3 {
+		out += ", …"
+	}
+	return out
 }
 
 // shard gives each variable of vs whose first axis divides by the devices the split spec (FSDP);
@@ -108,8 +131,11 @@ func (dp *dataParallel) shard(vs []*context.Variable) error {
 	for _, v := range vs {
 		d := v.Shape().Dimensions
 		if len(d) == 0 || d[0]%dp.n != 0 {
+			dp.Replicated++
+			dp.replicatedNames = append(dp.replicatedNames, v.ScopeAndName())
 			continue
 		}
+		dp.Split++
 		// One axis spec per dimension (the first split, the others replicated), so that
 		// Variable.ShardShape reports the shard (it returns the whole shape for a spec of
 		// another rank, though feeding and collecting split the first axis either way).
@@ -122,6 +148,9 @@ func (dp *dataParallel) shard(vs []*context.Variable) error {
 		if err != nil {
 			return fmt.Errorf("fsdp: %s: %w", v.ScopeAndName(), err)
 		}
+	}
+	if dp.Split == 0 {
+		return fmt.Errorf("fsdp (--fsdp) over %d devices would split nothing: no tensor's first dimension divides by %d; give a --devices that divides the model's widths", dp.n, dp.n)
 	}
 	return nil
 }

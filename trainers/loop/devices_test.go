@@ -440,3 +440,29 @@ func TestOptimizer_TensorParallelSplitsTheProjections(t *testing.T) {
 		t.Errorf("checked %v (split axis: count): want each of q/gate, o/down and the embedding", seen)
 	}
 }
+
+// A device count that divides none of the dimensions a split would cut is refused rather than run
+// replicated under a log that says it splits (--devices 3 on the tiny model: widths 32, 64, 16);
+// one that splits some reports how many it left whole.
+func TestOptimizer_SplitThatSplitsNothingIsRefused(t *testing.T) {
+	b := devicetest.DevicesBackend(t)
+	m := looptest.Load(t, looptest.Model(t), false)
+	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 1)), config.DefaultSFT())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp := loop.OptimizerConfig{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, MaxGradNorm: 1, Devices: 3, TensorParallel: true}
+	if _, err := loop.NewOptimizer(b, m, hp, tr.Loss); err == nil || !strings.Contains(err.Error(), "tensor_parallel (--tensor-parallel) over 3 devices would split nothing") {
+		t.Errorf("tensor parallel over 3 devices: %v", err)
+	}
+	hp.TensorParallel, hp.Devices = false, 2
+	hp.FSDP = true
+	opt, err := loop.NewOptimizer(b, m, hp, tr.Loss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Close()
+	if split, whole, _ := opt.Split(); split == 0 || split+whole == 0 {
+		t.Errorf("fsdp over 2 devices: %d tensors split, %d whole", split, whole)
+	}
+}

@@ -361,6 +361,16 @@ func (o *Optimizer) StateBytesPerDevice() int64 {
 	return n
 }
 
+// Split reports, with FSDP or tensor parallelism, how many tensors are split over the devices and
+// how many stay whole on each (a dimension that does not divide by the device count), naming up
+// to three of those; zeros otherwise.
+func (o *Optimizer) Split() (split, replicated int, names string) {
+	if o.dp == nil || (!o.hp.FSDP && !o.hp.TensorParallel) {
+		return 0, 0, ""
+	}
+	return o.dp.Split, o.dp.Replicated, o.dp.replicatedSummary()
+}
+
 // Steps is the number of updates applied (AdamW's t).
 func (o *Optimizer) Steps() int { return o.steps }
 

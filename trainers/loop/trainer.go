@@ -70,7 +70,14 @@ func newDriver(m *trainable.Model, src Source, opts Options) (*driver, error) {
 		return nil, err
 	}
 	if hp.Devices > 1 {
-		d.logger.Info("data parallel", "devices", hp.Devices, "fsdp", hp.FSDP, "tensor_parallel", hp.TensorParallel, "state_bytes_per_device", d.opt.StateBytesPerDevice())
+		attrs := []any{"devices", hp.Devices, "fsdp", hp.FSDP, "tensor_parallel", hp.TensorParallel, "state_bytes_per_device", d.opt.StateBytesPerDevice()}
+		if split, whole, names := d.opt.Split(); split+whole > 0 {
+			attrs = append(attrs, "tensors_split", split, "tensors_whole", whole)
+			if whole > 0 {
+				attrs = append(attrs, "whole", names)
+			}
+		}
+		d.logger.Info("data parallel", attrs...)
 	}
 	d.opt.SetSeed(int64(cfg.Seed))
 	return d, nil
