@@ -16,7 +16,8 @@
 // some problems carries over to the held-out ones only when it is a habit shared by all problems:
 // the answer format.
 //
-// Each stage's run replaces the one a previous demo left in its directory (overwrite_output_dir).
+// Each stage's run replaces the one a previous demo of the same model left in its directory
+// (overwrite_output_dir); a directory holding the demo of another model is refused (DirMark).
 //
 // RunRLHF is `posttrain demo --rlhf` (rlhf.go): from the same SFT model, a reward model
 // (trainers/reward) on multiplication preference pairs of the GRPO problems, its ranking of
@@ -30,8 +31,11 @@ package demo
 import (
 	"bytes"
 	stdctx "context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -150,6 +154,9 @@ func Run(ctx stdctx.Context, o Options, env Env) (*Report, error) {
 	}
 	split, err := NewSplit(o.MaxFactor, o.HeldOut, uint64(o.Seed))
 	if err != nil {
+		return nil, err
+	}
+	if err := claimDir(o.OutputDir, o.Model); err != nil {
 		return nil, err
 	}
 	if err := writePrompts(o.OutputDir, split, o.prompter()); err != nil {
@@ -361,4 +368,52 @@ func writePrompts(outDir string, split Split, q Prompter) error {
 		}
 	}
 	return nil
+}
+
+// DirMark is the file in a demo's output directory that records which model its runs trained:
+// {"model": "<--model>"}, or "" for the demo's own SFT model.
+const DirMark = ".posttrain-demo.json"
+
+// claimDir refuses an output directory that holds the demo of another model, whose runs this one
+// would replace (a pretrained `--model` demo into the directory of the demo's own model, or of
+// another pretrained model), and marks it as this model's. A directory without the mark that
+// holds stage directories is the demo's own model's (written before the mark existed).
+func claimDir(dir, model string) error {
+	var mark struct {
+		Model *string `json:"model"`
+	}
+	switch data, err := os.ReadFile(filepath.Join(dir, DirMark)); {
+	case err == nil:
+		if json.Unmarshal(data, &mark) != nil || mark.Model == nil {
+			return fmt.Errorf("demo: %s is not a demo's mark: remove it or give another --output-dir", filepath.Join(dir, DirMark))
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("demo: %w", err)
+	default:
+		for _, stage := range []string{"sft", "grpo", "grpo-random"} {
+			if _, err := os.Stat(filepath.Join(dir, stage)); err == nil {
+				own := ""
+				mark.Model = &own
+				break
+			}
+		}
+	}
+	if mark.Model != nil && *mark.Model != model {
+		held, this := "the demo's own model", "the demo's own model"
+		if *mark.Model != "" {
+			held = "--model " + *mark.Model
+		}
+		if model != "" {
+			this = "--model " + model
+		}
+		return fmt.Errorf("demo: --output-dir %s holds the runs of %s, which a demo of %s would replace: give another --output-dir", dir, held, this)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	data, err := json.Marshal(map[string]string{"model": model})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, DirMark), append(data, '\n'), 0o644)
 }

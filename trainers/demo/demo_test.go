@@ -241,3 +241,39 @@ func miniature(t *testing.T, o Options) Options {
 	o.SFTSteps, o.SFTBatch, o.GRPOSteps, o.GRPOPrompts, o.NumGenerations = 3, 4, 2, 2, 4
 	return o
 }
+
+// A demo never replaces the runs of a demo of another model in its --output-dir: the directory is
+// marked with the model it trains (DirMark), and an unmarked one holding stage directories is the
+// demo's own model's.
+func TestClaimDir_OneModelPerDirectory(t *testing.T) {
+	root := t.TempDir()
+	own, pre := filepath.Join(root, "own"), filepath.Join(root, "pre")
+	old := filepath.Join(root, "old")
+	if err := os.MkdirAll(filepath.Join(old, "grpo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dir, model, want string
+	}{
+		{own, "", ""},
+		{own, "", ""}, // the same demo again
+		{own, "Qwen/Qwen2.5-0.5B-Instruct", "holds the runs of the demo's own model, which a demo of --model Qwen/Qwen2.5-0.5B-Instruct would replace"},
+		{pre, "a.gguf", ""},
+		{pre, "a.gguf", ""},
+		{pre, "b.gguf", "holds the runs of --model a.gguf, which a demo of --model b.gguf would replace"},
+		{pre, "", "holds the runs of --model a.gguf, which a demo of the demo's own model would replace"},
+		{old, "a.gguf", "holds the runs of the demo's own model"},
+		{old, "", ""},
+	} {
+		err := claimDir(c.dir, c.model)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s, --model %q: %v", c.dir, c.model, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s, --model %q: %v, want %q", c.dir, c.model, err, c.want)
+		}
+	}
+	if mark, err := os.ReadFile(filepath.Join(pre, DirMark)); err != nil || string(mark) != `{"model":"a.gguf"}`+"\n" {
+		t.Errorf("mark %q, %v", mark, err)
+	}
+}
