@@ -59,3 +59,19 @@ func unique(dir, pattern string, create func(path string) error) error {
 	}
 	return &os.PathError{Op: "createtemp", Path: filepath.Join(dir, pattern), Err: os.ErrExist}
 }
+
+// FreeBytes is the space an unprivileged user may still write on the filesystem where path is or
+// would be created (the nearest existing directory above it), and false where it cannot be told.
+func FreeBytes(path string) (int64, bool) {
+	p := filepath.Clean(path)
+	for {
+		if _, err := os.Stat(p); err == nil {
+			return statFree(p)
+		}
+		up := filepath.Dir(p)
+		if up == p {
+			return 0, false
+		}
+		p = up
+	}
+}

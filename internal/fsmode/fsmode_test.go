@@ -53,3 +53,19 @@ func TestModesAndNames(t *testing.T) {
 		t.Error("a pattern with a path separator was accepted")
 	}
 }
+
+// FreeBytes answers for a path not yet made from the nearest directory above it, and agrees with
+// statfs on that directory.
+func TestFreeBytes(t *testing.T) {
+	dir := t.TempDir()
+	free, ok := FreeBytes(filepath.Join(dir, "a", "b", "c"))
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(st.Bavail) * int64(st.Bsize)
+	// Other writers on the machine move it a little between the two reads.
+	if !ok || free <= 0 || free < want-1<<30 || free > want+1<<30 {
+		t.Fatalf("FreeBytes = %d, %v; statfs says %d", free, ok, want)
+	}
+}

@@ -403,16 +403,21 @@ func vocabSize(f *File, name string) (int64, error) {
 	return 0, fmt.Errorf("gguf: no vocabulary size (%s.vocab_size, tokenizer.ggml.tokens or token_embd.weight)", name)
 }
 
-// Tensors dequantises every tensor of a GGUF to float32 and returns them under their HF names
-// and PyTorch shapes, stored as dtype ("F32", "BF16", "F16"), in cfg.Tensors' order, with what
-// llama.cpp's converter changed undone: the Q/K row permutation (llama), the +1 of the norms
-// (gemma3). A tensor without an HF name, a missing one or a shape other than cfg implies is an
-// error naming it; rope_freqs.weight is skipped when cfg has Llama 3's rope_scaling (which Config
-// cannot rebuild from the factors, so the caller gives it).
+// Tensors returns every tensor of a GGUF under its HF name and PyTorch shape, stored as dtype
+// ("F32", "BF16", "F16"), in cfg.Tensors' order. Each is lazy (safetensors.Tensor.Load): its data
+// is read, dequantised to float32 and encoded only when a writer reaches it, with what llama.cpp's
+// converter changed undone: the Q/K row permutation (llama), the +1 of the norms (gemma3). So a
+// conversion holds one tensor in memory at a time, whatever the file's size. A tensor without an
+// HF name, a missing one or a shape other than cfg implies is an error naming it, before anything
+// is read; rope_freqs.weight is skipped when cfg has Llama 3's rope_scaling (which Config cannot
+// rebuild from the factors, so the caller gives it).
 func Tensors(f *File, cfg *decoder.Config, dtype string) ([]*safetensors.Tensor, error) {
 	name, a, err := archOf(f)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := safetensors.DTypeSize(dtype); !ok || (dtype != "F32" && dtype != "BF16" && dtype != "F16") {
+		return nil, fmt.Errorf("gguf: dtype %q is not F32, BF16 or F16", dtype)
 	}
 	byHF := map[string]*TensorInfo{}
 	for i := range f.Tensors {
@@ -446,21 +451,28 @@ func Tensors(f *File, cfg *decoder.Config, dtype string) ([]*safetensors.Tensor,
 		if shape := t.Shape(); !slices.Equal(shape, s.Shape) {
 			return nil, fmt.Errorf("gguf: tensor %q (%s) has shape %v, the metadata implies %v", t.Name, s.Name, shape, s.Shape)
 		}
-		v, err := f.Float32(t)
-		if err != nil {
-			return nil, err
+		if !CanDequantize(t.Type) {
+			_, err := Dequantize(t.Type, nil, 0)
+			return nil, fmt.Errorf("gguf: tensor %q: %w", t.Name, err)
 		}
-		switch {
-		case a.permuteQK && blockSuffix(t.Name, "attn_q.weight", "attn_q.bias"):
-			v = unpermuteRows(v, s.Shape[0], cfg.NumAttentionHeads)
-		case a.permuteQK && blockSuffix(t.Name, "attn_k.weight", "attn_k.bias"):
-			v = unpermuteRows(v, s.Shape[0], cfg.NumKeyValueHeads)
-		case a.normPlusOne && strings.HasSuffix(t.Name, "norm.weight"):
-			for i := range v {
-				v[i]--
+		load := func() ([]byte, error) {
+			v, err := f.Float32(t)
+			if err != nil {
+				return nil, err
 			}
+			switch {
+			case a.permuteQK && blockSuffix(t.Name, "attn_q.weight", "attn_q.bias"):
+				v = unpermuteRows(v, s.Shape[0], cfg.NumAttentionHeads)
+			case a.permuteQK && blockSuffix(t.Name, "attn_k.weight", "attn_k.bias"):
+				v = unpermuteRows(v, s.Shape[0], cfg.NumKeyValueHeads)
+			case a.normPlusOne && strings.HasSuffix(t.Name, "norm.weight"):
+				for i := range v {
+					v[i]--
+				}
+			}
+			return safetensors.FromFloat32s(s.Name, s.Shape, v, dtype).Data, nil
 		}
-		out = append(out, safetensors.FromFloat32s(s.Name, s.Shape, v, dtype))
+		out = append(out, &safetensors.Tensor{Name: s.Name, DType: dtype, Shape: slices.Clone(s.Shape), Load: load})
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/posttrain/posttrain/data/tokenizer"
+	"github.com/posttrain/posttrain/internal/fsmode"
 	"github.com/posttrain/posttrain/models/decoder"
 )
 
@@ -19,6 +20,12 @@ type ConvertOptions struct {
 	WrittenBy string
 }
 
+// freeSpace is fsmode.FreeBytes (a variable for the test of the refusal).
+var freeSpace = fsmode.FreeBytes
+
+// storedName is the --dtype name of a stored dtype.
+var storedName = map[string]string{"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
+
 // Converted is what Convert wrote.
 type Converted struct {
 	Config  *decoder.Config
@@ -31,6 +38,9 @@ type Converted struct {
 // names with llama.cpp's changes undone (Tensors), config.json and generation_config.json from
 // the metadata (Config), tokenizer.json and tokenizer_config.json rebuilt from it (Tokenizer).
 // dir follows decoder.Save's rules: new or empty, or a model posttrain wrote and opts.Overwrite.
+// The conversion streams: each tensor is read, dequantised, written and dropped in turn, so the
+// memory it takes is about the largest tensor in float32 and its encoding, not the model; a
+// checkpoint that would not fit the free space of dir's filesystem is refused before any of it.
 func Convert(path, dir string, opts ConvertOptions) (*Converted, error) {
 	f, err := Open(path)
 	if err != nil {
@@ -60,6 +70,19 @@ func Convert(path, dir string, opts ConvertOptions) (*Converted, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	// The checkpoint is written whole before the old one (if any) is replaced: all of it must fit
+	// beside what the disk holds now, which is told before anything is dequantised.
+	need := int64(len(tokJSON) + len(tokCfg) + 1<<20) // configs, index, headers
+	for _, w := range weights {
+		n, err := w.ByteSize()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		need += n
+	}
+	if free, ok := freeSpace(dir); ok && free < need {
+		return nil, fmt.Errorf("%s: its conversion to %s needs %.2f GB at %s, whose filesystem has %.2f GB free", path, storedName[st], float64(need)/1e9, dir, float64(free)/1e9)
+	}
 	tmp, err := os.MkdirTemp("", "gguf-tokenizer-")
 	if err != nil {
 		return nil, err
@@ -80,7 +103,7 @@ func Convert(path, dir string, opts ConvertOptions) (*Converted, error) {
 	so := decoder.SaveOptions{DType: st, TokenizerPath: tmp, Generation: gen, Overwrite: opts.Overwrite,
 		WrittenBy: opts.WrittenBy, MaxShardBytes: decoder.DefaultMaxShardBytes}
 	if err := decoder.SaveTensors(dir, cfg, weights, so); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &Converted{Config: cfg, Tensors: len(weights), Summary: f.Summary()}, nil
 }

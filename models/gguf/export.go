@@ -153,7 +153,7 @@ func Export(path string, cfg *decoder.Config, weights []*safetensors.Tensor, opt
 	res := &Exported{Arch: name, Types: map[Type]int{}, Template: tok.template, Stops: tok.stops}
 	mix := newMix(opts.Type, cfg)
 	for _, s := range cfg.Tensors() {
-		gname, dims, v, err := ggufTensor(a, name, cfg, tok.n, s, byName[s.Name])
+		gname, dims, values, err := ggufTensor(a, name, cfg, tok.n, s, byName[s.Name])
 		if err != nil {
 			return nil, err
 		}
@@ -161,11 +161,14 @@ func Export(path string, cfg *decoder.Config, weights []*safetensors.Tensor, opt
 		if fellBack {
 			res.Fallbacks = append(res.Fallbacks, gname)
 		}
-		data, err := Quantize(t, v)
-		if err != nil {
-			return nil, fmt.Errorf("tensor %s: %w", gname, err)
+		load := func() ([]byte, error) { // when WriteFile reaches it: one tensor in memory at a time
+			v, err := values()
+			if err != nil {
+				return nil, err
+			}
+			return Quantize(t, v)
 		}
-		out = append(out, OutTensor{Name: gname, Dims: dims, Type: t, Data: data})
+		out = append(out, OutTensor{Name: gname, Dims: dims, Type: t, Load: load})
 	}
 	for _, t := range out {
 		res.Types[t.Type]++
@@ -178,10 +181,10 @@ func Export(path string, cfg *decoder.Config, weights []*safetensors.Tensor, opt
 }
 
 // ggufTensor is the HF tensor w (spec s) as architecture a's converter writes it: its GGUF name,
-// its ggml dims and its float32 values with the converter's changes: llama's Q/K rows permuted
-// (permuteRows), Gemma's norms + 1, Gemma's embedding cut to the tokenizer's nTokens rows
-// (Gemma3Model.modify_tensors).
-func ggufTensor(a arch, name string, cfg *decoder.Config, nTokens int, s decoder.TensorSpec, w *safetensors.Tensor) (string, []int64, []float32, error) {
+// its ggml dims, and a function giving its float32 values with the converter's changes (called
+// when the tensor is written): llama's Q/K rows permuted (permuteRows), Gemma's norms + 1,
+// Gemma's embedding cut to the tokenizer's nTokens rows (Gemma3Model.modify_tensors).
+func ggufTensor(a arch, name string, cfg *decoder.Config, nTokens int, s decoder.TensorSpec, w *safetensors.Tensor) (string, []int64, func() ([]float32, error), error) {
 	if w == nil {
 		return "", nil, nil, fmt.Errorf("no tensor %s", s.Name)
 	}
@@ -192,29 +195,35 @@ func ggufTensor(a arch, name string, cfg *decoder.Config, nTokens int, s decoder
 	if !ok {
 		return "", nil, nil, fmt.Errorf("tensor %s has no GGUF name in architecture %s", s.Name, name)
 	}
-	v, err := w.Float32s()
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("tensor %s: %w", s.Name, err)
-	}
 	shape := slices.Clone(s.Shape)
-	switch {
-	case a.permuteQK && blockSuffix(gname, "attn_q.weight", "attn_q.bias"):
-		v = permuteRows(v, s.Shape[0], cfg.NumAttentionHeads)
-	case a.permuteQK && blockSuffix(gname, "attn_k.weight", "attn_k.bias"):
-		v = permuteRows(v, s.Shape[0], cfg.NumKeyValueHeads)
-	case a.normPlusOne && strings.HasSuffix(gname, "norm.weight"):
-		for i := range v {
-			v[i]++
-		}
-	case name == "gemma3" && gname == "token_embd.weight" && nTokens < shape[0]:
+	cut := name == "gemma3" && gname == "token_embd.weight" && nTokens < shape[0]
+	if cut {
 		shape[0] = nTokens
-		v = v[:nTokens*shape[1]]
+	}
+	values := func() ([]float32, error) {
+		v, err := w.Float32s()
+		if err != nil {
+			return nil, fmt.Errorf("tensor %s: %w", s.Name, err)
+		}
+		switch {
+		case a.permuteQK && blockSuffix(gname, "attn_q.weight", "attn_q.bias"):
+			v = permuteRows(v, s.Shape[0], cfg.NumAttentionHeads)
+		case a.permuteQK && blockSuffix(gname, "attn_k.weight", "attn_k.bias"):
+			v = permuteRows(v, s.Shape[0], cfg.NumKeyValueHeads)
+		case a.normPlusOne && strings.HasSuffix(gname, "norm.weight"):
+			for i := range v {
+				v[i]++
+			}
+		case cut:
+			v = v[:nTokens*shape[1]]
+		}
+		return v, nil
 	}
 	dims := make([]int64, len(shape))
 	for i, d := range shape {
 		dims[len(shape)-1-i] = int64(d)
 	}
-	return gname, dims, v, nil
+	return gname, dims, values, nil
 }
 
 func f32Tensor(name string, dims []int64, v []float32) OutTensor {

@@ -11,12 +11,36 @@ import (
 )
 
 // OutTensor is one tensor to write: Dims in ggml's order (Dims[0] the fastest axis, the reverse
-// of the PyTorch shape) and Data already encoded as Type (Quantize).
+// of the PyTorch shape) and Data already encoded as Type (Quantize), or, with Data nil, Load to
+// encode it when Write reaches it (the data is dropped once written: a file written tensor by
+// tensor holds one tensor in memory).
 type OutTensor struct {
 	Name string
 	Dims []int64
 	Type Type
 	Data []byte
+	Load func() ([]byte, error)
+}
+
+// size is the bytes the tensor's data takes.
+func (t *OutTensor) size() int64 {
+	info := TensorInfo{Name: t.Name, Dims: t.Dims, Type: t.Type}
+	return info.Bytes()
+}
+
+// bytes returns Data, or what Load returns, checked to be size long.
+func (t *OutTensor) bytes() ([]byte, error) {
+	data := t.Data
+	if data == nil && t.Load != nil {
+		var err error
+		if data, err = t.Load(); err != nil {
+			return nil, fmt.Errorf("gguf: tensor %q: %w", t.Name, err)
+		}
+	}
+	if want := t.size(); int64(len(data)) != want {
+		return nil, fmt.Errorf("gguf: tensor %q: %d bytes of data, %s %v needs %d", t.Name, len(data), t.Type, t.Dims, want)
+	}
+	return data, nil
 }
 
 // Write writes a GGUF v3 file (the layout of the package doc) to w: the metadata in the order
@@ -40,9 +64,11 @@ func Write(w io.Writer, kvs []KV, tensors []OutTensor) error {
 		if len(t.Name) >= MaxNameLen {
 			return fmt.Errorf("gguf: tensor name %q is %d bytes, ggml allows at most %d", t.Name, len(t.Name), MaxNameLen-1)
 		}
-		info := TensorInfo{Name: t.Name, Dims: t.Dims, Type: t.Type}
-		if want := info.Bytes(); int64(len(t.Data)) != want {
-			return fmt.Errorf("gguf: tensor %q: %d bytes of data, %s %v needs %d", t.Name, len(t.Data), t.Type, t.Dims, want)
+		size := t.size()
+		if t.Data != nil || t.Load == nil {
+			if int64(len(t.Data)) != size {
+				return fmt.Errorf("gguf: tensor %q: %d bytes of data, %s %v needs %d", t.Name, len(t.Data), t.Type, t.Dims, size)
+			}
 		}
 		e.str(t.Name)
 		e.u32(uint32(len(t.Dims)))
@@ -51,11 +77,18 @@ func Write(w io.Writer, kvs []KV, tensors []OutTensor) error {
 		}
 		e.u32(uint32(t.Type))
 		e.u64(uint64(off))
-		off = alignUp(off+int64(len(t.Data)), DefaultAlignment)
+		off = alignUp(off+size, DefaultAlignment)
 	}
 	e.pad()
-	for _, t := range tensors {
-		e.raw(t.Data)
+	for i := range tensors {
+		if e.err != nil {
+			break
+		}
+		data, err := tensors[i].bytes()
+		if err != nil {
+			return err
+		}
+		e.raw(data)
 		e.pad()
 	}
 	if e.err != nil {

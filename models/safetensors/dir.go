@@ -207,7 +207,8 @@ func WriteModelDir(dir string, tensors []*Tensor, maxShardBytes int64) error {
 			written[name] = true
 			for _, t := range shard {
 				idx.WeightMap[t.Name] = name
-				total += int64(len(t.Data))
+				n, _ := t.ByteSize() // checked by WriteFile
+				total += n
 			}
 		}
 		idx.Metadata["total_size"] = total
@@ -243,7 +244,7 @@ func splitShards(tensors []*Tensor, maxShardBytes int64) [][]*Tensor {
 	var cur []*Tensor
 	var size int64
 	for _, t := range tensors {
-		n := int64(len(t.Data))
+		n, _ := t.ByteSize() // an invalid shape is WriteFile's error
 		if len(cur) > 0 && size+n > maxShardBytes {
 			shards = append(shards, cur)
 			cur, size = nil, 0

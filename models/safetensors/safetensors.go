@@ -19,11 +19,61 @@ import (
 
 // Tensor is one named tensor: its dtype as spelled in the header ("F32", "BF16", ...), its shape
 // and its raw little-endian bytes (len(Data) == product(Shape) × DTypeSize(DType)).
+//
+// A tensor may instead be produced when it is needed: Data nil and Load set. The writers call Load
+// when they reach the tensor and drop what it returned once it is written, so a model converted
+// tensor by tensor (a GGUF dequantised as it is written) holds one tensor in memory, not all of
+// them; the readers (Float32s, DecodeFloat32s, Float64s) call it too.
 type Tensor struct {
 	Name  string
 	DType string
 	Shape []int
 	Data  []byte
+	Load  func() ([]byte, error)
+}
+
+// lazy reports whether the tensor's bytes come from Load.
+func (t *Tensor) lazy() bool { return t.Data == nil && t.Load != nil }
+
+// ByteSize is product(Shape) × DTypeSize(DType), the bytes the tensor takes in a file (known
+// without loading a lazy tensor).
+func (t *Tensor) ByteSize() (int64, error) {
+	n, err := byteSize(t.DType, t.Shape)
+	if err != nil {
+		return 0, fmt.Errorf("tensor %q: %w", t.Name, err)
+	}
+	return n, nil
+}
+
+// Bytes returns Data, or for a lazy tensor what Load returns, checked to be ByteSize long.
+func (t *Tensor) Bytes() ([]byte, error) {
+	if !t.lazy() {
+		return t.Data, t.check()
+	}
+	want, err := t.ByteSize()
+	if err != nil {
+		return nil, err
+	}
+	data, err := t.Load()
+	if err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+	}
+	if int64(len(data)) != want {
+		return nil, fmt.Errorf("tensor %q: %s%v needs %d bytes, its loader gave %d", t.Name, t.DType, t.Shape, want, len(data))
+	}
+	return data, nil
+}
+
+// loaded is t itself, or for a lazy tensor a copy holding what Load returned.
+func (t *Tensor) loaded() (*Tensor, error) {
+	if !t.lazy() {
+		return t, nil
+	}
+	data, err := t.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	return &Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: data}, nil
 }
 
 // dtypeSizes are the element sizes in bytes of the dtypes the safetensors format defines.
@@ -69,11 +119,15 @@ func byteSize(dtype string, shape []int) (int64, error) {
 	return n, nil
 }
 
-// check verifies that Data holds exactly product(Shape) elements of DType.
+// check verifies that Data holds exactly product(Shape) elements of DType (for a lazy tensor, that
+// its dtype and shape are valid; Bytes checks what Load returns).
 func (t *Tensor) check() error {
-	want, err := byteSize(t.DType, t.Shape)
+	want, err := t.ByteSize()
 	if err != nil {
-		return fmt.Errorf("tensor %q: %w", t.Name, err)
+		return err
+	}
+	if t.lazy() {
+		return nil
 	}
 	if int64(len(t.Data)) != want {
 		return fmt.Errorf("tensor %q: %s%v needs %d bytes, has %d", t.Name, t.DType, t.Shape, want, len(t.Data))
@@ -101,6 +155,10 @@ func Float32sShaped(stored map[string]*Tensor, name string, want []int) ([]float
 
 // Float32s converts the data to float32: F32 as is, BF16 and F16 exactly, F64 rounded.
 func (t *Tensor) Float32s() ([]float32, error) {
+	t, err := t.loaded()
+	if err != nil {
+		return nil, err
+	}
 	if err := t.check(); err != nil {
 		return nil, err
 	}
@@ -116,6 +174,10 @@ func (t *Tensor) Float32s() ([]float32, error) {
 // is decoded in slices on all CPUs (reading a mapped file and writing fresh memory is mostly page
 // faults, which run in parallel).
 func (t *Tensor) DecodeFloat32s(dst []float32) error {
+	t, err := t.loaded()
+	if err != nil {
+		return err
+	}
 	if err := t.check(); err != nil {
 		return err
 	}
@@ -171,6 +233,10 @@ const parallelDecodeMin = 1 << 20
 
 // Float64s converts the data to float64 (exactly, for every supported dtype).
 func (t *Tensor) Float64s() ([]float64, error) {
+	t, err := t.loaded()
+	if err != nil {
+		return nil, err
+	}
 	if t.DType == "F64" {
 		if err := t.check(); err != nil {
 			return nil, err

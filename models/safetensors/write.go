@@ -16,7 +16,8 @@ import (
 // WriteFile writes tensors as one safetensors file the way HuggingFace does: "__metadata__" first
 // (when non-empty), then the tensors sorted by name with their data in that order, and the header
 // padded with spaces to a multiple of 8 bytes. It writes a temporary file in the same directory
-// and renames it, so path is either the old file or the complete new one.
+// and renames it, so path is either the old file or the complete new one. A lazy tensor (Load)
+// is loaded when its turn comes and released once written.
 func WriteFile(path string, tensors []*Tensor, metadata map[string]string) error {
 	header, sorted, err := encodeHeader(tensors, metadata)
 	if err != nil {
@@ -32,7 +33,11 @@ func WriteFile(path string, tensors []*Tensor, metadata map[string]string) error
 			return err
 		}
 		for _, t := range sorted {
-			if _, err := w.Write(t.Data); err != nil {
+			data, err := t.Bytes()
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(data); err != nil {
 				return err
 			}
 		}
@@ -69,7 +74,9 @@ func encodeHeader(tensors []*Tensor, metadata map[string]string) ([]byte, []*Ten
 		}
 		name := jsonString(t.Name)
 		shape := jsonString(append([]int{}, t.Shape...)) // a scalar is [], not null
-		end := offset + int64(len(t.Data))
+
+		n, _ := t.ByteSize() // checked by t.check above
+		end := offset + n
 		fmt.Fprintf(&buf, `%s:{"dtype":"%s","shape":%s,"data_offsets":[%d,%d]}`, name, t.DType, shape, offset, end)
 		offset = end
 	}

@@ -238,3 +238,47 @@ func TestReadModelDir_Fixture(t *testing.T) {
 		t.Fatalf("ReadModelDir = %d tensors, %v", len(got), err)
 	}
 }
+
+// A lazy tensor (Load) is written with the bytes of the same tensor given whole, sharded by its
+// size, and read back by Float32s; a Load that fails or gives the wrong length fails the write
+// and leaves nothing at the path.
+func TestWriteFile_LazyTensors(t *testing.T) {
+	whole := []*Tensor{FromFloat32s("a", []int{2, 3}, []float32{1, 2, 3, 4, 5, 6}, "BF16"), FromFloat32s("b", []int{4}, []float32{-1, 0.5, 7, 8}, "F32")}
+	var lazy []*Tensor
+	for _, w := range whole {
+		data := w.Data
+		lazy = append(lazy, &Tensor{Name: w.Name, DType: w.DType, Shape: w.Shape, Load: func() ([]byte, error) { return data, nil }})
+	}
+	dir := t.TempDir()
+	for name, ts := range map[string][]*Tensor{"whole": whole, "lazy": lazy} {
+		if err := WriteModelDir(filepath.Join(dir, name), ts, 16); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{IndexFileName, "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"} {
+		a, errA := os.ReadFile(filepath.Join(dir, "whole", f))
+		b, errB := os.ReadFile(filepath.Join(dir, "lazy", f))
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Fatalf("%s differs (%v, %v)", f, errA, errB)
+		}
+	}
+	if v, err := lazy[1].Float32s(); err != nil || v[2] != 7 {
+		t.Fatalf("Float32s of a lazy tensor: %v, %v", v, err)
+	}
+	for _, c := range []struct {
+		load func() ([]byte, error)
+		want string
+	}{
+		{func() ([]byte, error) { return nil, os.ErrClosed }, `tensor "c": file already closed`},
+		{func() ([]byte, error) { return make([]byte, 3), nil }, `tensor "c": F32[2] needs 8 bytes, its loader gave 3`},
+	} {
+		path := filepath.Join(dir, "c.safetensors")
+		err := WriteFile(path, []*Tensor{{Name: "c", DType: "F32", Shape: []int{2}, Load: c.load}}, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("got %v, want %q", err, c.want)
+		}
+		if _, err := os.Stat(path); err == nil {
+			t.Fatal("a failed write left a file")
+		}
+	}
+}
