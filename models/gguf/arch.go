@@ -3,6 +3,7 @@ package gguf
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"regexp"
@@ -404,10 +405,11 @@ func vocabSize(f *File, name string) (int64, error) {
 }
 
 // Tensors returns every tensor of a GGUF under its HF name and PyTorch shape, stored as dtype
-// ("F32", "BF16", "F16"), in cfg.Tensors' order. Each is lazy (safetensors.Tensor.Load): its data
-// is read, dequantised to float32 and encoded only when a writer reaches it, with what llama.cpp's
-// converter changed undone: the Q/K row permutation (llama), the +1 of the norms (gemma3). So a
-// conversion holds one tensor in memory at a time, whatever the file's size. A tensor without an
+// ("F32", "BF16", "F16"), in cfg.Tensors' order. Each is lazy (safetensors.Tensor.Stream): its
+// data is read, dequantised to float32 and encoded only when a writer reaches it, a million
+// elements at a time (File.Float32Pieces), with what llama.cpp's converter changed undone: the
+// Q/K row permutation (llama; those tensors whole), the +1 of the norms (gemma3). So a conversion
+// holds a few megabytes of tensor data at a time, whatever the file's size. A tensor without an
 // HF name, a missing one or a shape other than cfg implies is an error naming it, before anything
 // is read; rope_freqs.weight is skipped when cfg has Llama 3's rope_scaling (which Config cannot
 // rebuild from the factors, so the caller gives it).
@@ -455,24 +457,36 @@ func Tensors(f *File, cfg *decoder.Config, dtype string) ([]*safetensors.Tensor,
 			_, err := Dequantize(t.Type, nil, 0)
 			return nil, fmt.Errorf("gguf: tensor %q: %w", t.Name, err)
 		}
-		load := func() ([]byte, error) {
-			v, err := f.Float32(t)
-			if err != nil {
-				return nil, err
-			}
+		stream := func(w io.Writer) error {
+			var rows int
 			switch {
 			case a.permuteQK && blockSuffix(t.Name, "attn_q.weight", "attn_q.bias"):
-				v = unpermuteRows(v, s.Shape[0], cfg.NumAttentionHeads)
+				rows = cfg.NumAttentionHeads
 			case a.permuteQK && blockSuffix(t.Name, "attn_k.weight", "attn_k.bias"):
-				v = unpermuteRows(v, s.Shape[0], cfg.NumKeyValueHeads)
-			case a.normPlusOne && strings.HasSuffix(t.Name, "norm.weight"):
-				for i := range v {
-					v[i]--
-				}
+				rows = cfg.NumKeyValueHeads
 			}
-			return safetensors.FromFloat32s(s.Name, s.Shape, v, dtype).Data, nil
+			if rows > 0 { // the permutation moves whole rows across the tensor: read it whole
+				v, err := f.Float32(t)
+				if err != nil {
+					return err
+				}
+				_, err = w.Write(safetensors.AppendFloat32s(nil, unpermuteRows(v, s.Shape[0], rows), dtype))
+				return err
+			}
+			minusOne := a.normPlusOne && strings.HasSuffix(t.Name, "norm.weight")
+			var buf []byte
+			return f.Float32Pieces(t, func(v []float32) error {
+				if minusOne {
+					for i := range v {
+						v[i]--
+					}
+				}
+				buf = safetensors.AppendFloat32s(buf[:0], v, dtype)
+				_, err := w.Write(buf)
+				return err
+			})
 		}
-		out = append(out, &safetensors.Tensor{Name: s.Name, DType: dtype, Shape: slices.Clone(s.Shape), Load: load})
+		out = append(out, &safetensors.Tensor{Name: s.Name, DType: dtype, Shape: slices.Clone(s.Shape), Stream: stream})
 	}
 	return out, nil
 }

@@ -35,22 +35,42 @@ func CanDequantize(t Type) bool { _, ok := blockFuncs[t]; return ok }
 
 // Dequantize converts n elements of type t stored in data (exactly n/blockSize blocks) to float32.
 func Dequantize(t Type, data []byte, n int64) ([]float32, error) {
-	f, ok := blockFuncs[t]
-	if !ok {
-		return nil, fmt.Errorf("dequantising %s is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)", t)
+	if err := checkBlocks(t, n, data); err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	if err := dequantizeInto(t, out, data); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkBlocks: t is supported and data holds exactly the n/blockSize blocks of n elements.
+func checkBlocks(t Type, n int64, data []byte) error {
+	if _, ok := blockFuncs[t]; !ok {
+		return fmt.Errorf("dequantising %s is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)", t)
 	}
 	bs, bb := t.BlockSize(), t.BlockBytes()
 	if n < 0 || n%bs != 0 {
-		return nil, fmt.Errorf("%s: %d elements is not a whole number of blocks of %d", t, n, bs)
+		return fmt.Errorf("%s: %d elements is not a whole number of blocks of %d", t, n, bs)
 	}
 	if want := n / bs * bb; int64(len(data)) != want {
-		return nil, fmt.Errorf("%s: %d elements need %d bytes, got %d", t, n, want, len(data))
+		return fmt.Errorf("%s: %d elements need %d bytes, got %d", t, n, want, len(data))
 	}
-	out := make([]float32, n)
+	return nil
+}
+
+// dequantizeInto is Dequantize into dst (len(dst) elements).
+func dequantizeInto(t Type, dst []float32, data []byte) error {
+	n := int64(len(dst))
+	if err := checkBlocks(t, n, data); err != nil {
+		return err
+	}
+	f, bs, bb := blockFuncs[t], t.BlockSize(), t.BlockBytes()
 	for i := int64(0); i < n/bs; i++ {
-		f(out[i*bs:(i+1)*bs], data[i*bb:(i+1)*bb])
+		f(dst[i*bs:(i+1)*bs], data[i*bb:(i+1)*bb])
 	}
-	return out, nil
+	return nil
 }
 
 func f16(b []byte) float32 { return safetensors.F16ToFloat32(binary.LittleEndian.Uint16(b)) }

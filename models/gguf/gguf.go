@@ -205,6 +205,34 @@ func (f *File) Float32(t *TensorInfo) ([]float32, error) {
 	return out, nil
 }
 
+// float32Piece is how many elements Float32Pieces dequantises at a time (rounded to whole blocks).
+const float32Piece = 1 << 20
+
+// Float32Pieces reads tensor t and dequantises it piece by piece, in ggml's element order, giving
+// each piece (about a million elements, whole blocks; the slice is reused) to fn: a tensor of
+// any size is converted in a few megabytes.
+func (f *File) Float32Pieces(t *TensorInfo, fn func(v []float32) error) error {
+	bs, bb := t.Type.BlockSize(), t.Type.BlockBytes()
+	blocks := t.Elements() / bs
+	per := max(1, float32Piece/bs)
+	raw := make([]byte, min(per, blocks)*bb)
+	v := make([]float32, min(per, blocks)*bs)
+	for b := int64(0); b < blocks; b += per {
+		n := min(per, blocks-b)
+		at := f.DataOffset + t.Offset + b*bb
+		if _, err := f.r.ReadAt(raw[:n*bb], at); err != nil {
+			return fmt.Errorf("gguf: tensor %q at offset %d: %w", t.Name, at, err)
+		}
+		if err := dequantizeInto(t.Type, v[:n*bs], raw[:n*bb]); err != nil {
+			return fmt.Errorf("gguf: tensor %q: %w", t.Name, err)
+		}
+		if err := fn(v[:n*bs]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // String returns the string value of key.
 func (f *File) String(key string) (string, error) {
 	kv, ok := f.Get(key)

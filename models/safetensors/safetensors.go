@@ -9,8 +9,10 @@
 package safetensors
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"runtime"
 	"slices"
@@ -20,23 +22,23 @@ import (
 // Tensor is one named tensor: its dtype as spelled in the header ("F32", "BF16", ...), its shape
 // and its raw little-endian bytes (len(Data) == product(Shape) × DTypeSize(DType)).
 //
-// A tensor may instead be produced when it is needed: Data nil and Load set. The writers call Load
-// when they reach the tensor and drop what it returned once it is written, so a model converted
-// tensor by tensor (a GGUF dequantised as it is written) holds one tensor in memory, not all of
-// them; the readers (Float32s, DecodeFloat32s, Float64s) call it too.
+// A tensor may instead be produced when it is needed: Data nil and Stream set. The writers call
+// Stream when they reach the tensor, and it writes the tensor's bytes piece by piece, so a model
+// converted tensor by tensor (a GGUF dequantised as it is written) holds a piece of one tensor in
+// memory, not the model; the readers (Float32s, DecodeFloat32s, Float64s) collect what it writes.
 type Tensor struct {
-	Name  string
-	DType string
-	Shape []int
-	Data  []byte
-	Load  func() ([]byte, error)
+	Name   string
+	DType  string
+	Shape  []int
+	Data   []byte
+	Stream func(w io.Writer) error
 }
 
-// lazy reports whether the tensor's bytes come from Load.
-func (t *Tensor) lazy() bool { return t.Data == nil && t.Load != nil }
+// lazy reports whether the tensor's bytes come from Stream.
+func (t *Tensor) lazy() bool { return t.Data == nil && t.Stream != nil }
 
 // ByteSize is product(Shape) × DTypeSize(DType), the bytes the tensor takes in a file (known
-// without loading a lazy tensor).
+// without streaming a lazy tensor).
 func (t *Tensor) ByteSize() (int64, error) {
 	n, err := byteSize(t.DType, t.Shape)
 	if err != nil {
@@ -45,35 +47,57 @@ func (t *Tensor) ByteSize() (int64, error) {
 	return n, nil
 }
 
-// Bytes returns Data, or for a lazy tensor what Load returns, checked to be ByteSize long.
-func (t *Tensor) Bytes() ([]byte, error) {
+// WriteData writes the tensor's bytes to w: Data, or what Stream writes, which must be ByteSize
+// bytes.
+func (t *Tensor) WriteData(w io.Writer) error {
 	if !t.lazy() {
-		return t.Data, t.check()
+		if err := t.check(); err != nil {
+			return err
+		}
+		_, err := w.Write(t.Data)
+		return err
 	}
 	want, err := t.ByteSize()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	data, err := t.Load()
-	if err != nil {
-		return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+	c := &countingWriter{w: w}
+	if err := t.Stream(c); err != nil {
+		return fmt.Errorf("tensor %q: %w", t.Name, err)
 	}
-	if int64(len(data)) != want {
-		return nil, fmt.Errorf("tensor %q: %s%v needs %d bytes, its loader gave %d", t.Name, t.DType, t.Shape, want, len(data))
+	if c.n != want {
+		return fmt.Errorf("tensor %q: %s%v needs %d bytes, its stream wrote %d", t.Name, t.DType, t.Shape, want, c.n)
 	}
-	return data, nil
+	return nil
 }
 
-// loaded is t itself, or for a lazy tensor a copy holding what Load returned.
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// loaded is t itself, or for a lazy tensor a copy holding what Stream writes.
 func (t *Tensor) loaded() (*Tensor, error) {
 	if !t.lazy() {
 		return t, nil
 	}
-	data, err := t.Bytes()
+	n, err := t.ByteSize()
 	if err != nil {
 		return nil, err
 	}
-	return &Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: data}, nil
+	var b bytes.Buffer
+	b.Grow(int(n))
+	if err := t.WriteData(&b); err != nil {
+		return nil, err
+	}
+	return &Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: b.Bytes()}, nil
 }
 
 // dtypeSizes are the element sizes in bytes of the dtypes the safetensors format defines.
@@ -266,29 +290,36 @@ func FromFloat32s(name string, shape []int, data []float32, dtype string) *Tenso
 	if n := t.NumElements(); n != len(data) {
 		panic(fmt.Sprintf("safetensors.FromFloat32s(%q): shape %v has %d elements, data has %d", name, shape, n, len(data)))
 	}
+	t.Data = AppendFloat32s(nil, data, dtype)
+	return t
+}
+
+// AppendFloat32s appends v encoded as dtype F32, BF16 or F16 (rounded to nearest even) or F64 to
+// b, little-endian; it panics for another dtype (a programming error).
+func AppendFloat32s(b []byte, v []float32, dtype string) []byte {
+	size, ok := map[string]int{"F32": 4, "BF16": 2, "F16": 2, "F64": 8}[dtype]
+	if !ok {
+		panic(fmt.Sprintf("safetensors.AppendFloat32s: dtype %q is not F32, BF16, F16 or F64", dtype))
+	}
+	b = slices.Grow(b, size*len(v))
+	out := b[len(b) : len(b)+size*len(v)]
 	switch dtype {
 	case "F32":
-		t.Data = make([]byte, 4*len(data))
-		for i, v := range data {
-			binary.LittleEndian.PutUint32(t.Data[4*i:], math.Float32bits(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
 		}
 	case "BF16":
-		t.Data = make([]byte, 2*len(data))
-		for i, v := range data {
-			binary.LittleEndian.PutUint16(t.Data[2*i:], Float32ToBF16(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(out[2*i:], Float32ToBF16(x))
 		}
 	case "F16":
-		t.Data = make([]byte, 2*len(data))
-		for i, v := range data {
-			binary.LittleEndian.PutUint16(t.Data[2*i:], Float32ToF16(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(out[2*i:], Float32ToF16(x))
 		}
 	case "F64":
-		t.Data = make([]byte, 8*len(data))
-		for i, v := range data {
-			binary.LittleEndian.PutUint64(t.Data[8*i:], math.Float64bits(float64(v)))
+		for i, x := range v {
+			binary.LittleEndian.PutUint64(out[8*i:], math.Float64bits(float64(x)))
 		}
-	default:
-		panic(fmt.Sprintf("safetensors.FromFloat32s(%q): dtype %q is not F32, BF16, F16 or F64", name, dtype))
 	}
-	return t
+	return b[:len(b)+len(out)]
 }

@@ -16,8 +16,8 @@ import (
 // WriteFile writes tensors as one safetensors file the way HuggingFace does: "__metadata__" first
 // (when non-empty), then the tensors sorted by name with their data in that order, and the header
 // padded with spaces to a multiple of 8 bytes. It writes a temporary file in the same directory
-// and renames it, so path is either the old file or the complete new one. A lazy tensor (Load)
-// is loaded when its turn comes and released once written.
+// and renames it, so path is either the old file or the complete new one. A lazy tensor
+// (Stream) is streamed when its turn comes.
 func WriteFile(path string, tensors []*Tensor, metadata map[string]string) error {
 	header, sorted, err := encodeHeader(tensors, metadata)
 	if err != nil {
@@ -33,11 +33,7 @@ func WriteFile(path string, tensors []*Tensor, metadata map[string]string) error
 			return err
 		}
 		for _, t := range sorted {
-			data, err := t.Bytes()
-			if err != nil {
-				return err
-			}
-			if _, err := w.Write(data); err != nil {
+			if err := t.WriteData(w); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package safetensors
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -239,15 +240,22 @@ func TestReadModelDir_Fixture(t *testing.T) {
 	}
 }
 
-// A lazy tensor (Load) is written with the bytes of the same tensor given whole, sharded by its
-// size, and read back by Float32s; a Load that fails or gives the wrong length fails the write
+// A lazy tensor (Stream) is written with the bytes of the same tensor given whole, sharded by its
+// size, and read back by Float32s; a Stream that fails or writes the wrong length fails the write
 // and leaves nothing at the path.
 func TestWriteFile_LazyTensors(t *testing.T) {
 	whole := []*Tensor{FromFloat32s("a", []int{2, 3}, []float32{1, 2, 3, 4, 5, 6}, "BF16"), FromFloat32s("b", []int{4}, []float32{-1, 0.5, 7, 8}, "F32")}
 	var lazy []*Tensor
 	for _, w := range whole {
 		data := w.Data
-		lazy = append(lazy, &Tensor{Name: w.Name, DType: w.DType, Shape: w.Shape, Load: func() ([]byte, error) { return data, nil }})
+		stream := func(w io.Writer) error { // in two pieces
+			if _, err := w.Write(data[:3]); err != nil {
+				return err
+			}
+			_, err := w.Write(data[3:])
+			return err
+		}
+		lazy = append(lazy, &Tensor{Name: w.Name, DType: w.DType, Shape: w.Shape, Stream: stream})
 	}
 	dir := t.TempDir()
 	for name, ts := range map[string][]*Tensor{"whole": whole, "lazy": lazy} {
@@ -266,14 +274,14 @@ func TestWriteFile_LazyTensors(t *testing.T) {
 		t.Fatalf("Float32s of a lazy tensor: %v, %v", v, err)
 	}
 	for _, c := range []struct {
-		load func() ([]byte, error)
-		want string
+		stream func(io.Writer) error
+		want   string
 	}{
-		{func() ([]byte, error) { return nil, os.ErrClosed }, `tensor "c": file already closed`},
-		{func() ([]byte, error) { return make([]byte, 3), nil }, `tensor "c": F32[2] needs 8 bytes, its loader gave 3`},
+		{func(io.Writer) error { return os.ErrClosed }, `tensor "c": file already closed`},
+		{func(w io.Writer) error { _, err := w.Write(make([]byte, 3)); return err }, `tensor "c": F32[2] needs 8 bytes, its stream wrote 3`},
 	} {
 		path := filepath.Join(dir, "c.safetensors")
-		err := WriteFile(path, []*Tensor{{Name: "c", DType: "F32", Shape: []int{2}, Load: c.load}}, nil)
+		err := WriteFile(path, []*Tensor{{Name: "c", DType: "F32", Shape: []int{2}, Stream: c.stream}}, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("got %v, want %q", err, c.want)
 		}
