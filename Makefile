@@ -81,7 +81,7 @@ unit:
 # kill-and-resume fault tests (file durability, one process per kill) and the tests of files,
 # flags and refusals.
 XLA_PLUGIN    := bin/xla/pjrt_c_api_cpu_plugin.so
-XLA_TEST_PKGS := ./internal/shard ./models/decoder ./models/generate ./trainers/step ./trainers/tokenmask ./trainers/trainable ./trainers/loop ./trainers/sft \
+XLA_TEST_PKGS := ./internal/shard ./models/decoder ./models/generate ./trainers/engine/step ./trainers/engine/tokenmask ./trainers/engine/trainable ./trainers/engine/loop ./trainers/sft \
 	./trainers/dpo ./trainers/kto ./trainers/grpo ./trainers/reward ./trainers/ppo ./toy/tinylmgomlx
 
 XLA_SKIP      := ^Test(PPO_Families|GRPO_Families|Run_Families|Fault_|GRPOFault_
@@ -147,7 +147,7 @@ xla-cpu:
 # bench: posttrain's CPU workloads on xla:cpu (and on the pure-Go backend with BENCH_GO=1) and
 # PyTorch 2.x's from the reference venv on the same shapes, interleaved in $BENCH_ROUNDS rounds
 # (default 3, order alternating), the load average recorded before each side; one table of the
-# median per-round ratios (bench/cpucompare), refused when a round's two loads differ by more than 1;
+# median per-round ratios (apps/bench/cpucompare), refused when a round's two loads differ by more than 1;
 # every round's figures in $BENCH_OUT (default: a printed temporary path). docs/benchmarks.md.
 bench:
 	scripts/bench-cpu.sh
@@ -177,7 +177,7 @@ reference-check: reference-tokenizers-check reference-tensorboard
 .PHONY: reference-tensorboard
 reference-tensorboard:
 	@tb=$$(mktemp -d) && trap 'rm -rf "$$tb"' EXIT && \
-	POSTTRAIN_TB_DUMP=$$tb/tb $(GO) test -count=1 -run '^TestRun_ReportToTensorBoard$$' ./trainers/loop/ && \
+	POSTTRAIN_TB_DUMP=$$tb/tb $(GO) test -count=1 -run '^TestRun_ReportToTensorBoard$$' ./trainers/engine/loop/ && \
 	$(REFERENCE_PY) scripts/reference/tensorboard_check.py $$tb/tb
 
 # hftokenizers: daulet/tokenizers' Rust static library (the version go.mod pins) built with cargo

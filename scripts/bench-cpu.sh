@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# `make bench`: posttrain's CPU workloads (bench/ BenchmarkCPU) on xla:cpu and the same workloads
+# `make bench`: posttrain's CPU workloads (apps/bench BenchmarkCPU) on xla:cpu and the same workloads
 # in PyTorch 2.x from PyPI (scripts/reference/cpu_bench.py in the venv of `make reference-env`,
 # which this script builds when it is missing: torch's default CPU kernels), interleaved in
-# rounds so that both sides meet the same machine, then one table (bench/cpucompare).
+# rounds so that both sides meet the same machine, then one table (apps/bench/cpucompare).
 #
 # Round r = 1..$BENCH_ROUNDS (default 3) runs each side once: posttrain xla:cpu then PyTorch in odd
 # rounds, the reverse in even ones. Before each side it records the time and the 1-minute load
@@ -53,8 +53,8 @@ out=${BENCH_OUT:-$work/bench-results.json}
 trap 'rm -f "$work/bench.test" "$work/cpucompare"' EXIT
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 echo "bench: $(nproc) CPUs, commit $commit, rounds: $rounds of ${posttrain[*]} and PyTorch; every round's figures: $out (side outputs in $work)" >&2
-go test -c -o "$work/bench.test" ./bench
-go build -o "$work/cpucompare" ./bench/cpucompare
+go test -c -o "$work/bench.test" ./apps/bench
+go build -o "$work/cpucompare" ./apps/bench/cpucompare
 
 # side NAME FILE: one side once, its output in FILE (BenchmarkCPU's text, or cpu_bench.py's JSON).
 side() {

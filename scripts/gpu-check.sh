@@ -94,7 +94,7 @@ case $FAMILY in
   qwen2) TINY_PRESET=tiny; REAL_PRESET=qwen2.5-0.5b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata ;;
   qwen3) TINY_PRESET=qwen3-tiny; REAL_PRESET=qwen3-0.6b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata ;;
   llama) TINY_PRESET=llama-3.2-tiny; REAL_PRESET=llama-3.2-1b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata/llama3 ;;
-  smollm2) TINY_PRESET=smollm2-tiny; REAL_PRESET=smollm2-135m; REAL_TOKENIZER=$ROOT/internal/tinymodel/files ;;
+  smollm2) TINY_PRESET=smollm2-tiny; REAL_PRESET=smollm2-135m; REAL_TOKENIZER=$ROOT/models/tinymodel/files ;;
   smollm3) TINY_PRESET=smollm3-tiny; REAL_PRESET=smollm3-3b; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata/llama3 ;;
   gemma3) TINY_PRESET=gemma-3-tiny; REAL_PRESET=gemma-3-270m; REAL_TOKENIZER=$ROOT/data/tokenizer/testdata/gemma3 ;;
   *) echo "gpu-check: unknown --family ${FAMILY} (valid: qwen2, qwen3, llama, smollm2, smollm3, gemma3)" >&2; exit 2 ;;
@@ -109,14 +109,14 @@ if [ "$MODE" = cpu ]; then
   : "${SFT_BATCH:=2}" "${SFT_LEN:=32}" "${SFT_STEPS:=2}"
   : "${GRPO_PROMPTS:=2}" "${GRPO_GENS:=4}" "${GRPO_PROMPT:=8}" "${GRPO_NEW:=8}" "${GRPO_MICRO:=4}"
   : "${PEAK_TFLOPS:=0}" "${TOL_PROBE:=1e-4}" "${TOL_F32:=2e-3}" "${TOL_BF16:=0.15}"
-  : "${TOKENIZER:=$ROOT/internal/tinymodel/files}"
+  : "${TOKENIZER:=$ROOT/models/tinymodel/files}"
   : "${TRAIN_DTYPE_FLAG:=}" "${TRAIN_SFT_STEPS:=3}" "${TRAIN_SFT_BATCH:=8}" "${TRAIN_SFT_LEN:=256}"
   : "${TRAIN_GRPO_STEPS:=2}" "${TRAIN_GRPO_BATCH:=8}" "${TRAIN_GRPO_GA:=1}" "${TRAIN_GRPO_GENS:=4}" "${TRAIN_GRPO_NEW:=8}"
   : "${T_BACKEND:=60}" "${T_PROBE:=60}" "${T_SAMPLE:=60}" "${T_INIT:=60}" "${T_SCORE:=60}" "${T_PARITY:=60}" "${T_SFT:=60}" "${T_GRPO:=60}"
   : "${T_DECODE:=60}" "${T_TRAINER:=60}" "${T_HF_SCORE:=120}" "${T_HF_BENCH:=120}"
 else
   if [ "$REHEARSE" = 1 ]; then # the GPU branch at tiny sizes on the pure-Go backend
-    : "${PRESET:=$TINY_PRESET}" "${BACKEND:=go}" "${BUDGET:=300}" "${TOKENIZER:=$ROOT/internal/tinymodel/files}"
+    : "${PRESET:=$TINY_PRESET}" "${BACKEND:=go}" "${BUDGET:=300}" "${TOKENIZER:=$ROOT/models/tinymodel/files}"
     : "${SCORE_ROWS:=4}" "${SCORE_LEN:=32}"
     : "${DECODE_BATCH:=1,4}" "${DECODE_PROMPT:=8}" "${DECODE_NEW:=8}"
     : "${SFT_BATCH:=2}" "${SFT_LEN:=32}" "${SFT_STEPS:=2}"

@@ -22,7 +22,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/bench"
+	"github.com/posttrain/posttrain/apps/bench"
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/decoder"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/bench"
+	"github.com/posttrain/posttrain/apps/bench"
 	"github.com/posttrain/posttrain/internal/backend"
 )
 

@@ -6,7 +6,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/engine/config"
 )
 
 // benchPEFTFlags are `bench sft`'s LoRA flags: the same names and defaults as the trainers'

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/bench"
+	"github.com/posttrain/posttrain/apps/bench"
 )
 
 // The workloads run end to end on the tiny fixture with the pure-Go backend and print their JSON.

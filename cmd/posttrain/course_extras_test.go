@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // examplesDir holds the course's TRL extras as posttrain configs (examples/README.md).

@@ -15,7 +15,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/trainers/demo"
+	"github.com/posttrain/posttrain/apps/demo"
 )
 
 func init() {

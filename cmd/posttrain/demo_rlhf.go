@@ -14,7 +14,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/trainers/demo"
+	"github.com/posttrain/posttrain/apps/demo"
 )
 
 // demoRLHF runs `posttrain demo --rlhf` with the demo's options o (the flags of both demos) and

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/trainers/demo"
+	"github.com/posttrain/posttrain/apps/demo"
 )
 
 // The flags of one demo are refused by the other, and those of the demo's own model with --model,

@@ -6,10 +6,10 @@ import (
 	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/dpo"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 func init() {

@@ -14,9 +14,9 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/urfave/cli/v3"
 
+	"github.com/posttrain/posttrain/apps/answer"
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/trainers/eval"
 )
 
 // evalMultConfig holds the flags of `posttrain eval mult`.
@@ -102,14 +102,14 @@ func runEvalMult(ctx context.Context, c evalMultConfig, w, errw io.Writer) error
 	return err
 }
 
-// evalMult answers every problem greedily with the checkpoint in dir (trainers/eval) and counts
+// evalMult answers every problem greedily with the checkpoint in dir (apps/answer) and counts
 // the answers the mult_correct verifier accepts.
 func evalMult(b backends.Backend, dir, adapter string, problems []mult.Problem, maxNew, batch int) (int, error) {
 	prompts := make([][]chat.Message, len(problems))
 	for i, p := range problems {
 		prompts[i] = []chat.Message{{Role: "user", Content: p.Prompt()}}
 	}
-	answers, err := eval.GreedyAdapter(b, dir, adapter, prompts, maxNew, batch)
+	answers, err := answer.GreedyAdapter(b, dir, adapter, prompts, maxNew, batch)
 	if err != nil {
 		return 0, err
 	}

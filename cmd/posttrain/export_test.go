@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/models/gguf"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // llamaCppGolden is models/gguf/testdata/export/llamacpp_logprobs.json

@@ -10,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/trainers/demo"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/apps/demo"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // intFlag is one integer flag of a command: the command's path from the root and the flag.

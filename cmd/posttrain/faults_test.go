@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // Errors that used to name the wrong thing, or only an OS call, name the fault in one line:

@@ -1,7 +1,7 @@
 package main
 
 // `posttrain generate`: continue a prompt (or a chat turn, with the model's chat template) with a
-// Qwen2, Qwen3, Llama, SmolLM3 or Gemma 3 checkpoint, greedy or sampled, with the KV cache.
+// checkpoint of any decoder family (decoder.FamilyNames), greedy or sampled, with the KV cache.
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/posttrain/posttrain/data/chat"
-	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/models/decoder"
+	"github.com/posttrain/posttrain/models/encode"
 	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/models/lora"
 )
@@ -55,7 +55,7 @@ type generateOutput struct {
 func init() {
 	addCommand(&cli.Command{
 		Name:  "generate",
-		Usage: "continue a prompt with a Qwen2, Qwen3, Llama, SmolLM3 or Gemma 3 checkpoint (greedy, or sampled with temperature/top-k/top-p) and print the completion",
+		Usage: "continue a prompt with a " + decoder.FamilyNames() + " checkpoint (greedy, or sampled with temperature/top-k/top-p) and print the completion",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Usage: "checkpoint directory or HuggingFace repo id"},
 			&cli.StringFlag{Name: "prompt", Required: true, Usage: "prompt text (the user message with --chat)"},

@@ -1,7 +1,7 @@
 package main
 
-// `posttrain grpo`: Group Relative Policy Optimization with verifier rewards on a Qwen2, Qwen3, Llama, SmolLM3 or Gemma 3 checkpoint,
-// with TRL v0.24's GRPOConfig options in kebab-case (trainers/config).
+// `posttrain grpo`: Group Relative Policy Optimization with verifier rewards on a checkpoint of any decoder family (decoder.FamilyNames),
+// with TRL v0.24's GRPOConfig options in kebab-case (trainers/engine/config).
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/grpo"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/trainers/demo"
+	"github.com/posttrain/posttrain/apps/demo"
 )
 
 // `posttrain grpo` trains a tiny checkpoint on the multiplication prompts and leaves the model,

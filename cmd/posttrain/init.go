@@ -1,7 +1,7 @@
 package main
 
-// `posttrain init`: write a randomly initialised Qwen2, Qwen3, Llama (SmolLM2), SmolLM3 or Gemma 3
-// checkpoint in HuggingFace's layout, for tests, demos and GPU measurements.
+// `posttrain init`: write a randomly initialised checkpoint of any decoder family (decoder.FamilyNames)
+// in HuggingFace's layout, for tests, demos and GPU measurements.
 
 import (
 	"context"
@@ -31,7 +31,7 @@ type initConfig struct {
 func init() {
 	addCommand(&cli.Command{
 		Name:  "init",
-		Usage: "write a randomly initialised Qwen2, Qwen3, Llama, SmolLM3 or Gemma 3 checkpoint (HF layout: safetensors, config.json, generation_config.json, tokenizer)",
+		Usage: "write a randomly initialised " + decoder.FamilyNames() + " checkpoint (HF layout: safetensors, config.json, generation_config.json, tokenizer)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "preset", Required: true, Usage: "model shape: " + strings.Join(decoder.PresetNames, ", ") + " (the -tiny ones keep their family's features at a test size)"},
 			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer directory (tokenizer.json[.gz], tokenizer_config.json) or tokenizer.json[.gz] to copy in, e.g. the family's; the vocabulary and eos/bos ids follow it"},

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // --eval-dataset reaches every trainer through the CLI: KTO evaluates at each eval step with

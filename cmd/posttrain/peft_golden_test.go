@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/internal/tinymodel"
 	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/models/safetensors"
+	"github.com/posttrain/posttrain/models/tinymodel"
 )
 
 // `posttrain merge` of each adapter of models/testdata/peft-0.21.2 (four that PEFT 0.21.2 saved,

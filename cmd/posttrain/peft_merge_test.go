@@ -16,7 +16,7 @@ import (
 
 	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/models/safetensors"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // handAdapterConfig is adapter_config.json as PEFT 0.17's LoraConfig.save_pretrained writes it

@@ -11,7 +11,7 @@ import (
 
 	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/models/safetensors"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // `posttrain sft --use-peft` writes PEFT's files (adapter_config.json with LoraConfig's fields,

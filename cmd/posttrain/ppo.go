@@ -1,7 +1,7 @@
 package main
 
 // `posttrain ppo`: PPO with a reward model and a value model (TRL v0.24's PPOTrainer/PPOConfig,
-// trainers/ppo), with PPOConfig's options in kebab-case (trainers/config).
+// trainers/ppo), with PPOConfig's options in kebab-case (trainers/engine/config).
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/ppo"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/trainers/demo"
+	"github.com/posttrain/posttrain/apps/demo"
 )
 
 // `posttrain reward` then `posttrain ppo` with that reward model on the multiplication prompts: the

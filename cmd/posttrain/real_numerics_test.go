@@ -10,10 +10,10 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
-	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/models/encode"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // One SFT step of the released SmolLM2-135M-Instruct (a full fine-tune, 4 rows in one

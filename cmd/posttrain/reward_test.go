@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // `posttrain reward` trains a reward model with TRL's metric names (eval ones too) and writes an

@@ -1,6 +1,6 @@
 package main
 
-// `posttrain score`: run a Qwen2, Qwen3, Llama, SmolLM3 or Gemma 3 checkpoint on a token batch and print per-token log-probs, the
+// `posttrain score`: run a checkpoint of any decoder family (decoder.FamilyNames) on a token batch and print per-token log-probs, the
 // loss, logits checksums and (--grad) gradient norms as JSON, in the layout of the qwen2-tiny
 // expected files (models/testdata/qwen2-tiny).
 
@@ -36,7 +36,7 @@ type scoreOutput struct {
 func init() {
 	addCommand(&cli.Command{
 		Name:  "score",
-		Usage: "score a token batch with a Qwen2, Qwen3, Llama, SmolLM3 or Gemma 3 checkpoint: per-token log-probs, loss, logits checksums, gradient norms (JSON)",
+		Usage: "score a token batch with a " + decoder.FamilyNames() + " checkpoint: per-token log-probs, loss, logits checksums, gradient norms (JSON)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Usage: "checkpoint directory or HuggingFace repo id"},
 			&cli.StringFlag{Name: "input", Required: true, Usage: "batch JSON file {input_ids, attention_mask, completion_start}"},

@@ -1,15 +1,15 @@
 package main
 
-// `posttrain sft`: supervised fine-tuning with TRL v0.24's SFTConfig options (trainers/config).
+// `posttrain sft`: supervised fine-tuning with TRL v0.24's SFTConfig options (trainers/engine/config).
 
 import (
 	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 	"github.com/posttrain/posttrain/trainers/sft"
-	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 func init() {

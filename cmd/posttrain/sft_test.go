@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/internal/tinymodel"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/models/tinymodel"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // `posttrain sft --chat-template-path FILE.jinja` on a checkpoint without a chat template trains on

@@ -1,7 +1,7 @@
 package main
 
 // `posttrain toy lm-reinforce|rlhf|dpo|kto|grpo|variants`: the course's TinyLM phases 8-12, trained
-// through the GoMLX trainer path (toy/tinylmgomlx: trainers/{dpo,kto,grpo} losses + trainers/step)
+// through the GoMLX trainer path (toy/tinylmgomlx: trainers/{dpo,kto,grpo} losses + trainers/engine/step)
 // and printed by the float64 oracle's print functions (toy/tinylm). --json prints one object with
 // the golden's keys ({"phase", "args", results}); --check also runs the oracle and fails if the two
 // differ by more than 1e-9 (or sample differently).

@@ -13,7 +13,7 @@ import (
 
 	"github.com/posttrain/posttrain/toy/tinylm"
 	"github.com/posttrain/posttrain/toy/tinylmgomlx"
-	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 func init() {

@@ -1,7 +1,7 @@
 package main
 
-// Shared by `posttrain sft|dpo|kto`: flags from the method's TRL config (trainers/config), model
-// and dataset loading, the training driver (trainers/loop) with Ctrl-C checkpointing.
+// Shared by `posttrain sft|dpo|kto`: flags from the method's TRL config (trainers/engine/config), model
+// and dataset loading, the training driver (trainers/engine/loop) with Ctrl-C checkpointing.
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // trainMethod builds a method's loop.Method from the loaded model and dataset.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // multData writes `posttrain data mult --kind kind -n n` into dir and returns the file.

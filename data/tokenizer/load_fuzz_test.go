@@ -21,7 +21,7 @@ func fuzzSeedFile(f *testing.F, path string) {
 // accepts encodes and decodes text (fixed, and a piece of the input) without panicking, every id
 // inside its vocabulary.
 func FuzzFromJSON(f *testing.F) {
-	fuzzSeedFile(f, "../../internal/tinymodel/files/tokenizer.json")
+	fuzzSeedFile(f, "../../models/tinymodel/files/tokenizer.json")
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":true},"decoder":{"type":"ByteLevel"}}`))
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":[["a","b"]]},"added_tokens":[{"id":3,"content":"<x>","special":true}]}`))
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":-1},"merges":["a a a"]}}`))
@@ -59,7 +59,7 @@ func FuzzFromJSON(f *testing.F) {
 // accepted one is checked against the Qwen3 tokenizer (Load's checkConfig) without panicking.
 func FuzzParseConfig(f *testing.F) {
 	fuzzSeedFile(f, "testdata/tokenizer_config.json")
-	fuzzSeedFile(f, "../../internal/tinymodel/files/tokenizer_config.json")
+	fuzzSeedFile(f, "../../models/tinymodel/files/tokenizer_config.json")
 	fuzzSeedFile(f, "../chat/testdata/tokenizer_config.json")
 	f.Add([]byte(`{"eos_token":{"content":"<|im_end|>","special":true},"pad_token":null,"model_max_length":1e30}`))
 	f.Add([]byte(`{"added_tokens_decoder":{"x":{"content":"a"}},"chat_template":[{"name":"default","template":"{{ x }}"}]}`))

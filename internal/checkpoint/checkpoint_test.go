@@ -378,3 +378,10 @@ func TestSave_UsualModes(t *testing.T) {
 		}
 	}
 }
+
+// The marker this package writes is the one models/safetensors refuses to read past.
+func TestIncompleteMarker_SameAsSafetensors(t *testing.T) {
+	if IncompleteMarker != safetensors.IncompleteMarker {
+		t.Fatalf("checkpoint writes %q, safetensors looks for %q", IncompleteMarker, safetensors.IncompleteMarker)
+	}
+}

@@ -8,13 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/posttrain/posttrain/models/safetensors"
 )
 
 // Hidden-name prefixes of the temporaries a run makes in its output directory: a checkpoint being
 // written (.checkpoint-N.tmp-XXXX, and .checkpoint-N.tmp-XXXX.old while it replaces one), the
-// model being written (.model-XXXX, by trainers/loop) and a checkpoint being rotated out
+// model being written (.model-XXXX, by trainers/engine/loop) and a checkpoint being rotated out
 // (.deleting-checkpoint-N).
 const (
 	tmpPrefix      = "." + Prefix
@@ -126,7 +124,7 @@ func (r Run) Previous(outputDir string) ([]string, error) {
 		if _, ok := stepOf(e.Name()); ok && e.IsDir() {
 			return true
 		}
-		if e.Name() == ModelMark || e.Name() == safetensors.IncompleteMarker {
+		if e.Name() == ModelMark || e.Name() == IncompleteMarker {
 			return true
 		}
 		if !e.Type().IsRegular() || !match(r.Marks, e.Name()) {
@@ -149,7 +147,7 @@ func (r Run) Owned(outputDir string) ([]string, error) {
 		n := e.Name()
 		_, ck := stepOf(n)
 		return (ck && e.IsDir()) || match(r.Files, n) || r.stale(n) || slices.Contains(model, n) ||
-			n == ModelMark || n == safetensors.IncompleteMarker
+			n == ModelMark || n == IncompleteMarker
 	})
 }
 

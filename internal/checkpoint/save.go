@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/posttrain/posttrain/internal/fsmode"
-	"github.com/posttrain/posttrain/models/safetensors"
 )
 
 // Save writes OUTPUT_DIR/checkpoint-<st.GlobalStep>/ atomically: every file of files (name →
@@ -20,6 +19,13 @@ import (
 // written into OUTPUT_DIR/.checkpoint-N.tmp-XXXX, fsynced, and the directory renamed into place
 // (replacing an existing checkpoint-N). Then the oldest checkpoints beyond saveTotalLimit are
 // pruned (≤ 0 keeps all). It returns the checkpoint directory; on error nothing is left behind.
+// IncompleteMarker is the file a run keeps in its output directory while WriteFiles replaces the
+// final model's files there one by one: a run killed meanwhile leaves it, and the weights may then
+// be a mix of two models. models/safetensors refuses to read a directory that holds it (its
+// safetensors.IncompleteMarker is the same name, which TestIncompleteMarker_SameAsSafetensors
+// holds; this package sits below models/ and does not import it).
+const IncompleteMarker = ".posttrain-model-incomplete"
+
 func Save(outputDir string, st *State, files map[string]WriteFunc, saveTotalLimit int) (string, error) {
 	final := Dir(outputDir, st.GlobalStep)
 	if err := os.MkdirAll(outputDir, 0o755); err != nil {
@@ -152,14 +158,14 @@ func syncPath(path string) error {
 // renamed into place: for the final model in OUTPUT_DIR itself, as HF Trainer leaves it. A file
 // that fails leaves the previous version of that file in place. Since the files are replaced one by
 // one, a kill between two renames leaves a mix of old and new files (shards of two models): before
-// the first rename dir gets the marker file safetensors.IncompleteMarker (fsynced), removed after
+// the first rename dir gets the marker file IncompleteMarker (fsynced), removed after
 // the last one, and loading a model directory that holds it fails naming it.
 func WriteFiles(dir string, files map[string]WriteFunc) error { return writeFiles(dir, files, nil) }
 
 // writeFiles is WriteFiles that also removes the entries named in remove after the last rename,
 // while the marker stands.
 func writeFiles(dir string, files map[string]WriteFunc, remove []string) error {
-	marker := filepath.Join(dir, safetensors.IncompleteMarker)
+	marker := filepath.Join(dir, IncompleteMarker)
 	marked := false
 	mark := func() error {
 		if marked {

@@ -18,7 +18,7 @@
 //     records the names of the outputs a build lays out, so the host reads them back by name.
 //
 // Graph-side failures are panics, as everywhere in GoMLX graph code; the Exec boundaries (trainers/
-// step, trainers/loop, models/generate) turn them into errors. Of and Bind panic as well on a struct
+// step, trainers/engine/loop, models/generate) turn them into errors. Of and Bind panic as well on a struct
 // they cannot lay out (a field of another type): a programming error that any call shows.
 package named
 

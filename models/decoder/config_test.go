@@ -152,3 +152,15 @@ func TestParseConfig_FamilyRefusals(t *testing.T) {
 		t.Errorf("rope_parameters with llama3: %+v, %v", cfg, err)
 	}
 }
+
+// Every registered family has a name, and the help text lists them all in model_type order.
+func TestFamilyNames(t *testing.T) {
+	for _, mt := range ModelTypes() {
+		if Families[mt].Name == "" {
+			t.Errorf("model_type %s has no Name", mt)
+		}
+	}
+	if got, want := FamilyNames(), "Gemma 3, Llama, Qwen2, Qwen3 or SmolLM3"; got != want {
+		t.Errorf("FamilyNames() = %q, want %q", got, want)
+	}
+}

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Family is what a config's model_type fixes about the decoder; the config's own fields
 // (attention_bias, mlp_bias, head_dim, tie_word_embeddings, rope_scaling) set the rest.
 type Family struct {
+	// Name is the family's name in messages and help ("Qwen2", "Gemma 3").
+	Name string
 	// Architecture is config.json's architectures[0] for this model_type.
 	Architecture string
 	// Classifier is the architecture of its sequence-classification model when it is not
@@ -62,6 +65,19 @@ func register(modelType string, f Family) struct{} {
 
 // ModelTypes lists the supported model_type values, sorted.
 func ModelTypes() []string { return slices.Sorted(maps.Keys(Families)) }
+
+// FamilyNames lists the families' names for help text, in model_type order: "Gemma 3, Llama,
+// Qwen2, Qwen3 or SmolLM3".
+func FamilyNames() string {
+	var names []string
+	for _, t := range ModelTypes() {
+		names = append(names, Families[t].Name)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // Family is the config's model family (the zero Family for an unsupported model_type, which
 // Validate refuses).

@@ -33,7 +33,7 @@ import (
 // attn_logit_softcapping is refused unless null: Gemma3Attention keeps it but never applies it,
 // so a checkpoint that sets it would mean different things to different readers.
 
-var _ = register("gemma3_text", Family{Architecture: "Gemma3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 256,
+var _ = register("gemma3_text", Family{Name: "Gemma 3", Architecture: "Gemma3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 256,
 	Gemma3: true, RopeTypes: []string{"default", "linear"},
 	// modeling_gemma3.py: Gemma3ForSequenceClassification is the multimodal model's.
 	Classifier: "Gemma3TextForSequenceClassification", DefaultPadTokenID: intPtr(0), ConfigJSON: gemma3ConfigJSON})

@@ -6,7 +6,7 @@ import "math"
 // The shared decoder with attention_bias (q/k/v/o alike) and mlp_bias as config.json says, and
 // Llama 3.1/3.2's rope_scaling "llama3" (llama3InvFreq), which any family with the default
 // RopeTypes accepts.
-var _ = register("llama", Family{Architecture: "LlamaForCausalLM", AttentionBiasField: true, MLPBiasField: true,
+var _ = register("llama", Family{Name: "Llama", Architecture: "LlamaForCausalLM", AttentionBiasField: true, MLPBiasField: true,
 	ConfigJSON: llamaConfigJSON})
 
 // llamaConfigJSON is what LlamaConfig writes beyond the shared keys.

@@ -4,7 +4,7 @@ package decoder
 // and v projections always (config.json has no attention_bias field; o_proj has none) and plain
 // RoPE; the config's rope_scaling may still be llama3's (RopeTypes). Nothing else differs, so
 // this file is the registration and what Qwen2Config writes.
-var _ = register("qwen2", Family{Architecture: "Qwen2ForCausalLM", QKVBias: true, ConfigJSON: qwen2ConfigJSON})
+var _ = register("qwen2", Family{Name: "Qwen2", Architecture: "Qwen2ForCausalLM", QKVBias: true, ConfigJSON: qwen2ConfigJSON})
 
 // qwen2ConfigJSON is what Qwen2Config writes beyond the shared keys: no sliding window, head_dim
 // only when it is not hidden_size/num_attention_heads.

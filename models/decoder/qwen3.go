@@ -8,7 +8,7 @@ import (
 // Qwen3 dense (transformers' modeling_qwen3.py): attention_bias (q/k/v/o alike), a head_dim of 128
 // when config.json has none, and a per-head RMSNorm of the queries and keys (q_norm, k_norm over
 // head_dim) before RoPE — QKNorm, which Gemma 3 shares.
-var _ = register("qwen3", Family{Architecture: "Qwen3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 128,
+var _ = register("qwen3", Family{Name: "Qwen3", Architecture: "Qwen3ForCausalLM", AttentionBiasField: true, QKNorm: true, DefaultHeadDim: 128,
 	ConfigJSON: qwen3ConfigJSON})
 
 // qwen3ConfigJSON is what Qwen3Config writes beyond the shared keys.

@@ -11,7 +11,7 @@ import (
 // config.json has none: int((i+1) % no_rope_layer_interval != 0) for each layer (interval 4 by
 // default: every fourth layer is NoPE). Its other defaults differ from Llama's: tied embeddings,
 // rope_theta 2e6, 4 key/value heads, pad_token_id 128004.
-var _ = register("smollm3", Family{Architecture: "SmolLM3ForCausalLM", AttentionBiasField: true, MLPBiasField: true, DefaultPadTokenID: intPtr(128004),
+var _ = register("smollm3", Family{Name: "SmolLM3", Architecture: "SmolLM3ForCausalLM", AttentionBiasField: true, MLPBiasField: true, DefaultPadTokenID: intPtr(128004),
 	ConfigJSON: smolLM3ConfigJSON, Defaults: (*Config).smolLM3Defaults, Validate: (*Config).validateSmolLM3})
 
 // SmolLM3 configuration defaults (SmolLM3Config's __init__ / class fields).

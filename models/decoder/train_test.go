@@ -11,13 +11,13 @@ import (
 
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/engine/step"
 )
 
 // trainBatch holds newTrainStep's graph inputs by name.
 type trainBatch[T any] struct{ IDs, Pos, Mask, Scored T }
 
-// newTrainStep builds one AdamW step (trainers/step's, PyTorch's AdamW: lr 1e-3, weight decay
+// newTrainStep builds one AdamW step (trainers/engine/step's, PyTorch's AdamW: lr 1e-3, weight decay
 // 0.01) on MeanNLL with the gradients clipped to a global L2 norm of maxNorm; a Run returns the
 // loss and the gradient norm before clipping.
 func newTrainStep(t testing.TB, b backends.Backend, ctx *context.Context, cfg *Config, maxNorm float64) *step.Step {

@@ -15,16 +15,16 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/data/tokenizer"
-	"github.com/posttrain/posttrain/internal/tinymodel"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/safetensors"
+	"github.com/posttrain/posttrain/models/tinymodel"
 )
 
 // exportFixtures are the tiny checkpoints of models/testdata that llama.cpp's format can carry
 // (gemma3-tiny's query_pre_attn_scalar and smollm3-tiny's family cannot: TestExport_Refusals).
 var exportFixtures = []string{"qwen2-tiny", "qwen3-tiny", "llama-tiny", "smollm2-tiny", "gemma3-bf16-tiny"}
 
-// exportFixture copies models/testdata/NAME/model with internal/tinymodel's tokenizer beside it.
+// exportFixture copies models/testdata/NAME/model with models/tinymodel's tokenizer beside it.
 func exportFixture(t *testing.T, name string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)

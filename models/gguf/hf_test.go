@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/data/chat"
-	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/models/encode"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
 

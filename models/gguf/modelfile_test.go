@@ -9,7 +9,7 @@ import (
 	"text/template"
 
 	"github.com/posttrain/posttrain/data/chat"
-	"github.com/posttrain/posttrain/internal/tinymodel"
+	"github.com/posttrain/posttrain/models/tinymodel"
 )
 
 // renderOllama renders an ollama TEMPLATE as ollama does: a Go text/template over .Messages.

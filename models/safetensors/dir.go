@@ -19,9 +19,9 @@ const (
 )
 
 // IncompleteMarker is the file a posttrain run keeps in its output directory while it replaces the
-// final model's files there one by one (internal/checkpoint.WriteFiles): a run killed meanwhile
-// leaves it, and the weights may then be a mix of two models. ReadModelDir and OpenModelDir refuse
-// a directory that holds it.
+// final model's files there one by one (internal/checkpoint.WriteFiles, which names it too,
+// checkpoint.IncompleteMarker): a run killed meanwhile leaves it, and the weights may then be a mix
+// of two models. ReadModelDir and OpenModelDir refuse a directory that holds it.
 const IncompleteMarker = ".posttrain-model-incomplete"
 
 // Index is the content of model.safetensors.index.json.

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """A few AdamW steps on one qwen2-tiny batch: the reference for the trainers' update
-(trainers/loop.Optimizer) and the PyTorch side of `posttrain bench parity`.
+(trainers/engine/loop.Optimizer) and the PyTorch side of `posttrain bench parity`.
 
 Each step: the loss is the mean NLL of the batch's scored tokens (the fixture's loss, posttrain's
 SFT NLL over tokens), its gradient is clipped to a global L2 norm (torch.nn.utils.clip_grad_norm_),

@@ -7,7 +7,7 @@ it is a scalar or a string under 200 characters) and every tensor (name, ggml ty
 its data). TestExport_MatchesLlamaCppConverter exports the same checkpoints with posttrain and
 compares entry for entry.
 
-Each fixture directory gets internal/tinymodel's tokenizer (as the Go tests give it), in a
+Each fixture directory gets models/tinymodel's tokenizer (as the Go tests give it), in a
 temporary directory. Two things of the converter are set from here, neither of which changes what
 it writes for a recognised tokenizer:
   - get_vocab_base_pre: it names the pre-tokenizer by the sha256 of a test string's ids, and the
@@ -79,7 +79,7 @@ def main():
     args = ap.parse_args()
     sys.path[:0] = [str(Path(args.llama_cpp) / "gguf-py")]
     import gguf
-    tok = Path("internal/tinymodel/files")
+    tok = Path("models/tinymodel/files")
     out = {"generator": "scripts/reference/gguf_convert_golden.py",
            "converter": "convert_hf_to_gguf.py and gguf-py of llama-cpp-python 0.3.36's vendor/llama.cpp",
            "files": {}}

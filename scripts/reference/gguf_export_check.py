@@ -2,7 +2,7 @@
 """llama.cpp itself on what `posttrain export gguf` writes: writes
 models/gguf/testdata/export/llamacpp_logprobs.json, the golden of TestExport_LlamaCppLogProbs.
 
-For each tiny checkpoint of models/testdata that GGUF can carry (with internal/tinymodel's
+For each tiny checkpoint of models/testdata that GGUF can carry (with models/tinymodel's
 tokenizer) and each of --type f16, q8_0, q4_k_m, the script runs `posttrain export gguf`, loads
 the file with llama-cpp-python 0.3.36 (llama_cpp.Llama(logits_all=True), CPU, one thread),
 evaluates one fixed batch of 16 token ids and takes the log-softmax of every position's logits
@@ -145,7 +145,7 @@ def main():
             src = Path(tmp) / fx
             shutil.copytree(f"models/testdata/{fx}/model", src)
             for f in ("tokenizer.json", "tokenizer_config.json"):
-                shutil.copy(Path("internal/tinymodel/files") / f, src / f)
+                shutil.copy(Path("models/tinymodel/files") / f, src / f)
             golden["files"][fx] = check_model(args.posttrain, fx, src, tmp, importable=fx != "llama-tiny", tokens=TOKENS)
     dst = Path(args.out) / OUT
     dst.parent.mkdir(parents=True, exist_ok=True)

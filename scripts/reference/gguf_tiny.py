@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes models/testdata/gguf/{qwen2-tiny,qwen3-tiny}.gguf: the tiny HF checkpoints of
-models/testdata (qwen2-tiny, qwen3-tiny) with the cut-down Qwen tokenizer of internal/tinymodel,
+models/testdata (qwen2-tiny, qwen3-tiny) with the cut-down Qwen tokenizer of models/tinymodel,
 written as GGUF with llama.cpp's own Python package gguf (gguf-py, pinned below) the way llama.cpp's
 convert_hf_to_gguf.py writes a Qwen2/Qwen3 checkpoint (Qwen2Model / Qwen3Model, TextModel):
 
@@ -31,7 +31,7 @@ from gguf import GGMLQuantizationType as Q
 from safetensors.numpy import load_file
 
 GGUF_PY_VERSION = "0.19.0"
-TOKENIZER = "internal/tinymodel/files"
+TOKENIZER = "models/tinymodel/files"
 FIXTURES = [  # fixture, gguf architecture, 2-D tensor type, file type
     ("qwen2-tiny", gguf.MODEL_ARCH.QWEN2, Q.Q8_0, gguf.LlamaFileType.MOSTLY_Q8_0),
     ("qwen3-tiny", gguf.MODEL_ARCH.QWEN3, Q.F16, gguf.LlamaFileType.MOSTLY_F16),

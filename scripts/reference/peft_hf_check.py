@@ -2,7 +2,7 @@
 PEFT 0.21.2 and transformers 4.57.6 themselves and compares their outputs with posttrain's.
 
 In a temporary directory, on the base models/testdata/qwen2-tiny/model (its weights and config.json,
-with internal/tinymodel's tokenizer files beside them, as the Go tests' looptest.Model):
+with models/tinymodel's tokenizer files beside them, as the Go tests' looptest.Model):
 
   lora     `posttrain sft --use-peft` (LORA_RUNS: rsLoRA on all-linear with dropout 0.1; PEFT's default
            targets with model.norm in modules_to_save; 4 steps): PeftModel.from_pretrained of its

@@ -22,7 +22,7 @@ run's file cut in place, a new file added) shows exactly the resumed run's scala
 
 which runs (from the repository root)
 
-    POSTTRAIN_TB_DUMP=$(mktemp -d)/tb go test ./trainers/loop/ -run TestRun_ReportToTensorBoard -count=1
+    POSTTRAIN_TB_DUMP=$(mktemp -d)/tb go test ./trainers/engine/loop/ -run TestRun_ReportToTensorBoard -count=1
     .venv-reference/trl-0.24/bin/python scripts/reference/tensorboard_check.py DIR
 """
 

@@ -3,7 +3,7 @@
 HuggingFace layout: config.json as transformers' configuration classes write it (sorted keys, two-space
 indent) and model.safetensors with HF's tensor names ({"format": "pt"} metadata, tensors sorted by name,
 the header padded with spaces to 8 bytes, as safetensors' save_file does). The inputs/ are the
-qwen2-tiny fixture's batches (token ids < 512, the vocabulary here and internal/tinymodel's).
+qwen2-tiny fixture's batches (token ids < 512, the vocabulary here and models/tinymodel's).
 
 Weights are drawn from torch.Generator seeds, with magnitudes that make the outputs depend on every
 tensor (the qwen2-tiny fixture's scale): embeddings and lm_head N(0, 0.25²), projections N(0, 1/in),

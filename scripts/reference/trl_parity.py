@@ -4,11 +4,11 @@
 SFTTrainer, DPOTrainer (every loss type posttrain offers and its other options), KTOTrainer and
 RewardTrainer of TRL 0.24.0 (transformers 4.57.6, torch 2.15.0 on the CPU, one thread; the pinned
 `.venv-reference/trl-0.24`) train the tiny Qwen3 fixture (`models/testdata/qwen3-tiny/model`, with
-`internal/tinymodel`'s cut-down Qwen tokenizer beside it: 512 ids) for 5 optimizer steps each
+`models/tinymodel`'s cut-down Qwen tokenizer beside it: 512 ids) for 5 optimizer steps each
 (`METHODS`: the cases), float32, dropout 0, logging every step, on 20 rows this script writes
 next to each golden (`CASE_ROWS`: cases with rows of their own). SFT, DPO and reward read the
 rows in the order posttrain's loop visits them, through a sampler that yields pass e's
-`trainers/loop.Order(n, seed, e)` (`go_order`, checked against `ORDER` here and by the Go tests)
+`trainers/engine/loop.Order(n, seed, e)` (`go_order`, checked against `ORDER` here and by the Go tests)
 instead of HF's RandomSampler; KTOTrainer keeps its own SequentialSampler (0, 1, …), which
 posttrain's KTO follows. Each case records the order its sampler gave. 20 rows are one pass of 5
 steps of 2 × 2.
@@ -70,17 +70,17 @@ REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 FIXTURE = "models/testdata/qwen3-tiny/model"
 # Gemma 3 with final_logit_softcapping 5, whose logits reach past ±5: TRL logs the capped logits.
 GEMMA_FIXTURE = "models/testdata/gemma3-tiny/model"
-TOKENIZER = "internal/tinymodel/files"
+TOKENIZER = "models/tinymodel/files"
 COMMAND = ".venv-reference/trl-0.24/bin/python scripts/reference/trl_parity.py"
 
-# trainers/loop.Order(20, 42, 0): the permutation posttrain's loop draws for pass 0 with seed 42
+# trainers/engine/loop.Order(20, 42, 0): the permutation posttrain's loop draws for pass 0 with seed 42
 # (go_order reproduces it; main checks).
 ORDER = [5, 4, 3, 9, 8, 1, 13, 6, 14, 19, 12, 10, 7, 16, 2, 15, 11, 18, 17, 0]
 M64 = (1 << 64) - 1
 
 
 def go_order(n, seed, epoch):
-    """trainers/loop.Order(n, seed, epoch): Go's math/rand/v2 rand.New(rand.NewPCG(seed,
+    """trainers/engine/loop.Order(n, seed, epoch): Go's math/rand/v2 rand.New(rand.NewPCG(seed,
     epoch+0x5eed)).Perm(n): PCG's 128-bit LCG with the DXSM output (pcg.go), Fisher-Yates from
     the last element with Lemire's multiply-and-reject uint64n (rand.go)."""
     mul = (2549297995355413924 << 64) | 4865540595714422341
@@ -673,7 +673,7 @@ def kto_parity():
 
 
 def model_dir(tmp, fixture=FIXTURE):
-    """The fixture with the tokenizer beside it, as trainers/loop/looptest.Fixture lays it out."""
+    """The fixture with the tokenizer beside it, as trainers/engine/loop/looptest.Fixture lays it out."""
     d = os.path.join(tmp, os.path.basename(os.path.dirname(fixture)))
     if os.path.exists(d):
         return d

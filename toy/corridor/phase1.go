@@ -7,7 +7,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/pyfmt"
 	"github.com/posttrain/posttrain/internal/pyrand"
-	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 // Phase1Config holds `posttrain toy return`'s settings (the course's defaults in DefaultPhase1).

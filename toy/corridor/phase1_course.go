@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/posttrain/posttrain/internal/pyfmt"
-	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 // ReturnCheck is one row of phase 1's hand_check: a scripted trajectory, its rewards and G_0.

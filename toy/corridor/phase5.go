@@ -7,7 +7,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/pyfmt"
 	"github.com/posttrain/posttrain/internal/pyrand"
-	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 // ReinforceUpdate is 식 (5.3)/(5.4): θ_s ← θ_s + α·(G_t − b(s_t))·∇log π(a_t|s_t) for every step

@@ -5,7 +5,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/pyfmt"
 	"github.com/posttrain/posttrain/internal/pyrand"
-	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 // Phase6Config holds `posttrain toy a2c`'s settings.

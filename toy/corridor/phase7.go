@@ -6,7 +6,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/pyfmt"
 	"github.com/posttrain/posttrain/internal/pyrand"
-	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 // EpochDemo is the course's epoch_demo: a fixed batch from cell 2, [(→, A=+1), (←, A=−1)],

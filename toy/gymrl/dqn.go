@@ -11,7 +11,7 @@ import (
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/pyrand"
 	"github.com/posttrain/posttrain/toy/gym"
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/engine/step"
 )
 
 // DQNConfig is extras/dqn_cartpole.py's main(total_steps, seed) and its constants.

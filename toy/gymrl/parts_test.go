@@ -13,7 +13,7 @@ import (
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/pyrand"
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/engine/step"
 )
 
 var testBackend = sync.OnceValue(func() backends.Backend { return backend.MustNewForTests() })

@@ -11,9 +11,9 @@ import (
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/pyrand"
 	"github.com/posttrain/posttrain/toy/gym"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
+	"github.com/posttrain/posttrain/trainers/engine/step"
 	"github.com/posttrain/posttrain/trainers/grpo"
-	"github.com/posttrain/posttrain/trainers/rl"
-	"github.com/posttrain/posttrain/trainers/step"
 )
 
 // PPOConfig is extras/ppo_cartpole.py's main(iterations, seed) and its constants.

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/posttrain/posttrain/internal/pyrand"
-	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 // Agg is how a group's token terms are averaged into one loss (the course's cfg['agg']).

@@ -7,7 +7,7 @@ import (
 	"math"
 
 	"github.com/posttrain/posttrain/internal/pyfmt"
-	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 // The HandCheck functions run each phase's hand_check: they verify the course's asserts

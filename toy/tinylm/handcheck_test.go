@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/pyfmt"
-	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 // closeTo reports whether |got − want| < tol for every element (the course's asserts).

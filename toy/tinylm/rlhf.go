@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"github.com/posttrain/posttrain/internal/pyrand"
-	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 // Preference is one human comparison: for Prompt, Chosen (y_w) is better than Rejected (y_l).

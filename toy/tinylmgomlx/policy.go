@@ -1,6 +1,6 @@
 // Package tinylmgomlx trains the course's TinyLM (phases 8-12) through the GoMLX trainer path:
 // the logit table is a trainable float64 variable, per-token log-probs are computed in the graph
-// (gather the prefix rows, LogSoftmax), and every update is trainers/step applied to a loss from
+// (gather the prefix rows, LogSoftmax), and every update is trainers/engine/step applied to a loss from
 // trainers/dpo, trainers/kto or trainers/grpo; each trainer names its step's inputs in a struct
 // of its own (Responses and its extra tensors, internal/named). Sampling stays on the host with
 // the CPython RNG, through a toy/tinylm mirror of the table, so the sampled responses and the
@@ -19,7 +19,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/toy/tinylm"
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/engine/step"
 )
 
 // Policy is TinyLM's logit table as GoMLX variables, plus the host mirror used for sampling and

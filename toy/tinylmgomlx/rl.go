@@ -9,8 +9,8 @@ import (
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/pyrand"
 	"github.com/posttrain/posttrain/toy/tinylm"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/grpo"
-	"github.com/posttrain/posttrain/trainers/rl"
 )
 
 // tracer keeps the first tinylm.TraceLen sampled responses (the goldens' samples_head).

@@ -6,7 +6,7 @@ import (
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
-	"github.com/posttrain/posttrain/trainers/internal/graphtest"
+	"github.com/posttrain/posttrain/trainers/engine/graphtest"
 )
 
 func softplus(x float64) float64 { return math.Log1p(math.Exp(x)) }

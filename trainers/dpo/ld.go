@@ -4,7 +4,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/posttrain/posttrain/trainers/tokenmask"
+	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
 )
 
 // LDLogProbs are the policy's length-desensitised sequence log-probs of LD-DPO (Liu et al. 2024,

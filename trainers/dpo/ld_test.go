@@ -6,7 +6,7 @@ import (
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
-	"github.com/posttrain/posttrain/trainers/internal/graphtest"
+	"github.com/posttrain/posttrain/trainers/engine/graphtest"
 )
 
 // Two pairs, rows [c0, c1, r0, r1] of T = 6 columns, per-token log-probs lp_t = −t (column t),

@@ -14,7 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/posttrain/posttrain/trainers/tokenmask"
+	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
 )
 
 // SeqLogProbs is log π(y|x) = Σ_t m_t·log π(y_t|x,y<t) (식 (8.1)): logps [B,T], mask [B,T] → [B].

@@ -9,11 +9,11 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/models/encode"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // Trainer is DPO as a loop.Method (TRL's DPOTrainer): each pair's chosen and rejected completions

@@ -9,12 +9,12 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
-	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/models/encode"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // direct computes, from the full logits [B,S,V] of rows under m's current weights, TRL's

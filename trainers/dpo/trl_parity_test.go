@@ -11,10 +11,10 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/config"
 	"github.com/posttrain/posttrain/trainers/dpo"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // TRL 0.24.0's own DPOTrainer (scripts/reference/trl_parity.py) and posttrain, on the same tiny

@@ -1,6 +1,6 @@
 package dpo
 
-import "github.com/posttrain/posttrain/data/encode"
+import "github.com/posttrain/posttrain/models/encode"
 
 // Truncate is TRL v0.24 DPOTrainer's truncation of one row. At tokenization (tokenize_row) the
 // prompt keeps its last MaxPrompt tokens and the completion (EOS already appended) its first
@@ -32,7 +32,7 @@ func Truncate(p, c []int, l encode.Lengths) (prompt, completion []int) {
 	return nil, c[over-len(p):]
 }
 
-// Truncation is Truncate as data/encode's hook: the EOS text is appended to a standard completion
+// Truncation is Truncate as models/encode's hook: the EOS text is appended to a standard completion
 // before tokenizing (tokenize_row), so it can be cut.
 func Truncation(l encode.Lengths) encode.Truncation {
 	return encode.Truncation{Lengths: l, Cut: func(p, c []int, _, _ int) ([]int, []int) { return Truncate(p, c, l) }}

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/data/encode"
+	"github.com/posttrain/posttrain/models/encode"
 	"github.com/posttrain/posttrain/trainers/dpo"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 func seq(from, to int) []int {

@@ -3,7 +3,7 @@ package dpo
 import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/posttrain/posttrain/trainers/tokenmask"
+	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
 )
 
 // WPOWeights are the per-pair weights of WPO (Zhou et al. 2024, "WPO: Enhancing RLHF with Weighted

@@ -6,7 +6,7 @@ import (
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
-	"github.com/posttrain/posttrain/trainers/internal/graphtest"
+	"github.com/posttrain/posttrain/trainers/engine/graphtest"
 )
 
 // Two pairs, rows [c0, c1, r0, r1] of T = 4 (column 0 is the prompt). With TRL's roll the

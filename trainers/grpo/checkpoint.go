@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
 )
 
 // grpoState is trainer_state.json's extra for GRPO: what a resume needs beyond HF's keys. As in

@@ -15,8 +15,8 @@ import (
 	"github.com/posttrain/posttrain/internal/backend/devicetest"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
 )
 
 // GRPO data parallel on 2 and 4 of XLA's CPU devices (each training micro-batch, the generation

@@ -3,7 +3,7 @@ package grpo
 import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-	"github.com/posttrain/posttrain/trainers/tokenmask"
+	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
 )
 
 // HighEntropyMask is TRL's top_entropy_quantile ρ (Wang et al. 2025, "Beyond the 80/20 Rule",

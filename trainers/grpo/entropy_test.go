@@ -8,7 +8,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
-	"github.com/posttrain/posttrain/trainers/internal/graphtest"
+	"github.com/posttrain/posttrain/trainers/engine/graphtest"
 )
 
 // entropyMask evaluates HighEntropyMask and its threshold τ on float32 entropies.

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/engine/config"
 )
 
 func evalPrompts() []*Prompt {

@@ -17,7 +17,7 @@ import (
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/safetensors"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // grpoFaultEnv carries "OUT PHASE K" to the child process of TestGRPOFault_KillThenResume.
@@ -67,7 +67,7 @@ func TestGRPOFaultHelper(t *testing.T) {
 // rotations and final-model write leaves only complete visible checkpoints, and resumed with
 // --resume ends as an uninterrupted run: the same files, byte-identical weights, optimizer state,
 // reference and completions.jsonl, the same trainer_state.json and metrics lines (apart from
-// timings). trainers/loop's TestFault_KillAnywhereThenResume covers every phase on an SFT run;
+// timings). trainers/engine/loop's TestFault_KillAnywhereThenResume covers every phase on an SFT run;
 // POSTTRAIN_FAULT_FULL=1 kills this one at every call of every phase too.
 func TestGRPOFault_KillThenResume(t *testing.T) {
 	ref := filepath.Join(t.TempDir(), "ref")

@@ -9,10 +9,10 @@ import (
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/rl"
-	"github.com/posttrain/posttrain/trainers/rollout"
-	"github.com/posttrain/posttrain/trainers/tokenmask"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
+	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
 )
 
 // The Qwen2 side of the GRPO step. A rollout batch is laid out as TRL lays it out

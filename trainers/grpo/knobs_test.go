@@ -7,7 +7,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
-	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/engine/config"
 )
 
 // The GRPOConfig knobs reach the loss: delta selects the two-sided surrogate.

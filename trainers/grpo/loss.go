@@ -10,8 +10,8 @@
 // tokens), and advantages [B] (host-side group advantages, 식 (11.1)) or [B,T] (per-token GAE
 // advantages: PPO of phase 9 is TokenRatio + BNPOMean with β = 0).
 //
-// The package is also GRPO's trainer on a Qwen2 policy (Trainer, Run): the step source that the
-// training driver (trainers/loop) runs. It generates and rewards the rollouts (rollout.go,
+// The package is also GRPO's trainer on a policy of any decoder family (Trainer, Run): the step source that the
+// training driver (trainers/engine/loop) runs. It generates and rewards the rollouts (rollout.go,
 // rewards.go), computes their advantages and old/reference log-probs, feeds each optimizer step's
 // micro-batches (graph.go), syncs the reference (refsync.go), evaluates by generating (eval.go),
 // and adds its own state to the driver's checkpoints (checkpoint.go) and its completions files to
@@ -24,7 +24,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-	"github.com/posttrain/posttrain/trainers/tokenmask"
+	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
 )
 
 // Ratio computes the importance ratio π/π_old from per-token log-probs, [B,T] → [B,T] (token

@@ -8,9 +8,9 @@ import (
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
-	"github.com/posttrain/posttrain/trainers/internal/graphtest"
-	"github.com/posttrain/posttrain/trainers/rl"
-	"github.com/posttrain/posttrain/trainers/tokenmask"
+	"github.com/posttrain/posttrain/trainers/engine/graphtest"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
+	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
 )
 
 // Phase 12's group: 12⏎, 7⏎, 1⏎, 12⏎ for 3×4= under the SFT TinyLM, padded to T = 3.

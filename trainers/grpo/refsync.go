@@ -14,7 +14,7 @@ import (
 
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/safetensors"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // ReferenceName is the checkpoint file that holds the reference weights (float32, HF names) of a

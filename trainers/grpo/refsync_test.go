@@ -14,8 +14,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/posttrain/posttrain/models/safetensors"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // fma32 rounds a·b + c once: checked against the exact sum (math/big) rounded to float32, on

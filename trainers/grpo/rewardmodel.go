@@ -7,8 +7,8 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // SplitRewardWeights returns the weights of the run's reward models and of its reward functions

@@ -10,10 +10,10 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
-	"github.com/posttrain/posttrain/trainers/rl"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // rewardModelDir writes a reward model checkpoint (a tiny causal LM given a new score head and

@@ -6,8 +6,8 @@ import (
 	"math"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/trainers/rl"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // Reward is one named verifier reward function with its weight (TRL reward_funcs, reward_weights).

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 func fixed(name string, w float64, vals ...float64) Reward {

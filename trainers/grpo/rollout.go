@@ -7,9 +7,9 @@ import (
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/trainers/rl"
-	"github.com/posttrain/posttrain/trainers/rollout"
-	"github.com/posttrain/posttrain/trainers/step"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
+	"github.com/posttrain/posttrain/trainers/engine/step"
 )
 
 // Rollout is one generation batch: len(Completions) = prompts × num_generations, the G samples of

@@ -9,16 +9,16 @@ import (
 	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/data/encode"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/rollout"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/models/encode"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // Prompt is one prompt of the training set: the text handed to the reward functions (the chat
 // template's rendering for conversational data), its token ids, and the dataset's other columns
-// (data/encode renders and tokenizes it).
+// (models/encode renders and tokenizes it).
 type Prompt = encode.Prompt
 
 // RunOptions are what Run needs besides the configuration.

@@ -16,15 +16,15 @@ import (
 	"github.com/posttrain/posttrain/internal/shard"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/rollout"
-	"github.com/posttrain/posttrain/trainers/step"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
+	"github.com/posttrain/posttrain/trainers/engine/step"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // Setup is what a GRPO run needs besides its configuration: the policy (its weights, which the
-// run updates in place through the training driver's AdamW, trainers/loop), the tokenized prompts
+// run updates in place through the training driver's AdamW, trainers/engine/loop), the tokenized prompts
 // and the reward functions.
 type Setup struct {
 	Config  *config.GRPO // resolved and validated (config.FromCommand or Resolve+Validate)
@@ -58,7 +58,7 @@ type StepInfo struct {
 	Rollout  *Rollout           // the generation batch the step trained on
 }
 
-// Trainer runs GRPO on a Qwen2 policy. Train hands it to the training driver (trainers/loop) as a
+// Trainer runs GRPO on a policy of any decoder family. Train hands it to the training driver (trainers/engine/loop) as a
 // step source: before an optimizer step it generates and rewards a generation batch when the last
 // one is used up (every num_iterations × steps_per_generation / gradient_accumulation_steps steps),
 // then feeds the step's rows of that batch as micro-batches; the driver owns the steps, the
@@ -257,7 +257,7 @@ func hasPrefix(scope, p string) bool {
 // TotalSteps is the number of optimizer steps the run makes.
 func (t *Trainer) TotalSteps() int { return t.totalSteps }
 
-// Train runs the configured number of optimizer steps with the training driver (trainers/loop):
+// Train runs the configured number of optimizer steps with the training driver (trainers/engine/loop):
 // resuming first when the configuration asks (resume / resume_from_checkpoint), logging to
 // metrics.jsonl and completions.jsonl, evaluating, saving OUTPUT_DIR/checkpoint-N every save_steps,
 // and the final model into OUTPUT_DIR. When ctx is cancelled it stops before the next generation

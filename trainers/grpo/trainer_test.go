@@ -17,9 +17,9 @@ import (
 
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // The tests run GRPO on a tiny random Qwen2 (vocabulary of 16 "letters" a..p, id 0 = 'a' is the

@@ -13,12 +13,12 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 	"github.com/posttrain/posttrain/trainers/grpo"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
-	"github.com/posttrain/posttrain/trainers/rl"
-	"github.com/posttrain/posttrain/trainers/rollout"
-	"github.com/posttrain/posttrain/trainers/trainable"
 )
 
 // The GRPO golden of scripts/reference/trl_parity.py and the rollouts it replays in TRL.

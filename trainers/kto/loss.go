@@ -5,7 +5,7 @@ package kto
 
 import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-	"github.com/posttrain/posttrain/trainers/tokenmask"
+	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
 )
 
 // Config holds KTO's hyper-parameters (TRL KTOConfig defaults: β 0.1, both weights 1).

@@ -9,13 +9,13 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/tokenmask"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/models/encode"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // Trainer is KTO as a loop.Method (TRL's KTOTrainer). With loss_type "kto" each example also

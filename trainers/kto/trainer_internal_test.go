@@ -10,11 +10,11 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
-	"github.com/posttrain/posttrain/data/encode"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/models/encode"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // The KL rows pair each prompt with the completion of the previous row of its chunk of

@@ -10,10 +10,10 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/kto"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
 )
 
 // unpairedFile writes n multiplication prompts twice: answered (desirable) and refused

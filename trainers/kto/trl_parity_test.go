@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/trainers/config"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/kto"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
 )
 
 // TRL 0.24.0's own KTOTrainer (scripts/reference/trl_parity.py) and posttrain, on the same tiny

@@ -1,6 +1,6 @@
 package kto
 
-import "github.com/posttrain/posttrain/data/encode"
+import "github.com/posttrain/posttrain/models/encode"
 
 // Truncate is TRL v0.24 KTOTrainer's _process_tokens for a decoder-only model. The budget is Max
 // less one token for a BOS the prompt does not start with (reserved even when the tokenizer has
@@ -44,7 +44,7 @@ func Truncate(p, a []int, bos, eos int, l encode.Lengths) (prompt, completion []
 	return p, c, true
 }
 
-// Truncation is Truncate as data/encode's hook: the completion is tokenized without the EOS, which
+// Truncation is Truncate as models/encode's hook: the completion is tokenized without the EOS, which
 // Truncate appends after the cut (_process_tokens); a completion cut away comes back empty.
 func Truncation(l encode.Lengths) encode.Truncation {
 	return encode.Truncation{Lengths: l, EOSAfterCut: true, Cut: func(p, a []int, bos, eos int) ([]int, []int) {

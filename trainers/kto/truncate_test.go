@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/data/encode"
-	"github.com/posttrain/posttrain/internal/tinymodel"
+	"github.com/posttrain/posttrain/models/encode"
+	"github.com/posttrain/posttrain/models/tinymodel"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/kto"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
 )
 
 func seq(from, to int) []int {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
-	"github.com/posttrain/posttrain/trainers/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
 )
 
 // ppoState is trainer_state.json's extra for PPO: what an exact resume needs beyond HF's keys and

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/posttrain/posttrain/trainers/rollout"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
 )
 
 // evaluator is PPO's evaluation on eval_dataset: TRL's generate_completions (the table it prints

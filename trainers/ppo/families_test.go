@@ -3,8 +3,8 @@ package ppo
 import (
 	"testing"
 
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // PPO on every fixture family (Qwen3, Llama, SmolLM2's Llama form, SmolLM3, Gemma 3), each its

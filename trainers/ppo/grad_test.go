@@ -11,9 +11,9 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
-	"github.com/posttrain/posttrain/trainers/step"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/step"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // The gradients of the whole micro-batch graph (the policy's and the value model's forward passes

@@ -7,8 +7,8 @@ import (
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/rollout"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // The model side of a PPO step. A rollout row is laid out as TRL lays out query_responses: the

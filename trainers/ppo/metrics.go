@@ -3,8 +3,8 @@ package ppo
 import (
 	"time"
 
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/rl"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 // updateStats are TRL's per-micro-batch statistics of an update, in tensors of shape

@@ -17,10 +17,10 @@ import (
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/safetensors"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // rewardModel writes a *ForSequenceClassification checkpoint (num_labels 1, a score head drawn

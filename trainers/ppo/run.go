@@ -10,11 +10,11 @@ import (
 	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/data/encode"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/rollout"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/models/encode"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // RunOptions are what Run needs besides the configuration (shaped like grpo.RunOptions).

@@ -3,7 +3,7 @@
 // reference, a frozen reward model and a value model initialised from the reward model. Each
 // update generates a rollout batch, scores it (log-probs of policy and reference, values, the
 // reward model's scores), folds the per-token KL penalty into the rewards with the score at the
-// last token, computes GAE advantages and returns (trainers/rl, the course's phase 6 and 9
+// last token, computes GAE advantages and returns (trainers/engine/rl, the course's phase 6 and 9
 // functions), and trains policy and value model together, num_ppo_epochs × num_mini_batches
 // optimizer steps, on the clipped policy loss plus vf_coef × the clipped value loss (loss.go).
 // It is a loop.Source: one driver step is one update (TRL's global_step), the optimizer steps
@@ -23,20 +23,20 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/posttrain/posttrain/data/encode"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/internal/shard"
 	"github.com/posttrain/posttrain/models/decoder"
+	"github.com/posttrain/posttrain/models/encode"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/rollout"
-	"github.com/posttrain/posttrain/trainers/step"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
+	"github.com/posttrain/posttrain/trainers/engine/step"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
-// Prompt is one prompt of the training set (data/encode renders and tokenizes it).
+// Prompt is one prompt of the training set (models/encode renders and tokenizes it).
 type Prompt = encode.Prompt
 
 // Setup is what a PPO run needs besides its configuration.
@@ -192,7 +192,7 @@ func (t *Trainer) splitRows() error {
 	return nil
 }
 
-// Train runs the configured updates with the training driver (trainers/loop): resuming when
+// Train runs the configured updates with the training driver (trainers/engine/loop): resuming when
 // asked, metrics.jsonl, checkpoints every save_steps updates, the final policy (and its value
 // model in value_model/) in OUTPUT_DIR; Ctrl-C saves a checkpoint of the last update.
 func (t *Trainer) Train(ctx stdctx.Context) (*loop.Result, error) {

@@ -12,11 +12,11 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/internal/tinymodel"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/models/tinymodel"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/ppo"
-	"github.com/posttrain/posttrain/trainers/rl"
 )
 
 // The PPO golden of scripts/reference/trl_parity.py and the rollouts it replays in TRL.

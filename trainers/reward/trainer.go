@@ -4,8 +4,8 @@
 // sequence at its last non-padding token, and the Bradley-Terry loss −log σ(r_c − r_r − margin)
 // (plus center_rewards_coefficient's centring term) trains it. It is a loop.Method on the shared
 // driver. The pieces GRPO and PPO share to score completions with a reward model live below the
-// trainers: the encodings in data/encode (RewardTrainingIDs, RewardInputIDs), the batched scorer
-// in trainers/trainable (Scorer), the score head in models/decoder.
+// trainers: the encodings in models/encode (RewardTrainingIDs, RewardInputIDs), the batched scorer
+// in trainers/engine/trainable (Scorer), the score head in models/decoder.
 package reward
 
 import (
@@ -19,9 +19,9 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // MarginColumn is the optional per-pair column of TRL's DataCollatorForPreference.

@@ -23,12 +23,12 @@ import (
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/internal/tinymodel"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/models/tinymodel"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // writeRows writes JSONL lines into a temporary file and returns its path.

@@ -8,10 +8,10 @@ import (
 	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // directDFT computes, in float64 on the host from the full logits [B,S,V] of tr's examples idx

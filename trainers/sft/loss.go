@@ -4,7 +4,7 @@ package sft
 import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-	"github.com/posttrain/posttrain/trainers/tokenmask"
+	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
 )
 
 // NLL is the SFT loss, the mean negative log-likelihood over the completion tokens of the batch:

@@ -6,7 +6,7 @@ import (
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
-	"github.com/posttrain/posttrain/trainers/internal/graphtest"
+	"github.com/posttrain/posttrain/trainers/engine/graphtest"
 )
 
 // NLL is the mean −log π over completion tokens: each token's gradient is −1/N, padding gets 0

@@ -3,7 +3,7 @@ package sft
 import (
 	"fmt"
 
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // FromTokens is the Trainer of rows that are already token ids, each a language-modelling row

@@ -12,11 +12,11 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/step"
-	"github.com/posttrain/posttrain/trainers/tokenmask"
-	"github.com/posttrain/posttrain/trainers/trainable"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/step"
+	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // Trainer is SFT as a loop.Method: TRL's SFTTrainer on language-modelling ("text" or "messages")
@@ -140,7 +140,7 @@ func New(m *trainable.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error)
 }
 
 // configureTokenizer applies SFTConfig's eos_token, then chat_template_path, to the model's
-// tokenizer (data/encode), in the order of TRL v0.24's SFTTrainer.__init__ (a cloned template's
+// tokenizer (models/encode), in the order of TRL v0.24's SFTTrainer.__init__ (a cloned template's
 // eos_token wins), before the data is prepared; the model's Save writes them out. Idempotent: the
 // eval set's New calls it again on the same model.
 func configureTokenizer(m *trainable.Model, cfg *config.SFT) error {
@@ -177,7 +177,7 @@ func checkTextField(d *data.Dataset, cfg *config.SFT) error {
 		d.Path, want, textField(d), want)
 }
 
-// tokenize encodes one row with the model's text side (data/encode): a conversation with the
+// tokenize encodes one row with the model's text side (models/encode): a conversation with the
 // chat template and its assistant tokens scored, a text whole, a prompt and completion jointly
 // (completion-only: the completion's tokens scored).
 func (t *Trainer) tokenize(f data.Format, r data.Row, addEOS, completionOnly, assistantOnly bool) (example, error) {

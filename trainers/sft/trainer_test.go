@@ -11,9 +11,9 @@ import (
 
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
 )
 

@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/trainers/config"
-	"github.com/posttrain/posttrain/trainers/loop"
-	"github.com/posttrain/posttrain/trainers/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
 )
 

@@ -1,0 +1,131 @@
+// Package rollout is what GRPO and PPO share between their prompts and their losses, as TRL's
+// GRPOTrainer and PPOTrainer do: the prompt-only rows and the eval prompts, the seeded prompt
+// cursor, the generation call, the layout of prompt+completion rows (Layout, Sequences), the
+// completion log-probs read from it, and the cutting of a rollout into micro-batches (Chunks).
+// What the two trainers really do differently is a parameter here: drop_last in the cursor, the
+// sampler options and the rows per generation call, and the layout's padding (GRPO's pads by
+// length with id 0 and HF's positions, PPO's attention = ids ≠ pad_token_id with the exclusive
+// cumsum). PPO's values, its truncation at the stop token and its rewards at the last non-pad
+// token stay in trainers/ppo, on top of these.
+package rollout
+
+import (
+	"fmt"
+
+	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/models/encode"
+	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+)
+
+// LoadRows returns the prompt-only rows of a dataset: a registered source (e.g. "mult",
+// data/mult) or a JSONL/JSON file with a "prompt" column (standard or conversational, TRL's
+// prompt-only format). method names the trainer in the error ("GRPO", "PPO").
+func LoadRows(dataset, method string) ([]data.Row, error) {
+	d, err := data.Open(dataset, data.PromptOnly)
+	if err != nil {
+		return nil, err
+	}
+	if d.Format != data.PromptOnly {
+		return nil, fmt.Errorf("%s: %s needs prompt-only rows (a \"prompt\" and optional columns), got %s", dataset, method, d.Format)
+	}
+	return d.Rows, nil
+}
+
+// EvalPrompts reads eval_dataset through the training prompts' path (chat template, tokenizer)
+// when the run evaluates; like loop.WithEvalData (and TRL's scripts, which pass no eval split
+// with eval_strategy "no") it reads nothing otherwise.
+func EvalPrompts(dataset string, evaluates bool, method string, txt *encode.Text) ([]*encode.Prompt, error) {
+	if dataset == "" || !evaluates {
+		return nil, nil
+	}
+	rows, err := LoadRows(dataset, method)
+	if err != nil {
+		return nil, fmt.Errorf("eval_dataset: %w", err)
+	}
+	prompts, err := txt.Prompts(rows)
+	if err != nil {
+		return nil, fmt.Errorf("eval_dataset: %s: %w", dataset, err)
+	}
+	return prompts, nil
+}
+
+// Cursor is the position in the training prompts: a per-epoch order shuffled from the run's
+// seed (loop.Order), Offset prompts into epoch Epoch. Both are what a checkpoint saves.
+type Cursor struct {
+	Epoch, Offset int
+	n, seed       int
+	order         []int // the current epoch's order; nil: not drawn yet (a new or resumed run)
+}
+
+// NewCursor is the cursor at the start of n prompts' first epoch.
+func NewCursor(n, seed int) *Cursor { return &Cursor{n: n, seed: seed} }
+
+// Seek moves the cursor to a saved position.
+func (c *Cursor) Seek(epoch, offset int) { c.Epoch, c.Offset, c.order = epoch, offset, nil }
+
+// Save writes the cursor into a checkpoint's trainer_state.json: the data position and the seed
+// of the prompt order.
+func (c *Cursor) Save(st *checkpoint.State) {
+	st.Data = checkpoint.DataPosition{Epoch: c.Epoch, Offset: c.Offset}
+	st.RNG = map[string][]uint64{"prompt_order": {uint64(c.seed)}}
+}
+
+// Resume moves the cursor to a checkpoint's data position.
+func (c *Cursor) Resume(st *checkpoint.State) { c.Seek(st.Data.Epoch, st.Data.Offset) }
+
+// Next returns the indices of the next k prompts. dropLast: TRL's DataLoader(shuffle=True,
+// drop_last=True) cycled forever (PPO): the k come from one epoch, a new epoch starts when
+// fewer than k remain. Otherwise TRL's RepeatSampler over the distinct prompts (GRPO): an epoch
+// running out continues into the next one.
+func (c *Cursor) Next(k int, dropLast bool) []int {
+	if c.order == nil {
+		c.order = loop.Order(c.n, c.seed, c.Epoch)
+	}
+	out := make([]int, 0, k)
+	for len(out) < k {
+		if c.Offset >= len(c.order) || dropLast && len(out) == 0 && c.Offset+k > len(c.order) {
+			c.Epoch, c.Offset = c.Epoch+1, 0
+			c.order = loop.Order(c.n, c.seed, c.Epoch)
+		}
+		out = append(out, c.order[c.Offset])
+		c.Offset++
+	}
+	return out
+}
+
+// Chunks calls f on [lo,hi) for consecutive chunks of size rows out of n (the last one may be
+// shorter): the micro-batches of a forward pass or a generation call.
+func Chunks(n, size int, f func(lo, hi int) error) error {
+	for lo := 0; lo < n; lo += size {
+		if err := f(lo, min(lo+size, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Generate samples the completions of prompts, perCall rows per generator call (0: all in one),
+// the call of rows [lo,…) seeded opts.Seed + lo.
+func Generate(g *generate.Generator, prompts []*encode.Prompt, opts generate.Options, perCall int) ([]generate.Generation, error) {
+	if perCall <= 0 {
+		perCall = max(1, len(prompts))
+	}
+	seed := opts.Seed
+	var out []generate.Generation
+	err := Chunks(len(prompts), perCall, func(lo, hi int) error {
+		ids := make([][]int32, 0, hi-lo)
+		for _, p := range prompts[lo:hi] {
+			ids = append(ids, p.IDs)
+		}
+		opts.Seed = seed + uint64(lo)
+		gens, err := g.Generate(ids, opts)
+		out = append(out, gens...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("generate: %w", err)
+	}
+	return out, nil
+}
