@@ -223,12 +223,13 @@ type DPO struct {
 	MaxCompletionLength   int       `yaml:"max_completion_length" usage:"truncate completions to their first this many tokens; 0 = no limit"`
 	TruncationMode        string    `yaml:"truncation_mode" enum:"keep_end|keep_start" usage:"which end of prompt+completion max_length keeps (keep_end can drop the whole prompt)"`
 	PrecomputeRefLogProbs bool      `yaml:"precompute_ref_log_probs" usage:"accepted for TRL compatibility: posttrain always computes the reference log-probs once, before training, from the starting weights (no second resident copy)"`
+	DisableDropout        bool      `yaml:"disable_dropout" usage:"train without dropout (the LoRA adapter's lora_dropout; the decoders have no other): TRL's default for DPO"`
 	PEFT                  `yaml:",inline"`
 }
 
 // DefaultDPO returns DPOConfig's v0.24 defaults.
 func DefaultDPO() *DPO {
-	c := &DPO{Training: DefaultTraining(), PEFT: DefaultPEFT(), Beta: 0.1, LossType: []string{"sigmoid"}, DiscopopTau: 0.05, FDivergenceType: "reverse_kl", FAlphaDivergenceCoef: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
+	c := &DPO{Training: DefaultTraining(), PEFT: DefaultPEFT(), Beta: 0.1, LossType: []string{"sigmoid"}, DiscopopTau: 0.05, FDivergenceType: "reverse_kl", FAlphaDivergenceCoef: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end", DisableDropout: true}
 	c.LearningRate = 1e-6
 	return c
 }
@@ -250,12 +251,13 @@ type KTO struct {
 	MaxPromptLength     int     `yaml:"max_prompt_length" usage:"length a prompt is cut to when prompt+completion exceeds max_length"`
 	MaxCompletionLength int     `yaml:"max_completion_length" usage:"accepted for TRL compatibility: TRL's KTOTrainer applies it to encoder-decoder models only, so it has no effect here"`
 	TruncationMode      string  `yaml:"truncation_mode" enum:"keep_end|keep_start" usage:"which end of a too-long prompt is kept"`
+	DisableDropout      bool    `yaml:"disable_dropout" usage:"train without dropout (the LoRA adapter's lora_dropout; the decoders have no other): TRL's default for KTO"`
 	PEFT                `yaml:",inline"`
 }
 
 // DefaultKTO returns KTOConfig's v0.24 defaults.
 func DefaultKTO() *KTO {
-	c := &KTO{Training: DefaultTraining(), PEFT: DefaultPEFT(), Beta: 0.1, LossType: "kto", DesirableWeight: 1, UndesirableWeight: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end"}
+	c := &KTO{Training: DefaultTraining(), PEFT: DefaultPEFT(), Beta: 0.1, LossType: "kto", DesirableWeight: 1, UndesirableWeight: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end", DisableDropout: true}
 	c.LearningRate = 1e-6
 	return c
 }
@@ -297,6 +299,7 @@ type GRPO struct {
 	SyncRefModel             bool      `yaml:"sync_ref_model" usage:"TR-DPO: every ref_model_sync_steps steps mix the policy into the reference, ref = α·policy + (1−α)·ref; no effect with beta 0 (no reference)"`
 	RefModelMixupAlpha       float64   `yaml:"ref_model_mixup_alpha" usage:"α of sync_ref_model, in [0, 1]"`
 	RefModelSyncSteps        int       `yaml:"ref_model_sync_steps" usage:"τ of sync_ref_model: mix after every step that is a multiple of it, ≥ 1"`
+	DisableDropout           bool      `yaml:"disable_dropout" usage:"train without dropout (the LoRA adapter's lora_dropout; the decoders have no other); off by default, as TRL's GRPOConfig"`
 	PEFT                     `yaml:",inline"`
 }
 
@@ -331,6 +334,24 @@ func (c *GRPO) Resolve() {
 	if c.StepsPerGeneration == 0 {
 		c.StepsPerGeneration = c.GradientAccumulationSteps
 	}
+}
+
+// dropoutSetting is a configuration whose method can train without dropout.
+type dropoutSetting interface{ dropoutDisabled() bool }
+
+func (c *DPO) dropoutDisabled() bool  { return c.DisableDropout }
+func (c *KTO) dropoutDisabled() bool  { return c.DisableDropout }
+func (c *GRPO) dropoutDisabled() bool { return c.DisableDropout }
+
+// dropoutDisabled: TRL's PPOTrainer turns dropout off in every model it holds, with no option.
+func (*PPO) dropoutDisabled() bool { return true }
+
+// DisableDropout reports whether cfg's run trains without dropout: TRL's disable_dropout (DPO and
+// KTO by default, GRPO when asked; always for PPO, as TRL's PPOTrainer; SFT and reward models keep
+// theirs, having no such option in TRL).
+func DisableDropout(cfg Config) bool {
+	d, ok := cfg.(dropoutSetting)
+	return ok && d.dropoutDisabled()
 }
 
 // New returns the default configuration of a method ("sft", "dpo", "kto", "grpo", "reward").

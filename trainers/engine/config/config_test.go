@@ -30,15 +30,15 @@ func TestDefaults_MatchTRL(t *testing.T) {
 			"label_smoothing": 0.0, "discopop_tau": 0.05, "rpo_alpha": 0.0,
 			"reference_free": false, "f_divergence_type": "reverse_kl", "f_alpha_divergence_coef": 1.0, "ld_alpha": 0.0, "use_weighting": false,
 			"max_length": 1024, "max_prompt_length": 512, "max_completion_length": 0, "truncation_mode": "keep_end",
-			"precompute_ref_log_probs": false},
+			"precompute_ref_log_probs": false, "disable_dropout": true},
 		"kto": {"learning_rate": 1e-6, "beta": 0.1, "loss_type": "kto", "desirable_weight": 1.0, "undesirable_weight": 1.0,
-			"max_length": 1024, "max_prompt_length": 512, "max_completion_length": 0, "truncation_mode": "keep_end"},
+			"max_length": 1024, "max_prompt_length": 512, "max_completion_length": 0, "truncation_mode": "keep_end", "disable_dropout": true},
 		"grpo": {"learning_rate": 1e-6, "num_generations": 8, "max_prompt_length": 512, "max_completion_length": 256,
 			"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "beta": 0.0, "epsilon": 0.2, "epsilon_high": 0.0, "delta": 0.0,
 			"loss_type": "dapo", "scale_rewards": "group", "importance_sampling_level": "token",
 			"num_iterations": 1, "steps_per_generation": 0, "mask_truncated_completions": false, "top_entropy_quantile": 1.0,
 			"log_completions": false, "reward_weights": []float64(nil),
-			"sync_ref_model": false, "ref_model_mixup_alpha": 0.6, "ref_model_sync_steps": 512},
+			"sync_ref_model": false, "ref_model_mixup_alpha": 0.6, "ref_model_sync_steps": 512, "disable_dropout": false},
 	}
 	for method, want := range methods {
 		cfg, err := New(method)

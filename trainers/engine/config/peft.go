@@ -15,7 +15,7 @@ type PEFT struct {
 	UsePEFT           bool     `yaml:"use_peft" usage:"train a LoRA adapter (PEFT) instead of every weight: the base stays frozen, the output holds adapter_config.json and adapter_model.safetensors, the reference model (DPO, KTO, GRPO with beta > 0) is the base with the adapter disabled"`
 	LoraR             int      `yaml:"lora_r" usage:"LoRA rank r (use_peft)"`
 	LoraAlpha         int      `yaml:"lora_alpha" usage:"LoRA alpha α: the adapter's update is scaled by α/r (α/√r with use_rslora)"`
-	LoraDropout       float64  `yaml:"lora_dropout" usage:"dropout probability on the adapter's input while training (DPO and KTO: 0, as TRL's disable_dropout)"`
+	LoraDropout       float64  `yaml:"lora_dropout" usage:"dropout probability on the adapter's input while training (none with disable_dropout: DPO's and KTO's default)"`
 	LoraTargetModules []string `yaml:"lora_target_modules" usage:"layers that get an adapter (comma-separated names such as q_proj,v_proj, matched as PEFT matches them; all-linear = every linear layer but the LM head); empty = PEFT's default for the model_type (q_proj,v_proj for qwen2, qwen3, llama)"`
 	UseRSLoRA         bool     `yaml:"use_rslora" usage:"rank-stabilised LoRA: scale the update by α/√r instead of α/r"`
 	LoraModulesToSave []string `yaml:"lora_modules_to_save" usage:"modules trained in full beside the adapter and saved with it (e.g. lm_head of an untied model, model.norm)"`

@@ -337,3 +337,30 @@ func TestLoRA_DefaultTargets(t *testing.T) {
 		t.Errorf("adapted layers %v", got)
 	}
 }
+
+// --disable-dropout (TRL's disable_dropout) decides whether a LoRA run trains with lora_dropout:
+// TRL's defaults (DPO and KTO without, GRPO and SFT with), and the option either way.
+func TestLoadForTraining_DisableDropout(t *testing.T) {
+	model := looptest.Model(t)
+	dpoWith := config.DefaultDPO()
+	dpoWith.DisableDropout = false
+	grpoWithout := config.DefaultGRPO()
+	grpoWithout.DisableDropout = true
+	for _, c := range []struct {
+		cfg       config.Config
+		noDropout bool
+	}{
+		{config.DefaultSFT(), false}, {config.DefaultDPO(), true}, {config.DefaultKTO(), true}, {config.DefaultGRPO(), false},
+		{dpoWith, false}, {grpoWithout, true},
+	} {
+		c.cfg.Common().Model = model
+		config.PEFTOptions(c.cfg).UsePEFT = true
+		m, err := trainable.LoadForTraining(model, c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Adapter == nil || m.Adapter.NoDropout != c.noDropout {
+			t.Errorf("%s, disable_dropout %v: the adapter's NoDropout is %v, want %v", c.cfg.Method(), config.DisableDropout(c.cfg), m.Adapter.NoDropout, c.noDropout)
+		}
+	}
+}

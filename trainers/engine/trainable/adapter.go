@@ -206,9 +206,9 @@ func (m *Model) saveAdapter(dir string) error {
 }
 
 // LoadForTraining loads the checkpoint in dir for a run of cfg: LoadModel, or with use_peft
-// (--use-peft) LoadModelPEFT with cfg's LoRA options (A drawn from the run's seed; DPO and KTO
-// without dropout, as TRL's disable_dropout, their default). Target modules the model has not
-// are an error naming the flag.
+// (--use-peft) LoadModelPEFT with cfg's LoRA options (A drawn from the run's seed; without
+// dropout when config.DisableDropout says so: TRL's disable_dropout). Target modules the model
+// has not are an error naming the flag.
 func LoadForTraining(dir string, cfg config.Config) (*Model, error) {
 	c := cfg.Common()
 	p := config.PEFTOptions(cfg)
@@ -227,9 +227,6 @@ func LoadForTraining(dir string, cfg config.Config) (*Model, error) {
 		}
 		return nil, err
 	}
-	switch cfg.Method() {
-	case "dpo", "kto":
-		m.Adapter.NoDropout = true
-	}
+	m.Adapter.NoDropout = config.DisableDropout(cfg)
 	return m, nil
 }
