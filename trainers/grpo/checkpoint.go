@@ -1,25 +1,17 @@
 package grpo
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
 )
 
-// grpoState is trainer_state.json's extra for GRPO: what a resume needs beyond HF's keys. As in
-// TRL (grpo_trainer.py L1001-1009), buffered rollouts are not saved: a resumed run generates a
-// fresh batch, from the saved prompt position and generation round (which seeds the sampler).
+// grpoState is trainer_state.json's extra for GRPO (rollout.State: the generation round and the
+// logging window) with the "random" reward's call count (its draws depend on it; absent when the
+// run never called it).
 type grpoState struct {
-	Round          int `json:"round"`
-	OptimizerSteps int `json:"optimizer_steps"`
-	// RandomRewardCalls is the "random" reward's call count (its draws depend on it); absent when
-	// the run never called it.
+	rollout.State
 	RandomRewardCalls uint64 `json:"random_reward_calls,omitempty"`
-	// Window is the unlogged metrics of the logging window (absent at a logging step, where it
-	// is empty), so that a resumed run logs the lines of a straight one.
-	Window map[string]loop.ExactFloats `json:"window,omitempty"`
 }
 
 // Save adds GRPO's part to a checkpoint the driver writes (the model in HF layout, the AdamW state
@@ -31,20 +23,11 @@ func (s source) Save(cp *loop.Checkpoint) error {
 	if t.ref != nil && t.globalStep >= t.cfg.RefModelSyncSteps { // synced at least once
 		cp.Files[ReferenceName] = t.writeReference
 	}
-	gs := grpoState{Round: t.round, OptimizerSteps: cp.OptimizerSteps}
+	gs := grpoState{State: rollout.State{Round: t.round, OptimizerSteps: cp.OptimizerSteps, Window: loop.ExactWindow(t.logs.window)}}
 	if t.random != nil {
 		gs.RandomRewardCalls = t.random.Calls
 	}
-	gs.Window = loop.ExactWindow(t.logs.window)
-	extra, err := json.Marshal(gs)
-	if err != nil {
-		return err
-	}
-	st := cp.State
-	st.NumInputTokensSeen = t.tokensSeen
-	t.cursor.Save(st)
-	st.Extra = map[string]json.RawMessage{"grpo": extra}
-	return nil
+	return rollout.Save(cp.State, "grpo", gs, t.cursor, t.tokensSeen)
 }
 
 // Resume restores the run's position and the synced reference weights from a checkpoint (the
@@ -52,19 +35,19 @@ func (s source) Save(cp *loop.Checkpoint) error {
 func (s source) Resume(dir string, st *checkpoint.State) (int, error) {
 	t := s.Trainer
 	var gs grpoState
-	if err := json.Unmarshal(st.Extra["grpo"], &gs); err != nil {
-		return 0, fmt.Errorf("not a GRPO checkpoint (trainer_state.json extra.grpo): %w", err)
+	tokens, err := rollout.Resume(st, "grpo", &gs, t.cursor)
+	if err != nil {
+		return 0, err
 	}
 	if t.ref != nil {
 		if err := t.readReference(dir, st.GlobalStep); err != nil {
 			return 0, err
 		}
 	}
-	t.globalStep, t.round, t.tokensSeen = st.GlobalStep, gs.Round, st.NumInputTokensSeen
+	t.globalStep, t.round, t.tokensSeen = st.GlobalStep, gs.Round, tokens
 	if t.random != nil {
 		t.random.Calls = gs.RandomRewardCalls
 	}
-	t.cursor.Resume(st)
 	t.batch, t.batchSteps = nil, 0
 	t.logs.window = loop.FromExactWindow(gs.Window)
 	return gs.OptimizerSteps, nil
