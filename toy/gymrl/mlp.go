@@ -2,7 +2,7 @@
 // (extras/dqn_cartpole.py, a shortened CleanRL dqn.py) and PPO (extras/ppo_cartpole.py, a
 // shortened CleanRL ppo.py), with the extras' hyperparameters as defaults. The networks and their
 // updates run in GoMLX (float32, as PyTorch), Adam through trainers/engine/step; the host-side RL math
-// (GAE, sample std) is trainers/engine/rl's and the PPO clip is trainers/grpo's ClippedSurrogate, shared
+// (GAE, sample std) is trainers/engine/rl's and so is the PPO clip (rl.ClippedSurrogate), shared
 // with the corridor phases and the LLM trainers. PyTorch's random streams (torch.manual_seed) are
 // replaced by Python's random.Random (internal/pyrand), so the numbers differ from the extras'
 // printed ones digit for digit, while the environments are Gymnasium's exactly.

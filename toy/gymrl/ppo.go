@@ -13,7 +13,6 @@ import (
 	"github.com/posttrain/posttrain/toy/gym"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/engine/step"
-	"github.com/posttrain/posttrain/trainers/grpo"
 )
 
 // PPOConfig is extras/ppo_cartpole.py's main(iterations, seed) and its constants.
@@ -72,7 +71,7 @@ type ppoBatch[T any] struct{ Obs, Act, OldLogp, Adv, Ret T }
 // ppoLoss is the extras' loss (식 7.1–7.3):
 //
 //	ρ = exp(log π(a|s) − log π_old(a|s))
-//	pg = −mean(min(ρ·A, clip(ρ, 1−ε, 1+ε)·A))         (grpo.ClippedSurrogate)
+//	pg = −mean(min(ρ·A, clip(ρ, 1−ε, 1+ε)·A))         (rl.ClippedSurrogate)
 //	v = 0.5·mean((V(s) − R)²)
 //	loss = pg + vf·v − ent·mean(H(π(·|s)))
 func ppoLoss(actor, critic *mlp, c PPOConfig, nAct int) step.LossFn {
@@ -81,7 +80,7 @@ func ppoLoss(actor, critic *mlp, c PPOConfig, nAct int) step.LossFn {
 		logps := LogSoftmax(actor.apply(b.Obs), -1)                         // [B, nAct]
 		logp := ReduceSum(Mul(logps, OneHot(b.Act, nAct, float32Dtype)), 1) // [B]
 		ratio := InsertAxes(Exp(Sub(logp, b.OldLogp)), -1)                  // [B, 1]
-		pg := ReduceAllMean(grpo.ClippedSurrogate(ratio, b.Adv, c.ClipCoef, c.ClipCoef))
+		pg := ReduceAllMean(rl.ClippedSurrogate(ratio, b.Adv, c.ClipCoef, c.ClipCoef))
 		v := Reshape(critic.apply(b.Obs), -1) // [B]
 		vLoss := MulScalar(ReduceAllMean(Square(Sub(v, b.Ret))), 0.5)
 		entropy := ReduceAllMean(Neg(ReduceSum(Mul(Exp(logps), logps), 1)))

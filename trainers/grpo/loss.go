@@ -24,6 +24,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
 )
 
@@ -130,59 +131,6 @@ type Metrics struct {
 	KL              *Node // kl: mean k3 over completion tokens (0 when β = 0)
 }
 
-// ClippedSurrogate is PPO's clipped objective as a per-token loss (식 (7.2), (11.2)):
-//
-//	ℓ_t = −min(ρ_t·A, clip(ρ_t, 1−ε_low, 1+ε_high)·A)
-//
-// ratio [B,T] or [B,1]; advantages [B] (one per sequence, GRPO) or [B,T] (per token, PPO with
-// GAE) → [B,T'] with T' the larger last dimension. min is Python's min(unclipped, clipped): the
-// clipped term only when strictly smaller, so the gradient is exactly the course's coefficient
-// (rl.PPOClipTerm): 0 when clipped (A > 0 and ρ > 1+ε_high, or A < 0 and ρ < 1−ε_low), else
-// −A·∂ρ, ties included (ρ = 1 at the first update takes the unclipped branch).
-func ClippedSurrogate(ratio, advantages *Node, epsLow, epsHigh float64) *Node {
-	rho, a := broadcastRatio(ratio, advantages)
-	return minSurrogate(rho, clipRatio(rho, epsLow, epsHigh), a)
-}
-
-// TwoSidedClippedSurrogate is INTELLECT-2's two-sided clipping (Prime Intellect 2025,
-// arXiv:2505.07291; TRL GRPOConfig delta, grpo_trainer.py _compute_loss "Two-sided clipping"): the
-// unclipped term's ratio is capped at δ before the min,
-//
-//	ℓ_t = −min(min(ρ_t, δ)·A, clip(ρ_t, 1−ε_low, 1+ε_high)·A)      (δ > 1+ε_high)
-//
-// For A ≥ 0 nothing changes (the clipped term is already the smaller one above 1+ε_high). For
-// A < 0 and ρ > δ the loss is −δ·A with zero gradient instead of −ρ·A growing with ρ: a token
-// whose probability rose a lot under a negative advantage can no longer dominate the update.
-// Shapes as ClippedSurrogate.
-func TwoSidedClippedSurrogate(ratio, advantages *Node, epsLow, epsHigh, delta float64) *Node {
-	rho, a := broadcastRatio(ratio, advantages)
-	return minSurrogate(MinScalar(rho, delta), clipRatio(rho, epsLow, epsHigh), a)
-}
-
-// broadcastRatio brings the ratio ([B,T] or [B,1]) and the detached advantages ([B] or [B,T]) to
-// one shape [B,T'].
-func broadcastRatio(ratio, advantages *Node) (rho, a *Node) {
-	a = ConvertDType(StopGradient(advantages), ratio.DType())
-	if a.Rank() == 1 {
-		a = InsertAxes(a, -1) // [B] → [B,1]
-	}
-	dims := slices.Clone(ratio.Shape().Dimensions)
-	dims[1] = max(dims[1], a.Shape().Dimensions[1])
-	return BroadcastToDims(ratio, dims...), BroadcastToDims(a, dims...)
-}
-
-// clipRatio is clip(ρ, 1−ε_low, 1+ε_high).
-func clipRatio(rho *Node, epsLow, epsHigh float64) *Node {
-	return MinScalar(MaxScalar(rho, 1-epsLow), 1+epsHigh)
-}
-
-// minSurrogate is −min(unclipped·A, clipped·A), the clipped term only when strictly smaller.
-func minSurrogate(unclippedRatio, clippedRatio, a *Node) *Node {
-	clipped := Mul(clippedRatio, a)
-	unclipped := Mul(unclippedRatio, a)
-	return Neg(Where(LessThan(clipped, unclipped), clipped, unclipped))
-}
-
 // KLk3 is the per-token k3 estimator of KL(π‖π_ref) (Schulman 2020; TRL grpo_trainer.py L1683):
 //
 //	k3_t = exp(log π_ref − log π) − (log π_ref − log π) − 1  ≥ 0
@@ -211,10 +159,10 @@ func Loss(in Inputs, p Params, ratio Ratio, agg Aggregation) (*Node, Metrics) {
 	rho := ratio(logps, in.OldLogProbs, in.Mask)
 	var perToken *Node
 	if p.Delta > 0 {
-		perToken = TwoSidedClippedSurrogate(rho, in.Advantages, p.EpsLow, p.EpsHigh, p.Delta)
+		perToken = rl.TwoSidedClippedSurrogate(rho, in.Advantages, p.EpsLow, p.EpsHigh, p.Delta)
 		rho = MinScalar(rho, p.Delta) // TRL's clip metrics see the capped coef_1
 	} else {
-		perToken = ClippedSurrogate(rho, in.Advantages, p.EpsLow, p.EpsHigh)
+		perToken = rl.ClippedSurrogate(rho, in.Advantages, p.EpsLow, p.EpsHigh)
 	}
 	if !slices.Equal(perToken.Shape().Dimensions, logps.Shape().Dimensions) {
 		perToken = BroadcastToDims(perToken, logps.Shape().Dimensions...) // sequence ratio: [B,1] → [B,T]

@@ -3,6 +3,8 @@ package ppo
 import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+
+	"github.com/posttrain/posttrain/trainers/engine/rl"
 )
 
 // InvalidLogProb is TRL's INVALID_LOGPROB: the log-prob written at the response positions after
@@ -49,9 +51,11 @@ type LossStats struct {
 func Loss(in LossInputs, p LossParams) (loss *Node, st LossStats) {
 	diff := Sub(in.LogProbs, in.OldLogProbs)
 	ratio := Exp(diff)
-	pg1 := Mul(Neg(in.Advantages), ratio)
-	pg2 := Mul(Neg(in.Advantages), clamp(ratio, ScalarLike(ratio, 1-p.Cliprange), ScalarLike(ratio, 1+p.Cliprange)))
-	st.PGLoss = MaskedMean(Max(pg1, pg2), in.PGMask)
+	// max(−A·ρ, −A·clip(ρ)) = −min(ρ·A, clip(ρ)·A): the clipped surrogate GRPO shares.
+	st.PGLoss = MaskedMean(rl.ClippedSurrogate(ratio, in.Advantages, p.Cliprange, p.Cliprange), in.PGMask)
+	r := StopGradient(ratio)
+	pg1 := Mul(Neg(in.Advantages), r)
+	pg2 := Mul(Neg(in.Advantages), clamp(r, ScalarLike(r, 1-p.Cliprange), ScalarLike(r, 1+p.Cliprange)))
 
 	vclip := clamp(in.VPred, AddScalar(in.Values, -p.CliprangeValue), AddScalar(in.Values, p.CliprangeValue))
 	vf1 := Square(Sub(in.VPred, in.Returns))

@@ -1,7 +1,8 @@
-// Package rl holds the host-side float64 reinforcement-learning math shared by the course's toy
-// corridor (toy/corridor) and the LLM trainers: discounted returns, GAE, the PPO clip term and
-// group advantages. Every function adds left to right, as the course's Python does, so results
-// agree with the course's goldens bit for bit.
+// Package rl holds the reinforcement-learning math shared by the course's toys (toy/corridor,
+// toy/tinylm, toy/gymrl) and the LLM trainers: host-side float64 discounted returns, GAE, the PPO
+// clip term and group advantages, every function adding left to right as the course's Python
+// does, so results agree with the course's goldens bit for bit; and the clipped surrogate as a
+// graph (ClippedSurrogate, surrogate.go), GRPO's and PPO's policy loss.
 package rl
 
 import (
