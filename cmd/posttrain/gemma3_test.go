@@ -13,7 +13,7 @@ import (
 // sequence) with Gemma 3's real tokenizer (262,145 ids) and chat template (which writes the BOS),
 // as for Llama; each trained checkpoint keeps the Gemma config and loads back.
 func TestTrainers_Gemma3WithItsTokenizer(t *testing.T) {
-	dir := trainersWithTokenizer(t, "gemma-3-tiny", filepath.Join("..", "..", "data", "tokenizer", "testdata", "gemma3"), "gemma3_text")
+	dir := trainersWithTokenizer(t, "gemma-3-tiny", filepath.Join("..", "..", "data", "tokenizer", "testdata", "gemma3"), "gemma3_text", false)
 	base, err := decoder.ReadConfig(filepath.Join(dir, "model"))
 	if err != nil {
 		t.Fatal(err)
@@ -21,7 +21,7 @@ func TestTrainers_Gemma3WithItsTokenizer(t *testing.T) {
 	if base.ModelType != "gemma3_text" || base.VocabSize != 262145 || base.BOSTokenID == nil || *base.BOSTokenID != 2 {
 		t.Fatalf("init config %+v", base)
 	}
-	for _, run := range []string{"sft-straight", "sft-resumed", "dpo", "kto", "grpo"} {
+	for _, run := range []string{"sft", "dpo", "kto", "grpo"} {
 		cfg, err := decoder.ReadConfig(filepath.Join(dir, run))
 		if err != nil {
 			t.Fatalf("%s: %v", run, err)
