@@ -66,7 +66,7 @@ side() {
 	*)
 		local filter='^BenchmarkCPU$'
 		[ -z "$only" ] || filter="^BenchmarkCPU\$/^(${only//,/|})\$"
-		(cd bench && GOMLX_BACKEND=$1 "$work/bench.test" -test.run '^$' -test.bench "$filter" \
+		(cd apps/bench && GOMLX_BACKEND=$1 "$work/bench.test" -test.run '^$' -test.bench "$filter" \
 			-test.benchtime 1x -test.timeout 60m) | tee "$2" >&2
 		;;
 	esac
