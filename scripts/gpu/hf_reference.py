@@ -12,7 +12,7 @@ stdout with the same keys (progress goes to stderr):
           on micro-batches
   parity  AdamW steps on a batch file (loss and gradient norm per step), as `posttrain bench parity`
 
-The workloads mirror bench/ (the Go side): global gradient-norm clipping at 1, EOS ignored during
+The workloads mirror apps/bench/ (the Go side): global gradient-norm clipping at 1, EOS ignored during
 generation, and the reward "fraction of even token ids", so that the two sides do the same
 arithmetic; here weights and AdamW state stay in the compute dtype, while posttrain's side runs its
 trainers' optimizer with float32 master weights and moments ("master_dtype" in its JSON).

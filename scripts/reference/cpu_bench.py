@@ -2,7 +2,7 @@
 PyTorch 2.x from PyPI (the reference venv of `make reference-env`, its default CPU kernels),
 random weights of the same shapes. It writes its figures as JSON ({"torch": version, "threads": n,
 "workloads": {name: {"s": ..., ...}}}); scripts/bench-cpu.sh runs it once per round, between
-posttrain's sides, and bench/cpucompare makes the table of all rounds.
+posttrain's sides, and apps/bench/cpucompare makes the table of all rounds.
 
 Workloads (the same shapes and statistics as BenchmarkCPU; each after one untimed warm-up):
   forward  per-token log-probs (log_softmax + gather) of batch 2 x 64 on the eighth-width
