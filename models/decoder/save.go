@@ -59,15 +59,20 @@ func storedDType(s string) (st, torch string, err error) {
 // opts.Overwrite be set (checkpoint.WriteModel: a new dir is written beside and renamed, a model
 // posttrain wrote has only its own files replaced); anything else is refused naming what is there.
 func Save(dir string, ctx *context.Context, cfg *Config, opts SaveOptions) error {
-	st, _, err := storedDType(opts.DType)
-	if err != nil {
-		return fmt.Errorf("%s save: %w", cfg.errName(), err)
-	}
-	weights, err := ExportWeights(ctx, cfg, st)
+	weights, err := storedWeights(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
 	return writeAtomic(dir, cfg.errName(), opts, func(tmp string) error { return writeCheckpoint(tmp, cfg, weights, opts) })
+}
+
+// storedWeights are the weights of ctx under their HF names in opts.DType.
+func storedWeights(ctx *context.Context, cfg *Config, opts SaveOptions) ([]*safetensors.Tensor, error) {
+	st, _, err := storedDType(opts.DType)
+	if err != nil {
+		return nil, fmt.Errorf("%s save: %w", cfg.errName(), err)
+	}
+	return ExportWeights(ctx, cfg, st)
 }
 
 // SaveTensors is Save for weights already on the host (HF names and PyTorch shapes, stored in
@@ -82,11 +87,7 @@ func SaveTensors(dir string, cfg *Config, weights []*safetensors.Tensor, opts Sa
 // WriteModel is Save into an existing directory, without the temporary directory: for callers
 // that make the whole directory atomic themselves (internal/checkpoint).
 func WriteModel(dir string, ctx *context.Context, cfg *Config, opts SaveOptions) error {
-	st, _, err := storedDType(opts.DType)
-	if err != nil {
-		return fmt.Errorf("%s save: %w", cfg.errName(), err)
-	}
-	weights, err := ExportWeights(ctx, cfg, st)
+	weights, err := storedWeights(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}

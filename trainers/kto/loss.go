@@ -52,20 +52,24 @@ func Loss(policy, ref, desirable, z *Node, cfg Config) (*Node, Metrics) {
 	}
 	r := Sub(policy, StopGradient(ref))
 	good := tokenmask.BoolMask(desirable)
-	bad := LogicalNot(good)
 	lossGood := MulScalar(OneMinus(Sigmoid(MulScalar(Sub(r, z), cfg.Beta))), cfg.DesirableWeight)
 	lossBad := MulScalar(OneMinus(Sigmoid(MulScalar(Sub(z, r), cfg.Beta))), cfg.UndesirableWeight)
 	loss := ReduceAllMean(Where(good, lossGood, lossBad))
+	return loss, rewardMetrics(r, good, cfg.Beta, ReduceAllMean(z))
+}
 
-	rewards := StopGradient(MulScalar(r, cfg.Beta))
-	m := Metrics{
+// rewardMetrics are the KTO losses' metrics: the sums and counts of the rewards β·r of the
+// desirable (good) and undesirable examples, and kl.
+func rewardMetrics(r, good *Node, beta float64, kl *Node) Metrics {
+	rewards := StopGradient(MulScalar(r, beta))
+	bad := LogicalNot(good)
+	return Metrics{
 		RewardsChosenSum:   ReduceAllSum(tokenmask.Masked(rewards, good)),
 		RewardsRejectedSum: ReduceAllSum(tokenmask.Masked(rewards, bad)),
-		CountChosen:        ReduceAllSum(tokenmask.FloatMask(good, dtype)),
-		CountRejected:      ReduceAllSum(tokenmask.FloatMask(bad, dtype)),
-		KL:                 ReduceAllMean(z),
+		CountChosen:        ReduceAllSum(tokenmask.FloatMask(good, r.DType())),
+		CountRejected:      ReduceAllSum(tokenmask.FloatMask(bad, r.DType())),
+		KL:                 kl,
 	}
-	return loss, m
 }
 
 // APOZeroUnpairedLoss is TRL's loss_type "apo_zero_unpaired" (KTOTrainer.kto_loss), the unpaired
@@ -84,21 +88,11 @@ func APOZeroUnpairedLoss(policy, ref, desirable *Node, cfg Config) (*Node, Metri
 	dtype := policy.DType()
 	r := Sub(policy, StopGradient(ref))
 	good := tokenmask.BoolMask(desirable)
-	bad := LogicalNot(good)
 	v := Sigmoid(MulScalar(r, cfg.Beta))
 	lossGood := MulScalar(OneMinus(v), cfg.DesirableWeight)
 	lossBad := MulScalar(v, cfg.UndesirableWeight)
 	loss := ReduceAllMean(Where(good, lossGood, lossBad))
-
-	rewards := StopGradient(MulScalar(r, cfg.Beta))
-	m := Metrics{
-		RewardsChosenSum:   ReduceAllSum(tokenmask.Masked(rewards, good)),
-		RewardsRejectedSum: ReduceAllSum(tokenmask.Masked(rewards, bad)),
-		CountChosen:        ReduceAllSum(tokenmask.FloatMask(good, dtype)),
-		CountRejected:      ReduceAllSum(tokenmask.FloatMask(bad, dtype)),
-		KL:                 ScalarZero(policy.Graph(), dtype),
-	}
-	return loss, m
+	return loss, rewardMetrics(r, good, cfg.Beta, ScalarZero(policy.Graph(), dtype))
 }
 
 // RowLogitSums is what TRL's logits/chosen_sum and logits/rejected_sum add up per example: its
