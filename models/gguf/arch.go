@@ -418,7 +418,7 @@ func Tensors(f *File, cfg *decoder.Config, dtype string) ([]*safetensors.Tensor,
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := safetensors.DTypeSize(dtype); !ok || (dtype != "F32" && dtype != "BF16" && dtype != "F16") {
+	if dtype != "F32" && dtype != "BF16" && dtype != "F16" {
 		return nil, fmt.Errorf("gguf: dtype %q is not F32, BF16 or F16", dtype)
 	}
 	byHF := map[string]*TensorInfo{}
@@ -458,19 +458,19 @@ func Tensors(f *File, cfg *decoder.Config, dtype string) ([]*safetensors.Tensor,
 			return nil, fmt.Errorf("gguf: tensor %q: %w", t.Name, err)
 		}
 		stream := func(w io.Writer) error {
-			var rows int
+			var heads int
 			switch {
 			case a.permuteQK && blockSuffix(t.Name, "attn_q.weight", "attn_q.bias"):
-				rows = cfg.NumAttentionHeads
+				heads = cfg.NumAttentionHeads
 			case a.permuteQK && blockSuffix(t.Name, "attn_k.weight", "attn_k.bias"):
-				rows = cfg.NumKeyValueHeads
+				heads = cfg.NumKeyValueHeads
 			}
-			if rows > 0 { // the permutation moves whole rows across the tensor: read it whole
+			if heads > 0 { // the permutation moves whole rows across the tensor: read it whole
 				v, err := f.Float32(t)
 				if err != nil {
 					return err
 				}
-				_, err = w.Write(safetensors.AppendFloat32s(nil, unpermuteRows(v, s.Shape[0], rows), dtype))
+				_, err = w.Write(safetensors.AppendFloat32s(nil, unpermuteRows(v, s.Shape[0], heads), dtype))
 				return err
 			}
 			minusOne := a.normPlusOne && strings.HasSuffix(t.Name, "norm.weight")

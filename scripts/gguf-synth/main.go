@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/posttrain/posttrain/data/tokenizer"
 	"github.com/posttrain/posttrain/models/gguf"
 	"github.com/posttrain/posttrain/models/safetensors"
 )
@@ -132,7 +133,7 @@ func vocabulary(n int) []gguf.KV {
 	var tokens, merges []any
 	var types []any
 	for b := range 256 {
-		tokens, types = append(tokens, byteSymbol(b)), append(types, int32(1))
+		tokens, types = append(tokens, tokenizer.ByteLevel(string([]byte{byte(b)}))), append(types, int32(1))
 	}
 	seen := map[string]bool{}
 	for _, t := range tokens {
@@ -165,18 +166,4 @@ func vocabulary(n int) []gguf.KV {
 		{Key: "tokenizer.ggml.bos_token_id", Type: gguf.TypeUint32, Value: uint32(n - 2)},
 		{Key: "tokenizer.ggml.eos_token_id", Type: gguf.TypeUint32, Value: uint32(n - 1)},
 	}
-}
-
-// byteSymbol is GPT-2's bytes_to_unicode symbol of byte b.
-func byteSymbol(b int) string {
-	if b >= '!' && b <= '~' || b >= 0xa1 && b <= 0xac || b >= 0xae {
-		return string(rune(b))
-	}
-	n := 0
-	for c := range b {
-		if !(c >= '!' && c <= '~' || c >= 0xa1 && c <= 0xac || c >= 0xae) {
-			n++
-		}
-	}
-	return string(rune(256 + n))
 }

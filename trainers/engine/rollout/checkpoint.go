@@ -3,6 +3,7 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
@@ -37,7 +38,7 @@ func Save(cs *checkpoint.State, method string, st any, c *Cursor, tokensSeen int
 // within the run's prompts; it returns the tokens seen.
 func Resume(cs *checkpoint.State, method string, st any, c *Cursor) (tokensSeen int64, err error) {
 	if err := json.Unmarshal(cs.Extra[method], st); err != nil {
-		return 0, fmt.Errorf("not a %s checkpoint (trainer_state.json extra.%s): %w", methodName[method], method, err)
+		return 0, fmt.Errorf("not a %s checkpoint (trainer_state.json extra.%s): %w", strings.ToUpper(method), method, err)
 	}
 	if cs.Data.Offset < 0 || cs.Data.Offset > c.n {
 		return 0, fmt.Errorf("prompt position %d is outside the %d prompts (is this the same dataset?)", cs.Data.Offset, c.n)
@@ -45,6 +46,3 @@ func Resume(cs *checkpoint.State, method string, st any, c *Cursor) (tokensSeen 
 	c.Resume(cs)
 	return cs.NumInputTokensSeen, nil
 }
-
-// methodName is how errors name a method.
-var methodName = map[string]string{"grpo": "GRPO", "ppo": "PPO"}
