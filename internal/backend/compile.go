@@ -35,6 +35,15 @@ func Compiled() CompileStats {
 type counting struct {
 	backends.Backend
 	plugin PluginInfo // the PJRT plugin CheckPlugin found for an XLA backend, else zero
+	shared bool       // the process's client for its configuration (newXLA): never finalized
+}
+
+// Finalize implements backends.Backend: it frees the backend, unless it is the process's shared
+// XLA client, which New returns again and which lives as long as the process.
+func (c *counting) Finalize() {
+	if !c.shared {
+		c.Backend.Finalize()
+	}
 }
 
 // Builder implements backends.Backend.

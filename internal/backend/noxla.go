@@ -42,3 +42,6 @@ func AutoInstallAllowed() bool { return false }
 
 // Adaptations is nil: this binary has no XLA backend.
 func Adaptations(string, PluginInfo) []string { return nil }
+
+// CompileCacheHits is 0: this binary has no XLA backend.
+func CompileCacheHits(backends.Backend) int { return 0 }

@@ -49,6 +49,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/gomlx/go-xla/pkg/pjrt"
@@ -243,6 +244,15 @@ func newXLA(config string, info PluginInfo, opt Options) (backends.Backend, erro
 	if opts != "" {
 		cfg += "," + opts
 	}
+	// One client per configuration and options in a process, as JAX keeps one per platform: its
+	// executable cache then serves every command and test of the process (a resumed run compiles
+	// nothing its first run compiled), and device memory is not split between clients.
+	key := fmt.Sprintf("%s|%d", cfg, opt.CPUDevices)
+	xlaClients.Lock()
+	defer xlaClients.Unlock()
+	if c := xlaClients.m[key]; c != nil {
+		return c, nil
+	}
 	keepCUDADataDir()
 	var options pjrt.NamedValuesMap
 	if opt.CPUDevices > 0 {
@@ -260,8 +270,25 @@ func newXLA(config string, info PluginInfo, opt Options) (backends.Backend, erro
 	}
 	if c, ok := b.(*counting); ok {
 		c.plugin = info
+		c.shared = true
+		xlaClients.m[key] = c
 	}
 	return b, err
+}
+
+// xlaClients are the process's XLA backends, by plugin configuration and options (newXLA).
+var xlaClients = struct {
+	sync.Mutex
+	m map[string]*counting
+}{m: map[string]*counting{}}
+
+// CompileCacheHits is how many graph compilations b's executable cache answered without running
+// XLA's compiler (an XLA backend; 0 for others).
+func CompileCacheHits(b backends.Backend) int {
+	if x, ok := Unwrap(b).(*xla.Backend); ok {
+		return x.CompileCacheHits()
+	}
+	return 0
 }
 
 // PluginAttributes returns the attributes of the loaded plugin at path (xla_version,

@@ -25,6 +25,7 @@ type Backend struct {
 	hasSharedBuffers bool
 	capabilities     backends.Capabilities
 	numDevices       int
+	execCache        executableCache
 	DotGeneralConfig
 }
 
@@ -92,6 +93,7 @@ func (backend *Backend) Finalize() {
 	if backend.plugin == nil {
 		return
 	}
+	backend.execCache.destroyAll()
 	if backend.client != nil {
 		err := backend.client.Destroy()
 		if err != nil {

@@ -27,6 +27,7 @@ type Executable struct {
 	numDevices       int
 	deviceAssignment []int
 	portable         bool
+	cacheKey         [32]byte // its entry in backend.execCache
 }
 
 func (b *Builder) Compile(outputs []backends.Op, shardings []*backends.ShardingSpec) (backends.Executable, error) {
@@ -106,10 +107,15 @@ func (b *Builder) Compile(outputs []backends.Op, shardings []*backends.ShardingS
 			portable = true
 		}
 	}
-	exec, err := compileConfig.Done()
-	if err != nil {
-		return nil, errors.WithMessagef(err,
-			"backend %q: failed to compile computation %q", BackendName, b.name)
+	key := compileKey(program, b.distStrategy, b.numDevices, b.deviceAssignment)
+	exec := b.backend.execCache.acquire(key)
+	if exec == nil {
+		exec, err = compileConfig.Done()
+		if err != nil {
+			return nil, errors.WithMessagef(err,
+				"backend %q: failed to compile computation %q", BackendName, b.name)
+		}
+		exec = b.backend.execCache.add(key, exec)
 	}
 	return &Executable{
 		backend:         b.backend,
@@ -124,6 +130,7 @@ func (b *Builder) Compile(outputs []backends.Op, shardings []*backends.ShardingS
 		numDevices:       max(1, len(b.deviceAssignment)),
 		deviceAssignment: b.deviceAssignment,
 		portable:         portable,
+		cacheKey:         key,
 	}, nil
 }
 
@@ -141,10 +148,7 @@ func (e *Executable) Finalize() {
 	if e == nil || e.exec == nil || e.backend == nil {
 		return
 	}
-	err := e.exec.Destroy()
-	if err != nil {
-		klog.Warningf("Error while destroying executable %q on backend %q: %+v", e.name, BackendName, err)
-	}
+	e.backend.execCache.release(e.cacheKey)
 	e.exec = nil
 	e.backend = nil
 	e.parameterNames = nil
