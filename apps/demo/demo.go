@@ -284,7 +284,7 @@ func seedStats(as []Accuracy) (mean, std float64) {
 
 // runSFT fine-tunes base on the training problems' answers into dir.
 func runSFT(ctx stdctx.Context, o Options, env Env, base, dir string, problems []mult.Problem) error {
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	cfg.Model, cfg.Dataset, cfg.OutputDir = base, "demo:sft", dir
 	cfg.MaxSteps, cfg.PerDeviceTrainBatchSize, cfg.LearningRate = o.SFTSteps, o.SFTBatch, o.SFTLearningRate
 	cfg.LRSchedulerType, cfg.WarmupRatio, cfg.WeightDecay = "constant_with_warmup", 0.05, 0
@@ -319,7 +319,7 @@ func runGRPO(ctx stdctx.Context, o Options, env Env, from, dir, reward string, s
 // runGRPOWith is runGRPO with reward functions funcs and reward models (checkpoint directories);
 // what names the rewards in an error.
 func runGRPOWith(ctx stdctx.Context, o Options, env Env, from, dir string, funcs, models []string, what string, seed int, split Split) (float64, error) {
-	cfg := config.DefaultGRPO()
+	cfg := grpo.DefaultConfig()
 	cfg.Model, cfg.Dataset, cfg.OutputDir, cfg.RewardFuncs, cfg.RewardModels = from, "demo:grpo", dir, funcs, models
 	cfg.NumGenerations, cfg.PerDeviceTrainBatchSize = o.NumGenerations, o.GRPOPrompts*o.NumGenerations
 	cfg.MaxCompletionLength, cfg.Temperature = o.MaxCompletionLength, o.Temperature
@@ -329,7 +329,7 @@ func runGRPOWith(ctx stdctx.Context, o Options, env Env, from, dir string, funcs
 	if err := prepare(cfg, "grpo"); err != nil {
 		return 0, err
 	}
-	sum, err := grpo.Run(ctx, cfg, from, grpo.RunOptions{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress, Rows: PromptRows(split.Train, o.prompter())})
+	sum, err := grpo.Run(ctx, cfg, from, grpo.RunOptions{Env: loop.Env{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress}, Rows: PromptRows(split.Train, o.prompter())})
 	if err != nil {
 		return 0, fmt.Errorf("demo grpo (%s): %w", what, err)
 	}

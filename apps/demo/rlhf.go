@@ -19,7 +19,6 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 	"github.com/posttrain/posttrain/trainers/ppo"
@@ -224,7 +223,7 @@ func PreferencePairs(problems []mult.Problem, train int, seed uint64) (trainRows
 // runRewardModel trains a reward model from the SFT model (its LM head replaced by a new score
 // head, as `posttrain reward` does with a causal LM) on rows into dir.
 func runRewardModel(ctx stdctx.Context, o RLHFOptions, env Env, sftDir, dir string, rows []data.Row) error {
-	cfg := config.DefaultReward()
+	cfg := reward.DefaultConfig()
 	cfg.Model, cfg.Dataset, cfg.OutputDir = sftDir, "demo:reward", dir
 	cfg.MaxSteps, cfg.PerDeviceTrainBatchSize, cfg.LearningRate = o.RMSteps, o.RMBatch, o.RMLearningRate
 	cfg.LRSchedulerType, cfg.WarmupRatio, cfg.WeightDecay = "constant_with_warmup", 0.05, 0
@@ -251,7 +250,7 @@ func runRewardModel(ctx stdctx.Context, o RLHFOptions, env Env, sftDir, dir stri
 // model started from the reward model (TRL's ppo.py), on the GRPO problems' prompts into dir, and
 // returns the last logged mean score (objective/scores).
 func runPPO(ctx stdctx.Context, o RLHFOptions, env Env, sftDir, rmDir, dir string, split Split) (float64, error) {
-	cfg := config.DefaultPPO()
+	cfg := ppo.DefaultConfig()
 	cfg.Model, cfg.RewardModelPath, cfg.Dataset, cfg.OutputDir = sftDir, rmDir, "demo:ppo", dir
 	cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps, cfg.NumPPOEpochs = o.PPOPrompts, 1, o.PPOEpochs
 	cfg.ResponseLength, cfg.StopToken, cfg.Temperature, cfg.KLCoef = 4, "eos", o.Temperature, o.PPOKLCoef
@@ -260,7 +259,7 @@ func runPPO(ctx stdctx.Context, o RLHFOptions, env Env, sftDir, rmDir, dir strin
 	if err := prepare(cfg, "ppo"); err != nil {
 		return 0, err
 	}
-	sum, err := ppo.Run(ctx, cfg, sftDir, ppo.RunOptions{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress, Rows: PromptRows(split.Train, Prompter{})})
+	sum, err := ppo.Run(ctx, cfg, sftDir, ppo.RunOptions{Env: loop.Env{Backend: env.Backend, Logger: env.Logger, Progress: env.Progress}, Rows: PromptRows(split.Train, Prompter{})})
 	if err != nil {
 		return 0, fmt.Errorf("demo ppo: %w", err)
 	}

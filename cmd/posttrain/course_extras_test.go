@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/posttrain/posttrain/trainers"
 	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
@@ -103,7 +104,7 @@ func optionValues(t *testing.T, cfg config.Config) map[string]string {
 // loadConfig is a method's defaults with the YAML file at path applied and resolved, as --config does.
 func loadConfig(t *testing.T, method, path string) config.Config {
 	t.Helper()
-	cfg, err := config.New(method)
+	cfg, err := trainers.New(method)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 package main
 
-// Shared by `posttrain sft|dpo|kto`: flags from the method's TRL config (trainers/engine/config), model
-// and dataset loading, the training driver (trainers/engine/loop) with Ctrl-C checkpointing.
+// Shared by every training command (sft, dpo, kto, reward, grpo, ppo): flags from the method's TRL config
+// (trainers.Lookup), the output directory, backend and model resolution, Ctrl-C checkpointing, and the
+// method's Run.
 
 import (
 	"context"
@@ -13,33 +14,36 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/urfave/cli/v3"
 
-	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/trainers"
 	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
-	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
-// trainMethod builds a method's loop.Method from the loaded model and dataset.
-type trainMethod func(b backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) (loop.Method, error)
-
-// trainCommand is `posttrain <method> --model M --dataset FILE --output-dir DIR [flags]`.
-func trainCommand(method, usage, description string, build trainMethod) *cli.Command {
-	defaults, err := config.New(method)
+// trainCommand is `posttrain <method> --model M --dataset FILE --output-dir DIR [flags]`: the
+// method's configuration (trainers.Lookup) from its defaults, --config and the flags, then the
+// method's Run (runTrain). check, when set, refuses a configuration before anything is opened
+// (a usage error); summary, when set, is the run's last line (else trainSummary's).
+func trainCommand(method, usage, description string, check func(config.Config) error, summary func(config.Config, *loop.Result) string) *cli.Command {
+	m, err := trainers.Lookup(method)
 	if err != nil {
 		panic(err)
 	}
-	freshFlags[method] = func() []cli.Flag { return config.Flags(defaults) }
+	freshFlags[method] = func() []cli.Flag { return config.Flags(m.Default()) }
 	return &cli.Command{
 		Name:        method,
 		Usage:       usage,
 		Description: description,
-		Flags:       config.Flags(defaults),
-		Action: configAction(func() config.Config { cfg, _ := config.New(method); return cfg },
-			func(ctx context.Context, cmd *cli.Command, cfg config.Config) error {
-				return runTrain(ctx, cmd, cfg, build)
-			}),
+		Flags:       config.Flags(m.Default()),
+		Action: configAction(m.Default, func(ctx context.Context, cmd *cli.Command, cfg config.Config) error {
+			if check != nil {
+				if err := check(cfg); err != nil {
+					return usageError{err}
+				}
+			}
+			return runTrain(ctx, cmd, cfg, m, summary)
+		}),
 	}
 }
 
@@ -62,40 +66,24 @@ func configAction[C config.Config](newCfg func() C, run func(context.Context, *c
 	}
 }
 
-// modelLoaders load the model of the methods that do not train a causal LM (reward: a
-// sequence-classification model); the others use trainable.LoadModel.
-var modelLoaders = map[string]func(dir string, cfg config.Config) (*trainable.Model, error){}
-
-// runTrain loads everything, trains, and prints where the model went. Ctrl-C saves a checkpoint
-// and returns an error naming it (a second Ctrl-C exits at once).
-func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, build trainMethod) error {
-	c := cfg.Common()
+// runTrain opens the session (the output directory, the backend, the model's directory), runs the
+// method and prints its summary. Ctrl-C saves a checkpoint and returns an error naming it (a
+// second Ctrl-C exits at once).
+func runTrain(ctx context.Context, cmd *cli.Command, cfg config.Config, m trainers.Method, summary func(config.Config, *loop.Result) string) error {
 	s, err := openTrainSession(ctx, cmd, cfg)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	load := trainable.LoadForTraining
-	if l, ok := modelLoaders[cfg.Method()]; ok {
-		load = l
-	}
-	m, err := load(s.dir, cfg)
+	res, err := m.Run(s.ctx, cfg, s.dir, loop.Env{Backend: s.b, Logger: s.logger, Progress: s.progress, ResolveModel: resolveModel})
 	if err != nil {
 		return err
 	}
-	d, err := data.ReadFileWith(c.Dataset, readOptions(cfg))
-	if err != nil {
-		return err
+	line := trainSummary(cfg.Method(), res, cfg.Common().OutputDir)
+	if summary != nil {
+		line = summary(cfg, res)
 	}
-	method, err := build(s.b, m, d, cfg)
-	if err != nil {
-		return err
-	}
-	res, err := loop.Run(s.ctx, m, method, loop.Options{Config: cfg, Backend: s.b, Progress: s.progress, Logger: s.logger})
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(cmd.Root().Writer, trainSummary(cfg.Method(), res, c.OutputDir))
+	_, err = fmt.Fprintln(cmd.Root().Writer, line)
 	return err
 }
 
@@ -156,15 +144,6 @@ func (s *trainSession) close() {
 	s.b.Finalize()
 	s.stop()
 	s.unlock()
-}
-
-// readOptions are how a method's dataset files are read: SFT's dataset_text_field names the column
-// of standard language-modelling rows; the other methods read with the defaults.
-func readOptions(cfg config.Config) data.ReadOptions {
-	if s, ok := cfg.(*config.SFT); ok {
-		return data.ReadOptions{TextField: s.DatasetTextField}
-	}
-	return data.ReadOptions{}
 }
 
 // progressWriter is where the progress bar goes: the error stream (a bar only on a terminal).

@@ -94,7 +94,7 @@ func TrainKTO(b backends.Backend, labels []tinylm.KTOLabel, cfg tinylm.PrefConfi
 		prompts, ys, good = append(prompts, l.Prompt), append(ys, y), append(good, l.Good)
 	}
 	batch := p.Encode(prompts, ys)
-	kcfg := kto.Config{Beta: cfg.Beta, DesirableWeight: 1, UndesirableWeight: 1}
+	kcfg := kto.LossConfig{Beta: cfg.Beta, DesirableWeight: 1, UndesirableWeight: 1}
 	s, err := p.NewStep(cfg.LR, func(score Scorer, nodes named.Inputs) (*Node, map[string]*Node) {
 		in := named.Bind[ktoInputs[*Node]](nodes)
 		r := score(in.Responses)

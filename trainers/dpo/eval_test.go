@@ -7,7 +7,6 @@ import (
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/dpo"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
@@ -16,7 +15,7 @@ import (
 // log-probs are computed once, from the starting weights): eval_loss = ln 2 and zero rewards, the
 // TRL invariant, under TRL's "eval_"-prefixed names. After training, the eval margins have moved.
 func TestDPOEval_OnStartIsLn2(t *testing.T) {
-	cfg := config.DefaultDPO()
+	cfg := dpo.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 5e-3, 4, 1, 4)
 	cfg.EvalStrategy, cfg.EvalSteps, cfg.EvalOnStart, cfg.PerDeviceEvalBatchSize = "steps", 4, true, 3
 	m := looptest.Load(t, looptest.Model(t), false)

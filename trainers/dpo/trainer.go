@@ -12,7 +12,6 @@ import (
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/encode"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
@@ -23,14 +22,14 @@ import (
 // so no second copy of the weights is resident.
 type Trainer struct {
 	model             *trainable.Model
-	cfg               *config.DPO
+	cfg               *Config
 	chosen, rejected  []encode.Encoded
 	refChosen, refRej []float32 // per pair: Σ, or mean with ipo in the list, of the reference log-probs
 }
 
 // New tokenizes d (preference rows; conversational ones rendered with the model's chat template)
 // and computes the reference log-probs with the model's current weights on backend.
-func New(backend backends.Backend, m *trainable.Model, d *data.Dataset, cfg *config.DPO) (*Trainer, error) {
+func New(backend backends.Backend, m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 	if d.Format != data.Preference {
 		return nil, fmt.Errorf("%s: dpo needs preference rows (prompt, chosen, rejected), got %s", d.Path, d.Format)
 	}

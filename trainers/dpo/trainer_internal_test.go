@@ -11,7 +11,6 @@ import (
 
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/models/encode"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -53,9 +52,9 @@ func TestDPO_RPOAndLogitsAtStepOne(t *testing.T) {
 	dir, data := looptest.Model(t), looptest.MultFile(t, mult.DPO, 8, 7)
 	const alpha = 1.5
 	b := looptest.Backend(t)
-	run := func(alpha float64) (map[string]float64, *Trainer, *config.DPO) {
+	run := func(alpha float64) (map[string]float64, *Trainer, *Config) {
 		m := looptest.Load(t, dir, false)
-		cfg := config.DefaultDPO()
+		cfg := DefaultConfig()
 		cfg.RPOAlpha = alpha
 		looptest.Common(t, &cfg.Training, 5e-3, 4, 1, 1)
 		tr, err := New(b, m, looptest.Read(t, data), cfg)
@@ -136,7 +135,7 @@ func TestDPO_LDAlphaAtStepOne(t *testing.T) {
 	const alpha = 0.5
 	b := looptest.Backend(t)
 	m := looptest.Load(t, dir, false)
-	cfg := config.DefaultDPO()
+	cfg := DefaultConfig()
 	cfg.LDAlpha = alpha
 	looptest.Common(t, &cfg.Training, 5e-3, 4, 1, 1)
 	tr, err := New(b, m, looptest.Read(t, data), cfg)
@@ -247,7 +246,7 @@ func TestDPO_UseWeightingAtStepOne(t *testing.T) {
 	const alpha = 0.5
 	b := looptest.Backend(t)
 	m := looptest.Load(t, dir, false)
-	warm := config.DefaultDPO()
+	warm := DefaultConfig()
 	warm.RPOAlpha = 1
 	looptest.Common(t, &warm.Training, 3e-2, 4, 1, 12)
 	trWarm, err := New(b, m, looptest.Read(t, data), warm)
@@ -258,7 +257,7 @@ func TestDPO_UseWeightingAtStepOne(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := config.DefaultDPO()
+	cfg := DefaultConfig()
 	cfg.UseWeighting, cfg.RPOAlpha = true, alpha
 	looptest.Common(t, &cfg.Training, 5e-3, 4, 1, 1)
 	tr, err := New(b, m, looptest.Read(t, data), cfg)

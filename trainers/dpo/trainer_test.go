@@ -7,12 +7,11 @@ import (
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/dpo"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
-func run(t *testing.T, cfg *config.DPO, pairs int) []runlog.Record {
+func run(t *testing.T, cfg *dpo.Config, pairs int) []runlog.Record {
 	t.Helper()
 	m := looptest.Load(t, looptest.Model(t), false)
 	b := looptest.Backend(t)
@@ -27,7 +26,7 @@ func run(t *testing.T, cfg *config.DPO, pairs int) []runlog.Record {
 // DPO's first step starts from policy = reference: loss ln 2, zero margins (the TRL invariant);
 // training on the multiplication pairs then makes the margins grow.
 func TestDPO_StepOneIsLn2AndMarginsGrow(t *testing.T) {
-	cfg := config.DefaultDPO()
+	cfg := dpo.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 5e-3, 4, 2, 6)
 	recs := run(t, cfg, 16)
 	first, last := recs[0].Metrics, recs[len(recs)-1].Metrics
@@ -51,7 +50,7 @@ func TestDPO_StepOneIsLn2AndMarginsGrow(t *testing.T) {
 
 // IPO's first step is (0 − 1/(2β))² = 25 at β = 0.1, and its loss goes down.
 func TestDPO_IPOStepOne(t *testing.T) {
-	cfg := config.DefaultDPO()
+	cfg := dpo.DefaultConfig()
 	cfg.LossType = []string{"ipo"}
 	looptest.Common(t, &cfg.Training, 5e-3, 4, 1, 3)
 	recs := run(t, cfg, 8)
@@ -67,7 +66,7 @@ func TestDPO_IPOStepOne(t *testing.T) {
 // loss is Σ w_i·L_i(m = 0) = 1·ln 2 + 0.04·(1/(2β))² + ½·nll_loss, every type on length-normalised
 // log-probs because ipo is listed, and nll_loss is logged because sft is.
 func TestDPO_LossListStepOne(t *testing.T) {
-	cfg := config.DefaultDPO()
+	cfg := dpo.DefaultConfig()
 	cfg.LossType, cfg.LossWeights = []string{"sigmoid", "ipo", "sft"}, []float64{1, 0.04, 0.5}
 	looptest.Common(t, &cfg.Training, 5e-3, 4, 1, 2)
 	recs := run(t, cfg, 8)
@@ -92,7 +91,7 @@ func TestDPO_LossListStepOne(t *testing.T) {
 // mean softplus(−β·(log π(y_w) − log π(y_l))) over the pairs, not ln 2; with one pair per
 // micro-batch and per step that is softplus(−β·(logps/chosen − logps/rejected)) exactly.
 func TestDPO_ReferenceFreeStepOne(t *testing.T) {
-	cfg := config.DefaultDPO()
+	cfg := dpo.DefaultConfig()
 	cfg.ReferenceFree = true
 	looptest.Common(t, &cfg.Training, 5e-3, 1, 1, 2)
 	first := run(t, cfg, 4)[0].Metrics

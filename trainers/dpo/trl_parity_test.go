@@ -12,7 +12,6 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/dpo"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
@@ -95,9 +94,9 @@ func checkDPOGolden(t *testing.T, g *looptest.TRLGolden, rel64 string) {
 
 // trainDPOCase runs posttrain on the golden's case name and returns the case, its config and the
 // metrics lines.
-func trainDPOCase(t *testing.T, g *looptest.TRLGolden, name string) (looptest.TRLCase, *config.DPO, []runlog.Record) {
+func trainDPOCase(t *testing.T, g *looptest.TRLGolden, name string) (looptest.TRLCase, *dpo.Config, []runlog.Record) {
 	t.Helper()
-	cfg := config.DefaultDPO()
+	cfg := dpo.DefaultConfig()
 	c := g.Configure(t, name, cfg)
 	m := looptest.Load(t, g.ModelDir(t), false)
 	return c, cfg, looptest.TrainTRLCase(t, c, m, cfg, func(rows *data.Dataset) (loop.Method, error) {
@@ -107,7 +106,7 @@ func trainDPOCase(t *testing.T, g *looptest.TRLGolden, name string) (looptest.TR
 
 // dpoScale measures the rewards and margins against β·(|logps/chosen| + |logps/rejected|) and
 // logits/* against 1 (TestDPO_TRLParity says why), the rest against their own value.
-func dpoScale(cfg *config.DPO) looptest.Scale {
+func dpoScale(cfg *dpo.Config) looptest.Scale {
 	return func(key string, trl map[string]float64) float64 {
 		switch key {
 		case "rewards/chosen", "rewards/rejected", "rewards/margins":

@@ -14,14 +14,13 @@ import (
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // trainSteps runs a tiny GRPO run of c (fresh model, seed 3) and returns the final weights and
 // every step's StepInfo.
-func trainSteps(t *testing.T, c *config.GRPO) (map[string][]float32, []StepInfo) {
+func trainSteps(t *testing.T, c *Config) (map[string][]float32, []StepInfo) {
 	t.Helper()
 	m := tinyModel(t, 3)
 	var infos []StepInfo
@@ -62,7 +61,7 @@ func maxAbsDiff(a, b map[string][]float32) float64 {
 // resumeRun trains c on a fresh tiny model with the share of 'c' and a second reward until the
 // end or, when stopAt > 0, until ctx is cancelled after step stopAt (the Ctrl-C path), and returns
 // the final weights and Train's error.
-func resumeRun(t *testing.T, c *config.GRPO, second Reward, stopAt int) (map[string][]float32, error) {
+func resumeRun(t *testing.T, c *Config, second Reward, stopAt int) (map[string][]float32, error) {
 	t.Helper()
 	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 	defer cancel(nil)
@@ -121,7 +120,7 @@ func TestGRPO_ResumeEqualsStraightVariants(t *testing.T) {
 }
 
 func resumeEqualsStraight(t *testing.T, second Reward, logging int, lossType string) {
-	config := func() *config.GRPO {
+	config := func() *Config {
 		c := tinyConfig(t)
 		c.MaxSteps, c.LoggingSteps, c.NumIterations, c.Beta, c.LossType = 4, logging, 2, 0.04, lossType
 		c.EvalDataset, c.EvalStrategy, c.EvalSteps, c.PerDeviceEvalBatchSize = "tiny-eval", "steps", 2, 8

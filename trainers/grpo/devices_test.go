@@ -15,7 +15,6 @@ import (
 	"github.com/posttrain/posttrain/internal/backend/devicetest"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 )
 
@@ -77,7 +76,7 @@ func TestGRPO_ResumeOnOtherDeviceCount(t *testing.T) {
 
 // dpConfig is the data-parallel tests' run on devices devices with a global micro-batch of 8:
 // 4 steps, accumulation 2, off-policy (num_iterations 2), a reference model (β 0.04).
-func dpConfig(t *testing.T, devices int) *config.GRPO {
+func dpConfig(t *testing.T, devices int) *Config {
 	c := tinyConfig(t)
 	c.MaxSteps, c.Beta, c.NumIterations = 4, 0.04, 2
 	c.Devices, c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps = devices, 8/devices, 2
@@ -87,7 +86,7 @@ func dpConfig(t *testing.T, devices int) *config.GRPO {
 // dpRun trains c on b (a fresh tiny model, seed 3), interrupted after step stopAt when > 0 (the
 // run then stops at the end of its generation batch and saves a checkpoint), and returns every
 // step's info and the final weights.
-func dpRun(t *testing.T, b backends.Backend, c *config.GRPO, stopAt int) ([]StepInfo, map[string][]float32) {
+func dpRun(t *testing.T, b backends.Backend, c *Config, stopAt int) ([]StepInfo, map[string][]float32) {
 	t.Helper()
 	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 	defer cancel(nil)

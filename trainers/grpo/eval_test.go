@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 )
 
 func evalPrompts() []*Prompt {
@@ -26,7 +25,7 @@ func evalPrompts() []*Prompt {
 
 // evalRun trains the tiny model with the random reward (so that a stray reward call would change
 // the training rewards) and returns the final weights, the step infos and the metrics lines.
-func evalRun(t *testing.T, c *config.GRPO, eval []*Prompt) (map[string][]float32, []StepInfo, []runlog.Record) {
+func evalRun(t *testing.T, c *Config, eval []*Prompt) (map[string][]float32, []StepInfo, []runlog.Record) {
 	t.Helper()
 	var infos []StepInfo
 	first := firstLetter()
@@ -48,7 +47,7 @@ func evalRun(t *testing.T, c *config.GRPO, eval []*Prompt) (map[string][]float32
 	return modelWeights(t, tr), infos, recs
 }
 
-func evalConfig(t *testing.T) *config.GRPO {
+func evalConfig(t *testing.T) *Config {
 	c := tinyConfig(t)
 	c.PerDeviceTrainBatchSize, c.MaxSteps, c.Beta = 8, 3, 0.04
 	return c

@@ -9,14 +9,13 @@ import (
 
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // familyRun trains c (the reward: the first byte of the completion, graded) on a fresh copy of the fixture checkpoint at dir (stopping after step stopAt
 // when > 0) and returns every step's info, the final weights and Train's error.
-func familyRun(t *testing.T, dir string, c *config.GRPO, stopAt int) ([]StepInfo, map[string][]float32, error) {
+func familyRun(t *testing.T, dir string, c *Config, stopAt int) ([]StepInfo, map[string][]float32, error) {
 	t.Helper()
 	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 	defer cancel(nil)
@@ -44,7 +43,7 @@ func TestGRPO_Families(t *testing.T) {
 	for _, fixture := range looptest.Fixtures {
 		t.Run(fixture, func(t *testing.T) {
 			dir := looptest.Fixture(t, fixture)
-			newConfig := func() *config.GRPO {
+			newConfig := func() *Config {
 				c := tinyConfig(t)
 				c.Model, c.LossType, c.Temperature, c.MaxSteps, c.MaxCompletionLength = dir, "grpo", 0.7, 2, 4
 				return c

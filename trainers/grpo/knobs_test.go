@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
-
-	"github.com/posttrain/posttrain/trainers/engine/config"
 )
 
 // The GRPOConfig knobs reach the loss: delta selects the two-sided surrogate.
@@ -33,16 +31,16 @@ func TestGRPO_SampleOptionsCarryMinP(t *testing.T) {
 // and since the trainer scores under the whole tempered, unshaped distribution (as TRL), the
 // sampler's log-probs (of that distribution too) still agree with the trainer's.
 func TestGRPO_SamplerShapingRuns(t *testing.T) {
-	run := func(set func(*config.GRPO)) StepInfo {
+	run := func(set func(*Config)) StepInfo {
 		c := tinyConfig(t)
 		c.Temperature = 0.7
 		set(c)
 		return trainRun(t, c, countReward('c'), nil)[0]
 	}
-	off := run(func(*config.GRPO) {})
-	for name, set := range map[string]func(*config.GRPO){
-		"min_p 0.3":              func(c *config.GRPO) { c.MinP = 0.3 },
-		"repetition_penalty 3.0": func(c *config.GRPO) { c.RepetitionPenalty = 3 },
+	off := run(func(*Config) {})
+	for name, set := range map[string]func(*Config){
+		"min_p 0.3":              func(c *Config) { c.MinP = 0.3 },
+		"repetition_penalty 3.0": func(c *Config) { c.RepetitionPenalty = 3 },
 	} {
 		on := run(set)
 		if d := on.Metrics["sampling/sampling_logp_difference/max"]; !(d < 1e-4) {

@@ -14,7 +14,6 @@ import (
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/lora"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -95,7 +94,7 @@ func TestGRPO_PEFTReferenceIsBase(t *testing.T) {
 // interruption and a resumed step (the adapter file and the metrics, bit for bit).
 func TestGRPO_PEFTResume(t *testing.T) {
 	dir := looptest.Fixture(t, "qwen3-tiny")
-	run := func(c *config.GRPO, stopAt int) error {
+	run := func(c *Config, stopAt int) error {
 		m, err := trainable.LoadModelPEFT(dir, false, lora.Config{R: 4, Alpha: 8, Dropout: 0.2, TargetModules: []string{lora.AllLinear}}, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -115,7 +114,7 @@ func TestGRPO_PEFTResume(t *testing.T) {
 		_, err = tr.Train(ctx)
 		return err
 	}
-	newConfig := func() *config.GRPO {
+	newConfig := func() *Config {
 		c := tinyConfig(t)
 		c.Model, c.LossType, c.MaxSteps, c.MaxCompletionLength, c.Beta = dir, "grpo", 2, 4, 0.04
 		return c

@@ -14,7 +14,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/posttrain/posttrain/models/safetensors"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
@@ -95,7 +94,7 @@ func hostWeights(t *testing.T, m *trainable.Model) map[string][]float32 {
 	return out
 }
 
-func syncConfig(t *testing.T, steps int) *config.GRPO {
+func syncConfig(t *testing.T, steps int) *Config {
 	c := tinyConfig(t)
 	c.Beta, c.SyncRefModel, c.RefModelMixupAlpha, c.RefModelSyncSteps = 0.04, true, 0.6, steps
 	return c
@@ -177,7 +176,7 @@ func TestGRPO_SyncRefModel_MixesEveryTauSteps(t *testing.T) {
 }
 
 // runTrainer trains c on a fresh tiny model and returns the trainer and the final policy weights.
-func runTrainer(t *testing.T, c *config.GRPO) (*Trainer, map[string][]float32) {
+func runTrainer(t *testing.T, c *Config) (*Trainer, map[string][]float32) {
 	t.Helper()
 	m := tinyModel(t, 3)
 	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: m,

@@ -7,14 +7,13 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
 // SplitRewardWeights returns the weights of the run's reward models and of its reward functions
 // (nil: all 1): reward_weights lists the models first, as TRL's grpo.py puts
 // reward_model_name_or_path before reward_funcs.
-func SplitRewardWeights(cfg *config.GRPO) (models, funcs []float64) {
+func SplitRewardWeights(cfg *Config) (models, funcs []float64) {
 	if len(cfg.RewardWeights) == 0 {
 		return nil, nil
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -43,7 +42,7 @@ func rewardModelDir(t *testing.T, name string) string {
 // verifier rewards by reward_weights (models first).
 func TestScoreRewards_RewardModel(t *testing.T) {
 	dir := rewardModelDir(t, "rm")
-	cfg := config.DefaultGRPO()
+	cfg := DefaultConfig()
 	cfg.RewardModels, cfg.RewardFuncs, cfg.RewardWeights = []string{dir}, []string{"v"}, []float64{0.5, 2}
 	mw, fw := SplitRewardWeights(cfg)
 	if !slices.Equal(mw, []float64{0.5}) || !slices.Equal(fw, []float64{2}) {

@@ -3,14 +3,9 @@ package grpo
 import (
 	stdctx "context"
 	"fmt"
-	"io"
-	"log/slog"
-
-	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/models/encode"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/rollout"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -21,24 +16,20 @@ import (
 // (models/encode renders and tokenizes it).
 type Prompt = encode.Prompt
 
-// RunOptions are what Run needs besides the configuration.
+// RunOptions are what Run needs besides the configuration: the environment every method's Run
+// takes, and the demo's hooks.
 type RunOptions struct {
-	Backend  backends.Backend
-	Logger   *slog.Logger
-	Progress io.Writer
-	OnStep   func(StepInfo)
+	loop.Env
+	OnStep func(StepInfo)
 	// Rows, when set, replaces --dataset (the demo passes its own prompt split).
 	Rows []data.Row
-	// RewardModelDirs, when set, are the local directories of cfg.RewardModels (the CLI resolves
-	// Hub ids); nil: cfg.RewardModels as they are.
-	RewardModelDirs []string
 }
 
 // Run is `posttrain grpo`: it loads the checkpoint in modelDir (HF layout: weights, config,
 // tokenizer, chat template), renders and tokenizes the prompts, and trains (Trainer.Train: resuming
 // when asked; training_args.yaml, metrics.jsonl, completions.jsonl, the checkpoints and the final
 // model in OUTPUT_DIR).
-func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions) (*loop.Result, error) {
+func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*loop.Result, error) {
 	m, err := trainable.LoadForTraining(modelDir, cfg)
 	if err != nil {
 		return nil, err
@@ -67,9 +58,13 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 	if err != nil {
 		return nil, err
 	}
-	dirs := opts.RewardModelDirs
-	if dirs == nil {
-		dirs = cfg.RewardModels
+	var dirs []string
+	for _, rm := range cfg.RewardModels {
+		d, err := opts.Resolve(ctx, rm)
+		if err != nil {
+			return nil, fmt.Errorf("reward model: %w", err)
+		}
+		dirs = append(dirs, d)
 	}
 	rewards, err := LoadRewardModels(opts.Backend, dirs, modelWeights, cfg.BF16, cfg.PerDeviceTrainBatchSize)
 	if err != nil {
@@ -91,7 +86,7 @@ func Run(ctx stdctx.Context, cfg *config.GRPO, modelDir string, opts RunOptions)
 }
 
 // loadEvalPrompts reads eval_dataset when the run evaluates (rollout.EvalPrompts).
-func loadEvalPrompts(cfg *config.GRPO, txt *encode.Text) ([]*Prompt, error) {
+func loadEvalPrompts(cfg *Config, txt *encode.Text) ([]*Prompt, error) {
 	prompts, err := rollout.EvalPrompts(cfg.EvalDataset, cfg.Evaluates(), "GRPO", txt)
 	if err == nil && len(prompts) == 0 && cfg.EvalDataset != "" && cfg.Evaluates() {
 		return nil, fmt.Errorf("eval_dataset: %s: no prompts", cfg.EvalDataset)

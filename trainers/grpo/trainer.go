@@ -16,7 +16,6 @@ import (
 	"github.com/posttrain/posttrain/internal/shard"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/rollout"
 	"github.com/posttrain/posttrain/trainers/engine/step"
@@ -27,7 +26,7 @@ import (
 // run updates in place through the training driver's AdamW, trainers/engine/loop), the tokenized prompts
 // and the reward functions.
 type Setup struct {
-	Config  *config.GRPO // resolved and validated (config.FromCommand or Resolve+Validate)
+	Config  *Config // resolved and validated (config.FromCommand or Resolve+Validate)
 	Backend backends.Backend
 	// Model holds the policy; only Config and Ctx are needed (plus Dir and Tokenizer for saving
 	// checkpoints with the tokenizer files).
@@ -65,7 +64,7 @@ type StepInfo struct {
 // schedule, logging, evaluation and checkpoint cadence, resume and Ctrl-C.
 type Trainer struct {
 	s         Setup
-	cfg       *config.GRPO
+	cfg       *Config
 	log       *slog.Logger
 	spec      *lossSpec
 	gen       *generate.Generator
@@ -166,7 +165,7 @@ func New(s Setup) (*Trainer, error) {
 // L1413-1440): only when a generation batch is used for more than one optimizer step, i.e. when
 // gradient_accumulation_steps % (steps_per_generation · num_iterations) ≠ 0. Otherwise the update
 // is on-policy and the detached current log-probs serve as π_old (ratio 1).
-func OffPolicy(cfg *config.GRPO) bool {
+func OffPolicy(cfg *Config) bool {
 	return cfg.GradientAccumulationSteps%(cfg.StepsPerGeneration*cfg.NumIterations) != 0
 }
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
@@ -60,8 +59,8 @@ func tinyModel(t *testing.T, seed uint64) *trainable.Model {
 }
 
 // tinyConfig is a small on-policy run: 4 prompts × 4 generations per step.
-func tinyConfig(t *testing.T) *config.GRPO {
-	c := config.DefaultGRPO()
+func tinyConfig(t *testing.T) *Config {
+	c := DefaultConfig()
 	c.Model, c.Dataset, c.OutputDir = "tiny", "tiny", t.TempDir()
 	c.RewardFuncs = []string{"test"}
 	c.NumGenerations, c.PerDeviceTrainBatchSize = 4, 16
@@ -104,7 +103,7 @@ func constReward(v float64) Reward {
 }
 
 // trainRun trains and returns every step's info.
-func trainRun(t *testing.T, c *config.GRPO, rw Reward, logger *slog.Logger) []StepInfo {
+func trainRun(t *testing.T, c *Config, rw Reward, logger *slog.Logger) []StepInfo {
 	t.Helper()
 	c.Resolve()
 	if err := c.Validate(); err != nil {
@@ -234,7 +233,7 @@ func TestGRPO_ZeroStdGroupAddsNothing(t *testing.T) {
 	}
 }
 
-func resolved(t *testing.T, c *config.GRPO) *config.GRPO {
+func resolved(t *testing.T, c *Config) *Config {
 	c.Resolve()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -278,7 +277,7 @@ func stepOn(t *testing.T, tr *Trainer, r *Rollout) float64 {
 }
 
 // newTiny builds a trainer on the tiny model without running it.
-func newTiny(t *testing.T, c *config.GRPO, rw Reward) *Trainer {
+func newTiny(t *testing.T, c *Config, rw Reward) *Trainer {
 	t.Helper()
 	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: tinyModel(t, 3),
 		Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{rw}})

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/engine/rollout"
@@ -110,7 +109,7 @@ func TestGRPO_TRLParity(t *testing.T) {
 	got := map[string][]generation{}
 	for _, name := range slices.Sorted(maps.Keys(g.Cases)) {
 		t.Run(name, func(t *testing.T) {
-			cfg := config.DefaultGRPO()
+			cfg := grpo.DefaultConfig()
 			c := g.Configure(t, name, cfg)
 			cfg.Model, cfg.Dataset = g.ModelDir(t), filepath.Join(root, c.Rows)
 			cfg.RewardFuncs = []string{"vowels", "spaces"} // parityRewards, TRL's reward_funcs
@@ -147,7 +146,7 @@ func TestGRPO_TRLParity(t *testing.T) {
 // trainParity runs posttrain's GRPO as `posttrain grpo` does (grpo.Run) but with the parity
 // rewards, and returns the generation batches it sampled, the mean |advantage| of the batch each
 // step trained on, and its metrics lines.
-func trainParity(t *testing.T, cfg *config.GRPO) ([]generation, map[int]float64, []runlog.Record) {
+func trainParity(t *testing.T, cfg *grpo.Config) ([]generation, map[int]float64, []runlog.Record) {
 	t.Helper()
 	m, err := trainable.LoadForTraining(cfg.Model, cfg)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
 )
 
-// Config holds KTO's hyper-parameters (TRL KTOConfig defaults: β 0.1, both weights 1).
-type Config struct {
+// LossConfig holds KTO's hyper-parameters (TRL KTOConfig defaults: β 0.1, both weights 1).
+type LossConfig struct {
 	Beta              float64
 	DesirableWeight   float64
 	UndesirableWeight float64
@@ -44,7 +44,7 @@ type Metrics struct {
 // scalar or [B] (the course uses the exact KL(π‖π_ref) of each example's prompt), which is
 // detached and clamped at 0 here. −∂L_b/∂r_b = ±w·β·v(1−v) with v = σ(±β(r_b − z)), the
 // course's coefficient `beta * v * (1 - v)`.
-func Loss(policy, ref, desirable, z *Node, cfg Config) (*Node, Metrics) {
+func Loss(policy, ref, desirable, z *Node, cfg LossConfig) (*Node, Metrics) {
 	dtype := policy.DType()
 	z = StopGradient(MaxScalar(ConvertDType(z, dtype), 0))
 	if z.IsScalar() {
@@ -84,7 +84,7 @@ func rewardMetrics(r, good *Node, beta float64, kl *Node) Metrics {
 // at r = 0 rather than at KTO's reference point: TRL sets calculate_KL = False for this loss, builds
 // no KL completions and logs kl = 0 (Metrics.KL here). policy, ref [B]; desirable [B] bool (or 0/1).
 // −∂L_b/∂r_b = ±w·β·v(1−v) with v = σ(β·r_b).
-func APOZeroUnpairedLoss(policy, ref, desirable *Node, cfg Config) (*Node, Metrics) {
+func APOZeroUnpairedLoss(policy, ref, desirable *Node, cfg LossConfig) (*Node, Metrics) {
 	dtype := policy.DType()
 	r := Sub(policy, StopGradient(ref))
 	good := tokenmask.BoolMask(desirable)

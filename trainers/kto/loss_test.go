@@ -14,7 +14,7 @@ func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 // Phase 10's train_kto at its first epoch: π = π_ref so r = 0 and z = max(0, KL) = 0; every loss is
 // 1 − σ(0) = ½ and the course's coefficient −∂L/∂r = ±β·v(1−v) = ±0.1·¼, divided by len(labels).
 func TestKTOLoss_InitCoefficient(t *testing.T) {
-	cfg := Config{Beta: 0.1, DesirableWeight: 1, UndesirableWeight: 1}
+	cfg := LossConfig{Beta: 0.1, DesirableWeight: 1, UndesirableWeight: 1}
 	logps := []float64{math.Log(0.16), math.Log(0.32), math.Log(0.04), math.Log(0.24), math.Log(0.3), math.Log(0.2)}
 	desirable := []bool{true, false, false, true, false, false} // KTO_LABELS
 	out := graphtest.Eval(t, func(in []*Node) []*Node {
@@ -38,7 +38,7 @@ func TestKTOLoss_InitCoefficient(t *testing.T) {
 // 식 (10.4) off the start: the value, the course's coefficient w·β·v(1−v)·(±1)/B, the clamp of a
 // negative z at 0, no gradient to z or π_ref, and TRL's metrics.
 func TestKTOLoss_CoefficientAndReferencePoint(t *testing.T) {
-	cfg := Config{Beta: 0.5, DesirableWeight: 1.5, UndesirableWeight: 0.75}
+	cfg := LossConfig{Beta: 0.5, DesirableWeight: 1.5, UndesirableWeight: 0.75}
 	pol := []float64{-0.4, -2.0, -1.1, -0.2}
 	ref := []float64{-0.9, -1.5, -1.0, -0.6}
 	desirable := []float64{1, 0, 1, 0}
@@ -114,7 +114,7 @@ func TestKTOReferencePoint_ClampedMean(t *testing.T) {
 // w_U·σ(βr), anchored at r = 0; −∂L/∂log π = ±w·β·v(1−v)/B with v = σ(βr); no gradient to π_ref;
 // kl = 0; the same reward sums and counts as KTO.
 func TestAPOZeroUnpairedLoss_HandCheck(t *testing.T) {
-	cfg := Config{Beta: 0.5, DesirableWeight: 1.5, UndesirableWeight: 0.75}
+	cfg := LossConfig{Beta: 0.5, DesirableWeight: 1.5, UndesirableWeight: 0.75}
 	pol := []float64{-0.4, -2.0, -1.1, -0.2}
 	ref := []float64{-0.9, -1.5, -1.0, -0.6}
 	desirable := []bool{true, false, true, false}
@@ -150,7 +150,7 @@ func TestAPOZeroUnpairedLoss_HandCheck(t *testing.T) {
 
 // At the start (π = π_ref) every example's APO-zero loss is ½, as KTO's with z = 0.
 func TestAPOZeroUnpairedLoss_InitIsHalf(t *testing.T) {
-	cfg := Config{Beta: 0.1, DesirableWeight: 1, UndesirableWeight: 1}
+	cfg := LossConfig{Beta: 0.1, DesirableWeight: 1, UndesirableWeight: 1}
 	logps := []float64{-1.2, -0.3, -2.5}
 	out := graphtest.Eval(t, func(in []*Node) []*Node {
 		loss, _ := APOZeroUnpairedLoss(in[0], in[1], in[2], cfg)

@@ -12,7 +12,6 @@ import (
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/encode"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -27,7 +26,7 @@ import (
 // Reference log-probs come from the starting weights, computed once before training.
 type Trainer struct {
 	model         *trainable.Model
-	cfg           *config.KTO
+	cfg           *Config
 	rows, kl      []encode.Encoded // kl is empty without a KL term
 	desirable     []bool
 	refRow, refKL []float32
@@ -38,7 +37,7 @@ func (t *Trainer) withKL() bool { return t.cfg.LossType != "apo_zero_unpaired" }
 
 // New tokenizes d (unpaired rows: prompt, completion, label; conversational ones rendered with the
 // chat template), builds the KL rows and computes the reference log-probs on backend.
-func New(backend backends.Backend, m *trainable.Model, d *data.Dataset, cfg *config.KTO) (*Trainer, error) {
+func New(backend backends.Backend, m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 	if d.Format != data.Unpaired {
 		return nil, fmt.Errorf("%s: kto needs unpaired rows (prompt, completion, label), got %s", d.Path, d.Format)
 	}
@@ -168,7 +167,7 @@ func (t *Trainer) Loss(ctx *context.Context, inputs named.Inputs, norm *Node) (*
 	b := ids.Shape().Dim(0)
 	h := decoder.Hidden(ctx, cfg, ids, pos, mask)
 	policy := SeqLogProbs(decoder.TargetLogProbs(ctx, cfg, h, ids), scored)
-	hp := Config{Beta: t.cfg.Beta, DesirableWeight: t.cfg.DesirableWeight, UndesirableWeight: t.cfg.UndesirableWeight}
+	hp := LossConfig{Beta: t.cfg.Beta, DesirableWeight: t.cfg.DesirableWeight, UndesirableWeight: t.cfg.UndesirableWeight}
 	var loss *Node
 	var m Metrics
 	if t.withKL() {

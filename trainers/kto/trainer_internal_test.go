@@ -11,7 +11,6 @@ import (
 	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/models/encode"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -30,7 +29,7 @@ func TestNew_KLRowsShiftByOneInEachChunk(t *testing.T) {
 	if err := os.WriteFile(path, []byte(rows), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.DefaultKTO()
+	cfg := DefaultConfig()
 	cfg.PerDeviceTrainBatchSize = 2
 	tr, err := New(looptest.Backend(t), m, looptest.Read(t, path), cfg)
 	if err != nil {
@@ -73,7 +72,7 @@ func TestKTO_LogitsMetricsAtStepOne(t *testing.T) {
 	}
 	for _, lossType := range []string{"kto", "apo_zero_unpaired"} {
 		m := looptest.Load(t, dir, false)
-		cfg := config.DefaultKTO()
+		cfg := DefaultConfig()
 		cfg.LossType = lossType
 		looptest.Common(t, &cfg.Training, 1e-3, 4, 1, 1)
 		tr, err := New(b, m, looptest.Read(t, path), cfg)

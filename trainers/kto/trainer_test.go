@@ -10,7 +10,6 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/kto"
@@ -45,7 +44,7 @@ func unpairedFile(t *testing.T, n int) string {
 func TestKTO_MovesRewardsApart(t *testing.T) {
 	m := looptest.Load(t, looptest.Model(t), false)
 	b := looptest.Backend(t)
-	cfg := config.DefaultKTO()
+	cfg := kto.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 3e-3, 4, 1, 6)
 	tr, err := kto.New(b, m, looptest.Read(t, unpairedFile(t, 12)), cfg)
 	if err != nil {
@@ -85,7 +84,7 @@ func TestKTO_APOZeroUnpairedTrainsWithoutKL(t *testing.T) {
 	m := looptest.Load(t, looptest.Model(t), false)
 	b := looptest.Backend(t)
 	d := looptest.Read(t, unpairedFile(t, 12))
-	cfg := config.DefaultKTO()
+	cfg := kto.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 3e-3, 1, 4, 6)
 	if _, err := kto.New(b, m, d, cfg); err == nil {
 		t.Fatal("loss_type kto with per_device_train_batch_size 1: no error, want one (the KL rows need ≥ 2)")

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/kto"
@@ -58,7 +57,7 @@ func TestKTO_TRLParityGemma3Softcap(t *testing.T) {
 // (TestKTO_TRLParity says how).
 func checkKTOCase(t *testing.T, g *looptest.TRLGolden, name string) {
 	t.Helper()
-	cfg := config.DefaultKTO()
+	cfg := kto.DefaultConfig()
 	c := g.Configure(t, name, cfg)
 	m := looptest.Load(t, g.ModelDir(t), false)
 	recs := looptest.TrainTRLCase(t, c, m, cfg, func(rows *data.Dataset) (loop.Method, error) {

@@ -16,7 +16,6 @@ import (
 	"github.com/posttrain/posttrain/internal/backend/devicetest"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/safetensors"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
@@ -24,7 +23,7 @@ import (
 // dpConfig is the tiny PPO run on `devices` devices with the same global batch whatever the
 // count: rollouts of 8 prompts (per-device batch 4/devices × devices × accumulation 2) generated
 // and scored 4 rows a pass (4/devices a device), 2 PPO epochs of 2 mini-batches, 2 updates.
-func dpConfig(t *testing.T, policy, rm string, devices int) *config.PPO {
+func dpConfig(t *testing.T, policy, rm string, devices int) *Config {
 	t.Helper()
 	c := tinyConfig(t, policy, rm)
 	c.Devices, c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps = devices, 4/devices, 2
@@ -39,12 +38,12 @@ func dpConfig(t *testing.T, policy, rm string, devices int) *config.PPO {
 
 // dpRun runs c on b, interrupted (Ctrl-C) after update stopAt when stopAt > 0, and returns its
 // updates and the policy it wrote (the final one, or nil when interrupted).
-func dpRun(t *testing.T, b backends.Backend, c *config.PPO, stopAt int) ([]UpdateInfo, map[string][]float32) {
+func dpRun(t *testing.T, b backends.Backend, c *Config, stopAt int) ([]UpdateInfo, map[string][]float32) {
 	t.Helper()
 	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 	defer cancel(nil)
 	var infos []UpdateInfo
-	_, err := Run(ctx, c, c.Model, RunOptions{Backend: b, Rows: tinyRows(), OnUpdate: func(u UpdateInfo) {
+	_, err := Run(ctx, c, c.Model, RunOptions{Env: loop.Env{Backend: b}, Rows: tinyRows(), OnUpdate: func(u UpdateInfo) {
 		infos = append(infos, u)
 		if u.Update == stopAt {
 			cancel(checkpoint.ErrInterrupted)

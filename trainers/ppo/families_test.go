@@ -3,7 +3,6 @@ package ppo
 import (
 	"testing"
 
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
@@ -15,7 +14,7 @@ func TestPPO_Families(t *testing.T) {
 		t.Run(fixture, func(t *testing.T) {
 			dir := looptest.Fixture(t, fixture)
 			rm := rewardModel(t, dir, 11)
-			newConfig := func() *config.PPO {
+			newConfig := func() *Config {
 				c := tinyConfig(t, dir, rm)
 				c.GradientAccumulationSteps, c.NumPPOEpochs, c.NumMiniBatches, c.ResponseLength = 2, 1, 1, 4
 				return c

@@ -1,6 +1,7 @@
 package ppo
 
 import (
+	stdctx "context"
 	"math"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/step"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -25,7 +27,7 @@ func TestLossGraph_GradientsFD(t *testing.T) {
 	c := tinyConfig(t, policy, rewardModel(t, policy, 3))
 	c.VFCoef = 1
 	backend := looptest.Backend(t)
-	tr, err := Load(c, policy, RunOptions{Backend: backend, Rows: tinyRows()})
+	tr, err := Load(stdctx.Background(), c, policy, RunOptions{Env: loop.Env{Backend: backend}, Rows: tinyRows()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
 
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/engine/step"
@@ -105,7 +104,7 @@ func TestGAE_TRLRow(t *testing.T) {
 // sums (1.95, 2, 2, 0) and (−0.5, ...); advantages are whitened over the tokens (mean 0, unbiased
 // variance 1 up to the 1e-8) and 0 on padding.
 func TestProcess_Hand(t *testing.T) {
-	c := config.DefaultPPO()
+	c := DefaultConfig()
 	c.KLCoef, c.MissingEOSPenalty, c.Gamma, c.Lam = 0.1, 1, 1, 1
 	tr := &Trainer{cfg: c, pad: 9, eos: 7}
 	r := &Rollout{Width: 4,

@@ -17,7 +17,6 @@ import (
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/safetensors"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -43,8 +42,8 @@ func rewardModel(t testing.TB, dir string, seed uint64) string {
 
 // tinyConfig is a 2-update run on 8 prompts: rollout batches of 2 × 2, 2 PPO epochs of 2
 // mini-batches (8 optimizer steps per update), 6-token responses.
-func tinyConfig(t testing.TB, policy, rm string) *config.PPO {
-	c := config.DefaultPPO()
+func tinyConfig(t testing.TB, policy, rm string) *Config {
+	c := DefaultConfig()
 	c.Model, c.Dataset, c.RewardModelPath = policy, "rows", rm
 	c.OutputDir = filepath.Join(t.TempDir(), "out")
 	c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps = 1, 4
@@ -71,12 +70,12 @@ func tinyRows() []data.Row {
 
 // run trains c on tinyRows, cancelling after update stopAt when > 0, and returns every update's
 // info and Run's error.
-func run(t testing.TB, c *config.PPO, stopAt int) ([]UpdateInfo, error) {
+func run(t testing.TB, c *Config, stopAt int) ([]UpdateInfo, error) {
 	t.Helper()
 	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 	defer cancel(nil)
 	var infos []UpdateInfo
-	_, err := Run(ctx, c, c.Model, RunOptions{Backend: looptest.Backend(t), Rows: tinyRows(), OnUpdate: func(u UpdateInfo) {
+	_, err := Run(ctx, c, c.Model, RunOptions{Env: loop.Env{Backend: looptest.Backend(t)}, Rows: tinyRows(), OnUpdate: func(u UpdateInfo) {
 		infos = append(infos, u)
 		if u.Update == stopAt {
 			cancel(checkpoint.ErrInterrupted)
@@ -168,7 +167,7 @@ func sameFile(t *testing.T, a, b string) {
 // resumed: the final policy and value model are the same bytes, and so are metrics.jsonl's lines
 // (timings aside). The resume restores the policy, the value model, AdamW's state of both, the
 // prompt position and the sampler's round.
-func resumeCheck(t *testing.T, newConfig func() *config.PPO, updates int) {
+func resumeCheck(t *testing.T, newConfig func() *Config, updates int) {
 	t.Helper()
 	straight := newConfig()
 	straight.MaxSteps = updates
@@ -199,7 +198,7 @@ func resumeCheck(t *testing.T, newConfig func() *config.PPO, updates int) {
 func TestPPO_ResumeExact(t *testing.T) {
 	policy := looptest.Model(t)
 	rm := rewardModel(t, policy, 3)
-	resumeCheck(t, func() *config.PPO {
+	resumeCheck(t, func() *Config {
 		c := tinyConfig(t, policy, rm)
 		c.KLEstimator, c.MissingEOSPenalty = "k3", 1
 		return c
@@ -247,7 +246,7 @@ func TestPPO_ValueModelTrains(t *testing.T) {
 func TestPPO_BF16ResumeExact(t *testing.T) {
 	policy := looptest.Model(t)
 	rm := rewardModel(t, policy, 3)
-	resumeCheck(t, func() *config.PPO {
+	resumeCheck(t, func() *Config {
 		c := tinyConfig(t, policy, rm)
 		c.BF16, c.NumPPOEpochs, c.NumMiniBatches = true, 1, 1
 		return c
@@ -261,7 +260,7 @@ func TestPPO_Evaluate(t *testing.T) {
 	policy := looptest.Model(t)
 	rm := rewardModel(t, policy, 3)
 	evalFile := looptest.MultFile(t, mult.GRPO, 3, 1)
-	newConfig := func() *config.PPO {
+	newConfig := func() *Config {
 		c := tinyConfig(t, policy, rm)
 		c.NumPPOEpochs, c.NumMiniBatches = 1, 1
 		c.EvalDataset, c.EvalStrategy, c.EvalSteps, c.PerDeviceEvalBatchSize = evalFile, "steps", 1, 2
@@ -310,7 +309,7 @@ func TestPPO_RefusesOtherVocabulary(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := tinyConfig(t, policy, rm)
-	_, err = Load(c, policy, RunOptions{Backend: looptest.Backend(t), Rows: tinyRows()})
+	_, err = Load(stdctx.Background(), c, policy, RunOptions{Env: loop.Env{Backend: looptest.Backend(t)}, Rows: tinyRows()})
 	if err == nil || !strings.Contains(err.Error(), rm) || !strings.Contains(err.Error(), policy) || !strings.Contains(err.Error(), "token id") {
 		t.Errorf("a reward model of another vocabulary: %v, want an error naming both and the token id", err)
 	}

@@ -4,38 +4,28 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-
-	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/models/encode"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/rollout"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
-// RunOptions are what Run needs besides the configuration (shaped like grpo.RunOptions).
+// RunOptions are what Run needs besides the configuration: the environment every method's Run
+// takes, and the demo's hooks (shaped like grpo.RunOptions).
 type RunOptions struct {
-	Backend  backends.Backend
-	Logger   *slog.Logger
-	Progress io.Writer
+	loop.Env
 	OnUpdate func(UpdateInfo)
 	// Rows, when set, replaces --dataset (the demo passes its own prompt split).
 	Rows []data.Row
-	// RewardModelDir and ValueModelDir, when set, are the local directories of
-	// cfg.RewardModelPath and cfg.ValueModelPath (the CLI resolves Hub ids); empty: the paths as
-	// they are.
-	RewardModelDir, ValueModelDir string
 }
 
 // Run is `posttrain ppo`: it loads the policy from modelDir, the value model (value_model_path,
 // by default the reward model's checkpoint, as TRL's ppo.py) beside it in the same optimizer, the
 // frozen reward model, renders and tokenizes the prompts, and trains (Trainer.Train).
-func Run(ctx stdctx.Context, cfg *config.PPO, modelDir string, opts RunOptions) (*loop.Result, error) {
-	t, err := Load(cfg, modelDir, opts)
+func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*loop.Result, error) {
+	t, err := Load(ctx, cfg, modelDir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -43,16 +33,17 @@ func Run(ctx stdctx.Context, cfg *config.PPO, modelDir string, opts RunOptions) 
 }
 
 // Load is Run's setup without the training: the models, the prompts and the compiled graphs.
-func Load(cfg *config.PPO, modelDir string, opts RunOptions) (*Trainer, error) {
+func Load(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*Trainer, error) {
 	if cfg.UsePEFT {
 		return nil, errNoPEFT
 	}
-	rmDir, vmDir := opts.RewardModelDir, opts.ValueModelDir
-	if rmDir == "" {
-		rmDir = cfg.RewardModelPath
+	rmDir, err := opts.Resolve(ctx, cfg.RewardModelPath)
+	if err != nil {
+		return nil, fmt.Errorf("reward model: %w", err)
 	}
-	if vmDir == "" {
-		vmDir = cfg.ValueModelPath
+	vmDir, err := opts.Resolve(ctx, cfg.ValueModelPath)
+	if err != nil {
+		return nil, fmt.Errorf("value model: %w", err)
 	}
 	m, err := trainable.LoadModel(modelDir, cfg.BF16)
 	if err != nil {
@@ -63,7 +54,7 @@ func Load(cfg *config.PPO, modelDir string, opts RunOptions) (*Trainer, error) {
 		return nil, fmt.Errorf("value model: %w", err)
 	}
 	if fresh {
-		opts.logger().Info("ppo: the value model's checkpoint is a causal LM: its LM head is dropped and a new score head drawn (AutoModelForSequenceClassification, num_labels 1)", "value_model_path", vmDir)
+		opts.Log().Info("ppo: the value model's checkpoint is a causal LM: its LM head is dropped and a new score head drawn (AutoModelForSequenceClassification, num_labels 1)", "value_model_path", vmDir)
 	}
 	if err := SameVocabulary(m.Text, value.Text, modelDir, vmDir); err != nil {
 		return nil, fmt.Errorf("value model: %w", err)
@@ -103,13 +94,6 @@ func Load(cfg *config.PPO, modelDir string, opts RunOptions) (*Trainer, error) {
 	}
 	return New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Reward: reward, Decoder: txt.Tokenizer, Pad: pad, EOS: eos,
 		Prompts: prompts, EvalPrompts: evalPrompts, Logger: opts.Logger, Progress: opts.Progress, OnUpdate: opts.OnUpdate})
-}
-
-func (o RunOptions) logger() *slog.Logger {
-	if o.Logger == nil {
-		return slog.Default()
-	}
-	return o.Logger
 }
 
 // errNoPEFT refuses use_peft: TRL's PPOTrainer trains a LoRA policy with the reference as the

@@ -29,7 +29,6 @@ import (
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/encode"
 	"github.com/posttrain/posttrain/models/generate"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/rollout"
 	"github.com/posttrain/posttrain/trainers/engine/step"
@@ -41,7 +40,7 @@ type Prompt = encode.Prompt
 
 // Setup is what a PPO run needs besides its configuration.
 type Setup struct {
-	Config  *config.PPO // resolved and validated
+	Config  *Config // resolved and validated
 	Backend backends.Backend
 	// Model is the policy with its value model attached (trainable.Model.AttachValue): the two-model
 	// trainable set the driver's AdamW updates.
@@ -78,7 +77,7 @@ type UpdateInfo struct {
 // Trainer runs PPO.
 type Trainer struct {
 	s         Setup
-	cfg       *config.PPO
+	cfg       *Config
 	log       *slog.Logger
 	spec      *spec
 	gen       *generate.Generator

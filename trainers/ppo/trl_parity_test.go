@@ -13,7 +13,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/tinymodel"
-	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/ppo"
@@ -79,7 +79,7 @@ func TestPPO_TRLParity(t *testing.T) {
 	got := map[string][]update{}
 	for _, name := range slices.Sorted(maps.Keys(g.Cases)) {
 		t.Run(name, func(t *testing.T) {
-			cfg := config.DefaultPPO()
+			cfg := ppo.DefaultConfig()
 			c := g.Configure(t, name, cfg)
 			cfg.Model, cfg.Dataset = g.ModelDir(t), filepath.Join(root, c.Rows)
 			rm := filepath.Join(t.TempDir(), "reward")
@@ -127,7 +127,7 @@ type sizes struct{ logp, score float64 }
 
 // trainParity runs `posttrain ppo` (ppo.Run) and returns the updates it sampled, each update's
 // sizes and its metrics lines.
-func trainParity(t *testing.T, cfg *config.PPO) ([]update, map[int]sizes, []runlog.Record) {
+func trainParity(t *testing.T, cfg *ppo.Config) ([]update, map[int]sizes, []runlog.Record) {
 	t.Helper()
 	var ups []update
 	size := map[int]sizes{}
@@ -154,7 +154,7 @@ func trainParity(t *testing.T, cfg *config.PPO) ([]update, map[int]sizes, []runl
 		size[u.Update] = sz
 		ups = append(ups, up)
 	}
-	tr, err := ppo.Load(cfg, cfg.Model, ppo.RunOptions{Backend: looptest.Backend(t), OnUpdate: onUpdate})
+	tr, err := ppo.Load(stdctx.Background(), cfg, cfg.Model, ppo.RunOptions{Env: loop.Env{Backend: looptest.Backend(t)}, OnUpdate: onUpdate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func trainParity(t *testing.T, cfg *config.PPO) ([]update, map[int]sizes, []runl
 }
 
 // comparePPO compares posttrain's metrics lines with TRL's updates with PPO's differences by design.
-func comparePPO(t *testing.T, name string, c looptest.TRLCase, recs []runlog.Record, cfg *config.PPO, size map[int]sizes) {
+func comparePPO(t *testing.T, name string, c looptest.TRLCase, recs []runlog.Record, cfg *ppo.Config, size map[int]sizes) {
 	t.Helper()
 	present := func(k string) func(t testing.TB, step int, _, got map[string]float64) {
 		return func(t testing.TB, step int, _, got map[string]float64) {

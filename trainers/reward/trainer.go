@@ -19,7 +19,6 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
@@ -32,7 +31,7 @@ const MarginColumn = "margin"
 // them out), right-padded.
 type Trainer struct {
 	model            *trainable.Model
-	cfg              *config.Reward
+	cfg              *Config
 	chosen, rejected [][]int32
 	margin           []float32
 	warnings         []string
@@ -42,7 +41,7 @@ type Trainer struct {
 // conversational) with RewardTrainingIDs, drops the pairs longer than max_length as TRL filters them, reads
 // the margin column, and sets the model's pad_token_id and the tokenizer's pad_token (encode.Text.SetPadToken). m must be a classifier with
 // one label (trainable.LoadClassifier).
-func New(m *trainable.Model, d *data.Dataset, cfg *config.Reward) (*Trainer, error) {
+func New(m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 	if d.Format != data.Preference {
 		return nil, fmt.Errorf("%s: a reward model trains on preference rows (chosen, rejected, optional prompt), got %s", d.Path, d.Format)
 	}

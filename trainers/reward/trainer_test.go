@@ -25,7 +25,6 @@ import (
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/tinymodel"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -60,7 +59,7 @@ func load(t *testing.T, dir string) *trainable.Model {
 	return m
 }
 
-func newTrainer(t *testing.T, m *trainable.Model, path string, cfg *config.Reward) *Trainer {
+func newTrainer(t *testing.T, m *trainable.Model, path string, cfg *Config) *Trainer {
 	t.Helper()
 	tr, err := New(m, looptest.Read(t, path), cfg)
 	if err != nil {
@@ -77,7 +76,7 @@ func TestReward_StepOneAndLearns(t *testing.T) {
 	const n = 8
 	path := textPairs(t, n)
 	m := load(t, looptest.Model(t))
-	cfg := config.DefaultReward()
+	cfg := DefaultConfig()
 	looptest.Common(t, &cfg.Training, 2e-2, n, 1, 12)
 	tr := newTrainer(t, m, path, cfg)
 	b := looptest.Backend(t)
@@ -144,7 +143,7 @@ func TestReward_StepOneAndLearns(t *testing.T) {
 // central finite differences of the same loss graph (margins and center_rewards_coefficient on).
 func TestReward_GradientFiniteDifferences(t *testing.T) {
 	m := load(t, looptest.Model(t))
-	cfg := config.DefaultReward()
+	cfg := DefaultConfig()
 	cfg.CenterRewardsCoefficient = 0.3
 	tr := newTrainer(t, m, writeRows(t,
 		`{"prompt":"a","chosen":" b c","rejected":" d","margin":0.25}`,
@@ -214,7 +213,7 @@ func TestReward_GradientFiniteDifferences(t *testing.T) {
 // over max_length are dropped with a warning.
 func TestReward_FormatsMarginsAndMaxLength(t *testing.T) {
 	m := load(t, looptest.Model(t))
-	cfg := config.DefaultReward()
+	cfg := DefaultConfig()
 	explicit := newTrainer(t, m, writeRows(t, `{"prompt":"Q: 2×3?","chosen":" 6","rejected":" 5","margin":1.5}`), cfg)
 	implicit := newTrainer(t, m, writeRows(t, `{"chosen":"Q: 2×3? 6","rejected":"Q: 2×3? 5","margin":1.5}`), cfg)
 	if !slices.Equal(explicit.chosen[0], implicit.chosen[0]) || !slices.Equal(explicit.rejected[0], implicit.rejected[0]) {
@@ -277,7 +276,7 @@ func TestReward_ResumeIsExact(t *testing.T) {
 			path := textPairs(t, 6)
 			run := func(out string, cancelAt int, resume bool) (*loop.Result, error) {
 				m := load(t, dir)
-				cfg := config.DefaultReward()
+				cfg := DefaultConfig()
 				looptest.Common(t, &cfg.Training, 1e-2, 2, 2, 4)
 				cfg.OutputDir, cfg.Resume, cfg.SaveSteps = out, resume, 2
 				ctx, cancel := context.WithCancelCause(context.Background())

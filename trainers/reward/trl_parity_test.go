@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -23,7 +22,7 @@ func TestReward_TRLParity(t *testing.T) {
 	g := looptest.ReadTRLGolden(t, "trainers/reward/testdata/trl_parity/golden.json")
 	for _, name := range []string{"default", "center_rewards", "two_passes", "eval", "margin"} {
 		t.Run(name, func(t *testing.T) {
-			cfg := config.DefaultReward()
+			cfg := DefaultConfig()
 			c := g.Configure(t, name, cfg)
 			m, fresh, err := trainable.LoadClassifier(g.ModelDir(t), false, 1, 0)
 			if err != nil || fresh {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/models/tinymodel"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
@@ -51,7 +50,7 @@ func writeFile(t *testing.T, dir, name, text string) string {
 func trainChat(t *testing.T, base, templatePath string) string {
 	t.Helper()
 	m := looptest.Load(t, base, false)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	cfg.ChatTemplatePath = templatePath
 	looptest.Common(t, &cfg.Training, 1e-3, 1, 1, 1)
 	tr, err := sft.New(m, looptest.Read(t, writeRows(t, "chat.jsonl", chatRows)), cfg)
@@ -75,7 +74,7 @@ func trainChat(t *testing.T, base, templatePath string) string {
 // carries the template, so chat.Load (what `posttrain generate --chat` uses) renders with it.
 func TestSFT_ChatTemplatePath(t *testing.T) {
 	base := baseModel(t)
-	if _, err := sft.New(looptest.Load(t, base, false), looptest.Read(t, writeRows(t, "chat.jsonl", chatRows)), config.DefaultSFT()); err == nil ||
+	if _, err := sft.New(looptest.Load(t, base, false), looptest.Read(t, writeRows(t, "chat.jsonl", chatRows)), sft.DefaultConfig()); err == nil ||
 		!strings.Contains(err.Error(), "needs a chat template") {
 		t.Fatalf("messages on a base model without chat_template_path: error %v", err)
 	}
@@ -132,7 +131,7 @@ func TestSFT_ChatTemplatePathErrors(t *testing.T) {
 		{writeFile(t, dir, "template.txt", "x"), "want a .jinja or .j2 template file or a tokenizer directory"},
 		{filepath.Join(dir, "missing.jinja"), "no such file"},
 	} {
-		cfg := config.DefaultSFT()
+		cfg := sft.DefaultConfig()
 		cfg.ChatTemplatePath = c.path
 		_, err := sft.New(m, rows, cfg)
 		if err == nil || !strings.Contains(err.Error(), "chat_template_path") || !strings.Contains(err.Error(), c.want) {

@@ -8,7 +8,6 @@ import (
 	"github.com/gomlx/gomlx/backends"
 
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -40,7 +39,7 @@ func directDFT(t *testing.T, b backends.Backend, m *trainable.Model, tr *Trainer
 }
 
 // runLoss runs cfg from the model saved in dir and returns the step-1 metrics line.
-func runLoss(t *testing.T, dir, path string, cfg *config.SFT) map[string]float64 {
+func runLoss(t *testing.T, dir, path string, cfg *Config) map[string]float64 {
 	t.Helper()
 	m := looptest.Load(t, dir, false)
 	tr, err := New(m, looptest.Read(t, path), cfg)
@@ -59,7 +58,7 @@ func runLoss(t *testing.T, dir, path string, cfg *config.SFT) map[string]float64
 // probabilities, and so the weights, differ from token to token (a random model's are all ≈ 1/V).
 func TestSFT_DFTStepOneLoss(t *testing.T) {
 	path, b := looptest.MultFile(t, mult.SFT, 4, 3), looptest.Backend(t)
-	warm := config.DefaultSFT()
+	warm := DefaultConfig()
 	looptest.Common(t, &warm.Training, 1e-2, 4, 1, 8)
 	m := looptest.Load(t, looptest.Model(t), false)
 	trWarm, err := New(m, looptest.Read(t, path), warm)
@@ -71,7 +70,7 @@ func TestSFT_DFTStepOneLoss(t *testing.T) {
 	}
 	want, nll := directDFT(t, b, m, trWarm, []int{0, 1, 2, 3})
 
-	cfg := config.DefaultSFT()
+	cfg := DefaultConfig()
 	cfg.LossType = "dft"
 	looptest.Common(t, &cfg.Training, 1e-2, 2, 2, 1)
 	got := runLoss(t, warm.OutputDir, path, cfg)
@@ -88,7 +87,7 @@ func TestSFT_DFTStepOneLoss(t *testing.T) {
 		}
 	}
 
-	packed := config.DefaultSFT()
+	packed := DefaultConfig()
 	packed.LossType, packed.Packing, packed.MaxLength = "dft", true, 256
 	looptest.Common(t, &packed.Training, 1e-2, 4, 1, 1)
 	if p := runLoss(t, warm.OutputDir, path, packed)["loss"]; math.Abs(p-want) > 2e-6*math.Max(1, want) {

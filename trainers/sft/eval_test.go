@@ -8,7 +8,6 @@ import (
 
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
@@ -22,7 +21,7 @@ import (
 func TestSFTEval_LossIsMeanNLL(t *testing.T) {
 	m := looptest.Load(t, looptest.Model(t), false)
 	b := looptest.Backend(t)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-2, 4, 1, 3)
 	cfg.EvalStrategy, cfg.EvalOnStart, cfg.PerDeviceEvalBatchSize = "epoch", true, 3
 	train, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 24, 1)), cfg)

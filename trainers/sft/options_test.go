@@ -11,7 +11,6 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/models/tinymodel"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
@@ -32,7 +31,7 @@ func writeRows(t *testing.T, name, rows string) string {
 // under "text" gets the tokenizer's <|im_end|>.
 func TestSFT_DatasetTextField(t *testing.T) {
 	m := looptest.Load(t, looptest.Model(t), false)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	cfg.DatasetTextField = "content"
 	d, err := data.ReadFileWith(writeRows(t, "c.jsonl", `{"content": "2×3=6", "text": "not this"}`+"\n"), data.ReadOptions{TextField: "content"})
 	if err != nil {
@@ -49,7 +48,7 @@ func TestSFT_DatasetTextField(t *testing.T) {
 	if got := tr.Units(0); got != float64(n-1) {
 		t.Errorf("content row: %v scored tokens, want %d", got, n-1)
 	}
-	std, err := sft.New(m, looptest.Read(t, writeRows(t, "t.jsonl", `{"text": "2×3=6"}`+"\n")), config.DefaultSFT())
+	std, err := sft.New(m, looptest.Read(t, writeRows(t, "t.jsonl", `{"text": "2×3=6"}`+"\n")), sft.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +79,7 @@ func firstIDs(t *testing.T, tr *sft.Trainer, i int) []int32 {
 func TestSFT_EOSToken(t *testing.T) {
 	dir := looptest.Model(t)
 	m := looptest.Load(t, dir, false)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	cfg.EOSToken = "<|endoftext|>"
 	looptest.Common(t, &cfg.Training, 1e-3, 2, 1, 1)
 	rows := `{"prompt": "2×3=", "completion": "6"}` + "\n" + `{"prompt": "2×4=", "completion": "8<|endoftext|>"}` + "\n"

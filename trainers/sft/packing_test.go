@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/data/mult"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
@@ -15,10 +14,10 @@ import (
 
 // packedRun trains one step over every example of path (one micro-batch holds them all) from the
 // fixture's starting weights and returns the logged metrics and the trainer.
-func packedRun(t *testing.T, path string, packing bool, strategy string) (map[string]float64, *sft.Trainer, *config.SFT) {
+func packedRun(t *testing.T, path string, packing bool, strategy string) (map[string]float64, *sft.Trainer, *sft.Config) {
 	t.Helper()
 	m := looptest.Load(t, looptest.Model(t), false)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-2, 64, 1, 1)
 	cfg.MaxLength, cfg.Packing, cfg.PackingStrategy = 256, packing, strategy
 	tr, err := sft.New(m, looptest.Read(t, path), cfg)
@@ -78,7 +77,7 @@ func TestSFT_PackedBFDEqualsUnpacked(t *testing.T) {
 // Packing with no row length is refused with a line naming max_length.
 func TestSFT_PackingNeedsMaxLength(t *testing.T) {
 	m := looptest.Load(t, looptest.Model(t), false)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	cfg.Packing, cfg.MaxLength = true, 0
 	if _, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 2, 1)), cfg); err == nil {
 		t.Fatal("packing with max_length 0: no error")

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
 )
@@ -20,7 +19,7 @@ func TestFromTokens_IsNewOnTextRows(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"text": "`+texts[0]+`"}`+"\n"+`{"text": "`+texts[1]+`"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	want, err := sft.New(m, looptest.Read(t, path), cfg)
 	if err != nil {
 		t.Fatal(err)

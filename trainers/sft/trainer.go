@@ -12,7 +12,6 @@ import (
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/step"
 	"github.com/posttrain/posttrain/trainers/engine/tokenmask"
@@ -59,7 +58,7 @@ type example struct {
 //     example cut to max_length, attention within it) or wrapped (not cut, attention across).
 //
 // A row that cannot be used is an error naming its file and line.
-func New(m *trainable.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error) {
+func New(m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 	if d.Format != data.LanguageModeling && d.Format != data.PromptCompletion {
 		return nil, fmt.Errorf("%s: sft needs language_modeling (text/messages) or prompt_completion rows, got %s", d.Path, d.Format)
 	}
@@ -143,7 +142,7 @@ func New(m *trainable.Model, d *data.Dataset, cfg *config.SFT) (*Trainer, error)
 // tokenizer (models/encode), in the order of TRL v0.24's SFTTrainer.__init__ (a cloned template's
 // eos_token wins), before the data is prepared; the model's Save writes them out. Idempotent: the
 // eval set's New calls it again on the same model.
-func configureTokenizer(m *trainable.Model, cfg *config.SFT) error {
+func configureTokenizer(m *trainable.Model, cfg *Config) error {
 	if cfg.EOSToken != "" {
 		if err := m.Text.SetEOSToken(cfg.EOSToken); err != nil {
 			return err
@@ -165,7 +164,7 @@ func textField(d *data.Dataset) string {
 
 // checkTextField requires standard language-modelling rows to have been read from the column
 // dataset_text_field names (data.ReadFileWith with ReadOptions.TextField).
-func checkTextField(d *data.Dataset, cfg *config.SFT) error {
+func checkTextField(d *data.Dataset, cfg *Config) error {
 	want := cfg.DatasetTextField
 	if want == "" {
 		want = data.DefaultTextField

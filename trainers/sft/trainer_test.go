@@ -11,7 +11,6 @@ import (
 
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
@@ -23,7 +22,7 @@ func TestSFT_LowersHeldOutNLL(t *testing.T) {
 	dir := looptest.Model(t)
 	m := looptest.Load(t, dir, false)
 	b := looptest.Backend(t)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-2, 8, 1, 12)
 	train, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 48, 1)), cfg)
 	if err != nil {
@@ -93,7 +92,7 @@ func TestSFT_MalformedRowNamesLine(t *testing.T) {
 	if err := os.WriteFile(path, []byte(rows), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = sft.New(m, looptest.Read(t, path), config.DefaultSFT())
+	_, err = sft.New(m, looptest.Read(t, path), sft.DefaultConfig())
 	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
 		t.Fatalf("error %v, want one naming bad.jsonl:2", err)
 	}
@@ -129,7 +128,7 @@ func TestSFT_ScoredTokens(t *testing.T) {
 		{"messages, assistant only", messages, &yes, func(int) int { return 2 }},
 	}
 	for i, c := range cases {
-		cfg := config.DefaultSFT()
+		cfg := sft.DefaultConfig()
 		cfg.AssistantOnlyLoss = c.assistantOnly
 		tr, err := sft.New(m, looptest.Read(t, write(fmt.Sprintf("%d.jsonl", i), c.rows)), cfg)
 		if err != nil {

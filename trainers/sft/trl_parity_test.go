@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/data"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
@@ -22,7 +21,7 @@ func TestSFT_TRLParity(t *testing.T) {
 	for _, name := range []string{"nll_warmup_decay", "dft_cosine", "all_tokens_truncated", "messages_all_tokens",
 		"packing_bfd", "packing_wrapped", "two_passes", "eval"} {
 		t.Run(name, func(t *testing.T) {
-			cfg := config.DefaultSFT()
+			cfg := sft.DefaultConfig()
 			c := g.Configure(t, name, cfg)
 			m := looptest.Load(t, g.ModelDir(t), false)
 			recs := looptest.TrainTRLCase(t, c, m, cfg, func(rows *data.Dataset) (loop.Method, error) { return sft.New(m, rows, cfg) })

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
@@ -38,7 +37,7 @@ func TestSFT_NoScoredTokenIsAnError(t *testing.T) {
 		if err := os.WriteFile(path, []byte(c.rows), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg := config.DefaultSFT()
+		cfg := sft.DefaultConfig()
 		if c.maxLength > 0 {
 			cfg.MaxLength = c.maxLength
 		}
@@ -61,7 +60,7 @@ func TestSFT_SomeUnscoredRowsWarn(t *testing.T) {
 	if err := os.WriteFile(path, []byte(rows), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-3, 1, 1, 2) // one row per step: one of the two steps has nothing to train on
 	tr, err := sft.New(m, looptest.Read(t, path), cfg)
 	if err != nil {

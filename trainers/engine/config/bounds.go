@@ -35,15 +35,15 @@ func validateCounts(c Config) error {
 			continue
 		}
 		if err := CheckCount(v); err != nil {
-			return bad(c, f.Key, err.Error())
+			return Bad(c, f.Key, err.Error())
 		}
 	}
 	return nil
 }
 
-// tokensAtMost reports whether the product of the positive sizes is at most MaxCount, without
+// TokensAtMost reports whether the product of the positive sizes is at most MaxCount, without
 // overflowing.
-func tokensAtMost(sizes ...int) bool {
+func TokensAtMost(sizes ...int) bool {
 	p := 1
 	for _, s := range sizes {
 		if s > MaxCount/p {

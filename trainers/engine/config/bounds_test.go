@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"fmt"
@@ -7,19 +7,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/trainers"
+	"github.com/posttrain/posttrain/trainers/engine/config"
 )
 
 // Every integer option of every method, given in a --config YAML file (the flags are bounded as
 // they are parsed, cmd/posttrain's TestIntFlags_HugeValuesRefusedByName), at 0, −1, 2³¹, 2⁶³−1 and
-// −2⁶³: Validate answers without panicking, and refuses the values past MaxCount naming the option
+// −2⁶³: Validate answers without panicking, and refuses the values past config.MaxCount naming the option
 // (the seed excepted). grpo's max_completion_length 9223372036854775807 used to pass validation
 // and panic in models/generate.
 func TestValidate_IntegerOptionsAtExtremes(t *testing.T) {
 	dir := t.TempDir()
 	for _, method := range []string{"sft", "dpo", "kto", "grpo", "reward", "ppo"} {
-		cfg, _ := New(method)
+		cfg, _ := trainers.New(method)
 		n := 0
-		for _, f := range fields(cfg) {
+		for _, f := range config.Fields(cfg) {
 			if _, ok := f.Value.Interface().(int); !ok {
 				continue
 			}
@@ -37,7 +40,7 @@ func TestValidate_IntegerOptionsAtExtremes(t *testing.T) {
 					args = append(args, "--reward-model", "rm")
 				}
 				_, err := runCmd(t, method, args...)
-				huge := v > MaxCount || v < -MaxCount
+				huge := v > config.MaxCount || v < -config.MaxCount
 				want := fmt.Sprintf("%s (--%s) must be at ", f.Key, f.Flag)
 				switch {
 				case f.Key == "seed" && err != nil:
@@ -53,7 +56,7 @@ func TestValidate_IntegerOptionsAtExtremes(t *testing.T) {
 	}
 }
 
-// GRPO's generation batch is a product of options bounded alone: more than MaxCount tokens in it
+// GRPO's generation batch is a product of options bounded alone: more than config.MaxCount tokens in it
 // (train or eval) is refused naming the product; the defaults and a long-completion run pass.
 func TestValidate_GRPOGenerationBatchBounded(t *testing.T) {
 	for _, c := range []struct {

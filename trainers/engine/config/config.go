@@ -11,18 +11,19 @@
 package config
 
 import (
-	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/posttrain/posttrain/trainers/engine/schedule"
 )
 
-// Config is implemented by every method's configuration (*SFT, *DPO, *KTO, *GRPO).
+// Config is implemented by every method's configuration (sft.Config, dpo.Config, kto.Config,
+// grpo.Config, reward.Config, ppo.Config: each beside its method, in trainers/).
 type Config interface {
-	// Method is the subcommand name: "sft", "dpo", "kto" or "grpo".
+	// Method is the subcommand name: "sft", "dpo", "kto", "grpo", "reward" or "ppo".
 	Method() string
+	// Default returns a new configuration of the same method with its defaults (TRL's).
+	Default() Config
 	// Common returns the options shared by every trainer.
 	Common() *Training
 	// Resolve fills options whose default depends on others (TRL's __post_init__).
@@ -120,8 +121,8 @@ func (t *Training) TotalSteps(numExamples int) int {
 	if t.MaxSteps > 0 {
 		return t.MaxSteps
 	}
-	batches := ceilDiv(numExamples, t.MicroBatch())
-	perEpoch := max(1, ceilDiv(batches, t.GradientAccumulationSteps))
+	batches := CeilDiv(numExamples, t.MicroBatch())
+	perEpoch := max(1, CeilDiv(batches, t.GradientAccumulationSteps))
 	return int(math.Ceil(t.NumTrainEpochs * float64(perEpoch)))
 }
 
@@ -168,207 +169,24 @@ func (t *Training) EvalEvery() int {
 	return t.LoggingSteps
 }
 
-func ceilDiv(a, b int) int {
+// CeilDiv is ⌈a/b⌉ for a ≥ 0, b > 0 (0 when b ≤ 0).
+func CeilDiv(a, b int) int {
 	if b <= 0 {
 		return 0
 	}
 	return (a + b - 1) / b
 }
 
-// SFT is TRL's SFTConfig subset that posttrain implements.
-type SFT struct {
-	Training           `yaml:",inline"`
-	MaxLength          int    `yaml:"max_length" usage:"truncate tokenized examples to this many tokens; with packing, the length of a packed row (wrapped packing cuts across examples instead)"`
-	CompletionOnlyLoss *bool  `yaml:"completion_only_loss" usage:"loss on completion tokens only (default: on for prompt-completion data)"`
-	AssistantOnlyLoss  *bool  `yaml:"assistant_only_loss" usage:"loss on assistant tokens only (default: on for conversational messages data; false = every token, TRL's default)"`
-	Packing            bool   `yaml:"packing" usage:"pack the tokenized examples into rows of max_length tokens (fewer, fuller rows)"`
-	PackingStrategy    string `yaml:"packing_strategy" enum:"bfd|wrapped" usage:"bfd: whole examples (cut to max_length) by best-fit decreasing, attention never crosses examples; wrapped: concatenate and cut every max_length tokens, attention spans the row"`
-	PaddingFree        bool   `yaml:"padding_free" usage:"accepted for TRL compatibility: posttrain's masks already give flash-attention's padding-free numbers, so it changes nothing"`
-	LossType           string `yaml:"loss_type" enum:"nll|dft" usage:"nll: negative log-likelihood of the scored tokens; dft: Dynamic Fine-Tuning (arXiv:2508.05629), each token's NLL weighted by its detached probability"`
-	EOSToken           string `yaml:"eos_token" usage:"replace the tokenizer's eos_token with this token of its vocabulary (appended to text rows and completions, saved in the output's tokenizer_config.json); empty = the tokenizer's"`
-	ChatTemplatePath   string `yaml:"chat_template_path" input:"path" usage:"chat template for conversational rows, saved with the model: a .jinja/.j2 file, or a tokenizer directory (its template and eos_token, as TRL's clone_chat_template; its tokens must already be in the vocabulary)"`
-	DatasetTextField   string `yaml:"dataset_text_field" usage:"the column standard language-modelling rows are read from (conversational rows are always \"messages\"); as TRL v0.24, EOS is appended to these rows only when it is \"text\""`
-	PEFT               `yaml:",inline"`
+// DropoutSetting is a configuration whose method can train without dropout.
+type DropoutSetting interface {
+	// DropoutDisabled reports whether the run trains without dropout.
+	DropoutDisabled() bool
 }
-
-// DefaultSFT returns SFTConfig's v0.24 defaults.
-func DefaultSFT() *SFT {
-	c := &SFT{Training: DefaultTraining(), PEFT: DefaultPEFT(), MaxLength: 1024, PackingStrategy: "bfd", LossType: "nll", DatasetTextField: "text"}
-	c.LearningRate = 2e-5
-	return c
-}
-
-// Method implements Config.
-func (*SFT) Method() string { return "sft" }
-
-// Resolve implements Config; SFT has no derived defaults (completion_only_loss depends on the data).
-func (*SFT) Resolve() {}
-
-// DPO is TRL's DPOConfig subset that posttrain implements.
-type DPO struct {
-	Training              `yaml:",inline"`
-	Beta                  float64   `yaml:"beta" usage:"β: strength of the implicit KL penalty to the reference model"`
-	LossType              []string  `yaml:"loss_type" enum:"sigmoid|ipo|hinge|robust|exo_pair|nca_pair|sppo_hard|aot|aot_pair|discopop|apo_zero|apo_down|sft" usage:"DPO loss variant, or several comma-separated (summed with loss_weights; MPO: sigmoid,bco_pair,sft, but bco_pair is not implemented)"`
-	LossWeights           []float64 `yaml:"loss_weights" usage:"weight of each loss_type in the sum (default: all 1)"`
-	LabelSmoothing        float64   `yaml:"label_smoothing" usage:"label-flip probability ε in [0, 0.5): cDPO for sigmoid (and aot, aot_pair), robust DPO's ε, EXO's ε (0 = 1e-3 with exo_pair, as TRL)"`
-	DiscopopTau           float64   `yaml:"discopop_tau" usage:"DiscoPOP's temperature τ of the log-ratio modulation (loss_type discopop)"`
-	RPOAlpha              float64   `yaml:"rpo_alpha" usage:"RPO: add rpo_alpha × the NLL of the chosen completions to the loss and log nll_loss (the paper uses 1.0); 0 = off (TRL's None)"`
-	ReferenceFree         bool      `yaml:"reference_free" usage:"the loss's logits (sigmoid, robust, exo_pair, hinge, ipo) and log-ratios (apo_zero, apo_down) use a reference log-prob of 0, as TRL; rewards/* and the other types still use the reference"`
-	FDivergenceType       string    `yaml:"f_divergence_type" enum:"reverse_kl|forward_kl|js_divergence|alpha_divergence" usage:"f-DPO divergence of the logits of sigmoid, robust, exo_pair, hinge and ipo (forward_kl = reverse_kl in TRL v0.24)"`
-	FAlphaDivergenceCoef  float64   `yaml:"f_alpha_divergence_coef" usage:"α of f_divergence_type alpha_divergence, f(u) = (1 − u^−α)/α"`
-	UseWeighting          bool      `yaml:"use_weighting" usage:"WPO: weight each pair's loss by min(exp(w(y_w) + w(y_l)), 1), w the policy's mean token log-prob minus log Σ_v p², as TRL"`
-	LDAlpha               float64   `yaml:"ld_alpha" usage:"LD-DPO: the policy's log-probs past the shorter completion's length are scaled by ld_alpha (the paper: in [0, 1]); 0 = off (TRL's None)"`
-	MaxLength             int       `yaml:"max_length" usage:"truncate prompt+completion to this many tokens, as truncation_mode says"`
-	MaxPromptLength       int       `yaml:"max_prompt_length" usage:"truncate prompts to their last this many tokens"`
-	MaxCompletionLength   int       `yaml:"max_completion_length" usage:"truncate completions to their first this many tokens; 0 = no limit"`
-	TruncationMode        string    `yaml:"truncation_mode" enum:"keep_end|keep_start" usage:"which end of prompt+completion max_length keeps (keep_end can drop the whole prompt)"`
-	PrecomputeRefLogProbs bool      `yaml:"precompute_ref_log_probs" usage:"accepted for TRL compatibility: posttrain always computes the reference log-probs once, before training, from the starting weights (no second resident copy)"`
-	DisableDropout        bool      `yaml:"disable_dropout" usage:"train without dropout (the LoRA adapter's lora_dropout; the decoders have no other): TRL's default for DPO"`
-	PEFT                  `yaml:",inline"`
-}
-
-// DefaultDPO returns DPOConfig's v0.24 defaults.
-func DefaultDPO() *DPO {
-	c := &DPO{Training: DefaultTraining(), PEFT: DefaultPEFT(), Beta: 0.1, LossType: []string{"sigmoid"}, DiscopopTau: 0.05, FDivergenceType: "reverse_kl", FAlphaDivergenceCoef: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end", DisableDropout: true}
-	c.LearningRate = 1e-6
-	return c
-}
-
-// Method implements Config.
-func (*DPO) Method() string { return "dpo" }
-
-// Resolve implements Config.
-func (*DPO) Resolve() {}
-
-// KTO is TRL's KTOConfig subset that posttrain implements.
-type KTO struct {
-	Training            `yaml:",inline"`
-	Beta                float64 `yaml:"beta" usage:"β: strength of the implicit KL penalty to the reference model"`
-	LossType            string  `yaml:"loss_type" enum:"kto|apo_zero_unpaired" usage:"KTO loss, or APO-zero's unpaired variant (no KL reference point)"`
-	DesirableWeight     float64 `yaml:"desirable_weight" usage:"loss weight of desirable (label true) examples"`
-	UndesirableWeight   float64 `yaml:"undesirable_weight" usage:"loss weight of undesirable (label false) examples"`
-	MaxLength           int     `yaml:"max_length" usage:"truncate prompt+completion to this many tokens: first the prompt to max_prompt_length, then the completion"`
-	MaxPromptLength     int     `yaml:"max_prompt_length" usage:"length a prompt is cut to when prompt+completion exceeds max_length"`
-	MaxCompletionLength int     `yaml:"max_completion_length" usage:"accepted for TRL compatibility: TRL's KTOTrainer applies it to encoder-decoder models only, so it has no effect here"`
-	TruncationMode      string  `yaml:"truncation_mode" enum:"keep_end|keep_start" usage:"which end of a too-long prompt is kept"`
-	DisableDropout      bool    `yaml:"disable_dropout" usage:"train without dropout (the LoRA adapter's lora_dropout; the decoders have no other): TRL's default for KTO"`
-	PEFT                `yaml:",inline"`
-}
-
-// DefaultKTO returns KTOConfig's v0.24 defaults.
-func DefaultKTO() *KTO {
-	c := &KTO{Training: DefaultTraining(), PEFT: DefaultPEFT(), Beta: 0.1, LossType: "kto", DesirableWeight: 1, UndesirableWeight: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end", DisableDropout: true}
-	c.LearningRate = 1e-6
-	return c
-}
-
-// Method implements Config.
-func (*KTO) Method() string { return "kto" }
-
-// Resolve implements Config.
-func (*KTO) Resolve() {}
-
-// GRPO is TRL's GRPOConfig subset that posttrain implements. per_device_train_batch_size counts
-// completions, not prompts (TRL #2776).
-type GRPO struct {
-	Training                 `yaml:",inline"`
-	RewardFuncs              []string  `yaml:"reward_funcs" flag:"reward" usage:"verifier reward function name(s), comma-separated"`
-	RewardModels             []string  `yaml:"reward_model_name_or_path" input:"path" flag:"reward-model" usage:"reward model checkpoint(s) (*ForSequenceClassification, num_labels 1, e.g. posttrain reward's output), comma-separated or repeated: each scores prompt+completion through its own chat template and counts as a reward function named after its directory, before reward_funcs (TRL's grpo.py order)"`
-	RewardWeights            []float64 `yaml:"reward_weights" usage:"weight of each reward model, then of each reward function (default: all 1)"`
-	NumGenerations           int       `yaml:"num_generations" usage:"completions sampled per prompt (group size G)"`
-	MaxPromptLength          int       `yaml:"max_prompt_length" usage:"truncate prompts (left) to this many tokens"`
-	MaxCompletionLength      int       `yaml:"max_completion_length" usage:"maximum generated tokens per completion"`
-	Temperature              float64   `yaml:"temperature" usage:"sampling temperature (log-probs are scored at it too)"`
-	TopP                     float64   `yaml:"top_p" usage:"nucleus sampling mass in (0, 1]; 1 = off"`
-	TopK                     int       `yaml:"top_k" usage:"top-k sampling; 0 = off"`
-	MinP                     float64   `yaml:"min_p" usage:"min-p sampling in [0, 1]: keep tokens with probability ≥ min_p × the top one's, after top-k/top-p; 0 = off"`
-	RepetitionPenalty        float64   `yaml:"repetition_penalty" usage:"divide positive (multiply negative) logits of tokens already in the prompt or completion by this when sampling; > 1 discourages repeats; 1 = off"`
-	Beta                     float64   `yaml:"beta" usage:"KL coefficient; 0 = no reference model is loaded"`
-	Epsilon                  float64   `yaml:"epsilon" usage:"lower clipping range ε of the ratio"`
-	EpsilonHigh              float64   `yaml:"epsilon_high" usage:"upper clipping range; 0 = epsilon (DAPO uses 0.28)"`
-	Delta                    float64   `yaml:"delta" usage:"two-sided clipping (INTELLECT-2): cap the unclipped ratio at delta, > 1 + epsilon_high; 0 = off"`
-	LossType                 string    `yaml:"loss_type" enum:"grpo|bnpo|dr_grpo|dapo" usage:"token aggregation of the loss"`
-	ScaleRewards             string    `yaml:"scale_rewards" enum:"group|batch|none" usage:"divide advantages by the group's or batch's reward std, or not (Dr. GRPO)"`
-	ImportanceSamplingLevel  string    `yaml:"importance_sampling_level" enum:"token|sequence" usage:"ratio per token, or per sequence (GSPO)"`
-	Advantage                string    `yaml:"advantage" enum:"grpo|rloo" usage:"baseline: group mean (GRPO) or leave-one-out (RLOO); posttrain extension"`
-	NumIterations            int       `yaml:"num_iterations" usage:"updates per generated batch (μ)"`
-	StepsPerGeneration       int       `yaml:"steps_per_generation" usage:"optimizer micro-steps per generation; 0 = gradient_accumulation_steps"`
-	MaskTruncatedCompletions bool      `yaml:"mask_truncated_completions" usage:"exclude completions cut at max_completion_length from the loss (DAPO)"`
-	TopEntropyQuantile       float64   `yaml:"top_entropy_quantile" usage:"keep in the policy loss only the tokens whose entropy is in this top fraction of the micro-batch's completion tokens, in [0, 1] (80/20 paper: 0.2); 1 = all tokens"`
-	LogCompletions           bool      `yaml:"log_completions" resume:"free" usage:"also print a few sampled completions to the log every logging step (OUTPUT_DIR/completions.jsonl always gets them)"`
-	SyncRefModel             bool      `yaml:"sync_ref_model" usage:"TR-DPO: every ref_model_sync_steps steps mix the policy into the reference, ref = α·policy + (1−α)·ref; no effect with beta 0 (no reference)"`
-	RefModelMixupAlpha       float64   `yaml:"ref_model_mixup_alpha" usage:"α of sync_ref_model, in [0, 1]"`
-	RefModelSyncSteps        int       `yaml:"ref_model_sync_steps" usage:"τ of sync_ref_model: mix after every step that is a multiple of it, ≥ 1"`
-	DisableDropout           bool      `yaml:"disable_dropout" usage:"train without dropout (the LoRA adapter's lora_dropout; the decoders have no other); off by default, as TRL's GRPOConfig"`
-	PEFT                     `yaml:",inline"`
-}
-
-// DefaultGRPO returns GRPOConfig's v0.24 defaults.
-func DefaultGRPO() *GRPO {
-	c := &GRPO{
-		Training: DefaultTraining(), PEFT: DefaultPEFT(), NumGenerations: 8, MaxPromptLength: 512, MaxCompletionLength: 256,
-		Temperature: 1, TopP: 1, RepetitionPenalty: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
-		ImportanceSamplingLevel: "token", Advantage: "grpo", NumIterations: 1, TopEntropyQuantile: 1,
-		RefModelMixupAlpha: 0.6, RefModelSyncSteps: 512,
-	}
-	c.LearningRate = 1e-6
-	return c
-}
-
-// Method implements Config.
-func (*GRPO) Method() string { return "grpo" }
-
-// Resolve implements Config: epsilon_high defaults to epsilon and steps_per_generation to
-// gradient_accumulation_steps, as GRPOConfig.__post_init__ does; scale_rewards true/false mean
-// group/none, as TRL v0.24 still accepts.
-func (c *GRPO) Resolve() {
-	switch strings.ToLower(c.ScaleRewards) {
-	case "true":
-		c.ScaleRewards = "group"
-	case "false":
-		c.ScaleRewards = "none"
-	}
-	if c.EpsilonHigh == 0 {
-		c.EpsilonHigh = c.Epsilon
-	}
-	if c.StepsPerGeneration == 0 {
-		c.StepsPerGeneration = c.GradientAccumulationSteps
-	}
-}
-
-// dropoutSetting is a configuration whose method can train without dropout.
-type dropoutSetting interface{ dropoutDisabled() bool }
-
-func (c *DPO) dropoutDisabled() bool  { return c.DisableDropout }
-func (c *KTO) dropoutDisabled() bool  { return c.DisableDropout }
-func (c *GRPO) dropoutDisabled() bool { return c.DisableDropout }
-
-// dropoutDisabled: TRL's PPOTrainer turns dropout off in every model it holds, with no option.
-func (*PPO) dropoutDisabled() bool { return true }
 
 // DisableDropout reports whether cfg's run trains without dropout: TRL's disable_dropout (DPO and
 // KTO by default, GRPO when asked; always for PPO, as TRL's PPOTrainer; SFT and reward models keep
 // theirs, having no such option in TRL).
 func DisableDropout(cfg Config) bool {
-	d, ok := cfg.(dropoutSetting)
-	return ok && d.dropoutDisabled()
-}
-
-// New returns the default configuration of a method ("sft", "dpo", "kto", "grpo", "reward").
-func New(method string) (Config, error) {
-	switch method {
-	case "sft":
-		return DefaultSFT(), nil
-	case "dpo":
-		return DefaultDPO(), nil
-	case "kto":
-		return DefaultKTO(), nil
-	case "grpo":
-		return DefaultGRPO(), nil
-	case "reward":
-		return DefaultReward(), nil
-	case "ppo":
-		return DefaultPPO(), nil
-	}
-	return nil, fmt.Errorf("unknown training method %q; valid: sft, dpo, kto, grpo, reward, ppo", method)
+	d, ok := cfg.(DropoutSetting)
+	return ok && d.DropoutDisabled()
 }

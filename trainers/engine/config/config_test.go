@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"context"
@@ -10,6 +10,13 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/posttrain/posttrain/trainers"
+	"github.com/posttrain/posttrain/trainers/dpo"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/grpo"
+	"github.com/posttrain/posttrain/trainers/reward"
+	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // TRL v0.24 defaults (trl/trainer/*_config.py, HF TrainingArguments), by YAML key.
@@ -41,7 +48,7 @@ func TestDefaults_MatchTRL(t *testing.T) {
 			"sync_ref_model": false, "ref_model_mixup_alpha": 0.6, "ref_model_sync_steps": 512, "disable_dropout": false},
 	}
 	for method, want := range methods {
-		cfg, err := New(method)
+		cfg, err := trainers.New(method)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +56,7 @@ func TestDefaults_MatchTRL(t *testing.T) {
 			want[k] = v
 		}
 		for key, w := range want {
-			f, ok := lookup(cfg, key)
+			f, ok := config.Lookup(cfg, key)
 			if !ok {
 				t.Errorf("%s: no option %q", method, key)
 				continue
@@ -62,13 +69,13 @@ func TestDefaults_MatchTRL(t *testing.T) {
 }
 
 func TestGRPOResolve_TRLPostInit(t *testing.T) {
-	c := DefaultGRPO()
+	c := grpo.DefaultConfig()
 	c.GradientAccumulationSteps = 4
 	c.Resolve()
 	if c.EpsilonHigh != 0.2 || c.StepsPerGeneration != 4 {
 		t.Errorf("got epsilon_high %g, steps_per_generation %d; want 0.2, 4", c.EpsilonHigh, c.StepsPerGeneration)
 	}
-	c = DefaultGRPO()
+	c = grpo.DefaultConfig()
 	c.EpsilonHigh, c.StepsPerGeneration = 0.28, 2
 	c.Resolve()
 	if c.EpsilonHigh != 0.28 || c.StepsPerGeneration != 2 {
@@ -87,9 +94,9 @@ var kebab = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 
 func TestFlags_KebabCaseAndUnique(t *testing.T) {
 	for _, m := range []string{"sft", "dpo", "kto", "grpo"} {
-		cfg, _ := New(m)
+		cfg, _ := trainers.New(m)
 		seen := map[string]bool{}
-		for _, f := range Flags(cfg) {
+		for _, f := range config.Flags(cfg) {
 			for _, name := range f.Names() {
 				if !kebab.MatchString(name) || seen[name] {
 					t.Errorf("%s: bad or repeated flag %q", m, name)
@@ -109,15 +116,15 @@ func TestFlags_KebabCaseAndUnique(t *testing.T) {
 }
 
 // runCmd parses args for method and returns the resolved config or the error.
-func runCmd(t *testing.T, method string, args ...string) (Config, error) {
+func runCmd(t *testing.T, method string, args ...string) (config.Config, error) {
 	t.Helper()
-	cfg, _ := New(method)
+	cfg, _ := trainers.New(method)
 	var ferr error
 	cmd := &cli.Command{
 		Name:  method,
-		Flags: Flags(cfg),
+		Flags: config.Flags(cfg),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			ferr = FromCommand(cmd, cfg)
+			ferr = config.FromCommand(cmd, cfg)
 			return nil
 		},
 	}
@@ -142,7 +149,7 @@ func TestFromCommand_FlagsOverrideFileOverrideDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cfg.(*GRPO)
+	c := cfg.(*grpo.Config)
 	if c.LearningRate != 3e-4 || c.MaxSteps != 100 || c.LRSchedulerType != "cosine" {
 		t.Errorf("file values not applied: lr %g, max_steps %d, sched %s", c.LearningRate, c.MaxSteps, c.LRSchedulerType)
 	}
@@ -165,7 +172,7 @@ func TestFromCommand_ListAndPointerFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cfg.(*GRPO)
+	c := cfg.(*grpo.Config)
 	if !reflect.DeepEqual(c.RewardFuncs, []string{"a", "b"}) || !reflect.DeepEqual(c.RewardWeights, []float64{2, 3}) {
 		t.Errorf("got %q %v", c.RewardFuncs, c.RewardWeights)
 	}
@@ -173,15 +180,15 @@ func TestFromCommand_ListAndPointerFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := cfg.(*SFT).CompletionOnlyLoss; p == nil || *p {
+	if p := cfg.(*sft.Config).CompletionOnlyLoss; p == nil || *p {
 		t.Errorf("completion_only_loss = %v, want explicit false", p)
 	}
 	cfg, _ = runCmd(t, "sft", required...)
-	if p := cfg.(*SFT).CompletionOnlyLoss; p != nil {
+	if p := cfg.(*sft.Config).CompletionOnlyLoss; p != nil {
 		t.Errorf("completion_only_loss = %v, want nil (auto)", *p)
 	}
 	cfg, err = runCmd(t, "sft", append([]string{"--loss-type", "dft"}, required...)...)
-	if err != nil || cfg.(*SFT).LossType != "dft" {
+	if err != nil || cfg.(*sft.Config).LossType != "dft" {
 		t.Errorf("sft --loss-type dft: %v, err %v", cfg, err)
 	}
 }
@@ -203,12 +210,12 @@ func TestLoad_ErrorsNameFileAndLine(t *testing.T) {
 		{"beta: [\n", `run.yaml:1: invalid YAML`},
 	}
 	for _, c := range cases {
-		err := Load("run.yaml", []byte(c.yaml), DefaultDPO())
+		err := config.Load("run.yaml", []byte(c.yaml), dpo.DefaultConfig())
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("yaml %q: got %v, want prefix %q (one line)", c.yaml, err, c.want)
 		}
 	}
-	if err := Load("empty.yaml", []byte("# nothing\n"), DefaultDPO()); err != nil {
+	if err := config.Load("empty.yaml", []byte("# nothing\n"), dpo.DefaultConfig()); err != nil {
 		t.Errorf("empty file: %v", err)
 	}
 }
@@ -303,23 +310,23 @@ func TestFromCommand_ValidationNamesOption(t *testing.T) {
 
 func TestWriteResolved_RoundTrips(t *testing.T) {
 	for _, m := range []string{"sft", "dpo", "kto", "grpo"} {
-		cfg, _ := New(m)
+		cfg, _ := trainers.New(m)
 		c := cfg.Common()
 		c.Model, c.Dataset, c.OutputDir, c.LearningRate = "m", "d", filepath.Join(t.TempDir(), "run"), 3.5e-7
-		if g, ok := cfg.(*GRPO); ok {
+		if g, ok := cfg.(*grpo.Config); ok {
 			g.RewardFuncs, g.RewardWeights = []string{"a", "b"}, []float64{1, 0.25}
 		}
-		if s, ok := cfg.(*SFT); ok {
+		if s, ok := cfg.(*sft.Config); ok {
 			f := false
 			s.CompletionOnlyLoss = &f
 		}
 		cfg.Resolve()
-		path, err := WriteResolved(cfg)
+		path, err := config.WriteResolved(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, _ := New(m)
-		if err := LoadFile(path, back); err != nil {
+		back, _ := trainers.New(m)
+		if err := config.LoadFile(path, back); err != nil {
 			t.Fatalf("%s: reload: %v", m, err)
 		}
 		if !reflect.DeepEqual(back, cfg) {
@@ -330,7 +337,7 @@ func TestWriteResolved_RoundTrips(t *testing.T) {
 }
 
 func TestTotalStepsAndSchedule(t *testing.T) {
-	c := DefaultSFT()
+	c := sft.DefaultConfig()
 	c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps, c.NumTrainEpochs = 4, 2, 3
 	// 10 examples → 3 batches → ceil(3/2) = 2 updates per epoch → 6 steps.
 	if got := c.TotalSteps(10); got != 6 {
@@ -358,36 +365,36 @@ func TestDPOLossTypeList_FlagAndYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := cfg.(*DPO)
+	d := cfg.(*dpo.Config)
 	if !reflect.DeepEqual(d.LossType, []string{"sigmoid", "sft"}) || !reflect.DeepEqual(d.LossWeights, []float64{0.8, 1}) {
 		t.Errorf("flags: loss_type %q, loss_weights %v; want [sigmoid sft], [0.8 1]", d.LossType, d.LossWeights)
 	}
 	cfg, err = runCmd(t, "dpo", append([]string{"--loss-type", "ipo"}, required...)...)
-	if d := cfg.(*DPO); err != nil || !reflect.DeepEqual(d.LossType, []string{"ipo"}) {
+	if d := cfg.(*dpo.Config); err != nil || !reflect.DeepEqual(d.LossType, []string{"ipo"}) {
 		t.Errorf("--loss-type ipo: %q, %v; want [ipo] (the default replaced, not appended to)", d.LossType, err)
 	}
 	for _, doc := range []string{"loss_type: [nca_pair, sft]\nloss_weights: [1, 0.5]\n", "loss_type: nca_pair,sft\nloss_weights: 1,0.5\n"} {
-		d := DefaultDPO()
-		if err := Load("run.yaml", []byte(doc), d); err != nil {
+		d := dpo.DefaultConfig()
+		if err := config.Load("run.yaml", []byte(doc), d); err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(d.LossType, []string{"nca_pair", "sft"}) || !reflect.DeepEqual(d.LossWeights, []float64{1, 0.5}) {
 			t.Errorf("%q: loss_type %q, loss_weights %v", doc, d.LossType, d.LossWeights)
 		}
 	}
-	d = DefaultDPO()
-	if err := Load("run.yaml", []byte("loss_type: hinge\n"), d); err != nil || !reflect.DeepEqual(d.LossType, []string{"hinge"}) {
+	d = dpo.DefaultConfig()
+	if err := config.Load("run.yaml", []byte("loss_type: hinge\n"), d); err != nil || !reflect.DeepEqual(d.LossType, []string{"hinge"}) {
 		t.Errorf("scalar loss_type: %q, %v; want [hinge]", d.LossType, err)
 	}
-	c := DefaultDPO()
+	c := dpo.DefaultConfig()
 	c.Model, c.Dataset, c.OutputDir = "m", "d", filepath.Join(t.TempDir(), "run")
 	c.LossType, c.LossWeights = []string{"sigmoid", "sft"}, []float64{0.8, 0.2}
-	path, err := WriteResolved(c)
+	path, err := config.WriteResolved(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := DefaultDPO()
-	if err := LoadFile(path, back); err != nil || !reflect.DeepEqual(back, c) {
+	back := dpo.DefaultConfig()
+	if err := config.LoadFile(path, back); err != nil || !reflect.DeepEqual(back, c) {
 		t.Errorf("round trip: %v, %+v", err, back)
 	}
 }
@@ -463,8 +470,8 @@ func TestReportTo(t *testing.T) {
 		}
 	}
 	for _, doc := range []string{"report_to: tensorboard\n", "report_to: [tensorboard]\n", "report_to:\n  - tensorboard\n"} {
-		c := DefaultDPO()
-		if err := Load("run.yaml", []byte(doc), c); err != nil || !reflect.DeepEqual(c.ReportTo, []string{"tensorboard"}) {
+		c := dpo.DefaultConfig()
+		if err := config.Load("run.yaml", []byte(doc), c); err != nil || !reflect.DeepEqual(c.ReportTo, []string{"tensorboard"}) {
 			t.Errorf("%q: %q, %v", doc, c.ReportTo, err)
 		}
 	}
@@ -483,7 +490,7 @@ func TestReportTo(t *testing.T) {
 // RewardConfig's v0.24 defaults (lr 1e-4, max_length 1024, center_rewards_coefficient None) and
 // its checks.
 func TestReward_DefaultsAndValidate(t *testing.T) {
-	c := DefaultReward()
+	c := reward.DefaultConfig()
 	if c.LearningRate != 1e-4 || c.MaxLength != 1024 || c.CenterRewardsCoefficient != 0 || c.LoggingSteps != 10 || c.Method() != "reward" {
 		t.Errorf("defaults: %+v", c)
 	}
@@ -491,9 +498,9 @@ func TestReward_DefaultsAndValidate(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for key, set := range map[string]func(*Reward){
-		"max_length":                 func(r *Reward) { r.MaxLength = -1 },
-		"center_rewards_coefficient": func(r *Reward) { r.CenterRewardsCoefficient = -0.1 },
+	for key, set := range map[string]func(*reward.Config){
+		"max_length":                 func(r *reward.Config) { r.MaxLength = -1 },
+		"center_rewards_coefficient": func(r *reward.Config) { r.CenterRewardsCoefficient = -0.1 },
 	} {
 		bad := *c
 		set(&bad)
@@ -501,7 +508,7 @@ func TestReward_DefaultsAndValidate(t *testing.T) {
 			t.Errorf("%s: error %v, want one naming it", key, err)
 		}
 	}
-	if got, err := New("reward"); err != nil || got.Method() != "reward" {
-		t.Errorf("New(reward) = %v, %v", got, err)
+	if got, err := trainers.New("reward"); err != nil || got.Method() != "reward" {
+		t.Errorf("trainers.New(reward) = %v, %v", got, err)
 	}
 }

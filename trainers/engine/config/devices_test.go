@@ -1,8 +1,13 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/trainers"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/ppo"
+	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // ResolveDevices: the default is every device of the backend, except one on the pure-Go backend,
@@ -34,12 +39,12 @@ func TestResolveDevices(t *testing.T) {
 		{method: "sft", fsdp: true, have: 4, cpu: true, err: "fsdp (--fsdp) splits the state over several devices: give --devices ≥ 2 (the backend B has 4)"},
 	}
 	for _, c := range cases {
-		cfg, err := New(c.method)
+		cfg, err := trainers.New(c.method)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg.Common().Devices, cfg.Common().FSDP = c.devices, c.fsdp
-		err = ResolveDevices(cfg, "B", c.have, c.pureGo, c.cpu)
+		err = config.ResolveDevices(cfg, "B", c.have, c.pureGo, c.cpu)
 		switch {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("%+v: error %v, want %q", c, err, c.err)
@@ -53,13 +58,13 @@ func TestResolveDevices(t *testing.T) {
 
 // A resume may change devices with per_device_train_batch_size when their product, the global
 // micro-batch, is the same; another product is refused as a change of either. devices 0 is a
-// resolved one-device run (ResolveDevices), and the refusal says 1: it said "4 → 0" to a user who
+// resolved one-device run (config.ResolveDevices), and the refusal says 1: it said "4 → 0" to a user who
 // had given --devices 1.
 func TestResumeChanges_DevicesWithTheSameGlobalBatch(t *testing.T) {
-	saved := DefaultSFT()
+	saved := sft.DefaultConfig()
 	saved.Model, saved.Dataset, saved.OutputDir = "m", "d.jsonl", "/out"
 	saved.PerDeviceTrainBatchSize, saved.Devices = 1, 4
-	data, err := MarshalRun(saved)
+	data, err := config.MarshalRun(saved)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +84,10 @@ func TestResumeChanges_DevicesWithTheSameGlobalBatch(t *testing.T) {
 // keeping per device × devices is accepted, one that changes the rollout's forward pass (alone or
 // with the devices) is refused.
 func TestResumeChanges_PPOForwardRowsPerDevice(t *testing.T) {
-	saved := DefaultPPO()
+	saved := ppo.DefaultConfig()
 	saved.Model, saved.Dataset, saved.OutputDir, saved.RewardModelPath = "m", "d.jsonl", "/out", "rm"
 	saved.PerDeviceTrainBatchSize, saved.LocalRolloutForwardBatchSize, saved.Devices = 1, 2, 4
-	data, err := MarshalRun(saved)
+	data, err := config.MarshalRun(saved)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +104,11 @@ func TestResumeChanges_PPOForwardRowsPerDevice(t *testing.T) {
 	}
 }
 
-// refusedChanges is ResumeChanges' refused options of cur against the saved training_args.yaml,
+// refusedChanges is config.ResumeChanges' refused options of cur against the saved training_args.yaml,
 // joined with "; ".
-func refusedChanges(t *testing.T, saved []byte, cur Config) string {
+func refusedChanges(t *testing.T, saved []byte, cur config.Config) string {
 	t.Helper()
-	refused, _, err := ResumeChanges(saved, "training_args.yaml", cur)
+	refused, _, err := config.ResumeChanges(saved, "training_args.yaml", cur)
 	if err != nil {
 		t.Fatal(err)
 	}

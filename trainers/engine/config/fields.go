@@ -31,7 +31,11 @@ func fields(cfg any) []field {
 		panic("config: fields needs a pointer to a struct")
 	}
 	var out []field
-	collect(v.Elem(), "", &out)
+	group := "" // the struct's name, or the method's for a configuration
+	if c, ok := cfg.(Config); ok {
+		group = c.Method()
+	}
+	collect(v.Elem(), group, &out)
 	return out
 }
 
@@ -94,8 +98,8 @@ func (e *optionError) Error() string {
 	return e.key + " (--" + e.flag + ") " + e.msg
 }
 
-// bad returns the error for option key of cfg.
-func bad(cfg any, key, msg string) error {
+// Bad returns the error for option key of cfg.
+func Bad(cfg any, key, msg string) error {
 	flag := strings.ReplaceAll(key, "_", "-")
 	if f, ok := lookup(cfg, key); ok {
 		flag = f.Flag

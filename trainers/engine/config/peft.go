@@ -46,18 +46,15 @@ func validatePEFT(c Config) error {
 	}
 	switch {
 	case p.LoraR < 1:
-		return bad(c, "lora_r", fmt.Sprintf("must be ≥ 1, got %d", p.LoraR))
+		return Bad(c, "lora_r", fmt.Sprintf("must be ≥ 1, got %d", p.LoraR))
 	case !(p.LoraDropout >= 0 && p.LoraDropout < 1) || math.IsInf(p.LoraDropout, 0):
-		return bad(c, "lora_dropout", fmt.Sprintf("must be in [0, 1), got %g", p.LoraDropout))
+		return Bad(c, "lora_dropout", fmt.Sprintf("must be in [0, 1), got %g", p.LoraDropout))
 	case slices.Contains(p.LoraTargetModules, "all-linear") && len(p.LoraTargetModules) > 1:
-		return bad(c, "lora_target_modules", fmt.Sprintf("all-linear must be given alone, got %v", p.LoraTargetModules))
+		return Bad(c, "lora_target_modules", fmt.Sprintf("all-linear must be given alone, got %v", p.LoraTargetModules))
 	case slices.Contains(p.LoraTargetModules, ""):
-		return bad(c, "lora_target_modules", "has an empty module name")
+		return Bad(c, "lora_target_modules", "has an empty module name")
 	case slices.Contains(p.LoraModulesToSave, ""):
-		return bad(c, "lora_modules_to_save", "has an empty module name")
-	}
-	if g, ok := c.(*GRPO); ok && g.SyncRefModel && g.Beta != 0 {
-		return bad(c, "sync_ref_model", "needs a reference model of its own, which use_peft (--use-peft) does not keep: the reference is the base model with the adapter disabled")
+		return Bad(c, "lora_modules_to_save", "has an empty module name")
 	}
 	return nil
 }

@@ -1,15 +1,17 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/trainers/ppo"
 )
 
 // PPOConfig's v0.24 defaults (ppo_config.py and OnPolicyConfig in trainer/utils.py), and TRL's
 // count of updates: num_total_batches = ceil(total_episodes / batch_size), total_episodes
 // defaulting to num_train_epochs × the dataset's prompts.
 func TestPPO_DefaultsAndUpdates(t *testing.T) {
-	c := DefaultPPO()
+	c := ppo.DefaultConfig()
 	if c.NumPPOEpochs != 4 || c.NumMiniBatches != 1 || c.KLCoef != 0.05 || c.KLEstimator != "k1" || c.Cliprange != 0.2 ||
 		c.VFCoef != 0.1 || c.CliprangeValue != 0.2 || c.Gamma != 1 || c.Lam != 0.95 || c.WhitenRewards || c.LearningRate != 3e-6 ||
 		c.ResponseLength != 53 || c.Temperature != 0.7 || c.LocalRolloutForwardBatchSize != 64 || c.StopToken != "" ||
@@ -38,15 +40,15 @@ func TestPPO_DefaultsAndUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		edit func(*PPO)
+		edit func(*ppo.Config)
 		want string
 	}{
-		{func(c *PPO) { c.NumPPOEpochs = 0 }, "num_ppo_epochs (--num-ppo-epochs) must be ≥ 1"},
-		{func(c *PPO) { c.Lam = 1.5 }, "lam (--lam) must be in [0, 1]"},
-		{func(c *PPO) { c.KLCoef = -1 }, "kl_coef (--kl-coef) must be ≥ 0"},
-		{func(c *PPO) { c.ResponseLength = 0 }, "response_length (--response-length) must be ≥ 1"},
-		{func(c *PPO) { c.StopTokenID = -2 }, "stop_token_id (--stop-token-id) must be a token id"},
-		{func(c *PPO) { c.RewardModelPath = "" }, "reward_model_path (--reward-model) is required"},
+		{func(c *ppo.Config) { c.NumPPOEpochs = 0 }, "num_ppo_epochs (--num-ppo-epochs) must be ≥ 1"},
+		{func(c *ppo.Config) { c.Lam = 1.5 }, "lam (--lam) must be in [0, 1]"},
+		{func(c *ppo.Config) { c.KLCoef = -1 }, "kl_coef (--kl-coef) must be ≥ 0"},
+		{func(c *ppo.Config) { c.ResponseLength = 0 }, "response_length (--response-length) must be ≥ 1"},
+		{func(c *ppo.Config) { c.StopTokenID = -2 }, "stop_token_id (--stop-token-id) must be a token id"},
+		{func(c *ppo.Config) { c.RewardModelPath = "" }, "reward_model_path (--reward-model) is required"},
 	} {
 		d := *c
 		tc.edit(&d)

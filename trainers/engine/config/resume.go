@@ -47,10 +47,7 @@ func ResumeChanges(saved []byte, name string, cur Config) (refused, allowed []Ch
 		}
 		return nil, nil, fmt.Errorf("%s: the checkpoint was trained by %s, this run is %s", name, m, cur.Method())
 	}
-	old, err := New(cur.Method())
-	if err != nil {
-		return nil, nil, err
-	}
+	old := cur.Default()
 	if err := Load(name, saved, old); err != nil {
 		return nil, nil, err
 	}
@@ -100,8 +97,10 @@ func sameGlobalSizes(a, b Config) bool {
 	if a.Common().MicroBatch() != b.Common().MicroBatch() {
 		return false
 	}
-	if pa, ok := a.(*PPO); ok {
-		pb, ok := b.(*PPO)
+	// PPO's rollout forward pass (ppo.Config.ForwardRows).
+	type forwardRows interface{ ForwardRows() int }
+	if pa, ok := a.(forwardRows); ok {
+		pb, ok := b.(forwardRows)
 		return ok && pa.ForwardRows() == pb.ForwardRows()
 	}
 	return true
@@ -129,7 +128,7 @@ func validateOverride(c Config) error {
 	keys := Keys(c)
 	for _, k := range c.Common().ResumeOverride {
 		if k != OverrideAll && !slices.Contains(keys, k) {
-			return bad(c, "resume_override", fmt.Sprintf("names %q, which is not a %s option%s", k, c.Method(), suggest(k, fields(c))))
+			return Bad(c, "resume_override", fmt.Sprintf("names %q, which is not a %s option%s", k, c.Method(), suggest(k, fields(c))))
 		}
 	}
 	return nil

@@ -1,18 +1,22 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/trainers/dpo"
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/sft"
 )
 
-// MarshalRun leaves out where and how the invocation started and does not touch cfg;
-// ResumeChanges reads it back, refuses another method, and sorts changes by resume_override.
+// config.MarshalRun leaves out where and how the invocation started and does not touch cfg;
+// config.ResumeChanges reads it back, refuses another method, and sorts changes by resume_override.
 func TestMarshalRunAndResumeChanges(t *testing.T) {
-	c := DefaultSFT()
+	c := sft.DefaultConfig()
 	c.Model, c.Dataset, c.OutputDir = "m", "d.jsonl", "/out"
 	c.Resume, c.ResumeOverride = true, []string{"seed"}
 	c.Resolve()
-	saved, err := MarshalRun(c)
+	saved, err := config.MarshalRun(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,14 +28,14 @@ func TestMarshalRunAndResumeChanges(t *testing.T) {
 	if c.OutputDir != "/out" || !c.Resume || len(c.ResumeOverride) != 1 {
 		t.Errorf("MarshalRun changed its argument: %+v", c.Training)
 	}
-	if SavedMethod(saved) != "sft" {
-		t.Errorf("SavedMethod = %q", SavedMethod(saved))
+	if config.SavedMethod(saved) != "sft" {
+		t.Errorf("SavedMethod = %q", config.SavedMethod(saved))
 	}
 
 	now := *c
 	now.OutputDir, now.LoggingSteps = "/elsewhere", 3 // free: never a change
 	now.Seed, now.LearningRate = 7, 1e-4
-	refused, allowed, err := ResumeChanges(saved, "ckpt/training_args.yaml", &now)
+	refused, allowed, err := config.ResumeChanges(saved, "ckpt/training_args.yaml", &now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +46,8 @@ func TestMarshalRunAndResumeChanges(t *testing.T) {
 		t.Errorf("allowed %v, want seed", allowed)
 	}
 
-	d := DefaultDPO()
-	if _, _, err := ResumeChanges(saved, "ckpt/training_args.yaml", d); err == nil || !strings.Contains(err.Error(), "trained by sft, this run is dpo") {
+	d := dpo.DefaultConfig()
+	if _, _, err := config.ResumeChanges(saved, "ckpt/training_args.yaml", d); err == nil || !strings.Contains(err.Error(), "trained by sft, this run is dpo") {
 		t.Errorf("another method: %v", err)
 	}
 	d.ResumeOverride = []string{"learning_rat"}

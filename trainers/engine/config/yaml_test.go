@@ -1,8 +1,11 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // A config is one YAML document: a second one was ignored (its options silently not applied),
@@ -19,8 +22,8 @@ func TestLoad_SecondDocumentRefused(t *testing.T) {
 		{"learning_rate: 1e-3\n...\n", ""},
 		{"", ""},
 	} {
-		cfg := DefaultSFT()
-		err := Load("run.yaml", []byte(c.yaml), cfg)
+		cfg := sft.DefaultConfig()
+		err := config.Load("run.yaml", []byte(c.yaml), cfg)
 		switch {
 		case c.want == "" && (err != nil || cfg.LearningRate != 1e-3 && c.yaml != ""):
 			t.Errorf("%q: %v, learning_rate %g; want it loaded", c.yaml, err, cfg.LearningRate)

@@ -17,10 +17,13 @@ import (
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/encode"
 	"github.com/posttrain/posttrain/models/lora"
+	"github.com/posttrain/posttrain/trainers/dpo"
 	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
+	"github.com/posttrain/posttrain/trainers/grpo"
+	"github.com/posttrain/posttrain/trainers/kto"
 	"github.com/posttrain/posttrain/trainers/sft"
 )
 
@@ -34,7 +37,7 @@ type loraRun struct {
 
 func newLoRARun(t *testing.T, m *trainable.Model, b backends.Backend) *loraRun {
 	t.Helper()
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 1, 1)), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -342,15 +345,15 @@ func TestLoRA_DefaultTargets(t *testing.T) {
 // TRL's defaults (DPO and KTO without, GRPO and SFT with), and the option either way.
 func TestLoadForTraining_DisableDropout(t *testing.T) {
 	model := looptest.Model(t)
-	dpoWith := config.DefaultDPO()
+	dpoWith := dpo.DefaultConfig()
 	dpoWith.DisableDropout = false
-	grpoWithout := config.DefaultGRPO()
+	grpoWithout := grpo.DefaultConfig()
 	grpoWithout.DisableDropout = true
 	for _, c := range []struct {
 		cfg       config.Config
 		noDropout bool
 	}{
-		{config.DefaultSFT(), false}, {config.DefaultDPO(), true}, {config.DefaultKTO(), true}, {config.DefaultGRPO(), false},
+		{sft.DefaultConfig(), false}, {dpo.DefaultConfig(), true}, {kto.DefaultConfig(), true}, {grpo.DefaultConfig(), false},
 		{dpoWith, false}, {grpoWithout, true},
 	} {
 		c.cfg.Common().Model = model

@@ -27,6 +27,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
+	"github.com/posttrain/posttrain/trainers/kto"
 	"github.com/posttrain/posttrain/trainers/reward"
 	"github.com/posttrain/posttrain/trainers/sft"
 )
@@ -179,13 +180,13 @@ func TestDevices_DataParallelEqualsOneDevice(t *testing.T) {
 		// (per_device_train_batch_size), so with the KL term a 2-device run is not the 1-device
 		// run of the same global batch.
 		{resumeCase{"kto apo_zero_unpaired", mult.KTO, 11, 0, func() config.Config {
-			c := config.DefaultKTO()
+			c := kto.DefaultConfig()
 			c.LossType = "apo_zero_unpaired"
 			return c
 		}, resumeCases[2].build}, nil, []int{2}},
-		{resumeCase{"reward", mult.DPO, 11, 0, func() config.Config { return config.DefaultReward() },
+		{resumeCase{"reward", mult.DPO, 11, 0, func() config.Config { return reward.DefaultConfig() },
 			func(t *testing.T, _ backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) loop.Method {
-				tr, err := reward.New(m, d, cfg.(*config.Reward))
+				tr, err := reward.New(m, d, cfg.(*reward.Config))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -273,7 +274,7 @@ func TestDevices_FSDPEqualsOneDevice(t *testing.T) {
 func TestOptimizer_FSDPSplitsTheState(t *testing.T) {
 	b := devicetest.DevicesBackend(t)
 	m := looptest.Load(t, looptest.Model(t), false)
-	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 1)), config.DefaultSFT())
+	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 1)), sft.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +376,7 @@ func TestDevices_TensorParallelEqualsOneDevice(t *testing.T) {
 func TestOptimizer_TensorParallelSplitsTheProjections(t *testing.T) {
 	b := devicetest.DevicesBackend(t)
 	m := looptest.Load(t, looptest.Model(t), false)
-	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 1)), config.DefaultSFT())
+	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 1)), sft.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +448,7 @@ func TestOptimizer_TensorParallelSplitsTheProjections(t *testing.T) {
 func TestOptimizer_SplitThatSplitsNothingIsRefused(t *testing.T) {
 	b := devicetest.DevicesBackend(t)
 	m := looptest.Load(t, looptest.Model(t), false)
-	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 1)), config.DefaultSFT())
+	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 1)), sft.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
@@ -17,7 +16,7 @@ import (
 
 // evalRun trains a fresh copy of the model at dir on train, evaluating on eval as cfg says, and
 // returns the metrics lines split into training and eval lines.
-func evalRun(t *testing.T, dir, train, eval string, cfg *config.SFT) (trainRecs, evalRecs []runlog.Record) {
+func evalRun(t *testing.T, dir, train, eval string, cfg *sft.Config) (trainRecs, evalRecs []runlog.Record) {
 	t.Helper()
 	m := looptest.Load(t, dir, cfg.BF16)
 	tr, err := sft.New(m, looptest.Read(t, train), cfg)
@@ -71,7 +70,7 @@ func TestEval_Schedule(t *testing.T) {
 		{"no", 0, true, 3, []int{0}},
 	}
 	for _, c := range cases {
-		cfg := config.DefaultSFT()
+		cfg := sft.DefaultConfig()
 		looptest.Common(t, &cfg.Training, 1e-3, 4, 2, c.maxSteps)
 		cfg.OutputDir = filepath.Join(t.TempDir(), "out")
 		cfg.LoggingSteps, cfg.EvalStrategy, cfg.EvalSteps, cfg.EvalOnStart = 2, c.strategy, c.evalSteps, c.onStart
@@ -117,7 +116,7 @@ func TestEval_DoesNotChangeTraining(t *testing.T) {
 	dir := looptest.Model(t)
 	train := looptest.MultFile(t, mult.SFT, 20, 3)
 	eval := looptest.MultFile(t, mult.SFT, 6, 4)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-3, 4, 2, 4)
 	cfg.SaveSteps = 4
 	plain := cfg.OutputDir

@@ -57,9 +57,9 @@ import (
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/safetensors"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // faultEnv carries a faultSpec (JSON) to the child process.
@@ -83,9 +83,9 @@ type faultPoint struct {
 func (p faultPoint) String() string { return fmt.Sprintf("%s#%d", p.Phase, p.K) }
 
 // faultConfig is the run the suite kills: 4 steps of 4 rows, a checkpoint every step, 2 kept.
-func faultConfig(t testing.TB, model, data, out string) *config.SFT {
+func faultConfig(t testing.TB, model, data, out string) *sft.Config {
 	t.Helper()
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	cfg.OutputDir, cfg.Model, cfg.Dataset = out, model, data
 	cfg.LearningRate, cfg.LRSchedulerType = 1e-3, "constant"
 	cfg.PerDeviceTrainBatchSize, cfg.GradientAccumulationSteps = 4, 1

@@ -31,7 +31,7 @@ import (
 )
 
 // sftRun trains a fresh copy of the model at dir on data with cfg.
-func sftRun(t *testing.T, ctx context.Context, dir, data string, cfg *config.SFT, opts loop.Options) (*loop.Result, error) {
+func sftRun(t *testing.T, ctx context.Context, dir, data string, cfg *sft.Config, opts loop.Options) (*loop.Result, error) {
 	t.Helper()
 	m := looptest.Load(t, dir, cfg.BF16)
 	tr, err := sft.New(m, looptest.Read(t, data), cfg)
@@ -62,25 +62,25 @@ type resumeCase struct {
 }
 
 var resumeCases = []resumeCase{
-	{"sft", mult.SFT, 20, 5, func() config.Config { return config.DefaultSFT() },
+	{"sft", mult.SFT, 20, 5, func() config.Config { return sft.DefaultConfig() },
 		func(t *testing.T, _ backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) loop.Method {
-			tr, err := sft.New(m, d, cfg.(*config.SFT))
+			tr, err := sft.New(m, d, cfg.(*sft.Config))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return tr
 		}},
-	{"dpo", mult.DPO, 20, 5, func() config.Config { return config.DefaultDPO() },
+	{"dpo", mult.DPO, 20, 5, func() config.Config { return dpo.DefaultConfig() },
 		func(t *testing.T, b backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) loop.Method {
-			tr, err := dpo.New(b, m, d, cfg.(*config.DPO))
+			tr, err := dpo.New(b, m, d, cfg.(*dpo.Config))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return tr
 		}},
-	{"kto", mult.KTO, 10, 3, func() config.Config { return config.DefaultKTO() },
+	{"kto", mult.KTO, 10, 3, func() config.Config { return kto.DefaultConfig() },
 		func(t *testing.T, b backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) loop.Method {
-			tr, err := kto.New(b, m, d, cfg.(*config.KTO))
+			tr, err := kto.New(b, m, d, cfg.(*kto.Config))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +172,7 @@ func TestRun_AccumulationEqualsBigBatch(t *testing.T) {
 	dir := looptest.Model(t)
 	data := looptest.MultFile(t, mult.SFT, 8, 4)
 	run := func(batch, accum int) (runlog.Record, map[string]*safetensors.Tensor) {
-		cfg := config.DefaultSFT()
+		cfg := sft.DefaultConfig()
 		looptest.Common(t, &cfg.Training, 1e-3, batch, accum, 2)
 		res, err := sftRun(t, context.Background(), dir, data, cfg, loop.Options{})
 		if err != nil {
@@ -219,7 +219,7 @@ func TestRun_BF16(t *testing.T) {
 	if vars[0].DType() != dtypes.BFloat16 || m.Master(vars[0]).DType() != dtypes.Float32 {
 		t.Fatalf("bf16 model: weight %s, master %s", vars[0].DType(), m.Master(vars[0]).DType())
 	}
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-2, 8, 1, 4)
 	cfg.BF16 = true
 	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 32, 5)), cfg)
@@ -248,7 +248,7 @@ func TestRun_BF16(t *testing.T) {
 // with the optimizer state and trainer_state.json.
 func TestRun_SaveStepsAndTotalLimit(t *testing.T) {
 	dir := looptest.Model(t)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-3, 4, 1, 5)
 	cfg.SaveSteps, cfg.SaveTotalLimit, cfg.LoggingSteps = 2, 2, 2
 	res, err := sftRun(t, context.Background(), dir, looptest.MultFile(t, mult.SFT, 8, 6), cfg, loop.Options{})
@@ -300,7 +300,7 @@ func TestRun_PreflightRunsTheLargestBatchFirst(t *testing.T) {
 	dir := looptest.Model(t)
 	data := looptest.MultFile(t, mult.SFT, 12, 5)
 	for _, refuse := range []bool{false, true} {
-		cfg := config.DefaultSFT()
+		cfg := sft.DefaultConfig()
 		looptest.Common(t, &cfg.Training, 1e-3, 4, 1, 2)
 		m := looptest.Load(t, dir, false)
 		tr, err := sft.New(m, looptest.Read(t, data), cfg)
@@ -349,7 +349,7 @@ func (r renamed) Batch(idx []int) (named.Feed, error) {
 // fails when the graph is built, before any step, with both lists of names; nothing is trained.
 func TestRun_MisnamedInputFailsAtBuild(t *testing.T) {
 	dir := looptest.Model(t)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-3, 2, 1, 1)
 	m := looptest.Load(t, dir, false)
 	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 4, 5)), cfg)

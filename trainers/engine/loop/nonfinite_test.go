@@ -15,7 +15,6 @@ import (
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/named"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/sft"
@@ -109,7 +108,7 @@ func TestRun_NonFiniteStops(t *testing.T) {
 func TestRun_NonFiniteEvalStops(t *testing.T) {
 	dir := looptest.Model(t)
 	train := looptest.MultFile(t, mult.SFT, 8, 3)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-3, 4, 1, 3)
 	cfg.OutputDir = filepath.Join(t.TempDir(), "out")
 	cfg.SaveSteps, cfg.EvalStrategy, cfg.EvalSteps, cfg.EvalDataset = 1, "steps", 2, train

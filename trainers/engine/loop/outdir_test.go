@@ -12,9 +12,9 @@ import (
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // A run into an output_dir holding a previous run is refused (naming the directory, --resume and
@@ -24,7 +24,7 @@ import (
 func TestRun_OutputDirNeedsResumeOrOverwrite(t *testing.T) {
 	dir := looptest.Model(t)
 	train := looptest.MultFile(t, mult.SFT, 8, 6)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-3, 4, 1, 2)
 	cfg.SaveSteps = 1
 	notes := filepath.Join(cfg.OutputDir, "notes.txt")
@@ -82,7 +82,7 @@ func TestRun_OutputDirNeedsResumeOrOverwrite(t *testing.T) {
 func TestRun_OverwriteKeepsTheInputModel(t *testing.T) {
 	dir := looptest.Model(t)
 	train := looptest.MultFile(t, mult.SFT, 8, 6)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-3, 4, 1, 1)
 	cfg.OutputDir, cfg.OverwriteOutputDir = filepath.Dir(dir), true // the model becomes OUTPUT_DIR/checkpoint-1
 	if err := os.Rename(dir, filepath.Join(cfg.OutputDir, "checkpoint-1")); err != nil {
@@ -105,7 +105,7 @@ func TestRun_OverwriteKeepsTheInputModel(t *testing.T) {
 func TestRun_ResumeRemovesStaleTemporaries(t *testing.T) {
 	dir := looptest.Model(t)
 	train := looptest.MultFile(t, mult.SFT, 8, 6)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-3, 4, 1, 2)
 	cfg.SaveSteps, cfg.SaveTotalLimit = 1, 1
 	if _, err := sftRun(t, context.Background(), dir, train, cfg, loop.Options{}); err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/step"
@@ -18,7 +17,7 @@ import (
 // accumulated gradient (float32, as the host computes it), keeps no moments and saves none.
 func TestOptimizer_PlainStep(t *testing.T) {
 	m := looptest.Load(t, referenceModel(t), false)
-	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 1, 1)), config.DefaultSFT())
+	tr, err := sft.New(m, looptest.Read(t, looptest.MultFile(t, mult.SFT, 1, 1)), sft.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/models/decoder"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -62,7 +61,7 @@ func referenceModel(t *testing.T) string {
 func adamwTrajectory(t *testing.T, ref *adamwReference) (losses, norms []float64) {
 	t.Helper()
 	m := looptest.Load(t, referenceModel(t), false)
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	cfg.LearningRate, cfg.LRSchedulerType = ref.LR, "constant"
 	cfg.AdamBeta1, cfg.AdamBeta2, cfg.AdamEpsilon = ref.Betas[0], ref.Betas[1], ref.Eps
 	cfg.WeightDecay, cfg.MaxGradNorm = ref.WeightDecay, ref.MaxGradNorm

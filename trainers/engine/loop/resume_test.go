@@ -17,6 +17,7 @@ import (
 	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // A resume is checked against the checkpoint before anything is loaded: a change of an option
@@ -28,7 +29,7 @@ import (
 func TestRun_ResumeChecksTheCheckpoint(t *testing.T) {
 	model := looptest.Model(t)
 	train := looptest.MultFile(t, mult.SFT, 8, 6)
-	base := config.DefaultSFT()
+	base := sft.DefaultConfig()
 	looptest.Common(t, &base.Training, 1e-3, 4, 1, 2)
 	base.SaveSteps, base.Dataset = 1, train
 	if _, err := sftRun(t, context.Background(), model, train, base, loop.Options{}); err != nil {
@@ -48,27 +49,27 @@ func TestRun_ResumeChecksTheCheckpoint(t *testing.T) {
 		name  string
 		model string
 		data  string
-		edit  func(c *config.SFT)
+		edit  func(c *sft.Config)
 		state func(st map[string]any)
 		want  []string // substrings of the error; none: the resume is accepted
 		warn  string   // substring of a warning logged when accepted
 	}{
 		{name: "unchanged"},
-		{name: "learning rate", edit: func(c *config.SFT) { c.LearningRate = 2e-3 },
+		{name: "learning rate", edit: func(c *sft.Config) { c.LearningRate = 2e-3 },
 			want: []string{"learning_rate 0.001 → 0.002", "--resume-override learning_rate", config.ResolvedName}},
-		{name: "learning rate overridden", edit: func(c *config.SFT) { c.LearningRate, c.ResumeOverride = 2e-3, []string{"learning_rate"} },
+		{name: "learning rate overridden", edit: func(c *sft.Config) { c.LearningRate, c.ResumeOverride = 2e-3, []string{"learning_rate"} },
 			warn: "option=learning_rate checkpoint=0.001 now=0.002"},
-		{name: "batch, accumulation and seed", edit: func(c *config.SFT) {
+		{name: "batch, accumulation and seed", edit: func(c *sft.Config) {
 			c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps, c.Seed = 2, 2, 7
 		}, want: []string{"per_device_train_batch_size 4 → 2", "gradient_accumulation_steps 1 → 2", "seed 42 → 7", "--resume-override per_device_train_batch_size,gradient_accumulation_steps,seed"}},
-		{name: "schedule", edit: func(c *config.SFT) { c.LRSchedulerType, c.WarmupSteps = "cosine", 1 },
+		{name: "schedule", edit: func(c *sft.Config) { c.LRSchedulerType, c.WarmupSteps = "cosine", 1 },
 			want: []string{"warmup_steps 0 → 1", "lr_scheduler_type constant → cosine"}},
-		{name: "max steps", edit: func(c *config.SFT) { c.MaxSteps = 5 }, want: []string{"max_steps 2 → 5"}},
-		{name: "max steps extended on purpose", edit: func(c *config.SFT) { c.MaxSteps, c.ResumeOverride = 3, []string{"max_steps"} }},
-		{name: "method option", edit: func(c *config.SFT) { c.MaxLength = 512 }, want: []string{"max_length 1024 → 512"}},
-		{name: "free options", edit: func(c *config.SFT) { c.LoggingSteps, c.SaveSteps, c.SaveTotalLimit = 5, 7, 1 }},
+		{name: "max steps", edit: func(c *sft.Config) { c.MaxSteps = 5 }, want: []string{"max_steps 2 → 5"}},
+		{name: "max steps extended on purpose", edit: func(c *sft.Config) { c.MaxSteps, c.ResumeOverride = 3, []string{"max_steps"} }},
+		{name: "method option", edit: func(c *sft.Config) { c.MaxLength = 512 }, want: []string{"max_length 1024 → 512"}},
+		{name: "free options", edit: func(c *sft.Config) { c.LoggingSteps, c.SaveSteps, c.SaveTotalLimit = 5, 7, 1 }},
 		{name: "dataset contents", data: other, want: []string{"dataset_name content sha256:", "--resume-override dataset_name"}},
-		{name: "dataset contents overridden", data: other, edit: func(c *config.SFT) { c.ResumeOverride = []string{"dataset_name"} }, warn: "option=dataset_name"},
+		{name: "dataset contents overridden", data: other, edit: func(c *sft.Config) { c.ResumeOverride = []string{"dataset_name"} }, warn: "option=dataset_name"},
 		{name: "dataset moved", data: moved},
 		{name: "model weights", model: otherModel, want: []string{"model_name_or_path content sha256:", "--resume-override model_name_or_path"}},
 		{name: "method", state: func(st map[string]any) { st["method"] = "dpo" }, want: []string{"trained by dpo, this run is sft"}},

@@ -9,9 +9,9 @@ import (
 
 	"github.com/posttrain/posttrain/data/mult"
 	"github.com/posttrain/posttrain/internal/backend"
-	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
+	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // rssBytes is the process's resident set size (Linux /proc/self/status VmRSS), 0 where unknown.
@@ -37,7 +37,7 @@ func TestRun_StepsReuseTheirGraphs(t *testing.T) {
 	const steps = 12
 	dir := looptest.Model(t)
 	data := looptest.MultFile(t, mult.SFT, 8, 6) // one batch of all 8 rows: every step has its shapes
-	cfg := config.DefaultSFT()
+	cfg := sft.DefaultConfig()
 	looptest.Common(t, &cfg.Training, 1e-3, 8, 1, steps)
 	graphs := make([]int, steps+1)
 	rss := make([]int64, steps+1)

@@ -106,10 +106,7 @@ func ModelCard(cfg config.Config, steps int, last runlog.Record) []byte {
 // cardArgs are the options that shape a run: every trajectory option common to all methods, then
 // the method's own options that differ from its defaults, as "key", "value" pairs.
 func cardArgs(cfg config.Config) [][2]string {
-	def, err := config.New(cfg.Method())
-	if err != nil {
-		return nil
-	}
+	def := cfg.Default()
 	def.Resolve()
 	common := []string{"learning_rate", "lr_scheduler_type", "warmup_ratio", "warmup_steps", "per_device_train_batch_size",
 		"gradient_accumulation_steps", "num_train_epochs", "max_steps", "weight_decay", "max_grad_norm", "seed", "bf16"}

@@ -1,4 +1,4 @@
-package trainable
+package trainable_test
 
 import (
 	"bytes"
@@ -8,18 +8,20 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/posttrain/posttrain/internal/runlog"
-	"github.com/posttrain/posttrain/trainers/engine/config"
+	"github.com/posttrain/posttrain/trainers/dpo"
+	"github.com/posttrain/posttrain/trainers/engine/trainable"
+	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // The model card has the Hub's front matter (base_model and datasets only for Hub ids), the
 // method's paper, the arguments that shape the run (the method's only where not default) and the
 // final metrics.
 func TestModelCard(t *testing.T) {
-	c := config.DefaultDPO()
+	c := dpo.DefaultConfig()
 	c.Model, c.Dataset, c.OutputDir = "Qwen/Qwen2.5-0.5B-Instruct", "trl-lib/ultrafeedback_binarized", "/runs/dpo-qwen"
 	c.Beta = 0.25
 	c.Resolve()
-	card := ModelCard(c, 12, runlog.Record{Step: 12, Metrics: map[string]float64{"loss": 0.5, "rewards/margins": 1.25}})
+	card := trainable.ModelCard(c, 12, runlog.Record{Step: 12, Metrics: map[string]float64{"loss": 0.5, "rewards/margins": 1.25}})
 	parts := bytes.SplitN(card, []byte("---\n"), 3)
 	if len(parts) != 3 || len(parts[0]) != 0 {
 		t.Fatalf("no front matter:\n%s", card)
@@ -53,9 +55,9 @@ func TestModelCard(t *testing.T) {
 		t.Errorf("card lists a default method option:\n%s", body)
 	}
 
-	s := config.DefaultSFT()
+	s := sft.DefaultConfig()
 	s.Model, s.Dataset, s.OutputDir = t.TempDir(), "train.jsonl", "out"
-	card = ModelCard(s, 3, runlog.Record{})
+	card = trainable.ModelCard(s, 3, runlog.Record{})
 	if bytes.Contains(card, []byte("base_model")) || bytes.Contains(card, []byte("datasets:")) || bytes.Contains(card, []byte("papers/")) {
 		t.Errorf("a local model and dataset, or SFT, got Hub metadata or a paper:\n%s", card)
 	}
