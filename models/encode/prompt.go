@@ -19,6 +19,7 @@ type Prompt struct {
 	Columns map[string]any
 	// Source is the row's prompt as given (its messages, for a reward model's own chat template).
 	Source data.Text
+	Line   int // the row's line in its file (0: not read from a file)
 }
 
 // RenderPrompt renders a conversation with the chat template and add_generation_prompt, the text
@@ -50,7 +51,7 @@ func (t *Text) Prompts(rows []data.Row) ([]*Prompt, error) {
 		if len(ids) == 0 {
 			return nil, fmt.Errorf("row %d: the prompt is empty", i+1)
 		}
-		p := &Prompt{Text: text, Columns: r.Columns, Source: r.Prompt, IDs: make([]int32, len(ids))}
+		p := &Prompt{Text: text, Columns: r.Columns, Source: r.Prompt, Line: r.Line, IDs: make([]int32, len(ids))}
 		for j, id := range ids {
 			p.IDs[j] = int32(id)
 		}

@@ -83,6 +83,14 @@ type Result struct {
 	Final    float64    `json:"final_mean_return_last10"`
 }
 
+// report records the mean return of the last 10 episodes at step or iteration at, and its line
+// (the extras' print), which begins with label.
+func (r *Result) report(label string, at int, returns []float64) {
+	m := meanLast10(returns)
+	r.Progress = append(r.Progress, Progress{At: at, MeanReturn: m})
+	r.Lines = append(r.Lines, fmt.Sprintf("%s  최근 10 에피소드 평균 return %6.1f", label, m))
+}
+
 // dqnBatch is one replay minibatch (graph inputs by name).
 type dqnBatch[T any] struct{ Obs, Act, Rew, Next, Done T }
 
@@ -203,9 +211,7 @@ func RunDQN(b backends.Backend, c DQNConfig) (Result, error) {
 			}
 		}
 		if t%c.PrintEvery == 0 && len(returns) > 0 {
-			m := meanLast10(returns)
-			res.Progress = append(res.Progress, Progress{At: t, MeanReturn: m})
-			res.Lines = append(res.Lines, fmt.Sprintf("step %6d  최근 10 에피소드 평균 return %6.1f", t, m))
+			res.report(fmt.Sprintf("step %6d", t), t, returns)
 		}
 	}
 	res.Final = finalLast10(returns)

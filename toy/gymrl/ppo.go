@@ -163,9 +163,7 @@ func RunPPO(b backends.Backend, c PPOConfig) (Result, error) {
 			}
 		}
 		if it%c.PrintEvery == 0 && len(returns) > 0 {
-			m := meanLast10(returns)
-			res.Progress = append(res.Progress, Progress{At: it, MeanReturn: m})
-			res.Lines = append(res.Lines, fmt.Sprintf("iter %3d  최근 10 에피소드 평균 return %6.1f", it, m))
+			res.report(fmt.Sprintf("iter %3d", it), it, returns)
 		}
 	}
 	res.Final = finalLast10(returns)

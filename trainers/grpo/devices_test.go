@@ -32,12 +32,12 @@ func TestGRPO_DataParallelEqualsOneDevice(t *testing.T) {
 			t.Fatalf("devices %d: %d steps, want %d", n, len(got), len(want))
 		}
 		for i := range want {
-			if g, w := got[i].Rollout.Completions, want[i].Rollout.Completions; len(g) != len(w) {
+			if g, w := got[i].Scored.Completions, want[i].Scored.Completions; len(g) != len(w) {
 				t.Fatalf("devices %d step %d: %d completions, want %d", n, i+1, len(g), len(w))
 			}
-			for j := range want[i].Rollout.Completions {
-				if !slices.Equal(got[i].Rollout.Completions[j], want[i].Rollout.Completions[j]) {
-					t.Fatalf("devices %d step %d: completion %d %v, want %v", n, i+1, j, got[i].Rollout.Completions[j], want[i].Rollout.Completions[j])
+			for j := range want[i].Scored.Completions {
+				if !slices.Equal(got[i].Scored.Completions[j], want[i].Scored.Completions[j]) {
+					t.Fatalf("devices %d step %d: completion %d %v, want %v", n, i+1, j, got[i].Scored.Completions[j], want[i].Scored.Completions[j])
 				}
 			}
 			for _, k := range []struct {

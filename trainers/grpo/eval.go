@@ -165,13 +165,13 @@ func (s source) Evaluate() (map[string]float64, error) {
 
 // evalBatch generates, rewards and scores one eval batch and returns its rollout, its loss (the
 // batch's own mean, as compute_loss returns it) and its metrics under TRL's names.
-func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Rollout, float64, map[string]float64, error) {
+func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Scored, float64, map[string]float64, error) {
 	c, e := t.cfg, t.eval
 	gens, err := rollout.Generate(t.gen, prompts, t.generateOptions(seed), 0)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	r := newRollout(prompts, gens, c.MaskTruncatedCompletions)
+	r := newScored(prompts, gens, c.MaskTruncatedCompletions)
 	if err := scoreRewards(r, t.s.Rewards); err != nil {
 		return nil, 0, nil, err
 	}
@@ -212,7 +212,7 @@ func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Rollout, float64, 
 }
 
 // evalCompletionLines are the eval_completions.jsonl lines of an eval batch: every completion.
-func evalCompletionLines(step int, r *Rollout, rewards []Reward) []runlog.Completion {
+func evalCompletionLines(step int, r *Scored, rewards []Reward) []runlog.Completion {
 	out := make([]runlog.Completion, r.Len())
 	for i := range out {
 		rw := map[string]float64{}

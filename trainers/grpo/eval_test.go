@@ -70,9 +70,9 @@ func TestGRPO_EvalDoesNotChangeTraining(t *testing.T) {
 	}
 	for i := range wantInfos {
 		if gotInfos[i].Loss != wantInfos[i].Loss || gotInfos[i].GradNorm != wantInfos[i].GradNorm ||
-			!slices.Equal(gotInfos[i].Rollout.Rewards, wantInfos[i].Rollout.Rewards) {
+			!slices.Equal(gotInfos[i].Scored.Rewards, wantInfos[i].Scored.Rewards) {
 			t.Errorf("step %d: loss %g grad %g rewards %v with eval, want %g %g %v", i+1, gotInfos[i].Loss, gotInfos[i].GradNorm,
-				gotInfos[i].Rollout.Rewards, wantInfos[i].Loss, wantInfos[i].GradNorm, wantInfos[i].Rollout.Rewards)
+				gotInfos[i].Scored.Rewards, wantInfos[i].Loss, wantInfos[i].GradNorm, wantInfos[i].Scored.Rewards)
 		}
 	}
 	var evalSteps []int

@@ -141,7 +141,7 @@ func (sp *lossSpec) baseScoreGraph(ctx *context.Context, nodes named.Inputs) map
 
 // aggregate is TRL's loss_type for one micro-batch of an accumulated step (TRL divides grpo, bnpo
 // and dr_grpo by the number of accumulation steps, and dapo by num_items_in_batch, the
-// generation batch's completion tokens: Rollout.completionTokens):
+// generation batch's completion tokens: Scored.completionTokens):
 //
 //	grpo     Σ_b mean_t ℓ_bt / norm            norm = sequences of the step (= GRPOMean / GA)
 //	bnpo     BNPOMean / GA                     (token mean of each micro-batch)

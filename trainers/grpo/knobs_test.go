@@ -46,7 +46,7 @@ func TestGRPO_SamplerShapingRuns(t *testing.T) {
 		if d := on.Metrics["sampling/sampling_logp_difference/max"]; !(d < 1e-4) {
 			t.Errorf("%s: max |sampling − training log-prob| = %g, want < 1e-4", name, d)
 		}
-		if reflect.DeepEqual(off.Rollout.Completions, on.Rollout.Completions) {
+		if reflect.DeepEqual(off.Scored.Completions, on.Scored.Completions) {
 			t.Errorf("%s drew the same completions as the plain sampler with the same seed: not wired to it", name)
 		}
 	}
@@ -83,7 +83,7 @@ func TestGRPO_TopEntropyQuantile(t *testing.T) {
 		t.Error("ρ = 0.5 left the weights unchanged")
 	}
 	// The first step's rollout is the same (same seed, same weights): only the update differs.
-	if !reflect.DeepEqual(plainInfos[0].Rollout.Completions, halfInfos[0].Rollout.Completions) {
+	if !reflect.DeepEqual(plainInfos[0].Scored.Completions, halfInfos[0].Scored.Completions) {
 		t.Fatal("ρ changed the first rollout")
 	}
 	if plainInfos[0].GradNorm == halfInfos[0].GradNorm {

@@ -60,7 +60,7 @@ func checkRewardNames(rewards []Reward) error {
 // _calculate_rewards does: prompt and completion encoded with the reward model's own text side
 // (encode.RewardInputIDs: its chat template for conversational prompts), right-padded, batched,
 // the score head's output at the last non-padding token.
-func scoreWithModel(s *trainable.Scorer, r *Rollout) ([]float64, error) {
+func scoreWithModel(s *trainable.Scorer, r *Scored) ([]float64, error) {
 	rows := make([][]int32, r.Len())
 	for i, p := range r.Prompts {
 		var err error

@@ -12,6 +12,7 @@ import (
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
@@ -55,7 +56,7 @@ func TestScoreRewards_RewardModel(t *testing.T) {
 	rewards := append(models, fixed("v", fw[0], 1, 0, 1, 0, 1))
 	conv := data.Text{Messages: []chat.Message{{Role: "user", Content: "7×8?"}}}
 	plain := data.Text{String: "Q: 7×8? A:"}
-	r := &Rollout{Texts: []string{"56", "54", " 56", " 54", "fifty-six"}, Completions: make([][]int32, 5)}
+	r := &Scored{Texts: []string{"56", "54", " 56", " 54", "fifty-six"}, Rollout: rollout.Rollout{Completions: make([][]int32, 5)}}
 	for _, src := range []data.Text{conv, conv, plain, plain, conv} {
 		r.Prompts = append(r.Prompts, &Prompt{Source: src})
 	}

@@ -57,8 +57,8 @@ func LookupRewards(names []string, weights []float64, seed uint64) ([]Reward, er
 // completion, before anything is generated: a column a reward cannot read (an "answer" of the
 // wrong type) is then an error naming the file and line at load time, not one after the first
 // generation. Rewards with state (the random stream) are not called, so the run's draws are
-// unchanged. rows are the prompts' dataset rows (for their lines).
-func CheckRewards(dataset string, rows []data.Row, prompts []*Prompt, rewards []Reward) error {
+// unchanged.
+func CheckRewards(dataset string, prompts []*Prompt, rewards []Reward) error {
 	for _, rw := range rewards {
 		if rw.Random != nil || rw.Scorer != nil {
 			continue
@@ -67,8 +67,8 @@ func CheckRewards(dataset string, rows []data.Row, prompts []*Prompt, rewards []
 			cols := data.Columns([]data.Row{{Columns: p.Columns}})
 			if _, err := rw.Func([]string{p.Text}, []string{""}, cols); err != nil {
 				where := fmt.Sprintf("%s: row %d", dataset, i+1)
-				if i < len(rows) && rows[i].Line > 0 {
-					where = fmt.Sprintf("%s:%d", dataset, rows[i].Line)
+				if p.Line > 0 {
+					where = fmt.Sprintf("%s:%d", dataset, p.Line)
 				}
 				return fmt.Errorf("%s: reward %s: %w", where, rw.Name, err)
 			}
@@ -94,7 +94,7 @@ func randomStream(rewards []Reward) *RandomReward {
 //	r_i = nansum_k w_k · r_ik
 //
 // so a function returning NaN ("does not apply", TRL's None) for a sample adds nothing to it.
-func scoreRewards(r *Rollout, rewards []Reward) error {
+func scoreRewards(r *Scored, rewards []Reward) error {
 	n := r.Len()
 	prompts := make([]string, n)
 	rowsCols := make([]data.Row, n)
@@ -131,7 +131,7 @@ func scoreRewards(r *Rollout, rewards []Reward) error {
 
 // advantages fills the rollout's advantages: TRL's group-relative ones (rl.TRLAdvantages, with
 // scale_rewards group|batch|none) or RLOO's leave-one-out baseline.
-func advantages(r *Rollout, numGenerations int, scale rl.ScaleRewards, mode string) error {
+func advantages(r *Scored, numGenerations int, scale rl.ScaleRewards, mode string) error {
 	adv, std, err := rl.TRLAdvantages(r.Rewards, numGenerations, scale)
 	if err != nil {
 		return err
@@ -148,7 +148,7 @@ func advantages(r *Rollout, numGenerations int, scale rl.ScaleRewards, mode stri
 // rewardMetrics are TRL's reward metrics (grpo_trainer.py L1520-1567): reward (mean total),
 // reward_std (mean of the std each advantage was scaled by), frac_reward_zero_std, and
 // rewards/<name>/mean|std (NaN-aware: samples a function did not score are left out).
-func rewardMetrics(r *Rollout, rewards []Reward) map[string]float64 {
+func rewardMetrics(r *Scored, rewards []Reward) map[string]float64 {
 	m := map[string]float64{"reward": mean(r.Rewards), "reward_std": mean(r.GroupStd)}
 	zero := 0
 	for _, s := range r.GroupStd {

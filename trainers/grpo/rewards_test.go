@@ -7,6 +7,7 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
 )
 
 func fixed(name string, w float64, vals ...float64) Reward {
@@ -19,7 +20,7 @@ func fixed(name string, w float64, vals ...float64) Reward {
 // nothing (TRL's nansum); the per-function metrics leave NaN samples out.
 func TestScoreRewards_WeightedNaNSum(t *testing.T) {
 	nan := math.NaN()
-	r := &Rollout{Prompts: make([]*Prompt, 4), Texts: make([]string, 4), Completions: make([][]int32, 4)}
+	r := &Scored{Rollout: rollout.Rollout{Prompts: make([]*Prompt, 4), Completions: make([][]int32, 4)}, Texts: make([]string, 4)}
 	for i := range r.Prompts {
 		r.Prompts[i] = &Prompt{}
 	}
@@ -53,7 +54,7 @@ func TestScoreRewards_WeightedNaNSum(t *testing.T) {
 
 // --advantage rloo replaces the group mean by the leave-one-out baseline (식 (12.1)), unscaled.
 func TestAdvantages_RLOO(t *testing.T) {
-	r := &Rollout{Rewards: []float64{1, 0, 0, 1, 1, 1}}
+	r := &Scored{Rewards: []float64{1, 0, 0, 1, 1, 1}}
 	if err := advantages(r, 3, rl.ScaleGroup, "rloo"); err != nil {
 		t.Fatal(err)
 	}

@@ -12,14 +12,12 @@ import (
 	"github.com/posttrain/posttrain/trainers/engine/step"
 )
 
-// Rollout is one generation batch: len(Completions) = prompts × num_generations, the G samples of
-// a prompt consecutive (TRL's RepeatSampler order), with everything the update needs.
-type Rollout struct {
-	Prompts     []*Prompt   // one per completion (repeated G times)
-	Completions [][]int32   // generated ids, the stop token included when one ended the row
-	Texts       []string    // completions decoded without special tokens
-	SampledLogp [][]float64 // log-prob of each generated token under the sampler (tempered, whole vocabulary)
-	Truncated   []bool      // reached max_completion_length without a stop token
+// Scored is one generation batch: len(Completions) = prompts × num_generations, the G samples of
+// a prompt consecutive (TRL's RepeatSampler order), with everything the update needs: the sampled
+// rows (rollout.Rollout) and GRPO's rewards, advantages and loss mask.
+type Scored struct {
+	rollout.Rollout
+	Texts []string // completions decoded without special tokens
 	// Mask[i][t] = 1 for the completion tokens the loss counts: every generated token up to and
 	// including the first stop token (TRL L1301-1305), none of a truncated completion when
 	// mask_truncated_completions is set (DAPO's overlong filtering, TRL L1391-1395).
@@ -33,14 +31,11 @@ type Rollout struct {
 	OldLogp, RefLogp [][]float32 // [N][C], when computed
 }
 
-// newRollout builds the rollout of generations for prompts (each repeated numGenerations times).
-func newRollout(prompts []*Prompt, gens []generate.Generation, maskTruncated bool) *Rollout {
-	r := &Rollout{Prompts: prompts}
+// newScored builds the rollout of generations for prompts (each repeated numGenerations times).
+func newScored(prompts []*Prompt, gens []generate.Generation, maskTruncated bool) *Scored {
+	r := &Scored{Rollout: rollout.New(prompts, gens)}
 	for _, g := range gens {
-		r.Completions = append(r.Completions, g.IDs)
 		r.Texts = append(r.Texts, g.Text)
-		r.SampledLogp = append(r.SampledLogp, g.LogProbs)
-		r.Truncated = append(r.Truncated, g.Truncated)
 		m := make([]float32, len(g.IDs))
 		if !(maskTruncated && g.Truncated) {
 			for t := range m {
@@ -51,9 +46,6 @@ func newRollout(prompts []*Prompt, gens []generate.Generation, maskTruncated boo
 	}
 	return r
 }
-
-// Len is the number of completions.
-func (r *Rollout) Len() int { return len(r.Completions) }
 
 // Batch is the padded tensors of rows [lo,hi) of a rollout, in the layout of rollout.CompletionLogProbs.
 type Batch struct {
@@ -66,7 +58,7 @@ type Batch struct {
 
 // batch lays out rows [lo,hi) with prompts left-padded to promptLen and completions right-padded
 // to completionLen (pad id 0, attention 0; position ids HF's cumsum(attn)−1).
-func (r *Rollout) batch(lo, hi, promptLen, completionLen int) (*Batch, error) {
+func (r *Scored) batch(lo, hi, promptLen, completionLen int) (*Batch, error) {
 	b := &Batch{PromptLen: promptLen, CompletionLen: completionLen}
 	var prompts [][]int32
 	for i := lo; i < hi; i++ {
@@ -104,7 +96,7 @@ func rows(t [][]float32, lo, hi, c int) [][]float32 {
 // mask_truncated_completions takes out of the loss too, and it is the whole batch's even when
 // steps_per_generation > gradient_accumulation_steps splits it over several optimizer steps;
 // TRL 1.x counts the loss tokens and rescales to one step (docs/training.md, "TRL 1.x").
-func (r *Rollout) completionTokens() int {
+func (r *Scored) completionTokens() int {
 	n := 0
 	for _, c := range r.Completions {
 		n += len(c)
@@ -113,7 +105,7 @@ func (r *Rollout) completionTokens() int {
 }
 
 // lengthStats are TRL's completion-length metrics (grpo_trainer.py L1329-1346).
-func (r *Rollout) lengthStats() map[string]float64 {
+func (r *Scored) lengthStats() map[string]float64 {
 	var all, term []float64
 	for i, c := range r.Completions {
 		all = append(all, float64(len(c)))
@@ -189,7 +181,7 @@ func (t *Trainer) generateOptions(seed uint64) generate.Options {
 type timings struct{ generation, scoring time.Duration }
 
 // rollout generates, scores and prepares one generation batch.
-func (t *Trainer) rollout() (*Rollout, timings, error) {
+func (t *Trainer) rollout() (*Scored, timings, error) {
 	var tm timings
 	prompts := t.nextPrompts()
 	t0 := time.Now()
@@ -200,7 +192,7 @@ func (t *Trainer) rollout() (*Rollout, timings, error) {
 	tm.generation = time.Since(t0)
 	t.round++
 	t0 = time.Now()
-	r := newRollout(prompts, gens, t.cfg.MaskTruncatedCompletions)
+	r := newScored(prompts, gens, t.cfg.MaskTruncatedCompletions)
 	if err := scoreRewards(r, t.s.Rewards); err != nil {
 		return nil, tm, fmt.Errorf("grpo: %w", err)
 	}
@@ -227,13 +219,13 @@ func (t *Trainer) rollout() (*Rollout, timings, error) {
 
 // score runs a forward-only log-prob graph over the rollout, one micro-batch of rows at a time
 // (per_device_train_batch_size rows on each device).
-func (t *Trainer) score(e *step.ContextEval, r *Rollout) ([][]float32, error) {
+func (t *Trainer) score(e *step.ContextEval, r *Scored) ([][]float32, error) {
 	return t.scoreLayout(e, r, t.promptLen, t.cfg.MicroBatch())
 }
 
 // scoreLayout is score with prompts left-padded to promptLen and mb rows per forward pass (the
 // last one may be shorter).
-func (t *Trainer) scoreLayout(e *step.ContextEval, r *Rollout, promptLen, mb int) ([][]float32, error) {
+func (t *Trainer) scoreLayout(e *step.ContextEval, r *Scored, promptLen, mb int) ([][]float32, error) {
 	c := t.cfg.MaxCompletionLength
 	var out [][]float32
 	err := rollout.Chunks(r.Len(), mb, func(lo, hi int) error {

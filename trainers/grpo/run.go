@@ -39,17 +39,7 @@ func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*lo
 	if err != nil {
 		return nil, err
 	}
-	rows := opts.Rows
-	if rows == nil {
-		if rows, err = rollout.LoadRows(cfg.Dataset, "GRPO"); err != nil {
-			return nil, err
-		}
-	}
-	prompts, err := txt.Prompts(rows)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Dataset, err)
-	}
-	evalPrompts, err := loadEvalPrompts(cfg, txt)
+	prompts, evalPrompts, err := rollout.Prompts(&cfg.Training, opts.Rows, "GRPO", txt)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +64,7 @@ func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*lo
 	if err := checkRewardNames(rewards); err != nil {
 		return nil, err
 	}
-	if err := CheckRewards(cfg.Dataset, rows, prompts, rewards); err != nil {
+	if err := CheckRewards(cfg.Dataset, prompts, rewards); err != nil {
 		return nil, err
 	}
 	t, err := New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Decoder: txt.Tokenizer, StopIDs: stop,
@@ -83,13 +73,4 @@ func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*lo
 		return nil, err
 	}
 	return t.Train(ctx)
-}
-
-// loadEvalPrompts reads eval_dataset when the run evaluates (rollout.EvalPrompts).
-func loadEvalPrompts(cfg *Config, txt *encode.Text) ([]*Prompt, error) {
-	prompts, err := rollout.EvalPrompts(cfg.EvalDataset, cfg.Evaluates(), "GRPO", txt)
-	if err == nil && len(prompts) == 0 && cfg.EvalDataset != "" && cfg.Evaluates() {
-		return nil, fmt.Errorf("eval_dataset: %s: no prompts", cfg.EvalDataset)
-	}
-	return prompts, err
 }

@@ -73,7 +73,7 @@ func (s source) Begin(start int, _ *runlog.Progress) error {
 func (l *runLog) add(name string, v float64) { l.window[name] = append(l.window[name], v) }
 
 // addRollout records the generation batch's metrics.
-func (l *runLog) addRollout(r *Rollout, rewards []Reward, tm timings, tokensSeen int64) {
+func (l *runLog) addRollout(r *Scored, rewards []Reward, tm timings, tokensSeen int64) {
 	for k, v := range rewardMetrics(r, rewards) {
 		l.add(k, v)
 	}
@@ -163,7 +163,7 @@ func (l *runLog) guard(log *slog.Logger, step int, rec runlog.Record) {
 }
 
 // completionLines are the completions.jsonl lines of a rollout (at most maxLoggedCompletions).
-func completionLines(step int, r *Rollout, rewards []Reward) []runlog.Completion {
+func completionLines(step int, r *Scored, rewards []Reward) []runlog.Completion {
 	n := min(r.Len(), maxLoggedCompletions)
 	out := make([]runlog.Completion, n)
 	for i := range n {

@@ -54,7 +54,7 @@ type StepInfo struct {
 	Loss     float64
 	GradNorm float64
 	Metrics  map[string]float64 // the step's graph metrics (TRL names)
-	Rollout  *Rollout           // the generation batch the step trained on
+	Scored   *Scored            // the generation batch the step trained on
 }
 
 // Trainer runs GRPO on a policy of any decoder family. Train hands it to the training driver (trainers/engine/loop) as a
@@ -85,7 +85,7 @@ type Trainer struct {
 
 	// The generation batch being trained on, the optimizer steps made on it, and the step in
 	// progress: when its update began and its graph metrics.
-	batch       *Rollout
+	batch       *Scored
 	batchSteps  int
 	stepStart   time.Time
 	stepMetrics map[string]float64
@@ -309,7 +309,7 @@ func (s source) Accumulate(acc loop.Accumulator) error {
 // one acc.Micro per micro-batch of per_device_train_batch_size rows (gradients summed, each loss
 // already divided by the step's normaliser). Metrics are averaged over the micro-batches,
 // sampling_logp_difference/max is their maximum.
-func (t *Trainer) accumulate(acc loop.Accumulator, r *Rollout, lo int) (map[string]float64, error) {
+func (t *Trainer) accumulate(acc loop.Accumulator, r *Scored, lo int) (map[string]float64, error) {
 	c, mb := t.cfg.MaxCompletionLength, t.cfg.MicroBatch()
 	norm := t.spec.stepNorm(t.stepBatch, r.completionTokens())
 	metrics := map[string]float64{}
@@ -348,7 +348,7 @@ func (s source) Stepped(u loop.Update) error {
 			return err
 		}
 	}
-	info := StepInfo{Step: t.globalStep, Loss: u.Loss, GradNorm: u.GradNorm, Metrics: map[string]float64{}, Rollout: t.batch}
+	info := StepInfo{Step: t.globalStep, Loss: u.Loss, GradNorm: u.GradNorm, Metrics: map[string]float64{}, Scored: t.batch}
 	for name, v := range t.stepMetrics {
 		if name != "kl" || t.cfg.Beta != 0 {
 			info.Metrics[name] = v

@@ -157,7 +157,7 @@ func TestGRPO_RewardedTokenGetsMoreFrequent(t *testing.T) {
 	freq := func(ss []StepInfo) float64 {
 		n, k := 0, 0
 		for _, s := range ss {
-			for _, txt := range s.Rollout.Texts {
+			for _, txt := range s.Scored.Texts {
 				n += len(txt)
 				k += strings.Count(txt, "c")
 			}
@@ -257,7 +257,7 @@ func firstLetter() Reward {
 
 // stepOn runs the first optimizer step of tr on rollout r (its first step_batch rows) with an
 // optimizer of its own, as the driver runs a step, and returns the gradient norm.
-func stepOn(t *testing.T, tr *Trainer, r *Rollout) float64 {
+func stepOn(t *testing.T, tr *Trainer, r *Scored) float64 {
 	t.Helper()
 	c := tr.cfg
 	opt, err := loop.NewOptimizer(tr.s.Backend, tr.s.Model, loop.OptimizerConfig{Beta1: c.AdamBeta1, Beta2: c.AdamBeta2,
@@ -292,7 +292,7 @@ func newTiny(t *testing.T, c *Config, rw Reward) *Trainer {
 // samples with the truncated completions' advantages set to 0 (loss_type grpo weighs every
 // sequence 1/B either way).
 func TestGRPO_MaskTruncatedCompletions(t *testing.T) {
-	step := func(mask bool) (float64, *Rollout) {
+	step := func(mask bool) (float64, *Scored) {
 		c := tinyConfig(t)
 		c.MaxCompletionLength, c.MaskTruncatedCompletions, c.LossType = 2, mask, "grpo"
 		tr := newTiny(t, c, firstLetter())
@@ -345,7 +345,7 @@ func TestGRPO_OffPolicyAndReference(t *testing.T) {
 		t.Fatal("num_iterations 2 must be off-policy")
 	}
 	infos := trainRun(t, c, countReward('c'), nil)
-	if infos[0].Rollout != infos[1].Rollout {
+	if infos[0].Scored != infos[1].Scored {
 		t.Error("the two iterations must reuse one generation batch")
 	}
 	if kl := infos[0].Metrics["kl"]; math.Abs(kl) > 1e-7 {
@@ -471,7 +471,7 @@ func TestGRPO_BF16(t *testing.T) {
 	count := func(ss []StepInfo) float64 {
 		n, k := 0, 0
 		for _, s := range ss {
-			for _, txt := range s.Rollout.Texts {
+			for _, txt := range s.Scored.Texts {
 				n, k = n+len(txt), k+strings.Count(txt, "c")
 			}
 		}
@@ -488,9 +488,9 @@ func TestGRPO_BF16(t *testing.T) {
 	}
 	// The same first rollout in float32: its log-probs differ by bf16 rounding, so bf16 ran.
 	f32 := tinyConfig(t)
-	f32Step := trainRun(t, f32, countReward('c'), nil)[0].Rollout
+	f32Step := trainRun(t, f32, countReward('c'), nil)[0].Scored
 	diff := 0.0
-	for i, lps := range infos[0].Rollout.SampledLogp {
+	for i, lps := range infos[0].Scored.SampledLogp {
 		for j := range min(len(lps), len(f32Step.SampledLogp[i])) {
 			diff = max(diff, math.Abs(lps[j]-f32Step.SampledLogp[i][j]))
 		}

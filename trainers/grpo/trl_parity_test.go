@@ -169,10 +169,10 @@ func trainParity(t *testing.T, cfg *grpo.Config) ([]generation, map[int]float64,
 		index[p] = i
 	}
 	var gens []generation
-	var last *grpo.Rollout
+	var last *grpo.Scored
 	absAdv := map[int]float64{}
 	onStep := func(s grpo.StepInfo) {
-		r := s.Rollout
+		r := s.Scored
 		for _, a := range r.Advantages {
 			absAdv[s.Step] += math.Abs(a) / float64(len(r.Advantages))
 		}

@@ -8,15 +8,11 @@ import (
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
-// Run is `posttrain kto`: it loads the checkpoint in modelDir for training (LoRA when use_peft),
-// reads the dataset and trains (loop.RunOnDataset: resuming when asked; training_args.yaml,
+// Run is `posttrain kto`: the checkpoint in modelDir loaded for training, the dataset read, the
+// method built on it and trained (loop.TrainOnDataset: resuming when asked; training_args.yaml,
 // metrics.jsonl, the checkpoints and the final model in OUTPUT_DIR).
 func Run(ctx context.Context, cfg *Config, modelDir string, env loop.Env) (*loop.Result, error) {
-	m, err := trainable.LoadForTraining(modelDir, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return loop.RunOnDataset(ctx, cfg, m, data.ReadOptions{}, env, func(d *data.Dataset) (loop.Method, error) {
+	return loop.TrainOnDataset(ctx, cfg, modelDir, data.ReadOptions{}, env, func(m *trainable.Model, d *data.Dataset) (loop.Method, error) {
 		return New(env.Backend, m, d, cfg)
 	})
 }

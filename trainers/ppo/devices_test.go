@@ -107,7 +107,7 @@ func TestPPO_DataParallelEqualsOneDevice(t *testing.T) {
 			t.Fatalf("devices %d: %d updates, want %d", n, len(got), len(want))
 		}
 		for i := range want {
-			if fmt.Sprint(got[i].Rollout.Responses) != fmt.Sprint(want[i].Rollout.Responses) {
+			if fmt.Sprint(got[i].Scored.Responses) != fmt.Sprint(want[i].Scored.Responses) {
 				t.Fatalf("devices %d update %d: other responses", n, i+1)
 			}
 			for _, k := range []string{"loss/policy_avg", "loss/value_avg", "objective/kl", "objective/scores", "policy/approxkl_avg", "val/ratio"} {

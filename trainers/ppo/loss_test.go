@@ -107,7 +107,7 @@ func TestProcess_Hand(t *testing.T) {
 	c := DefaultConfig()
 	c.KLCoef, c.MissingEOSPenalty, c.Gamma, c.Lam = 0.1, 1, 1, 1
 	tr := &Trainer{cfg: c, pad: 9, eos: 7}
-	r := &Rollout{Width: 4,
+	r := &Scored{Width: 4,
 		Post:        [][]int32{{3, 7, 9, 9}, {3, 4, 5, 6}},
 		LogProbs:    [][]float64{{-1, -2, -3, -4}, {-1, -1, -1, -1}},
 		RefLogProbs: [][]float64{{-1.5, -2, -3, -4}, {-1, -1, -1, -1}},

@@ -88,7 +88,7 @@ func (t *Trainer) updateMetrics(u loop.Update) map[string]float64 {
 	}
 	// The sampler's log-probs against the rollout's forward pass on the same tokens, before the
 	// update (posttrain's addition; TRL's PPO samples with the policy's own generate and logs none).
-	ms[rl.SamplingDiffMean], ms[rl.SamplingDiffMax], ms[rl.SamplingOutside] = rl.SamplingGap(r.Sampled, r.LogProbs,
+	ms[rl.SamplingDiffMean], ms[rl.SamplingDiffMax], ms[rl.SamplingOutside] = rl.SamplingGap(r.SampledLogp, r.LogProbs,
 		func(i, j int) bool { return r.LogProbs[i][j] != InvalidLogProb })
 	ms["val/ratio_var"] = varOf(t.stats.sums["val/ratio"])
 	return ms

@@ -12,19 +12,18 @@ import (
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
 
-// Rollout is one rollout batch with everything TRL's train() computes under torch.no_grad()
+// Scored is one rollout batch with everything TRL's train() computes under torch.no_grad()
 // before its PPO epochs (ppo_trainer.py, "Response Processing" and steps 4-6). Per-token tables
 // are [B][Width] (Width: TRL's responses.shape[1], the batch's generated width); the graphs see
 // them padded to response_length columns.
-type Rollout struct {
-	Prompts   []*Prompt
-	Queries   [][]int32 // [B][P] left-padded with pad_token_id
-	Responses [][]int32 // [B][R] generated ids, pad_token_id after the row's last
-	Post      [][]int32 // truncate_response at stop_token_id (pad after it), or Responses
-	Texts     []string  // the postprocessed responses decoded without special tokens
-	Width     int       // generated columns (≤ R)
+type Scored struct {
+	rollout.Rollout           // the sampled rows: prompts, generated ids, the sampler's log-probs
+	Queries         [][]int32 // [B][P] left-padded with pad_token_id
+	Responses       [][]int32 // [B][R] generated ids, pad_token_id after the row's last
+	Post            [][]int32 // truncate_response at stop_token_id (pad after it), or Responses
+	Texts           []string  // the postprocessed responses decoded without special tokens
+	Width           int       // generated columns (≤ R)
 
-	Sampled               [][]float64 // the sampler's log-probs of the generated tokens (models/generate)
 	LogProbs, RefLogProbs [][]float64 // INVALID_LOGPROB after each row's end
 	Values                [][]float64 // 0 past sequence_length + 1
 	Scores                []float64   // the reward model's, minus missing_eos_penalty where it applies
@@ -36,7 +35,7 @@ type Rollout struct {
 }
 
 // Len is the number of rows.
-func (r *Rollout) Len() int { return len(r.Queries) }
+func (r *Scored) Len() int { return len(r.Queries) }
 
 // firstTrue is TRL's first_true_indices on one row: the first t with f(row[t]), len(row) if none.
 func firstTrue(row []int32, f func(int32) bool) int {
@@ -83,13 +82,13 @@ func (t *Trainer) rolloutSeed(round int) uint64 {
 
 // newRollout generates the responses of prompts at temperature (+1e-7) from seed and lays them
 // out.
-func (t *Trainer) newRollout(prompts []*Prompt, temperature float64, seed uint64) (*Rollout, error) {
+func (t *Trainer) newRollout(prompts []*Prompt, temperature float64, seed uint64) (*Scored, error) {
 	gens, err := t.generateBatch(prompts, temperature, seed)
 	if err != nil {
 		return nil, err
 	}
 	pad, R := int32(t.pad), t.cfg.ResponseLength
-	r := &Rollout{Prompts: prompts}
+	r := &Scored{Rollout: rollout.New(prompts, gens)}
 	for i, p := range prompts {
 		q := make([]int32, t.promptLen)
 		for j := range q {
@@ -102,7 +101,6 @@ func (t *Trainer) newRollout(prompts []*Prompt, temperature float64, seed uint64
 		}
 		copy(resp, gens[i].IDs)
 		r.Queries, r.Responses = append(r.Queries, q), append(r.Responses, resp)
-		r.Sampled = append(r.Sampled, gens[i].LogProbs)
 		r.Width = max(r.Width, len(gens[i].IDs))
 	}
 	for _, resp := range r.Responses {
@@ -126,7 +124,7 @@ func (t *Trainer) newRollout(prompts []*Prompt, temperature float64, seed uint64
 // scoreRollout runs the forward passes of a rollout (the policy's and the reference's log-probs,
 // the value model's values, the reward model's scores), local_rollout_forward_batch_size rows a device at
 // a time, then the host-side processing (process).
-func (t *Trainer) scoreRollout(r *Rollout) error {
+func (t *Trainer) scoreRollout(r *Scored) error {
 	c := t.cfg
 	w := r.Width
 	r.LogProbs, r.RefLogProbs, r.Values = nil, nil, nil
@@ -163,7 +161,7 @@ func (t *Trainer) scoreRollout(r *Rollout) error {
 // rewardScores are the reward model's scores of the postprocessed query+responses, as TRL's
 // get_reward reads them: at the token before the response's first pad (the last query token
 // when the response starts with one), local_rollout_forward_batch_size rows a device at a time.
-func (t *Trainer) rewardScores(r *Rollout) ([]float64, error) {
+func (t *Trainer) rewardScores(r *Scored) ([]float64, error) {
 	var out []float64
 	err := rollout.Chunks(r.Len(), t.cfg.ForwardRows(), func(lo, hi int) error {
 		post, err := t.sequences(r.Queries[lo:hi], r.Post[lo:hi])
@@ -186,7 +184,7 @@ func (t *Trainer) rewardScores(r *Rollout) ([]float64, error) {
 
 // process is TRL's host-side part of the rollout (ppo_trainer.py "Response Processing 3" to
 // "6. compute advantages and returns"), in float64.
-func (t *Trainer) process(r *Rollout) error {
+func (t *Trainer) process(r *Scored) error {
 	c, w, pad := t.cfg, r.Width, int32(t.pad)
 	n := r.Len()
 	r.SeqLen, r.ContainEOS = make([]int, n), make([]bool, n)
@@ -258,7 +256,7 @@ func whitenZeroed(x [][]float64, mask [][]bool, shiftMean bool) ([][]float64, er
 
 // microBatch is the loss graph's feed of rows idx of the rollout, the per-token tables padded to
 // response_length columns.
-func (t *Trainer) microBatch(r *Rollout, idx []int) (named.Feed, error) {
+func (t *Trainer) microBatch(r *Scored, idx []int) (named.Feed, error) {
 	R := t.cfg.ResponseLength
 	table := func(src [][]float64, fill float64) [][]float32 {
 		out := make([][]float32, len(idx))

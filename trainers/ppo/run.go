@@ -78,17 +78,7 @@ func Load(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*T
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", modelDir, err)
 	}
-	rows := opts.Rows
-	if rows == nil {
-		if rows, err = rollout.LoadRows(cfg.Dataset, "PPO"); err != nil {
-			return nil, err
-		}
-	}
-	prompts, err := txt.Prompts(rows)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Dataset, err)
-	}
-	evalPrompts, err := rollout.EvalPrompts(cfg.EvalDataset, cfg.Evaluates(), "PPO", txt)
+	prompts, evalPrompts, err := rollout.Prompts(&cfg.Training, opts.Rows, "PPO", txt)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ type Setup struct {
 type UpdateInfo struct {
 	Update  int
 	Metrics map[string]float64 // TRL's names, as logged
-	Rollout *Rollout
+	Scored  *Scored
 	// First is the statistics of the first micro-batch of the first PPO epoch (before any
 	// optimizer step of the update): its ratio is 1 on-policy.
 	First map[string]float64
@@ -97,7 +97,7 @@ type Trainer struct {
 	tokensSeen int64
 	began      time.Time
 
-	rollout *Rollout
+	rollout *Scored
 	stats   *updateStats
 	first   map[string]float64
 	micro   []map[string]float64
@@ -295,7 +295,7 @@ func (s source) Stepped(u loop.Update) error {
 		t.window[k] = append(t.window[k], v)
 	}
 	if t.s.OnUpdate != nil {
-		t.s.OnUpdate(UpdateInfo{Update: u.Step, Metrics: ms, Rollout: t.rollout, First: t.first, Micro: t.micro, Perms: t.perms})
+		t.s.OnUpdate(UpdateInfo{Update: u.Step, Metrics: ms, Scored: t.rollout, First: t.first, Micro: t.micro, Perms: t.perms})
 	}
 	return nil
 }

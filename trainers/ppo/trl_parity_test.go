@@ -133,7 +133,7 @@ func trainParity(t *testing.T, cfg *ppo.Config) ([]update, map[int]sizes, []runl
 	size := map[int]sizes{}
 	index := map[*ppo.Prompt]int{}
 	onUpdate := func(u ppo.UpdateInfo) {
-		r := u.Rollout
+		r := u.Scored
 		if len(index) == 0 {
 			t.Fatal("the prompts were not indexed")
 		}

@@ -59,3 +59,14 @@ func RunOnDataset(ctx context.Context, cfg config.Config, m *trainable.Model, re
 	}
 	return Run(ctx, m, method, Options{Config: cfg, Backend: env.Backend, Progress: env.Progress, Logger: env.Logger})
 }
+
+// TrainOnDataset is RunOnDataset on the checkpoint in modelDir loaded for training
+// (trainable.LoadForTraining: float32 masters, bf16 copies, LoRA with use_peft): the start of
+// SFT, DPO and KTO.
+func TrainOnDataset(ctx context.Context, cfg config.Config, modelDir string, read data.ReadOptions, env Env, build func(*trainable.Model, *data.Dataset) (Method, error)) (*Result, error) {
+	m, err := trainable.LoadForTraining(modelDir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return RunOnDataset(ctx, cfg, m, read, env, func(d *data.Dataset) (Method, error) { return build(m, d) })
+}

@@ -1,7 +1,8 @@
 // Package rollout is what GRPO and PPO share between their prompts and their losses, as TRL's
 // GRPOTrainer and PPOTrainer do: the prompt-only rows and the eval prompts, the seeded prompt
 // cursor, the generation call, the layout of prompt+completion rows (Layout, Sequences), the
-// completion log-probs read from it, and the cutting of a rollout into micro-batches (Chunks).
+// completion log-probs read from it, the sampled rows themselves (Rollout) and the cutting of a
+// rollout into micro-batches (Chunks).
 // What the two trainers really do differently is a parameter here: drop_last in the cursor, the
 // sampler options and the rows per generation call, and the layout's padding (GRPO's pads by
 // length with id 0 and HF's positions, PPO's attention = ids ≠ pad_token_id with the exclusive
@@ -16,8 +17,60 @@ import (
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/encode"
 	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 )
+
+// Rollout is a batch of sampled completions as GRPO and PPO both keep it: one row per completion
+// (GRPO's: a prompt's num_generations rows consecutive), with its prompt, the generated ids (the
+// stop token included when one ended the row), the sampler's log-probs of them (tempered, over
+// the whole vocabulary: models/generate) and whether the row reached the token limit without a
+// stop token. Each trainer's rollout embeds it and adds what its loss needs (grpo.Scored: the
+// rewards, group advantages and loss mask; ppo.Scored: the padded layout, values, per-token
+// rewards and GAE).
+type Rollout struct {
+	Prompts     []*encode.Prompt
+	Completions [][]int32
+	SampledLogp [][]float64
+	Truncated   []bool
+}
+
+// New is the rollout of gens, the generations of prompts (one each, in order).
+func New(prompts []*encode.Prompt, gens []generate.Generation) Rollout {
+	r := Rollout{Prompts: prompts}
+	for _, g := range gens {
+		r.Completions = append(r.Completions, g.IDs)
+		r.SampledLogp = append(r.SampledLogp, g.LogProbs)
+		r.Truncated = append(r.Truncated, g.Truncated)
+	}
+	return r
+}
+
+// Len is the number of rows.
+func (r *Rollout) Len() int { return len(r.Completions) }
+
+// Prompts are a run's training and eval prompts, rendered and tokenized by txt: rows (the demo's
+// own split) or else the dataset's prompt-only rows (LoadRows), and eval_dataset's when the run
+// evaluates (EvalPrompts; an eval set without prompts is an error). method names the trainer in
+// the errors ("GRPO", "PPO").
+func Prompts(c *config.Training, rows []data.Row, method string, txt *encode.Text) (train, eval []*encode.Prompt, err error) {
+	if rows == nil {
+		if rows, err = LoadRows(c.Dataset, method); err != nil {
+			return nil, nil, err
+		}
+	}
+	if train, err = txt.Prompts(rows); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", c.Dataset, err)
+	}
+	eval, err = EvalPrompts(c.EvalDataset, c.Evaluates(), method, txt)
+	if err == nil && len(eval) == 0 && c.EvalDataset != "" && c.Evaluates() {
+		err = fmt.Errorf("eval_dataset: %s: no prompts", c.EvalDataset)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return train, eval, nil
+}
 
 // LoadRows returns the prompt-only rows of a dataset: a registered source (e.g. "mult",
 // data/mult) or a JSONL/JSON file with a "prompt" column (standard or conversational, TRL's
