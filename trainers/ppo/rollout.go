@@ -34,7 +34,8 @@ type Scored struct {
 	Advantages, Returns   [][]float64 // whitened advantages (0 on padding) and GAE returns
 }
 
-// Len is the number of rows.
+// Len is the number of rows of the padded layout (Queries; the embedded Rollout counts its
+// completions, which a hand-built layout may not carry).
 func (r *Scored) Len() int { return len(r.Queries) }
 
 // firstTrue is TRL's first_true_indices on one row: the first t with f(row[t]), len(row) if none.
