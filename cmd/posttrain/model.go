@@ -14,14 +14,19 @@ import (
 
 // backendFlag is the --backend flag of every command that runs a graph.
 func backendFlag() *cli.StringFlag {
-	return &cli.StringFlag{Name: "backend", Usage: "GoMLX backend: go, xla:cpu, xla:cuda, xla:/path/to/pjrt_plugin.so (default $GOMLX_BACKEND, else " + backend.DefaultCPU + " when its plugin is installed (make xla-cpu), else go)"}
+	return &cli.StringFlag{Name: "backend", Usage: "GoMLX backend: go, xla:cpu, xla:cuda, xla:/path/to/pjrt_plugin.so (default $GOMLX_BACKEND, else " + backend.DefaultGPU + " on a machine with an NVIDIA GPU, else " + backend.DefaultCPU + " when its plugin is installed (make xla-cpu), else go)"}
 }
 
 // newBackend creates the backend a --backend value names (backend.Resolve) and says on errw, in
 // one line, which it is and why (backend.Describe; on the CLI's stderr a notice, see
 // noticeWriter). The caller finalizes it.
 func newBackend(errw io.Writer, flag string) (backends.Backend, error) {
-	b, err := backend.New(backend.Resolve(flag))
+	return newBackendWith(errw, flag, backend.Options{})
+}
+
+// newBackendWith is newBackend with client options (a trainer's GPU options).
+func newBackendWith(errw io.Writer, flag string, opt backend.Options) (backends.Backend, error) {
+	b, err := backend.NewWithOptions(backend.Resolve(flag), opt)
 	if err != nil {
 		return nil, err
 	}

@@ -117,7 +117,8 @@ func openTrainSession(ctx context.Context, cmd *cli.Command, cfg config.Config) 
 	logger := slog.New(slog.NewTextHandler(errw, nil))
 	ctx, stop := checkpoint.NotifyContext(ctx, logger)
 	// The backend first: --devices is checked against it before the model is resolved.
-	b, err := newBackend(errw, c.Backend)
+	b, err := newBackendWith(errw, c.Backend, backend.Options{GPU: backend.GPUOptions{
+		MemoryFraction: c.GPUMemoryFraction, Deterministic: c.FullDeterminism, TF32: c.TF32}})
 	if err == nil {
 		err = config.ResolveDevices(cfg, backend.Resolve(c.Backend), b.NumDevices(), backend.IsPureGo(b), backend.IsXLACPU(b))
 		if err != nil {

@@ -39,17 +39,29 @@ const PureGo = "go:parallelism=-1"
 const DefaultCPU = "xla:cpu"
 
 // defaultChoice is Default's decision and its reason, made once per process.
-var defaultChoice = sync.OnceValues(func() (string, string) { return chooseDefault(xlaCompiled, CheckPlugin) })
+var defaultChoice = sync.OnceValues(func() (string, string) {
+	return chooseDefault(xlaCompiled, HostProbe().NVIDIADevices, CheckPlugin)
+})
 
 // ErrNoPlugin is in the error of CheckPlugin when the plugin a configuration names is found
 // nowhere (errors.Is).
 var ErrNoPlugin = errors.New("no PJRT plugin found")
 
-// chooseDefault picks DefaultCPU when the binary has XLA and check finds its plugin usable, else
-// PureGo, and says why in the words Describe prints.
-func chooseDefault(compiled bool, check func(string) (PluginInfo, error)) (string, string) {
+// DefaultGPU is the backend chosen when neither --backend nor $GOMLX_BACKEND names one and the
+// machine has an NVIDIA GPU: XLA through JAX's CUDA plugin, which CheckPlugin finds (FindCUDA);
+// where it is missing, creating the backend fails with one line saying what to install, never a
+// silent run on the CPU beside an idle GPU.
+const DefaultGPU = "xla:cuda"
+
+// chooseDefault picks DefaultGPU when the binary has XLA and gpu says the machine has an NVIDIA
+// GPU, else DefaultCPU when check finds its plugin usable, else PureGo, and says why in the words
+// Describe prints.
+func chooseDefault(compiled bool, gpu func() bool, check func(string) (PluginInfo, error)) (string, string) {
 	if !compiled {
 		return PureGo, "the default: this binary was built without XLA"
+	}
+	if gpu() {
+		return DefaultGPU, "the default: an NVIDIA GPU is present; --backend xla:cpu or go to run on the CPU"
 	}
 	info, err := check(DefaultCPU)
 	switch {
@@ -61,8 +73,9 @@ func chooseDefault(compiled bool, check func(string) (PluginInfo, error)) (strin
 	return PureGo, "the default, since the installed xla:cpu plugin cannot be used: " + err.Error()
 }
 
-// Default returns the backend used when neither --backend nor $GOMLX_BACKEND is set: DefaultCPU
-// when its PJRT plugin is found and passes CheckPlugin, else PureGo. A plugin that is found but
+// Default returns the backend used when neither --backend nor $GOMLX_BACKEND is set: DefaultGPU on
+// a machine with an NVIDIA GPU, else DefaultCPU when its PJRT plugin is found and passes
+// CheckPlugin, else PureGo. A plugin that is found but
 // unusable does not stop the command: the pure-Go backend runs and Describe says why.
 func Default() string {
 	cfg, _ := defaultChoice()
@@ -144,6 +157,9 @@ type Options struct {
 	// CPUDevices, when > 0, is the number of devices an XLA CPU plugin creates (its
 	// "cpu_device_count" client option; XLA's CPU plugin makes 4 by default). XLA only.
 	CPUDevices int
+	// GPU are a CUDA plugin's client options and environment (memory fraction, determinism,
+	// TF32). CUDA plugins only.
+	GPU GPUOptions
 }
 
 // New creates the backend for a configuration string as returned by Resolve ("go[:opts]",

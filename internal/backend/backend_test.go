@@ -47,16 +47,22 @@ func TestDefault_XLACPUWhenItsPluginIsUsable(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		compiled bool
+		gpu      bool
 		check    func(string) (PluginInfo, error)
 		want     string
 		why      string
 	}{
-		{"installed", true, found, DefaultCPU, "its plugin is installed"},
-		{"missing", true, missing, PureGo, "no xla:cpu plugin installed (`make xla-cpu`"},
-		{"broken", true, broken, PureGo, "cannot be used: backend \"xla:cpu\": cannot load PJRT plugin /p/x.so: truncated"},
-		{"noxla", false, found, PureGo, "built without XLA"},
+		{"installed", true, false, found, DefaultCPU, "its plugin is installed"},
+		{"missing", true, false, missing, PureGo, "no xla:cpu plugin installed (`make xla-cpu`"},
+		{"broken", true, false, broken, PureGo, "cannot be used: backend \"xla:cpu\": cannot load PJRT plugin /p/x.so: truncated"},
+		{"noxla", false, false, found, PureGo, "built without XLA"},
+		// A GPU box runs on its GPU whatever CPU plugin is installed; CheckPlugin finds the
+		// CUDA plugin (or fails naming what to install) when the backend is created.
+		{"gpu", true, true, found, DefaultGPU, "an NVIDIA GPU is present"},
+		{"gpu-missing-cpu", true, true, missing, DefaultGPU, "an NVIDIA GPU is present"},
+		{"gpu-noxla", false, true, found, PureGo, "built without XLA"},
 	} {
-		got, why := chooseDefault(c.compiled, c.check)
+		got, why := chooseDefault(c.compiled, func() bool { return c.gpu }, c.check)
 		if got != c.want || !strings.Contains(why, c.why) {
 			t.Errorf("%s: chooseDefault = %q (%s), want %q (…%s…)", c.name, got, why, c.want, c.why)
 		}
@@ -65,6 +71,9 @@ func TestDefault_XLACPUWhenItsPluginIsUsable(t *testing.T) {
 	want := PureGo
 	if info, err := CheckPlugin(DefaultCPU); err == nil && info.Path != "" && xlaCompiled {
 		want = DefaultCPU
+	}
+	if xlaCompiled && HostProbe().NVIDIADevices() {
+		want = DefaultGPU
 	}
 	t.Setenv(EnvVar, "")
 	if got := Resolve(""); got != want {

@@ -186,14 +186,17 @@ func TestInstalledCPUPlugin_Devices(t *testing.T) {
 }
 
 // A plugin whose name says CUDA with an nvidia/ directory at ../nvidia (the layout go-xla v0.1.4
-// looks for) leaves XLA_FLAGS alone: go-xla's check would set --xla_gpu_cuda_data_dir to a
-// directory of its author's machine (the installed CPU plugin stands in for the CUDA one: the
-// check only reads the file's name and its neighbours).
+// looks for) gets posttrain's CUDA data directory in XLA_FLAGS, the one FindCUDA found beside it,
+// never go-xla's, which would set --xla_gpu_cuda_data_dir to a directory of its author's machine
+// (the installed CPU plugin stands in for the CUDA one: the check only reads the file's name and
+// its neighbours). The GPU client's options reach PJRT_Client_Create: the CPU client refuses them
+// by name, which a CUDA plugin takes (JAX passes the same).
 func TestCUDAPluginLeavesXLAFlags(t *testing.T) {
 	info := installedCPU(t)
 	tree := t.TempDir()
 	dir := filepath.Join(tree, "jax_plugins", "xla_cuda13")
-	for _, d := range []string{dir, filepath.Join(tree, "jax_plugins", "nvidia")} {
+	libdevice := filepath.Join(tree, "nvidia", "cu13", "nvvm", "libdevice")
+	for _, d := range []string{dir, filepath.Join(tree, "jax_plugins", "nvidia"), libdevice} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -202,15 +205,22 @@ func TestCUDAPluginLeavesXLAFlags(t *testing.T) {
 	if err := os.Symlink(info.Path, so); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("XLA_FLAGS", "")
-	os.Unsetenv(CUDAChecksEnv)
-	t.Cleanup(func() { os.Unsetenv(CUDAChecksEnv) })
-	b, err := New("xla:" + so)
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(libdevice, "libdevice.10.bc"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b.Finalize()
-	if flags := os.Getenv("XLA_FLAGS"); flags != "" {
-		t.Errorf("XLA_FLAGS = %q after loading %s, want it left empty", flags, so)
+	t.Setenv("XLA_FLAGS", "")
+	t.Setenv("NVIDIA_TF32_OVERRIDE", "")
+	os.Unsetenv(CUDAChecksEnv)
+	t.Cleanup(func() { os.Unsetenv(CUDAChecksEnv) })
+	_, err := New("xla:" + so)
+	if err == nil || !strings.Contains(err.Error(), "Unexpected option name passed to PJRT_Client_Create") {
+		t.Fatalf("the CPU client given the GPU client's options: err = %v", err)
+	}
+	want := "--xla_gpu_cuda_data_dir=" + filepath.Join(tree, "nvidia", "cu13") + " --xla_gpu_enable_triton_gemm=false"
+	if flags := os.Getenv("XLA_FLAGS"); flags != want {
+		t.Errorf("XLA_FLAGS = %q after loading %s, want %q", flags, so, want)
+	}
+	if v := os.Getenv("NVIDIA_TF32_OVERRIDE"); v != "0" {
+		t.Errorf("NVIDIA_TF32_OVERRIDE = %q, want 0 (tf32 off)", v)
 	}
 }

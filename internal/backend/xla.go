@@ -127,6 +127,17 @@ func CheckPlugin(config string) (PluginInfo, error) {
 		return info, nil
 	case filepath.IsAbs(info.Name):
 		info.Path = info.Name
+	case info.Name == "cuda":
+		// go-xla's name in posttrain's directories, else JAX's plugin where pip put it.
+		p, _ := findPlugin(info.Name)
+		if p == "" {
+			c, err := hostCUDA("")
+			if err != nil {
+				return info, notFound{fmt.Errorf("backend %q: %w", config, err)}
+			}
+			p = c.Plugin
+		}
+		info.Path = p
 	default:
 		p, searched := findPlugin(info.Name)
 		if p == "" && AutoInstallAllowed() {
@@ -247,7 +258,7 @@ func newXLA(config string, info PluginInfo, opt Options) (backends.Backend, erro
 	// One client per configuration and options in a process, as JAX keeps one per platform: its
 	// executable cache then serves every command and test of the process (a resumed run compiles
 	// nothing its first run compiled), and device memory is not split between clients.
-	key := fmt.Sprintf("%s|%d", cfg, opt.CPUDevices)
+	key := fmt.Sprintf("%s|%d|%+v", cfg, opt.CPUDevices, opt.GPU)
 	xlaClients.Lock()
 	defer xlaClients.Unlock()
 	if c := xlaClients.m[key]; c != nil {
@@ -257,6 +268,21 @@ func newXLA(config string, info PluginInfo, opt Options) (backends.Backend, erro
 	var options pjrt.NamedValuesMap
 	if opt.CPUDevices > 0 {
 		options = pjrt.NamedValuesMap{"cpu_device_count": int64(opt.CPUDevices)}
+	}
+	if IsCUDA(config) || IsCUDA("xla:"+info.Path) {
+		c, err := hostCUDA(info.Path)
+		if err != nil {
+			return nil, fmt.Errorf("backend %q: %w", config, err)
+		}
+		opts, err := opt.GPU.ClientOptions(os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("backend %q: %w", config, err)
+		}
+		options = pjrt.NamedValuesMap(opts)
+		for _, kv := range opt.GPU.Environment(c, os.Getenv) {
+			k, v, _ := strings.Cut(kv, "=")
+			os.Setenv(k, v)
+		}
 	}
 	b, err := create(config, func(string) (backends.Backend, error) {
 		b, err := xla.NewWithOptions(cfg, options)
@@ -275,6 +301,28 @@ func newXLA(config string, info PluginInfo, opt Options) (backends.Backend, erro
 	}
 	return b, err
 }
+
+// hostCUDA is HostProbe().FindCUDA(plugin), asked once per plugin in a process (it runs python3).
+func hostCUDA(plugin string) (CUDA, error) {
+	cudaFound.Lock()
+	defer cudaFound.Unlock()
+	if r, ok := cudaFound.m[plugin]; ok {
+		return r.c, r.err
+	}
+	c, err := HostProbe().FindCUDA(plugin)
+	cudaFound.m[plugin] = cudaResult{c, err}
+	return c, err
+}
+
+type cudaResult struct {
+	c   CUDA
+	err error
+}
+
+var cudaFound = struct {
+	sync.Mutex
+	m map[string]cudaResult
+}{m: map[string]cudaResult{}}
 
 // xlaClients are the process's XLA backends, by plugin configuration and options (newXLA).
 var xlaClients = struct {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/generate"
 )
@@ -91,4 +92,33 @@ func TestGenerate_DecodeStepDonatesCaches(t *testing.T) {
 			donated, steps, want, m.cfg.NumHiddenLayers)
 	}
 	requireSameGenerations(t, "probe vs Generate", got, want)
+}
+
+// On XLA the decode step writes each layer's new keys and values, and the seen mask, into the
+// donated buffers of the old ones: XLA's memory plan of the step aliases every byte of the cache
+// (greedy: exactly the cache; sampled with the repetition penalty: the cache and the seen mask),
+// so no cache-sized buffer is allocated or copied per step. The results are Generate's, bit for
+// bit, as TestGenerate_DonatedCacheSameResults checks.
+func TestGenerate_DecodeCacheUpdatedInPlace(t *testing.T) {
+	g, m := tinyGenerator(t)
+	if backend.IsPureGo(m.backend) {
+		t.Skip("XLA's memory plan; on the pure-Go backend TestGenerate_DecodeStepDonatesCaches checks the donation")
+	}
+	prompts := decoder.PromptsFromBatch(readInput(t, "left_pad"))
+	for _, name := range []string{"greedy", "sampled"} {
+		mustGenerate(t, g, true, prompts, donationOptions[name])
+		st := g.Stats()
+		if st.DecodeMemory == nil {
+			t.Fatalf("%s: no memory plan for the decode step on %s", name, m.backend.Name())
+		}
+		cache := int64(2*m.cfg.NumHiddenLayers) * int64(st.Rows*st.CacheLen*m.cfg.NumKeyValueHeads*m.cfg.HeadDim) * 4
+		got := st.DecodeMemory.Aliases
+		switch {
+		case name == "greedy" && got != cache:
+			t.Errorf("greedy: %d bytes aliased, want the whole cache, %d (%+v)", got, cache, *st.DecodeMemory)
+		case name == "sampled" && got <= cache:
+			t.Errorf("sampled: %d bytes aliased, want the cache (%d) and the seen mask (%+v)", got, cache, *st.DecodeMemory)
+		}
+		t.Logf("%s: %+v (cache %d bytes)", name, *st.DecodeMemory, cache)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
@@ -68,6 +69,10 @@ type Stats struct {
 	Prefill, Decode           time.Duration // wall time of the prompt pass and of the decode steps
 	DecodeSteps               int           // decode graph executions
 	NewTokens                 int           // tokens generated over the real rows
+	// DecodeMemory is XLA's memory plan of the decode step (its buffer assignment: arguments,
+	// outputs, the part of the outputs written in place into donated arguments, temporaries); nil
+	// on the pure-Go backend and on several devices.
+	DecodeMemory *backends.CompiledMemoryStats
 }
 
 // Generator generates continuations of token prompts with a Model whose weights a context holds.
@@ -132,6 +137,19 @@ type execKey struct {
 type compiled struct {
 	exec *context.Exec
 	sig  named.Signature
+	last *graph.Graph // the graph of the last execution on one device (its memory plan)
+}
+
+// memory is XLA's memory plan of c's last execution, or nil (another backend, several devices).
+func (c *compiled) memory() *backends.CompiledMemoryStats {
+	if c.last == nil {
+		return nil
+	}
+	m, err := c.last.CompiledMemoryStats()
+	if err != nil {
+		return nil
+	}
+	return &m
 }
 
 // graphFn builds a graph from its named inputs and returns its outputs by name.
@@ -380,7 +398,7 @@ func (g *Generator) execute(c *compiled, in named.Feed) (outs named.List[[]*tens
 			pieces, e = g.rows.Exec(c.exec, args)
 		} else {
 			var ts []*tensors.Tensor
-			ts, e = c.exec.Exec(args...)
+			ts, c.last, e = c.exec.ExecWithGraph(args...)
 			for _, t := range ts {
 				pieces = append(pieces, []*tensors.Tensor{t})
 			}
@@ -404,7 +422,10 @@ func (g *Generator) newExec(fn graphFn) (c *compiled, err error) {
 	err = gomlxfix.Call(func() {
 		var e error
 		c.exec, e = context.NewExec(g.backend, g.ctx, func(ctx *context.Context, nodes []*graph.Node) []*graph.Node {
-			return c.sig.Outputs(fn(ctx, c.sig.Inputs(nodes)))
+			in := c.sig.Inputs(nodes)
+			out := fn(ctx, in)
+			aliasState(ctx, in, out)
+			return c.sig.Outputs(out)
 		})
 		if e != nil {
 			panic(e)
@@ -417,6 +438,33 @@ func (g *Generator) newExec(fn graphFn) (c *compiled, err error) {
 		return nil, g.errorf("%w", err)
 	}
 	return c, nil
+}
+
+// aliasState marks each output named as an input (the decode step's "State.Caches[k]" and
+// "State.Seen[0]": the step's new KV cache and seen-token counts) as that input's new value, so
+// that XLA writes it into the input's donated buffer (graph.AliasOutputToParameter, the
+// third_party aliasing patch): the cache is updated in place instead of copied whole every step.
+// context.Exec puts the variables a graph changes before its outputs, so output k of fn is
+// output k+changed of the compiled program.
+func aliasState(ctx *context.Context, in named.Inputs, out named.List[*graph.Node]) {
+	if len(out.Values) == 0 {
+		return
+	}
+	g := out.Values[0].Graph()
+	changed := 0
+	for v := range ctx.IterVariables() {
+		if v.ChangedInGraph(g) {
+			changed++
+		}
+	}
+	for k, name := range out.Names {
+		if !strings.HasPrefix(name, "State.") {
+			continue
+		}
+		if i := slices.Index(in.Names, name); i >= 0 && in.Values[i].Type() == graph.NodeTypeParameter {
+			g.AliasOutputToParameter(changed+k, in.Values[i])
+		}
+	}
 }
 
 // hostDraws copies the drawn tokens [B] and their log-probs [B] (their pieces, one per device)

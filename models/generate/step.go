@@ -131,6 +131,9 @@ func (s *cachedStepper) decode(caches []any, tok, pos [][]int32, slot int, keyVa
 	if err != nil {
 		return nil, nil, err
 	}
+	if s.g.stats.DecodeMemory == nil {
+		s.g.stats.DecodeMemory = exec.memory()
+	}
 	out := named.Bind[stepOutputs[[]*tensors.Tensor]](res)
 	s.freeCaches() // the caches not donated
 	s.caches = append(out.State.Caches, out.State.Seen...)
@@ -163,9 +166,8 @@ func (s *cachedStepper) decodeExec() (*compiled, error) {
 //   - pure Go: the executor owns it; the op that reads it last may write its output into it,
 //     otherwise it returns to the backend's pool for the step's later ops (the Where update
 //     writes into its broadcast operand, so a cache returns to the pool once read).
-//   - XLA (PJRT): go-xla destroys donated inputs right after the execution. GoMLX compiles without
-//     input/output aliasing, so XLA cannot write the new cache into the old buffer yet; it frees
-//     it at the same point as the host did before.
+//   - XLA (PJRT): each new cache is aliased to its old one (aliasState), so XLA writes the step's
+//     one new slot into the donated buffer in place; a cache not donated is copied first.
 //
 // A shared buffer (HasSharedBuffers backends share host tensors they upload) cannot be donated:
 // the host still reads its memory. Caches are execution outputs, which GoMLX never shares, but a

@@ -29,3 +29,17 @@ type Executable interface {
 	// For non-portable computations (where the device assignment is fixed), the defaultDevice is ignored.
 	Execute(inputs []Buffer, donate []bool, defaultDevice DeviceNum) ([]Buffer, error)
 }
+
+// CompiledMemoryStats are the sizes, in bytes, of the buffers a backend's compiler planned for one
+// execution of an executable on one device: its arguments, its outputs, the part of the outputs
+// written into donated arguments (aliases), the temporaries, and the generated code. The device
+// memory an execution needs is about Arguments + Outputs - Aliases + Temporary + GeneratedCode.
+type CompiledMemoryStats struct {
+	Arguments, Outputs, Aliases, Temporary, GeneratedCode int64
+}
+
+// MemoryStatser is implemented by an Executable whose backend reports its compiled memory plan
+// (XLA: the buffer assignment's sizes, PJRT_Executable_GetCompiledMemoryStats).
+type MemoryStatser interface {
+	CompiledMemoryStats() (CompiledMemoryStats, error)
+}

@@ -69,7 +69,12 @@ type Training struct {
 	ResumeFromCheckpoint      string   `yaml:"resume_from_checkpoint" resume:"free" usage:"continue from this checkpoint directory"`
 	OverwriteOutputDir        bool     `yaml:"overwrite_output_dir" resume:"free" usage:"start afresh in an output_dir that holds a previous run, removing that run's checkpoints, logs and model first (only the files a run writes); without it such a run is refused"`
 	ResumeOverride            []string `yaml:"resume_override" resume:"free" usage:"options that may differ from the resumed checkpoint's training_args.yaml (comma-separated keys, e.g. learning_rate,max_steps; all = no check); without it a resume whose trajectory options, model or dataset differ is refused"`
-	Backend                   string   `yaml:"backend" resume:"free" usage:"GoMLX backend: go[:options], xla:cuda, xla:cpu (default: $GOMLX_BACKEND, else go)"`
+	Backend                   string   `yaml:"backend" resume:"free" usage:"GoMLX backend: go[:options], xla:cuda, xla:cpu, xla:/path/to/pjrt_plugin.so (default: $GOMLX_BACKEND, else xla:cuda on a machine with an NVIDIA GPU, else xla:cpu when its plugin is installed, else go)"`
+
+	// The GPU client's options (CUDA plugins; docs/gpu.md). Not written when unset.
+	GPUMemoryFraction float64 `yaml:"gpu_memory_fraction,omitempty" resume:"free" usage:"share of each GPU's memory XLA's allocator reserves, in (0, 1]; 0 = $XLA_PYTHON_CLIENT_MEM_FRACTION (JAX's), else 0.9"`
+	FullDeterminism   bool    `yaml:"full_determinism,omitempty" resume:"free" usage:"deterministic GPU kernels (XLA's --xla_gpu_deterministic_ops: scatters and reductions without float atomics), so that a GPU run repeats bit for bit; slower"`
+	TF32              bool    `yaml:"tf32,omitempty" resume:"free" usage:"let float32 matrix products run in TF32 on NVIDIA tensor cores (~1e-3 relative); off, as PyTorch's default, keeps them float32"`
 
 	// Devices splits each micro-batch over this many devices of the backend (data parallel,
 	// accelerate's num_processes): the global batch is per_device_train_batch_size × devices ×

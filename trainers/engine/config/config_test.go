@@ -433,6 +433,8 @@ func TestValidate_NonFiniteFloatsNamed(t *testing.T) {
 		{"sft", []string{"--learning-rate", "NaN"}, "learning_rate (--learning-rate) must be > 0, got NaN"},
 		{"sft", []string{"--weight-decay", "NaN"}, "weight_decay (--weight-decay) must be ≥ 0, got NaN"},
 		{"sft", []string{"--max-grad-norm", "+Inf"}, "max_grad_norm (--max-grad-norm) must be ≥ 0 (0 = no clipping), got +Inf"},
+		{"sft", []string{"--gpu-memory-fraction", "1.5"}, "gpu_memory_fraction (--gpu-memory-fraction) must be in (0, 1], or 0 for the default, got 1.5"},
+		{"grpo", []string{"--gpu-memory-fraction", "NaN"}, "gpu_memory_fraction (--gpu-memory-fraction) must be in (0, 1], or 0 for the default, got NaN"},
 		{"sft", []string{"--adam-epsilon", "NaN"}, "adam_epsilon (--adam-epsilon) must be > 0, got NaN"},
 		{"sft", []string{"--adam-beta1", "NaN"}, "adam_beta1 (--adam-beta1) must be in [0, 1), got NaN"},
 		{"sft", []string{"--warmup-ratio", "NaN"}, "warmup_ratio (--warmup-ratio) must be in [0, 1], got NaN"},

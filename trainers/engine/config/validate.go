@@ -70,6 +70,8 @@ func ValidateCommon(c Config) error {
 		return Bad(c, "warmup_ratio", fmt.Sprintf("must be in [0, 1], got %g", t.WarmupRatio))
 	case t.WarmupSteps < 0:
 		return Bad(c, "warmup_steps", fmt.Sprintf("must be ≥ 0, got %d", t.WarmupSteps))
+	case !(t.GPUMemoryFraction >= 0 && t.GPUMemoryFraction <= 1):
+		return Bad(c, "gpu_memory_fraction", fmt.Sprintf("must be in (0, 1], or 0 for the default, got %g", t.GPUMemoryFraction))
 	case !(t.MaxGradNorm >= 0) || math.IsInf(t.MaxGradNorm, 0):
 		return Bad(c, "max_grad_norm", fmt.Sprintf("must be ≥ 0 (0 = no clipping), got %g", t.MaxGradNorm))
 	case !(t.WeightDecay >= 0) || math.IsInf(t.WeightDecay, 0):

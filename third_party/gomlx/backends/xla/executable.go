@@ -143,6 +143,17 @@ func (e *Executable) CheckValid() error {
 	return e.backend.CheckValid()
 }
 
+// CompiledMemoryStats implements backends.MemoryStatser: the device sizes of XLA's buffer
+// assignment for this executable.
+func (e *Executable) CompiledMemoryStats() (backends.CompiledMemoryStats, error) {
+	if err := e.CheckValid(); err != nil {
+		return backends.CompiledMemoryStats{}, err
+	}
+	m := e.exec.OnDeviceMemoryUsageStats
+	return backends.CompiledMemoryStats{Arguments: m.Inputs, Outputs: m.Outputs, Aliases: m.Aliases,
+		Temporary: m.Temporary, GeneratedCode: m.GeneratedCode}, nil
+}
+
 // Finalize immediately frees resources associated with the executable.
 func (e *Executable) Finalize() {
 	if e == nil || e.exec == nil || e.backend == nil {

@@ -431,6 +431,19 @@ func (g *Graph) AliasOutputToParameter(outputIdx int, parameter *Node) {
 	g.outputParameterAliases[outputIdx] = parameter
 }
 
+// CompiledMemoryStats returns the memory plan of the compiled graph where its backend reports one
+// (backends.MemoryStatser); an error for a graph not compiled yet or a backend that does not.
+func (g *Graph) CompiledMemoryStats() (backends.CompiledMemoryStats, error) {
+	if g.executable == nil {
+		return backends.CompiledMemoryStats{}, errors.Errorf("Graph(%q).CompiledMemoryStats: graph not compiled", g.name)
+	}
+	m, ok := g.executable.(backends.MemoryStatser)
+	if !ok {
+		return backends.CompiledMemoryStats{}, errors.Errorf("Graph(%q).CompiledMemoryStats: backend %q does not report memory plans", g.name, g.backend.Name())
+	}
+	return m.CompiledMemoryStats()
+}
+
 // Compile just-in-time (JIT) compiles the Graph into a Computation that can be executed.
 //
 // At least one output must be given.
