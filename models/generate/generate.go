@@ -73,6 +73,11 @@ type Stats struct {
 	// outputs, the part of the outputs written in place into donated arguments, temporaries); nil
 	// on the pure-Go backend and on several devices.
 	DecodeMemory *backends.CompiledMemoryStats
+	// DecodeExec is the part of Decode spent in the decode steps' executions (inputs uploaded, the
+	// graph run, its outputs returned); the rest is the host's work between them.
+	DecodeExec time.Duration
+	// DecodeStepTimes are the decode steps' wall times, in order (the host's work included).
+	DecodeStepTimes []time.Duration
 }
 
 // Generator generates continuations of token prompts with a Model whose weights a context holds.
@@ -206,7 +211,7 @@ func (g *Generator) GenerateUncached(prompts [][]int32, opts Options) ([]Generat
 // inputs (sampleParams), and returns the tokens [B] and their log-probs [B].
 type stepper interface {
 	start(ids, pos, mask, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error)
-	next(tok, pos [][]int32, slot int, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error)
+	next(tok []int32, slot int, sample sampleInputs[any]) ([]int32, []float32, error)
 	close()
 }
 
@@ -237,8 +242,8 @@ func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Genera
 	g.stats.Prefill = time.Since(t0)
 	t0 = time.Now()
 	ds := newDecodeState(n, stopSet(g.spec, opts))
-	pos := make([][]int32, rows)
 	for step := 0; ; step++ {
+		tStep := time.Now()
 		tok, err := ds.step(drawn, lps, rows, step)
 		if err != nil {
 			return nil, g.errorf("%w", err)
@@ -247,14 +252,11 @@ func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Genera
 			break
 		}
 		slot := plen + step // where this step's token goes
-		for r := range rows {
-			pos[r] = []int32{int32(countReal(mask[r]) + step)}
-			keyValid[r][slot] = 1
-		}
-		if drawn, lps, err = st.next(tok, pos, slot, keyValid, sample(step+1)); err != nil {
+		if drawn, lps, err = st.next(tok, slot, sample(step+1)); err != nil {
 			return nil, err
 		}
 		g.stats.DecodeSteps++
+		g.stats.DecodeStepTimes = append(g.stats.DecodeStepTimes, time.Since(tStep))
 	}
 	g.stats.Decode, g.stats.NewTokens = time.Since(t0), ds.newTokens
 	if opts.Tokenizer != nil {
@@ -283,13 +285,12 @@ func newDecodeState(n int, stop map[int]bool) *decodeState {
 }
 
 // step records the drawn tokens [rows] and log-probs of every unfinished row and returns the
-// tokens to feed [rows][1] (0 for finished and padding rows). A non-finite log-prob is an error
+// tokens to feed [rows] (0 for finished and padding rows). A non-finite log-prob is an error
 // naming the row, the new token's index and its id: the model's logits were NaN or infinite, and
 // a token drawn from them means nothing (it printed an empty line and exited 0).
-func (d *decodeState) step(drawn []int32, lps []float32, rows, step int) ([][]int32, error) {
-	tok := make([][]int32, rows)
+func (d *decodeState) step(drawn []int32, lps []float32, rows, step int) ([]int32, error) {
+	tok := make([]int32, rows)
 	for r := range rows {
-		tok[r] = []int32{0}
 		if r >= len(d.done) || d.done[r] {
 			continue
 		}
@@ -298,7 +299,7 @@ func (d *decodeState) step(drawn []int32, lps []float32, rows, step int) ([][]in
 			return nil, fmt.Errorf("prompt %d, new token %d (id %d): log-prob %g: the model's logits are not finite", r, step, id, lp)
 		}
 		d.gens[r].IDs, d.gens[r].LogProbs = append(d.gens[r].IDs, id), append(d.gens[r].LogProbs, float64(lps[r]))
-		tok[r][0] = id
+		tok[r] = id
 		d.newTokens++
 		if d.stop[int(id)] {
 			d.done[r], d.gens[r].Truncated = true, false

@@ -2,6 +2,10 @@ package generate
 
 import (
 	"slices"
+	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph code reads as math with the dot import
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -21,13 +25,15 @@ type (
 		IDs, Pos, Mask, KeyValid T
 		Sample                   sampleInputs[T]
 	}
-	// decodeInputs are a decode step's: the tokens fed [B,1], their positions [B,1], the cache slot
-	// they go to (int32 scalar), the keys valid [B,L], the state the last step returned and the
-	// sampler's parameters.
+	// decodeInputs are a decode step's: the tokens fed [B,1], each row's first real cache slot
+	// [B] (its left padding's length), the cache slot the tokens go to (int32 scalar), the state
+	// the last step returned and the sampler's parameters. The positions and the key mask are
+	// computed on the device from Start and Slot (decodeMask), so that no [B,L] tensor is built
+	// and uploaded by the host at every step.
 	decodeInputs[T any] struct {
-		Tok, Pos, Slot, KeyValid T
-		State                    state[T]
-		Sample                   sampleInputs[T]
+		Tok, Start, Slot T
+		State            state[T]
+		Sample           sampleInputs[T]
 	}
 	// state is what a step hands to the next: the 2·layers KV caches [B,L,KV,hd] (keys then values
 	// per layer) and, with a repetition penalty, the [B,V] mask of the tokens seen (else none).
@@ -59,6 +65,8 @@ type cachedStepper struct {
 	// step takes them.
 	caches [][]*tensors.Tensor
 	numKV  int // how many of caches are State.Caches (the rest: State.Seen)
+	// firstSlot is each row's first real slot (the prompt's left padding), fixed for the generation.
+	firstSlot []int32
 	// keepCaches passes the caches to the decode step as plain tensors, kept alive through the
 	// step and freed after it, instead of donating them (the path before donation; tests compare).
 	keepCaches bool
@@ -97,6 +105,10 @@ func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample sampleI
 	if err != nil {
 		return nil, nil, err
 	}
+	s.firstSlot = make([]int32, len(mask))
+	for r := range mask {
+		s.firstSlot[r] = int32(len(mask[r]) - countReal(mask[r]))
+	}
 	in := prefillInputs[any]{IDs: tensors.FromValue(ids), Pos: tensors.FromValue(pos), Mask: tensors.FromValue(mask),
 		KeyValid: tensors.FromValue(keyValid), Sample: sample}
 	res, err := g.execute(exec, named.Of[any](in))
@@ -109,25 +121,28 @@ func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample sampleI
 	return g.hostDraws(out.Tok, out.LogProb)
 }
 
-func (s *cachedStepper) next(tok, pos [][]int32, slot int, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
+func (s *cachedStepper) next(tok []int32, slot int, sample sampleInputs[any]) ([]int32, []float32, error) {
 	caches, err := s.cacheArgs()
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.decode(caches, tok, pos, slot, keyValid, sample)
+	return s.decode(caches, tok, slot, sample)
 }
 
 // decode runs one decode step on caches (the arguments cacheArgs made of s.caches, flat as
-// s.caches) and keeps the step's state.
-func (s *cachedStepper) decode(caches []any, tok, pos [][]int32, slot int, keyValid [][]int32,
-	sample sampleInputs[any]) ([]int32, []float32, error) {
+// s.caches) and keeps the step's state. Its host inputs are flat: the tokens [B,1], the rows'
+// first slots [B] and the slot.
+func (s *cachedStepper) decode(caches []any, tok []int32, slot int, sample sampleInputs[any]) ([]int32, []float32, error) {
 	exec, err := s.decodeExec()
 	if err != nil {
 		return nil, nil, err
 	}
-	in := decodeInputs[any]{Tok: tensors.FromValue(tok), Pos: tensors.FromValue(pos), Slot: tensors.FromScalar(int32(slot)),
-		KeyValid: tensors.FromValue(keyValid), State: state[any]{Caches: caches[:s.numKV], Seen: caches[s.numKV:]}, Sample: sample}
+	in := decodeInputs[any]{Tok: tensors.FromFlatDataAndDimensions(tok, len(tok), 1),
+		Start: tensors.FromFlatDataAndDimensions(s.firstSlot, len(s.firstSlot)), Slot: tensors.FromScalar(int32(slot)),
+		State: state[any]{Caches: caches[:s.numKV], Seen: caches[s.numKV:]}, Sample: sample}
+	t0 := time.Now()
 	res, err := s.g.execute(exec, named.Of[any](in))
+	s.g.stats.DecodeExec += time.Since(t0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,7 +161,8 @@ func (s *cachedStepper) decodeExec() (*compiled, error) {
 	return g.exec(execKey{graph: "decode", mode: s.mode, how: s.how}, func(ctx *context.Context, nodes named.Inputs) named.List[*Node] {
 		in := named.Bind[decodeInputs[*Node]](nodes)
 		var out stepOutputs[*Node]
-		logits, caches := decodeGraph(ctx, g.model, in.Tok, in.Pos, in.Slot, in.KeyValid, in.State.Caches, s.how)
+		pos, keyValid := decodeMask(in.Start, in.Slot, in.State.Caches[0].Shape().Dim(1))
+		logits, caches := decodeGraph(ctx, g.model, in.Tok, pos, in.Slot, keyValid, in.State.Caches, s.how)
 		out.State.Caches = caches
 		var seen *Node
 		if s.mode.penalty {
@@ -156,6 +172,18 @@ func (s *cachedStepper) decodeExec() (*compiled, error) {
 		out.Tok, out.LogProb = sampleGraph(logits, in.Sample, s.mode, seen)
 		return named.Of[*Node](out)
 	})
+}
+
+// decodeMask returns a decode step's positions [B,1] and key mask [B,L] (int32, 1 where a slot
+// holds a real token) from the rows' first real slots start [B] and the step's slot (scalar):
+// row b's slots start[b]..slot hold its left-padded prompt's real tokens and the tokens generated
+// so far, slot being this step's, so its position is slot - start[b] (the real tokens before it).
+func decodeMask(start, slot *Node, l int) (pos, keyValid *Node) {
+	b := start.Shape().Dim(0)
+	start = Reshape(start, b, 1)
+	slots := Iota(start.Graph(), shapes.Make(dtypes.Int32, b, l), 1)
+	keyValid = ConvertDType(LogicalAnd(GreaterOrEqual(slots, start), LessOrEqual(slots, slot)), dtypes.Int32)
+	return Sub(slot, start), keyValid
 }
 
 // cacheArgs returns the caches as decode-step arguments, donating their device buffers
@@ -226,9 +254,9 @@ func (s *fullStepper) start(ids, _, mask, _ [][]int32, sample sampleInputs[any])
 	return s.forward(sample)
 }
 
-func (s *fullStepper) next(tok, _ [][]int32, _ int, _ [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
+func (s *fullStepper) next(tok []int32, _ int, sample sampleInputs[any]) ([]int32, []float32, error) {
 	for r := range s.ids {
-		s.ids[r] = append(s.ids[r], tok[r][0])
+		s.ids[r] = append(s.ids[r], tok[r])
 		s.mask[r] = append(s.mask[r], 1)
 	}
 	return s.forward(sample)
