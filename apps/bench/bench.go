@@ -29,6 +29,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,11 +84,19 @@ type Env struct {
 	// context is Ctx, with float32 master weights under bfloat16. Nil otherwise.
 	Model *trainable.Model
 	log   io.Writer
+	tmp   string // a preset's temporary checkpoint, removed by Close
 }
 
 // LoadOptions say what Load loads.
 type LoadOptions struct {
-	Model    string       // checkpoint directory or HuggingFace repo id
+	Model string // checkpoint directory or HuggingFace repo id
+	// Preset, instead of Model, is a model shape (decoder.PresetNames) with random weights (seed 1),
+	// written to a temporary directory that Close removes: nothing is downloaded or kept.
+	Preset string
+	// DumpHLO, for an XLA backend, is a directory where XLA writes every compiled module's
+	// optimised HLO as text (XLA_FLAGS --xla_dump_to, set before the client is created), which
+	// CacheCopyOps reads.
+	DumpHLO  string
 	DType    dtypes.DType // compute dtype
 	Backend  string       // backend configuration ("" = $GOMLX_BACKEND, else the default)
 	Workload string       // the JSON's "workload"
@@ -101,9 +111,54 @@ type LoadOptions struct {
 // Load resolves the checkpoint, reads its weights and creates the backend. Close releases it.
 func Load(ctx context.Context, o LoadOptions) (*Env, error) {
 	t0 := time.Now()
-	dir, err := hub.Resolve(ctx, o.Model, hub.Options{})
-	if err != nil {
+	var dir, tmp string
+	var err error
+	if o.Preset != "" {
+		if tmp, dir, err = presetCheckpoint(o.Preset, o.DType); err != nil {
+			return nil, err
+		}
+		o.Model = "preset " + o.Preset
+	} else if dir, err = hub.Resolve(ctx, o.Model, hub.Options{}); err != nil {
 		return nil, err
+	}
+	env, err := loadDir(o, dir, t0)
+	if err != nil {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
+		return nil, err
+	}
+	env.tmp = tmp
+	return env, nil
+}
+
+// presetCheckpoint writes a checkpoint of preset's shape with random weights (seed 1) in the
+// stored dtype of dtype to a new temporary directory tmp; dir is the checkpoint in it.
+func presetCheckpoint(preset string, dtype dtypes.DType) (tmp, dir string, err error) {
+	cfg, err := decoder.Preset(preset)
+	if err != nil {
+		return "", "", err
+	}
+	if tmp, err = os.MkdirTemp("", "posttrain-bench-"); err != nil {
+		return "", "", err
+	}
+	dir = filepath.Join(tmp, preset)
+	stored := "F32"
+	if dtype == dtypes.BFloat16 {
+		stored = "BF16"
+	}
+	if err = decoder.InitCheckpoint(dir, cfg, 1, decoder.SaveOptions{DType: stored, WrittenBy: "posttrain bench"}); err != nil {
+		os.RemoveAll(tmp)
+		return "", "", err
+	}
+	return tmp, dir, nil
+}
+
+// loadDir reads the checkpoint at dir and creates the backend.
+func loadDir(o LoadOptions, dir string, t0 time.Time) (*Env, error) {
+	if o.DumpHLO != "" && backend.IsXLA(backend.Resolve(o.Backend)) {
+		flags := strings.TrimSpace(os.Getenv("XLA_FLAGS") + " --xla_dump_to=" + o.DumpHLO + " --xla_dump_hlo_as_text")
+		os.Setenv("XLA_FLAGS", flags)
 	}
 	loadAs := o.DType
 	if o.Training {
@@ -148,8 +203,13 @@ func Load(ctx context.Context, o LoadOptions) (*Env, error) {
 	return env, nil
 }
 
-// Close releases the backend.
-func (e *Env) Close() { e.Backend.Finalize() }
+// Close releases the backend and removes a preset's temporary checkpoint.
+func (e *Env) Close() {
+	e.Backend.Finalize()
+	if e.tmp != "" {
+		os.RemoveAll(e.tmp)
+	}
+}
 
 func (e *Env) logf(format string, args ...any) { logf(e.log, format, args...) }
 
@@ -165,6 +225,9 @@ func WriteJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// WriteJSONLine writes v as JSON on one line (--json: one record per line, for scripts).
+func WriteJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
 // MaxListInt bounds each entry of ParseInts, as every integer flag is bounded (2²⁴).
 const MaxListInt = 1 << 24

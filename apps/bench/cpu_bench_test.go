@@ -119,7 +119,7 @@ func BenchmarkCPU(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.ReportMetric(res.Runs[0].DecodeTokensPerS, "tokens/s")
+				b.ReportMetric(res.Runs[0].DecodeTokensPerSecond, "tokens/s")
 				b.ReportMetric(res.Runs[0].PrefillS, "prefill-s")
 				reportCompiles(b, c0, res.Runs[0].TimedCompiles)
 			}

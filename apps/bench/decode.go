@@ -3,9 +3,14 @@ package bench
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/decoder"
@@ -26,10 +31,32 @@ type DecodeRun struct {
 	DecodeS       float64 `json:"decode_s"`
 	TotalS        float64 `json:"total_s"`
 	Tokens        int     `json:"tokens"`
-	// TokensPerS counts every generated token over prefill + decode; DecodeTokensPerS the tokens
-	// of the decode steps (all but the first of each row) over the decode time.
-	TokensPerS       float64 `json:"tokens_per_s"`
-	DecodeTokensPerS float64 `json:"decode_tokens_per_s"`
+	// TokensPerSecond counts every generated token over prefill + decode; DecodeTokensPerSecond
+	// the tokens of the decode steps (all but the first of each row) over the decode time.
+	TokensPerSecond       float64 `json:"tokens_per_second"`
+	DecodeTokensPerSecond float64 `json:"decode_tokens_per_second"`
+	// StepSeconds is the mean wall time of a decode step; First64StepSeconds that of the first 64
+	// (all, when fewer): with the whole cache read or copied at every step, a step costs as much at
+	// the start of a long generation as at its end.
+	StepSeconds        float64 `json:"step_seconds"`
+	First64StepSeconds float64 `json:"first64_step_seconds"`
+	// HostSecondsPerStep is the mean time per decode step outside the step's execution (the
+	// host's work between steps: bookkeeping, building the inputs).
+	HostSecondsPerStep float64 `json:"host_seconds_per_step"`
+	// CacheCopyOps counts the copies of KV-cache-shaped buffers in the optimised decode step (XLA
+	// backends: read from XLA's HLO dump); null elsewhere.
+	CacheCopyOps *int `json:"cache_copy_ops"`
+	// Memory is XLA's memory plan of the decode step (null on the pure-Go backend).
+	Memory *MemoryPlan `json:"decode_memory,omitempty"`
+}
+
+// MemoryPlan is XLA's buffer assignment of one executable, in bytes: its arguments, its outputs,
+// the part of the outputs written in place into donated arguments, and its temporaries.
+type MemoryPlan struct {
+	ArgumentBytes int64 `json:"argument_bytes"`
+	OutputBytes   int64 `json:"output_bytes"`
+	AliasBytes    int64 `json:"alias_bytes"`
+	TempBytes     int64 `json:"temp_bytes"`
 }
 
 // DecodeResult is the decode workload's output.
@@ -43,7 +70,13 @@ type DecodeParams struct {
 	Batches              []int // batch sizes, one run each
 	PromptLen, NewTokens int   // per row; EOS is ignored
 	Seed                 uint64
+	// HLODir is where XLA dumps its optimised modules (LoadOptions.DumpHLO); "" leaves
+	// CacheCopyOps null.
+	HLODir string
 }
+
+// DumpDir is where the command asks XLA to dump its modules (HLODir).
+func (p *DecodeParams) DumpDir() *string { return &p.HLODir }
 
 // WarmupNewTokens is the fewest new tokens (≥ 2: one prefill and one decode step) whose cache
 // bucket on backend b is that of newTok: a warm-up that compiles the timed shapes in the least time.
@@ -86,12 +119,92 @@ func Decode(env *Env, p DecodeParams) (*DecodeResult, error) {
 		for _, g := range gens {
 			run.Tokens += len(g.IDs)
 		}
-		run.TokensPerS = float64(run.Tokens) / total.Seconds()
+		run.TokensPerSecond = float64(run.Tokens) / total.Seconds()
 		if st.Decode > 0 {
-			run.DecodeTokensPerS = float64(run.Tokens-len(gens)) / st.Decode.Seconds()
+			run.DecodeTokensPerSecond = float64(run.Tokens-len(gens)) / st.Decode.Seconds()
 		}
-		env.logf("decode batch %d: %d tokens in %.2fs (%.0f tokens/s; warm-up %.1fs)", bs, run.Tokens, run.TotalS, run.TokensPerS, run.WarmupS)
+		if n := len(st.DecodeStepTimes); n > 0 {
+			run.StepSeconds = meanSeconds(st.DecodeStepTimes)
+			run.First64StepSeconds = meanSeconds(st.DecodeStepTimes[:min(n, 64)])
+			run.HostSecondsPerStep = (st.Decode - st.DecodeExec).Seconds() / float64(n)
+		}
+		if m := st.DecodeMemory; m != nil {
+			run.Memory = &MemoryPlan{ArgumentBytes: m.Arguments, OutputBytes: m.Outputs, AliasBytes: m.Aliases, TempBytes: m.Temporary}
+		}
+		if p.HLODir != "" && backend.IsXLA(env.Info.Backend) {
+			cache := []int{st.Rows, env.Config.NumKeyValueHeads, st.CacheLen, env.Config.HeadDim}
+			n, err := CacheCopyOps(p.HLODir, hloType(env.DType), cache)
+			if err != nil {
+				return nil, fmt.Errorf("batch %d: %w", bs, err)
+			}
+			run.CacheCopyOps = &n
+		}
+		env.logf("decode batch %d: %d tokens in %.2fs (%.0f tokens/s; %.1f ms/step, %.2f ms host; warm-up %.1fs)", bs, run.Tokens, run.TotalS,
+			run.TokensPerSecond, 1e3*run.StepSeconds, 1e3*run.HostSecondsPerStep, run.WarmupS)
 		res.Runs = append(res.Runs, run)
 	}
 	return res, nil
+}
+
+func meanSeconds(ds []time.Duration) float64 {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum.Seconds() / float64(len(ds))
+}
+
+// hloType is a dtype as HLO text writes it.
+func hloType(d dtypes.DType) string {
+	if d == dtypes.BFloat16 {
+		return "bf16"
+	}
+	return "f32"
+}
+
+// hloInstr matches an HLO text instruction's result shape and opcode: "%copy.3 = f32[16,4,256,64]{3,2,1,0} copy(…".
+var hloInstr = regexp.MustCompile(`=\s*(\w+)\[([\d,]*)\](?:\{[^}]*\})?\s+([\w-]+)\(`)
+
+// CacheCopyOps reads the optimised modules XLA dumped in dir (*after_optimizations.txt) and
+// returns, for the newest decode step among them (the module with a parameter of the KV cache's
+// type dtype[cache...]), its copy instructions whose result has that type: XLA's copies of a
+// whole cache. 0 means the step updates the cache in place.
+func CacheCopyOps(dir, dtype string, cache []int) (int, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*after_optimizations.txt"))
+	if err != nil {
+		return 0, err
+	}
+	want := dtype + "[" + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(cache)), ","), "[]") + "]"
+	var newest string
+	var newestTime time.Time
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return 0, err
+		}
+		isDecode := false
+		for _, m := range hloInstr.FindAllStringSubmatch(string(b), -1) {
+			if m[3] == "parameter" && m[1]+"["+m[2]+"]" == want {
+				isDecode = true
+				break
+			}
+		}
+		if st, err := os.Stat(f); err == nil && isDecode && (newest == "" || st.ModTime().After(newestTime)) {
+			newest, newestTime = f, st.ModTime()
+		}
+	}
+	if newest == "" {
+		return 0, fmt.Errorf("no decode step with a %s parameter among the %d modules XLA dumped in %s", want, len(files), dir)
+	}
+	b, err := os.ReadFile(newest)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range hloInstr.FindAllStringSubmatch(string(b), -1) {
+		if m[3] == "copy" && m[1]+"["+m[2]+"]" == want {
+			n++
+		}
+	}
+	return n, nil
 }

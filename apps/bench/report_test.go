@@ -51,7 +51,7 @@ func TestBuildReport_DecodesBothSidesAndKeepsOutputsVerbatim(t *testing.T) {
 			`"generated_tokens":32768,"generate_tokens_per_s":10922.6,"train_tokens":65536,"train_tokens_per_s":65536.0,`+
 			`"train_achieved_tflops":194.3,"mean_reward":0.5,"sequences_per_s":128.0`),
 		"grpo_go":   `{"prompts":64,"generations":8,"new_tokens":64,"step_s":8,"generate_s":6,"train_s":2,"train_mfu":0.05}`,
-		"decode_hf": hf("decode", `"runs":[{"batch":1,"rows":1,"prompt_len":64,"new_tokens":64,"warmup_s":0.5,"total_s":1.0,"tokens":64,"tokens_per_s":64.0}]`),
+		"decode_hf": hf("decode", `"runs":[{"batch":1,"rows":1,"prompt_len":64,"new_tokens":64,"warmup_s":0.5,"total_s":1.0,"tokens":64,"tokens_per_second":64.0}]`),
 		"sample":    `{"reference_backend":"go:parallelism=-1","tokens":320,"tokens_equal":318,"max_logprob_diff":0.002}`,
 	}
 	order := []string{"sample", "sft_go", "grpo_go", "sft_hf", "grpo_hf", "decode_hf"}

@@ -65,7 +65,7 @@ func decodeRows(byName map[string]*Stage) []SideBySide {
 				row = &SideBySide{Workload: fmt.Sprintf("decode batch %d", run.Batch), Metric: "tokens/s", higherBetter: true}
 				perBatch[run.Batch] = row
 			}
-			tps := run.TokensPerS
+			tps := run.TokensPerSecond
 			if goSide {
 				row.Posttrain = &tps
 			} else {

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -48,10 +49,12 @@ func init() {
 // benchModelFlags are the flags every model workload takes.
 func benchModelFlags(defaultDType string) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "model", Required: true, Usage: "checkpoint directory or HuggingFace repo id"},
+		&cli.StringFlag{Name: "model", Usage: "checkpoint directory or HuggingFace repo id (or --preset)"},
+		&cli.StringFlag{Name: "preset", Usage: "instead of --model, a model shape with random weights (nothing downloaded or kept): " + strings.Join(decoder.PresetNames, ", ")},
 		&cli.StringFlag{Name: "dtype", Value: defaultDType, Usage: "dtype of weights and activations: float32 or bfloat16"},
 		backendFlag(),
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the synthetic data and of sampling"},
+		&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on one line (default: indented)"},
 	}
 }
 
@@ -76,8 +79,27 @@ func benchWorkload[P, R any](workload string, training bool, parse func(cmd *cli
 		if err != nil {
 			return usageError{fmt.Errorf("%s: --dtype: %w", cmd.FullName(), err)}
 		}
-		env, err := bench.Load(ctx, bench.LoadOptions{Model: cmd.String("model"), DType: dtype, Backend: cmd.String("backend"),
-			Workload: workload, Training: training, LoRA: benchLoRAConfig(cmd), Log: cmd.Root().ErrWriter})
+		model, preset := cmd.String("model"), cmd.String("preset")
+		switch {
+		case (model == "") == (preset == ""):
+			return usageError{fmt.Errorf("%s: give one of --model and --preset", cmd.FullName())}
+		case preset != "":
+			if _, err := decoder.Preset(preset); err != nil {
+				return usageError{fmt.Errorf("%s: --preset: %w", cmd.FullName(), err)}
+			}
+		}
+		lo := bench.LoadOptions{Model: model, Preset: preset, DType: dtype, Backend: cmd.String("backend"),
+			Workload: workload, Training: training, LoRA: benchLoRAConfig(cmd), Log: cmd.Root().ErrWriter}
+		if d, ok := any(&p).(interface{ DumpDir() *string }); ok {
+			// XLA's optimised modules, for the decode step's cache copies: a temporary directory.
+			dump, err := os.MkdirTemp("", "posttrain-hlo-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dump)
+			lo.DumpHLO, *d.DumpDir() = dump, dump
+		}
+		env, err := bench.Load(ctx, lo)
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd.FullName(), err)
 		}
@@ -86,7 +108,11 @@ func benchWorkload[P, R any](workload string, training bool, parse func(cmd *cli
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd.FullName(), err)
 		}
-		if err := bench.WriteJSON(cmd.Root().Writer, res); err != nil {
+		write := bench.WriteJSON
+		if cmd.Bool("json") {
+			write = bench.WriteJSONLine
+		}
+		if err := write(cmd.Root().Writer, res); err != nil {
 			return err
 		}
 		if v, ok := any(res).(interface{ Verdict() error }); ok {

@@ -26,7 +26,7 @@ func (a Arch) Spec() generate.Spec {
 }
 
 // Prefill runs the left-padded prompts ids [B,P] (positions pos, mask [B,P]) and returns the
-// logits of the last position [B,V] and every layer's keys and values [B,P,KV,hd].
+// logits of the last position [B,V] and every layer's keys and values [B,KV,P,hd].
 func (a Arch) Prefill(ctx *context.Context, ids, pos, mask *Node) (logits *Node, kv []*Node) {
 	cfg := a.Config
 	b, p := ids.Shape().Dim(0), ids.Shape().Dim(1)
@@ -38,7 +38,7 @@ func (a Arch) Prefill(ctx *context.Context, ids, pos, mask *Node) (logits *Node,
 	}
 	h := Decoder(ctx, cfg, ids, pos, AttentionMask(mask), keep)  // [B,P,D]
 	last := Reshape(Slice(h, AxisRange(), AxisElem(p-1)), b, -1) // [B,D]
-	return Logits(ctx, cfg, last), kv                            // [B,V], [B,P,KV,hd] each
+	return Logits(ctx, cfg, last), kv                            // [B,V], [B,KV,P,hd] each
 }
 
 // Decode runs one token per row, tok [B,1] at positions pos [B,1], attending to the cache's real

@@ -16,9 +16,10 @@ func init() { gomlxfix.Install() }
 // maskedScore is added where attention is not allowed (the softmax is computed in float32).
 const maskedScore = -1e9
 
-// KVFunc lets a caller replace a layer's freshly computed keys and values [B,S,KV,hd] (RoPE
-// applied) by the ones to attend to, [B,Sk,KV,hd]: a KV cache writes the new ones into its slots
-// and returns the whole cache. nil means self-attention over the S positions (Sk = S).
+// KVFunc lets a caller replace a layer's freshly computed keys and values [B,KV,S,hd] (RoPE
+// applied; head-major, the KV cache's layout) by the ones to attend to, [B,KV,Sk,hd]: a KV cache
+// writes the new ones into its slots and returns the whole cache. nil means self-attention over
+// the S positions (Sk = S).
 type KVFunc func(layer int, k, v *Node) (keys, values *Node)
 
 // weight returns the value of variable name in ctx's scope; under Reuse a missing variable or a
@@ -103,16 +104,19 @@ func attention(ctx *context.Context, cfg *Config, layer int, x, cos, sin, allowe
 	if cfg.UsesRope(layer) {                                                   // not on SmolLM3's NoPE layers (smollm3.go)
 		q, k = applyRotary(q, cos, sin), applyRotary(k, cos, sin)
 	}
+	// Keys and values head-major, [B,KV,S,hd]: the products below then read them with their batch
+	// axes (b, k) leading, so a decode step reads its cache as stored, with no transpose.
+	k, v = TransposeAllDims(k, 0, 2, 1, 3), TransposeAllDims(v, 0, 2, 1, 3)
 	if kv != nil {
-		k, v = kv(layer, k, v) // [B,Sk,KV,hd]
+		k, v = kv(layer, k, v) // [B,KV,Sk,hd]
 	}
-	sk := k.Shape().Dim(1)
+	sk := k.Shape().Dim(2)
 	q5 := Reshape(q, b, s, nKV, g, hd)                                       // [B,S,KV,G,hd]
-	scores := MulScalar(Einsum("bqkgd,bskd->bkgqs", q5, k), scoreScale(cfg)) // [B,KV,G,S,Sk]
+	scores := MulScalar(Einsum("bqkgd,bksd->bkgqs", q5, k), scoreScale(cfg)) // [B,KV,G,S,Sk]
 	scores = ConvertDType(scores, dtypes.Float32)
 	mask := BroadcastToDims(Reshape(allowed, b, 1, 1, s, sk), scores.Shape().Dimensions...)
 	probs := Softmax(Where(mask, scores, Scalar(x.Graph(), dtypes.Float32, maskedScore)), -1)
-	out := Einsum("bkgqs,bskd->bqkgd", ConvertDType(probs, x.DType()), v) // [B,S,KV,G,hd]
+	out := Einsum("bkgqs,bksd->bqkgd", ConvertDType(probs, x.DType()), v) // [B,S,KV,G,hd]
 	return linear(ctx.In("o_proj"), Reshape(out, b, s, nKV*g*hd), cfg.HiddenSize, cfg.OBias())
 }
 

@@ -122,3 +122,31 @@ func TestGenerate_DecodeCacheUpdatedInPlace(t *testing.T) {
 		t.Logf("%s: %+v (cache %d bytes)", name, *st.DecodeMemory, cache)
 	}
 }
+
+// The cache starts one bucket past the prompt and doubles as the rows reach its end, the seen mask
+// carried across: a 60-token generation grows it twice (32 → 64 → 128 slots after a 16-token
+// prompt bucket) and draws the tokens of the uncached path, whose every step recomputes the whole
+// sequence, with the same log-probs.
+func TestGenerate_CacheGrowsWithTheRows(t *testing.T) {
+	g, _ := tinyGenerator(t)
+	prompts := decoder.PromptsFromBatch(readInput(t, "left_pad"))
+	for name, opts := range donationOptions {
+		opts.MaxNewTokens = 60
+		cached := mustGenerate(t, g, true, prompts, opts)
+		st := g.Stats()
+		if want := generate.BucketLen(st.PromptLen + opts.MaxNewTokens); st.CacheLen != want || st.CacheGrowths < 2 {
+			t.Errorf("%s: cache of %d slots after %d growths, want %d after at least 2 (prompt bucket %d)", name, st.CacheLen, st.CacheGrowths, want, st.PromptLen)
+		}
+		uncached := mustGenerate(t, g, false, prompts, opts)
+		if !slices.EqualFunc(genIDs(cached), genIDs(uncached), slices.Equal) {
+			t.Fatalf("%s: cached %v, uncached %v", name, genIDs(cached), genIDs(uncached))
+		}
+		for r := range cached {
+			for i := range cached[r].LogProbs {
+				if d := math.Abs(cached[r].LogProbs[i] - uncached[r].LogProbs[i]); d > 1e-5 {
+					t.Errorf("%s: row %d token %d: log-prob %v cached, %v uncached", name, r, i, cached[r].LogProbs[i], uncached[r].LogProbs[i])
+				}
+			}
+		}
+	}
+}

@@ -43,6 +43,9 @@ type donationProbe struct {
 }
 
 func (p *donationProbe) next(tok []int32, slot int, sample sampleInputs[any]) ([]int32, []float32, error) {
+	if err := p.room(slot); err != nil {
+		return nil, nil, err
+	}
 	before := firstPieces(p.caches)
 	caches, err := p.cacheArgs()
 	if err != nil {

@@ -65,7 +65,12 @@ type Generation struct {
 
 // Stats are the measurements of the last Generate call.
 type Stats struct {
-	Rows, PromptLen, CacheLen int           // batch, prompt and cache buckets
+	// Rows and PromptLen are the batch and prompt buckets; CacheLen the cache length the
+	// generation ended with (the cache starts one bucket past the prompt and doubles, along
+	// BucketLen's buckets, whenever the rows reach its end: a step attends to about the live
+	// length, not to max_new_tokens' whole bucket), and CacheGrowths how often it grew.
+	Rows, PromptLen, CacheLen int
+	CacheGrowths              int
 	Prefill, Decode           time.Duration // wall time of the prompt pass and of the decode steps
 	DecodeSteps               int           // decode graph executions
 	NewTokens                 int           // tokens generated over the real rows
@@ -136,6 +141,7 @@ type execKey struct {
 	graph string
 	mode  drawMode
 	how   KVUpdate
+	size  int // the cache length a "grow" graph pads to
 }
 
 // compiled is one of the Generator's graphs with the names of its inputs and outputs.
@@ -210,7 +216,8 @@ func (g *Generator) GenerateUncached(prompts [][]int32, opts Options) ([]Generat
 // stepper draws the next token of every row of a left-padded batch, with the sampler's runtime
 // inputs (sampleParams), and returns the tokens [B] and their log-probs [B].
 type stepper interface {
-	start(ids, pos, mask, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error)
+	// start runs the prompt pass; keyValid [B,L] sizes the cache, which may grow to maxCache.
+	start(ids, pos, mask, keyValid [][]int32, maxCache int, sample sampleInputs[any]) ([]int32, []float32, error)
 	next(tok []int32, slot int, sample sampleInputs[any]) ([]int32, []float32, error)
 	close()
 }
@@ -224,7 +231,8 @@ func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Genera
 	}
 	n := len(prompts)
 	rows, plen := g.bucketRows(n), PromptBucket(g.backend, maxLen(prompts))
-	clen := BucketLen(plen + opts.MaxNewTokens)
+	final := BucketLen(plen + opts.MaxNewTokens)
+	clen := min(final, BucketLen(plen+1)) // the cache grows as the rows do (cachedStepper.grow)
 	ids, mask := leftPad(prompts, rows, plen)
 	keyValid := make([][]int32, rows)
 	for r := range keyValid {
@@ -235,7 +243,7 @@ func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Genera
 	sample := func(step int) sampleInputs[any] {
 		return sampleParams(opts.SampleOptions, opts.Seed, step, rows, g.spec.VocabSize)
 	}
-	drawn, lps, err := st.start(ids, PositionIDs(mask), mask, keyValid, sample(0))
+	drawn, lps, err := st.start(ids, PositionIDs(mask), mask, keyValid, final, sample(0))
 	if err != nil {
 		return nil, err
 	}

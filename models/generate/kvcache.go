@@ -10,9 +10,11 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// The KV cache is a fixed-size [B,L,KV,hd] key and value tensor per layer, passed into and out of
-// the decode graph (2·layers tensors, keys then values per layer), so that one compiled graph per
-// (B, L) serves every step: the step's token, slot, positions and key-valid mask are inputs.
+// The KV cache is a fixed-size [B,KV,L,hd] key and value tensor per layer (head-major: attention's
+// products read it with their batch axes leading, so no step transposes it), passed into and out
+// of the decode graph (2·layers tensors, keys then values per layer) and updated in place (the
+// outputs aliased to the donated inputs), so that one compiled graph per (B, L) serves every step:
+// the step's token, slot and the rows' first slots are inputs.
 // Slot s of row b holds the key/value of the s-th position of the left-padded prompt followed by
 // the generated tokens; keyValid[b,s] = 1 where that slot holds a real token.
 
@@ -53,21 +55,21 @@ func (u KVUpdate) resolve(b backends.Backend) KVUpdate {
 	return KVUpdateWhere
 }
 
-// writeSlot returns cache [B,L,KV,hd] with slot (scalar int32) of every row replaced by x [B,1,KV,hd].
+// writeSlot returns cache [B,KV,L,hd] with slot (scalar int32) of every row replaced by x [B,KV,1,hd].
 func writeSlot(cache, x, slot *Node, how KVUpdate) *Node {
 	g := cache.Graph()
 	if how == KVUpdateDynamic {
 		zero := ScalarZero(g, dtypes.Int32)
-		return DynamicUpdateSlice(cache, x, []*Node{zero, slot, zero, zero})
+		return DynamicUpdateSlice(cache, x, []*Node{zero, zero, slot, zero})
 	}
 	dims := cache.Shape().Dimensions
-	sel := Equal(Iota(g, shapes.Make(dtypes.Int32, dims[1]), 0), slot) // [L]
-	sel = BroadcastToDims(Reshape(sel, 1, dims[1], 1, 1), dims...)     // [B,L,KV,hd]
+	sel := Equal(Iota(g, shapes.Make(dtypes.Int32, dims[2]), 0), slot) // [L]
+	sel = BroadcastToDims(Reshape(sel, 1, 1, dims[2], 1), dims...)     // [B,KV,L,hd]
 	return Where(sel, BroadcastToDims(x, dims...), cache)
 }
 
 // prefillGraph runs m's prompt pass over the left-padded prompts ids [B,P] (positions pos, mask
-// [B,P]) and returns the logits of the last position [B,V] and the caches [B,L,KV,hd] with the
+// [B,P]) and returns the logits of the last position [B,V] and the caches [B,KV,L,hd] with the
 // prompt's keys and values in slots 0..P-1 and zeros after; L is the length of keyValid [B,L]
 // (only its shape is used).
 func prefillGraph(ctx *context.Context, m Model, ids, pos, mask, keyValid *Node) (logits *Node, caches []*Node) {
@@ -78,12 +80,12 @@ func prefillGraph(ctx *context.Context, m Model, ids, pos, mask, keyValid *Node)
 		panic(fmt.Errorf("KV cache: the prompt pass returned %d key and value tensors, want a pair per layer", len(kv)))
 	}
 	caches = make([]*Node, len(kv))
-	for i, x := range kv { // [B,P,KV,hd] → [B,L,KV,hd]
+	for i, x := range kv { // [B,KV,P,hd] → [B,KV,L,hd]
 		caches[i] = x
 		if l != p {
 			dims := x.Shape().Dimensions
-			zeros := Zeros(x.Graph(), shapes.Make(x.DType(), b, l-p, dims[2], dims[3]))
-			caches[i] = Concatenate([]*Node{x, zeros}, 1)
+			zeros := Zeros(x.Graph(), shapes.Make(x.DType(), b, dims[1], l-p, dims[3]))
+			caches[i] = Concatenate([]*Node{x, zeros}, 2)
 		}
 	}
 	return logits, caches

@@ -27,13 +27,13 @@ type Model interface {
 	Spec() Spec
 	// Prefill runs the left-padded prompts ids [B,P] at positions pos [B,P], mask [B,P] (1 =
 	// token, 0 = pad), each column attending to the real columns up to itself. It returns the
-	// logits of the last column [B,V] and the keys and values every layer attends to, [B,P,KV,hd]
+	// logits of the last column [B,V] and the keys and values every layer attends to, [B,KV,P,hd]
 	// each (after RoPE, in the dtype the cache should hold), in the order keys of layer 0, values
 	// of layer 0, keys of layer 1, …: the cache's layout, with layer i's pair at 2i and 2i+1.
 	Prefill(ctx *context.Context, ids, pos, mask *Node) (logits *Node, kv []*Node)
 	// Decode runs one token per row, tok [B,1] at positions pos [B,1], against the cache: each
-	// layer hands its new key and value [B,1,KV,hd] to cache.Update(layer, k, v), which writes
-	// them into slot cache.Slot and returns the layer's whole keys and values [B,L,KV,hd] to
+	// layer hands its new key and value [B,KV,1,hd] to cache.Update(layer, k, v), which writes
+	// them into slot cache.Slot and returns the layer's whole keys and values [B,KV,L,hd] to
 	// attend to, where cache.Allowed() [B,1,L] is true (the real slots, this one included). Every
 	// layer Prefill returned keys and values for must call Update once. It returns the logits [B,V].
 	Decode(ctx *context.Context, tok, pos *Node, cache *Cache) (logits *Node)
@@ -66,7 +66,7 @@ type Spec struct {
 	EOSTokenIDs []int
 }
 
-// Cache is the KV cache as one decode step's graph sees it: 2·layers tensors [B,L,KV,hd], keys
+// Cache is the KV cache as one decode step's graph sees it: 2·layers tensors [B,KV,L,hd], keys
 // then values per layer, of which Update returns a layer's pair with this step's key and value
 // written into Slot.
 type Cache struct {
@@ -86,8 +86,8 @@ func (c *Cache) Allowed() *Node {
 	return Reshape(NotEqual(c.KeyValid, ZerosLike(c.KeyValid)), b, 1, l)
 }
 
-// Update writes layer's key and value of this step, k and v [B,1,KV,hd], into Slot of the layer's
-// cache and returns the layer's keys and values [B,L,KV,hd] to attend to.
+// Update writes layer's key and value of this step, k and v [B,KV,1,hd], into Slot of the layer's
+// cache and returns the layer's keys and values [B,KV,L,hd] to attend to.
 func (c *Cache) Update(layer int, k, v *Node) (keys, values *Node) {
 	if layer < 0 || 2*layer+1 >= len(c.in) {
 		panic(fmt.Errorf("KV cache: layer %d, but the prompt pass returned %d caches (%d layers)", layer, len(c.in), len(c.in)/2))

@@ -54,7 +54,7 @@ func TestGenerate_ModelCacheContract(t *testing.T) {
 type twiceUpdated struct{ decoder.Arch }
 
 func (m twiceUpdated) Decode(ctx *context.Context, tok, pos *graph.Node, cache *generate.Cache) *graph.Node {
-	kv := graph.Zeros(tok.Graph(), shapes.Make(dtypes.Float32, tok.Shape().Dim(0), 1, m.Config.NumKeyValueHeads, m.Config.HeadDim))
+	kv := graph.Zeros(tok.Graph(), shapes.Make(dtypes.Float32, tok.Shape().Dim(0), m.Config.NumKeyValueHeads, 1, m.Config.HeadDim))
 	cache.Update(0, kv, kv)
 	return m.Arch.Decode(ctx, tok, pos, cache)
 }

@@ -35,7 +35,7 @@ type (
 		State            state[T]
 		Sample           sampleInputs[T]
 	}
-	// state is what a step hands to the next: the 2·layers KV caches [B,L,KV,hd] (keys then values
+	// state is what a step hands to the next: the 2·layers KV caches [B,KV,L,hd] (keys then values
 	// per layer) and, with a repetition penalty, the [B,V] mask of the tokens seen (else none).
 	state[T any] struct{ Caches, Seen []T }
 	// stepOutputs are the prompt pass's and a decode step's: the drawn tokens [B], their
@@ -44,6 +44,8 @@ type (
 		Tok, LogProb T
 		State        state[T]
 	}
+	// growInputs are the state a "grow" graph pads, and its output.
+	growInputs[T any] struct{ State state[T] }
 	// fullInputs are the uncached reference's: ids, positions and mask [B,S] of the whole
 	// sequence right-padded to a bucket, each row's last real position [B] and the sampler's
 	// parameters.
@@ -67,6 +69,9 @@ type cachedStepper struct {
 	numKV  int // how many of caches are State.Caches (the rest: State.Seen)
 	// firstSlot is each row's first real slot (the prompt's left padding), fixed for the generation.
 	firstSlot []int32
+	// cacheLen is the caches' length L; maxCache the longest they may grow to (the bucket of the
+	// prompt and every new token).
+	cacheLen, maxCache int
 	// keepCaches passes the caches to the decode step as plain tensors, kept alive through the
 	// step and freed after it, instead of donating them (the path before donation; tests compare).
 	keepCaches bool
@@ -84,7 +89,7 @@ func (g *Generator) prepareWeights(rows int) error {
 	return nil
 }
 
-func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
+func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, maxCache int, sample sampleInputs[any]) ([]int32, []float32, error) {
 	g := s.g
 	if err := g.prepareWeights(len(ids)); err != nil {
 		return nil, nil, err
@@ -105,6 +110,7 @@ func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample sampleI
 	if err != nil {
 		return nil, nil, err
 	}
+	s.cacheLen, s.maxCache = len(keyValid[0]), maxCache
 	s.firstSlot = make([]int32, len(mask))
 	for r := range mask {
 		s.firstSlot[r] = int32(len(mask[r]) - countReal(mask[r]))
@@ -122,11 +128,60 @@ func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, sample sampleI
 }
 
 func (s *cachedStepper) next(tok []int32, slot int, sample sampleInputs[any]) ([]int32, []float32, error) {
+	if err := s.room(slot); err != nil {
+		return nil, nil, err
+	}
 	caches, err := s.cacheArgs()
 	if err != nil {
 		return nil, nil, err
 	}
 	return s.decode(caches, tok, slot, sample)
+}
+
+// room grows the caches when slot lies past their end: to twice their length (along BucketLen's
+// buckets), at most maxCache.
+func (s *cachedStepper) room(slot int) error {
+	if slot < s.cacheLen {
+		return nil
+	}
+	return s.grow(min(s.maxCache, max(BucketLen(2*s.cacheLen), BucketLen(slot+1))))
+}
+
+// grow pads the caches with empty slots to length l (a graph per length; the old caches are
+// donated), so that the decode steps attend to a cache about as long as the rows, doubling as
+// they reach its end, rather than to the whole bucket of max_new_tokens from the first step.
+func (s *cachedStepper) grow(l int) error {
+	if l <= s.cacheLen {
+		return s.g.errorf("KV cache of %d slots cannot grow to %d", s.cacheLen, l)
+	}
+	exec, err := s.g.exec(execKey{graph: "grow", mode: s.mode, size: l}, func(_ *context.Context, nodes named.Inputs) named.List[*Node] {
+		in := named.Bind[growInputs[*Node]](nodes)
+		out := state[*Node]{Seen: in.State.Seen}
+		for _, c := range in.State.Caches { // [B,KV,L,hd] → [B,KV,l,hd]
+			dims := c.Shape().Dimensions
+			zeros := Zeros(c.Graph(), shapes.Make(c.DType(), dims[0], dims[1], l-dims[2], dims[3]))
+			out.Caches = append(out.Caches, Concatenate([]*Node{c, zeros}, 2))
+		}
+		return named.Of[*Node](growInputs[*Node]{State: out})
+	})
+	if err != nil {
+		return err
+	}
+	caches, err := s.cacheArgs()
+	if err != nil {
+		return err
+	}
+	res, err := s.g.execute(exec, named.Of[any](growInputs[any]{State: state[any]{Caches: caches[:s.numKV], Seen: caches[s.numKV:]}}))
+	if err != nil {
+		return err
+	}
+	out := named.Bind[growInputs[[]*tensors.Tensor]](res)
+	s.freeCaches() // the caches not donated
+	s.caches = append(out.State.Caches, out.State.Seen...)
+	s.cacheLen = l
+	s.g.stats.CacheLen, s.g.stats.DecodeMemory = l, nil
+	s.g.stats.CacheGrowths++
+	return nil
 }
 
 // decode runs one decode step on caches (the arguments cacheArgs made of s.caches, flat as
@@ -161,7 +216,7 @@ func (s *cachedStepper) decodeExec() (*compiled, error) {
 	return g.exec(execKey{graph: "decode", mode: s.mode, how: s.how}, func(ctx *context.Context, nodes named.Inputs) named.List[*Node] {
 		in := named.Bind[decodeInputs[*Node]](nodes)
 		var out stepOutputs[*Node]
-		pos, keyValid := decodeMask(in.Start, in.Slot, in.State.Caches[0].Shape().Dim(1))
+		pos, keyValid := decodeMask(in.Start, in.Slot, in.State.Caches[0].Shape().Dim(2))
 		logits, caches := decodeGraph(ctx, g.model, in.Tok, pos, in.Slot, keyValid, in.State.Caches, s.how)
 		out.State.Caches = caches
 		var seen *Node
@@ -244,7 +299,7 @@ type fullStepper struct {
 	ids, mask [][]int32
 }
 
-func (s *fullStepper) start(ids, _, mask, _ [][]int32, sample sampleInputs[any]) ([]int32, []float32, error) {
+func (s *fullStepper) start(ids, _, mask, _ [][]int32, _ int, sample sampleInputs[any]) ([]int32, []float32, error) {
 	if err := s.g.prepareWeights(len(ids)); err != nil {
 		return nil, nil, err
 	}

@@ -161,8 +161,8 @@ def cmd_decode(args):
             total = time.perf_counter() - t0
         tokens = (out.shape[1] - args.prompt_len) * bs
         run = {"batch": bs, "rows": bs, "prompt_len": args.prompt_len, "new_tokens": args.new_tokens,
-               "warmup_s": warm, "total_s": total, "tokens": tokens, "tokens_per_s": tokens / total}
-        log(f"decode batch {bs}: {tokens} tokens in {total:.2f}s ({run['tokens_per_s']:.0f} tokens/s; warm-up {warm:.1f}s)")
+               "warmup_s": warm, "total_s": total, "tokens": tokens, "tokens_per_second": tokens / total}
+        log(f"decode batch {bs}: {tokens} tokens in {total:.2f}s ({run['tokens_per_second']:.0f} tokens/s; warm-up {warm:.1f}s)")
         res["runs"].append(run)
     return res
 

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# decode-compare.sh OLD_BIN NEW_BIN — `posttrain bench decode` of two posttrain binaries side by
+# side on one machine: the same random-weight checkpoint (posttrain init --preset), rounds of one
+# run each, the order alternating (old first in odd rounds), the 1-minute load average recorded
+# before each run. Prints one line per run and, per round, new ÷ old tokens/s.
+#
+#   PRESET=smollm2-135m BATCH=64 PROMPT_LEN=64 NEW_TOKENS=256 ROUNDS=2 BACKEND=xla:cpu DTYPE=float32
+#
+# Build the old binary from another commit with `git worktree add DIR COMMIT && (cd DIR && go
+# build -o /tmp/posttrain-old ./cmd/posttrain)`.
+set -euo pipefail
+[ $# -eq 2 ] || { echo "usage: $0 OLD_BIN NEW_BIN" >&2; exit 2; }
+old=$1 new=$2
+preset=${PRESET:-smollm2-135m} batch=${BATCH:-64} plen=${PROMPT_LEN:-64} newtok=${NEW_TOKENS:-256}
+rounds=${ROUNDS:-2} backend=${BACKEND:-xla:cpu} dtype=${DTYPE:-float32}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$new" init --preset "$preset" --out "$tmp/model" >/dev/null
+tps() { # tokens/s of the first run of a bench decode JSON (tokens_per_s before it was renamed)
+	python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r.get("tokens_per_second", r.get("tokens_per_s")))'
+}
+for r in $(seq "$rounds"); do
+	order=(old new)
+	[ $((r % 2)) -eq 0 ] && order=(new old)
+	declare -A got=()
+	for side in "${order[@]}"; do
+		bin=$old
+		[ "$side" = new ] && bin=$new
+		load=$(cut -d' ' -f1 /proc/loadavg)
+		out=$("$bin" bench decode --model "$tmp/model" --backend "$backend" --dtype "$dtype" \
+			--batch "$batch" --prompt-len "$plen" --new-tokens "$newtok" 2>/dev/null)
+		got[$side]=$(tps <<<"$out")
+		echo "round $r $side: load $load, batch $batch, prompt $plen, new $newtok: ${got[$side]} tokens/s"
+	done
+	python3 -c "import sys; print(f'round $r: new / old = {float(sys.argv[2]) / float(sys.argv[1]):.2f}')" "${got[old]}" "${got[new]}"
+done
