@@ -114,7 +114,7 @@ fi
 
 mkdir -p "$T/empty"
 run_check fake_none 1 "${NOGPU_ENV[@]}" SITE_PACKAGES="$T/empty" "${GC[@]}" --out "$T/fake3" --budget 120
-expect "$T/fake3/summary.txt" "plugin: not found" "backend: xla:cuda" "no PJRT plugin named \"cuda\" found" "stopped after the first stages"
+expect "$T/fake3/summary.txt" "plugin: not found" "backend: xla:cuda" "no CUDA PJRT plugin found (searched" "pip install" "stopped after the first stages"
 expect "$T/fake3/gpu-check.log" "no CUDA PJRT plugin found"
 
 # 4. What travels to the GPU box: tracked and untracked-not-ignored files, plus bin/ (64 MiB at most).

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,12 +79,15 @@ type DecodeParams struct {
 // DumpDir is where the command asks XLA to dump its modules (HLODir).
 func (p *DecodeParams) DumpDir() *string { return &p.HLODir }
 
-// WarmupNewTokens is the fewest new tokens (≥ 2: one prefill and one decode step) whose cache
-// bucket on backend b is that of newTok: a warm-up that compiles the timed shapes in the least time.
+// WarmupNewTokens is the fewest new tokens (≥ 2: one prefill and one decode step) whose
+// generation on backend b compiles every shape one of newTok does: it ends with the same cache
+// length and passes through the same lengths as the cache grows (generate.CacheLens), so that the
+// timed generation compiles nothing.
 func WarmupNewTokens(b backends.Backend, plen, newTok int) int {
-	want := generate.BucketLen(generate.PromptBucket(b, plen) + newTok)
+	pb := generate.PromptBucket(b, plen)
+	want := generate.CacheLens(pb, newTok)
 	for n := 2; n < newTok; n++ {
-		if generate.BucketLen(generate.PromptBucket(b, plen)+n) == want {
+		if slices.Equal(generate.CacheLens(pb, n), want) {
 			return n
 		}
 	}

@@ -65,6 +65,34 @@ func printStages(w io.Writer, rep *Report) {
 	if rep.Stopped != "" {
 		fmt.Fprintf(w, "stopped after the first stages, nothing else ran: %s\n", rep.Stopped)
 	}
+	printBudget(w, rep)
+}
+
+// printBudget totals the stages: the graphs the posttrain stages compiled and the time it took
+// (the compile rate this machine showed), and the whole run's time against its budget.
+func printBudget(w io.Writer, rep *Report) {
+	var total, compile float64
+	graphs, compiling := 0, 0
+	for _, s := range rep.Stages {
+		total += s.Seconds
+		if s.CompileS != nil && s.Status != "skipped" {
+			compile += *s.CompileS
+			compiling++
+			if s.Graphs != nil {
+				graphs += *s.Graphs
+			}
+		}
+	}
+	if compiling > 0 {
+		rate := ""
+		if graphs > 0 {
+			rate = fmt.Sprintf(", %.1fs per graph", compile/float64(graphs))
+		}
+		fmt.Fprintf(w, "compiling: %d graphs in %.1fs over %d posttrain stages%s; %.1fs of the stages' %.1fs\n", graphs, compile, compiling, rate, compile, total)
+	}
+	if b, err := strconv.ParseFloat(rep.Info["budget_s"], 64); err == nil && b > 0 {
+		fmt.Fprintf(w, "budget: the stages took %.1fs of %.0fs (%.0f%%)\n", total, b, 100*total/b)
+	}
 }
 
 func printLogProbs(w io.Writer, rep *Report) {

@@ -115,16 +115,15 @@ func TestBench_Report(t *testing.T) {
 		"score_hf_float32":  `{"token_positions":[[1,2],[3]],"token_logprobs":[[-1.0005,-2.0],[-2.999]],"loss":2.0002}`,
 		"score_go_bfloat16": `{"token_positions":[[1,2],[3]],"token_logprobs":[[-1.0,-2.0],[-3.0]],"loss":2.0}`,
 		"score_hf_bfloat16": `{"token_positions":[[1,2],[3]],"token_logprobs":[[-1.5,-2.0],[-3.0]],"loss":2.1}`,
-		"decode_go_b1":      `{"runs":[{"batch":1,"tokens_per_s":100}]}`,
-		"decode_go_b64":     `{"runs":[{"batch":64,"tokens_per_s":3000}]}`,
-		"decode_hf":         `{"runs":[{"batch":1,"tokens_per_s":200},{"batch":64,"tokens_per_s":1500}]}`,
+		"decode_go":         `{"runs":[{"batch":1,"tokens_per_second":100},{"batch":64,"tokens_per_second":3000}]}`,
+		"decode_hf":         `{"runs":[{"batch":1,"tokens_per_second":200},{"batch":64,"tokens_per_second":1500}]}`,
 		"sft_go":            `{"batch":8,"seq_len":512,"tokens_per_s":5000,"mfu":0.1}`,
 		"sft_hf":            `{"batch":8,"seq_len":512,"tokens_per_s":10000,"mfu":0.2}`,
 		"grpo_go":           `{"prompts":64,"generations":8,"new_tokens":64,"step_s":4,"generate_s":3,"train_s":1}`,
 		"trainer_grpo":      `{"metrics":[{"step":1,"loss":0.5},{"step":2,"loss":0.25,"timing_s/update":1.5}]}`,
 	}
 	order := []string{"probe", "score_go_float32", "score_hf_float32", "score_go_bfloat16", "score_hf_bfloat16",
-		"decode_go_b1", "decode_go_b64", "decode_hf", "sft_go", "sft_hf", "grpo_go", "grpo_hf", "trainer_grpo"}
+		"decode_go", "decode_hf", "sft_go", "sft_hf", "grpo_go", "grpo_hf", "trainer_grpo"}
 	stages := writeStages(t, dir, results, order, map[string]string{"grpo_hf": "skipped"})
 	outPath := filepath.Join(dir, "out", "report.json")
 	out, err := runCLI(t, "bench", "report", "--stages", stages, "--out", outPath, "--info", "mode=test", "--tol-bfloat16", "0.1", "--strict")
@@ -168,12 +167,12 @@ func TestBench_Report(t *testing.T) {
 	}
 
 	// A failed stage fails the report; a skipped one does not.
-	stages = writeStages(t, dir, map[string]string{"decode_go": results["decode_go_b1"]}, []string{"decode_go", "sft_go", "sft_hf"},
+	stages = writeStages(t, dir, map[string]string{"decode_go": results["decode_go"]}, []string{"decode_go", "sft_go", "sft_hf"},
 		map[string]string{"sft_go": "failed", "sft_hf": "skipped"})
 	if _, err := runCLI(t, "bench", "report", "--stages", stages, "--out", outPath, "--strict"); err == nil {
 		t.Error("a failed stage must fail the strict report")
 	}
-	stages = writeStages(t, dir, map[string]string{"decode_go": results["decode_go_b1"]}, []string{"decode_go", "sft_hf"},
+	stages = writeStages(t, dir, map[string]string{"decode_go": results["decode_go"]}, []string{"decode_go", "sft_hf"},
 		map[string]string{"sft_hf": "skipped"})
 	if out, err := runCLI(t, "bench", "report", "--stages", stages, "--out", outPath, "--strict"); err != nil || !strings.Contains(out, "result: ok") {
 		t.Errorf("skipped stages only: err %v\n%s", err, out)

@@ -174,7 +174,7 @@ func (p Probe) FindCUDA(plugin string) (CUDA, error) {
 		}
 	}
 	if c.Plugin == "" {
-		return c, fmt.Errorf("an NVIDIA GPU is present but no CUDA PJRT plugin was found (searched %s): install JAX's, e.g. `pip install \"jax[cuda13]==0.11.2\"` for the python3 on PATH, or name one with --backend xla:/path/to/xla_cuda_plugin.so (--backend xla:cpu or go runs on the CPU)", strings.Join(searched, "; "))
+		return c, fmt.Errorf("no CUDA PJRT plugin found (searched %s): install JAX's, e.g. `pip install \"jax[cuda13]==0.11.2\"` for the python3 on PATH, or name one with --backend xla:/path/to/xla_cuda_plugin.so (--backend xla:cpu or go runs on the CPU)", strings.Join(searched, "; "))
 	}
 	c.Plugin = absPath(c.Plugin)
 

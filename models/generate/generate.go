@@ -232,7 +232,7 @@ func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Genera
 	n := len(prompts)
 	rows, plen := g.bucketRows(n), PromptBucket(g.backend, maxLen(prompts))
 	final := BucketLen(plen + opts.MaxNewTokens)
-	clen := min(final, BucketLen(plen+1)) // the cache grows as the rows do (cachedStepper.grow)
+	clen := CacheLens(plen, opts.MaxNewTokens)[0] // the cache grows as the rows do (cachedStepper.grow)
 	ids, mask := leftPad(prompts, rows, plen)
 	keyValid := make([][]int32, rows)
 	for r := range keyValid {

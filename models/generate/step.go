@@ -138,13 +138,33 @@ func (s *cachedStepper) next(tok []int32, slot int, sample sampleInputs[any]) ([
 	return s.decode(caches, tok, slot, sample)
 }
 
-// room grows the caches when slot lies past their end: to twice their length (along BucketLen's
-// buckets), at most maxCache.
+// room grows the caches when slot lies past their end (CacheLens).
 func (s *cachedStepper) room(slot int) error {
 	if slot < s.cacheLen {
 		return nil
 	}
-	return s.grow(min(s.maxCache, max(BucketLen(2*s.cacheLen), BucketLen(slot+1))))
+	return s.grow(nextCacheLen(s.cacheLen, slot, s.maxCache))
+}
+
+// nextCacheLen is the length a cache of l slots grows to when slot lies past its end: twice l
+// (along BucketLen's buckets), at most maxCache.
+func nextCacheLen(l, slot, maxCache int) int {
+	return min(maxCache, max(BucketLen(2*l), BucketLen(slot+1)))
+}
+
+// CacheLens are the lengths the KV cache of a generation takes, in order, for a prompt bucket of
+// plen and newTokens new tokens: one bucket past the prompt, then doubling as the rows reach its
+// end (nextCacheLen), up to BucketLen(plen + newTokens). Its last is Stats.CacheLen of a
+// generation that runs to newTokens.
+func CacheLens(plen, newTokens int) []int {
+	final := BucketLen(plen + newTokens)
+	lens := []int{min(final, BucketLen(plen+1))}
+	last := plen + newTokens - 2 // decode step k (k = 0…newTokens-2) writes slot plen+k
+	for l := lens[0]; l <= last && l < final; {
+		l = nextCacheLen(l, l, final) // slot l is the first past the cache's end
+		lens = append(lens, l)
+	}
+	return lens
 }
 
 // grow pads the caches with empty slots to length l (a graph per length; the old caches are
@@ -171,7 +191,9 @@ func (s *cachedStepper) grow(l int) error {
 	if err != nil {
 		return err
 	}
+	t0 := time.Now()
 	res, err := s.g.execute(exec, named.Of[any](growInputs[any]{State: state[any]{Caches: caches[:s.numKV], Seen: caches[s.numKV:]}}))
+	s.g.stats.DecodeExec += time.Since(t0)
 	if err != nil {
 		return err
 	}

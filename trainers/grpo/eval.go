@@ -183,7 +183,8 @@ func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Scored, float64, m
 			return nil, 0, nil, fmt.Errorf("reference log-probs: %w", err)
 		}
 	}
-	b, err := r.batch(0, r.Len(), e.promptLen, c.MaxCompletionLength)
+	pw, cw := r.widths(0, r.Len(), e.promptLen, c.MaxCompletionLength)
+	b, err := r.batch(0, r.Len(), pw, cw)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -193,7 +194,7 @@ func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Scored, float64, m
 	}
 	norm := e.spec.stepNorm(r.Len(), r.completionTokens())
 	in := MicroBatch[any]{Sequences: b.Sequences, Mask: b.Mask, Advantages: adv,
-		OldLogProbs: rows(nil, 0, r.Len(), c.MaxCompletionLength), RefLogProbs: rows(r.RefLogp, 0, r.Len(), c.MaxCompletionLength),
+		OldLogProbs: rows(nil, 0, r.Len(), cw), RefLogProbs: rows(r.RefLogp, 0, r.Len(), cw),
 		SampledLogProbs: b.Sampled}
 	outs, err := e.loss.Run(named.Of[any](in).With(evalNorm, float32(norm)))
 	if err != nil {

@@ -84,7 +84,9 @@ const sampleDiffMax = rl.SamplingDiffMax
 func (sp *lossSpec) lossGraph(ctx *context.Context, nodes named.Inputs, norm *Node) (*Node, map[string]*Node) {
 	in := named.Bind[MicroBatch[*Node]](nodes)
 	mask, adv, old, ref, sampled := in.Mask, in.Advantages, in.OldLogProbs, in.RefLogProbs, in.SampledLogProbs
-	logps, entropy := rollout.CompletionLogProbs(ctx, sp.Model, in.Sequences, sp.CompletionLen, sp.Temperature)
+	// The completions' width is this micro-batch's (Scored.widths); sp.CompletionLen stays
+	// max_completion_length, dr_grpo's constant divisor.
+	logps, entropy := rollout.CompletionLogProbs(ctx, sp.Model, in.Sequences, mask.Shape().Dim(1), sp.Temperature)
 	if !sp.OffPolicy {
 		old = StopGradient(logps)
 	}
@@ -124,11 +126,18 @@ func (sp *lossSpec) lossGraph(ctx *context.Context, nodes named.Inputs, norm *No
 	}
 }
 
-// scoreGraph is the forward-only graph of old and reference log-probs: inputs Sequences →
+// scoreInputs are the scoring graph's: the sequences [B,P+C] and the completions' mask [B,C],
+// whose width C says where the completions start.
+type scoreInputs[T any] struct {
+	rollout.Sequences[T]
+	Mask T
+}
+
+// scoreGraph is the forward-only graph of old and reference log-probs: inputs scoreInputs →
 // "logps", the completion log-probs [B,C] at the sampling temperature.
 func (sp *lossSpec) scoreGraph(ctx *context.Context, nodes named.Inputs) map[string]*Node {
-	in := named.Bind[rollout.Sequences[*Node]](nodes)
-	lp, _ := rollout.CompletionLogProbs(ctx, sp.Model, in, sp.CompletionLen, sp.Temperature)
+	in := named.Bind[scoreInputs[*Node]](nodes)
+	lp, _ := rollout.CompletionLogProbs(ctx, sp.Model, in.Sequences, in.Mask.Shape().Dim(1), sp.Temperature)
 	return map[string]*Node{"logps": lp}
 }
 

@@ -56,6 +56,18 @@ type Batch struct {
 	CompletionLen          int // C
 }
 
+// widths are the prompt and completion widths of rows [lo,hi): their longest prompt and longest
+// completion, each rounded up to generate.BucketLen's buckets (so that a run compiles a few
+// shapes, not one per length) and at most maxPrompt and maxCompletion. TRL pads each batch to its
+// own longest row too; padding every batch to the dataset's longest prompt and
+// max_completion_length instead pays for the widest rows on every batch (and attention's S²).
+func (r *Scored) widths(lo, hi, maxPrompt, maxCompletion int) (p, c int) {
+	for i := lo; i < hi; i++ {
+		p, c = max(p, len(r.Prompts[i].IDs)), max(c, len(r.Completions[i]))
+	}
+	return min(maxPrompt, generate.BucketLen(p)), min(maxCompletion, generate.BucketLen(max(c, 1)))
+}
+
 // batch lays out rows [lo,hi) with prompts left-padded to promptLen and completions right-padded
 // to completionLen (pad id 0, attention 0; position ids HF's cumsum(attn)−1).
 func (r *Scored) batch(lo, hi, promptLen, completionLen int) (*Batch, error) {
@@ -78,7 +90,8 @@ func (r *Scored) batch(lo, hi, promptLen, completionLen int) (*Batch, error) {
 	return b, nil
 }
 
-// rows returns rows [lo,hi) of a [N][C] float32 table as a fresh [hi-lo][C] table, zeros when nil.
+// rows returns rows [lo,hi) of a table of float32 rows as a fresh [hi-lo][c] table, each row cut
+// or zero-padded to c (past a row's completion nothing is read), zeros when nil.
 func rows(t [][]float32, lo, hi, c int) [][]float32 {
 	out := make([][]float32, hi-lo)
 	for i := range out {
@@ -223,17 +236,18 @@ func (t *Trainer) score(e *step.ContextEval, r *Scored) ([][]float32, error) {
 	return t.scoreLayout(e, r, t.promptLen, t.cfg.MicroBatch())
 }
 
-// scoreLayout is score with prompts left-padded to promptLen and mb rows per forward pass (the
-// last one may be shorter).
+// scoreLayout is score with mb rows per forward pass (the last one may be shorter), each laid out
+// to its own widths (prompts at most promptLen): one row of log-probs per completion, as wide as
+// its forward pass.
 func (t *Trainer) scoreLayout(e *step.ContextEval, r *Scored, promptLen, mb int) ([][]float32, error) {
-	c := t.cfg.MaxCompletionLength
 	var out [][]float32
 	err := rollout.Chunks(r.Len(), mb, func(lo, hi int) error {
-		b, err := r.batch(lo, hi, promptLen, c)
+		p, c := r.widths(lo, hi, promptLen, t.cfg.MaxCompletionLength)
+		b, err := r.batch(lo, hi, p, c)
 		if err != nil {
 			return err
 		}
-		outs, err := e.Run(named.Of[any](b.Sequences))
+		outs, err := e.Run(named.Of[any](scoreInputs[any]{Sequences: b.Sequences, Mask: b.Mask}))
 		if err != nil {
 			return err
 		}

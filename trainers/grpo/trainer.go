@@ -129,7 +129,7 @@ func New(s Setup) (*Trainer, error) {
 		return nil, fmt.Errorf("grpo: max_completion_length (--max-completion-length) %d + the longest prompt's %d tokens exceed the model's max_position_embeddings %d",
 			cfg.MaxCompletionLength, t.promptLen, m)
 	}
-	t.promptLen = (t.promptLen + 7) / 8 * 8 // one graph for every batch of the run
+	t.promptLen = (t.promptLen + 7) / 8 * 8 // the widest prompt a batch is padded to (Scored.widths)
 	// The driver builds the schedule; a configuration it would refuse is refused here already.
 	if _, err := cfg.Schedule(t.totalSteps); err != nil {
 		return nil, fmt.Errorf("grpo: %w", err)
@@ -310,11 +310,12 @@ func (s source) Accumulate(acc loop.Accumulator) error {
 // already divided by the step's normaliser). Metrics are averaged over the micro-batches,
 // sampling_logp_difference/max is their maximum.
 func (t *Trainer) accumulate(acc loop.Accumulator, r *Scored, lo int) (map[string]float64, error) {
-	c, mb := t.cfg.MaxCompletionLength, t.cfg.MicroBatch()
+	mb := t.cfg.MicroBatch()
 	norm := t.spec.stepNorm(t.stepBatch, r.completionTokens())
 	metrics := map[string]float64{}
 	for m := lo; m < lo+t.stepBatch; m += mb {
-		b, err := r.batch(m, m+mb, t.promptLen, c)
+		p, c := r.widths(m, m+mb, t.promptLen, t.cfg.MaxCompletionLength)
+		b, err := r.batch(m, m+mb, p, c)
 		if err != nil {
 			return nil, err
 		}
