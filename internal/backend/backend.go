@@ -142,6 +142,9 @@ func Describe(flag string, b backends.Backend) string {
 	return fmt.Sprintf("backend: %s (%s; %s)", cfg, what, from)
 }
 
+// PluginFile is the file name a plugin named name has in a plugin directory (go-xla's naming).
+func PluginFile(name string) string { return "pjrt_c_api_" + name + "_plugin.so" }
+
 // IsXLA says whether a configuration names GoMLX's XLA backend (or one of its aliases).
 func IsXLA(config string) bool {
 	name, _, _ := strings.Cut(config, ":")

@@ -24,9 +24,6 @@ const PluginDirEnv = "POSTTRAIN_XLA_PLUGIN_DIR"
 // root: bin/xla/pjrt_c_api_cpu_plugin.so.
 const InstallDir = "bin/xla"
 
-// PluginFile is the file name a plugin named name has in a plugin directory (go-xla's naming).
-func PluginFile(name string) string { return "pjrt_c_api_" + name + "_plugin.so" }
-
 // PluginDirs are the directories posttrain searches for a named plugin besides go-xla's own:
 // $POSTTRAIN_XLA_PLUGIN_DIR, the xla folder beside the executable (bin/posttrain → bin/xla), and
 // bin/xla of the posttrain checkout holding the working directory (so `go test` and `go run`
