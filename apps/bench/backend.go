@@ -28,28 +28,33 @@ var backendEnvVars = []string{backend.EnvVar, backend.AutoInstallEnv, "GOMLX_NO_
 
 // BackendResult is the backend workload's output.
 type BackendResult struct {
-	Workload         string            `json:"workload"`
-	Backend          string            `json:"backend"`
-	GoXLA            string            `json:"go_xla"`
-	ClientAPI        string            `json:"client_api"`
-	AutoInstall      bool              `json:"auto_install"`
-	PluginPath       string            `json:"plugin_path,omitempty"`
-	PluginAPI        string            `json:"plugin_api,omitempty"`
-	PluginTable      int               `json:"plugin_api_table_bytes,omitempty"`
-	PluginAttributes map[string]any    `json:"plugin_attributes,omitempty"`
-	Adaptations      []string          `json:"adaptations,omitempty"`       // backend.Adaptations
-	XLAVersion       string            `json:"xla_version,omitempty"`       // the plugin's xla_version attribute
-	StableHLO        string            `json:"stablehlo_version,omitempty"` // its stablehlo_current_version
-	StableHLOMin     string            `json:"stablehlo_minimum_version,omitempty"`
-	Description      string            `json:"backend_description"`
-	CPUDevices       int               `json:"cpu_devices_requested,omitempty"`
-	Devices          []string          `json:"devices"`
-	CreateS          float64           `json:"create_s"`
-	CompileS         float64           `json:"compile_s"`
-	RunS             float64           `json:"run_s"` // on device 0
-	MaxAbsErr        float64           `json:"max_abs_err"`
-	Runs             []DeviceRun       `json:"device_runs"`
-	Env              map[string]string `json:"env"`
+	Workload         string         `json:"workload"`
+	Backend          string         `json:"backend"`
+	GoXLA            string         `json:"go_xla"`
+	ClientAPI        string         `json:"client_api"`
+	AutoInstall      bool           `json:"auto_install"`
+	PluginPath       string         `json:"plugin_path,omitempty"`
+	PluginAPI        string         `json:"plugin_api,omitempty"`
+	PluginTable      int            `json:"plugin_api_table_bytes,omitempty"`
+	PluginAttributes map[string]any `json:"plugin_attributes,omitempty"`
+	Adaptations      []string       `json:"adaptations,omitempty"`       // backend.Adaptations
+	XLAVersion       string         `json:"xla_version,omitempty"`       // the plugin's xla_version attribute
+	StableHLO        string         `json:"stablehlo_version,omitempty"` // its stablehlo_current_version
+	StableHLOMin     string         `json:"stablehlo_minimum_version,omitempty"`
+	Description      string         `json:"backend_description"`
+	CPUDevices       int            `json:"cpu_devices_requested,omitempty"`
+	Devices          []string       `json:"devices"`
+	CreateS          float64        `json:"create_s"`
+	CompileS         float64        `json:"compile_s"`
+	RunS             float64        `json:"run_s"` // on device 0
+	MaxAbsErr        float64        `json:"max_abs_err"`
+	Runs             []DeviceRun    `json:"device_runs"`
+	// Env is the environment the client was created in (posttrain sets XLA_FLAGS, PATH and
+	// NVIDIA_TF32_OVERRIDE for a CUDA plugin before it creates the client).
+	Env map[string]string `json:"env"`
+	// CUDA is what posttrain found for a CUDA plugin (the data directory holding libdevice, ptxas)
+	// and the client options it passed; nil for other backends.
+	CUDA *CUDASetup `json:"cuda,omitempty"`
 }
 
 // DeviceRun is the small graph's run on one device.
@@ -60,6 +65,13 @@ type DeviceRun struct {
 	MaxAbsErr    float64 `json:"max_abs_err"`
 }
 
+// CUDASetup is a CUDA plugin's setup as posttrain made it (backend.FindCUDA, GPUOptions).
+type CUDASetup struct {
+	DataDir       string         `json:"cuda_data_dir"`
+	Ptxas         string         `json:"ptxas"`
+	ClientOptions map[string]any `json:"client_options"`
+}
+
 // Backend checks the plugin of the backend configuration cfg (an XLA one), creates the backend
 // (with cpuDevices devices, an XLA CPU plugin's cpu_device_count, when > 0), lists its devices,
 // compiles one small graph and runs it on every device against a float64 result. Progress goes
@@ -67,11 +79,6 @@ type DeviceRun struct {
 func Backend(cfg string, cpuDevices int, log io.Writer) (*BackendResult, error) {
 	res := &BackendResult{Workload: "backend", Backend: cfg, GoXLA: moduleVersion("github.com/gomlx/go-xla"),
 		ClientAPI: backend.ClientAPI, AutoInstall: backend.AutoInstallAllowed(), CPUDevices: cpuDevices, Env: map[string]string{}}
-	for _, k := range backendEnvVars {
-		if v, ok := os.LookupEnv(k); ok {
-			res.Env[k] = v
-		}
-	}
 	if backend.IsXLA(cfg) {
 		info, err := backend.CheckPlugin(cfg)
 		if err != nil {
@@ -88,6 +95,23 @@ func Backend(cfg string, cpuDevices int, log io.Writer) (*BackendResult, error) 
 	}
 	defer b.Finalize()
 	res.CreateS = time.Since(t0).Seconds()
+	for _, k := range backendEnvVars {
+		if v, ok := os.LookupEnv(k); ok {
+			res.Env[k] = v
+		}
+	}
+	if backend.IsCUDA(cfg) || backend.IsCUDA("xla:"+res.PluginPath) {
+		c, err := backend.HostProbe().FindCUDA(res.PluginPath)
+		if err != nil {
+			return nil, err
+		}
+		opts, err := backend.GPUOptions{}.ClientOptions(os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		res.CUDA = &CUDASetup{DataDir: c.DataDir, Ptxas: c.Ptxas, ClientOptions: opts}
+		logf(log, "backend %s: CUDA data directory %s, ptxas %s, client options %v", cfg, c.DataDir, orDash(c.Ptxas), opts)
+	}
 	res.Description = b.Description()
 	for d := range b.NumDevices() {
 		res.Devices = append(res.Devices, b.DeviceDescription(backends.DeviceNum(d)))
