@@ -73,7 +73,7 @@ type Training struct {
 
 	// The GPU client's options (CUDA plugins; docs/gpu.md). Not written when unset.
 	GPUMemoryFraction float64 `yaml:"gpu_memory_fraction,omitempty" resume:"free" usage:"share of each GPU's memory XLA's allocator reserves, in (0, 1]; 0 = $XLA_PYTHON_CLIENT_MEM_FRACTION (JAX's), else 0.9"`
-	FullDeterminism   bool    `yaml:"full_determinism,omitempty" resume:"free" usage:"deterministic GPU kernels (XLA's --xla_gpu_deterministic_ops: scatters and reductions without float atomics), so that a GPU run repeats bit for bit; slower"`
+	FullDeterminism   bool    `yaml:"full_determinism,omitempty" resume:"free" usage:"deterministic GPU kernels (XLA's --xla_gpu_deterministic_ops: scatters and reductions without float atomics), meant to make a GPU run repeat bit for bit; slower"`
 	TF32              bool    `yaml:"tf32,omitempty" resume:"free" usage:"let float32 matrix products run in TF32 on NVIDIA tensor cores (~1e-3 relative); off, as PyTorch's default, keeps them float32"`
 
 	// Devices splits each micro-batch over this many devices of the backend (data parallel,
