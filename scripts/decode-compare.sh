@@ -2,7 +2,8 @@
 # decode-compare.sh OLD_BIN NEW_BIN — `posttrain bench decode` of two posttrain binaries side by
 # side on one machine: the same random-weight checkpoint (posttrain init --preset), rounds of one
 # run each, the order alternating (old first in odd rounds), the 1-minute load average recorded
-# before each run. Prints one line per run and, per round, new ÷ old tokens/s.
+# before each run. Prints one line per run and, per round, new ÷ old tokens/s, unless the two
+# sides' load averages differ by more than 1 (then the round says so and gives no ratio).
 #
 #   PRESET=smollm2-135m BATCH=64 PROMPT_LEN=64 NEW_TOKENS=256 ROUNDS=2 BACKEND=xla:cpu DTYPE=float32
 #
@@ -22,15 +23,21 @@ tps() { # tokens/s of the first run of a bench decode JSON (tokens_per_s before 
 for r in $(seq "$rounds"); do
 	order=(old new)
 	[ $((r % 2)) -eq 0 ] && order=(new old)
-	declare -A got=()
+	declare -A got=() load=()
 	for side in "${order[@]}"; do
 		bin=$old
 		[ "$side" = new ] && bin=$new
-		load=$(cut -d' ' -f1 /proc/loadavg)
+		load[$side]=$(cut -d' ' -f1 /proc/loadavg)
 		out=$("$bin" bench decode --model "$tmp/model" --backend "$backend" --dtype "$dtype" \
 			--batch "$batch" --prompt-len "$plen" --new-tokens "$newtok" 2>/dev/null)
 		got[$side]=$(tps <<<"$out")
-		echo "round $r $side: load $load, batch $batch, prompt $plen, new $newtok: ${got[$side]} tokens/s"
+		echo "round $r $side: load ${load[$side]}, batch $batch, prompt $plen, new $newtok: ${got[$side]} tokens/s"
 	done
-	python3 -c "import sys; print(f'round $r: new / old = {float(sys.argv[2]) / float(sys.argv[1]):.2f}')" "${got[old]}" "${got[new]}"
+	python3 -c "
+import sys
+old, new, lo, ln = map(float, sys.argv[1:])
+if abs(lo - ln) > 1:
+    print(f'round $r: no ratio: load averages {lo} (old) and {ln} (new) differ by more than 1')
+else:
+    print(f'round $r: new / old = {new / old:.2f}')" "${got[old]}" "${got[new]}" "${load[old]}" "${load[new]}"
 done

@@ -179,33 +179,29 @@ func CacheCopyOps(dir, dtype string, cache []int) (int, error) {
 		return 0, err
 	}
 	want := dtype + "[" + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(cache)), ","), "[]") + "]"
-	var newest string
+	var newest []byte // the newest decode step's text
 	var newestTime time.Time
 	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil || (newest != nil && !st.ModTime().After(newestTime)) {
+			continue // older than the decode step found
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return 0, err
 		}
-		isDecode := false
 		for _, m := range hloInstr.FindAllStringSubmatch(string(b), -1) {
 			if m[3] == "parameter" && m[1]+"["+m[2]+"]" == want {
-				isDecode = true
+				newest, newestTime = b, st.ModTime()
 				break
 			}
 		}
-		if st, err := os.Stat(f); err == nil && isDecode && (newest == "" || st.ModTime().After(newestTime)) {
-			newest, newestTime = f, st.ModTime()
-		}
 	}
-	if newest == "" {
+	if newest == nil {
 		return 0, fmt.Errorf("no decode step with a %s parameter among the %d modules XLA dumped in %s", want, len(files), dir)
 	}
-	b, err := os.ReadFile(newest)
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	for _, m := range hloInstr.FindAllStringSubmatch(string(b), -1) {
+	for _, m := range hloInstr.FindAllStringSubmatch(string(newest), -1) {
 		if m[3] == "copy" && m[1]+"["+m[2]+"]" == want {
 			n++
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -43,8 +44,8 @@ func HostProbe() Probe {
 }
 
 // pythonSitePackages asks the python3 on PATH for its sys.path (a few seconds at most; none when
-// there is no python3).
-func pythonSitePackages() []string {
+// there is no python3), once per process.
+var pythonSitePackages = sync.OnceValue(func() []string {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		return nil
@@ -63,7 +64,7 @@ func pythonSitePackages() []string {
 		<-done
 	}
 	return strings.Fields(string(out))
-}
+})
 
 // NVIDIADevices reports whether the machine has an NVIDIA GPU its driver exposes: a /dev/nvidia0
 // (…N) device node, or a GPU under /proc/driver/nvidia/gpus. CUDA_VISIBLE_DEVICES set to an empty

@@ -131,7 +131,7 @@ func CheckPlugin(config string) (PluginInfo, error) {
 		// go-xla's name in posttrain's directories, else JAX's plugin where pip put it.
 		p, _ := findPlugin(info.Name)
 		if p == "" {
-			c, err := hostCUDA("")
+			c, err := HostProbe().FindCUDA("")
 			if err != nil {
 				return info, notFound{fmt.Errorf("backend %q: %w", config, err)}
 			}
@@ -270,7 +270,7 @@ func newXLA(config string, info PluginInfo, opt Options) (backends.Backend, erro
 		options = pjrt.NamedValuesMap{"cpu_device_count": int64(opt.CPUDevices)}
 	}
 	if IsCUDA(config) || IsCUDA("xla:"+info.Path) {
-		c, err := hostCUDA(info.Path)
+		c, err := HostProbe().FindCUDA(info.Path)
 		if err != nil {
 			return nil, fmt.Errorf("backend %q: %w", config, err)
 		}
@@ -301,28 +301,6 @@ func newXLA(config string, info PluginInfo, opt Options) (backends.Backend, erro
 	}
 	return b, err
 }
-
-// hostCUDA is HostProbe().FindCUDA(plugin), asked once per plugin in a process (it runs python3).
-func hostCUDA(plugin string) (CUDA, error) {
-	cudaFound.Lock()
-	defer cudaFound.Unlock()
-	if r, ok := cudaFound.m[plugin]; ok {
-		return r.c, r.err
-	}
-	c, err := HostProbe().FindCUDA(plugin)
-	cudaFound.m[plugin] = cudaResult{c, err}
-	return c, err
-}
-
-type cudaResult struct {
-	c   CUDA
-	err error
-}
-
-var cudaFound = struct {
-	sync.Mutex
-	m map[string]cudaResult
-}{m: map[string]cudaResult{}}
 
 // xlaClients are the process's XLA backends, by plugin configuration and options (newXLA).
 var xlaClients = struct {
