@@ -52,12 +52,18 @@ type DecodeRun struct {
 }
 
 // MemoryPlan is XLA's buffer assignment of one executable, in bytes: its arguments, its outputs,
-// the part of the outputs written in place into donated arguments, and its temporaries.
+// the part of the outputs written in place into donated arguments, its temporaries and its
+// generated code.
 type MemoryPlan struct {
 	ArgumentBytes int64 `json:"argument_bytes"`
 	OutputBytes   int64 `json:"output_bytes"`
 	AliasBytes    int64 `json:"alias_bytes"`
 	TempBytes     int64 `json:"temp_bytes"`
+	CodeBytes     int64 `json:"generated_code_bytes"`
+}
+
+func memoryPlan(m backends.CompiledMemoryStats) *MemoryPlan {
+	return &MemoryPlan{ArgumentBytes: m.Arguments, OutputBytes: m.Outputs, AliasBytes: m.Aliases, TempBytes: m.Temporary, CodeBytes: m.GeneratedCode}
 }
 
 // DecodeResult is the decode workload's output.
@@ -133,7 +139,7 @@ func Decode(env *Env, p DecodeParams) (*DecodeResult, error) {
 			run.HostSecondsPerStep = (st.Decode - st.DecodeExec).Seconds() / float64(n)
 		}
 		if m := st.DecodeMemory; m != nil {
-			run.Memory = &MemoryPlan{ArgumentBytes: m.Arguments, OutputBytes: m.Outputs, AliasBytes: m.Aliases, TempBytes: m.Temporary}
+			run.Memory = memoryPlan(*m)
 		}
 		if p.HLODir != "" && backend.IsXLA(env.Info.Backend) {
 			cache := []int{st.Rows, env.Config.NumKeyValueHeads, st.CacheLen, env.Config.HeadDim}

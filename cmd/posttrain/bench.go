@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -35,7 +36,7 @@ func init() {
 		Hidden: true,
 		Commands: []*cli.Command{
 			benchBackendCommand(), benchInputsCommand(), benchDecodeCommand(), benchSFTCommand(), benchGRPOCommand(),
-			benchSampleCommand(), benchParityCommand(), benchReportCommand(),
+			benchMemoryCommand(), benchSampleCommand(), benchParityCommand(), benchReportCommand(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
@@ -232,6 +233,64 @@ func benchSFTCommand() *cli.Command {
 		}, func(cmd *cli.Command, env *bench.Env, p bench.SFTParams) (*bench.SFTResult, error) {
 			return bench.SFT(env, p)
 		}),
+	}
+}
+
+func benchMemoryCommand() *cli.Command {
+	return &cli.Command{
+		Name: "memory",
+		Usage: "compile one training step of --method on a --preset's shape from shapes alone (no weights allocated) and print XLA's " +
+			"buffer assignment: argument, output, temporary and aliased bytes, the state between steps and the total",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "preset", Required: true, Usage: "model shape: " + strings.Join(decoder.PresetNames, ", ")},
+			&cli.StringFlag{Name: "method", Value: "sft", Usage: "training method: " + strings.Join(bench.PlanMethods, ", ")},
+			&cli.IntFlag{Name: "batch", Value: 8, Usage: "per_device_train_batch_size (pairs for dpo and reward)"},
+			&cli.IntFlag{Name: "seq-len", Value: 1024, Usage: "tokens per row"},
+			&cli.StringFlag{Name: "dtype", Value: "bfloat16", Usage: "compute dtype: float32 or bfloat16 (float32 masters and AdamW state either way)"},
+			&cli.BoolFlag{Name: "gradient-checkpointing", Usage: "recompute each layer's activations in the backward pass (HF's flag)"},
+			backendFlag(),
+			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on one line (default: indented)"},
+		}, benchPEFTFlags()...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usageError{fmt.Errorf("%s: unexpected argument %q", cmd.FullName(), cmd.Args().First())}
+			}
+			dtype, err := decoder.ParseDType(cmd.String("dtype"))
+			if err != nil {
+				return usageError{fmt.Errorf("%s: --dtype: %w", cmd.FullName(), err)}
+			}
+			if _, err := decoder.Preset(cmd.String("preset")); err != nil {
+				return usageError{fmt.Errorf("%s: --preset: %w", cmd.FullName(), err)}
+			}
+			if !slices.Contains(bench.PlanMethods, cmd.String("method")) {
+				return usageError{fmt.Errorf("%s: --method %q is not planned; valid: %s", cmd.FullName(), cmd.String("method"), strings.Join(bench.PlanMethods, ", "))}
+			}
+			if cmd.Int("batch") < 1 || cmd.Int("seq-len") < 2 {
+				return usageError{fmt.Errorf("%s: need --batch ≥ 1 and --seq-len ≥ 2", cmd.FullName())}
+			}
+			if cmd.Bool("gradient-checkpointing") {
+				return usageError{fmt.Errorf("%s: --gradient-checkpointing: not implemented: the training graphs keep every layer's activations for the backward pass", cmd.FullName())}
+			}
+			b, err := newBackend(cmd.Root().ErrWriter, cmd.String("backend"))
+			if err != nil {
+				return fmt.Errorf("%s: %w", cmd.FullName(), err)
+			}
+			defer b.Finalize()
+			if !backend.IsXLA(backend.Resolve(cmd.String("backend"))) {
+				return fmt.Errorf("%s: backend %s has no memory plans; use an XLA backend (--backend xla:cpu plans on this machine)", cmd.FullName(), b.Name())
+			}
+			res, err := bench.PlanStep(b, bench.MemoryParams{Preset: cmd.String("preset"), Method: cmd.String("method"), Batch: int(cmd.Int("batch")),
+				SeqLen: int(cmd.Int("seq-len")), DType: dtype, LoRA: benchLoRAConfig(cmd)})
+			if err != nil {
+				return fmt.Errorf("%s: %w", cmd.FullName(), err)
+			}
+			res.Backend = backend.Resolve(cmd.String("backend"))
+			write := bench.WriteJSON
+			if cmd.Bool("json") {
+				write = bench.WriteJSONLine
+			}
+			return write(cmd.Root().Writer, res)
+		},
 	}
 }
 

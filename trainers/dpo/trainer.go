@@ -149,3 +149,16 @@ func (t *Trainer) Loss(ctx *context.Context, inputs named.Inputs, norm *Node) (*
 	share := Div(Scalar(ids.Graph(), dtypes.Float32, float64(b)), norm)
 	return Mul(loss, ConvertDType(share, loss.DType())), metrics
 }
+
+// FromEncoded is the Trainer of pairs already encoded, with their reference log-probs (as New
+// computes them): New without the tokenization and the reference pass, for callers that hold ids
+// (posttrain bench memory compiles its graphs on synthetic pairs).
+func FromEncoded(m *trainable.Model, cfg *Config, chosen, rejected []encode.Encoded, refChosen, refRejected []float32) (*Trainer, error) {
+	if len(chosen) != len(rejected) || len(chosen) != len(refChosen) || len(chosen) != len(refRejected) {
+		return nil, fmt.Errorf("dpo: %d chosen, %d rejected rows, %d and %d reference log-probs", len(chosen), len(rejected), len(refChosen), len(refRejected))
+	}
+	if err := CheckLossTypes(cfg.LossType); err != nil {
+		return nil, err
+	}
+	return &Trainer{model: m, cfg: cfg, chosen: chosen, rejected: rejected, refChosen: refChosen, refRej: refRejected}, nil
+}

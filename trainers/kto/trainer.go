@@ -208,3 +208,19 @@ func (t *Trainer) Rewards(backend backends.Backend) (desirable, undesirable floa
 	}
 	return s[0] / float64(max(1, n[0])), s[1] / float64(max(1, n[1])), nil
 }
+
+// FromEncoded is the Trainer of rows already encoded, with their KL rows (empty for
+// apo_zero_unpaired), labels and reference log-probs (as New computes them): New without the
+// tokenization and the reference pass (posttrain bench memory compiles its graphs on synthetic
+// rows).
+func FromEncoded(m *trainable.Model, cfg *Config, rows, kl []encode.Encoded, desirable []bool, refRow, refKL []float32) (*Trainer, error) {
+	t := &Trainer{model: m, cfg: cfg, rows: rows, kl: kl, desirable: desirable, refRow: refRow, refKL: refKL}
+	nKL := 0
+	if t.withKL() {
+		nKL = len(rows)
+	}
+	if len(desirable) != len(rows) || len(refRow) != len(rows) || len(kl) != nKL || len(refKL) != nKL {
+		return nil, fmt.Errorf("kto: %d rows, %d labels, %d reference log-probs, %d KL rows and %d of their log-probs", len(rows), len(desirable), len(refRow), len(kl), len(refKL))
+	}
+	return t, nil
+}

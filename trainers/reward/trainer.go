@@ -159,3 +159,16 @@ func (t *Trainer) Finish(w loop.Window) map[string]float64 {
 	}
 	return out
 }
+
+// FromTokens is the Trainer of pairs already tokenized (RewardTrainingIDs' rows) with their
+// margins: New without the tokenization (posttrain bench memory compiles its graphs on synthetic
+// pairs). m's config must have one label and a pad token id.
+func FromTokens(m *trainable.Model, cfg *Config, chosen, rejected [][]int32, margin []float32) (*Trainer, error) {
+	if m.Config.NumLabels != 1 || m.Config.PadTokenID == nil {
+		return nil, fmt.Errorf("reward: the model must be a classifier with one label and a pad token id")
+	}
+	if len(chosen) != len(rejected) || len(chosen) != len(margin) {
+		return nil, fmt.Errorf("reward: %d chosen, %d rejected rows, %d margins", len(chosen), len(rejected), len(margin))
+	}
+	return &Trainer{model: m, cfg: cfg, chosen: chosen, rejected: rejected, margin: margin}, nil
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/lora"
+	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/step"
 )
 
@@ -75,6 +76,9 @@ type Optimizer struct {
 	dropout bool
 	seed    int64
 	micros  int // micro-batches of the step in progress
+	lossFn  LossFunc
+	// ran are the graphs of the last Micro and Apply on one device (Ran reads their memory plans).
+	ran struct{ accum, update *Graph }
 }
 
 // LossFunc builds a micro-batch's loss, divided by norm (the accumulated batch's size, a float32
@@ -97,12 +101,19 @@ const restartInput = "restart_sum"
 // rngInput is the accumulation graph's RNG state of LoRA's dropout (only when it applies).
 const rngInput = "dropout_rng"
 
+// OptimizerFor is the optimizer a run of cfg trains with (TrainingArguments' AdamW settings,
+// max_grad_norm and the devices).
+func OptimizerFor(cfg *config.Training) OptimizerConfig {
+	return OptimizerConfig{Beta1: cfg.AdamBeta1, Beta2: cfg.AdamBeta2, Epsilon: cfg.AdamEpsilon, WeightDecay: cfg.WeightDecay, MaxGradNorm: cfg.MaxGradNorm,
+		Devices: cfg.DeviceCount(), FSDP: cfg.FSDP, TensorParallel: cfg.TensorParallel}
+}
+
 // NewOptimizer creates the float32 gradient accumulators and AdamW moments (not for step.Plain) of m's trainable
 // weights (Model.Trainable: every weight, or an adapter's) in m.Ctx (zero, or kept if they exist)
 // and prepares the graphs; lossFn is compiled per input shape on the first Micro call with that
 // shape.
 func NewOptimizer(backend backends.Backend, m *trainable.Model, hp OptimizerConfig, lossFn LossFunc) (*Optimizer, error) {
-	o := &Optimizer{backend: backend, model: m, hp: hp}
+	o := &Optimizer{backend: backend, model: m, hp: hp, lossFn: lossFn}
 	var err error
 	if o.params, o.names, err = m.Trainable(); err != nil {
 		return nil, err
@@ -116,8 +127,11 @@ func NewOptimizer(backend backends.Backend, m *trainable.Model, hp OptimizerConf
 			if x := m.Ctx.GetVariableByScopeAndName(scope+v.Scope(), v.Name()); x != nil {
 				return x
 			}
-			return m.Ctx.InAbsPath(scope+v.Scope()).Checked(false).
-				VariableWithValue(v.Name(), tensors.FromShape(shape)).SetTrainable(false)
+			vctx := m.Ctx.InAbsPath(scope + v.Scope()).Checked(false)
+			if !v.HasValue() { // a trainable.ShapeModel's: shapes only, for Plan
+				return vctx.VariableWithShape(v.Name(), shape).SetTrainable(false)
+			}
+			return vctx.VariableWithValue(v.Name(), tensors.FromShape(shape)).SetTrainable(false)
 		}
 		o.grads = append(o.grads, zeros(GradScope))
 		if hp.Optimizer != step.Plain {
@@ -267,7 +281,7 @@ func (o *Optimizer) Micro(in named.Feed, norm float64) (loss float64, metrics ma
 			outs, e = o.dp.micro(args, feed.Names)
 			return e
 		}
-		outs, e = o.accum.Exec(args...)
+		outs, o.ran.accum, e = o.accum.ExecWithGraph(args...)
 		return e
 	})
 	if err != nil {
@@ -290,6 +304,10 @@ func (o *Optimizer) Apply(lr float64) (float64, error) {
 		args, e := o.updateSig.Args(named.Of[any](step.Scalars[any]{StepSize: float32(sc.StepSize), BC2Sqrt: float32(sc.BC2Sqrt),
 			DecayFactor: float32(sc.DecayFactor)}))
 		if e != nil {
+			return e
+		}
+		if o.dp == nil {
+			outs, o.ran.update, e = o.update.ExecWithGraph(args...)
 			return e
 		}
 		outs, e = o.exec(o.update, args)

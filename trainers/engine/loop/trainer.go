@@ -64,8 +64,7 @@ func newDriver(m *trainable.Model, src Source, opts Options) (*driver, error) {
 	if d.sched, err = cfg.Schedule(d.total); err != nil {
 		return nil, err
 	}
-	hp := OptimizerConfig{Beta1: cfg.AdamBeta1, Beta2: cfg.AdamBeta2, Epsilon: cfg.AdamEpsilon, WeightDecay: cfg.WeightDecay, MaxGradNorm: cfg.MaxGradNorm,
-		Devices: cfg.DeviceCount(), FSDP: cfg.FSDP, TensorParallel: cfg.TensorParallel}
+	hp := OptimizerFor(cfg)
 	if d.opt, err = NewOptimizer(opts.Backend, m, hp, src.Loss); err != nil {
 		return nil, err
 	}
