@@ -9,14 +9,14 @@ import (
 )
 
 // PresetNames lists the model shapes Preset knows.
-var PresetNames = []string{"tiny", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-tiny", "llama-3.2-1b", "llama-3.2-tiny",
-	"smollm2-135m", "smollm2-tiny", "smollm3-3b", "smollm3-tiny", "gemma-3-270m", "gemma-3-tiny"}
+var PresetNames = []string{"tiny", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-7b", "qwen3-0.6b", "qwen3-tiny", "llama-3.2-1b", "llama-3.2-tiny",
+	"llama-3.1-8b", "smollm2-135m", "smollm2-tiny", "smollm3-3b", "smollm3-tiny", "gemma-3-270m", "gemma-3-tiny"}
 
 // RealPreset reports whether the preset is a released model's shape (its vocab_size is the
 // model's, padded past the tokenizer in Qwen's case), not a tiny test shape.
 func RealPreset(name string) bool {
 	switch strings.ToLower(name) {
-	case "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b", "smollm2-135m", "smollm3-3b", "gemma-3-270m":
+	case "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-7b", "qwen3-0.6b", "llama-3.2-1b", "llama-3.1-8b", "smollm2-135m", "smollm3-3b", "gemma-3-270m":
 		return true
 	}
 	return false
@@ -31,6 +31,12 @@ func RealPreset(name string) bool {
 //   - "qwen2.5-0.5b": Qwen2.5-0.5B exactly (vocab 151936, hidden 896, 24 layers, 14/2 heads,
 //     intermediate 4864, tied, rope_theta 1e6, rms_norm_eps 1e-6, 32768 positions,
 //     bos = eos = 151643 <|endoftext|>): 494,032,768 parameters;
+//   - "qwen2.5-1.5b": Qwen/Qwen2.5-1.5B-Instruct's config.json (transformers 4.50.0.dev0): vocab
+//     151936, hidden 1536, 28 layers, 12/2 heads, intermediate 8960, tied, rope_theta 1e6,
+//     rms_norm_eps 1e-6, 32768 positions, bos 151643, eos 151645: 1,543,714,304 parameters;
+//   - "qwen2.5-7b": Qwen/Qwen2.5-7B's config.json (transformers 4.40.1): vocab 152064, hidden
+//     3584, 28 layers, 28/4 heads, intermediate 18944, untied, rope_theta 1e6, rms_norm_eps 1e-6,
+//     131072 positions, bos = eos = 151643: 7,615,616,512 parameters;
 //   - "qwen3-0.6b": Qwen/Qwen3-0.6B's config.json (transformers 4.51.0): vocab 151936, hidden
 //     1024, 28 layers, 16/8 heads, head_dim 128, intermediate 3072, tied, rope_theta 1e6,
 //     rms_norm_eps 1e-6, 40960 positions, bos 151643, eos 151645, no attention bias;
@@ -42,6 +48,11 @@ func RealPreset(name string) bool {
 //     rms_norm_eps 1e-5, 131072 positions, bos 128000, eos 128001, no attention or MLP bias
 //     (Llama-3.2-1B-Instruct differs only in eos [128001, 128008, 128009]; --tokenizer sets
 //     the ids); "llama-3.2-tiny": hidden 64, 2 layers, 4/2 heads, head_dim 16, intermediate 128;
+//   - "llama-3.1-8b": meta-llama/Llama-3.1-8B's config.json (transformers 4.43.0.dev0): vocab
+//     128256, hidden 4096, 32 layers, 32/8 heads, intermediate 14336, untied, rope_theta 500000
+//     with rope_scaling llama3 (factor 8, low 1, high 4, original 8192), rms_norm_eps 1e-5,
+//     131072 positions, bos 128000, eos 128001, no attention or MLP bias: 8,030,261,248
+//     parameters;
 //   - "smollm2-135m": HuggingFaceTB/SmolLM2-135M's config.json (transformers 4.40.1): a llama,
 //     vocab 49152, hidden 576, 30 layers, 9/3 heads (head_dim 64), intermediate 1536, tied,
 //     rope_theta 100000, no rope_scaling, rms_norm_eps 1e-5, initializer_range 1/24, 8192
@@ -72,6 +83,9 @@ func RealPreset(name string) bool {
 // koutch/0.json_train_grpo_v1_dev, N-Bot-Int/SmolSam3-merged: bos null, eos 128012, hidden 2048,
 // intermediate 11008, 65536 positions, the 1,1,1,0 no_rope_layers) and in several projects'
 // tests quoting it (rope_theta 5e6, 16/4 heads, 36 layers, vocab 128256).
+// Qwen2.5-1.5B-Instruct as a training log quotes its Qwen2Config whole (a run of a GRPO project,
+// 2025-02-19); Qwen2.5-7B and Llama-3.1-8B in a profiling project's model configs
+// (citsjtu2020/LLM-Prof, sglang/Model_Config.md, beside Qwen2.5-3B/14B/32B).
 // gemma-3-270m as a test file of safety-research/circuit-tracer quotes it whole
 // (tests/test_attributions_gemma3_nnsight.py, which loads "google/gemma-3-270m" beside it), its
 // shape agreeing with the ollama library's GGUF metadata of gemma3:270m.
@@ -90,6 +104,23 @@ func Preset(name string) (*Config, error) {
 		cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 151936, 896, 4864, 24
 		cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 14, 2
 		cfg.BOSTokenID, cfg.EOSTokenIDs = id(151643), []int{151643}
+	case "qwen2.5-1.5b":
+		cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 151936, 1536, 8960, 28
+		cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 12, 2
+		cfg.BOSTokenID, cfg.EOSTokenIDs = id(151643), []int{151645}
+	case "qwen2.5-7b":
+		cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 152064, 3584, 18944, 28
+		cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 28, 4
+		cfg.TieWordEmbeddings, cfg.MaxPositionEmbeddings = false, 131072
+		cfg.BOSTokenID, cfg.EOSTokenIDs = id(151643), []int{151643}
+	case "llama-3.1-8b":
+		cfg.ModelType, cfg.RopeTheta, cfg.RMSNormEps, cfg.MaxPositionEmbeddings = "llama", 500000, 1e-5, 131072
+		cfg.Rope = llama3Rope
+		cfg.Rope.Factor = 8
+		cfg.TieWordEmbeddings = false
+		cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 128256, 4096, 14336, 32
+		cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim = 32, 8, 128
+		cfg.BOSTokenID, cfg.EOSTokenIDs = id(128000), []int{128001}
 	case "qwen3-0.6b":
 		cfg.ModelType, cfg.MaxPositionEmbeddings = "qwen3", 40960
 		cfg.VocabSize, cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 151936, 1024, 3072, 28

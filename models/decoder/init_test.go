@@ -24,6 +24,16 @@ func TestPreset_Shapes(t *testing.T) {
 	if got := big.NumParameters(); got != 494_032_768 {
 		t.Errorf("qwen2.5-0.5b: %d parameters, want 494,032,768 (Qwen2.5-0.5B)", got)
 	}
+	// The released models' parameter counts (their model cards: 1.54B, 7.61B, 8.03B).
+	for name, want := range map[string]int{"qwen2.5-1.5b": 1_543_714_304, "qwen2.5-7b": 7_615_616_512, "llama-3.1-8b": 8_030_261_248} {
+		cfg, err := Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.NumParameters(); got != want {
+			t.Errorf("%s: %d parameters, want %d", name, got, want)
+		}
+	}
 	tiny, err := Preset("tiny")
 	if err != nil {
 		t.Fatal(err)
