@@ -31,6 +31,8 @@ type MemoryParams struct {
 	Batch, SeqLen int
 	DType         dtypes.DType
 	LoRA          *lora.Config // nil: every weight trained
+	// GradientCheckpointing recomputes each layer's activations in the backward pass.
+	GradientCheckpointing bool
 }
 
 // MemoryResult is what `posttrain bench memory` prints. StateBytes are the bytes every variable
@@ -128,6 +130,7 @@ func PlanStep(b backends.Backend, p MemoryParams) (*MemoryResult, error) {
 		return nil, err
 	}
 	train.Devices, train.FSDP, train.TensorParallel = 1, false, false
+	train.GradientCheckpointing = p.GradientCheckpointing
 	opt, err := loop.NewOptimizer(b, m, *train, method.Loss)
 	if err != nil {
 		return nil, err
@@ -147,7 +150,7 @@ func PlanStep(b backends.Backend, p MemoryParams) (*MemoryResult, error) {
 	}
 	res := &MemoryResult{Workload: "memory", Backend: b.Name(), Preset: p.Preset, Method: p.Method, DType: strings.ToLower(p.DType.String()),
 		Batch: p.Batch, SeqLen: p.SeqLen, Rows: rows, Params: cfg.NumParameters(), PEFT: peftInfo(p.LoRA, m.Adapter),
-		Accum: memoryPlan(plan.Accum), Update: memoryPlan(plan.Update)}
+		GradientCheckpointing: p.GradientCheckpointing, Accum: memoryPlan(plan.Accum), Update: memoryPlan(plan.Update)}
 	vars, _, err := m.Trainable()
 	if err != nil {
 		return nil, err

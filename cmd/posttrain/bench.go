@@ -268,9 +268,6 @@ func benchMemoryCommand() *cli.Command {
 			if cmd.Int("batch") < 1 || cmd.Int("seq-len") < 2 {
 				return usageError{fmt.Errorf("%s: need --batch ≥ 1 and --seq-len ≥ 2", cmd.FullName())}
 			}
-			if cmd.Bool("gradient-checkpointing") {
-				return usageError{fmt.Errorf("%s: --gradient-checkpointing: not implemented: the training graphs keep every layer's activations for the backward pass", cmd.FullName())}
-			}
 			b, err := newBackend(cmd.Root().ErrWriter, cmd.String("backend"))
 			if err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
@@ -280,7 +277,7 @@ func benchMemoryCommand() *cli.Command {
 				return fmt.Errorf("%s: backend %s has no memory plans; use an XLA backend (--backend xla:cpu plans on this machine)", cmd.FullName(), b.Name())
 			}
 			res, err := bench.PlanStep(b, bench.MemoryParams{Preset: cmd.String("preset"), Method: cmd.String("method"), Batch: int(cmd.Int("batch")),
-				SeqLen: int(cmd.Int("seq-len")), DType: dtype, LoRA: benchLoRAConfig(cmd)})
+				SeqLen: int(cmd.Int("seq-len")), DType: dtype, LoRA: benchLoRAConfig(cmd), GradientCheckpointing: cmd.Bool("gradient-checkpointing")})
 			if err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}

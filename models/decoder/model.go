@@ -148,14 +148,31 @@ func DecoderMasks(ctx *context.Context, cfg *Config, ids, pos *Node, masks Layer
 	if cfg.HasSlidingLayers() {
 		local[0], local[1] = rotary(cfg.LocalInvFreq(), pos, x.DType())
 	}
+	var chain *ckptChain // gradient checkpointing (checkpoint.go)
+	if kv == nil && checkpointing(x.Graph()) {
+		chain = &ckptChain{first: x}
+		x = StopGradient(x)
+	}
 	for i := range cfg.NumHiddenLayers {
 		lctx := ctx.In("layers").In(strconv.Itoa(i))
-		if cfg.Gemma != nil {
-			x = gemmaLayer(lctx, cfg, i, x, masks, [2]*Node{cos, sin}, local, kv)
+		layer := func(x *Node) *Node {
+			if cfg.Gemma != nil {
+				return gemmaLayer(lctx, cfg, i, x, masks, [2]*Node{cos, sin}, local, kv)
+			}
+			x = Add(x, attention(lctx.In("self_attn"), cfg, i, rmsNorm(lctx.In("input_layernorm"), cfg, x), cos, sin, allowed, kv))
+			return Add(x, mlp(lctx.In("mlp"), cfg, rmsNorm(lctx.In("post_attention_layernorm"), cfg, x)))
+		}
+		if chain == nil {
+			x = layer(x)
 			continue
 		}
-		x = Add(x, attention(lctx.In("self_attn"), cfg, i, rmsNorm(lctx.In("input_layernorm"), cfg, x), cos, sin, allowed, kv))
-		x = Add(x, mlp(lctx.In("mlp"), cfg, rmsNorm(lctx.In("post_attention_layernorm"), cfg, x)))
+		chain.ins, chain.fns = append(chain.ins, x), append(chain.fns, layer)
+		x = StopGradient(layer(x))
+	}
+	if chain != nil {
+		x = Identity(x) // the leaf CheckpointGradients takes the loss's adjoint at
+		chain.out = x
+		addChain(x.Graph(), chain)
 	}
 	return rmsNorm(ctx.In("norm"), cfg, x)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/internal/named"
+	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/step"
@@ -41,6 +42,9 @@ type OptimizerConfig struct {
 	// TensorParallel (with Devices > 1) splits the attention and MLP projections over the devices
 	// and gives each device the whole micro-batch (devices.go).
 	TensorParallel bool
+	// GradientCheckpointing recomputes each decoder layer's activations in the backward pass
+	// instead of keeping them (gradient_checkpointing; decoder.CheckpointLayers).
+	GradientCheckpointing bool
 }
 
 func (c OptimizerConfig) adam() step.AdamHyper {
@@ -208,16 +212,19 @@ func (o *Optimizer) accumGraph(ctx *context.Context, lossFn LossFunc, in named.I
 	}
 	restart := in.Get(restartInput)
 	in = in.Without(restartInput)
+	g := restart.Graph()
+	if o.hp.GradientCheckpointing {
+		decoder.CheckpointLayers(g)
+	}
 	loss, metrics := lossFn(ctx, in.Without(normInput), in.Get(normInput))
 	if loss == nil || !loss.Shape().IsScalar() {
 		panic(fmt.Sprintf("the loss must be a scalar, got %v", loss))
 	}
-	g := loss.Graph()
 	values := make([]*Node, len(o.params))
 	for i, v := range o.params {
 		values[i] = v.ValueGraph(g)
 	}
-	grads := Gradient(loss, values...)
+	grads := Gradient(decoder.CheckpointGradients(loss), values...)
 	for i, acc := range o.grads {
 		grad := ConvertDType(grads[i], dtypes.Float32)
 		// A select, not 0·acc: a non-finite sum of a discarded step must not reach the next one.
