@@ -70,8 +70,8 @@ func checkpointGrads(t *testing.T, cfg *Config, ctx *context.Context, checkpoint
 }
 
 // Checkpointed layers give the gradients the kept activations give: every weight's gradient
-// (embedding, each layer's projections and norms, the final norm) of a Qwen2 and a Gemma 3
-// model, float32 and bfloat16, agrees with the plain backward pass to its dtype's round-off.
+// (embedding, each layer's projections and norms, the final norm; the head's logits in chunks)
+// of a Qwen2 and a Gemma 3 model, float32 and bfloat16, agrees with the plain backward pass to its dtype's round-off.
 func TestCheckpointLayers_SameGradients(t *testing.T) {
 	for _, preset := range []string{"tiny", "gemma-3-tiny"} {
 		for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.BFloat16} {
@@ -79,6 +79,7 @@ func TestCheckpointLayers_SameGradients(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			cfg.ChunkElements = 2 * 4 * cfg.VocabSize // LM-head chunks of 4 positions: 3 per row of 11 scored
 			ctx := context.New()
 			if err := InitWeights(ctx, cfg, 11, dt); err != nil {
 				t.Fatal(err)
@@ -95,14 +96,16 @@ func TestCheckpointLayers_SameGradients(t *testing.T) {
 					scale = max(scale, math.Abs(plain[i][j]))
 				}
 			}
-			// float32: round-off of the largest gradient (measured: 0 on both backends). bfloat16:
-			// two bfloat16 ulps of the largest gradient (8 significant bits) — measured 0 on the
-			// pure-Go backend, one ulp on XLA, which fuses the plain and the recomputed layers'
-			// elementwise chains differently and so rounds their bfloat16 intermediates at other
-			// points (float32 inside a fusion).
+			// float32: round-off of the largest gradient (measured 2.4e-7 on the pure-Go backend and
+			// 2.4e-6 on XLA, of 5.71: the head's per-chunk weight gradients are added in another
+			// order). bfloat16: three bfloat16 ulps of the largest gradient (8 significant bits;
+			// measured up to half an ulp on the pure-Go backend, 1.75 on XLA): the plain backward
+			// adds the head's per-chunk weight gradients in bfloat16, the checkpointed one in
+			// float32, and XLA fuses the plain and the recomputed layers' elementwise chains
+			// differently, rounding their bfloat16 intermediates at other points.
 			bound := 1e-6 * scale
 			if dt == dtypes.BFloat16 {
-				bound = 2 * math.Pow(2, math.Floor(math.Log2(scale))-7)
+				bound = 3 * math.Pow(2, math.Floor(math.Log2(scale))-7)
 			}
 			t.Logf("%s %s: largest |Δ gradient| %.3g (largest gradient %.3g, bound %.3g)", preset, dt, worst, scale, bound)
 			if scale == 0 || worst > bound {

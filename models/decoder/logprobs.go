@@ -35,21 +35,30 @@ func ForEachChunk(hidden *Node, chunk int, fn func(start, end int, h *Node)) {
 // HeadLogProbs returns lp[b,t] = log softmax(Logits(hidden[b,t]))[targets[b,t]] [B,S] float32,
 // materializing only chunk positions' logits [B,chunk,V] at a time.
 func HeadLogProbs(ctx *context.Context, cfg *Config, hidden, targets *Node, chunk int) *Node {
-	g := hidden.Graph()
-	b := hidden.Shape().Dim(0)
 	targets = ConvertDType(targets, dtypes.Int32)
 	var parts []*Node
 	ForEachChunk(hidden, chunk, func(start, end int, h *Node) {
-		lsm := LogSoftmax(Logits(ctx, cfg, h), -1) // [B,c,V]
-		idx := shapes.Make(dtypes.Int32, b, end-start)
-		tgt := Slice(targets, AxisRange(), AxisRange(start, end))
-		at := Stack([]*Node{Iota(g, idx, 0), Iota(g, idx, 1), tgt}, -1) // [B,c,3]: (row, position, token)
-		parts = append(parts, Gather(lsm, at))                          // [B,c]
+		lp, _ := CheckpointedChunk(h, func(h *Node) (*Node, []*Node) {
+			lsm := LogSoftmax(Logits(ctx, cfg, h), -1)                                       // [B,c,V]
+			return PickTargets(lsm, Slice(targets, AxisRange(), AxisRange(start, end))), nil // [B,c]
+		})
+		parts = append(parts, lp)
 	})
 	if len(parts) == 1 {
 		return parts[0]
 	}
 	return Concatenate(parts, 1) // [B,S]
+}
+
+// PickTargets is x[b,t,targets[b,t]] [B,c] of x [B,c,V] and targets [B,c] (int32): the one
+// element of each row, as a sum of the row with every other element zeroed, so that its gradient
+// is an elementwise select XLA fuses rather than a scatter into a zeroed [B,c,V] buffer of its
+// own (which XLA allocated for every chunk at once). The value is x's element exactly (one
+// non-zero term).
+func PickTargets(x, targets *Node) *Node {
+	vocab := Iota(x.Graph(), shapes.Make(dtypes.Int32, x.Shape().Dimensions...), -1)
+	hit := Equal(vocab, BroadcastToDims(ExpandAxes(ConvertDType(targets, dtypes.Int32), -1), x.Shape().Dimensions...))
+	return ReduceSum(Where(hit, x, ZerosLike(x)), -1)
 }
 
 // TokenLogProbs returns lp[b,t] = log p(ids[b,t] | ids[b,<t]) [B,S] float32 for t ≥ 1 (the

@@ -23,15 +23,14 @@ func HeadStats(ctx *context.Context, cfg *decoder.Config, hidden, ids *Node) (lp
 		Zeros(g, shapes.Make(dtypes.Int32, b, 1))}, 1) // [B,S]
 	var lps, oks, ents []*Node
 	decoder.ForEachChunk(hidden, cfg.ChunkLen(b, s), func(start, end int, hc *Node) {
-		logits := decoder.Logits(ctx, cfg, hc) // [B,c,V]
-		lsm := LogSoftmax(logits, -1)
-		tgt := Slice(next, AxisRange(), AxisRange(start, end))
-		idx := shapes.Make(dtypes.Int32, b, end-start)
-		at := Stack([]*Node{Iota(g, idx, 0), Iota(g, idx, 1), tgt}, -1)
-		lps = append(lps, Gather(lsm, at))
-		oks = append(oks, ArgmaxCorrect(logits, tgt))
-		sl := StopGradient(lsm)
-		ents = append(ents, Neg(ReduceSum(Mul(Exp(sl), sl), -1)))
+		lp, stats := decoder.CheckpointedChunk(hc, func(hc *Node) (*Node, []*Node) {
+			logits := decoder.Logits(ctx, cfg, hc) // [B,c,V]
+			lsm := LogSoftmax(logits, -1)
+			tgt := Slice(next, AxisRange(), AxisRange(start, end))
+			sl := StopGradient(lsm)
+			return decoder.PickTargets(lsm, tgt), []*Node{ArgmaxCorrect(logits, tgt), Neg(ReduceSum(Mul(Exp(sl), sl), -1))}
+		})
+		lps, oks, ents = append(lps, lp), append(oks, stats[0]), append(ents, stats[1])
 	})
 	cat := func(parts []*Node) *Node {
 		if len(parts) == 1 {

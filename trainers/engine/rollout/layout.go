@@ -5,7 +5,6 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
-	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/models/decoder"
@@ -83,7 +82,6 @@ func (l Layout) Sequences(prompts, completions [][]int32) (Sequences[any], error
 // the completion positions go through the LM head, chunk by chunk, so at most cfg.ChunkLen's
 // bound of logits (decoder.DefaultChunkElements) exist at once.
 func CompletionLogProbs(ctx *context.Context, cfg *decoder.Config, in Sequences[*Node], completionLen int, temperature float64) (logps, entropy *Node) {
-	g := in.IDs.Graph()
 	b, s := in.IDs.Shape().Dim(0), in.IDs.Shape().Dim(1)
 	p := s - completionLen
 	hidden := decoder.Hidden(ctx, cfg, in.IDs, in.Pos, in.Attn)                        // [B,S,D]
@@ -91,17 +89,16 @@ func CompletionLogProbs(ctx *context.Context, cfg *decoder.Config, in Sequences[
 	targets := ConvertDType(Slice(in.IDs, AxisRange(), AxisRange(p, s)), dtypes.Int32) // [B,C]
 	var lps, ents []*Node
 	decoder.ForEachChunk(h, cfg.ChunkLen(b, completionLen), func(start, end int, hc *Node) {
-		logits := decoder.Logits(ctx, cfg, hc) // [B,c,V] float32
-		if temperature != 1 {
-			logits = DivScalar(logits, temperature)
-		}
-		lsm := LogSoftmax(logits, -1) // [B,c,V]
-		idx := shapes.Make(dtypes.Int32, b, end-start)
-		tgt := Slice(targets, AxisRange(), AxisRange(start, end))
-		at := Stack([]*Node{Iota(g, idx, 0), Iota(g, idx, 1), tgt}, -1) // [B,c,3]: (row, position, token)
-		lps = append(lps, Gather(lsm, at))                              // [B,c]
-		d := StopGradient(lsm)
-		ents = append(ents, Neg(ReduceSum(Mul(Exp(d), d), -1))) // [B,c]
+		lp, ent := decoder.CheckpointedChunk(hc, func(hc *Node) (*Node, []*Node) {
+			logits := decoder.Logits(ctx, cfg, hc) // [B,c,V] float32
+			if temperature != 1 {
+				logits = DivScalar(logits, temperature)
+			}
+			lsm := LogSoftmax(logits, -1) // [B,c,V]
+			d := StopGradient(lsm)
+			return decoder.PickTargets(lsm, Slice(targets, AxisRange(), AxisRange(start, end))), []*Node{Neg(ReduceSum(Mul(Exp(d), d), -1))} // [B,c], [B,c]
+		})
+		lps, ents = append(lps, lp), append(ents, ent[0])
 	})
 	if len(lps) == 1 {
 		return lps[0], ents[0]
