@@ -8,26 +8,38 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
+	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/models/encode"
 	"github.com/posttrain/posttrain/models/lora"
 	"github.com/posttrain/posttrain/trainers/dpo"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/rollout"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
+	"github.com/posttrain/posttrain/trainers/grpo"
 	"github.com/posttrain/posttrain/trainers/kto"
 	"github.com/posttrain/posttrain/trainers/reward"
 	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // PlanMethods are the methods PlanStep plans.
-var PlanMethods = []string{"sft", "dpo", "kto", "reward"}
+var PlanMethods = []string{"sft", "dpo", "kto", "reward", "grpo"}
+
+func orDefault(n, def int) int {
+	if n > 0 {
+		return n
+	}
+	return def
+}
 
 // MemoryParams say which training step PlanStep compiles.
 type MemoryParams struct {
 	Preset string // decoder.Preset's name
 	Method string // PlanMethods
 	// Batch is per_device_train_batch_size (pairs for dpo and reward), SeqLen the tokens of
-	// each row (of each completion's row for dpo; kto's KL rows as long).
+	// each row (of each completion's row for dpo; kto's KL rows as long; a grpo row's prompt and
+	// completion); 0 is the method's TRL default (max_length, or max_prompt_length +
+	// max_completion_length).
 	Batch, SeqLen int
 	DType         dtypes.DType
 	LoRA          *lora.Config // nil: every weight trained
@@ -74,7 +86,7 @@ func PlanStep(b backends.Backend, p MemoryParams) (*MemoryResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Batch < 1 || p.SeqLen < 2 {
+	if p.Batch < 1 || (p.SeqLen != 0 && p.SeqLen < 2) {
 		return nil, fmt.Errorf("memory: need a batch ≥ 1 and a sequence length ≥ 2")
 	}
 	if p.Method == "reward" {
@@ -86,7 +98,7 @@ func PlanStep(b backends.Backend, p MemoryParams) (*MemoryResult, error) {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(1, 0x9a7))
-	ids := func(rows int) [][]int32 { return randomIDs(rng, cfg, rows, p.SeqLen) }
+	ids := func(rows, n int) [][]int32 { return randomIDs(rng, cfg, rows, n) }
 	half := func(rows [][]int32) []encode.Encoded {
 		out := make([]encode.Encoded, len(rows))
 		for i, r := range rows {
@@ -97,59 +109,106 @@ func PlanStep(b backends.Backend, p MemoryParams) (*MemoryResult, error) {
 	zeros := func(n int) []float32 { return make([]float32, n) }
 	var method loop.Method
 	var train *loop.OptimizerConfig
+	var lossFn loop.LossFunc
+	var in named.Feed
 	rows := p.Batch
+	seq := p.SeqLen
 	switch p.Method {
 	case "sft":
 		c := sft.DefaultConfig()
 		hp := loop.OptimizerFor(&c.Training)
+		seq = orDefault(seq, c.MaxLength)
 		train = &hp
-		method, err = sft.FromTokens(m, ids(p.Batch), c.LossType)
+		method, err = sft.FromTokens(m, ids(p.Batch, seq), c.LossType)
 	case "dpo":
 		c := dpo.DefaultConfig()
 		hp := loop.OptimizerFor(&c.Training)
+		seq = orDefault(seq, c.MaxLength)
 		train, rows = &hp, 2*p.Batch
-		method, err = dpo.FromEncoded(m, c, half(ids(p.Batch)), half(ids(p.Batch)), zeros(p.Batch), zeros(p.Batch))
+		method, err = dpo.FromEncoded(m, c, half(ids(p.Batch, seq)), half(ids(p.Batch, seq)), zeros(p.Batch), zeros(p.Batch))
 	case "kto":
 		c := kto.DefaultConfig()
 		hp := loop.OptimizerFor(&c.Training)
+		seq = orDefault(seq, c.MaxLength)
 		train, rows = &hp, 2*p.Batch
 		good := make([]bool, p.Batch)
 		for i := range good {
 			good[i] = i%2 == 0
 		}
-		method, err = kto.FromEncoded(m, c, half(ids(p.Batch)), half(ids(p.Batch)), good, zeros(p.Batch), zeros(p.Batch))
+		method, err = kto.FromEncoded(m, c, half(ids(p.Batch, seq)), half(ids(p.Batch, seq)), good, zeros(p.Batch), zeros(p.Batch))
 	case "reward":
 		c := reward.DefaultConfig()
 		hp := loop.OptimizerFor(&c.Training)
+		seq = orDefault(seq, c.MaxLength)
 		train, rows = &hp, 2*p.Batch
-		method, err = reward.FromTokens(m, c, ids(p.Batch), ids(p.Batch), zeros(p.Batch))
+		method, err = reward.FromTokens(m, c, ids(p.Batch, seq), ids(p.Batch, seq), zeros(p.Batch))
+	case "grpo":
+		// One micro-batch of per_device_train_batch_size completions after their prompts, as the
+		// trainer's: rows of max_prompt_length + max_completion_length tokens (--seq-len: their sum,
+		// the completion keeping TRL's length unless the row is shorter), on-policy, its loss_type,
+		// clipping and beta.
+		c := grpo.DefaultConfig()
+		c.Resolve()
+		hp := loop.OptimizerFor(&c.Training)
+		train = &hp
+		seq = orDefault(seq, c.MaxPromptLength+c.MaxCompletionLength)
+		comp := min(c.MaxCompletionLength, seq-1)
+		lossFn, _ = grpo.MicroBatchLoss(cfg, comp, c.Temperature, grpo.Params{EpsLow: c.Epsilon, EpsHigh: c.EpsilonHigh, Delta: c.Delta, Beta: c.Beta},
+			c.LossType, c.GradientAccumulationSteps)
+		layout := rollout.Layout{PromptLen: seq - comp, CompletionLen: comp}
+		all := ids(p.Batch, seq)
+		prompts, completions := make([][]int32, p.Batch), make([][]int32, p.Batch)
+		for i, r := range all {
+			prompts[i], completions[i] = r[:seq-comp], r[seq-comp:]
+		}
+		var sq rollout.Sequences[any]
+		if sq, err = layout.Sequences(prompts, completions); err != nil {
+			return nil, err
+		}
+		perToken := func() [][]float32 {
+			out := make([][]float32, p.Batch)
+			for i := range out {
+				out[i] = make([]float32, comp)
+			}
+			return out
+		}
+		mask := perToken()
+		for _, r := range mask {
+			for j := range r {
+				r[j] = 1
+			}
+		}
+		in = named.Of[any](grpo.MicroBatch[any]{Sequences: sq, Mask: mask, Advantages: zeros(p.Batch), OldLogProbs: perToken(),
+			RefLogProbs: perToken(), SampledLogProbs: perToken()})
 	default:
 		return nil, fmt.Errorf("memory: --method %q is not planned; valid: %v", p.Method, PlanMethods)
 	}
 	if err != nil {
 		return nil, err
 	}
+	if method != nil {
+		lossFn = method.Loss
+		all := make([]int, method.NumExamples())
+		for i := range all {
+			all[i] = i
+		}
+		if in, err = method.Batch(all); err != nil {
+			return nil, err
+		}
+	}
 	train.Devices, train.FSDP, train.TensorParallel = 1, false, false
 	train.GradientCheckpointing = p.GradientCheckpointing
-	opt, err := loop.NewOptimizer(b, m, *train, method.Loss)
+	opt, err := loop.NewOptimizer(b, m, *train, lossFn)
 	if err != nil {
 		return nil, err
 	}
 	defer opt.Close()
-	all := make([]int, method.NumExamples())
-	for i := range all {
-		all[i] = i
-	}
-	in, err := method.Batch(all)
-	if err != nil {
-		return nil, err
-	}
 	plan, err := opt.Plan(in)
 	if err != nil {
 		return nil, err
 	}
 	res := &MemoryResult{Workload: "memory", Backend: b.Name(), Preset: p.Preset, Method: p.Method, DType: strings.ToLower(p.DType.String()),
-		Batch: p.Batch, SeqLen: p.SeqLen, Rows: rows, Params: cfg.NumParameters(), PEFT: peftInfo(p.LoRA, m.Adapter),
+		Batch: p.Batch, SeqLen: seq, Rows: rows, Params: cfg.NumParameters(), PEFT: peftInfo(p.LoRA, m.Adapter),
 		GradientCheckpointing: p.GradientCheckpointing, Accum: memoryPlan(plan.Accum), Update: memoryPlan(plan.Update)}
 	vars, _, err := m.Trainable()
 	if err != nil {

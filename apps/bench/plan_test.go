@@ -114,7 +114,7 @@ func TestPlanStep_Methods(t *testing.T) {
 				perParam = 18
 			}
 			rows := 4
-			if method == "sft" {
+			if method == "sft" || method == "grpo" {
 				rows = 2
 			}
 			if res.StateBytes != perParam*int64(res.Params) || res.TrainableParams != res.Params || res.Rows != rows {

@@ -245,7 +245,7 @@ func benchMemoryCommand() *cli.Command {
 			&cli.StringFlag{Name: "preset", Required: true, Usage: "model shape: " + strings.Join(decoder.PresetNames, ", ")},
 			&cli.StringFlag{Name: "method", Value: "sft", Usage: "training method: " + strings.Join(bench.PlanMethods, ", ")},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "per_device_train_batch_size (pairs for dpo and reward)"},
-			&cli.IntFlag{Name: "seq-len", Value: 1024, Usage: "tokens per row"},
+			&cli.IntFlag{Name: "seq-len", Usage: "tokens per row (grpo: prompt and completion); 0 = the method's TRL default (max_length 1024; grpo max_prompt_length + max_completion_length, 512 + 256)"},
 			&cli.StringFlag{Name: "dtype", Value: "bfloat16", Usage: "compute dtype: float32 or bfloat16 (float32 masters and AdamW state either way)"},
 			&cli.BoolFlag{Name: "gradient-checkpointing", Usage: "recompute each layer's activations in the backward pass (HF's flag)"},
 			backendFlag(),
@@ -265,8 +265,8 @@ func benchMemoryCommand() *cli.Command {
 			if !slices.Contains(bench.PlanMethods, cmd.String("method")) {
 				return usageError{fmt.Errorf("%s: --method %q is not planned; valid: %s", cmd.FullName(), cmd.String("method"), strings.Join(bench.PlanMethods, ", "))}
 			}
-			if cmd.Int("batch") < 1 || cmd.Int("seq-len") < 2 {
-				return usageError{fmt.Errorf("%s: need --batch ≥ 1 and --seq-len ≥ 2", cmd.FullName())}
+			if cmd.Int("batch") < 1 || cmd.Int("seq-len") < 0 || cmd.Int("seq-len") == 1 {
+				return usageError{fmt.Errorf("%s: need --batch ≥ 1 and --seq-len ≥ 2 (or 0, the method's default)", cmd.FullName())}
 			}
 			b, err := newBackend(cmd.Root().ErrWriter, cmd.String("backend"))
 			if err != nil {
