@@ -18,12 +18,13 @@ import (
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 	"github.com/posttrain/posttrain/trainers/grpo"
 	"github.com/posttrain/posttrain/trainers/kto"
+	"github.com/posttrain/posttrain/trainers/ppo"
 	"github.com/posttrain/posttrain/trainers/reward"
 	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // PlanMethods are the methods PlanStep plans.
-var PlanMethods = []string{"sft", "dpo", "kto", "reward", "grpo"}
+var PlanMethods = []string{"sft", "dpo", "kto", "reward", "grpo", "ppo"}
 
 func orDefault(n, def int) int {
 	if n > 0 {
@@ -93,7 +94,14 @@ func PlanStep(b backends.Backend, p MemoryParams) (*MemoryResult, error) {
 		one, pad := 1, 0
 		cfg.NumLabels, cfg.PadTokenID = one, &pad
 	}
-	m, err := trainable.ShapeModel(cfg, p.DType, p.LoRA)
+	var value *decoder.Config
+	if p.Method == "ppo" { // the value model: the policy's shape with a one-label head, as TRL's (from the reward model)
+		v := *cfg
+		one, pad := 1, 0
+		v.NumLabels, v.PadTokenID = one, &pad
+		value = &v
+	}
+	m, err := trainable.ShapeModel(cfg, p.DType, p.LoRA, value)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +188,38 @@ func PlanStep(b backends.Backend, p MemoryParams) (*MemoryResult, error) {
 		}
 		in = named.Of[any](grpo.MicroBatch[any]{Sequences: sq, Mask: mask, Advantages: zeros(p.Batch), OldLogProbs: perToken(),
 			RefLogProbs: perToken(), SampledLogProbs: perToken()})
+	case "ppo":
+		// One micro-batch of per_device_train_batch_size queries and their responses (TRL's
+		// response_length), the policy and the value model trained together (its
+		// PolicyAndValueWrapper); --seq-len is query plus response (default: 512-token queries).
+		c := ppo.DefaultConfig()
+		hp := loop.OptimizerFor(&c.Training)
+		train = &hp
+		seq = orDefault(seq, 512+c.ResponseLength)
+		resp := min(c.ResponseLength, seq-1)
+		lossFn = ppo.MicroBatchLoss(cfg, value, resp, c.Temperature, ppo.LossParams{Cliprange: c.Cliprange, CliprangeValue: c.CliprangeValue, VFCoef: c.VFCoef})
+		layout := rollout.Layout{PromptLen: seq - resp, CompletionLen: resp, ByID: true}
+		all := ids(p.Batch, seq)
+		queries, responses := make([][]int32, p.Batch), make([][]int32, p.Batch)
+		for i, r := range all {
+			queries[i], responses[i] = r[:seq-resp], r[seq-resp:]
+		}
+		var sq rollout.Sequences[any]
+		if sq, err = layout.Sequences(queries, responses); err != nil {
+			return nil, err
+		}
+		table := func(fill float32) [][]float32 {
+			out := make([][]float32, p.Batch)
+			for i := range out {
+				out[i] = make([]float32, resp)
+				for j := range out[i] {
+					out[i][j] = fill
+				}
+			}
+			return out
+		}
+		in = named.Of[any](ppo.MicroBatch[any]{Sequences: sq, OldLogProbs: table(0), Advantages: table(0), Values: table(0), Returns: table(0),
+			PGMask: table(1), VFMask: table(1), Cols: table(1)})
 	default:
 		return nil, fmt.Errorf("memory: --method %q is not planned; valid: %v", p.Method, PlanMethods)
 	}

@@ -27,7 +27,8 @@ func xlaCPU(t *testing.T) backends.Backend {
 
 // The plan of a model that has only shapes is XLA's plan of the step that runs: an SFT step of the
 // tiny preset in bfloat16, run for real (weights with values, Micro then Apply), has the memory
-// plan Plan compiles for a trainable.ShapeModel of the same shape, executable by executable.
+// plan Plan compiles for a trainable.ShapeModel of the same shape, executable by executable, with
+// gradient checkpointing and without.
 func TestPlan_IsThePlanOfTheStepThatRuns(t *testing.T) {
 	b := xlaCPU(t)
 	cfg, err := decoder.Preset("tiny")
@@ -43,7 +44,7 @@ func TestPlan_IsThePlanOfTheStepThatRuns(t *testing.T) {
 	if err := real.ToBF16(); err != nil {
 		t.Fatal(err)
 	}
-	shaped, err := trainable.ShapeModel(cfg, dtypes.BFloat16, nil)
+	shaped, err := trainable.ShapeModel(cfg, dtypes.BFloat16, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +53,14 @@ func TestPlan_IsThePlanOfTheStepThatRuns(t *testing.T) {
 			t.Fatalf("ShapeModel's %s has a value", v.ScopeAndName())
 		}
 	}
-	step := func(m *trainable.Model, run bool) loop.StepPlan {
+	step := func(m *trainable.Model, run, checkpointing bool) loop.StepPlan {
 		tr, err := sft.FromTokens(m, rows, "nll")
 		if err != nil {
 			t.Fatal(err)
 		}
-		opt, err := loop.NewOptimizer(b, m, benchAdamW, tr.Loss)
+		hp := benchAdamW
+		hp.GradientCheckpointing = checkpointing
+		opt, err := loop.NewOptimizer(b, m, hp, tr.Loss)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,18 +88,20 @@ func TestPlan_IsThePlanOfTheStepThatRuns(t *testing.T) {
 		}
 		return p
 	}
-	ran, planned := step(real, true), step(shaped, false)
-	if ran.Accum != planned.Accum || ran.Update != planned.Update {
-		t.Fatalf("planned %+v / %+v, the step that ran %+v / %+v", planned.Accum, planned.Update, ran.Accum, ran.Update)
-	}
-	if planned.Accum.Temporary == 0 || planned.Update.Aliases == 0 {
-		t.Fatalf("an empty plan: %+v / %+v", planned.Accum, planned.Update)
+	for _, checkpointing := range []bool{false, true} {
+		ran, planned := step(real, true, checkpointing), step(shaped, false, checkpointing)
+		if ran.Accum != planned.Accum || ran.Update != planned.Update {
+			t.Fatalf("checkpointing %v: planned %+v / %+v, the step that ran %+v / %+v", checkpointing, planned.Accum, planned.Update, ran.Accum, ran.Update)
+		}
+		if planned.Accum.Temporary == 0 || planned.Update.Aliases == 0 {
+			t.Fatalf("checkpointing %v: an empty plan: %+v / %+v", checkpointing, planned.Accum, planned.Update)
+		}
 	}
 }
 
 // Every planned method compiles on the tiny preset (in bfloat16, SFT in float32 too), with the state a trainer holds: under
 // bfloat16 a bfloat16 weight, its float32 master, gradient sum and two AdamW moments (18 bytes a
-// parameter), 16 in float32; its forward pass's rows; and a total past the state.
+// trained parameter), 16 in float32; its forward pass's rows; and a total past the state.
 func TestPlanStep_Methods(t *testing.T) {
 	b := xlaCPU(t)
 	for _, method := range append([]string{"sft-float32"}, PlanMethods...) {
@@ -114,11 +119,14 @@ func TestPlanStep_Methods(t *testing.T) {
 				perParam = 18
 			}
 			rows := 4
-			if method == "sft" || method == "grpo" {
+			if method == "sft" || method == "grpo" || method == "ppo" {
 				rows = 2
 			}
-			if res.StateBytes != perParam*int64(res.Params) || res.TrainableParams != res.Params || res.Rows != rows {
-				t.Fatalf("%s %s: state %d bytes for %d parameters (want %d a parameter), %d rows", method, dt, res.StateBytes, res.Params, perParam, res.Rows)
+			// PPO trains a value model beside the policy (the policy's shape with a one-label head).
+			trainsMore := res.TrainableParams > res.Params
+			if res.StateBytes != perParam*int64(res.TrainableParams) || trainsMore != (method == "ppo") || res.Rows != rows {
+				t.Fatalf("%s %s: state %d bytes for %d trained parameters (want %d a parameter; the model has %d), %d rows",
+					method, dt, res.StateBytes, res.TrainableParams, perParam, res.Params, res.Rows)
 			}
 			if res.TotalBytes <= res.StateBytes || res.Accum.TempBytes == 0 {
 				t.Fatalf("%s %s: total %d, state %d, accum %+v", method, dt, res.TotalBytes, res.StateBytes, res.Accum)

@@ -247,7 +247,7 @@ func benchMemoryCommand() *cli.Command {
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "per_device_train_batch_size (pairs for dpo and reward)"},
 			&cli.IntFlag{Name: "seq-len", Usage: "tokens per row (grpo: prompt and completion); 0 = the method's TRL default (max_length 1024; grpo max_prompt_length + max_completion_length, 512 + 256)"},
 			&cli.StringFlag{Name: "dtype", Value: "bfloat16", Usage: "compute dtype: float32 or bfloat16 (float32 masters and AdamW state either way)"},
-			&cli.BoolFlag{Name: "gradient-checkpointing", Usage: "recompute each layer's activations in the backward pass (HF's flag)"},
+			&cli.BoolFlag{Name: "gradient-checkpointing", Value: true, Usage: "recompute each layer's activations and the LM head's logits in the backward pass (TRL's default; --gradient-checkpointing=false keeps them)"},
 			backendFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on one line (default: indented)"},
 		}, benchPEFTFlags()...),

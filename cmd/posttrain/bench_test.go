@@ -281,3 +281,33 @@ func TestBench_ReportInfoCommasCompileTimeAndStop(t *testing.T) {
 		}
 	}
 }
+
+// bench memory plans a step on XLA from shapes and prints XLA's sizes; it refuses a backend
+// without memory plans and a method it does not plan, naming them.
+func TestBench_Memory(t *testing.T) {
+	if _, err := runCLI(t, "bench", "memory", "--preset", "tiny", "--backend", "go"); err == nil || !strings.Contains(err.Error(), "has no memory plans") {
+		t.Errorf("pure-Go backend: %v", err)
+	}
+	if _, err := runCLI(t, "bench", "memory", "--preset", "tiny", "--method", "orpo"); err == nil || !strings.Contains(err.Error(), `--method "orpo" is not planned`) {
+		t.Errorf("orpo: %v", err)
+	}
+	out, err := runCLI(t, "bench", "memory", "--preset", "tiny", "--batch", "2", "--seq-len", "16", "--backend", "xla:cpu", "--json")
+	if err != nil {
+		if strings.Contains(err.Error(), "plugin") {
+			t.Skipf("needs the XLA CPU plugin (make xla-cpu): %v", err)
+		}
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	for _, k := range []string{"argument_bytes", "output_bytes", "temp_bytes", "alias_bytes", "state_bytes", "total_bytes"} {
+		if v, ok := m[k].(float64); !ok || v <= 0 {
+			t.Errorf("%s = %v in %s", k, m[k], out)
+		}
+	}
+	if m["gradient_checkpointing"] != true || m["state_bytes"].(float64) != 18*158272 {
+		t.Errorf("checkpointing %v, state %v bytes (want 18 a parameter of 158,272)", m["gradient_checkpointing"], m["state_bytes"])
+	}
+}

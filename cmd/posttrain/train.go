@@ -119,6 +119,9 @@ func openTrainSession(ctx context.Context, cmd *cli.Command, cfg config.Config) 
 	// The backend first: --devices is checked against it before the model is resolved.
 	b, err := newBackendWith(errw, c.Backend, backend.Options{GPU: backend.GPUOptions{
 		MemoryFraction: c.GPUMemoryFraction, Deterministic: c.FullDeterminism, TF32: c.TF32}})
+	if err == nil && c.DefaultBF16OnGPU(backend.IsCUDA(backend.Resolve(c.Backend)), config.Given(cmd, cfg, "bf16")) {
+		logger.Info("bf16 on: TRL's default on a GPU (float32 master weights and optimizer state); --bf16=false trains in float32")
+	}
 	if err == nil {
 		err = config.ResolveDevices(cfg, backend.Resolve(c.Backend), b.NumDevices(), backend.IsPureGo(b), backend.IsXLACPU(b))
 		if err != nil {

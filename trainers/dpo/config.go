@@ -35,6 +35,7 @@ type Config struct {
 func DefaultConfig() *Config {
 	c := &Config{Training: config.DefaultTraining(), PEFT: config.DefaultPEFT(), Beta: 0.1, LossType: []string{"sigmoid"}, DiscopopTau: 0.05, FDivergenceType: "reverse_kl", FAlphaDivergenceCoef: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end", DisableDropout: true}
 	c.LearningRate = 1e-6
+	c.GradientCheckpointing = true // TRL's default
 	return c
 }
 

@@ -52,6 +52,7 @@ func DefaultConfig() *Config {
 		RefModelMixupAlpha: 0.6, RefModelSyncSteps: 512,
 	}
 	c.LearningRate = 1e-6
+	c.GradientCheckpointing = true // TRL's default
 	return c
 }
 

@@ -26,6 +26,7 @@ type Config struct {
 func DefaultConfig() *Config {
 	c := &Config{Training: config.DefaultTraining(), PEFT: config.DefaultPEFT(), Beta: 0.1, LossType: "kto", DesirableWeight: 1, UndesirableWeight: 1, MaxLength: 1024, MaxPromptLength: 512, TruncationMode: "keep_end", DisableDropout: true}
 	c.LearningRate = 1e-6
+	c.GradientCheckpointing = true // TRL's default
 	return c
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/rollout"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
@@ -84,4 +85,13 @@ func (sp *spec) logProbGraph(ctx *context.Context, nodes named.Inputs) map[strin
 // "values" [B,R].
 func (sp *spec) valueGraph(ctx *context.Context, nodes named.Inputs) map[string]*Node {
 	return map[string]*Node{"values": sp.responseValues(ctx, named.Bind[rollout.Sequences[*Node]](nodes))}
+}
+
+// MicroBatchLoss is the loss graph the trainer compiles for one PPO micro-batch (policy and value
+// model forward passes, Loss), for a caller that drives loop.Optimizer itself (posttrain bench
+// memory): inputs MicroBatch with R = responseLen response columns; temperature is the sampling
+// temperature (the logits' divisor is temperature + 1e-7, as the trainer's).
+func MicroBatchLoss(policy, value *decoder.Config, responseLen int, temperature float64, p LossParams) loop.LossFunc {
+	sp := &spec{Policy: policy, Value: value, ResponseLen: responseLen, Temperature: temperature + 1e-7, Params: p}
+	return sp.lossGraph
 }

@@ -20,6 +20,7 @@ type Config struct {
 func DefaultConfig() *Config {
 	c := &Config{Training: config.DefaultTraining(), MaxLength: 1024}
 	c.LearningRate = 1e-4
+	c.GradientCheckpointing = true // TRL's default
 	return c
 }
 

@@ -26,6 +26,7 @@ type Config struct {
 func DefaultConfig() *Config {
 	c := &Config{Training: config.DefaultTraining(), PEFT: config.DefaultPEFT(), MaxLength: 1024, PackingStrategy: "bfd", LossType: "nll", DatasetTextField: "text"}
 	c.LearningRate = 2e-5
+	c.GradientCheckpointing = true // TRL's default
 	return c
 }
 

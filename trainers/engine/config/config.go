@@ -64,7 +64,8 @@ type Training struct {
 	EvalSteps                 int      `yaml:"eval_steps" resume:"free" usage:"evaluate every N optimizer steps with eval_strategy steps; 0 = logging_steps"`
 	PerDeviceEvalBatchSize    int      `yaml:"per_device_eval_batch_size" resume:"free" usage:"examples per evaluation batch"`
 	EvalOnStart               bool     `yaml:"eval_on_start" resume:"free" usage:"evaluate once before the first step (a sanity check)"`
-	BF16                      bool     `yaml:"bf16" usage:"bf16 weights and activations with float32 master weights and optimizer state"`
+	BF16                      bool     `yaml:"bf16" usage:"bf16 weights and activations with float32 master weights and optimizer state; default: on with a GPU backend (TRL's default), off on a CPU"`
+	GradientCheckpointing     bool     `yaml:"gradient_checkpointing" resume:"free" usage:"recompute each decoder layer's activations and the LM head's logits in the backward pass instead of keeping them (less memory, about a third more compute); TRL's default, but not PPO's"`
 	Resume                    bool     `yaml:"resume" resume:"free" usage:"continue from the latest OUTPUT_DIR/checkpoint-N"`
 	ResumeFromCheckpoint      string   `yaml:"resume_from_checkpoint" resume:"free" usage:"continue from this checkpoint directory"`
 	OverwriteOutputDir        bool     `yaml:"overwrite_output_dir" resume:"free" usage:"start afresh in an output_dir that holds a previous run, removing that run's checkpoints, logs and model first (only the files a run writes); without it such a run is refused"`
@@ -118,6 +119,18 @@ func DefaultTraining() Training {
 
 // Common implements Config.
 func (t *Training) Common() *Training { return t }
+
+// DefaultBF16OnGPU turns bf16 on for a run on a GPU whose --config and flags leave bf16 unset
+// (given false; Given), as TRL's configs do (bf16 None → not fp16, i.e. True); on a CPU
+// posttrain's default stays float32 (XLA's CPU plugin multiplies bfloat16 far slower than
+// float32: docs/xla.md). It reports whether it did.
+func (t *Training) DefaultBF16OnGPU(gpu, given bool) bool {
+	if !gpu || t.BF16 || given {
+		return false
+	}
+	t.BF16 = true
+	return true
+}
 
 // TotalSteps is the number of optimizer steps of the run for numExamples training examples, as HF
 // Trainer counts them: max_steps if > 0, else ceil(num_train_epochs · updates per epoch) with

@@ -47,6 +47,17 @@ func TestDefaults_MatchTRL(t *testing.T) {
 			"log_completions": false, "reward_weights": []float64(nil),
 			"sync_ref_model": false, "ref_model_mixup_alpha": 0.6, "ref_model_sync_steps": 512, "disable_dropout": false},
 	}
+	// TRL v0.24 turns gradient_checkpointing on in each of these configs (HF's default, off, is PPO's).
+	for _, want := range methods {
+		want["gradient_checkpointing"] = true
+	}
+	ppo, err := trainers.New("ppo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := config.Lookup(ppo, "gradient_checkpointing"); !ok || f.Value.Bool() {
+		t.Errorf("ppo: gradient_checkpointing is on or missing (%v), want HF's default, off", ok)
+	}
 	for method, want := range methods {
 		cfg, err := trainers.New(method)
 		if err != nil {
@@ -118,6 +129,12 @@ func TestFlags_KebabCaseAndUnique(t *testing.T) {
 // runCmd parses args for method and returns the resolved config or the error.
 func runCmd(t *testing.T, method string, args ...string) (config.Config, error) {
 	t.Helper()
+	return runCmdWith(t, method, nil, args...)
+}
+
+// runCmdWith is runCmd calling also(cmd, cfg) after FromCommand.
+func runCmdWith(t *testing.T, method string, also func(*cli.Command, config.Config), args ...string) (config.Config, error) {
+	t.Helper()
 	cfg, _ := trainers.New(method)
 	var ferr error
 	cmd := &cli.Command{
@@ -125,6 +142,9 @@ func runCmd(t *testing.T, method string, args ...string) (config.Config, error) 
 		Flags: config.Flags(cfg),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			ferr = config.FromCommand(cmd, cfg)
+			if also != nil {
+				also(cmd, cfg)
+			}
 			return nil
 		},
 	}
@@ -164,6 +184,37 @@ func TestFromCommand_FlagsOverrideFileOverrideDefaults(t *testing.T) {
 	}
 	if c.EpsilonHigh != 0.2 || c.StepsPerGeneration != 2 {
 		t.Errorf("not resolved: epsilon_high %g, steps_per_generation %d", c.EpsilonHigh, c.StepsPerGeneration)
+	}
+}
+
+// bf16 left unset is TRL's default on a GPU (on) and posttrain's float32 on a CPU; set by the
+// file or a flag, false included, it is kept.
+func TestDefaultBF16OnGPU_OnlyWhenUnset(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "run.yaml")
+	if err := os.WriteFile(file, []byte("bf16: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args     []string
+		gpu      bool
+		want, on bool
+	}{
+		{nil, true, true, true},
+		{nil, false, false, false},
+		{[]string{"--bf16=false"}, true, false, false},
+		{[]string{"--config", file}, true, false, false},
+		{[]string{"--bf16"}, false, true, false},
+	} {
+		var given bool
+		cfg, err := runCmdWith(t, "sft", func(cmd *cli.Command, cfg config.Config) { given = config.Given(cmd, cfg, "bf16") }, append(c.args, required...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		on := cfg.Common().DefaultBF16OnGPU(c.gpu, given)
+		if cfg.Common().BF16 != c.want || on != c.on {
+			t.Errorf("%v on a GPU %v: bf16 %v (defaulted %v), want %v (%v)", c.args, c.gpu, cfg.Common().BF16, on, c.want, c.on)
+		}
 	}
 }
 

@@ -48,6 +48,17 @@ func newFlag(f field) cli.Flag {
 	panic(fmt.Sprintf("config: option %s has unsupported type %s", f.Key, f.Value.Type()))
 }
 
+// Given reports whether cmd's --config file or flags set cfg's option key (not left at the
+// method's default).
+func Given(cmd *cli.Command, cfg Config, key string) bool {
+	f, ok := lookup(cfg, key)
+	if ok && cmd.IsSet(f.Flag) {
+		return true
+	}
+	path := cmd.String(ConfigFlag)
+	return path != "" && fileKeys(path)[key]
+}
+
 // applyFlags copies the flags given explicitly on the command line into cfg.
 func applyFlags(cmd *cli.Command, cfg Config) {
 	for _, f := range fields(cfg) {

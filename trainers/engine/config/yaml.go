@@ -51,6 +51,24 @@ func yamlError(name string, err error) error {
 	return fmt.Errorf("%s: invalid YAML: %w", name, err)
 }
 
+// fileKeys are the top-level keys of a YAML config file (nil for an empty or unreadable one:
+// LoadFile reports those).
+func fileKeys(path string) map[string]bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	keys := map[string]bool{}
+	for i := 0; i+1 < len(doc.Content[0].Content); i += 2 {
+		keys[doc.Content[0].Content[i].Value] = true
+	}
+	return keys
+}
+
 // Load is LoadFile for a file's contents; name is used in error messages.
 func Load(name string, data []byte, cfg Config) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))

@@ -109,7 +109,7 @@ const rngInput = "dropout_rng"
 // max_grad_norm and the devices).
 func OptimizerFor(cfg *config.Training) OptimizerConfig {
 	return OptimizerConfig{Beta1: cfg.AdamBeta1, Beta2: cfg.AdamBeta2, Epsilon: cfg.AdamEpsilon, WeightDecay: cfg.WeightDecay, MaxGradNorm: cfg.MaxGradNorm,
-		Devices: cfg.DeviceCount(), FSDP: cfg.FSDP, TensorParallel: cfg.TensorParallel}
+		Devices: cfg.DeviceCount(), FSDP: cfg.FSDP, TensorParallel: cfg.TensorParallel, GradientCheckpointing: cfg.GradientCheckpointing}
 }
 
 // NewOptimizer creates the float32 gradient accumulators and AdamW moments (not for step.Plain) of m's trainable
