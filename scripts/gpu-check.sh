@@ -115,7 +115,7 @@ if [ "$MODE" = cpu ]; then
   : "${TRAIN_DTYPE_FLAG:=}" "${TRAIN_SFT_STEPS:=3}" "${TRAIN_SFT_BATCH:=8}" "${TRAIN_SFT_LEN:=256}"
   : "${TRAIN_GRPO_STEPS:=2}" "${TRAIN_GRPO_BATCH:=8}" "${TRAIN_GRPO_GA:=1}" "${TRAIN_GRPO_GENS:=4}" "${TRAIN_GRPO_NEW:=8}"
   : "${T_BACKEND:=60}" "${T_PROBE:=60}" "${T_SAMPLE:=60}" "${T_INIT:=60}" "${T_SCORE:=60}" "${T_PARITY:=60}" "${T_SFT:=60}" "${T_GRPO:=60}"
-  : "${T_DECODE:=60}" "${T_TRAINER:=60}" "${T_HF_SCORE:=120}" "${T_HF_BENCH:=120}"
+  : "${T_DECODE:=60}" "${T_TRAINER:=60}" "${T_HF_SCORE:=120}" "${T_HF_BENCH:=120}" "${T_MEMORY:=60}"
 else
   if [ "$REHEARSE" = 1 ]; then # the GPU branch at tiny sizes on the pure-Go backend
     : "${PRESET:=$TINY_PRESET}" "${BACKEND:=go}" "${BUDGET:=300}" "${TOKENIZER:=$ROOT/models/tinymodel/files}"
@@ -145,6 +145,7 @@ else
   # Limits: compile time at the high end of the assumption above plus run time (see the header).
   : "${T_BACKEND:=60}" "${T_PROBE:=60}" "${T_SAMPLE:=120}" "${T_INIT:=60}" "${T_SCORE:=90}" "${T_PARITY:=60}"
   : "${T_SFT:=180}" "${T_GRPO:=240}" "${T_DECODE:=300}" "${T_TRAINER:=240}" "${T_HF_SCORE:=120}" "${T_HF_BENCH:=150}"
+  : "${T_MEMORY:=120}"
 fi
 SEED=${SEED:-1}
 PARITY_STEPS=${PARITY_STEPS:-5}
@@ -433,6 +434,15 @@ if [ -z "$STOPPED" ]; then
   if needs decode_go init; then
     stage decode_go "$T_DECODE" json "${PT[@]}" bench decode --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
       --batch "$DECODE_BATCH" --prompt-len "$DECODE_PROMPT" --new-tokens "$DECODE_NEW" --seed "$SEED"
+  fi
+  # The memory plan of an SFT step at sft_go's shape, as this backend's XLA compiles it (shapes
+  # only, nothing allocated; docs/gpu.md "Memory of a training step"): on a GPU, the GPU
+  # compiler's plan beside the CPU compiler's in that table. The pure-Go backend has no plans.
+  if [ "$BACKEND" = go ]; then
+    record memory_go skipped 0 0 "" "the pure-Go backend has no memory plans"
+  else
+    stage memory_go "$T_MEMORY" json "${PT[@]}" bench memory --preset "$PRESET" --method sft --dtype "$BENCH_DTYPE" \
+      --backend "$BACKEND" --batch "$SFT_BATCH" --seq-len "$SFT_LEN" --json
   fi
   # Data parallel (docs/distributed.md): on a box with more than one device, the SFT and GRPO runs
   # again with --devices over all of them, per_device_train_batch_size unchanged (so N times the
