@@ -111,13 +111,15 @@ func run(args []string, stdout, stderr *os.File) int {
 		fmt.Fprintf(stderr, "posttrain: %s\n", err)
 		return 2
 	}
+	args = hfBoolValues(app, args)
 	err := app.Run(context.Background(), args)
 	if err == nil {
 		errw.flush()
 		return 0
 	}
 	// Errors often start with the command's full name ("posttrain sft: ..."): print it once.
-	fmt.Fprintf(stderr, "posttrain: %s\n", userPaths(strings.TrimPrefix(err.Error(), "posttrain ")))
+	msg := err.Error() + flagSuggestion(app, args, err.Error())
+	fmt.Fprintf(stderr, "posttrain: %s\n", userPaths(strings.TrimPrefix(msg, "posttrain ")))
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2

@@ -79,3 +79,29 @@ func TestRun_CPUProfileEnv(t *testing.T) {
 		t.Errorf("unwritable profile: exit %d, stderr %q; want exit 0 and one line naming $%s", rc, stderr, CPUProfileEnv)
 	}
 }
+
+// TRL's command lines paste: an unknown flag names its nearest (snake_case read as kebab-case),
+// and a boolean flag followed by HF's True/False takes it as its value.
+func TestRun_TRLCommandLines(t *testing.T) {
+	rc, stderr := runFiles(t, "sft", "--learnin_rate", "1e-5")
+	if rc != 2 || !strings.Contains(stderr, "did you mean --learning-rate?") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("misspelt flag: exit %d, stderr %q", rc, stderr)
+	}
+	rc, stderr = runFiles(t, "bench", "memory", "--presett", "tiny")
+	if rc != 2 || !strings.Contains(stderr, "did you mean --preset?") {
+		t.Errorf("misspelt bench flag: exit %d, stderr %q", rc, stderr)
+	}
+	// --bf16 True --gradient_checkpointing False are parsed: the run stops at the options'
+	// validation (a negative learning rate), past flag parsing, not at an "unexpected argument".
+	rc, stderr = runFiles(t, "sft", "--model_name_or_path", "M", "--dataset_name", "d.jsonl", "--output_dir", filepath.Join(t.TempDir(), "out"),
+		"--bf16", "True", "--gradient_checkpointing", "False", "--learning_rate", "-1")
+	if rc != 2 || strings.Contains(stderr, "unexpected argument") || !strings.Contains(stderr, "learning_rate") {
+		t.Errorf("HF booleans: exit %d, stderr %q", rc, stderr)
+	}
+	app := newApp()
+	got := hfBoolValues(app, []string{"posttrain", "sft", "--bf16", "True", "--gradient_checkpointing", "no", "--seed", "1", "--resume", "--model", "M"})
+	want := []string{"posttrain", "sft", "--bf16=true", "--gradient_checkpointing=false", "--seed", "1", "--resume", "--model", "M"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("hfBoolValues: %v, want %v", got, want)
+	}
+}

@@ -109,3 +109,74 @@ func fdCheck(t *testing.T, backend backends.Backend, tr *Trainer, feed named.Fee
 	set(0, 0)
 	t.Logf("max |graph − finite differences| = %.2g (gradients %.3g %.3g ...)", worst, grad[0], grad[3])
 }
+
+// A micro-batch is padded to its own longest query, not the dataset's: with the queries laid out
+// 24 wide, a micro-batch whose queries hold at most 8 tokens is fed 8 + response_length wide, and
+// its loss and metrics are those of the 24-wide layout (the leading pads are masked and not
+// counted in the positions).
+func TestMicroBatch_OwnQueryWidth(t *testing.T) {
+	policy := looptest.Model(t)
+	c := tinyConfig(t, policy, rewardModel(t, policy, 3))
+	backend := looptest.Backend(t)
+	tr, err := Load(stdctx.Background(), c, policy, RunOptions{Env: loop.Env{Backend: backend}, Rows: tinyRows()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.promptLen != 8 {
+		t.Fatalf("tiny rows' query width %d, want 8", tr.promptLen)
+	}
+	tr.promptLen = 24 // as if the dataset had a 24-token prompt
+	r, err := tr.newRollout(tr.nextPrompts(), c.Temperature, tr.rolloutSeed(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.scoreRollout(r); err != nil {
+		t.Fatal(err)
+	}
+	idx := []int{0, 1, 2, 3}
+	feed, err := tr.microBatch(r, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := named.Bind[MicroBatch[any]](feed)
+	full := in
+	var queries, responses [][]int32
+	for _, i := range idx {
+		queries, responses = append(queries, r.Queries[i]), append(responses, r.Responses[i])
+	}
+	if full.Sequences, err = tr.sequences(queries, responses); err != nil {
+		t.Fatal(err)
+	}
+	if w := len(in.IDs.([][]int32)[0]); w != 8+c.ResponseLength {
+		t.Fatalf("micro-batch width %d, want 8 + %d", w, c.ResponseLength)
+	}
+	var sig named.Signature
+	exec, err := context.NewExec(backend, tr.s.Model.Ctx.Reuse(), func(ctx *context.Context, nodes []*Node) []*Node {
+		loss, ms := tr.spec.lossGraph(ctx, sig.Inputs(nodes), Scalar(nodes[0].Graph(), dtypes.Float32, 1))
+		return []*Node{ConvertDType(loss, dtypes.Float64), ms["loss/value"], ms["policy/entropy"], ms["policy/approxkl"]}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := func(f named.Feed) []float64 {
+		args, err := sig.Args(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, err := exec.Exec(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v []float64
+		for _, o := range outs {
+			v = append(v, step.ScalarValue(o))
+		}
+		return v
+	}
+	got, want := values(feed), values(named.Of[any](full))
+	for i := range want {
+		if d := math.Abs(got[i] - want[i]); d > 1e-6*math.Max(1, math.Abs(want[i])) {
+			t.Errorf("output %d: %v 8 wide, %v 24 wide", i, got[i], want[i])
+		}
+	}
+}

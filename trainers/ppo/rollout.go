@@ -255,8 +255,8 @@ func whitenZeroed(x [][]float64, mask [][]bool, shiftMean bool) ([][]float64, er
 	return w, nil
 }
 
-// microBatch is the loss graph's feed of rows idx of the rollout, the per-token tables padded to
-// response_length columns.
+// microBatch is the loss graph's feed of rows idx of the rollout, the queries padded to the
+// micro-batch's longest, the per-token tables to response_length columns.
 func (t *Trainer) microBatch(r *Scored, idx []int) (named.Feed, error) {
 	R := t.cfg.ResponseLength
 	table := func(src [][]float64, fill float64) [][]float32 {
@@ -282,11 +282,20 @@ func (t *Trainer) microBatch(r *Scored, idx []int) (named.Feed, error) {
 		}
 		return out
 	}
+	// The micro-batch's own query width: its longest query (its queries' leading pads dropped,
+	// which the layout's attention ignores anyway: TRL's ids ≠ pad), rounded up to 8, not the
+	// dataset's longest; positions count real tokens only, so the log-probs and values are the
+	// same up to XLA's shape-dependent rounding.
+	p := 0
+	for _, i := range idx {
+		p = max(p, t.promptLen-firstTrue(r.Queries[i], func(x int32) bool { return int(x) != t.pad }))
+	}
+	p = min(t.promptLen, max(8, (p+7)/8*8))
 	var queries, responses [][]int32
 	for _, i := range idx {
-		queries, responses = append(queries, r.Queries[i]), append(responses, r.Responses[i])
+		queries, responses = append(queries, r.Queries[i][t.promptLen-p:]), append(responses, r.Responses[i])
 	}
-	seq, err := t.sequences(queries, responses)
+	seq, err := rollout.Layout{PromptLen: p, CompletionLen: R, Pad: int32(t.pad), ByID: true}.Sequences(queries, responses)
 	if err != nil {
 		return named.Feed{}, err
 	}

@@ -103,16 +103,25 @@ func TestGRPOResolve_TRLPostInit(t *testing.T) {
 
 var kebab = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 
+var snake = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
+// Every option's flag is kebab-case, with its TRL key (snake_case) as its one alias where the two
+// differ (learning-rate / learning_rate, model / model_name_or_path); no name repeats.
 func TestFlags_KebabCaseAndUnique(t *testing.T) {
-	for _, m := range []string{"sft", "dpo", "kto", "grpo"} {
+	for _, m := range []string{"sft", "dpo", "kto", "grpo", "reward", "ppo"} {
 		cfg, _ := trainers.New(m)
 		seen := map[string]bool{}
 		for _, f := range config.Flags(cfg) {
-			for _, name := range f.Names() {
-				if !kebab.MatchString(name) || seen[name] {
-					t.Errorf("%s: bad or repeated flag %q", m, name)
+			for i, name := range f.Names() {
+				if (i == 0 && !kebab.MatchString(name)) || (i > 0 && !snake.MatchString(name)) || i > 1 || seen[name] {
+					t.Errorf("%s: bad or repeated flag %q (names %v)", m, name, f.Names())
 				}
 				seen[name] = true
+			}
+		}
+		for _, want := range []string{"learning_rate", "model_name_or_path", "dataset_name", "per_device_train_batch_size"} {
+			if !seen[want] {
+				t.Errorf("%s: no TRL alias --%s", m, want)
 			}
 		}
 		for _, want := range []string{"learning-rate", "per-device-train-batch-size", "gradient-accumulation-steps",
@@ -215,6 +224,20 @@ func TestDefaultBF16OnGPU_OnlyWhenUnset(t *testing.T) {
 		if cfg.Common().BF16 != c.want || on != c.on {
 			t.Errorf("%v on a GPU %v: bf16 %v (defaulted %v), want %v (%v)", c.args, c.gpu, cfg.Common().BF16, on, c.want, c.on)
 		}
+	}
+}
+
+// A TRL command line parses as it is: snake_case flags, --model_name_or_path and --dataset_name.
+func TestFromCommand_TRLSpelling(t *testing.T) {
+	cfg, err := runCmd(t, "sft", "--model_name_or_path", "Qwen/Qwen2.5-0.5B", "--dataset_name", "d.jsonl", "--learning_rate", "2e-5",
+		"--per_device_train_batch_size", "4", "--output_dir", "out", "--gradient_checkpointing=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Common()
+	if c.Model != "Qwen/Qwen2.5-0.5B" || c.Dataset != "d.jsonl" || c.LearningRate != 2e-5 || c.PerDeviceTrainBatchSize != 4 ||
+		c.OutputDir != "out" || c.GradientCheckpointing {
+		t.Errorf("TRL spelling not applied: %+v", c)
 	}
 }
 

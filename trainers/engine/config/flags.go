@@ -24,26 +24,32 @@ func Flags(cfg Config) []cli.Flag {
 	return out
 }
 
+// newFlag is f's flag, named in kebab-case, with TRL's spelling (the option's key: learning_rate,
+// model_name_or_path) as its alias, so that a TRL command line pastes as it is.
 func newFlag(f field) cli.Flag {
 	usage, cat := f.Usage, f.Group+" options"
 	if f.Enum != nil {
 		usage += " (" + strings.Join(f.Enum, "|") + ")"
 	}
+	var alias []string
+	if f.Key != f.Flag {
+		alias = []string{f.Key}
+	}
 	switch v := f.Value.Addr().Interface().(type) {
 	case *string:
-		return &cli.StringFlag{Name: f.Flag, Category: cat, Usage: usage, Value: *v}
+		return &cli.StringFlag{Name: f.Flag, Aliases: alias, Category: cat, Usage: usage, Value: *v}
 	case *float64:
-		return &cli.FloatFlag{Name: f.Flag, Category: cat, Usage: usage, Value: *v}
+		return &cli.FloatFlag{Name: f.Flag, Aliases: alias, Category: cat, Usage: usage, Value: *v}
 	case *int:
-		return &cli.IntFlag{Name: f.Flag, Category: cat, Usage: usage, Value: *v}
+		return &cli.IntFlag{Name: f.Flag, Aliases: alias, Category: cat, Usage: usage, Value: *v}
 	case *bool:
-		return &cli.BoolFlag{Name: f.Flag, Category: cat, Usage: usage, Value: *v}
+		return &cli.BoolFlag{Name: f.Flag, Aliases: alias, Category: cat, Usage: usage, Value: *v}
 	case **bool:
-		return &cli.BoolFlag{Name: f.Flag, Category: cat, Usage: usage}
+		return &cli.BoolFlag{Name: f.Flag, Aliases: alias, Category: cat, Usage: usage}
 	case *[]string:
-		return &cli.StringSliceFlag{Name: f.Flag, Category: cat, Usage: usage, Value: *v}
+		return &cli.StringSliceFlag{Name: f.Flag, Aliases: alias, Category: cat, Usage: usage, Value: *v}
 	case *[]float64:
-		return &cli.FloatSliceFlag{Name: f.Flag, Category: cat, Usage: usage, Value: *v}
+		return &cli.FloatSliceFlag{Name: f.Flag, Aliases: alias, Category: cat, Usage: usage, Value: *v}
 	}
 	panic(fmt.Sprintf("config: option %s has unsupported type %s", f.Key, f.Value.Type()))
 }

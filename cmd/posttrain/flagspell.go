@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+)
+
+// commandOf is the command args run (args[0] is the program): the deepest subcommand named by the
+// leading arguments that are not flags.
+func commandOf(app *cli.Command, args []string) *cli.Command {
+	cmd := app
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a, "-") {
+			break
+		}
+		var next *cli.Command
+		for _, c := range cmd.Commands {
+			if c.Name == a || containsString(c.Aliases, a) {
+				next = c
+			}
+		}
+		if next == nil {
+			break
+		}
+		cmd = next
+	}
+	return cmd
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// hfBools are the words HF's HfArgumentParser reads as a boolean flag's value (string_to_bool).
+var hfBools = map[string]string{"true": "true", "yes": "true", "t": "true", "y": "true", "1": "true",
+	"false": "false", "no": "false", "f": "false", "n": "false", "0": "false"}
+
+// hfBoolValues rewrites `--flag True` (HF's and TRL's command lines: a boolean flag followed by
+// its value) as `--flag=true` for the boolean flags of the command args run; the rest is as
+// given.
+func hfBoolValues(app *cli.Command, args []string) []string {
+	bools := map[string]bool{}
+	for _, f := range commandOf(app, args).Flags {
+		if _, ok := f.(*cli.BoolFlag); ok {
+			for _, n := range f.Names() {
+				bools[n] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		if i > 0 && strings.HasPrefix(a, "-") && !strings.Contains(a, "=") && bools[name] && i+1 < len(args) {
+			if v, ok := hfBools[strings.ToLower(args[i+1])]; ok {
+				out = append(out, a+"="+v)
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+var undefinedFlag = regexp.MustCompile(`flag provided but not defined: -+([^\s;]+)`)
+
+// flagSuggestion is "; did you mean --NAME?" for an error about an undefined flag of the command
+// args run, naming its nearest flag (TRL's snake_case read as kebab-case); "" otherwise.
+func flagSuggestion(app *cli.Command, args []string, msg string) string {
+	m := undefinedFlag.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	want := strings.ReplaceAll(strings.ToLower(m[1]), "_", "-")
+	best, bestDist := "", 4
+	for _, f := range commandOf(app, args).Flags {
+		name := f.Names()[0]
+		if d := levenshtein(want, name); d < bestDist || (d == bestDist && len(name) < len(best)) {
+			best, bestDist = name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean --%s?", best)
+}
+
+func levenshtein(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
