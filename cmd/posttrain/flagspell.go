@@ -112,3 +112,54 @@ func levenshtein(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// repeatedFlag refuses a flag that takes one value given more than once (urfave/cli, like
+// argparse, would keep the last silently: `--dataset a.jsonl --dataset b.jsonl` trained on b
+// alone); list flags may repeat.
+func repeatedFlag(app *cli.Command, args []string) error {
+	primary := map[string]string{}
+	for _, f := range commandOf(app, args).Flags {
+		switch f.(type) {
+		case *cli.StringSliceFlag, *cli.FloatSliceFlag, *cli.IntSliceFlag:
+			continue
+		}
+		for _, n := range f.Names() {
+			primary[n] = f.Names()[0]
+		}
+	}
+	seen := map[string]string{}
+	for _, a := range args[1:] {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		p, ok := primary[name]
+		if !ok {
+			continue
+		}
+		if prev, dup := seen[p]; dup {
+			return fmt.Errorf("--%s is given twice (as %s and %s): it takes one value (several datasets as a mixture are not supported)", p, prev, a)
+		}
+		seen[p] = a
+	}
+	return nil
+}
+
+// onePrefix drops the repeats of an error's leading "name: " ("grpo: grpo: step 3: …" → "grpo:
+// step 3: …"): the command names itself, and so do the packages it calls.
+func onePrefix(msg string) string {
+	for {
+		first, rest, ok := strings.Cut(msg, ": ")
+		if !ok || strings.ContainsAny(first, " /") {
+			return msg
+		}
+		second, _, ok := strings.Cut(rest, ": ")
+		if !ok || second != first {
+			return msg
+		}
+		msg = rest
+	}
+}

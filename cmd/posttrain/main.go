@@ -112,6 +112,10 @@ func run(args []string, stdout, stderr *os.File) int {
 		return 2
 	}
 	args = hfBoolValues(app, args)
+	if err := repeatedFlag(app, args); err != nil {
+		fmt.Fprintf(stderr, "posttrain: %s: %s\n", commandOf(app, args).FullName(), err)
+		return 2
+	}
 	err := app.Run(context.Background(), args)
 	if err == nil {
 		errw.flush()
@@ -119,7 +123,7 @@ func run(args []string, stdout, stderr *os.File) int {
 	}
 	// Errors often start with the command's full name ("posttrain sft: ..."): print it once.
 	msg := err.Error() + flagSuggestion(app, args, err.Error())
-	fmt.Fprintf(stderr, "posttrain: %s\n", userPaths(strings.TrimPrefix(msg, "posttrain ")))
+	fmt.Fprintf(stderr, "posttrain: %s\n", userPaths(onePrefix(strings.TrimPrefix(msg, "posttrain "))))
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2

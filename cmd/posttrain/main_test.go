@@ -98,10 +98,28 @@ func TestRun_TRLCommandLines(t *testing.T) {
 	if rc != 2 || strings.Contains(stderr, "unexpected argument") || !strings.Contains(stderr, "learning_rate") {
 		t.Errorf("HF booleans: exit %d, stderr %q", rc, stderr)
 	}
+	rc, stderr = runFiles(t, "sft", "--dataset", "a.jsonl", "--dataset_name", "b.jsonl", "--model", "M")
+	if rc != 2 || !strings.Contains(stderr, "--dataset is given twice (as --dataset and --dataset_name)") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("repeated --dataset: exit %d, stderr %q", rc, stderr)
+	}
 	app := newApp()
 	got := hfBoolValues(app, []string{"posttrain", "sft", "--bf16", "True", "--gradient_checkpointing", "no", "--seed", "1", "--resume", "--model", "M"})
 	want := []string{"posttrain", "sft", "--bf16=true", "--gradient_checkpointing=false", "--seed", "1", "--resume", "--model", "M"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("hfBoolValues: %v, want %v", got, want)
+	}
+}
+
+// An error names its command once, however many layers prefix it.
+func TestOnePrefix(t *testing.T) {
+	for in, want := range map[string]string{
+		"grpo: grpo: step 3: reward": "grpo: step 3: reward",
+		"sft: sft: sft: x":           "sft: x",
+		"grpo: step 3: grpo: x":      "grpo: step 3: grpo: x",
+		"a b: a b: x":                "a b: a b: x",
+	} {
+		if got := onePrefix(in); got != want {
+			t.Errorf("onePrefix(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

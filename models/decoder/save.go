@@ -153,6 +153,12 @@ func idJSON(ids []int) any {
 	return ids
 }
 
+// TransformersVersion is what config.json and generation_config.json say wrote them when their
+// base checkpoint says nothing (posttrain init, convert): the transformers release posttrain's
+// checkpoints are tested against (scripts/reference-env.sh). Without the key transformers
+// assumes an old file and warns on loading (its tokenizer's "incorrect regex pattern" check).
+const TransformersVersion = "4.57.6"
+
 // configJSON is config.json for cfg: baseDir's keys, overwritten by every field cfg models.
 func configJSON(cfg *Config, baseDir, torchDType string) ([]byte, error) {
 	m := map[string]any{}
@@ -176,6 +182,7 @@ func configJSON(cfg *Config, baseDir, torchDType string) ([]byte, error) {
 	}
 	familyConfigJSON(m, cfg)
 	classifierConfigJSON(m, cfg)
+	setDefault(m, "transformers_version", TransformersVersion)
 	delete(m, "bos_token_id")
 	delete(m, "eos_token_id")
 	if cfg.BOSTokenID != nil {
@@ -230,6 +237,7 @@ func generationJSON(cfg *Config, opts SaveOptions) ([]byte, error) {
 			m["pad_token_id"] = *gc.PadTokenID
 		}
 	}
+	setDefault(m, "transformers_version", TransformersVersion)
 	return marshalConfig(m, cfg.errName())
 }
 

@@ -141,3 +141,30 @@ func TestSave_Atomic(t *testing.T) {
 		t.Errorf("dtype int8: got %v, want an error listing the valid dtypes", err)
 	}
 }
+
+// A checkpoint made without a base (posttrain init, convert) says which transformers wrote it in
+// config.json and generation_config.json, as transformers' save_pretrained does; one with a base
+// keeps the base's.
+func TestSave_TransformersVersion(t *testing.T) {
+	cfg, err := Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := InitCheckpoint(dir, cfg, 1, SaveOptions{DType: "F32"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{ConfigFileName, GenerationConfigFileName} {
+		var m map[string]any
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["transformers_version"] != TransformersVersion {
+			t.Errorf("%s: transformers_version %v, want %s", name, m["transformers_version"], TransformersVersion)
+		}
+	}
+}

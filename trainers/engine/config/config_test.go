@@ -105,21 +105,22 @@ var kebab = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 
 var snake = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 
-// Every option's flag is kebab-case, with its TRL key (snake_case) as its one alias where the two
-// differ (learning-rate / learning_rate, model / model_name_or_path); no name repeats.
+// Every option's flag is kebab-case, with its TRL key (snake_case) as an alias where the two differ
+// (learning-rate / learning_rate, model / model_name_or_path), and the key's dashed form where
+// the flag renames it (model-name-or-path); no name repeats.
 func TestFlags_KebabCaseAndUnique(t *testing.T) {
 	for _, m := range []string{"sft", "dpo", "kto", "grpo", "reward", "ppo"} {
 		cfg, _ := trainers.New(m)
 		seen := map[string]bool{}
 		for _, f := range config.Flags(cfg) {
 			for i, name := range f.Names() {
-				if (i == 0 && !kebab.MatchString(name)) || (i > 0 && !snake.MatchString(name)) || i > 1 || seen[name] {
+				if (i == 0 && !kebab.MatchString(name)) || (i == 1 && !snake.MatchString(name)) || (i == 2 && !kebab.MatchString(name)) || i > 2 || seen[name] {
 					t.Errorf("%s: bad or repeated flag %q (names %v)", m, name, f.Names())
 				}
 				seen[name] = true
 			}
 		}
-		for _, want := range []string{"learning_rate", "model_name_or_path", "dataset_name", "per_device_train_batch_size"} {
+		for _, want := range []string{"learning_rate", "model_name_or_path", "dataset_name", "per_device_train_batch_size", "model-name-or-path", "dataset-name"} {
 			if !seen[want] {
 				t.Errorf("%s: no TRL alias --%s", m, want)
 			}

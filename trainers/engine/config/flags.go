@@ -24,8 +24,9 @@ func Flags(cfg Config) []cli.Flag {
 	return out
 }
 
-// newFlag is f's flag, named in kebab-case, with TRL's spelling (the option's key: learning_rate,
-// model_name_or_path) as its alias, so that a TRL command line pastes as it is.
+// newFlag is f's flag, named in kebab-case, with TRL's spellings (the option's key: learning_rate,
+// model_name_or_path, and HfArgumentParser's dashed form of a key the flag renames:
+// model-name-or-path, reward-funcs) as its aliases, so that a TRL command line pastes as it is.
 func newFlag(f field) cli.Flag {
 	usage, cat := f.Usage, f.Group+" options"
 	if f.Enum != nil {
@@ -34,6 +35,9 @@ func newFlag(f field) cli.Flag {
 	var alias []string
 	if f.Key != f.Flag {
 		alias = []string{f.Key}
+	}
+	if k := strings.ReplaceAll(f.Key, "_", "-"); k != f.Flag && k != f.Key { // --model-name-or-path, --reward-funcs
+		alias = append(alias, k)
 	}
 	switch v := f.Value.Addr().Interface().(type) {
 	case *string:
