@@ -9,6 +9,7 @@ require (
 	github.com/gomlx/gomlx v0.26.0
 	github.com/nikolalohinski/gonja/v2 v2.9.1
 	github.com/urfave/cli/v3 v3.14.0
+	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
 	golang.org/x/text v0.28.0
 	gonum.org/v1/plot v0.17.0
@@ -35,7 +36,6 @@ require (
 	github.com/x448/float16 v0.8.4 // indirect
 	golang.org/x/exp v0.0.0-20250819193227-8b4c13bb791b // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 )
 

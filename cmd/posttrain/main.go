@@ -153,6 +153,15 @@ func (n *noticeWriter) Write(p []byte) (int, error) {
 	return n.w.Write(p)
 }
 
+// Fd is the file descriptor of the stream under n when it is a file (the progress bar draws only
+// on a terminal: runlog.NewProgress), else an invalid one.
+func (n *noticeWriter) Fd() uintptr {
+	if f, ok := n.w.(*os.File); ok {
+		return f.Fd()
+	}
+	return ^uintptr(0)
+}
+
 // flush writes the pending notice, if any.
 func (n *noticeWriter) flush() {
 	n.mu.Lock()

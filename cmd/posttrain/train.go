@@ -140,7 +140,7 @@ func openTrainSession(ctx context.Context, cmd *cli.Command, cfg config.Config) 
 		unlock()
 		return nil, err
 	}
-	return &trainSession{ctx: ctx, logger: logger, progress: progressWriter(errw), dir: dir, b: b, stop: stop, unlock: unlock}, nil
+	return &trainSession{ctx: ctx, logger: logger, progress: errw, dir: dir, b: b, stop: stop, unlock: unlock}, nil
 }
 
 // close frees the backend, stops listening for Ctrl-C and releases the output directory.
@@ -148,14 +148,6 @@ func (s *trainSession) close() {
 	s.b.Finalize()
 	s.stop()
 	s.unlock()
-}
-
-// progressWriter is where the progress bar goes: the error stream (a bar only on a terminal).
-func progressWriter(w io.Writer) io.Writer {
-	if f, ok := w.(*os.File); ok {
-		return f
-	}
-	return w
 }
 
 // trainSummary is a run's last line: the steps, the last logged loss (when a training line was

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -37,10 +36,11 @@ type Progress struct {
 }
 
 // NewProgress returns a display for a run of total steps that starts after startStep (0, or the
-// step resumed from). It draws a bar if w is a terminal.
+// step resumed from). It draws a bar if w is a terminal: an *os.File, or a writer over one that
+// says so with an Fd method (the CLI's stderr).
 func NewProgress(w io.Writer, total, startStep int) *Progress {
 	p := &Progress{w: w, total: total, step: startStep, step0: -1, Now: time.Now}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) { // an *os.File, or a writer over one
 		p.Terminal = true
 	}
 	p.Logger = slog.New(slog.NewTextHandler(w, nil))
