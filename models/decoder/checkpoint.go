@@ -75,6 +75,24 @@ func CheckpointLayers(g *Graph) {
 	}
 }
 
+// NoGradient builds fn's part of g — a forward pass whose result the caller detaches (KTO's KL
+// rows: TRL computes them under no_grad) — without checkpointing it: nothing of it is kept for a
+// backward pass anyway, and a checkpointed copy would be recomputed for a zero adjoint.
+func NoGradient(g *Graph, fn func()) {
+	ckptGraphs.Lock()
+	c, ok := ckptGraphs.m[g]
+	delete(ckptGraphs.m, g)
+	ckptGraphs.Unlock()
+	defer func() {
+		if ok {
+			ckptGraphs.Lock()
+			ckptGraphs.m[g] = c
+			ckptGraphs.Unlock()
+		}
+	}()
+	fn()
+}
+
 // checkpointed returns g's checkpointing state, nil when g is not checkpointed.
 func checkpointed(g *Graph) *ckptGraph {
 	ckptGraphs.Lock()

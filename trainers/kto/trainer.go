@@ -171,7 +171,10 @@ func (t *Trainer) Loss(ctx *context.Context, inputs named.Inputs, norm *Node) (*
 	var loss *Node
 	var m Metrics
 	if t.withKL() {
-		policyKL := StopGradient(SeqLogProbs(decoder.TokenLogProbs(ctx, cfg, in.KL.IDs, in.KL.Pos, in.KL.Mask), in.KL.Loss))
+		var policyKL *Node
+		decoder.NoGradient(ids.Graph(), func() {
+			policyKL = StopGradient(SeqLogProbs(decoder.TokenLogProbs(ctx, cfg, in.KL.IDs, in.KL.Pos, in.KL.Mask), in.KL.Loss))
+		})
 		loss, m = Loss(policy, ref, good, ReferencePoint(policyKL, in.RefKL), hp)
 	} else {
 		loss, m = APOZeroUnpairedLoss(policy, ref, good, hp)
