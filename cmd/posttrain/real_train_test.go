@@ -59,9 +59,8 @@ func standardMult(t *testing.T, dir, kind string) string {
 // and Gemma 3 270M (a base model: plain-text rows, BOS from its tokenizer) train with every
 // method for two optimizer steps, and a run resumed from the first step's checkpoint ends with the
 // same bytes and the same second-step metrics as the run that never stopped. SmolLM2's SFT is a
-// full fine-tune with gradient checkpointing (the default); the other runs train a LoRA adapter,
-// without it, (the realistic way to post-train a
-// pretrained model on a CPU, and small checkpoints). On the default backend (xla:cpu where its
+// full fine-tune with gradient checkpointing (the default); the other runs train a LoRA adapter
+// without it (the realistic way to post-train a pretrained model on a CPU, and small checkpoints). On the default backend (xla:cpu where its
 // plugin is installed).
 func TestRealModels_Train(t *testing.T) {
 	if os.Getenv(realTrainEnv) == "" {
