@@ -106,7 +106,9 @@ func checkpointing(g *Graph) bool { return checkpointed(g) != nil }
 func addChain(g *Graph, c *ckptChain) {
 	ckptGraphs.Lock()
 	defer ckptGraphs.Unlock()
-	ckptGraphs.m[g].chains = append(ckptGraphs.m[g].chains, c)
+	if st := ckptGraphs.m[g]; st != nil {
+		st.chains = append(st.chains, c)
+	}
 }
 
 // CheckpointedChunk is fn(h) for one chunk of hidden states h [B,c,D]: fn returns the chunk's
