@@ -106,9 +106,11 @@ func checkpointing(g *Graph) bool { return checkpointed(g) != nil }
 func addChain(g *Graph, c *ckptChain) {
 	ckptGraphs.Lock()
 	defer ckptGraphs.Unlock()
-	if st := ckptGraphs.m[g]; st != nil {
-		st.chains = append(st.chains, c)
+	st := ckptGraphs.m[g]
+	if st == nil { // its layers ran with their gradient stopped: dropping the chain would lose their gradients
+		panic("decoder: a checkpointed decoder's graph stopped checkpointing while it was being built")
 	}
+	st.chains = append(st.chains, c)
 }
 
 // CheckpointedChunk is fn(h) for one chunk of hidden states h [B,c,D]: fn returns the chunk's
