@@ -26,6 +26,27 @@ import (
 // PlanMethods are the methods PlanStep plans.
 var PlanMethods = []string{"sft", "dpo", "kto", "reward", "grpo", "ppo"}
 
+// splitRows lays out rows of prompt+completion tokens, each cut at l's prompt width.
+func splitRows(rows [][]int32, l rollout.Layout) (rollout.Sequences[any], error) {
+	prompts, completions := make([][]int32, len(rows)), make([][]int32, len(rows))
+	for i, r := range rows {
+		prompts[i], completions[i] = r[:l.PromptLen], r[l.PromptLen:]
+	}
+	return l.Sequences(prompts, completions)
+}
+
+// table is a [rows][cols] per-token input filled with fill.
+func table(rows, cols int, fill float32) [][]float32 {
+	out := make([][]float32, rows)
+	for i := range out {
+		out[i] = make([]float32, cols)
+		for j := range out[i] {
+			out[i][j] = fill
+		}
+	}
+	return out
+}
+
 func orDefault(n, def int) int {
 	if n > 0 {
 		return n
@@ -163,31 +184,12 @@ func PlanStep(b backends.Backend, p MemoryParams) (*MemoryResult, error) {
 		comp := min(c.MaxCompletionLength, seq-1)
 		lossFn, _ = grpo.MicroBatchLoss(cfg, comp, c.Temperature, grpo.Params{EpsLow: c.Epsilon, EpsHigh: c.EpsilonHigh, Delta: c.Delta, Beta: c.Beta},
 			c.LossType, c.GradientAccumulationSteps)
-		layout := rollout.Layout{PromptLen: seq - comp, CompletionLen: comp}
-		all := ids(p.Batch, seq)
-		prompts, completions := make([][]int32, p.Batch), make([][]int32, p.Batch)
-		for i, r := range all {
-			prompts[i], completions[i] = r[:seq-comp], r[seq-comp:]
-		}
-		var sq rollout.Sequences[any]
-		if sq, err = layout.Sequences(prompts, completions); err != nil {
+		sq, err := splitRows(ids(p.Batch, seq), rollout.Layout{PromptLen: seq - comp, CompletionLen: comp})
+		if err != nil {
 			return nil, err
 		}
-		perToken := func() [][]float32 {
-			out := make([][]float32, p.Batch)
-			for i := range out {
-				out[i] = make([]float32, comp)
-			}
-			return out
-		}
-		mask := perToken()
-		for _, r := range mask {
-			for j := range r {
-				r[j] = 1
-			}
-		}
-		in = named.Of[any](grpo.MicroBatch[any]{Sequences: sq, Mask: mask, Advantages: zeros(p.Batch), OldLogProbs: perToken(),
-			RefLogProbs: perToken(), SampledLogProbs: perToken()})
+		in = named.Of[any](grpo.MicroBatch[any]{Sequences: sq, Mask: table(p.Batch, comp, 1), Advantages: zeros(p.Batch),
+			OldLogProbs: table(p.Batch, comp, 0), RefLogProbs: table(p.Batch, comp, 0), SampledLogProbs: table(p.Batch, comp, 0)})
 	case "ppo":
 		// One micro-batch of per_device_train_batch_size queries and their responses (TRL's
 		// response_length), the policy and the value model trained together (its
@@ -198,28 +200,13 @@ func PlanStep(b backends.Backend, p MemoryParams) (*MemoryResult, error) {
 		seq = orDefault(seq, 512+c.ResponseLength)
 		resp := min(c.ResponseLength, seq-1)
 		lossFn = ppo.MicroBatchLoss(cfg, value, resp, c.Temperature, ppo.LossParams{Cliprange: c.Cliprange, CliprangeValue: c.CliprangeValue, VFCoef: c.VFCoef})
-		layout := rollout.Layout{PromptLen: seq - resp, CompletionLen: resp, ByID: true}
-		all := ids(p.Batch, seq)
-		queries, responses := make([][]int32, p.Batch), make([][]int32, p.Batch)
-		for i, r := range all {
-			queries[i], responses[i] = r[:seq-resp], r[seq-resp:]
-		}
-		var sq rollout.Sequences[any]
-		if sq, err = layout.Sequences(queries, responses); err != nil {
+		sq, err := splitRows(ids(p.Batch, seq), rollout.Layout{PromptLen: seq - resp, CompletionLen: resp, ByID: true})
+		if err != nil {
 			return nil, err
 		}
-		table := func(fill float32) [][]float32 {
-			out := make([][]float32, p.Batch)
-			for i := range out {
-				out[i] = make([]float32, resp)
-				for j := range out[i] {
-					out[i][j] = fill
-				}
-			}
-			return out
-		}
-		in = named.Of[any](ppo.MicroBatch[any]{Sequences: sq, OldLogProbs: table(0), Advantages: table(0), Values: table(0), Returns: table(0),
-			PGMask: table(1), VFMask: table(1), Cols: table(1)})
+		zero, one := table(p.Batch, resp, 0), table(p.Batch, resp, 1)
+		in = named.Of[any](ppo.MicroBatch[any]{Sequences: sq, OldLogProbs: zero, Advantages: zero, Values: zero, Returns: zero,
+			PGMask: one, VFMask: one, Cols: one})
 	default:
 		return nil, fmt.Errorf("memory: --method %q is not planned; valid: %v", p.Method, PlanMethods)
 	}

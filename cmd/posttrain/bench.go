@@ -268,14 +268,14 @@ func benchMemoryCommand() *cli.Command {
 			if cmd.Int("batch") < 1 || cmd.Int("seq-len") < 0 || cmd.Int("seq-len") == 1 {
 				return usageError{fmt.Errorf("%s: need --batch ≥ 1 and --seq-len ≥ 2 (or 0, the method's default)", cmd.FullName())}
 			}
+			if conf := backend.Resolve(cmd.String("backend")); !backend.IsXLA(conf) {
+				return fmt.Errorf("%s: backend %s has no memory plans; use an XLA backend (--backend xla:cpu plans on this machine)", cmd.FullName(), conf)
+			}
 			b, err := newBackend(cmd.Root().ErrWriter, cmd.String("backend"))
 			if err != nil {
 				return fmt.Errorf("%s: %w", cmd.FullName(), err)
 			}
 			defer b.Finalize()
-			if !backend.IsXLA(backend.Resolve(cmd.String("backend"))) {
-				return fmt.Errorf("%s: backend %s has no memory plans; use an XLA backend (--backend xla:cpu plans on this machine)", cmd.FullName(), b.Name())
-			}
 			res, err := bench.PlanStep(b, bench.MemoryParams{Preset: cmd.String("preset"), Method: cmd.String("method"), Batch: int(cmd.Int("batch")),
 				SeqLen: int(cmd.Int("seq-len")), DType: dtype, LoRA: benchLoRAConfig(cmd), GradientCheckpointing: cmd.Bool("gradient-checkpointing")})
 			if err != nil {

@@ -3,9 +3,12 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/posttrain/posttrain/trainers/engine/config"
 )
 
 // commandOf is the command args run (args[0] is the program): the deepest subcommand named by the
@@ -18,7 +21,7 @@ func commandOf(app *cli.Command, args []string) *cli.Command {
 		}
 		var next *cli.Command
 		for _, c := range cmd.Commands {
-			if c.Name == a || containsString(c.Aliases, a) {
+			if c.Name == a || slices.Contains(c.Aliases, a) {
 				next = c
 			}
 		}
@@ -28,15 +31,6 @@ func commandOf(app *cli.Command, args []string) *cli.Command {
 		cmd = next
 	}
 	return cmd
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // hfBools are the words HF's HfArgumentParser reads as a boolean flag's value (string_to_bool).
@@ -84,7 +78,7 @@ func flagSuggestion(app *cli.Command, args []string, msg string) string {
 	best, bestDist := "", 4
 	for _, f := range commandOf(app, args).Flags {
 		name := f.Names()[0]
-		if d := levenshtein(want, name); d < bestDist || (d == bestDist && len(name) < len(best)) {
+		if d := config.EditDistance(want, name); d < bestDist || (d == bestDist && len(name) < len(best)) {
 			best, bestDist = name, d
 		}
 	}
@@ -92,25 +86,6 @@ func flagSuggestion(app *cli.Command, args []string, msg string) string {
 		return ""
 	}
 	return fmt.Sprintf("; did you mean --%s?", best)
-}
-
-func levenshtein(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // repeatedFlag refuses a flag that takes one value given more than once (urfave/cli, like

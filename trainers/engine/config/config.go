@@ -65,7 +65,7 @@ type Training struct {
 	PerDeviceEvalBatchSize    int      `yaml:"per_device_eval_batch_size" resume:"free" usage:"examples per evaluation batch"`
 	EvalOnStart               bool     `yaml:"eval_on_start" resume:"free" usage:"evaluate once before the first step (a sanity check)"`
 	BF16                      bool     `yaml:"bf16" usage:"bf16 weights and activations with float32 master weights and optimizer state; default: on with a GPU backend (TRL's default), off on a CPU"`
-	GradientCheckpointing     bool     `yaml:"gradient_checkpointing" resume:"free" usage:"recompute each decoder layer's activations and the LM head's logits in the backward pass instead of keeping them (less memory, about a third more compute); TRL's default, but not PPO's"`
+	GradientCheckpointing     bool     `yaml:"gradient_checkpointing" resume:"free" usage:"recompute each decoder layer's activations and the LM head's logits in the backward pass instead of keeping them (less memory; each layer's forward pass runs twice); TRL's default, but not PPO's"`
 	Resume                    bool     `yaml:"resume" resume:"free" usage:"continue from the latest OUTPUT_DIR/checkpoint-N"`
 	ResumeFromCheckpoint      string   `yaml:"resume_from_checkpoint" resume:"free" usage:"continue from this checkpoint directory"`
 	OverwriteOutputDir        bool     `yaml:"overwrite_output_dir" resume:"free" usage:"start afresh in an output_dir that holds a previous run, removing that run's checkpoints, logs and model first (only the files a run writes); without it such a run is refused"`

@@ -230,7 +230,7 @@ func suggest(key string, fs []field) string {
 		if f.Key == snake || f.Flag == kebab {
 			return fmt.Sprintf("; did you mean %q?", f.Key)
 		}
-		if d := editDistance(snake, f.Key); d < bestDist {
+		if d := EditDistance(snake, f.Key); d < bestDist {
 			best, bestDist = f.Key, d
 		}
 	}
@@ -240,7 +240,9 @@ func suggest(key string, fs []field) string {
 	return fmt.Sprintf("; did you mean %q?", best)
 }
 
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b (the nearest option or flag to a
+// misspelt one).
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
