@@ -24,7 +24,7 @@ func init() {
 			"metrics.jsonl and the completions to eval_completions.jsonl (docs/grpo.md, Evaluation).",
 		func(c config.Config) error {
 			cfg := c.(*grpo.Config)
-			_, funcWeights := grpo.SplitRewardWeights(cfg)
+			_, funcWeights, _ := grpo.SplitRewardWeights(cfg)
 			_, err := grpo.LookupRewards(cfg.RewardFuncs, funcWeights, uint64(cfg.Seed))
 			return err
 		},

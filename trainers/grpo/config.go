@@ -12,9 +12,12 @@ import (
 // completions, not prompts (TRL #2776).
 type Config struct {
 	config.Training          `yaml:",inline"`
-	RewardFuncs              []string  `yaml:"reward_funcs" flag:"reward" usage:"verifier reward function name(s), comma-separated"`
+	RewardFuncs              []string  `yaml:"reward_funcs" flag:"reward" usage:"reward function(s), repeated or comma-separated: a built-in name (posttrain data rewards), FILE.py:FUNC or a dotted module.func (a Python function written for TRL's GRPOTrainer, called in a worker process)"`
+	RewardURLs               []string  `yaml:"reward_url" usage:"reward server(s), repeated: each batch is POSTed as JSON (prompts, completions, completion_ids, trainer_state, query and the dataset's columns) and answered {\"rewards\": [...]}; after reward_funcs"`
+	RewardPython             string    `yaml:"reward_python" resume:"free" usage:"the Python interpreter of the reward worker (default: python3 on PATH)"`
+	RewardTimeout            float64   `yaml:"reward_timeout" resume:"free" usage:"seconds one reward call (Python or URL) may take before the run stops"`
 	RewardModels             []string  `yaml:"reward_model_name_or_path" input:"path" flag:"reward-model" usage:"reward model checkpoint(s) (*ForSequenceClassification, num_labels 1, e.g. posttrain reward's output), comma-separated or repeated: each scores prompt+completion through its own chat template and counts as a reward function named after its directory, before reward_funcs (TRL's grpo.py order)"`
-	RewardWeights            []float64 `yaml:"reward_weights" usage:"weight of each reward model, then of each reward function (default: all 1)"`
+	RewardWeights            []float64 `yaml:"reward_weights" usage:"weight of each reward model, then of each reward function, then of each reward URL (default: all 1)"`
 	NumGenerations           int       `yaml:"num_generations" usage:"completions sampled per prompt (group size G)"`
 	MaxPromptLength          int       `yaml:"max_prompt_length" usage:"truncate prompts (left) to this many tokens"`
 	MaxCompletionLength      int       `yaml:"max_completion_length" usage:"maximum generated tokens per completion"`
@@ -49,7 +52,7 @@ func DefaultConfig() *Config {
 		Training: config.DefaultTraining(), PEFT: config.DefaultPEFT(), NumGenerations: 8, MaxPromptLength: 512, MaxCompletionLength: 256,
 		Temperature: 1, TopP: 1, RepetitionPenalty: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
 		ImportanceSamplingLevel: "token", Advantage: "grpo", NumIterations: 1, TopEntropyQuantile: 1,
-		RefModelMixupAlpha: 0.6, RefModelSyncSteps: 512,
+		RefModelMixupAlpha: 0.6, RefModelSyncSteps: 512, RewardTimeout: 300,
 	}
 	c.LearningRate = 1e-6
 	c.GradientCheckpointing = true // TRL's default
@@ -99,12 +102,16 @@ func (c *Config) Validate() error {
 		return config.Bad(c, "fsdp", "is not for grpo, which generates with the whole weights on each device: use --devices N without it (data parallel)")
 	case c.TensorParallel:
 		return config.Bad(c, "tensor_parallel", "is not for grpo, which generates with the whole weights on each device: use --devices N without it (data parallel)")
-	case len(c.RewardFuncs) == 0 && len(c.RewardModels) == 0:
-		return config.Bad(c, "reward_funcs", "is required: name at least one reward function (or give a reward model, --reward-model)")
-	case len(c.RewardWeights) > 0 && len(c.RewardModels) == 0 && len(c.RewardWeights) != len(c.RewardFuncs):
+	case len(c.RewardFuncs) == 0 && len(c.RewardModels) == 0 && len(c.RewardURLs) == 0:
+		return config.Bad(c, "reward_funcs", "is required: name at least one reward function (or give a reward model, --reward-model, or a reward server, --reward-url)")
+	case len(c.RewardWeights) > 0 && len(c.RewardModels) == 0 && len(c.RewardURLs) == 0 && len(c.RewardWeights) != len(c.RewardFuncs):
 		return config.Bad(c, "reward_weights", fmt.Sprintf("has %d weights for %d reward functions", len(c.RewardWeights), len(c.RewardFuncs)))
-	case len(c.RewardWeights) > 0 && len(c.RewardWeights) != len(c.RewardModels)+len(c.RewardFuncs):
+	case len(c.RewardWeights) > 0 && len(c.RewardURLs) == 0 && len(c.RewardWeights) != len(c.RewardModels)+len(c.RewardFuncs):
 		return config.Bad(c, "reward_weights", fmt.Sprintf("has %d weights for %d reward models and %d reward functions (models first)", len(c.RewardWeights), len(c.RewardModels), len(c.RewardFuncs)))
+	case len(c.RewardWeights) > 0 && len(c.RewardWeights) != len(c.RewardModels)+len(c.RewardFuncs)+len(c.RewardURLs):
+		return config.Bad(c, "reward_weights", fmt.Sprintf("has %d weights for %d reward models, %d reward functions and %d reward URLs (in that order)", len(c.RewardWeights), len(c.RewardModels), len(c.RewardFuncs), len(c.RewardURLs)))
+	case !(c.RewardTimeout > 0):
+		return config.Bad(c, "reward_timeout", fmt.Sprintf("must be > 0 seconds, got %g", c.RewardTimeout))
 	case c.NumGenerations < 2:
 		return config.Bad(c, "num_generations", fmt.Sprintf("must be ≥ 2 (advantages need a group), got %d", c.NumGenerations))
 	case c.MaxPromptLength < 1:

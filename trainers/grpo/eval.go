@@ -172,8 +172,8 @@ func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Scored, float64, m
 		return nil, 0, nil, err
 	}
 	r := newScored(prompts, gens, c.MaskTruncatedCompletions)
-	if err := scoreRewards(r, t.s.Rewards); err != nil {
-		return nil, 0, nil, err
+	if err := scoreRewards(r, t.s.Rewards, t.rewardState()); err != nil {
+		return nil, 0, nil, &loop.Fault{Err: fmt.Errorf("evaluation after step %d: %w", t.globalStep, err)}
 	}
 	if err := advantages(r, c.NumGenerations, rl.ScaleRewards(c.ScaleRewards), c.Advantage); err != nil {
 		return nil, 0, nil, err

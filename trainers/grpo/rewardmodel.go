@@ -13,12 +13,17 @@ import (
 // SplitRewardWeights returns the weights of the run's reward models and of its reward functions
 // (nil: all 1): reward_weights lists the models first, as TRL's grpo.py puts
 // reward_model_name_or_path before reward_funcs.
-func SplitRewardWeights(cfg *Config) (models, funcs []float64) {
-	if len(cfg.RewardWeights) == 0 {
-		return nil, nil
+func SplitRewardWeights(cfg *Config) (models, funcs, urls []float64) {
+	w := cfg.RewardWeights
+	if len(w) == 0 {
+		return nil, nil, nil
 	}
-	n := min(len(cfg.RewardModels), len(cfg.RewardWeights))
-	return cfg.RewardWeights[:n], cfg.RewardWeights[n:]
+	n := min(len(cfg.RewardModels), len(w))
+	f := min(n+len(cfg.RewardFuncs), len(w))
+	if len(cfg.RewardURLs) == 0 {
+		f = len(w)
+	}
+	return w[:n], w[n:f], w[f:]
 }
 
 // RewardModelName is the name a reward model's rewards are logged under (rewards/<name>/mean): its

@@ -10,6 +10,7 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/data/extreward"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/engine/rollout"
@@ -45,7 +46,7 @@ func TestScoreRewards_RewardModel(t *testing.T) {
 	dir := rewardModelDir(t, "rm")
 	cfg := DefaultConfig()
 	cfg.RewardModels, cfg.RewardFuncs, cfg.RewardWeights = []string{dir}, []string{"v"}, []float64{0.5, 2}
-	mw, fw := SplitRewardWeights(cfg)
+	mw, fw, _ := SplitRewardWeights(cfg)
 	if !slices.Equal(mw, []float64{0.5}) || !slices.Equal(fw, []float64{2}) {
 		t.Fatalf("SplitRewardWeights = %v, %v", mw, fw)
 	}
@@ -60,7 +61,7 @@ func TestScoreRewards_RewardModel(t *testing.T) {
 	for _, src := range []data.Text{conv, conv, plain, plain, conv} {
 		r.Prompts = append(r.Prompts, &Prompt{Source: src})
 	}
-	if err := scoreRewards(r, rewards); err != nil {
+	if err := scoreRewards(r, rewards, extreward.State{}); err != nil {
 		t.Fatal(err)
 	}
 	txt := models[0].Scorer.Model.Text

@@ -3,9 +3,14 @@ package grpo
 import (
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/extreward"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 )
@@ -21,6 +26,11 @@ type Reward struct {
 	// Scorer is set for a reward model (Func is then nil): it scores prompt+completion
 	// (scoreWithModel).
 	Scorer *trainable.Scorer
+	// External is set for a Python function or a reward server (Func is then nil): it is called
+	// with TRL's arguments (scoreExternal). Python, the spec FILE.py:FUNC or module.func, is set
+	// from LookupRewards on; StartExternal starts the worker and sets External and the Name.
+	External *extreward.Func
+	Python   string
 }
 
 // LookupRewards makes a run's reward functions from data's registry, seeded with the run's seed
@@ -36,6 +46,18 @@ func LookupRewards(names []string, weights []float64, seed uint64) ([]Reward, er
 		w := 1.0
 		if len(weights) > 0 {
 			w = weights[i]
+		}
+		if extreward.IsPythonSpec(name) {
+			if file, _, ok := strings.Cut(name, ".py:"); ok {
+				if _, err := os.Stat(file + ".py"); err != nil {
+					return nil, fmt.Errorf("grpo: reward_funcs %s: %w", name, err)
+				}
+			}
+			out[i] = Reward{Name: name, Weight: w, Python: name}
+			continue
+		}
+		if strings.HasSuffix(name, ".py") {
+			return nil, fmt.Errorf("grpo: reward_funcs %s: name the function too, %s:FUNC", name, name)
 		}
 		if name == RandomRewardName {
 			if random == nil {
@@ -53,13 +75,68 @@ func LookupRewards(names []string, weights []float64, seed uint64) ([]Reward, er
 	return out, nil
 }
 
+// External holds a run's external rewards' resources: the Python worker, if any.
+type External struct{ worker *extreward.Worker }
+
+// Close stops the Python worker.
+func (e *External) Close() error {
+	if e == nil || e.worker == nil {
+		return nil
+	}
+	return e.worker.Close()
+}
+
+// StartExternal starts one Python worker for every Python function of rewards (loading their
+// files; each is then named by its __name__, as TRL logs it) and appends a reward for each of
+// cfg's reward servers, with urlWeights (nil: 1). Close the External when the run ends.
+func StartExternal(rewards []Reward, cfg *Config, urlWeights []float64, stderr io.Writer) ([]Reward, *External, error) {
+	timeout := time.Duration(cfg.RewardTimeout * float64(time.Second))
+	var specs []string
+	var at []int
+	for i, r := range rewards {
+		if r.Python != "" {
+			specs, at = append(specs, r.Python), append(at, i)
+		}
+	}
+	ext := &External{}
+	if len(specs) > 0 {
+		w, funcs, err := extreward.Start(cfg.RewardPython, specs, stderr, timeout)
+		if err != nil {
+			return nil, nil, fmt.Errorf("grpo: %w", err)
+		}
+		ext.worker = w
+		for k, i := range at {
+			rewards[i].External, rewards[i].Name = funcs[k], funcs[k].Name
+		}
+	}
+	for k, u := range cfg.RewardURLs {
+		f, err := extreward.NewURL(u, timeout)
+		if err != nil {
+			ext.Close()
+			return nil, nil, fmt.Errorf("grpo: %w", err)
+		}
+		w := 1.0
+		if len(urlWeights) > 0 {
+			w = urlWeights[k]
+		}
+		rewards = append(rewards, Reward{Name: f.Name, Weight: w, External: f})
+	}
+	return rewards, ext, nil
+}
+
 // CheckRewards runs every reward function without state (reward models aside) once per prompt of a dataset, on an empty
 // completion, before anything is generated: a column a reward cannot read (an "answer" of the
 // wrong type) is then an error naming the file and line at load time, not one after the first
 // generation. Rewards with state (the random stream) are not called, so the run's draws are
 // unchanged.
-func CheckRewards(dataset string, prompts []*Prompt, rewards []Reward) error {
+func CheckRewards(dataset string, prompts []*Prompt, rewards []Reward, st extreward.State) error {
 	for _, rw := range rewards {
+		if rw.External != nil {
+			if err := checkExternal(dataset, prompts, rw, st); err != nil {
+				return err
+			}
+			continue
+		}
 		if rw.Random != nil || rw.Scorer != nil {
 			continue
 		}
@@ -75,6 +152,46 @@ func CheckRewards(dataset string, prompts []*Prompt, rewards []Reward) error {
 		}
 	}
 	return nil
+}
+
+// checkRows is how many prompts an external reward's check call holds.
+const checkRows = 16
+
+// checkExternal calls an external reward once before anything is generated, on the first
+// checkRows prompts with empty completions, so that a function that cannot read the dataset's
+// columns (a KeyError) stops the run at load time.
+func checkExternal(dataset string, prompts []*Prompt, rw Reward, st extreward.State) error {
+	k := min(len(prompts), checkRows)
+	r := &Scored{Texts: make([]string, k)}
+	r.Prompts, r.Completions = prompts[:k], make([][]int32, k)
+	for i := range k {
+		r.Completions[i] = []int32{}
+	}
+	if _, err := rw.External.Score(externalCall(r, st)); err != nil {
+		return fmt.Errorf("%s: reward %s (%s), called before training on the first %d prompts with empty completions: %w", dataset, rw.Name, rw.External.Spec, k, err)
+	}
+	return nil
+}
+
+// externalCall is the arguments TRL's GRPOTrainer passes a reward function for the rollout r
+// (grpo_trainer.py _generate_and_score_completions): the prompts as the dataset gives them, the
+// completions' texts (an assistant message each for conversational prompts), their token ids,
+// the dataset's other columns and the trainer's state.
+func externalCall(r *Scored, st extreward.State) extreward.Call {
+	n := r.Len()
+	c := extreward.Call{State: st, Prompts: make([]any, n), Completions: make([]any, n), CompletionIDs: r.Completions, Query: make([]string, n)}
+	rows := make([]data.Row, n)
+	for i, p := range r.Prompts {
+		if p.Source.Conversational() {
+			c.Prompts[i], c.Completions[i] = extreward.ConversationalCompletion(p.Source.Messages, r.Texts[i])
+		} else {
+			c.Prompts[i], c.Completions[i] = p.Source.String, r.Texts[i]
+		}
+		c.Query[i] = p.Text + r.Texts[i]
+		rows[i].Columns = p.Columns
+	}
+	c.Columns = data.Columns(rows)
+	return c
 }
 
 // randomStream is the run's "random" reward stream among rewards, or nil.
@@ -94,7 +211,7 @@ func randomStream(rewards []Reward) *RandomReward {
 //	r_i = nansum_k w_k · r_ik
 //
 // so a function returning NaN ("does not apply", TRL's None) for a sample adds nothing to it.
-func scoreRewards(r *Scored, rewards []Reward) error {
+func scoreRewards(r *Scored, rewards []Reward, st extreward.State) error {
 	n := r.Len()
 	prompts := make([]string, n)
 	rowsCols := make([]data.Row, n)
@@ -103,14 +220,22 @@ func scoreRewards(r *Scored, rewards []Reward) error {
 		rowsCols[i].Columns = p.Columns
 	}
 	columns := data.Columns(rowsCols)
+	var call *extreward.Call // made once, for the first external reward
 	r.Rewards = make([]float64, n)
 	r.FuncRewards = map[string][]float64{}
 	for _, rw := range rewards {
 		var vals []float64
 		var err error
-		if rw.Scorer != nil {
+		switch {
+		case rw.Scorer != nil:
 			vals, err = scoreWithModel(rw.Scorer, r)
-		} else {
+		case rw.External != nil:
+			if call == nil {
+				c := externalCall(r, st)
+				call = &c
+			}
+			vals, err = rw.External.Score(*call)
+		default:
 			vals, err = rw.Func(prompts, r.Texts, columns)
 		}
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/extreward"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/engine/rollout"
 )
@@ -25,7 +26,7 @@ func TestScoreRewards_WeightedNaNSum(t *testing.T) {
 		r.Prompts[i] = &Prompt{}
 	}
 	rewards := []Reward{fixed("a", 1, 1, 0, nan, 1), fixed("b", 0.5, nan, 2, nan, 2)}
-	if err := scoreRewards(r, rewards); err != nil {
+	if err := scoreRewards(r, rewards, extreward.State{}); err != nil {
 		t.Fatal(err)
 	}
 	want := []float64{1, 1, 0, 2}
@@ -47,7 +48,7 @@ func TestScoreRewards_WeightedNaNSum(t *testing.T) {
 	if got := m["frac_reward_zero_std"]; got != 0.5 {
 		t.Errorf("frac_reward_zero_std = %v, want 0.5 (the first group ties)", got)
 	}
-	if bad := []Reward{fixed("short", 1, 1)}; scoreRewards(r, bad) == nil {
+	if bad := []Reward{fixed("short", 1, 1)}; scoreRewards(r, bad, extreward.State{}) == nil {
 		t.Error("a reward function returning the wrong count must be an error")
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/posttrain/posttrain/data/extreward"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/engine/rollout"
 	"github.com/posttrain/posttrain/trainers/engine/step"
@@ -190,6 +192,15 @@ func (t *Trainer) generateOptions(seed uint64) generate.Options {
 		StopIDs: t.s.StopIDs, Tokenizer: t.s.Decoder}
 }
 
+// rewardState is the trainer_state external reward functions receive: HF's TrainerState as of the
+// generation (global_step: the optimizer steps done).
+func (t *Trainer) rewardState() extreward.State {
+	c := t.cfg
+	return extreward.State{GlobalStep: t.globalStep, Epoch: t.epochAt(t.globalStep), MaxSteps: t.totalSteps,
+		NumTrainEpochs: c.NumTrainEpochs, LoggingSteps: c.LoggingSteps, EvalSteps: c.EvalSteps, SaveSteps: c.SaveSteps,
+		TrainBatchSize: c.PerDeviceTrainBatchSize, IsLocalProcessZero: true, IsWorldProcessZero: true}
+}
+
 // timings of one generation round.
 type timings struct{ generation, scoring time.Duration }
 
@@ -206,8 +217,8 @@ func (t *Trainer) rollout() (*Scored, timings, error) {
 	t.round++
 	t0 = time.Now()
 	r := newScored(prompts, gens, t.cfg.MaskTruncatedCompletions)
-	if err := scoreRewards(r, t.s.Rewards); err != nil {
-		return nil, tm, fmt.Errorf("grpo: %w", err)
+	if err := scoreRewards(r, t.s.Rewards, t.rewardState()); err != nil {
+		return nil, tm, &loop.Fault{Err: fmt.Errorf("grpo: step %d: %w", t.globalStep+1, err)}
 	}
 	scale := rl.ScaleRewards(t.cfg.ScaleRewards)
 	if err := advantages(r, t.cfg.NumGenerations, scale, t.cfg.Advantage); err != nil {

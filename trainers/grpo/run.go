@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/extreward"
 	"github.com/posttrain/posttrain/models/encode"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/rollout"
@@ -43,11 +44,16 @@ func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*lo
 	if err != nil {
 		return nil, err
 	}
-	modelWeights, funcWeights := SplitRewardWeights(cfg)
+	modelWeights, funcWeights, urlWeights := SplitRewardWeights(cfg)
 	funcs, err := LookupRewards(cfg.RewardFuncs, funcWeights, uint64(cfg.Seed))
 	if err != nil {
 		return nil, err
 	}
+	funcs, ext, err := StartExternal(funcs, cfg, urlWeights, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer ext.Close()
 	var dirs []string
 	for _, rm := range cfg.RewardModels {
 		d, err := opts.Resolve(ctx, rm)
@@ -64,7 +70,7 @@ func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*lo
 	if err := checkRewardNames(rewards); err != nil {
 		return nil, err
 	}
-	if err := CheckRewards(cfg.Dataset, prompts, rewards); err != nil {
+	if err := CheckRewards(cfg.Dataset, prompts, rewards, extreward.State{IsLocalProcessZero: true, IsWorldProcessZero: true}); err != nil {
 		return nil, err
 	}
 	t, err := New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Decoder: txt.Tokenizer, StopIDs: stop,

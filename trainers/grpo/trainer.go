@@ -288,8 +288,20 @@ func (s source) CanStop() bool { return s.batch == nil || s.batchSteps >= s.step
 func (s source) Accumulate(acc loop.Accumulator) error {
 	t := s.Trainer
 	if s.CanStop() {
+		round, epoch, offset, tokens := t.round, t.cursor.Epoch, t.cursor.Offset, t.tokensSeen
+		var calls uint64
+		if t.random != nil {
+			calls = t.random.Calls
+		}
 		r, tm, err := t.rollout()
 		if err != nil {
+			// A reward's failure (a loop.Fault) ends the run with a checkpoint of the last step:
+			// the position is put back so that the resumed run generates this batch again.
+			t.round, t.tokensSeen = round, tokens
+			t.cursor.Seek(epoch, offset)
+			if t.random != nil {
+				t.random.Calls = calls
+			}
 			return err
 		}
 		t.logs.addRollout(r, t.s.Rewards, tm, t.tokensSeen)

@@ -44,7 +44,8 @@ type dpRun struct {
 	log                       *bytes.Buffer // receives the run's log when set
 	out                       string        // output directory (a new one when empty)
 	resume                    bool
-	stopAt                    int // > 0: interrupt after this step (a checkpoint is saved)
+	stopAt                    int  // > 0: interrupt after this step (a checkpoint is saved)
+	checkpointing             bool // gradient checkpointing (looptest.Common turns it off)
 }
 
 func (r dpRun) do(t *testing.T) string {
@@ -56,6 +57,7 @@ func (r dpRun) do(t *testing.T) string {
 		tc.OutputDir = r.out
 	}
 	tc.Devices, tc.Resume, tc.LRSchedulerType, tc.WarmupSteps = r.devices, r.resume, "linear", 1
+	tc.GradientCheckpointing = r.checkpointing
 	tc.Model, tc.Dataset, tc.FSDP, tc.TensorParallel = r.dir, r.train, r.fsdp, r.tp
 	cfg.Resolve()
 	if err := cfg.Validate(); err != nil {
@@ -171,11 +173,12 @@ func TestDevices_DataParallelEqualsOneDevice(t *testing.T) {
 	}
 	cases := []struct {
 		resumeCase
-		load    func(t testing.TB, dir string) *trainable.Model
-		devices []int
+		load          func(t testing.TB, dir string) *trainable.Model
+		devices       []int
+		checkpointing bool
 	}{
-		{resumeCases[0], nil, []int{2, 4}},
-		{resumeCases[1], nil, []int{2}},
+		{resumeCases[0], nil, []int{2, 4}, false},
+		{resumeCases[1], nil, []int{2}, true}, // checkpointed layers split over devices
 		// KTO without its KL term: TRL pairs the KL rows within each device's batch
 		// (per_device_train_batch_size), so with the KL term a 2-device run is not the 1-device
 		// run of the same global batch.
@@ -183,7 +186,7 @@ func TestDevices_DataParallelEqualsOneDevice(t *testing.T) {
 			c := kto.DefaultConfig()
 			c.LossType = "apo_zero_unpaired"
 			return c
-		}, resumeCases[2].build}, nil, []int{2}},
+		}, resumeCases[2].build}, nil, []int{2}, false},
 		{resumeCase{"reward", mult.DPO, 11, 0, func() config.Config { return reward.DefaultConfig() },
 			func(t *testing.T, _ backends.Backend, m *trainable.Model, d *data.Dataset, cfg config.Config) loop.Method {
 				tr, err := reward.New(m, d, cfg.(*reward.Config))
@@ -191,14 +194,14 @@ func TestDevices_DataParallelEqualsOneDevice(t *testing.T) {
 					t.Fatal(err)
 				}
 				return tr
-			}}, classifier, []int{2}},
+			}}, classifier, []int{2}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			train := looptest.MultFile(t, c.kind, 11, 3)
-			one := dpRun{c: c.resumeCase, dir: dir, train: train, perDevice: 4, devices: 1, steps: 3, load: c.load}.do(t)
+			one := dpRun{c: c.resumeCase, dir: dir, train: train, perDevice: 4, devices: 1, steps: 3, load: c.load, checkpointing: c.checkpointing}.do(t)
 			for _, n := range c.devices {
-				got := dpRun{c: c.resumeCase, dir: dir, train: train, perDevice: 4 / n, devices: n, steps: 3, load: c.load}.do(t)
+				got := dpRun{c: c.resumeCase, dir: dir, train: train, perDevice: 4 / n, devices: n, steps: 3, load: c.load, checkpointing: c.checkpointing}.do(t)
 				closeRuns(t, one, got, 1e-5)
 			}
 		})

@@ -203,6 +203,16 @@ type Result struct {
 // ErrInterrupted is returned (wrapped) when ctx was cancelled: a checkpoint was saved first.
 var ErrInterrupted = checkpoint.ErrInterrupted
 
+// A Fault is a failure outside the model met before a step changed anything (a reward function
+// that raised, hung or answered wrongly): the source has left its state as it was after the last
+// step, so the driver saves a checkpoint of that step and stops, and the run continues with
+// --resume once the cause is fixed. A source returns it (wrapped or not) from Accumulate, or from
+// an evaluation.
+type Fault struct{ Err error }
+
+func (f *Fault) Error() string { return f.Err.Error() }
+func (f *Fault) Unwrap() error { return f.Err }
+
 // Run trains m with method as configured and returns when max_steps / num_train_epochs are done,
 // or when ctx is cancelled (then a checkpoint is saved and the error wraps ErrInterrupted).
 func Run(ctx context.Context, m *trainable.Model, method Method, opts Options) (*Result, error) {

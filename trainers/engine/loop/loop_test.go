@@ -116,6 +116,7 @@ func TestRun_ResumeEqualsStraight(t *testing.T) {
 				cfg := c.cfg()
 				tc := cfg.Common()
 				looptest.Common(t, tc, 1e-3, 4, 2, 4)
+				tc.GradientCheckpointing = true // each method's default, resumed exactly
 				tc.LoggingSteps, tc.LRSchedulerType, tc.WarmupSteps = 3, "linear", 1
 				tc.EvalStrategy, tc.EvalSteps, tc.PerDeviceEvalBatchSize = "steps", 2, 3
 				tc.Model, tc.Dataset, tc.EvalDataset = dir, train, eval

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
 	"io"
@@ -125,10 +126,10 @@ func (d *driver) run(ctx context.Context) (*Result, error) {
 			return d.interrupted(res, ctx)
 		}
 		if err := d.trainStep(); err != nil {
-			return nil, err
+			return nil, d.faulted(err)
 		}
 		if err := d.afterStep(); err != nil {
-			return nil, err
+			return nil, d.faulted(err)
 		}
 		if d.opts.AfterStep != nil {
 			d.opts.AfterStep(d.step)
@@ -244,6 +245,27 @@ func (d *driver) afterStep() error {
 		return d.save()
 	}
 	return nil
+}
+
+// faulted is err, and for a Fault it first saves a checkpoint of the last step done (unless it is
+// saved already) and says where the run resumes from.
+func (d *driver) faulted(err error) error {
+	var f *Fault
+	if !errors.As(err, &f) {
+		return err
+	}
+	if d.step == 0 {
+		return fmt.Errorf("%w: training stopped before its first step; nothing saved", err)
+	}
+	if err := d.opt.Discard(); err != nil {
+		return err
+	}
+	if d.step > d.lastSaved {
+		if serr := d.save(); serr != nil {
+			return fmt.Errorf("%w (and saving step %d failed: %v)", err, d.step, serr)
+		}
+	}
+	return fmt.Errorf("%w: training stopped; saved %s: continue with --resume once fixed", err, checkpoint.Dir(d.cfg.OutputDir, d.step))
 }
 
 // interrupted saves a checkpoint of the current step (unless it was just saved) and stops.

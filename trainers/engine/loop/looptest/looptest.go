@@ -112,8 +112,15 @@ func Backend(t testing.TB) backends.Backend {
 
 // Common sets the options every test run shares on c: a temporary output directory, a constant
 // learning rate lr, no warmup, batch × accumulation, steps optimizer steps, logging every step.
+//
+// Gradient checkpointing is off here, for time (its graphs are larger to compile, on XLA above
+// all): the checkpointed gradients are held equal to the plain ones by models/decoder's
+// TestCheckpointLayers_SameGradients on both backends; TestRun_ResumeEqualsStraight turns it
+// back on (TRL's default) for SFT, DPO and KTO, and TestDevices_DataParallelEqualsOneDevice for
+// DPO over 2 devices.
 func Common(t testing.TB, c *config.Training, lr float64, batch, accum, steps int) {
 	c.OutputDir = filepath.Join(t.TempDir(), "out")
+	c.GradientCheckpointing = false
 	c.LearningRate = lr
 	c.LRSchedulerType = "constant"
 	c.PerDeviceTrainBatchSize, c.GradientAccumulationSteps = batch, accum
