@@ -12,9 +12,11 @@ import (
 )
 
 func init() {
-	addCommand(trainCommand("grpo", "GRPO with verifier rewards: --model M --dataset FILE|mult --reward NAME[,NAME...] --output-dir DIR",
+	addCommand(trainCommand("grpo", "GRPO with verifier rewards: --model M --dataset FILE|mult --reward-funcs NAME|FILE.py:FUNC ... --output-dir DIR",
 		"Samples num_generations completions per prompt with the KV cache, scores them with the named\n"+
-			"reward functions (posttrain data rewards lists them; \"random\" is a control), and updates the\n"+
+			"reward functions (posttrain data rewards lists the built-in ones; \"random\" is a control; FILE.py:FUNC\n"+
+			"or module.func is a Python function written for TRL's GRPOTrainer, called in a worker process;\n"+
+			"--reward-url URL a reward server; docs/grpo.md, \"Your own reward functions\"), and updates the\n"+
 			"policy with the clipped GRPO loss (TRL v0.24 semantics). --dataset mult generates the course's\n"+
 			"multiplication prompts. --reward-model DIR (repeatable) adds a reward model (posttrain reward's output)\n"+
 			"scoring prompt+completion through its own chat template, logged as rewards/<dir name>/mean; --reward-weights\n"+

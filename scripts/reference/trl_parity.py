@@ -46,6 +46,7 @@ trl_parity/ (rows*.jsonl, golden.json, golden_gemma3.json for DPO and KTO, golde
 and golden_gemma3_float64.json for DPO; the reward model). --only sft,dpo,… runs some methods.
 """
 import argparse
+import importlib.util
 import json
 import logging
 import os
@@ -284,15 +285,20 @@ GRPO_CASES = {
 STOP_LOGIT = 8.0
 GRPO_MODEL = "trainers/grpo/testdata/trl_parity/model"
 GRPO_ROLLOUTS = "trainers/grpo/testdata/trl_parity/rollouts.json"
+GRPO_REWARDS = "trainers/grpo/testdata/trl_parity/rewards.py"
 GO_RECORD = ["go", "test", "./trainers/grpo", "-run", "^TestGRPO_TRLParity$", "-count=1"]
 
 
-def vowels(prompts, completions, **kwargs):
-    return [sum(ch in "aeiou" for ch in c) / 4 for c in completions]
+def parity_rewards():
+    """vowels and spaces from the reward file posttrain's side calls too (through its Python
+    worker in TestGRPO_TRLParityPythonRewards)."""
+    spec = importlib.util.spec_from_file_location("rewards", os.path.join(REPO, GRPO_REWARDS))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.vowels, mod.spaces
 
 
-def spaces(prompts, completions, kind, **kwargs):
-    return [float(c.count(" ")) if k == "spaces" else None for c, k in zip(completions, kind)]
+vowels, spaces = parity_rewards()
 
 
 def write_grpo_model(src, out, rows):

@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -117,7 +118,7 @@ func TestGRPO_TRLParity(t *testing.T) {
 			if err := cfg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			gens, absAdv, recs := trainParity(t, cfg)
+			gens, absAdv, recs := trainParity(t, cfg, parityRewards(cfg.RewardWeights))
 			got[name] = gens
 			if record {
 				return
@@ -143,10 +144,48 @@ func TestGRPO_TRLParity(t *testing.T) {
 	}
 }
 
+// The same parity with the reward functions in Python: posttrain calls trl_parity.py's own reward
+// file (testdata/trl_parity/rewards.py, which TRL's GRPOTrainer imported for the golden) through
+// its worker, --reward-funcs FILE.py:FUNC, and matches TRL's metrics within the same bounds, the
+// rewards of the spaces function's None rows included. Three of the cases, for time: the
+// default loss, one with a reference model (beta) and one that generates once for several steps.
+func TestGRPO_TRLParityPythonRewards(t *testing.T) {
+	root := looptest.Root(t)
+	g := looptest.ReadTRLGoldenIn(t, root, grpoGolden)
+	py := filepath.Join(root, "trainers/grpo/testdata/trl_parity/rewards.py")
+	for _, name := range []string{"dapo", "grpo_kl", "steps_per_generation"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := grpo.DefaultConfig()
+			c := g.Configure(t, name, cfg)
+			cfg.Model, cfg.Dataset = g.ModelDir(t), filepath.Join(root, c.Rows)
+			cfg.RewardFuncs = []string{py + ":vowels", py + ":spaces"}
+			cfg.Resolve()
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			_, fw, _ := grpo.SplitRewardWeights(cfg)
+			rewards, err := grpo.LookupRewards(cfg.RewardFuncs, fw, uint64(cfg.Seed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rewards, ext, err := grpo.StartExternal(rewards, cfg, nil, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ext.Close()
+			if rewards[0].Name != "vowels" || rewards[1].Name != "spaces" || rewards[0].External == nil {
+				t.Fatalf("rewards %+v", rewards)
+			}
+			_, absAdv, recs := trainParity(t, cfg, rewards)
+			compareGRPO(t, name, c, recs, absAdv, cfg.Beta)
+		})
+	}
+}
+
 // trainParity runs posttrain's GRPO as `posttrain grpo` does (grpo.Run) but with the parity
-// rewards, and returns the generation batches it sampled, the mean |advantage| of the batch each
+// rewards given, and returns the generation batches it sampled, the mean |advantage| of the batch each
 // step trained on, and its metrics lines.
-func trainParity(t *testing.T, cfg *grpo.Config) ([]generation, map[int]float64, []runlog.Record) {
+func trainParity(t *testing.T, cfg *grpo.Config, rewards []grpo.Reward) ([]generation, map[int]float64, []runlog.Record) {
 	t.Helper()
 	m, err := trainable.LoadForTraining(cfg.Model, cfg)
 	if err != nil {
@@ -192,7 +231,7 @@ func trainParity(t *testing.T, cfg *grpo.Config) ([]generation, map[int]float64,
 		gens = append(gens, g)
 	}
 	tr, err := grpo.New(grpo.Setup{Config: cfg, Backend: looptest.Backend(t), Model: m, Decoder: m.Text.Tokenizer,
-		StopIDs: stop, Prompts: prompts, Rewards: parityRewards(cfg.RewardWeights), OnStep: onStep})
+		StopIDs: stop, Prompts: prompts, Rewards: rewards, OnStep: onStep})
 	if err != nil {
 		t.Fatal(err)
 	}
