@@ -17,6 +17,7 @@ import (
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/data/extreward"
 	"github.com/posttrain/posttrain/data/mult"
 )
 
@@ -53,7 +54,7 @@ func init() {
 				Name:  "rewards",
 				Usage: "list the named reward functions",
 				Action: func(ctx context.Context, cmd *cli.Command) error {
-					_, err := fmt.Fprintln(cmd.Root().Writer, strings.Join(data.RewardNames(), "\n"))
+					_, err := fmt.Fprintln(cmd.Root().Writer, strings.Join(slices.Sorted(slices.Values(append(data.RewardNames(), extreward.TRLRewardNames()...))), "\n"))
 					return err
 				},
 			},

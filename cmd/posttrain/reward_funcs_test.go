@@ -202,3 +202,19 @@ func TestGRPO_RewardURL(t *testing.T) {
 		}
 	}
 }
+
+// TRL's own reward functions by the names its grpo.py script knows them (Go, no Python needed).
+func TestGRPO_TRLBuiltinRewards(t *testing.T) {
+	dir := t.TempDir()
+	model := tinyGRPOModel(t, dir)
+	out := filepath.Join(dir, "run")
+	if _, err := runCLI(t, grpoArgs(model, out, "--reward-funcs", "think_format_reward", "--reward-funcs", "get_soft_overlong_punishment", "--max-steps", "1")...); err != nil {
+		t.Fatal(err)
+	}
+	recs := metricsLines(t, out)
+	for _, k := range []string{"rewards/think_format_reward/mean", "rewards/get_soft_overlong_punishment/mean"} {
+		if v, ok := recs[0].Metrics[k]; !ok || v != 0 { // no <think> from the tiny model; 6 tokens ≪ 1024
+			t.Errorf("%s = %v (logged: %v)", k, v, ok)
+		}
+	}
+}

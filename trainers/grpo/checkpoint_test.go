@@ -122,6 +122,7 @@ func TestGRPO_ResumeEqualsStraightVariants(t *testing.T) {
 func resumeEqualsStraight(t *testing.T, second Reward, logging int, lossType string) {
 	config := func() *Config {
 		c := tinyConfig(t)
+		c.GradientCheckpointing = true // GRPO's default (TRL's)
 		c.MaxSteps, c.LoggingSteps, c.NumIterations, c.Beta, c.LossType = 4, logging, 2, 0.04, lossType
 		c.EvalDataset, c.EvalStrategy, c.EvalSteps, c.PerDeviceEvalBatchSize = "tiny-eval", "steps", 2, 8
 		return c

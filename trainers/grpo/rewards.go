@@ -56,6 +56,10 @@ func LookupRewards(names []string, weights []float64, seed uint64) ([]Reward, er
 			out[i] = Reward{Name: name, Weight: w, Python: name}
 			continue
 		}
+		if f := extreward.TRLReward(name); f != nil {
+			out[i] = Reward{Name: name, Weight: w, External: f}
+			continue
+		}
 		if strings.HasSuffix(name, ".py") {
 			return nil, fmt.Errorf("grpo: reward_funcs %s: name the function too, %s:FUNC", name, name)
 		}

@@ -201,8 +201,9 @@ func (t *Trainer) rewardState() extreward.State {
 		TrainBatchSize: c.PerDeviceTrainBatchSize, IsLocalProcessZero: true, IsWorldProcessZero: true}
 }
 
-// timings of one generation round.
-type timings struct{ generation, scoring time.Duration }
+// timings of one generation round: scoring includes the rewards (timing_s/rewards, the reward
+// functions' calls: the overhead of a Python worker or a reward server shows there).
+type timings struct{ generation, scoring, rewards time.Duration }
 
 // rollout generates, scores and prepares one generation batch.
 func (t *Trainer) rollout() (*Scored, timings, error) {
@@ -220,6 +221,7 @@ func (t *Trainer) rollout() (*Scored, timings, error) {
 	if err := scoreRewards(r, t.s.Rewards, t.rewardState()); err != nil {
 		return nil, tm, &loop.Fault{Err: fmt.Errorf("grpo: step %d: %w", t.globalStep+1, err)}
 	}
+	tm.rewards = time.Since(t0)
 	scale := rl.ScaleRewards(t.cfg.ScaleRewards)
 	if err := advantages(r, t.cfg.NumGenerations, scale, t.cfg.Advantage); err != nil {
 		return nil, tm, fmt.Errorf("grpo: %w", err)

@@ -86,6 +86,7 @@ func (l *runLog) addRollout(r *Scored, rewards []Reward, tm timings, tokensSeen 
 	}
 	l.add("timing_s/generation", tm.generation.Seconds())
 	l.add("timing_s/scoring", tm.scoring.Seconds())
+	l.add("timing_s/rewards", tm.rewards.Seconds())
 	if s := tm.generation.Seconds(); s > 0 {
 		l.add("tokens_per_s/generation", float64(newTokens)/s)
 	}

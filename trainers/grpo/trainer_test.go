@@ -58,9 +58,13 @@ func tinyModel(t *testing.T, seed uint64) *trainable.Model {
 	return &trainable.Model{Config: cfg, Ctx: ctx, DType: dtypes.Float32}
 }
 
-// tinyConfig is a small on-policy run: 4 prompts × 4 generations per step.
+// tinyConfig is a small on-policy run: 4 prompts × 4 generations per step. Gradient
+// checkpointing is off, for time (on XLA its graphs take longer to compile): the checkpointed
+// gradients are models/decoder's TestCheckpointLayers_SameGradients, and GRPO's checkpointed run
+// (TRL's default) is TestGRPO_ResumeEqualsStraight, resumed exactly.
 func tinyConfig(t *testing.T) *Config {
 	c := DefaultConfig()
+	c.GradientCheckpointing = false
 	c.Model, c.Dataset, c.OutputDir = "tiny", "tiny", t.TempDir()
 	c.RewardFuncs = []string{"test"}
 	c.NumGenerations, c.PerDeviceTrainBatchSize = 4, 16
@@ -383,7 +387,7 @@ func TestGRPO_MetricsAndCompletionFiles(t *testing.T) {
 		"clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean", "clip_ratio/high_max",
 		"clip_ratio/region_mean", "num_tokens",
 		"sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max", "sampling/ratio_outside_0.9_1.1",
-		"timing_s/generation", "timing_s/scoring", "timing_s/update", "tokens_per_s/generation"} {
+		"timing_s/generation", "timing_s/scoring", "timing_s/rewards", "timing_s/update", "tokens_per_s/generation"} {
 		if _, ok := last[k]; !ok {
 			t.Errorf("metrics.jsonl lacks %q", k)
 		}

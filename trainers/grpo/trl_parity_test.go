@@ -268,7 +268,7 @@ func sameGenerations(t *testing.T, want, got []generation) bool {
 func compareGRPO(t *testing.T, name string, c looptest.TRLCase, recs []runlog.Record, absAdv map[int]float64, beta float64) {
 	t.Helper()
 	diff := looptest.Differences{}
-	for _, k := range []string{"timing_s/generation", "timing_s/scoring", "timing_s/update",
+	for _, k := range []string{"timing_s/generation", "timing_s/scoring", "timing_s/rewards", "timing_s/update",
 		"tokens_per_s/generation", "tokens_per_s/update"} {
 		diff[k] = func(t testing.TB, step int, _, got map[string]float64) {
 			// Logged on the steps that generated (generation, scoring) or on every step (update).
