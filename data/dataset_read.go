@@ -3,13 +3,16 @@ package data
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/posttrain/posttrain/data/chat"
@@ -29,19 +32,98 @@ type ReadOptions struct {
 	// TextField is the column standard language-modelling rows are read from, TRL's SFTConfig
 	// dataset_text_field; "" means DefaultTextField. Conversational rows are always "messages".
 	TextField string
+	// Split is the split to read, with an optional slice (TRL's dataset_train_split or
+	// dataset_test_split: "train", "train[:1000]", "test[10%:]", "train+test"); "" is "train".
+	Split string
+	// Config is the dataset's configuration (TRL's dataset_config, load_dataset's name): one of
+	// the configs of a Hub directory's README.md; "" is its default.
+	Config string
 }
 
 // DefaultTextField is TRL's dataset_text_field default.
 const DefaultTextField = "text"
 
 // ReadFileWith is ReadFile with options.
+//
+// The file's extension picks its format: .parquet, .arrow (Arrow IPC: datasets' save_to_disk
+// files), .csv, else JSONL or JSON; .gz after any of .jsonl, .json and .csv is gunzipped first.
+// Rows of Parquet and Arrow files are named by their 1-based row number in errors.
+//
+// path may also be a dataset directory, and o may name a split (with a slice) and a config: see
+// layout.go.
 func ReadFileWith(path string, o ReadOptions) (*Dataset, error) {
+	if st, err := os.Stat(path); (err == nil && st.IsDir()) || o.Split != "" || o.Config != "" {
+		return readSplits(path, o)
+	}
+	return readFile(path, o)
+}
+
+// readFile reads one data file.
+func readFile(path string, o ReadOptions) (*Dataset, error) {
+	switch ext := fileFormat(path); ext {
+	case ".parquet", ".arrow":
+		d, b := newBuilder(path, o)
+		b.rows = true
+		read := readParquet
+		if ext == ".arrow" {
+			read = readArrow
+		}
+		if err := read(path, b); err != nil {
+			return nil, err
+		}
+		return checked(d)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset: %w", err)
 	}
 	defer f.Close()
-	return ReadWith(f, path, o)
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	if fileFormat(path) == ".csv" {
+		d, b := newBuilder(path, o)
+		if err := readCSV(r, b); err != nil {
+			return nil, err
+		}
+		return checked(d)
+	}
+	return ReadWith(r, path, o)
+}
+
+// fileFormat is path's format extension, a .gz suffix aside: ".parquet", ".arrow", ".csv", or
+// what else it ends with.
+func fileFormat(path string) string {
+	return strings.ToLower(filepath.Ext(strings.TrimSuffix(path, ".gz")))
+}
+
+func newBuilder(name string, o ReadOptions) (*Dataset, *rowBuilder) {
+	if o.TextField == "" {
+		o.TextField = DefaultTextField
+	}
+	d := &Dataset{Path: name, Format: o.Format, TextField: o.TextField}
+	return d, &rowBuilder{d: d, name: name}
+}
+
+// checked is d, or an error when it has no rows.
+func checked(d *Dataset) (*Dataset, error) {
+	if err := d.checkRows(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Dataset) checkRows() error {
+	if len(d.Rows) == 0 {
+		return fmt.Errorf("%s: no rows", d.Path)
+	}
+	return nil
 }
 
 // Read is ReadFile on an open stream; name is used in errors.
@@ -56,11 +138,10 @@ func ReadWith(r io.Reader, name string, o ReadOptions) (*Dataset, error) {
 		return nil, fmt.Errorf("read dataset %s: %w", name, err)
 	}
 	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a UTF-8 byte-order mark is not data
-	if o.TextField == "" {
-		o.TextField = DefaultTextField
+	if len(data) >= 4 && (string(data[:4]) == "PAR1" || string(data[:4]) == "\xff\xff\xff\xff" || string(data[:4]) == "ARRO") {
+		return nil, fmt.Errorf("%s: a Parquet or Arrow file: name it with its extension, .parquet or .arrow", name)
 	}
-	d := &Dataset{Path: name, Format: o.Format, TextField: o.TextField}
-	b := &rowBuilder{d: d, name: name}
+	d, b := newBuilder(name, o)
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		err = readJSONArray(data, b)
@@ -70,10 +151,7 @@ func ReadWith(r io.Reader, name string, o ReadOptions) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(d.Rows) == 0 {
-		return nil, fmt.Errorf("%s: no rows", name)
-	}
-	return d, nil
+	return checked(d)
 }
 
 func readJSONL(data []byte, b *rowBuilder) error {
@@ -141,12 +219,16 @@ func lineCounter(data []byte) func(off int) int {
 type rowBuilder struct {
 	d        *Dataset
 	name     string
+	rows     bool  // errors name a row number, not a line (Parquet, Arrow)
 	implicit *bool // preference: whether rows carry no "prompt"; set by the first row
 }
 
 func (b *rowBuilder) add(line int, raw []byte) error {
 	row, err := b.parse(line, raw)
 	if err != nil {
+		if b.rows {
+			return fmt.Errorf("%s: row %d: %w", b.name, line, err)
+		}
 		return fmt.Errorf("%s:%d: %w", b.name, line, err)
 	}
 	b.d.Rows = append(b.d.Rows, row)

@@ -47,11 +47,19 @@ func SourceNames() []string {
 // trainer wants, else the file read with its format detected (ReadFile(name, FormatAuto)), which
 // the caller checks against want as it does for any file.
 func Open(name string, want Format) (*Dataset, error) {
+	return OpenWith(name, want, ReadOptions{})
+}
+
+// OpenWith is Open reading a file or directory with o (its split and config).
+func OpenWith(name string, want Format, o ReadOptions) (*Dataset, error) {
 	sourcesMu.RLock()
 	s, ok := sources[name]
 	sourcesMu.RUnlock()
 	if !ok {
-		return ReadFile(name, FormatAuto)
+		return ReadFileWith(name, o)
+	}
+	if o.Split != "" && o.Split != "train" {
+		return nil, fmt.Errorf("dataset %s: a generated dataset has one split, not %q", name, o.Split)
 	}
 	d, err := s(want)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
@@ -195,7 +196,7 @@ func trainParity(t *testing.T, cfg *grpo.Config, rewards []grpo.Reward) ([]gener
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := rollout.LoadRows(cfg.Dataset, "GRPO")
+	rows, err := rollout.LoadRows(cfg.Dataset, data.ReadOptions{}, "GRPO")
 	if err != nil {
 		t.Fatal(err)
 	}

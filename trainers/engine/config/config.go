@@ -12,7 +12,9 @@ package config
 
 import (
 	"math"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/posttrain/posttrain/trainers/engine/schedule"
 )
@@ -36,10 +38,14 @@ type Config interface {
 // overrides (logging_steps 10), plus the model/dataset inputs of TRL's CLI scripts.
 type Training struct {
 	Model   string `yaml:"model_name_or_path" input:"path" resume:"content" flag:"model" usage:"model directory or Hub id (HF layout)"`
-	Dataset string `yaml:"dataset_name" input:"path" resume:"content" flag:"dataset" usage:"training data file (JSONL)"`
+	Dataset string `yaml:"dataset_name" input:"path" resume:"content" flag:"dataset" usage:"training data: a Hub dataset id, a dataset directory (the Hub's layout or save_to_disk's) or a file (.jsonl, .json, .parquet, .arrow, .csv, .gz of the text ones)"`
+	// TRL's ScriptArguments: which configuration and splits of dataset_name are read.
+	DatasetConfig     string `yaml:"dataset_config" usage:"the dataset's configuration (load_dataset's name): one of its README.md configs"`
+	DatasetTrainSplit string `yaml:"dataset_train_split" usage:"the split trained on, with an optional slice: train, train[:1000], train[10%:], train+test"`
 	// TRL's CLI scripts take the eval rows from a split of dataset_name (dataset_test_split);
-	// posttrain reads them from a second file.
-	EvalDataset string `yaml:"eval_dataset" input:"path" resume:"free" usage:"evaluation data file (JSONL, the same formats as --dataset); evaluated only when eval_strategy is steps or epoch, or with eval_on_start (as HF's Trainer)"`
+	// posttrain does too, unless eval_dataset names other data.
+	DatasetTestSplit string `yaml:"dataset_test_split" resume:"free" usage:"the split of dataset_name evaluated on when no eval_dataset is given (with an optional slice)"`
+	EvalDataset      string `yaml:"eval_dataset" input:"path" resume:"free" usage:"evaluation data (the same forms as --dataset; a directory's dataset_test_split); default: dataset_name's dataset_test_split. Evaluated only when eval_strategy is steps or epoch, or with eval_on_start (as HF's Trainer)"`
 
 	OutputDir                 string   `yaml:"output_dir" resume:"free" usage:"directory for checkpoints, metrics.jsonl and the final model"`
 	LearningRate              float64  `yaml:"learning_rate" usage:"initial AdamW learning rate"`
@@ -114,7 +120,30 @@ func DefaultTraining() Training {
 		SaveSteps:                 500,
 		EvalStrategy:              "no",
 		PerDeviceEvalBatchSize:    8,
+		DatasetTrainSplit:         "train",
+		DatasetTestSplit:          "test",
 	}
+}
+
+// EvalSource is where the run's eval rows come from: eval_dataset (a directory's
+// dataset_test_split, a file whole), else dataset_name's dataset_test_split.
+func (t *Training) EvalSource() (path, split string) {
+	if t.EvalDataset != "" {
+		if st, err := os.Stat(t.EvalDataset); err == nil && st.IsDir() {
+			return t.EvalDataset, t.DatasetTestSplit
+		}
+		return t.EvalDataset, ""
+	}
+	return t.Dataset, t.DatasetTestSplit
+}
+
+// HasSplits reports whether dataset_name can hold several splits: a directory or a Hub id, not a
+// single file or a generated source.
+func (t *Training) HasSplits() bool {
+	if st, err := os.Stat(t.Dataset); err == nil {
+		return st.IsDir()
+	}
+	return strings.Count(t.Dataset, "/") == 1 && !strings.HasPrefix(t.Dataset, ".")
 }
 
 // Common implements Config.

@@ -90,10 +90,10 @@ func ValidateCommon(c Config) error {
 		return Bad(c, "resume", "and resume_from_checkpoint are exclusive: give one")
 	case t.OverwriteOutputDir && (t.Resume || t.ResumeFromCheckpoint != ""):
 		return Bad(c, "overwrite_output_dir", "removes the run that resume continues: give one")
-	case t.EvalStrategy != "no" && t.EvalDataset == "":
-		return Bad(c, "eval_strategy", fmt.Sprintf("%s needs an eval_dataset (--eval-dataset)", t.EvalStrategy))
-	case t.EvalOnStart && t.EvalDataset == "":
-		return Bad(c, "eval_on_start", "needs an eval_dataset (--eval-dataset)")
+	case t.EvalStrategy != "no" && t.EvalDataset == "" && !t.HasSplits():
+		return Bad(c, "eval_strategy", fmt.Sprintf("%s needs an eval_dataset (--eval-dataset), or a dataset_name with a %s split (dataset_test_split)", t.EvalStrategy, t.DatasetTestSplit))
+	case t.EvalOnStart && t.EvalDataset == "" && !t.HasSplits():
+		return Bad(c, "eval_on_start", fmt.Sprintf("needs an eval_dataset (--eval-dataset), or a dataset_name with a %s split (dataset_test_split)", t.DatasetTestSplit))
 	case t.EvalSteps < 0:
 		return Bad(c, "eval_steps", fmt.Sprintf("must be ≥ 0 (0 = logging_steps), got %d", t.EvalSteps))
 	case t.PerDeviceEvalBatchSize < 1:

@@ -190,10 +190,15 @@ func (d *driver) evaluate() error {
 // TRL's scripts, which pass no eval split with eval_strategy "no", the file is not even read.
 // read are the training set's reading options (SFT's dataset_text_field).
 func WithEvalData(train Method, c *config.Training, read data.ReadOptions, build func(*data.Dataset) (Method, error)) (Method, error) {
-	if c.EvalDataset == "" || !c.Evaluates() {
+	if !c.Evaluates() {
 		return train, nil
 	}
-	d, err := data.ReadFileWith(c.EvalDataset, read)
+	path, split := c.EvalSource()
+	read.Split = split
+	if path == c.Dataset {
+		read.Config = c.DatasetConfig
+	}
+	d, err := data.ReadFileWith(path, read)
 	if err != nil {
 		return nil, fmt.Errorf("eval_dataset: %w", err)
 	}

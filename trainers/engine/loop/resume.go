@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,22 +47,59 @@ func (d *driver) fingerprints() (map[string]string, error) {
 	return fp, nil
 }
 
-// fileFingerprint is "sha256:HEX" of a file's bytes, or "source:NAME" for a name that is no file
-// (a registered dataset source).
+// fileFingerprint is "sha256:HEX" of a file's bytes, or of a dataset directory's files (each
+// one's path, size and bytes, in path order; hidden ones left out), or "source:NAME" for a name
+// that is no file (a registered dataset source).
 func fileFingerprint(path string) (string, error) {
-	f, err := os.Open(path)
+	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(path, "/.") {
 		return "source:" + path, nil
 	}
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if !st.IsDir() {
+		if err := hashFile(h, path); err != nil {
+			return "", err
+		}
+		return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	}
+	err = filepath.WalkDir(path, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != path && strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(path, p)
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(rel), info.Size())
+		return hashFile(h, p)
+	})
+	if err != nil {
 		return "", err
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func hashFile(h io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(h, f)
+	return err
 }
 
 // modelFingerprint hashes the model directory's small files whole and each *.safetensors file's

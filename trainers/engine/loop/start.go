@@ -45,15 +45,18 @@ func (e Env) Log() *slog.Logger {
 // the reward model): it reads cfg's dataset with read, builds the method on it with build (and on
 // eval_dataset when the run evaluates, WithEvalData) and trains m (Run).
 func RunOnDataset(ctx context.Context, cfg config.Config, m *trainable.Model, read data.ReadOptions, env Env, build func(*data.Dataset) (Method, error)) (*Result, error) {
-	d, err := data.ReadFileWith(cfg.Common().Dataset, read)
+	c := cfg.Common()
+	train := read
+	train.Split, train.Config = c.DatasetTrainSplit, c.DatasetConfig
+	d, err := data.ReadFileWith(c.Dataset, train)
 	if err != nil {
 		return nil, err
 	}
-	train, err := build(d)
+	trainer, err := build(d)
 	if err != nil {
 		return nil, err
 	}
-	method, err := WithEvalData(train, cfg.Common(), read, build)
+	method, err := WithEvalData(trainer, c, read, build)
 	if err != nil {
 		return nil, err
 	}

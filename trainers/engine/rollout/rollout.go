@@ -55,16 +55,21 @@ func (r *Rollout) Len() int { return len(r.Completions) }
 // the errors ("GRPO", "PPO").
 func Prompts(c *config.Training, rows []data.Row, method string, txt *encode.Text) (train, eval []*encode.Prompt, err error) {
 	if rows == nil {
-		if rows, err = LoadRows(c.Dataset, method); err != nil {
+		if rows, err = LoadRows(c.Dataset, data.ReadOptions{Split: c.DatasetTrainSplit, Config: c.DatasetConfig}, method); err != nil {
 			return nil, nil, err
 		}
 	}
 	if train, err = txt.Prompts(rows); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", c.Dataset, err)
 	}
-	eval, err = EvalPrompts(c.EvalDataset, c.Evaluates(), method, txt)
-	if err == nil && len(eval) == 0 && c.EvalDataset != "" && c.Evaluates() {
-		err = fmt.Errorf("eval_dataset: %s: no prompts", c.EvalDataset)
+	evalPath, split := c.EvalSource()
+	read := data.ReadOptions{Split: split}
+	if evalPath == c.Dataset {
+		read.Config = c.DatasetConfig
+	}
+	eval, err = EvalPrompts(evalPath, read, c.Evaluates(), method, txt)
+	if err == nil && len(eval) == 0 && c.Evaluates() {
+		err = fmt.Errorf("eval_dataset: %s: no prompts", evalPath)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -75,8 +80,8 @@ func Prompts(c *config.Training, rows []data.Row, method string, txt *encode.Tex
 // LoadRows returns the prompt-only rows of a dataset: a registered source (e.g. "mult",
 // data/mult) or a JSONL/JSON file with a "prompt" column (standard or conversational, TRL's
 // prompt-only format). method names the trainer in the error ("GRPO", "PPO").
-func LoadRows(dataset, method string) ([]data.Row, error) {
-	d, err := data.Open(dataset, data.PromptOnly)
+func LoadRows(dataset string, read data.ReadOptions, method string) ([]data.Row, error) {
+	d, err := data.OpenWith(dataset, data.PromptOnly, read)
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +94,11 @@ func LoadRows(dataset, method string) ([]data.Row, error) {
 // EvalPrompts reads eval_dataset through the training prompts' path (chat template, tokenizer)
 // when the run evaluates; like loop.WithEvalData (and TRL's scripts, which pass no eval split
 // with eval_strategy "no") it reads nothing otherwise.
-func EvalPrompts(dataset string, evaluates bool, method string, txt *encode.Text) ([]*encode.Prompt, error) {
+func EvalPrompts(dataset string, read data.ReadOptions, evaluates bool, method string, txt *encode.Text) ([]*encode.Prompt, error) {
 	if dataset == "" || !evaluates {
 		return nil, nil
 	}
-	rows, err := LoadRows(dataset, method)
+	rows, err := LoadRows(dataset, read, method)
 	if err != nil {
 		return nil, fmt.Errorf("eval_dataset: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 )
 
@@ -105,11 +106,11 @@ func TestLoadRows(t *testing.T) {
 	if err := os.WriteFile(pref, []byte(`{"prompt": "2*3=", "chosen": "6", "rejected": "5"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := LoadRows(ok, "GRPO")
+	rows, err := LoadRows(ok, data.ReadOptions{}, "GRPO")
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("LoadRows(%s) = %d rows, %v; want 2", ok, len(rows), err)
 	}
-	if _, err := LoadRows(pref, "PPO"); err == nil || !strings.Contains(err.Error(), pref) || !strings.Contains(err.Error(), "PPO needs prompt-only rows") {
+	if _, err := LoadRows(pref, data.ReadOptions{}, "PPO"); err == nil || !strings.Contains(err.Error(), pref) || !strings.Contains(err.Error(), "PPO needs prompt-only rows") {
 		t.Errorf("LoadRows(preference file) = %v, want the file and PPO named", err)
 	}
 }

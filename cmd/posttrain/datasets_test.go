@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const datasetsDir = "../../data/testdata/datasets"
+
+// Each trainer reads the TRL quick starts' dataset shapes as datasets writes them
+// (scripts/reference/dataset_files.py): a Hub layout directory with a train split sliced and its
+// test split evaluated on without --eval-dataset (TRL's dataset_test_split), split-named Parquet
+// files, save_to_disk directories, a Parquet file, and a second config.
+func TestTrain_DatasetLayouts(t *testing.T) {
+	dir := t.TempDir()
+	model := tinyGRPOModel(t, dir)
+	run := func(name string, args ...string) string {
+		t.Helper()
+		out := filepath.Join(dir, name)
+		args = append(args, "--model", model, "--output-dir", out, "--max-steps", "2", "--logging-steps", "1",
+			"--per-device-train-batch-size", "2", "--gradient-checkpointing=false")
+		if _, err := runCLI(t, args...); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return out
+	}
+	out := run("sft-capybara", "sft", "--dataset", filepath.Join(datasetsDir, "capybara"), "--dataset-train-split", "train[:2]",
+		"--eval-strategy", "steps", "--eval-steps", "1", "--per-device-eval-batch-size", "1")
+	var evalSteps []int
+	for _, r := range metricsLines(t, out) {
+		if _, ok := r.Metrics["eval_loss"]; ok {
+			evalSteps = append(evalSteps, r.Step)
+		}
+	}
+	if !slices.Equal(evalSteps, []int{1, 2}) {
+		t.Errorf("eval lines at steps %v, want 1, 2 (the test split)", evalSteps)
+	}
+	run("dpo-ultrafeedback", "dpo", "--dataset", filepath.Join(datasetsDir, "ultrafeedback"))
+	run("kto-saved-dict", "kto", "--dataset", filepath.Join(datasetsDir, "kto"), "--dataset-train-split", "train+test")
+	run("sft-parquet", "sft", "--dataset", filepath.Join(datasetsDir, "tldr", "tldr.parquet"))
+	run("sft-tools-config", "sft", "--dataset", filepath.Join(datasetsDir, "tools"), "--dataset-config", "plain")
+	run("grpo-saved", "grpo", "--dataset", filepath.Join(datasetsDir, "deepmath"), "--reward-funcs", "think_format_reward",
+		"--num-generations", "2", "--max-completion-length", "4")
+	args, _ := os.ReadFile(filepath.Join(out, "training_args.yaml"))
+	for _, k := range []string{"dataset_train_split: train[:2]", "dataset_test_split: test"} {
+		if !strings.Contains(string(args), k) {
+			t.Errorf("training_args.yaml lacks %q", k)
+		}
+	}
+}
+
+// A split, config or slice that the data does not have is one line naming the dataset and what
+// it has.
+func TestTrain_DatasetSplitErrors(t *testing.T) {
+	dir := t.TempDir()
+	model := tinyGRPOModel(t, dir)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dataset", filepath.Join(datasetsDir, "capybara"), "--dataset-train-split", "validation"}, `capybara: config default has no split "validation" (it has train, test)`},
+		{[]string{"--dataset", filepath.Join(datasetsDir, "tools"), "--dataset-config", "nope"}, `tools: no config "nope" (it has tools, plain)`},
+		{[]string{"--dataset", filepath.Join(datasetsDir, "tldr", "tldr.parquet"), "--dataset-train-split", "test"}, `tldr.parquet: a single file is the split "train", not "test"`},
+		{[]string{"--dataset", filepath.Join(datasetsDir, "tldr", "tldr.parquet"), "--dataset-train-split", "train[x:]"}, `split "train[x:]": want NAME or NAME[start:end]`},
+		{[]string{"--dataset", filepath.Join(datasetsDir, "tldr", "tldr.parquet"), "--eval-strategy", "steps"}, `eval_strategy (--eval-strategy) steps needs an eval_dataset (--eval-dataset), or a dataset_name with a test split`},
+		{[]string{"--dataset", filepath.Join(datasetsDir, "capybara"), "--eval-strategy", "steps", "--dataset-test-split", "validation"}, `eval_dataset: ../../data/testdata/datasets/capybara: config default has no split "validation"`},
+	} {
+		_, err := runCLI(t, append([]string{"sft", "--model", model, "--output-dir", filepath.Join(dir, "o"), "--max-steps", "1"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: error %v\nwant one line with %q", c.args, err, c.want)
+		}
+	}
+}
