@@ -78,6 +78,12 @@ while [ $# -gt 0 ]; do
 done
 case $BIN in /*) ;; *) BIN=$PWD/$BIN ;; esac
 case $OUT_DIR in /*) ;; *) OUT_DIR=$PWD/$OUT_DIR ;; esac
+# make build leaves bin/posttrain.gz beside the binary: the compressed copy is what travels to a
+# GPU box within the 64 MiB a copy may hold, and is unpacked here when the binary is missing or
+# older than it.
+if [ -f "$BIN.gz" ] && { [ ! -x "$BIN" ] || [ "$BIN.gz" -nt "$BIN" ]; }; then
+  gzip -dc "$BIN.gz" > "$BIN.tmp" && chmod +x "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
+fi
 if [ ! -x "$BIN" ]; then
   echo "gpu-check: no posttrain binary at $BIN; build it first: make build" >&2
   exit 2
