@@ -1,6 +1,12 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,5 +78,73 @@ func TestTrain_DatasetSplitErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: error %v\nwant one line with %q", c.args, err, c.want)
 		}
+	}
+}
+
+// --dataset trl-lib/Capybara (a Hub dataset id) downloads the dataset repo's README.md and data
+// files into the HuggingFace cache (datasets--trl-lib--Capybara) and trains on its train split,
+// evaluating on its test split; a second run with HF_HUB_OFFLINE=1 reads the cached copy.
+func TestTrain_HubDatasetID(t *testing.T) {
+	src := filepath.Join(datasetsDir, "capybara")
+	files := map[string][]byte{}
+	for _, name := range []string{"README.md", "data/train-00000-of-00001.parquet", "data/test-00000-of-00001.parquet"} {
+		b, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = b
+	}
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	var requests []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests = append(requests, r.Method+" "+r.URL.Path)
+		if r.URL.Path == "/api/datasets/trl-lib/Capybara/revision/main" {
+			var sib []map[string]string
+			for name := range files {
+				sib = append(sib, map[string]string{"rfilename": name})
+			}
+			json.NewEncoder(w).Encode(map[string]any{"id": "trl-lib/Capybara", "sha": commit, "siblings": sib})
+			return
+		}
+		name, ok := strings.CutPrefix(r.URL.Path, "/datasets/trl-lib/Capybara/resolve/"+commit+"/")
+		content, found := files[name]
+		if !ok || !found {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		sum := sha256.Sum256(content)
+		w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
+		w.Header().Set("X-Repo-Commit", commit)
+		w.Header().Set("Content-Length", fmt.Sprint(len(content)))
+		if r.Method == http.MethodGet {
+			w.Write(content)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Setenv("HF_HOME", filepath.Join(dir, "hf"))
+	t.Setenv("HF_HUB_OFFLINE", "")
+	model := tinyGRPOModel(t, dir)
+	args := func(out string) []string {
+		return []string{"sft", "--model", model, "--dataset_name", "trl-lib/Capybara", "--output-dir", filepath.Join(dir, out),
+			"--max-steps", "1", "--per-device-train-batch-size", "2", "--eval-strategy", "steps", "--eval-steps", "1"}
+	}
+	if _, err := runCLI(t, args("online")...); err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(dir, "hf", "hub", "datasets--trl-lib--Capybara", "snapshots", commit)
+	for name := range files {
+		if _, err := os.Stat(filepath.Join(snap, filepath.FromSlash(name))); err != nil {
+			t.Error(err)
+		}
+	}
+	if len(requests) == 0 {
+		t.Fatal("the Hub was not asked")
+	}
+	srv.Close()
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	if _, err := runCLI(t, args("offline")...); err != nil {
+		t.Fatalf("offline, from the cache: %v", err)
 	}
 }

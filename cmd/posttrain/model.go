@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strings"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/urfave/cli/v3"
 
+	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/models/hub"
 )
@@ -53,6 +57,23 @@ func resolveModel(ctx context.Context, model string) (string, error) {
 		return dir, err
 	}
 	return hub.Resolve(ctx, model, hub.Options{})
+}
+
+// resolveDataset is the local path of a dataset option: a registered source's name (mult) or an
+// existing file or directory as it is, a Hub dataset id (trl-lib/Capybara) as its snapshot in the
+// HuggingFace cache, downloaded when not offline (models/hub ResolveDataset).
+func resolveDataset(ctx context.Context, option, dataset string) (string, error) {
+	if dataset == "" || slices.Contains(data.SourceNames(), dataset) {
+		return dataset, nil
+	}
+	if _, err := os.Stat(dataset); err == nil || !hub.IsRepoID(dataset) || !strings.Contains(dataset, "/") {
+		return dataset, nil // the reader names what is missing
+	}
+	dir, err := hub.ResolveDataset(ctx, dataset, hub.Options{})
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", option, err)
+	}
+	return dir, nil
 }
 
 // openModel resolves --model (resolveModel) and creates the backend named by --backend

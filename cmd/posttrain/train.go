@@ -135,6 +135,14 @@ func openTrainSession(ctx context.Context, cmd *cli.Command, cfg config.Config) 
 			b.Finalize()
 		}
 	}
+	if err == nil { // Hub dataset ids to their snapshots in the cache
+		if c.Dataset, err = resolveDataset(ctx, "dataset_name", c.Dataset); err == nil {
+			c.EvalDataset, err = resolveDataset(ctx, "eval_dataset", c.EvalDataset)
+		}
+		if err != nil {
+			b.Finalize()
+		}
+	}
 	if err != nil {
 		stop()
 		unlock()

@@ -117,10 +117,14 @@ var commitPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
 // access: snapshots/<revision> for a commit hash, else the commit named by refs/<revision>,
 // else the only snapshot there is. The snapshot must hold config.json and the weights.
 func CachedSnapshot(cacheDir, repoID, revision string) (string, error) {
+	return cachedSnapshot(cacheDir, RepoCacheDir(cacheDir, repoID), repoID, revision, checkSnapshot)
+}
+
+// cachedSnapshot is CachedSnapshot in the repo cache folder repoDir, checked with check.
+func cachedSnapshot(cacheDir, repoDir, repoID, revision string, check func(dir string) error) (string, error) {
 	if !IsRepoID(repoID) || strings.Contains(revision, "..") || revision == "" {
 		return "", fmt.Errorf("hub cache: invalid repo id %q or revision %q", repoID, revision)
 	}
-	repoDir := RepoCacheDir(cacheDir, repoID)
 	snapshots := filepath.Join(repoDir, "snapshots")
 	var dir string
 	if commitPattern.MatchString(revision) {
@@ -154,7 +158,7 @@ func CachedSnapshot(cacheDir, repoID, revision string) (string, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("%s@%s is not in the HuggingFace cache %s (no %s)", repoID, revision, cacheDir, dir)
 	}
-	if err := checkSnapshot(dir); err != nil {
+	if err := check(dir); err != nil {
 		return "", err
 	}
 	return dir, nil

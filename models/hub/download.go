@@ -88,7 +88,7 @@ func downloadSync(repoID string, o Options) (string, error) {
 	}
 	// The library refreshes the revision once more before downloading: the snapshot it used names
 	// the commit.
-	if err := writeRef(repoID, o, filepath.Base(dir)); err != nil {
+	if err := writeRef(RepoCacheDir(o.CacheDir, repoID), o, filepath.Base(dir)); err != nil {
 		return "", err
 	}
 	if err := checkSnapshot(dir); err != nil {
@@ -116,13 +116,13 @@ func fetch(repo *hfhub.Repo, o Options, commit string, names []string) ([]string
 	return paths, nil
 }
 
-// writeRef records refs/<revision> = commit, as huggingface_hub does (go-huggingface does not),
-// so an offline run finds the snapshot of the branch.
-func writeRef(repoID string, o Options, commit string) error {
+// writeRef records refs/<revision> = commit in the repo's cache folder repoDir, as huggingface_hub
+// does (go-huggingface does not), so an offline run finds the snapshot of the branch.
+func writeRef(repoDir string, o Options, commit string) error {
 	if commitPattern.MatchString(o.Revision) || !commitPattern.MatchString(commit) {
 		return nil
 	}
-	path := filepath.Join(RepoCacheDir(o.CacheDir, repoID), "refs", filepath.FromSlash(o.Revision))
+	path := filepath.Join(repoDir, "refs", filepath.FromSlash(o.Revision))
 	if old, err := os.ReadFile(path); err == nil && string(old) == commit {
 		return nil
 	}

@@ -31,6 +31,8 @@ type fakeHub struct {
 	// granted gates the repo as the hub does: the revision info is public, a file request
 	// without a token gets 401 and one with another token 403 (licence not accepted).
 	granted string
+	// datasets serves a dataset repo (/api/datasets/…, /datasets/<id>/resolve/…).
+	datasets bool
 
 	mu       sync.Mutex
 	requests []string
@@ -53,7 +55,11 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "gated", status)
 		return
 	}
-	if r.URL.Path == "/api/models/"+h.id+"/revision/main" {
+	api, resolve := "/api/models/", "/"
+	if h.datasets {
+		api, resolve = "/api/datasets/", "/datasets/"
+	}
+	if r.URL.Path == api+h.id+"/revision/main" {
 		info := map[string]any{"id": h.id, "sha": h.commit, "siblings": []map[string]string{}}
 		for name := range h.files {
 			info["siblings"] = append(info["siblings"].([]map[string]string), map[string]string{"rfilename": name})
@@ -61,7 +67,7 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(info)
 		return
 	}
-	name, ok := strings.CutPrefix(r.URL.Path, "/"+h.id+"/resolve/"+h.commit+"/")
+	name, ok := strings.CutPrefix(r.URL.Path, resolve+h.id+"/resolve/"+h.commit+"/")
 	content, found := h.files[name]
 	if !ok || !found {
 		http.Error(w, "not found", http.StatusNotFound)
