@@ -15,7 +15,7 @@ import (
 func TestResolveDataset_HubLayoutAndOffline(t *testing.T) {
 	tmp := t.TempDir()
 	files := map[string][]byte{
-		"README.md": []byte("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/train-*\n---\n"),
+		"README.md":                         []byte("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/train-*\n---\n"),
 		"data/train-00000-of-00001.parquet": []byte("PAR1 not really"),
 		"data/test.jsonl.gz":                []byte("gz"),
 		".gitattributes":                    []byte("*.parquet filter=lfs"),
