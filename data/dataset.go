@@ -5,6 +5,7 @@
 package data
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -90,6 +91,10 @@ type Row struct {
 	// Columns holds every other key of the row, JSON-decoded (numbers are float64); GRPO hands
 	// them to reward functions (e.g. the multiplication task's "answer").
 	Columns map[string]any
+	// Tools is the row's "tools" column (also in Columns) as written: the function schemas TRL's
+	// SFTTrainer passes to the chat template (apply_chat_template(..., tools=example.get("tools")));
+	// nil when the row has none.
+	Tools []json.RawMessage
 }
 
 // Dataset is a file's rows, all of one format, all standard or all conversational.

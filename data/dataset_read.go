@@ -297,6 +297,9 @@ func (b *rowBuilder) parse(line int, raw []byte) (Row, error) {
 	if err := b.checkKind(texts); err != nil {
 		return Row{}, err
 	}
+	if row.Tools, err = parseTools(obj["tools"]); err != nil {
+		return Row{}, err
+	}
 	row.Columns, err = extraColumns(obj, b.d.keys())
 	return row, err
 }
@@ -395,6 +398,27 @@ func kindName(conv bool) string {
 		return "conversational"
 	}
 	return "standard"
+}
+
+// parseTools reads a row's "tools" column: a list of JSON schemas (objects), kept as written so
+// that a template's tojson prints their keys in the dataset's order; absent or null is none.
+func parseTools(raw json.RawMessage) ([]json.RawMessage, error) {
+	if raw == nil || chat.JSONKind(raw) == "null" {
+		return nil, nil
+	}
+	var tools []json.RawMessage
+	if chat.JSONKind(raw) != "an array" || json.Unmarshal(raw, &tools) != nil {
+		return nil, fmt.Errorf(`"tools" must be a list of function schemas (objects), got %s`, chat.JSONKind(raw))
+	}
+	for i, t := range tools {
+		if chat.JSONKind(t) != "an object" {
+			return nil, fmt.Errorf(`"tools"[%d]: a function schema must be an object, got %s`, i, chat.JSONKind(t))
+		}
+	}
+	if tools == nil {
+		tools = []json.RawMessage{}
+	}
+	return tools, nil
 }
 
 // parseText reads a string or a non-empty list of valid messages.

@@ -34,7 +34,12 @@ func ApplyChatTemplate(t *chat.Template, d *Dataset, opt chat.Options) (*Dataset
 }
 
 func applyRow(t *chat.Template, f Format, r Row, opt chat.Options) (Row, error) {
-	nr := Row{Line: r.Line, Label: r.Label, Columns: r.Columns}
+	nr := Row{Line: r.Line, Label: r.Label, Columns: r.Columns, Tools: r.Tools}
+	// The row's own tools for SFT's formats, as TRL's SFTTrainer passes them
+	// (tools=example.get("tools")); DPO's and KTO's trainers take none from the row.
+	if r.Tools != nil && opt.Tools == nil && (f == LanguageModeling || f == PromptCompletion) {
+		opt.Tools = r.Tools
+	}
 	if f == LanguageModeling {
 		o := opt
 		o.AddGenerationPrompt = false

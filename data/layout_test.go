@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/data/chat"
 )
 
 // Files written by datasets 5.x / pyarrow in copies of the TRL quick starts' dataset shapes
@@ -91,6 +93,38 @@ func TestParseSplit(t *testing.T) {
 	for _, bad := range []string{"train[", "train[a:b]", "tr ain", "train[1:2:3]", "[1:2]"} {
 		if _, err := parseSplit(bad); err == nil {
 			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// A row's tools column reaches the chat template as TRL's SFTTrainer passes it
+// (apply_chat_template(messages, tools=example["tools"])): the tools rows of the Parquet file,
+// rendered with Qwen2.5's template, equal transformers' rendering of the rows load_dataset returns
+// (tools_rendered.json), the schemas' keys in the dataset's order and the structs datasets unified
+// with null keys included.
+func TestApplyChatTemplate_RowTools(t *testing.T) {
+	d, err := ReadFileWith("testdata/datasets/tools", ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("testdata/datasets/tools_rendered.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct{ Rendered []string }
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	std, err := ApplyChatTemplate(qwen25(t), d, chat.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(std.Rows) != len(g.Rendered) || len(g.Rendered) == 0 {
+		t.Fatalf("%d rows, %d renders", len(std.Rows), len(g.Rendered))
+	}
+	for i, r := range std.Rows {
+		if r.Text.String != g.Rendered[i] {
+			t.Errorf("row %d:\n got %q\nwant %q", i+1, r.Text.String, g.Rendered[i])
 		}
 	}
 }

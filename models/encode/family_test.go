@@ -48,7 +48,7 @@ func TestEncode_FamiliesBOS(t *testing.T) {
 		if err != nil || !slices.Equal(ids, tok.Encode(text)) || slices.Contains(ids[1:], bos) {
 			t.Errorf("%s: EncodeText(rendered) = %v (%v), want %v with one BOS", tc.dir, ids, err, tok.Encode(text))
 		}
-		chatIDs, _, err := txt.EncodeChat(msgs)
+		chatIDs, _, err := txt.EncodeChat(msgs, nil)
 		if err != nil || !slices.Equal(chatIDs, ids) {
 			t.Errorf("%s: EncodeChat = %v (%v), want %v", tc.dir, chatIDs, err, ids)
 		}

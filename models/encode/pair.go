@@ -1,6 +1,7 @@
 package encode
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -174,13 +175,14 @@ func (t *Text) EncodeJoined(prompt, completion string, addEOS bool) (ids []int, 
 	return ids, len(pids), nil
 }
 
-// EncodeChat renders and tokenizes a conversation with the chat template and marks the tokens of
-// its assistant turns (their content and closing end-of-turn token, data/chat's spans).
-func (t *Text) EncodeChat(msgs []chat.Message) (ids []int, assistant []bool, err error) {
+// EncodeChat renders and tokenizes a conversation with the chat template (and the row's tools,
+// nil for none) and marks the tokens of its assistant turns (their content and closing
+// end-of-turn token, data/chat's spans).
+func (t *Text) EncodeChat(msgs []chat.Message, tools []json.RawMessage) (ids []int, assistant []bool, err error) {
 	if t.Template == nil {
 		return nil, nil, fmt.Errorf("conversational data needs a chat template, and %s has none", t.Dir)
 	}
-	tk, err := t.Template.Tokenize(t.Tokenizer, msgs, chat.Options{})
+	tk, err := t.Template.Tokenize(t.Tokenizer, msgs, chat.Options{Tools: tools})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -55,7 +55,7 @@ func (t *Text) rewardChat(prompt, answer data.Text) ([]int32, error) {
 	if len(msgs) == 0 {
 		return nil, errors.New("empty conversation")
 	}
-	ids, _, err := t.EncodeChat(msgs)
+	ids, _, err := t.EncodeChat(msgs, nil)
 	if err != nil {
 		return nil, err
 	}

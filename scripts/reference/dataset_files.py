@@ -15,7 +15,10 @@ written by datasets 5.x / pyarrow in the pinned `.venv-reference/trl-0.24`:
   tools/         tool-calling SFT rows (messages with tool_calls, a tools column of JSON schemas) and a
                  second config ("plain") in README.md configs
 
-expected.json holds, per query (path, config, split), the rows load_dataset returns, as JSON.
+expected.json holds, per query (path, config, split), the rows load_dataset returns, as JSON;
+tools_rendered.json the tools rows as transformers renders them for TRL's SFTTrainer
+(apply_chat_template(messages, tools=example["tools"]): render_jinja_template with Qwen2.5's
+template, data/chat/testdata/qwen25_chat_template.jinja).
 
 Regenerate (from the repository root):
 
@@ -149,6 +152,19 @@ def main():
         json.dump({"generator": "scripts/reference/dataset_files.py",
                    "versions": {"datasets": datasets.__version__, "pyarrow": pyarrow.__version__},
                    "queries": expected}, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    from transformers.utils.chat_template_utils import render_jinja_template
+    with open(os.path.join(REPO, "data", "chat", "testdata", "qwen25_chat_template.jinja")) as f:
+        template = f.read()
+    tools_rows = list(load_dataset(os.path.join(OUT, "tools"), split="train"))
+    rendered = []
+    for row in tools_rows:
+        out, _ = render_jinja_template(conversations=[row["messages"]], tools=row["tools"], chat_template=template,
+                                       eos_token="<|im_end|>", pad_token="<|endoftext|>")
+        rendered.append(out[0])
+    with open(os.path.join(OUT, "tools_rendered.json"), "w") as f:
+        json.dump({"generator": "scripts/reference/dataset_files.py", "template": "data/chat/testdata/qwen25_chat_template.jinja",
+                   "rendered": rendered}, f, indent=1, ensure_ascii=False)
         f.write("\n")
     # load_dataset leaves its cache files beside local directories' data: not part of the tree
     for root, dirs, _ in os.walk(OUT):

@@ -69,7 +69,7 @@ func TestScoreRewards_RewardModel(t *testing.T) {
 	for i, p := range r.Prompts {
 		var ids []int
 		if p.Source.Conversational() {
-			ids, _, err = txt.EncodeChat(append(slices.Clone(p.Source.Messages), chat.Message{Role: "assistant", Content: r.Texts[i]}))
+			ids, _, err = txt.EncodeChat(append(slices.Clone(p.Source.Messages), chat.Message{Role: "assistant", Content: r.Texts[i]}), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -186,7 +186,7 @@ func (t *Trainer) tokenize(f data.Format, r data.Row, addEOS, completionOnly, as
 		return example{}, err
 	}
 	if assistantOnly {
-		ids, mask, err := txt.EncodeChat(r.Text.Messages)
+		ids, mask, err := txt.EncodeChat(r.Text.Messages, r.Tools)
 		if err != nil {
 			return example{}, err
 		}
