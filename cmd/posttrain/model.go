@@ -50,10 +50,14 @@ func announceBackend(errw io.Writer, flag string, b backends.Backend) {
 }
 
 // resolveModel is the checkpoint directory of --model: a local directory, a GGUF file or
-// ollama:NAME[:TAG] (converted once into a cache, model_gguf.go), or a HuggingFace repo id (see
+// ollama:NAME[:TAG] (converted once into a cache, model_gguf.go), a LoRA adapter directory (merged
+// into its base once into the same cache, model_adapter.go), or a HuggingFace repo id (see
 // models/hub).
 func resolveModel(ctx context.Context, model string) (string, error) {
 	if dir, ok, err := resolveGGUF(model); ok {
+		return dir, err
+	}
+	if dir, ok, err := resolveAdapter(ctx, model); ok {
 		return dir, err
 	}
 	return hub.Resolve(ctx, model, hub.Options{})
