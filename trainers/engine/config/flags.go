@@ -111,8 +111,12 @@ func splitTrim(in []string) []string {
 // are one line: "config.yaml:3: unknown key ..." or "learning_rate (--learning-rate) must be > 0".
 func FromCommand(cmd *cli.Command, cfg Config) error {
 	if path := cmd.String(ConfigFlag); path != "" {
-		if err := LoadFile(path, cfg); err != nil {
+		notes, err := LoadFileNotes(path, cfg)
+		if err != nil {
 			return err
+		}
+		for _, n := range notes {
+			fmt.Fprintln(cmd.Root().ErrWriter, n)
 		}
 	}
 	applyFlags(cmd, cfg)

@@ -23,11 +23,17 @@ const ResolvedName = "training_args.yaml"
 // LoadFile sets the options named in the YAML file at path. Keys are TRL's names (learning_rate);
 // an unknown or repeated key or a value of the wrong type is an error naming file:line.
 func LoadFile(path string, cfg Config) error {
+	_, err := LoadFileNotes(path, cfg)
+	return err
+}
+
+// LoadFileNotes is LoadFile returning LoadNotes's notes.
+func LoadFileNotes(path string, cfg Config) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("read config: %w", err)
+		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Load(path, data, cfg)
+	return LoadNotes(path, data, cfg)
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -71,49 +77,78 @@ func fileKeys(path string) map[string]bool {
 
 // Load is LoadFile for a file's contents; name is used in error messages.
 func Load(name string, data []byte, cfg Config) error {
+	_, err := LoadNotes(name, data, cfg)
+	return err
+}
+
+// LoadNotes is Load that also returns the notes on the TRL keys it took without an effect here
+// (trlkeys.go), one line each ("config.yaml:4: attn_implementation: ..."). Every key posttrain
+// cannot honour is named in one error, each with what to do.
+func LoadNotes(name string, data []byte, cfg Config) ([]string, error) {
+	notes, err := load(name, data, cfg)
+	return notes, err
+}
+
+func load(name string, data []byte, cfg Config) ([]string, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc, next yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return yamlError(name, err)
+		return nil, yamlError(name, err)
 	}
 	// yaml.Unmarshal read the first document and ignored the others; PyYAML's safe_load, which
 	// TRL's parser uses, refuses a second one.
 	switch err := dec.Decode(&next); {
 	case err == nil:
-		return fmt.Errorf("%s:%d: a second YAML document starts here: a config is one document", name, docStart(data, next.Line))
+		return nil, fmt.Errorf("%s:%d: a second YAML document starts here: a config is one document", name, docStart(data, next.Line))
 	case !errors.Is(err, io.EOF):
-		return yamlError(name, err)
+		return nil, yamlError(name, err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil // empty file
+		return nil, nil // empty file
 	}
 	root := doc.Content[0]
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
-		return nil
+		return nil, nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return fmt.Errorf("%s:%d: want a mapping of option: value (e.g. learning_rate: 1e-6)", name, root.Line)
+		return nil, fmt.Errorf("%s:%d: want a mapping of option: value (e.g. learning_rate: 1e-6)", name, root.Line)
 	}
 	byKey := map[string]field{}
 	for _, f := range fields(cfg) {
 		byKey[f.Key] = f
 	}
 	seen := map[string]int{}
+	var notes, refused []string
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
-		f, ok := byKey[k.Value]
-		if !ok {
-			return fmt.Errorf("%s:%d: unknown key %q for %s%s", name, k.Line, k.Value, cfg.Method(), suggest(k.Value, fields(cfg)))
-		}
 		if line, dup := seen[k.Value]; dup {
-			return fmt.Errorf("%s:%d: key %q repeats line %d", name, k.Line, k.Value, line)
+			return nil, fmt.Errorf("%s:%d: key %q repeats line %d", name, k.Line, k.Value, line)
 		}
 		seen[k.Value] = k.Line
+		f, ok := byKey[k.Value]
+		if !ok {
+			known, fine, say := trlKeyProblem(k.Value, v)
+			switch {
+			case !known:
+				refused = append(refused, fmt.Sprintf("%d: unknown key %q for %s%s", k.Line, k.Value, cfg.Method(), suggest(k.Value, fields(cfg))))
+			case !fine:
+				refused = append(refused, fmt.Sprintf("%d: %s: %s: %s", k.Line, k.Value, scalarText(v), say))
+			case say != "":
+				notes = append(notes, fmt.Sprintf("%s:%d: %s taken with no effect: %s", name, k.Line, k.Value, say))
+			}
+			continue
+		}
 		if err := setNode(f, v); err != nil {
-			return fmt.Errorf("%s:%d: %s: %w", name, v.Line, k.Value, err)
+			refused = append(refused, fmt.Sprintf("%d: %s: %v", v.Line, k.Value, err))
 		}
 	}
-	return nil
+	switch len(refused) {
+	case 0:
+		return notes, nil
+	case 1:
+		return nil, fmt.Errorf("%s:%s", name, refused[0])
+	}
+	return nil, fmt.Errorf("%s: %d keys cannot be honoured: line %s", name, len(refused), strings.Join(refused, "; line "))
 }
 
 // setNode sets the option f from a YAML value; null sets the zero value (TRL's None).
