@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"slices"
 	"strings"
 	"testing"
@@ -81,50 +82,73 @@ func TestTrain_DatasetSplitErrors(t *testing.T) {
 	}
 }
 
+// fakeDatasetHub serves local directories as Hub dataset repos (the two endpoints go-huggingface
+// asks: the revision's commit and file list, and each file with its ETag) and points
+// HF_ENDPOINT and HF_HOME at it; it returns the HF_HOME.
+func fakeDatasetHub(t *testing.T, repos map[string]string) (hfHome string, requests *[]string) {
+	t.Helper()
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	files := map[string]map[string][]byte{}
+	for id, dir := range repos {
+		files[id] = map[string][]byte{}
+		err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			rel, _ := filepath.Rel(dir, p)
+			files[id][filepath.ToSlash(rel)] = b
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	reqs := []string{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reqs = append(reqs, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		for id, fs := range files {
+			if r.URL.Path == "/api/datasets/"+id+"/revision/main" {
+				var sib []map[string]string
+				for name := range fs {
+					sib = append(sib, map[string]string{"rfilename": name})
+				}
+				json.NewEncoder(w).Encode(map[string]any{"id": id, "sha": commit, "siblings": sib})
+				return
+			}
+			name, ok := strings.CutPrefix(r.URL.Path, "/datasets/"+id+"/resolve/"+commit+"/")
+			content, found := fs[name]
+			if !ok || !found {
+				continue
+			}
+			sum := sha256.Sum256(content)
+			w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
+			w.Header().Set("X-Repo-Commit", commit)
+			w.Header().Set("Content-Length", fmt.Sprint(len(content)))
+			if r.Method == http.MethodGet {
+				w.Write(content)
+			}
+			return
+		}
+		http.Error(w, "not found", http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	hfHome = filepath.Join(t.TempDir(), "hf")
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Setenv("HF_HOME", hfHome)
+	t.Setenv("HF_HUB_OFFLINE", "")
+	return hfHome, &reqs
+}
+
 // --dataset trl-lib/Capybara (a Hub dataset id) downloads the dataset repo's README.md and data
 // files into the HuggingFace cache (datasets--trl-lib--Capybara) and trains on its train split,
 // evaluating on its test split; a second run with HF_HUB_OFFLINE=1 reads the cached copy.
 func TestTrain_HubDatasetID(t *testing.T) {
-	src := filepath.Join(datasetsDir, "capybara")
-	files := map[string][]byte{}
-	for _, name := range []string{"README.md", "data/train-00000-of-00001.parquet", "data/test-00000-of-00001.parquet"} {
-		b, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(name)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[name] = b
-	}
-	const commit = "0123456789abcdef0123456789abcdef01234567"
-	var requests []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests = append(requests, r.Method+" "+r.URL.Path)
-		if r.URL.Path == "/api/datasets/trl-lib/Capybara/revision/main" {
-			var sib []map[string]string
-			for name := range files {
-				sib = append(sib, map[string]string{"rfilename": name})
-			}
-			json.NewEncoder(w).Encode(map[string]any{"id": "trl-lib/Capybara", "sha": commit, "siblings": sib})
-			return
-		}
-		name, ok := strings.CutPrefix(r.URL.Path, "/datasets/trl-lib/Capybara/resolve/"+commit+"/")
-		content, found := files[name]
-		if !ok || !found {
-			http.Error(w, "not found", http.StatusNotFound)
-			return
-		}
-		sum := sha256.Sum256(content)
-		w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
-		w.Header().Set("X-Repo-Commit", commit)
-		w.Header().Set("Content-Length", fmt.Sprint(len(content)))
-		if r.Method == http.MethodGet {
-			w.Write(content)
-		}
-	}))
-	defer srv.Close()
+	hfHome, requests := fakeDatasetHub(t, map[string]string{"trl-lib/Capybara": filepath.Join(datasetsDir, "capybara")})
 	dir := t.TempDir()
-	t.Setenv("HF_ENDPOINT", srv.URL)
-	t.Setenv("HF_HOME", filepath.Join(dir, "hf"))
-	t.Setenv("HF_HUB_OFFLINE", "")
 	model := tinyGRPOModel(t, dir)
 	args := func(out string) []string {
 		return []string{"sft", "--model", model, "--dataset_name", "trl-lib/Capybara", "--output-dir", filepath.Join(dir, out),
@@ -133,16 +157,16 @@ func TestTrain_HubDatasetID(t *testing.T) {
 	if _, err := runCLI(t, args("online")...); err != nil {
 		t.Fatal(err)
 	}
-	snap := filepath.Join(dir, "hf", "hub", "datasets--trl-lib--Capybara", "snapshots", commit)
-	for name := range files {
+	snap := filepath.Join(hfHome, "hub", "datasets--trl-lib--Capybara", "snapshots", "0123456789abcdef0123456789abcdef01234567")
+	for _, name := range []string{"README.md", "data/train-00000-of-00001.parquet", "data/test-00000-of-00001.parquet"} {
 		if _, err := os.Stat(filepath.Join(snap, filepath.FromSlash(name))); err != nil {
 			t.Error(err)
 		}
 	}
-	if len(requests) == 0 {
+	if len(*requests) == 0 {
 		t.Fatal("the Hub was not asked")
 	}
-	srv.Close()
+	t.Setenv("HF_ENDPOINT", "http://127.0.0.1:1")
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	if _, err := runCLI(t, args("offline")...); err != nil {
 		t.Fatalf("offline, from the cache: %v", err)

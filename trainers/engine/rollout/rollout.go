@@ -78,14 +78,25 @@ func Prompts(c *config.Training, rows []data.Row, method string, txt *encode.Tex
 }
 
 // LoadRows returns the prompt-only rows of a dataset: a registered source (e.g. "mult",
-// data/mult) or a JSONL/JSON file with a "prompt" column (standard or conversational, TRL's
-// prompt-only format). method names the trainer in the error ("GRPO", "PPO").
+// data/mult) or data with a "prompt" column (standard or conversational, TRL's prompt-only
+// format; the prompts of prompt-completion rows, as TRL's GRPOTrainer takes them). method names the trainer in the error ("GRPO", "PPO").
 func LoadRows(dataset string, read data.ReadOptions, method string) ([]data.Row, error) {
 	d, err := data.OpenWith(dataset, data.PromptOnly, read)
 	if err != nil {
 		return nil, err
 	}
-	if d.Format != data.PromptOnly {
+	switch d.Format {
+	case data.PromptOnly:
+	case data.PromptCompletion:
+		// TRL's GRPOTrainer samples from the prompts of any dataset with a "prompt" column; a
+		// completion column is left out of the reward functions' arguments, as there
+		// (trl-lib/tldr, its quick start's dataset, is prompt-completion).
+		rows := make([]data.Row, len(d.Rows))
+		for i, r := range d.Rows {
+			rows[i] = data.Row{Line: r.Line, Prompt: r.Prompt, Columns: r.Columns, Tools: r.Tools}
+		}
+		return rows, nil
+	default:
 		return nil, fmt.Errorf("%s: %s needs prompt-only rows (a \"prompt\" and optional columns), got %s", dataset, method, d.Format)
 	}
 	return d.Rows, nil
