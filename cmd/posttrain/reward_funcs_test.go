@@ -208,8 +208,12 @@ func TestGRPO_TRLBuiltinRewards(t *testing.T) {
 	dir := t.TempDir()
 	model := tinyGRPOModel(t, dir)
 	out := filepath.Join(dir, "run")
-	if _, err := runCLI(t, grpoArgs(model, out, "--reward-funcs", "think_format_reward", "--reward-funcs", "get_soft_overlong_punishment", "--max-steps", "1")...); err != nil {
+	if _, err := runCLI(t, grpoArgs(model, out, "--reward-funcs", "think_format_reward", "--reward-funcs", "get_soft_overlong_punishment", "--max-steps", "1",
+		"--per-device-train-batch-size", "72")...); err != nil {
 		t.Fatal(err)
+	}
+	if n := len(completionLines(t, out)); n != 72 {
+		t.Errorf("completions.jsonl has %d lines for the step's 72 completions", n)
 	}
 	recs := metricsLines(t, out)
 	for _, k := range []string{"rewards/think_format_reward/mean", "rewards/get_soft_overlong_punishment/mean"} {

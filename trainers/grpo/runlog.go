@@ -19,12 +19,9 @@ const (
 	GuardLogs      = 3
 )
 
-// maxLoggedCompletions bounds the completions written to completions.jsonl per logging step;
-// numCompletionsToPrint those also logged with --log-completions.
-const (
-	maxLoggedCompletions  = 64
-	numCompletionsToPrint = 4
-)
+// numCompletionsToPrint are the completions also logged with --log-completions (completions.jsonl
+// gets every one).
+const numCompletionsToPrint = 4
 
 // tail is the last n runes of s.
 func tail(s string, n int) string {
@@ -163,9 +160,10 @@ func (l *runLog) guard(log *slog.Logger, step int, rec runlog.Record) {
 	}
 }
 
-// completionLines are the completions.jsonl lines of a rollout (at most maxLoggedCompletions).
+// completionLines are the completions.jsonl lines of a rollout: every completion, with the text
+// the reward functions received.
 func completionLines(step int, r *Scored, rewards []Reward) []runlog.Completion {
-	n := min(r.Len(), maxLoggedCompletions)
+	n := r.Len()
 	out := make([]runlog.Completion, n)
 	for i := range n {
 		rw := map[string]float64{}
