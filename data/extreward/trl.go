@@ -2,8 +2,12 @@ package extreward
 
 import (
 	"fmt"
+	"math"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/posttrain/posttrain/data/chat"
 )
@@ -89,4 +93,48 @@ func softOverlongPunishment(maxLen, cache int) func(Call) ([]float64, error) {
 		}
 		return out, nil
 	}
+}
+
+// PatternReward is a reward named by its spec, posttrain's own: "regex:PATTERN" is 1 when the
+// completion's text matches PATTERN (Go's RE2 syntax, anywhere in the text: anchor with ^ and $),
+// else 0; "len:N" is −|N − the completion's length in characters| (TRL's quick-start reward_len
+// with its target). name is what the reward logs under. nil, nil for any other spec.
+func PatternReward(spec, name string) (*Func, error) {
+	switch kind, arg, _ := strings.Cut(spec, ":"); kind {
+	case "regex":
+		re, err := regexp.Compile(arg)
+		if err != nil {
+			return nil, fmt.Errorf("reward_funcs %s: %w", spec, err)
+		}
+		return &Func{Name: name, Spec: spec, score: func(c Call) ([]float64, error) {
+			out := make([]float64, len(c.Completions))
+			for i, comp := range c.Completions {
+				s, err := content(comp)
+				if err != nil {
+					return nil, err
+				}
+				if re.MatchString(s) {
+					out[i] = 1
+				}
+			}
+			return out, nil
+		}}, nil
+	case "len":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("reward_funcs %s: want len:N with N a length in characters ≥ 0", spec)
+		}
+		return &Func{Name: name, Spec: spec, score: func(c Call) ([]float64, error) {
+			out := make([]float64, len(c.Completions))
+			for i, comp := range c.Completions {
+				s, err := content(comp)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = -math.Abs(float64(n - utf8.RuneCountInString(s)))
+			}
+			return out, nil
+		}}, nil
+	}
+	return nil, nil
 }

@@ -67,3 +67,40 @@ func TestTRLRewards_Golden(t *testing.T) {
 		t.Error("an unknown name is a TRL reward")
 	}
 }
+
+// regex:PATTERN and len:N on standard and conversational completions.
+func TestPatternReward(t *testing.T) {
+	texts := []string{"The answer is 42.", "<think>x</think>42", "", "héllo wörld, twenty chars"}
+	for _, conversational := range []bool{false, true} {
+		var c Call
+		for _, s := range texts {
+			var comp any = s
+			if conversational {
+				_, comp = ConversationalCompletion(nil, s)
+			}
+			c.Prompts, c.Completions, c.CompletionIDs = append(c.Prompts, ""), append(c.Completions, comp), append(c.CompletionIDs, nil)
+		}
+		for spec, want := range map[string][]float64{
+			`regex:\b42\b`:             {1, 1, 0, 0},
+			`regex:^<think>.*</think>`: {0, 1, 0, 0},
+			"len:20":                   {-3, -2, -20, -5},
+		} {
+			f, err := PatternReward(spec, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.Score(c)
+			if err != nil || !equal(got, want) {
+				t.Errorf("%s (conversational %v) = %v, %v; want %v", spec, conversational, got, err, want)
+			}
+		}
+	}
+	for _, bad := range []string{"regex:(", "len:x", "len:-1"} {
+		if _, err := PatternReward(bad, "r"); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	if f, err := PatternReward("mult_correct", "r"); f != nil || err != nil {
+		t.Errorf("a name that is no pattern: %v %v", f, err)
+	}
+}

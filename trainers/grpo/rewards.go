@@ -42,6 +42,7 @@ func LookupRewards(names []string, weights []float64, seed uint64) ([]Reward, er
 	}
 	out := make([]Reward, len(names))
 	var random *RandomReward
+	patterns := map[string]int{} // regex: and len: rewards so far, for their logged names
 	for i, name := range names {
 		w := 1.0
 		if len(weights) > 0 {
@@ -58,6 +59,19 @@ func LookupRewards(names []string, weights []float64, seed uint64) ([]Reward, er
 		}
 		if f := extreward.TRLReward(name); f != nil {
 			out[i] = Reward{Name: name, Weight: w, External: f}
+			continue
+		}
+		if kind, _, ok := strings.Cut(name, ":"); ok && (kind == "regex" || kind == "len") {
+			patterns[kind]++
+			logged := kind
+			if patterns[kind] > 1 {
+				logged = fmt.Sprintf("%s_%d", kind, patterns[kind])
+			}
+			f, err := extreward.PatternReward(name, logged)
+			if err != nil {
+				return nil, fmt.Errorf("grpo: %w", err)
+			}
+			out[i] = Reward{Name: logged, Weight: w, External: f}
 			continue
 		}
 		if strings.HasSuffix(name, ".py") {

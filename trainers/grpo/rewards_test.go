@@ -3,6 +3,7 @@ package grpo
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/posttrain/posttrain/data"
@@ -115,5 +116,26 @@ func TestLookupRewards_RandomStreamPerRun(t *testing.T) {
 	}
 	if _, err := data.LookupReward(RandomRewardName); err == nil {
 		t.Error("data.LookupReward hands out a reward with state")
+	}
+}
+
+// regex: and len: rewards log as regex, regex_2, len, …; a bare FILE.py and a bad pattern are
+// refused by name.
+func TestLookupRewards_PatternNames(t *testing.T) {
+	rs, err := LookupRewards([]string{`regex:\d+`, "len:10", `regex:^a`, "think_format_reward"}, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.Name)
+	}
+	if want := []string{"regex", "len", "regex_2", "think_format_reward"}; !slices.Equal(names, want) {
+		t.Errorf("names %v, want %v", names, want)
+	}
+	for bad, want := range map[string]string{"rewards.py": "name the function too, rewards.py:FUNC", "regex:(": "missing closing )"} {
+		if _, err := LookupRewards([]string{bad}, nil, 1); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", bad, err)
+		}
 	}
 }
