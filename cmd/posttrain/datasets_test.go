@@ -9,9 +9,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
