@@ -30,7 +30,14 @@ type Config struct {
 	Epsilon                  float64   `yaml:"epsilon" usage:"lower clipping range ε of the ratio"`
 	EpsilonHigh              float64   `yaml:"epsilon_high" usage:"upper clipping range; 0 = epsilon (DAPO uses 0.28)"`
 	Delta                    float64   `yaml:"delta" usage:"two-sided clipping (INTELLECT-2): cap the unclipped ratio at delta, > 1 + epsilon_high; 0 = off"`
-	LossType                 string    `yaml:"loss_type" enum:"grpo|bnpo|dr_grpo|dapo" usage:"token aggregation of the loss"`
+	LossType                 string    `yaml:"loss_type" enum:"grpo|bnpo|dr_grpo|dapo|cispo|sapo|luspo|vespo" usage:"the loss: TRL 0.24's token aggregations of the clipped surrogate (grpo, bnpo, dr_grpo, dapo), or TRL 1.x's cispo (capped, detached ratio on REINFORCE), sapo (soft gate), luspo (length-weighted sequence sums) and vespo (gamma-weighted sequence ratio)"`
+	UseBiasCorrectionKL      bool      `yaml:"use_bias_correction_kl" usage:"multiply the KL term by the importance ratio (with its gradient: the unbiased reverse-KL gradient of DeepSeek-V3.2); TRL 1.x's default, off as in TRL 0.24"`
+	SAPOTemperaturePos       float64   `yaml:"sapo_temperature_pos" usage:"sapo's temperature τ for positive advantages (TRL 1.x)"`
+	SAPOTemperatureNeg       float64   `yaml:"sapo_temperature_neg" usage:"sapo's temperature τ for the other advantages (TRL 1.x)"`
+	VESPOKPos                float64   `yaml:"vespo_k_pos" usage:"vespo's gamma weighting exponent k for advantages ≥ 0 (TRL 1.x)"`
+	VESPOLambdaPos           float64   `yaml:"vespo_lambda_pos" usage:"vespo's gamma weighting rate λ for advantages ≥ 0 (TRL 1.x)"`
+	VESPOKNeg                float64   `yaml:"vespo_k_neg" usage:"vespo's gamma weighting exponent k for negative advantages (TRL 1.x)"`
+	VESPOLambdaNeg           float64   `yaml:"vespo_lambda_neg" usage:"vespo's gamma weighting rate λ for negative advantages (TRL 1.x)"`
 	ScaleRewards             string    `yaml:"scale_rewards" enum:"group|batch|none" usage:"divide advantages by the group's or batch's reward std, or not (Dr. GRPO)"`
 	ImportanceSamplingLevel  string    `yaml:"importance_sampling_level" enum:"token|sequence" usage:"ratio per token, or per sequence (GSPO)"`
 	Advantage                string    `yaml:"advantage" enum:"grpo|rloo" usage:"baseline: group mean (GRPO) or leave-one-out (RLOO); posttrain extension"`
@@ -53,6 +60,7 @@ func DefaultConfig() *Config {
 		Temperature: 1, TopP: 1, RepetitionPenalty: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
 		ImportanceSamplingLevel: "token", Advantage: "grpo", NumIterations: 1, TopEntropyQuantile: 1,
 		RefModelMixupAlpha: 0.6, RefModelSyncSteps: 512, RewardTimeout: 300,
+		SAPOTemperaturePos: 1.0, SAPOTemperatureNeg: 1.05, VESPOKPos: 2, VESPOLambdaPos: 3, VESPOKNeg: 3, VESPOLambdaNeg: 2,
 	}
 	c.LearningRate = 1e-6
 	c.GradientCheckpointing = true // TRL's default
@@ -110,6 +118,8 @@ func (c *Config) Validate() error {
 		return config.Bad(c, "reward_weights", fmt.Sprintf("has %d weights for %d reward models and %d reward functions (models first)", len(c.RewardWeights), len(c.RewardModels), len(c.RewardFuncs)))
 	case len(c.RewardWeights) > 0 && len(c.RewardWeights) != len(c.RewardModels)+len(c.RewardFuncs)+len(c.RewardURLs):
 		return config.Bad(c, "reward_weights", fmt.Sprintf("has %d weights for %d reward models, %d reward functions and %d reward URLs (in that order)", len(c.RewardWeights), len(c.RewardModels), len(c.RewardFuncs), len(c.RewardURLs)))
+	case c.LossType == "sapo" && (!(c.SAPOTemperaturePos > 0) || !(c.SAPOTemperatureNeg > 0)):
+		return config.Bad(c, "sapo_temperature_pos", fmt.Sprintf("and sapo_temperature_neg must be > 0, got %g and %g", c.SAPOTemperaturePos, c.SAPOTemperatureNeg))
 	case !(c.RewardTimeout > 0):
 		return config.Bad(c, "reward_timeout", fmt.Sprintf("must be > 0 seconds, got %g", c.RewardTimeout))
 	case c.NumGenerations < 2:

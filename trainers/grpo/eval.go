@@ -80,7 +80,7 @@ func (t *Trainer) newEvaluator(prompts []*Prompt) (*evaluator, error) {
 	}
 	e.promptLen = (e.promptLen + 7) / 8 * 8
 	spec := *t.spec
-	spec.GradAccum, spec.OffPolicy = 1, false
+	spec.GradAccum, spec.StepsPerGeneration, spec.OffPolicy = 1, 1, false
 	e.spec = &spec
 	var err error
 	e.loss, err = step.NewContextEval(t.s.Backend, t.s.Model.Ctx, func(ctx *context.Context, in named.Inputs) map[string]*graph.Node {

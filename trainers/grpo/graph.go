@@ -43,8 +43,11 @@ type lossSpec struct {
 	Temperature   float64
 	Params        Params
 	Ratio         Ratio
-	LossType      string // TRL loss_type: grpo, bnpo, dr_grpo, dapo
+	LossType      string // TRL loss_type: grpo, bnpo, dr_grpo, dapo; TRL 1.x's cispo, sapo, luspo, vespo
 	GradAccum     int    // micro-batches per optimizer step
+	// StepsPerGeneration is steps_per_generation: TRL 1.x's cispo and vespo scale the generation
+	// batch's token count by GradAccum/StepsPerGeneration (stepNorm).
+	StepsPerGeneration int
 	// OffPolicy: the old log-probs input is π_old's (recomputed after generation); otherwise the
 	// detached current log-probs are used, so ρ = 1 and only its gradient survives (TRL #2995).
 	OffPolicy bool
@@ -112,18 +115,25 @@ func (sp *lossSpec) lossGraph(ctx *context.Context, nodes named.Inputs, norm *No
 	outside := ConvertDType(LogicalOr(LessThan(delta, ConstAs(delta, math.Log(rl.RatioBandLow))),
 		GreaterThan(delta, ConstAs(delta, math.Log(rl.RatioBandHigh)))), delta.DType())
 	f64 := func(x *Node) *Node { return ConvertDType(x, dtypes.Float64) }
-	return loss, map[string]*Node{
-		"clip_ratio/low_mean":    m.ClipRatioLow,
-		"clip_ratio/low_min":     m.ClipRatioLow, // one process
-		"clip_ratio/high_mean":   m.ClipRatioHigh,
-		"clip_ratio/high_max":    m.ClipRatioHigh, // one process
-		"clip_ratio/region_mean": m.ClipRatioRegion,
-		"kl":                     m.KL,
-		"entropy":                f64(tokenmask.TokenMean(entropy, mask)),
-		rl.SamplingDiffMean:      f64(tokenmask.TokenMean(diff, mask)),
-		sampleDiffMax:            f64(ReduceAllMax(diff)),
-		rl.SamplingOutside:       f64(tokenmask.TokenMean(outside, mask)),
+	out := map[string]*Node{
+		"kl":                m.KL,
+		"entropy":           f64(tokenmask.TokenMean(entropy, mask)),
+		rl.SamplingDiffMean: f64(tokenmask.TokenMean(diff, mask)),
+		sampleDiffMax:       f64(ReduceAllMax(diff)),
+		rl.SamplingOutside:  f64(tokenmask.TokenMean(outside, mask)),
 	}
+	switch sp.LossType { // TRL 1.16 logs the clip ratios of the clipped losses only
+	case "cispo":
+		out["cispo_clip_ratio"] = m.CISPOClip
+	case "vespo":
+		out["vespo/phi_seq_mean"] = m.VESPOPhiMean
+	case "sapo":
+	default:
+		out["clip_ratio/low_mean"], out["clip_ratio/low_min"] = m.ClipRatioLow, m.ClipRatioLow // one process
+		out["clip_ratio/high_mean"], out["clip_ratio/high_max"] = m.ClipRatioHigh, m.ClipRatioHigh
+		out["clip_ratio/region_mean"] = m.ClipRatioRegion
+	}
+	return loss, out
 }
 
 // scoreInputs are the scoring graph's: the sequences [B,P+C] and the completions' mask [B,C],
@@ -156,10 +166,13 @@ func (sp *lossSpec) baseScoreGraph(ctx *context.Context, nodes named.Inputs) map
 //	bnpo     BNPOMean / GA                     (token mean of each micro-batch)
 //	dr_grpo  DrGRPOMean(L) / GA
 //	dapo     DAPOMean(norm)                    norm = completion tokens of the generation batch
+//	sapo     as grpo (TRL 1.x)
+//	luspo    SequenceSumMean / GA (TRL 1.x)
+//	cispo    DAPOMean(norm), vespo too (TRL 1.x)  norm = those tokens × GA / steps_per_generation
 func (sp *lossSpec) aggregate(norm *Node) Aggregation {
 	ga := float64(max(1, sp.GradAccum))
 	switch sp.LossType {
-	case "grpo":
+	case "grpo", "sapo":
 		return func(perToken, mask *Node) *Node {
 			rows := float64(perToken.Shape().Dim(0))
 			n := ConvertDType(StopGradient(norm), perToken.DType())
@@ -171,18 +184,22 @@ func (sp *lossSpec) aggregate(norm *Node) Aggregation {
 		return func(perToken, mask *Node) *Node {
 			return DivScalar(DrGRPOMean(sp.CompletionLen)(perToken, mask), ga)
 		}
+	case "luspo": // TRL 1.x: (ℓ·mask).sum(-1).mean() / GA, each sequence weighted by its length
+		return func(perToken, mask *Node) *Node { return DivScalar(SequenceSumMean(perToken, mask), ga) }
 	}
-	return DAPOMean(norm) // "dapo", TRL v0.24's default
+	return DAPOMean(norm) // "dapo", TRL v0.24's default; TRL 1.x's cispo and vespo (stepNorm)
 }
 
 // stepNorm is the host-side normaliser of aggregate for a step of the given rows and completion
 // tokens.
 func (sp *lossSpec) stepNorm(rows, tokens int) float64 {
 	switch sp.LossType {
-	case "grpo":
+	case "grpo", "sapo":
 		return float64(rows)
 	case "dapo":
 		return float64(max(tokens, 1))
+	case "cispo", "vespo": // TRL 1.x: num_items_in_batch · GA / steps_per_generation
+		return float64(max(tokens, 1)) * float64(max(1, sp.GradAccum)) / float64(max(1, sp.StepsPerGeneration))
 	}
 	return 1
 }

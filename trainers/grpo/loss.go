@@ -20,6 +20,7 @@
 package grpo
 
 import (
+	"math"
 	"slices"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -112,7 +113,22 @@ type Params struct {
 	// 0 = off (TRL's None).
 	Delta float64
 	Beta  float64 // KL coefficient; 0 = no reference model
+	// Surrogate is the per-token policy term: "" the clipped surrogate (loss types grpo, bnpo,
+	// dr_grpo, dapo, luspo), or TRL 1.x's "cispo", "sapo" or "vespo" (CISPOSurrogate,
+	// SAPOSurrogate, VESPOSurrogate).
+	Surrogate string
+	// BiasCorrectionKL multiplies the per-token KL term by the importance ratio (with its
+	// gradient), TRL 1.x's use_bias_correction_kl (DeepSeek-V3.2's unbiased reverse-KL gradient).
+	BiasCorrectionKL bool
+	// SAPOTempPos and SAPOTempNeg are SAPO's τ for positive and other advantages (TRL 1.16
+	// sapo_temperature_pos 1.0, sapo_temperature_neg 1.05).
+	SAPOTempPos, SAPOTempNeg float64
+	VESPO                    VESPOParams
 }
+
+// VESPOParams are VESPO's gamma weighting's shape (TRL 1.16 vespo_k_pos 2, vespo_lambda_pos 3,
+// vespo_k_neg 3, vespo_lambda_neg 2): k and λ for advantages ≥ 0 and < 0.
+type VESPOParams struct{ KPos, LambdaPos, KNeg, LambdaNeg float64 }
 
 // Inputs are the loss's tensors; see the package comment for shapes.
 type Inputs struct {
@@ -129,6 +145,10 @@ type Metrics struct {
 	ClipRatioHigh   *Node // clip_ratio/high_mean:   ρ > 1+ε_high and A > 0
 	ClipRatioRegion *Node // clip_ratio/region_mean: either
 	KL              *Node // kl: mean k3 over completion tokens (0 when β = 0)
+	// CISPOClip is cispo_clip_ratio (loss type cispo): ρ > ε_high and A > 0.
+	CISPOClip *Node
+	// VESPOPhiMean is vespo/phi_seq_mean (loss type vespo): the mean gamma weight.
+	VESPOPhiMean *Node
 }
 
 // KLk3 is the per-token k3 estimator of KL(π‖π_ref) (Schulman 2020; TRL grpo_trainer.py L1683):
@@ -157,11 +177,20 @@ func Loss(in Inputs, p Params, ratio Ratio, agg Aggregation) (*Node, Metrics) {
 		panic("grpo: Params.Beta ≠ 0 needs Inputs.RefLogProbs (the reference model's per-token log-probs)")
 	}
 	rho := ratio(logps, in.OldLogProbs, in.Mask)
-	var perToken *Node
-	if p.Delta > 0 {
+	coef := rho // TRL's coef_1, before any cap
+	var perToken, phi *Node
+	switch {
+	case p.Surrogate == "cispo":
+		perToken = CISPOSurrogate(rho, logps, in.Advantages, p.EpsHigh)
+	case p.Surrogate == "sapo":
+		perToken = SAPOSurrogate(rho, in.Advantages, p.SAPOTempPos, p.SAPOTempNeg)
+	case p.Surrogate == "vespo":
+		phi = VESPOWeights(logps, in.OldLogProbs, in.Mask, in.Advantages, p.VESPO)
+		perToken = Neg(Mul(Mul(phi, advantagesColumn(in.Advantages, logps.DType())), logps))
+	case p.Delta > 0:
 		perToken = rl.TwoSidedClippedSurrogate(rho, in.Advantages, p.EpsLow, p.EpsHigh, p.Delta)
 		rho = MinScalar(rho, p.Delta) // TRL's clip metrics see the capped coef_1
-	} else {
+	default:
 		perToken = rl.ClippedSurrogate(rho, in.Advantages, p.EpsLow, p.EpsHigh)
 	}
 	if !slices.Equal(perToken.Shape().Dimensions, logps.Shape().Dimensions) {
@@ -173,9 +202,76 @@ func Loss(in Inputs, p Params, ratio Ratio, agg Aggregation) (*Node, Metrics) {
 	kl := ZerosLike(logps)
 	if p.Beta != 0 {
 		kl = KLk3(logps, in.RefLogProbs, in.Mask)
+		if p.BiasCorrectionKL { // k3_t·ρ_t (TRL 1.x: per_token_kl * coef_1)
+			kl = Mul(kl, BroadcastToDims(coef, kl.Shape().Dimensions...))
+		}
 		perToken = Add(perToken, MulScalar(kl, p.Beta))
 	}
-	return agg(perToken, in.Mask), metrics(rho, in, p, kl)
+	m := metrics(rho, in, p, kl)
+	if phi != nil { // vespo/phi_seq_mean: the mean weight over sequences
+		m.VESPOPhiMean = StopGradient(ReduceAllMean(ConvertDType(phi, dtypes.Float64)))
+	}
+	return agg(perToken, in.Mask), m
+}
+
+// advantagesColumn is the detached advantages as [B,1] (from [B]) or [B,T], in dtype.
+func advantagesColumn(a *Node, dtype dtypes.DType) *Node {
+	a = ConvertDType(StopGradient(a), dtype)
+	if a.Rank() == 1 {
+		a = InsertAxes(a, -1)
+	}
+	return a
+}
+
+// CISPOSurrogate is TRL 1.x's loss_type "cispo" (MiniMax-M1, arXiv:2506.13585; ScaleRL): the
+// importance ratio, capped above at epsHigh and detached, weighs the REINFORCE term,
+//
+//	ℓ_t = −sg(min(ρ_t, ε_high))·A·log π_t
+//
+// so a token whose ratio passed the cap keeps its gradient, scaled (TRL: torch.clamp(coef_1,
+// max=epsilon_high), ε_high itself being the cap). [B,T].
+func CISPOSurrogate(rho, logps, advantages *Node, epsHigh float64) *Node {
+	w := StopGradient(MinScalar(rho, epsHigh))
+	out := Neg(Mul(Mul(w, advantagesColumn(advantages, logps.DType())), logps))
+	return BroadcastToDims(out, logps.Shape().Dimensions...)
+}
+
+// SAPOSurrogate is TRL 1.x's loss_type "sapo" (Soft Adaptive Policy Optimization): a smooth gate
+// in place of the clip, with its own temperature for positive and other advantages,
+//
+//	ℓ_t = −σ(τ·(ρ_t − 1))·4/τ·A,     τ = τ_pos if A > 0 else τ_neg
+//
+// whose gradient in ρ is 4σ(1−σ)·A: 1·A at ρ = 1, falling off smoothly away from it. [B,T] or
+// [B,1].
+func SAPOSurrogate(rho, advantages *Node, tauPos, tauNeg float64) *Node {
+	a := advantagesColumn(advantages, rho.DType())
+	tau := Where(GreaterThan(a, ZerosLike(a)), ConstAs(a, tauPos), ConstAs(a, tauNeg))
+	soft := Div(MulScalar(Sigmoid(Mul(tau, AddScalar(rho, -1))), 4), tau)
+	return Neg(Mul(soft, a))
+}
+
+// VESPOWeights are TRL 1.x's VESPO gamma weights, detached, [B,1]: with w the sequence's
+// importance ratio exp(Σ_t m_t·clamp(log π_t − log π_old,t, ±20)) (a sum, not GSPO's mean; its
+// log clamped to [log 1e-8, 20]) and k, λ by the advantage's sign (A ≥ 0: k_pos, λ_pos),
+//
+//	φ(w) = e^λ·w^k·e^(−λw),   log φ = λ + k·log w − λ·w,   φ(1) = 1
+//
+// (grpo_trainer.py get_gamma_weights; a non-finite φ is 0). The loss is then −φ·A·log π_t.
+func VESPOWeights(logps, oldLogps, mask, advantages *Node, p VESPOParams) *Node {
+	lowClamp := math.Log(1e-8)
+	logRatio := ClipScalar(Sub(StopGradient(logps), StopGradient(oldLogps)), -20, 20)
+	seq := InsertAxes(tokenmask.SeqSum(logRatio, mask), -1) // [B,1]
+	logW := ClipScalar(seq, lowClamp, 20)
+	a := advantagesColumn(advantages, logps.DType())
+	if a.Shape().Dim(1) != 1 {
+		a = Slice(a, AxisRange(), AxisElem(0)) // sequence weights: one advantage per row
+	}
+	nonNeg := GreaterOrEqual(a, ZerosLike(a))
+	k := Where(nonNeg, ConstAs(a, p.KPos), ConstAs(a, p.KNeg))
+	lambda := Where(nonNeg, ConstAs(a, max(p.LambdaPos, 1e-4)), ConstAs(a, max(p.LambdaNeg, 1e-4)))
+	logPhi := Sub(Add(lambda, Mul(k, logW)), Mul(lambda, Exp(logW)))
+	phi := Exp(logPhi)
+	return StopGradient(Where(IsFinite(phi), phi, ZerosLike(phi)))
 }
 
 // metrics follows TRL: token-level ratios are averaged over completion tokens, sequence-level
@@ -199,7 +295,9 @@ func metrics(rho *Node, in Inputs, p Params, kl *Node) Metrics {
 		}
 		return tokenmask.TokenMean(f, in.Mask)
 	}
+	cispo := LogicalAnd(GreaterThan(rho, Scalar(rho.Graph(), rho.DType(), p.EpsHigh)), GreaterThan(a, zero))
 	return Metrics{
+		CISPOClip:       mean(cispo),
 		ClipRatioLow:    mean(low),
 		ClipRatioHigh:   mean(high),
 		ClipRatioRegion: mean(LogicalOr(low, high)),

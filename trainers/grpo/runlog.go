@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/posttrain/posttrain/internal/runlog"
@@ -64,7 +65,26 @@ func (s source) Begin(start int, _ *runlog.Progress) error {
 	t.log.Info("grpo: start", "steps", t.totalSteps, "prompts", len(t.s.Prompts), "num_generations", t.cfg.NumGenerations,
 		"generation_batch", t.genBatch, "step_batch", t.stepBatch, "off_policy", t.spec.OffPolicy, "beta", t.cfg.Beta,
 		"loss_type", t.cfg.LossType, "advantage", t.cfg.Advantage)
+	for _, w := range lossWarnings(t.cfg) {
+		t.log.Warn("grpo: " + w)
+	}
 	return nil
+}
+
+// lossWarnings are TRL 1.16's warnings on a loss type and an importance sampling level that do
+// not go together (GRPOTrainer.__init__): the run goes on, as there.
+func lossWarnings(c *Config) []string {
+	var out []string
+	level := c.ImportanceSamplingLevel
+	switch {
+	case c.LossType == "luspo" && level != "sequence":
+		out = append(out, "loss_type luspo: importance_sampling_level should be sequence, as in the paper's setup")
+	case c.LossType == "vespo" && level != "token":
+		out = append(out, "loss_type vespo computes sequence-level weights itself: importance_sampling_level should be token (the default)")
+	case level == "sequence" && slices.Contains([]string{"bnpo", "dr_grpo", "dapo", "cispo"}, c.LossType):
+		out = append(out, "importance_sampling_level sequence with loss_type "+c.LossType+" sums per-token contributions, weighting each sequence by its length: loss_type grpo is GSPO's setup")
+	}
+	return out
 }
 
 func (l *runLog) add(name string, v float64) { l.window[name] = append(l.window[name], v) }

@@ -136,12 +136,15 @@ func New(s Setup) (*Trainer, error) {
 	}
 	t.spec = &lossSpec{
 		Model: s.Model.Config, CompletionLen: cfg.MaxCompletionLength, Temperature: cfg.Temperature,
-		Params:      Params{EpsLow: cfg.Epsilon, EpsHigh: cfg.EpsilonHigh, Delta: cfg.Delta, Beta: cfg.Beta},
-		Ratio:       TokenRatio,
-		LossType:    cfg.LossType,
-		GradAccum:   cfg.GradientAccumulationSteps,
-		OffPolicy:   OffPolicy(cfg),
-		EntropyMask: cfg.TopEntropyQuantile < 1, TopEntropyQuantile: cfg.TopEntropyQuantile,
+		Params: Params{EpsLow: cfg.Epsilon, EpsHigh: cfg.EpsilonHigh, Delta: cfg.Delta, Beta: cfg.Beta,
+			Surrogate: surrogate(cfg.LossType), BiasCorrectionKL: cfg.UseBiasCorrectionKL, SAPOTempPos: cfg.SAPOTemperaturePos, SAPOTempNeg: cfg.SAPOTemperatureNeg,
+			VESPO: VESPOParams{KPos: cfg.VESPOKPos, LambdaPos: cfg.VESPOLambdaPos, KNeg: cfg.VESPOKNeg, LambdaNeg: cfg.VESPOLambdaNeg}},
+		Ratio:              TokenRatio,
+		LossType:           cfg.LossType,
+		GradAccum:          cfg.GradientAccumulationSteps,
+		StepsPerGeneration: cfg.StepsPerGeneration,
+		OffPolicy:          OffPolicy(cfg),
+		EntropyMask:        cfg.TopEntropyQuantile < 1, TopEntropyQuantile: cfg.TopEntropyQuantile,
 	}
 	if cfg.ImportanceSamplingLevel == "sequence" {
 		t.spec.Ratio = SequenceRatio
@@ -159,6 +162,16 @@ func New(s Setup) (*Trainer, error) {
 		t.random.Seed, t.random.Calls = uint64(cfg.Seed), 0
 	}
 	return t, nil
+}
+
+// surrogate is Params.Surrogate for a loss type: TRL 1.x's cispo, sapo and vespo have their own
+// policy term; the others (luspo too) clip.
+func surrogate(lossType string) string {
+	switch lossType {
+	case "cispo", "sapo", "vespo":
+		return lossType
+	}
+	return ""
 }
 
 // OffPolicy is TRL's rule for recomputing the old log-probs after generation (grpo_trainer.py

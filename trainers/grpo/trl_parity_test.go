@@ -92,20 +92,79 @@ func parityRewards(weights []float64) []grpo.Reward {
 // with vLLM or not at all: the sampler's log-prob difference to the training pass
 // (sampling/sampling_logp_difference/*, which on these on-policy float32 runs must be small; the
 // band metric 0), wall-clock timings and throughput.
-func TestGRPO_TRLParity(t *testing.T) {
+func TestGRPO_TRLParity(t *testing.T) { replayParity(t, grpoGolden, grpoRollouts, nil) }
+
+// TRL 1.16's GRPOTrainer (scripts/reference/trl1_parity.py, the pinned .venv-reference/trl-1)
+// replaying posttrain's completions as TestGRPO_TRLParity does, for TRL 1.x's loss types: cispo
+// (the capped, detached ratio on REINFORCE), sapo (the soft gate, with a reference), luspo
+// (length-weighted sequence sums at the sequence level) and vespo (gamma weights of the
+// sequence ratio), each off-policy (two updates per generation batch) so that the ratio moves
+// and each loss's weighting of it shows; sapo's case with use_bias_correction_kl (TRL 1.x's
+// default). Every key TRL logs at every step within 1e-5 relative, but the metrics whose
+// definition TRL changed after 0.24, which posttrain logs as 0.24 does (trl1Differences).
+func TestGRPO_TRL1Parity(t *testing.T) {
+	replayParity(t, "trainers/grpo/testdata/trl1_parity/golden.json", "trainers/grpo/testdata/trl1_parity/rollouts.json", trl1Differences)
+}
+
+// trl1Differences are the GRPO metrics TRL 1.16 defines otherwise than TRL 0.24, whose
+// definitions posttrain keeps (docs/training.md, "TRL 1.x"), each with the check that replaces the
+// comparison:
+//
+//   - step_time: TRL 1.x's wall time of a step; posttrain logs timing_s/* instead (absent).
+//   - reward_std: TRL 1.x's std of the generation batch's rewards; 0.24's (posttrain's) is the
+//     mean of the std each advantage was scaled by. Both ≥ 0.
+//   - clip_ratio/low_min and high_max: TRL 1.x's min and max over sequences of each sequence's
+//     clipped share; 0.24's are over processes (one here: the means). So TRL's low_min ≤
+//     posttrain's and TRL's high_max ≥ posttrain's.
+//   - rewards/NAME/mean and std of a step where the function scored nothing: TRL 1.x logs None
+//     (read as 0 from its JSON), posttrain NaN as 0.24 does; otherwise compared.
+func trl1Differences(diff looptest.Differences) {
+	diff["step_time"] = nil
+	diff["reward_std"] = func(t testing.TB, step int, trl, got map[string]float64) {
+		if !(got["reward_std"] >= 0) || !(trl["reward_std"] >= 0) {
+			t.Errorf("step %d: reward_std %v (TRL %v)", step, got["reward_std"], trl["reward_std"])
+		}
+	}
+	diff["clip_ratio/low_min"] = func(t testing.TB, step int, trl, got map[string]float64) {
+		if trl["clip_ratio/low_min"] > got["clip_ratio/low_min"]+1e-6 {
+			t.Errorf("step %d: TRL's clip_ratio/low_min %v > posttrain's %v", step, trl["clip_ratio/low_min"], got["clip_ratio/low_min"])
+		}
+	}
+	diff["clip_ratio/high_max"] = func(t testing.TB, step int, trl, got map[string]float64) {
+		if trl["clip_ratio/high_max"] < got["clip_ratio/high_max"]-1e-6 {
+			t.Errorf("step %d: TRL's clip_ratio/high_max %v < posttrain's %v", step, trl["clip_ratio/high_max"], got["clip_ratio/high_max"])
+		}
+	}
+	for _, k := range []string{"rewards/spaces/mean", "rewards/spaces/std"} {
+		diff[k] = func(t testing.TB, step int, trl, got map[string]float64) {
+			g, w := got[k], trl[k]
+			if math.IsNaN(g) && w == 0 {
+				return
+			}
+			if math.Abs(g-w) > 1e-5*math.Max(1, math.Abs(w)) {
+				t.Errorf("step %d: %s = %v, TRL %v", step, k, g, w)
+			}
+		}
+	}
+}
+
+// replayParity runs the cases of the golden at goldenPath and compares them with TRL's steps (the
+// differences by design of compareGRPO, and those differences adds), or, with POSTTRAIN_TRL_RECORD
+// set, records the completions posttrain samples at rolloutsPath.
+func replayParity(t *testing.T, goldenPath, rolloutsPath string, differences func(looptest.Differences)) {
 	root, record := os.LookupEnv(recordEnv)
 	if !record {
 		root = looptest.Root(t)
 	}
-	g := looptest.ReadTRLGoldenIn(t, root, grpoGolden)
+	g := looptest.ReadTRLGoldenIn(t, root, goldenPath)
 	recorded := map[string][]generation{}
 	if !record {
-		b, err := os.ReadFile(filepath.Join(root, grpoRollouts))
+		b, err := os.ReadFile(filepath.Join(root, rolloutsPath))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := json.Unmarshal(b, &recorded); err != nil {
-			t.Fatalf("%s: %v", grpoRollouts, err)
+			t.Fatalf("%s: %v", rolloutsPath, err)
 		}
 	}
 	got := map[string][]generation{}
@@ -126,12 +185,12 @@ func TestGRPO_TRLParity(t *testing.T) {
 			}
 			want, ok := recorded[name]
 			if !ok {
-				t.Fatalf("%s has no case %s: regenerate with %s", grpoRollouts, name, g.Generator)
+				t.Fatalf("%s has no case %s: regenerate with %s", rolloutsPath, name, g.Generator)
 			}
 			if !sameGenerations(t, want, gens) {
 				t.Fatalf("posttrain no longer samples the completions TRL was given: regenerate with %s", g.Generator)
 			}
-			compareGRPO(t, name, c, recs, absAdv, cfg.Beta)
+			compareGRPO(t, name, c, recs, absAdv, cfg.Beta, differences)
 		})
 	}
 	if record {
@@ -139,7 +198,7 @@ func TestGRPO_TRLParity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(root, grpoRollouts), append(b, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(root, rolloutsPath), append(b, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,7 +237,7 @@ func TestGRPO_TRLParityPythonRewards(t *testing.T) {
 				t.Fatalf("rewards %+v", rewards)
 			}
 			_, absAdv, recs := trainParity(t, cfg, rewards)
-			compareGRPO(t, name, c, recs, absAdv, cfg.Beta)
+			compareGRPO(t, name, c, recs, absAdv, cfg.Beta, nil)
 		})
 	}
 }
@@ -266,9 +325,13 @@ func sameGenerations(t *testing.T, want, got []generation) bool {
 
 // compareGRPO compares posttrain's metrics lines with TRL's steps (looptest.CompareTRL) with the
 // GRPO differences by design.
-func compareGRPO(t *testing.T, name string, c looptest.TRLCase, recs []runlog.Record, absAdv map[int]float64, beta float64) {
+func compareGRPO(t *testing.T, name string, c looptest.TRLCase, recs []runlog.Record, absAdv map[int]float64, beta float64,
+	differences func(looptest.Differences)) {
 	t.Helper()
 	diff := looptest.Differences{}
+	if differences != nil {
+		differences(diff)
+	}
 	for _, k := range []string{"timing_s/generation", "timing_s/scoring", "timing_s/rewards", "timing_s/update",
 		"tokens_per_s/generation", "tokens_per_s/update"} {
 		diff[k] = func(t testing.TB, step int, _, got map[string]float64) {
