@@ -31,6 +31,7 @@ type Config struct {
 	EpsilonHigh              float64   `yaml:"epsilon_high" usage:"upper clipping range; 0 = epsilon (DAPO uses 0.28)"`
 	Delta                    float64   `yaml:"delta" usage:"two-sided clipping (INTELLECT-2): cap the unclipped ratio at delta, > 1 + epsilon_high; 0 = off"`
 	LossType                 string    `yaml:"loss_type" enum:"grpo|bnpo|dr_grpo|dapo|cispo|sapo|luspo|vespo" usage:"the loss: TRL 0.24's token aggregations of the clipped surrogate (grpo, bnpo, dr_grpo, dapo), or TRL 1.x's cispo (capped, detached ratio on REINFORCE), sapo (soft gate), luspo (length-weighted sequence sums) and vespo (gamma-weighted sequence ratio)"`
+	DAPONormalizer           string    `yaml:"dapo_normalizer" enum:"generation_batch|per_step" usage:"dapo's divisor: the generation batch's completion tokens on each of its steps (TRL 0.24), or those tokens × gradient_accumulation_steps / steps_per_generation (per_step: TRL 1.x, as its cispo and vespo)"`
 	UseBiasCorrectionKL      bool      `yaml:"use_bias_correction_kl" usage:"multiply the KL term by the importance ratio (with its gradient: the unbiased reverse-KL gradient of DeepSeek-V3.2); TRL 1.x's default, off as in TRL 0.24"`
 	SAPOTemperaturePos       float64   `yaml:"sapo_temperature_pos" usage:"sapo's temperature τ for positive advantages (TRL 1.x)"`
 	SAPOTemperatureNeg       float64   `yaml:"sapo_temperature_neg" usage:"sapo's temperature τ for the other advantages (TRL 1.x)"`
@@ -60,7 +61,7 @@ func DefaultConfig() *Config {
 		Temperature: 1, TopP: 1, RepetitionPenalty: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
 		ImportanceSamplingLevel: "token", Advantage: "grpo", NumIterations: 1, TopEntropyQuantile: 1,
 		RefModelMixupAlpha: 0.6, RefModelSyncSteps: 512, RewardTimeout: 300,
-		SAPOTemperaturePos: 1.0, SAPOTemperatureNeg: 1.05, VESPOKPos: 2, VESPOLambdaPos: 3, VESPOKNeg: 3, VESPOLambdaNeg: 2,
+		DAPONormalizer: "generation_batch", SAPOTemperaturePos: 1.0, SAPOTemperatureNeg: 1.05, VESPOKPos: 2, VESPOLambdaPos: 3, VESPOKNeg: 3, VESPOLambdaNeg: 2,
 	}
 	c.LearningRate = 1e-6
 	c.GradientCheckpointing = true // TRL's default

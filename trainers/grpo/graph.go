@@ -48,6 +48,8 @@ type lossSpec struct {
 	// StepsPerGeneration is steps_per_generation: TRL 1.x's cispo and vespo scale the generation
 	// batch's token count by GradAccum/StepsPerGeneration (stepNorm).
 	StepsPerGeneration int
+	// DAPOPerStep scales dapo's divisor as cispo's (dapo_normalizer per_step, TRL 1.x).
+	DAPOPerStep bool
 	// OffPolicy: the old log-probs input is π_old's (recomputed after generation); otherwise the
 	// detached current log-probs are used, so ρ = 1 and only its gradient survives (TRL #2995).
 	OffPolicy bool
@@ -197,6 +199,9 @@ func (sp *lossSpec) stepNorm(rows, tokens int) float64 {
 	case "grpo", "sapo":
 		return float64(rows)
 	case "dapo":
+		if sp.DAPOPerStep {
+			return float64(max(tokens, 1)) * float64(max(1, sp.GradAccum)) / float64(max(1, sp.StepsPerGeneration))
+		}
 		return float64(max(tokens, 1))
 	case "cispo", "vespo": // TRL 1.x: num_items_in_batch · GA / steps_per_generation
 		return float64(max(tokens, 1)) * float64(max(1, sp.GradAccum)) / float64(max(1, sp.StepsPerGeneration))

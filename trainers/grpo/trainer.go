@@ -143,6 +143,7 @@ func New(s Setup) (*Trainer, error) {
 		LossType:           cfg.LossType,
 		GradAccum:          cfg.GradientAccumulationSteps,
 		StepsPerGeneration: cfg.StepsPerGeneration,
+		DAPOPerStep:        cfg.DAPONormalizer == "per_step",
 		OffPolicy:          OffPolicy(cfg),
 		EntropyMask:        cfg.TopEntropyQuantile < 1, TopEntropyQuantile: cfg.TopEntropyQuantile,
 	}
