@@ -172,3 +172,47 @@ func TestTrain_HubDatasetID(t *testing.T) {
 		t.Fatalf("offline, from the cache: %v", err)
 	}
 }
+
+// TRL's dataset mixture in a YAML config (`datasets:`, each entry's split and columns) is read in
+// place of dataset_name and concatenated: 3 Capybara rows and 1 of the tools dataset's "plain"
+// config make one epoch of 4 steps of 1.
+func TestTrain_DatasetMixture(t *testing.T) {
+	dir := t.TempDir()
+	model := tinyGRPOModel(t, dir)
+	abs, err := filepath.Abs(datasetsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "mix.yaml")
+	yaml := "datasets:\n" +
+		"  - path: " + filepath.Join(abs, "capybara") + "\n    split: train\n    columns: [messages]\n" +
+		"  - path: " + filepath.Join(abs, "tools") + "\n    name: plain\n    columns: [messages]\n" +
+		"streaming: false\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if _, err := runCLI(t, "sft", "--config", cfg, "--model", model, "--output-dir", out, "--num-train-epochs", "1",
+		"--per-device-train-batch-size", "1", "--logging-steps", "1", "--gradient-checkpointing=false"); err != nil {
+		t.Fatal(err)
+	}
+	recs := metricsLines(t, out)
+	if len(recs) != 4 || recs[3].Epoch != 1 {
+		t.Errorf("%d lines %v: want 4 steps ending epoch 1 (4 rows)", len(recs), recs)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"datasets:\n  - path: " + filepath.Join(abs, "capybara") + "\n    columns: [source]\n", `columns source leave out "text"`},
+		{"datasets:\n  - path: x\n    data_files: a.json\n", "datasets[0].data_files: not supported"},
+		{"datasets:\n  - name: x\n", "datasets[0]: no path"},
+		{"dataset_name: a.jsonl\ndatasets:\n  - path: x\n", "dataset_name (--dataset) and datasets (a mixture) are both given: give one"},
+		{"datasets:\n  - path: x\ntest_split_size: 0.1\n", "test_split_size: 0.1: posttrain draws no random test split"},
+	} {
+		if err := os.WriteFile(cfg, []byte(c.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := runCLI(t, "sft", "--config", cfg, "--model", model, "--output-dir", filepath.Join(dir, "bad"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}

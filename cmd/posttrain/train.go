@@ -139,6 +139,11 @@ func openTrainSession(ctx context.Context, cmd *cli.Command, cfg config.Config) 
 		if c.Dataset, err = resolveDataset(ctx, "dataset_name", c.Dataset); err == nil {
 			c.EvalDataset, err = resolveDataset(ctx, "eval_dataset", c.EvalDataset)
 		}
+		for i := range c.Datasets {
+			if err == nil {
+				c.Datasets[i].Path, err = resolveDataset(ctx, fmt.Sprintf("datasets[%d]", i), c.Datasets[i].Path)
+			}
+		}
 		if err != nil {
 			b.Finalize()
 		}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/trainers/engine/schedule"
 )
 
@@ -39,6 +40,9 @@ type Config interface {
 type Training struct {
 	Model   string `yaml:"model_name_or_path" input:"path" resume:"content" flag:"model" usage:"model directory or Hub id (HF layout)"`
 	Dataset string `yaml:"dataset_name" input:"path" resume:"content" flag:"dataset" usage:"training data: a Hub dataset id, a dataset directory (the Hub's layout or save_to_disk's) or a file (.jsonl, .json, .parquet, .arrow, .csv, .gz of the text ones)"`
+	// Datasets is TRL's dataset mixture (a config's `datasets:` list, DatasetMixtureConfig): read in
+	// place of dataset_name, each entry's split of its path, and concatenated. YAML only.
+	Datasets []data.MixtureEntry `yaml:"datasets" flag:"-" usage:"TRL's dataset mixture: a list of {path, name, split, columns}, concatenated (YAML only)"`
 	// TRL's ScriptArguments: which configuration and splits of dataset_name are read.
 	DatasetConfig     string `yaml:"dataset_config" usage:"the dataset's configuration (load_dataset's name): one of its README.md configs"`
 	DatasetTrainSplit string `yaml:"dataset_train_split" usage:"the split trained on, with an optional slice: train, train[:1000], train[10%:], train+test"`
@@ -140,6 +144,9 @@ func (t *Training) EvalSource() (path, split string) {
 // HasSplits reports whether dataset_name can hold several splits: a directory or a Hub id, not a
 // single file or a generated source.
 func (t *Training) HasSplits() bool {
+	if len(t.Datasets) > 0 {
+		return false // a mixture is one split, as TRL's get_dataset makes it without test_split_size
+	}
 	if st, err := os.Stat(t.Dataset); err == nil {
 		return st.IsDir()
 	}

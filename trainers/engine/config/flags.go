@@ -19,7 +19,9 @@ func Flags(cfg Config) []cli.Flag {
 		Usage: "YAML file of options with TRL's names (learning_rate: 1e-6); flags given explicitly override it",
 	}}
 	for _, f := range fields(cfg) {
-		out = append(out, newFlag(f))
+		if f.Flag != "-" { // a YAML-only option
+			out = append(out, newFlag(f))
+		}
 	}
 	return out
 }

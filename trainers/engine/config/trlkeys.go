@@ -186,8 +186,9 @@ var trlKeys = map[string]trlKey{
 	"disable_dropout":    {note: "posttrain's decoders have no dropout (a LoRA adapter's lora_dropout aside)"},
 	"chat_template":      {ok: isNull, fix: "write the template to a file and give it as chat_template_path, or set it in the model's tokenizer_config.json"},
 	"chat_template_path": {ok: isNull, fix: "put the template in the model's tokenizer_config.json (chat_template) for this method"},
-	// TRL's dataset mixtures
-	"datasets": {ok: isEmpty, fix: "dataset mixtures are not implemented: concatenate the files into one dataset directory and give it as dataset_name"},
+	// TRL's dataset mixtures (datasets: is honoured)
+	"streaming":       {note: "posttrain reads the rows into memory"},
+	"test_split_size": {ok: isNull, fix: "posttrain draws no random test split (TRL's train_test_split is unseeded): give eval_dataset"},
 }
 
 // trlKeyProblem is how a key posttrain has no option for is taken: a note (ok, note), silence

@@ -52,8 +52,10 @@ func ValidateCommon(c Config) error {
 	switch {
 	case t.Model == "":
 		return Bad(c, "model_name_or_path", "is required")
-	case t.Dataset == "":
+	case t.Dataset == "" && len(t.Datasets) == 0:
 		return Bad(c, "dataset_name", "is required")
+	case t.Dataset != "" && len(t.Datasets) > 0:
+		return Bad(c, "dataset_name", "and datasets (a mixture) are both given: give one")
 	case t.OutputDir == "":
 		return Bad(c, "output_dir", "is required")
 	case t.PerDeviceTrainBatchSize < 1:

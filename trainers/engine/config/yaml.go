@@ -13,6 +13,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/posttrain/posttrain/data"
+
 	"github.com/posttrain/posttrain/internal/fsmode"
 )
 
@@ -175,6 +177,8 @@ func setNode(f field, v *yaml.Node) error {
 		return nil
 	case *[]string:
 		return setList(v, func(s string) error { *p = append(*p, strings.TrimSpace(s)); return nil }, func() { *p = nil })
+	case *[]data.MixtureEntry:
+		return setMixture(v, p)
 	case *[]float64:
 		return setList(v, func(s string) error {
 			var x float64
@@ -186,6 +190,53 @@ func setNode(f field, v *yaml.Node) error {
 		}, func() { *p = nil })
 	}
 	return fmt.Errorf("unsupported option type %s", f.Value.Type())
+}
+
+// setMixture reads TRL's `datasets:` list: each entry a mapping of path, name, split and
+// columns (DatasetConfig's data_dir and data_files, which name files inside a repo, are refused:
+// give their directory as path).
+func setMixture(v *yaml.Node, p *[]data.MixtureEntry) error {
+	*p = nil
+	if v.Kind != yaml.SequenceNode {
+		return fmt.Errorf("want a list of datasets ({path, name, split, columns}), got a %s", kindName(v))
+	}
+	for i, e := range v.Content {
+		if e.Kind != yaml.MappingNode {
+			return fmt.Errorf("datasets[%d]: want a mapping, got a %s", i, kindName(e))
+		}
+		var m data.MixtureEntry
+		for j := 0; j+1 < len(e.Content); j += 2 {
+			k, val := e.Content[j].Value, e.Content[j+1]
+			switch k {
+			case "path", "name", "split":
+				if val.Kind != yaml.ScalarNode {
+					return fmt.Errorf("datasets[%d].%s: want a string, got a %s", i, k, kindName(val))
+				}
+				if val.Tag == "!!null" {
+					continue
+				}
+				*map[string]*string{"path": &m.Path, "name": &m.Name, "split": &m.Split}[k] = val.Value
+			case "columns":
+				if val.Tag == "!!null" {
+					continue
+				}
+				if err := setList(val, func(s string) error { m.Columns = append(m.Columns, strings.TrimSpace(s)); return nil }, func() { m.Columns = []string{} }); err != nil {
+					return fmt.Errorf("datasets[%d].columns: %w", i, err)
+				}
+			case "data_dir", "data_files":
+				if val.Tag != "!!null" {
+					return fmt.Errorf("datasets[%d].%s: not supported: give the files' directory (or one file) as path", i, k)
+				}
+			default:
+				return fmt.Errorf("datasets[%d]: unknown key %q (a dataset is path, name, split, columns)", i, k)
+			}
+		}
+		if m.Path == "" {
+			return fmt.Errorf("datasets[%d]: no path", i)
+		}
+		*p = append(*p, m)
+	}
+	return nil
 }
 
 // setList accepts a YAML sequence of scalars or one comma-separated scalar ("a,b"), as the flag does.

@@ -44,6 +44,17 @@ func (d *driver) fingerprints() (map[string]string, error) {
 		}
 		fp[fpDataset] = h
 	}
+	if len(d.cfg.Datasets) > 0 { // a mixture: each entry's data, in order
+		var hs []string
+		for _, e := range d.cfg.Datasets {
+			h, err := fileFingerprint(e.Path)
+			if err != nil {
+				return nil, fmt.Errorf("fingerprint dataset %s: %w", e.Path, err)
+			}
+			hs = append(hs, h)
+		}
+		fp[fpDataset] = "mixture:" + strings.Join(hs, ",")
+	}
 	return fp, nil
 }
 

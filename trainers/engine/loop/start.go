@@ -48,7 +48,13 @@ func RunOnDataset(ctx context.Context, cfg config.Config, m *trainable.Model, re
 	c := cfg.Common()
 	train := read
 	train.Split, train.Config = c.DatasetTrainSplit, c.DatasetConfig
-	d, err := data.ReadFileWith(c.Dataset, train)
+	var d *data.Dataset
+	var err error
+	if len(c.Datasets) > 0 { // TRL's mixture, in place of dataset_name
+		d, err = data.ReadMixture(c.Datasets, read)
+	} else {
+		d, err = data.ReadFileWith(c.Dataset, train)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,15 @@ func (r *Rollout) Len() int { return len(r.Completions) }
 // evaluates (EvalPrompts; an eval set without prompts is an error). method names the trainer in
 // the errors ("GRPO", "PPO").
 func Prompts(c *config.Training, rows []data.Row, method string, txt *encode.Text) (train, eval []*encode.Prompt, err error) {
+	if rows == nil && len(c.Datasets) > 0 { // TRL's mixture, in place of dataset_name
+		d, err := data.ReadMixture(c.Datasets, data.ReadOptions{Format: data.FormatAuto})
+		if err != nil {
+			return nil, nil, err
+		}
+		if rows, err = promptRows(d, "datasets", method); err != nil {
+			return nil, nil, err
+		}
+	}
 	if rows == nil {
 		if rows, err = LoadRows(c.Dataset, data.ReadOptions{Split: c.DatasetTrainSplit, Config: c.DatasetConfig}, method); err != nil {
 			return nil, nil, err
@@ -85,6 +94,11 @@ func LoadRows(dataset string, read data.ReadOptions, method string) ([]data.Row,
 	if err != nil {
 		return nil, err
 	}
+	return promptRows(d, dataset, method)
+}
+
+// promptRows are the prompt-only rows of d (read as dataset), or an error naming method.
+func promptRows(d *data.Dataset, dataset, method string) ([]data.Row, error) {
 	switch d.Format {
 	case data.PromptOnly:
 	case data.PromptCompletion:
