@@ -34,6 +34,21 @@ import (
 // builders read them.
 var dataExtensions = []string{".parquet", ".arrow", ".jsonl", ".json", ".csv", ".jsonl.gz", ".json.gz", ".csv.gz"}
 
+// IsDataFile reports whether a file name is a data file posttrain reads in a dataset directory
+// (by its extension; hidden files are not).
+func IsDataFile(name string) bool {
+	base := strings.ToLower(path.Base(filepath.ToSlash(name)))
+	if strings.HasPrefix(base, ".") {
+		return false
+	}
+	for _, ext := range dataExtensions {
+		if strings.HasSuffix(base, ext) {
+			return true
+		}
+	}
+	return false
+}
+
 // splitKeywords are datasets' split name synonyms in file and directory names
 // (data_files.py: SPLIT_KEYWORDS).
 var splitKeywords = map[string][]string{
@@ -226,15 +241,9 @@ func dataFiles(dir string) ([]string, error) {
 			}
 			return nil
 		}
-		if e.IsDir() {
-			return nil
-		}
-		for _, ext := range dataExtensions {
-			if strings.HasSuffix(strings.ToLower(e.Name()), ext) {
-				rel, _ := filepath.Rel(dir, p)
-				out = append(out, filepath.ToSlash(rel))
-				break
-			}
+		if !e.IsDir() && IsDataFile(e.Name()) {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
 		}
 		return nil
 	})

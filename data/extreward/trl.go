@@ -100,41 +100,37 @@ func softOverlongPunishment(maxLen, cache int) func(Call) ([]float64, error) {
 // else 0; "len:N" is −|N − the completion's length in characters| (TRL's quick-start reward_len
 // with its target). name is what the reward logs under. nil, nil for any other spec.
 func PatternReward(spec, name string) (*Func, error) {
+	var score func(text string) float64
 	switch kind, arg, _ := strings.Cut(spec, ":"); kind {
 	case "regex":
 		re, err := regexp.Compile(arg)
 		if err != nil {
 			return nil, fmt.Errorf("reward_funcs %s: %w", spec, err)
 		}
-		return &Func{Name: name, Spec: spec, score: func(c Call) ([]float64, error) {
-			out := make([]float64, len(c.Completions))
-			for i, comp := range c.Completions {
-				s, err := content(comp)
-				if err != nil {
-					return nil, err
-				}
-				if re.MatchString(s) {
-					out[i] = 1
-				}
+		score = func(s string) float64 {
+			if re.MatchString(s) {
+				return 1
 			}
-			return out, nil
-		}}, nil
+			return 0
+		}
 	case "len":
 		n, err := strconv.Atoi(arg)
 		if err != nil || n < 0 {
 			return nil, fmt.Errorf("reward_funcs %s: want len:N with N a length in characters ≥ 0", spec)
 		}
-		return &Func{Name: name, Spec: spec, score: func(c Call) ([]float64, error) {
-			out := make([]float64, len(c.Completions))
-			for i, comp := range c.Completions {
-				s, err := content(comp)
-				if err != nil {
-					return nil, err
-				}
-				out[i] = -math.Abs(float64(n - utf8.RuneCountInString(s)))
-			}
-			return out, nil
-		}}, nil
+		score = func(s string) float64 { return -math.Abs(float64(n - utf8.RuneCountInString(s))) }
+	default:
+		return nil, nil
 	}
-	return nil, nil
+	return &Func{Name: name, Spec: spec, score: func(c Call) ([]float64, error) {
+		out := make([]float64, len(c.Completions))
+		for i, comp := range c.Completions {
+			s, err := content(comp)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = score(s)
+		}
+		return out, nil
+	}}, nil
 }

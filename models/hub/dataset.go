@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	hfhub "github.com/gomlx/go-huggingface/hub"
+
+	"github.com/posttrain/posttrain/data"
 )
 
 // DatasetCacheDir is the cache folder of a dataset repo: <cache>/datasets--Org--Name, as
@@ -18,23 +20,8 @@ func DatasetCacheDir(cacheDir, repoID string) string {
 }
 
 // datasetFile reports whether a repo file is one load_dataset reads: README.md (its configs) and
-// the data files of the packaged builders posttrain reads (Parquet, Arrow, JSON Lines, JSON,
-// CSV, gzipped text).
-func datasetFile(name string) bool {
-	if name == "README.md" {
-		return true
-	}
-	base := strings.ToLower(filepath.Base(name))
-	if strings.HasPrefix(base, ".") {
-		return false
-	}
-	for _, ext := range []string{".parquet", ".arrow", ".jsonl", ".json", ".csv", ".jsonl.gz", ".json.gz", ".csv.gz"} {
-		if strings.HasSuffix(base, ext) {
-			return true
-		}
-	}
-	return false
-}
+// the data files posttrain reads (data.IsDataFile).
+func datasetFile(name string) bool { return name == "README.md" || data.IsDataFile(name) }
 
 // ResolveDataset returns the local path of a --dataset argument: an existing file or directory
 // as it is; a Hub dataset id (Org/Name) as the snapshot directory of the dataset repo in the cache
