@@ -26,8 +26,6 @@ import trl_parity as tp  # noqa: E402  (its rows, model, rewards, options and sa
 import torch  # noqa: E402
 import transformers  # noqa: E402
 import trl  # noqa: E402
-from datasets import Dataset  # noqa: E402
-from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 COMMAND = ".venv-reference/trl-1/bin/python scripts/reference/trl1_parity.py"
 BASE = "trainers/grpo/testdata/trl1_parity"
@@ -125,25 +123,9 @@ def main():
             shutil.copy(os.path.join(tp.REPO, tp.TOKENIZER, name), gdir)
         for name, case in golden["cases"].items():
             print(f"trl1_parity: grpo {name}", file=sys.stderr)
-            gens = recorded[name]
-            torch.manual_seed(0)
-            model = AutoModelForCausalLM.from_pretrained(gdir, dtype=torch.float32)
-            tok = AutoTokenizer.from_pretrained(gdir)
             opts = {k: v for k, v in case["options"].items() if k not in POSTTRAIN_ONLY}
-            args = dict(tp.COMMON, **tp.TRL_ONLY, **opts, output_dir=os.path.join(tmp, f"grpo-{name}"))
-            tr = replay(gens, rows)(model=model, reward_funcs=[tp.vowels, tp.spaces], args=trl.GRPOConfig(**args),
-                                    train_dataset=Dataset.from_list(rows), processing_class=tok)
-            tr.gen_i, tr.unrounded = 0, []
-            tr.remove_callback(transformers.PrinterCallback)
-            tr.train()
-            assert tr.gen_i == len(gens), (name, tr.gen_i, len(gens))
-            steps = [e for e in tr.state.log_history if "loss" in e]
-            summary = [e for e in tr.state.log_history if "train_runtime" in e]
-            assert len(steps) == tp.COMMON["max_steps"] == len(tr.unrounded), (len(steps), len(tr.unrounded))
-            for e, u in zip(steps, tr.unrounded):
-                e["loss_unrounded"] = u
-            case.update({"order": tr.sampler.yielded, "num_rows": len(rows), "steps": steps,
-                         "summary_keys": sorted(summary[0]) if summary else []})
+            tp.replay_grpo_case(replay(recorded[name], rows), recorded[name], rows, case, opts, gdir,
+                                os.path.join(tmp, f"grpo-{name}"))
     tp.write_json(os.path.join(out, BASE, "golden.json"), golden)
 
 

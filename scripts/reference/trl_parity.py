@@ -417,25 +417,32 @@ def run_grpo(a, mdir, tmp):
         shutil.copy(os.path.join(REPO, TOKENIZER, name), gdir)
     for name, case in golden["cases"].items():
         print(f"trl_parity: grpo {name}", file=sys.stderr)
-        gens = recorded[name]
-        torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_pretrained(gdir, dtype=torch.float32)
-        tok = AutoTokenizer.from_pretrained(gdir)
-        args = dict(COMMON, **TRL_ONLY, **case["options"], output_dir=os.path.join(tmp, f"grpo-{name}"))
-        tr = grpo_parity(gens, rows)(model=model, reward_funcs=[vowels, spaces], args=trl.GRPOConfig(**args),
-                                     train_dataset=Dataset.from_list(rows), processing_class=tok)
-        tr.gen_i, tr.unrounded = 0, []
-        tr.remove_callback(transformers.PrinterCallback)
-        tr.train()
-        assert tr.gen_i == len(gens), (name, tr.gen_i, len(gens))
-        steps = [e for e in tr.state.log_history if "loss" in e]
-        summary = [e for e in tr.state.log_history if "train_runtime" in e]
-        assert len(steps) == COMMON["max_steps"] == len(tr.unrounded), (len(steps), len(tr.unrounded))
-        for e, u in zip(steps, tr.unrounded):
-            e["loss_unrounded"] = u
-        case.update({"order": tr.sampler.yielded, "num_rows": len(rows), "steps": steps,
-                     "summary_keys": sorted(summary[0]) if summary else []})
+        replay_grpo_case(grpo_parity(recorded[name], rows), recorded[name], rows, case, case["options"],
+                         gdir, os.path.join(tmp, f"grpo-{name}"))
     write_json(os.path.join(base, "golden.json"), golden)
+
+
+def replay_grpo_case(trainer_cls, gens, rows, case, options, gdir, out):
+    """Trains trainer_cls (a GRPOTrainer replaying gens) on rows with the case's options and adds
+    its steps to case: TRL's log entries with the unrounded loss, the sampler's order, the summary
+    entry's keys."""
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(gdir, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(gdir)
+    args = dict(COMMON, **TRL_ONLY, **options, output_dir=out)
+    tr = trainer_cls(model=model, reward_funcs=[vowels, spaces], args=trl.GRPOConfig(**args),
+                     train_dataset=Dataset.from_list(rows), processing_class=tok)
+    tr.gen_i, tr.unrounded = 0, []
+    tr.remove_callback(transformers.PrinterCallback)
+    tr.train()
+    assert tr.gen_i == len(gens), (tr.gen_i, len(gens))
+    steps = [e for e in tr.state.log_history if "loss" in e]
+    summary = [e for e in tr.state.log_history if "train_runtime" in e]
+    assert len(steps) == COMMON["max_steps"] == len(tr.unrounded), (len(steps), len(tr.unrounded))
+    for e, u in zip(steps, tr.unrounded):
+        e["loss_unrounded"] = u
+    case.update({"order": tr.sampler.yielded, "num_rows": len(rows), "steps": steps,
+                 "summary_keys": sorted(summary[0]) if summary else []})
 
 
 # PPO's options beside COMMON's: TRL's PPOTrainer counts updates by total_episodes (max_steps is
