@@ -25,6 +25,7 @@ Regenerate (from the repository root):
     .venv-reference/trl-0.24/bin/python scripts/reference/dataset_files.py
 """
 import gzip
+import argparse
 import json
 import os
 import shutil
@@ -87,6 +88,10 @@ PLAIN = [{"messages": msgs(("user", "No tools here."), ("assistant", "Right."))}
 
 
 def main():
+    global OUT
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=REPO, help="tree to write into (default: the repository)")
+    OUT = os.path.join(ap.parse_args().out, "data", "testdata", "datasets")
     shutil.rmtree(OUT, ignore_errors=True)
     os.makedirs(OUT)
 

@@ -20,6 +20,9 @@ GENERATORS=(
 	"trl-0.24 models/testdata/hf-4.57.6  scripts/reference/hf_families.py"
 	"trl-0.24 models/testdata/peft-0.21.2/qwen2-default,models/testdata/peft-0.21.2/qwen3-rslora-all-linear,models/testdata/peft-0.21.2/smollm2-attn-lm-head,models/testdata/peft-0.21.2/gemma3-mlp-norm,models/testdata/peft-0.21.2/posttrain-sft/expected  scripts/reference/peft_adapters.py"
 	"trl-0.24 toy/gym/testdata/trajectories.json  scripts/reference/gym_classic_control.py"
+	"trl-0.24 data/extreward/testdata/trl_rewards.json  scripts/reference/trl_rewards.py"
+	"trl-0.24 data/testdata/datasets  scripts/reference/dataset_files.py"
+	"trl-1    trainers/grpo/testdata/trl1_parity  scripts/reference/trl1_parity.py"
 	"trl-0.24 trainers/sft/testdata/trl_parity,trainers/dpo/testdata/trl_parity,trainers/kto/testdata/trl_parity,trainers/reward/testdata/trl_parity,trainers/grpo/testdata/trl_parity,trainers/ppo/testdata/trl_parity  scripts/reference/trl_parity.py"
 )
 

@@ -11,8 +11,11 @@ trainers/grpo/testdata/trl1_parity/golden.json.
 
 Regenerate (from the repository root):
 
-    .venv-reference/trl-1/bin/python scripts/reference/trl1_parity.py
+    .venv-reference/trl-1/bin/python scripts/reference/trl1_parity.py [--out TREE]
+
+TRL 1.x's step_time (a step's wall time) is left out of the golden.
 """
+import argparse
 import json
 import os
 import shutil
@@ -90,10 +93,12 @@ def replay(gens, rows):
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=tp.REPO, help="tree to write the golden into (default: the repository)")
+    out = ap.parse_args().out
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     transformers.logging.set_verbosity_error()
-    out = tp.REPO
     rows = tp.grpo_rows()
     golden = {
         "generator": COMMAND,
@@ -126,6 +131,9 @@ def main():
             opts = {k: v for k, v in case["options"].items() if k not in POSTTRAIN_ONLY}
             tp.replay_grpo_case(replay(recorded[name], rows), recorded[name], rows, case, opts, gdir,
                                 os.path.join(tmp, f"grpo-{name}"))
+    for case in golden["cases"].values():  # TRL 1.x's step_time is a wall time: not a golden
+        for e in case["steps"]:
+            e.pop("step_time", None)
     tp.write_json(os.path.join(out, BASE, "golden.json"), golden)
 
 

@@ -8,6 +8,7 @@ Regenerate (from the repository root, in the pinned `.venv-reference/trl-0.24`):
 
 which writes data/extreward/testdata/trl_rewards.json.
 """
+import argparse
 import json
 import os
 
@@ -38,6 +39,10 @@ LENGTHS = [0, 1, 1023, 1024, 1025, 1100, 1279, 1280, 1281, 5000]
 
 
 def main():
+    global OUT
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=REPO, help="tree to write into (default: the repository)")
+    OUT = os.path.join(ap.parse_args().out, "data/extreward/testdata/trl_rewards.json")
     think = reward_funcs_registry["think_format_reward"]
     overlong = reward_funcs_registry["get_soft_overlong_punishment"]
     golden = {
@@ -51,6 +56,7 @@ def main():
             {"length": n, "reward": r} for n, r in zip(LENGTHS, overlong([[7] * n for n in LENGTHS]))
         ],
     }
+    os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
         json.dump(golden, f, indent=1)
         f.write("\n")

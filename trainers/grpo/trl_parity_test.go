@@ -110,7 +110,6 @@ func TestGRPO_TRL1Parity(t *testing.T) {
 // definitions posttrain keeps (docs/training.md, "TRL 1.x"), each with the check that replaces the
 // comparison:
 //
-//   - step_time: TRL 1.x's wall time of a step; posttrain logs timing_s/* instead (absent).
 //   - reward_std: TRL 1.x's std of the generation batch's rewards; 0.24's (posttrain's) is the
 //     mean of the std each advantage was scaled by. Both ≥ 0.
 //   - clip_ratio/low_min and high_max: TRL 1.x's min and max over sequences of each sequence's
@@ -119,7 +118,6 @@ func TestGRPO_TRL1Parity(t *testing.T) {
 //   - rewards/NAME/mean and std of a step where the function scored nothing: TRL 1.x logs None
 //     (read as 0 from its JSON), posttrain NaN as 0.24 does; otherwise compared.
 func trl1Differences(diff looptest.Differences) {
-	diff["step_time"] = nil
 	diff["reward_std"] = func(t testing.TB, step int, trl, got map[string]float64) {
 		if !(got["reward_std"] >= 0) || !(trl["reward_std"] >= 0) {
 			t.Errorf("step %d: reward_std %v (TRL %v)", step, got["reward_std"], trl["reward_std"])
