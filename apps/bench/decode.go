@@ -47,6 +47,10 @@ type DecodeRun struct {
 	// CacheCopyOps counts the copies of KV-cache-shaped buffers in the optimised decode step (XLA
 	// backends: read from XLA's HLO dump); null elsewhere.
 	CacheCopyOps *int `json:"cache_copy_ops"`
+	// BytesAccessedPerStep is the mean over the decode steps of XLA's cost analysis of the step's
+	// graph, "bytes accessed" (what one step reads and writes, by XLA's estimate; the cache's
+	// graph grows with the rows); null on the pure-Go backend.
+	BytesAccessedPerStep *float64 `json:"bytes_accessed_per_step"`
 	// Memory is XLA's memory plan of the decode step (null on the pure-Go backend).
 	Memory *MemoryPlan `json:"decode_memory,omitempty"`
 }
@@ -140,6 +144,10 @@ func Decode(env *Env, p DecodeParams) (*DecodeResult, error) {
 		}
 		if m := st.DecodeMemory; m != nil {
 			run.Memory = memoryPlan(*m)
+		}
+		if st.DecodeCostSteps > 0 {
+			b := st.DecodeBytesAccessed / float64(st.DecodeCostSteps)
+			run.BytesAccessedPerStep = &b
 		}
 		if p.HLODir != "" && backend.IsXLA(env.Info.Backend) {
 			cache := []int{st.Rows, env.Config.NumKeyValueHeads, st.CacheLen, env.Config.HeadDim}

@@ -78,6 +78,11 @@ type Stats struct {
 	// outputs, the part of the outputs written in place into donated arguments, temporaries); nil
 	// on the pure-Go backend and on several devices.
 	DecodeMemory *backends.CompiledMemoryStats
+	// DecodeBytesAccessed is the sum over the decode steps of XLA's cost analysis of each step's
+	// graph ("bytes accessed": what the compiled step reads and writes in memory, by XLA's
+	// estimate), over DecodeCostSteps steps; 0 where the backend reports none.
+	DecodeBytesAccessed float64
+	DecodeCostSteps     int
 	// DecodeExec is the part of Decode spent in the decode steps' executions (inputs uploaded, the
 	// graph run, its outputs returned); the rest is the host's work between them.
 	DecodeExec time.Duration
@@ -149,6 +154,27 @@ type compiled struct {
 	exec *context.Exec
 	sig  named.Signature
 	last *graph.Graph // the graph of the last execution on one device (its memory plan)
+	// bytesAccessed is XLA's cost analysis of last: its "bytes accessed"; -1 where there is none
+	// (another backend, several devices); read once (costKnown).
+	bytesAccessed float64
+	costKnown     bool
+}
+
+// stepBytesAccessed is XLA's estimate of the bytes c's graph reads and writes in one execution
+// (its cost analysis, "bytes accessed"), or -1 where the backend reports none.
+func (c *compiled) stepBytesAccessed() float64 {
+	if !c.costKnown && c.last != nil {
+		c.bytesAccessed, c.costKnown = -1, true
+		if cost, err := c.last.CostAnalysis(); err == nil {
+			if v, ok := cost["bytes accessed"]; ok {
+				c.bytesAccessed = v
+			}
+		}
+	}
+	if !c.costKnown {
+		return -1
+	}
+	return c.bytesAccessed
 }
 
 // memory is XLA's memory plan of c's last execution, or nil (another backend, several devices).

@@ -226,6 +226,10 @@ func (s *cachedStepper) decode(caches []any, tok []int32, slot int, sample sampl
 	if s.g.stats.DecodeMemory == nil {
 		s.g.stats.DecodeMemory = exec.memory()
 	}
+	if b := exec.stepBytesAccessed(); b > 0 {
+		s.g.stats.DecodeBytesAccessed += b
+		s.g.stats.DecodeCostSteps++
+	}
 	out := named.Bind[stepOutputs[[]*tensors.Tensor]](res)
 	s.freeCaches() // the caches not donated
 	s.caches = append(out.State.Caches, out.State.Seen...)

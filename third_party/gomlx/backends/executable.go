@@ -43,3 +43,10 @@ type CompiledMemoryStats struct {
 type MemoryStatser interface {
 	CompiledMemoryStats() (CompiledMemoryStats, error)
 }
+
+// CostAnalyzer is implemented by an Executable whose backend reports its compiler's cost analysis
+// of the program (XLA: PJRT_Executable_GetCostAnalysis): numeric properties by name, such as
+// "flops", "transcendentals" and "bytes accessed", whose set depends on the platform.
+type CostAnalyzer interface {
+	CostAnalysis() (map[string]float64, error)
+}

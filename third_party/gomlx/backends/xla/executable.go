@@ -154,6 +154,28 @@ func (e *Executable) CompiledMemoryStats() (backends.CompiledMemoryStats, error)
 		Temporary: m.Temporary, GeneratedCode: m.GeneratedCode}, nil
 }
 
+// CostAnalysis implements backends.CostAnalyzer: XLA's cost analysis of the compiled program, its
+// numeric properties (int64 and float values) by name.
+func (e *Executable) CostAnalysis() (map[string]float64, error) {
+	if err := e.CheckValid(); err != nil {
+		return nil, err
+	}
+	props, err := e.exec.CostAnalysis()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]float64, len(props))
+	for name, v := range props {
+		switch x := v.(type) {
+		case int64:
+			out[name] = float64(x)
+		case float32:
+			out[name] = float64(x)
+		}
+	}
+	return out, nil
+}
+
 // Finalize immediately frees resources associated with the executable.
 func (e *Executable) Finalize() {
 	if e == nil || e.exec == nil || e.backend == nil {

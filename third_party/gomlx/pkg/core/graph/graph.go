@@ -444,6 +444,20 @@ func (g *Graph) CompiledMemoryStats() (backends.CompiledMemoryStats, error) {
 	return m.CompiledMemoryStats()
 }
 
+// CostAnalysis returns the compiler's cost analysis of the compiled graph where its backend
+// reports one (backends.CostAnalyzer); an error for a graph not compiled yet or a backend that
+// does not.
+func (g *Graph) CostAnalysis() (map[string]float64, error) {
+	if g.executable == nil {
+		return nil, errors.Errorf("Graph(%q).CostAnalysis: graph not compiled", g.name)
+	}
+	c, ok := g.executable.(backends.CostAnalyzer)
+	if !ok {
+		return nil, errors.Errorf("Graph(%q).CostAnalysis: backend %q does not report cost analyses", g.name, g.backend.Name())
+	}
+	return c.CostAnalysis()
+}
+
 // Compile just-in-time (JIT) compiles the Graph into a Computation that can be executed.
 //
 // At least one output must be given.
