@@ -109,6 +109,7 @@ func WarmupNewTokens(b backends.Backend, plen, newTok int) int {
 func Decode(env *Env, p DecodeParams) (*DecodeResult, error) {
 	rng := rand.New(rand.NewPCG(p.Seed, 0xdec0de))
 	gen := generate.NewGenerator(env.Backend, env.Ctx, decoder.Arch{Config: env.Config})
+	gen.CostAnalysis = true // bytes_accessed_per_step
 	defer gen.Finalize()
 	res := &DecodeResult{Info: env.Info}
 	for _, bs := range p.Batches {

@@ -100,6 +100,9 @@ type Generator struct {
 	model   Model
 	// KVUpdate selects how the cache is written (default KVUpdateAuto); set before the first call.
 	KVUpdate KVUpdate
+	// CostAnalysis asks XLA for each decode graph's cost analysis (Stats.DecodeBytesAccessed), once
+	// per graph: for measurements (posttrain bench decode), off otherwise.
+	CostAnalysis bool
 
 	execs map[execKey]*compiled
 	stats Stats

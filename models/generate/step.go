@@ -226,9 +226,11 @@ func (s *cachedStepper) decode(caches []any, tok []int32, slot int, sample sampl
 	if s.g.stats.DecodeMemory == nil {
 		s.g.stats.DecodeMemory = exec.memory()
 	}
-	if b := exec.stepBytesAccessed(); b > 0 {
-		s.g.stats.DecodeBytesAccessed += b
-		s.g.stats.DecodeCostSteps++
+	if s.g.CostAnalysis {
+		if b := exec.stepBytesAccessed(); b > 0 {
+			s.g.stats.DecodeBytesAccessed += b
+			s.g.stats.DecodeCostSteps++
+		}
 	}
 	out := named.Bind[stepOutputs[[]*tensors.Tensor]](res)
 	s.freeCaches() // the caches not donated
