@@ -274,3 +274,15 @@ func TestURL_PostsTheCall(t *testing.T) {
 		t.Error("a URL with no scheme was accepted")
 	}
 }
+
+// A dotted module.func (TRL's grpo.py form) is imported from the current directory.
+func TestWorker_DottedModule(t *testing.T) {
+	funcs, _ := start(t, 0, "testdata.rewards.reward_len")
+	if funcs[0].Name != "reward_len" {
+		t.Errorf("name %q", funcs[0].Name)
+	}
+	got, err := funcs[0].Score(call(2))
+	if err != nil || !equal(got, []float64{-20, -17}) {
+		t.Errorf("reward_len = %v, %v", got, err)
+	}
+}
