@@ -90,6 +90,8 @@ XLA_SKIP      := ^Test(PPO_Families|GRPO_Families|Run_Families|Fault_|GRPOFault_
 # files, flags and refusals: no numerics, and on XLA each of their runs compiles its graphs anew
 XLA_SKIP      := $(XLA_SKIP)|Run_(OutputDir|Overwrite|ResumeRemovesStale|SaveSteps|ReportToTensorBoard|Preflight|Misnamed|ResumeChecksTheCheckpoint)
 XLA_SKIP      := $(XLA_SKIP)|RunFiles_|ModelCard|WindowJSON_|Eval_Schedule|LoadScorer_PadToken|PPO_RefusesOtherVocabulary|GRPO_EvalBatchMustHoldWholeGroups
+# the presets' files (init and load back; generation on XLA is TestGenerate_Families*'s)
+XLA_SKIP      := $(XLA_SKIP)|Preset_TinyFamiliesInitAndLoad
 XLA_SKIP      := $(XLA_SKIP)|SFT_(ChatTemplatePath|DatasetTextField|EOSToken|MalformedRowNamesLine|NoScoredTokenIsAnError|SomeUnscoredRowsWarn|PackingNeedsMaxLength)
 # the driver's and PPO's host-side behaviour (a non-finite loss stops the run; evaluation on the
 # cadence), checked on the pure-Go run; on XLA their numerics are the other tests' (PPO's resume,
