@@ -45,6 +45,20 @@ func needPython3(t *testing.T) {
 	}
 }
 
+// pythonRewardRun is a Python reward test's directory, with the tiny model and rewardsPy written
+// there (it skips where python3 is missing, but in CI).
+func pythonRewardRun(t *testing.T) (dir, model, rewardsFile string) {
+	t.Helper()
+	needPython3(t)
+	dir = t.TempDir()
+	model = tinyGRPOModel(t, dir)
+	rewardsFile = filepath.Join(dir, "rewards.py")
+	if err := os.WriteFile(rewardsFile, []byte(rewardsPy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, model, rewardsFile
+}
+
 func tinyGRPOModel(t *testing.T, dir string) string {
 	t.Helper()
 	model, err := demo.WriteBase(dir, demo.ModelShape{Hidden: 16, Intermediate: 32, Layers: 1, Heads: 2, KVHeads: 1}, 1)
@@ -84,13 +98,7 @@ func completionLines(t *testing.T, out string) []map[string]any {
 // function logs under its __name__, its rewards are the ones completions.jsonl shows for the
 // completion texts, and its prints do not disturb the run.
 func TestGRPO_PythonRewardFuncs(t *testing.T) {
-	needPython3(t)
-	dir := t.TempDir()
-	model := tinyGRPOModel(t, dir)
-	py := filepath.Join(dir, "rewards.py")
-	if err := os.WriteFile(py, []byte(rewardsPy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, model, py := pythonRewardRun(t)
 	out := filepath.Join(dir, "run")
 	if _, err := runCLI(t, grpoArgs(model, out, "--reward-funcs", py+":reward_len", "--reward-funcs", py+":answer_len",
 		"--reward-weights", "1,0.5")...); err != nil {
@@ -125,13 +133,7 @@ func TestGRPO_PythonRewardFuncs(t *testing.T) {
 // metrics.jsonl numbers it) and the checkpoint saved of the step before; once fixed, --resume
 // ends where the uninterrupted run does, bit for bit.
 func TestGRPO_RewardFailureSavesAndResumes(t *testing.T) {
-	needPython3(t)
-	dir := t.TempDir()
-	model := tinyGRPOModel(t, dir)
-	py := filepath.Join(dir, "rewards.py")
-	if err := os.WriteFile(py, []byte(rewardsPy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, model, py := pythonRewardRun(t)
 	funcs := []string{"--reward-funcs", py + ":reward_len", "--reward-funcs", py + ":answer_len"}
 	straight := filepath.Join(dir, "straight")
 	if _, err := runCLI(t, grpoArgs(model, straight, funcs...)...); err != nil {

@@ -3,7 +3,6 @@
 package backend
 
 import (
-	"os"
 	"testing"
 	"unsafe"
 
@@ -20,13 +19,7 @@ import (
 // each step, and their page faults made the optimizer update 0.149 s instead of 0.085-0.094 s
 // (third_party/README.md).
 func TestXLA_VariableUpdateIsInPlace(t *testing.T) {
-	info, err := CheckPlugin(DefaultCPU)
-	if err != nil || info.Path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the xla:cpu plugin is not installed: %v", err)
-		}
-		t.Skipf("xla:cpu plugin not installed (make xla-cpu): %v", err)
-	}
+	needCPUPlugin(t)
 	b := MustNew(DefaultCPU)
 	defer b.Finalize()
 	ctx := context.New()

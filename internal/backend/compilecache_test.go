@@ -3,7 +3,6 @@
 package backend
 
 import (
-	"os"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/graph"
@@ -15,13 +14,7 @@ import (
 // different program is compiled anew. The XLA pass of `make test` took 214 s for trainers/grpo
 // without the cache and 88 s with it (third_party/README.md).
 func TestXLA_SameProgramCompilesOnce(t *testing.T) {
-	info, err := CheckPlugin(DefaultCPU)
-	if err != nil || info.Path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the xla:cpu plugin is not installed: %v", err)
-		}
-		t.Skipf("xla:cpu plugin not installed (make xla-cpu): %v", err)
-	}
+	needCPUPlugin(t)
 	b := MustNew(DefaultCPU)
 	if again := MustNew(DefaultCPU); again != b {
 		t.Fatalf("New(%q) made a second client", DefaultCPU)

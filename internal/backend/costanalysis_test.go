@@ -1,7 +1,8 @@
+//go:build !noxla
+
 package backend
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -16,13 +17,7 @@ import (
 // and result. XLA's CPU plugin (jax 0.11.2's) does not implement it: its own UNIMPLEMENTED error
 // comes back as the error, not as an empty or zero analysis.
 func TestXLA_CostAnalysis(t *testing.T) {
-	info, err := CheckPlugin(DefaultCPU)
-	if err != nil || info.Path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the xla:cpu plugin is not installed: %v", err)
-		}
-		t.Skipf("xla:cpu plugin not installed (make xla-cpu): %v", err)
-	}
+	needCPUPlugin(t)
 	b := MustNew(DefaultCPU)
 	const m, k, n = 64, 128, 32
 	g := graph.NewGraph(b, "matmul")
