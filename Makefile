@@ -42,13 +42,15 @@ gpu-check-cpu: build
 
 # test-real: the released SmolLM2-135M-Instruct and Gemma 3 270M (scripts/real-models.sh fetches
 # and converts them) train with SFT, DPO, KTO and GRPO and resume bit for bit
-# (cmd/posttrain TestRealModels_Train), on the default backend, and one SFT step's loss, entropy and
+# (cmd/posttrain TestRealModels_Train), on the CLI's default backend (xla:cpu where its plugin is
+# installed, always in CI; the pure-Go backend otherwise), and one SFT step's loss, entropy and
 # grad_norm agree on the pure-Go backend, xla:cpu and in float64 (TestRealModels_Numerics,
 # docs/numerics.md); outside make test for its time.
 .PHONY: test-real
 test-real:
 	bash scripts/real-models.sh
-	POSTTRAIN_REAL_TRAIN=1 $(GO) test -count=1 -timeout 40m -run '^TestRealModels_(Train|Numerics)$$' -v ./cmd/posttrain/
+	@if [ -f $(XLA_PLUGIN) ] || [ "$$CI" = true ]; then be=xla:cpu; else be=go; fi; echo "test-real: training on $$be"; \
+	POSTTRAIN_TEST_BACKEND=$$be POSTTRAIN_REAL_TRAIN=1 $(GO) test -count=1 -timeout 40m -run '^TestRealModels_(Train|Numerics)$$' -v ./cmd/posttrain/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -153,6 +153,21 @@ func splitFiles(dir, config, split string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	rel, err := selectSplit(dir, all, configs, config, split)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]string, len(rel))
+	for i, f := range rel {
+		files[i] = filepath.Join(dir, filepath.FromSlash(f))
+	}
+	return files, nil
+}
+
+// selectSplit picks, of a dataset's data files all (slash-separated, relative to its root, sorted),
+// those of split in config: by configs (README.md's) where there are any, else by the split a
+// file's path names (fileSplit). dir names the dataset in errors.
+func selectSplit(dir string, all []string, configs []hubConfig, config, split string) ([]string, error) {
 	if len(configs) > 0 {
 		c, err := pickConfig(dir, configs, config)
 		if err != nil {
@@ -168,7 +183,7 @@ func splitFiles(dir, config, split string) ([]string, error) {
 			for _, pat := range df.Paths {
 				for _, f := range all {
 					if ok, _ := path.Match(pat, f); ok || matchDoubleStar(pat, f) {
-						files = append(files, filepath.Join(dir, filepath.FromSlash(f)))
+						files = append(files, f)
 					}
 				}
 			}
@@ -188,22 +203,81 @@ func splitFiles(dir, config, split string) ([]string, error) {
 	bySplit := map[string][]string{}
 	for _, f := range all {
 		if s := fileSplit(f); s != "" {
-			bySplit[s] = append(bySplit[s], filepath.Join(dir, filepath.FromSlash(f)))
+			bySplit[s] = append(bySplit[s], f)
 		}
 	}
 	if len(bySplit) == 0 { // no file names a split: all of them are "train"
 		if split != "train" {
 			return nil, fmt.Errorf("%s: no split %q: no file is named after a split, so every file is \"train\"", dir, split)
 		}
-		for _, f := range all {
-			bySplit["train"] = append(bySplit["train"], filepath.Join(dir, filepath.FromSlash(f)))
-		}
+		bySplit["train"] = all
 	}
 	files := bySplit[split]
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%s: no split %q (it has %s)", dir, split, strings.Join(slices.Sorted(maps.Keys(bySplit)), ", "))
 	}
 	return files, nil
+}
+
+// RepoSplitFiles returns, of the files of a dataset repo (names slash-separated, relative to its
+// root, as the Hub lists them), the data files that the split expressions (train, train[:1000],
+// train+test) of config read, by the rules a local directory of the same files is read with
+// (README.md's configs, whose content is readme, nil where there is none; else split-named
+// files), so that a download can fetch only those. A save_to_disk tree (dataset_dict.json,
+// state.json) is read whole: all its data files. repo names the dataset in errors.
+func RepoSplitFiles(repo string, names []string, readme []byte, config string, splits ...string) ([]string, error) {
+	var all []string
+	for _, n := range names {
+		base := path.Base(n)
+		if base == "dataset_dict.json" || base == "state.json" {
+			all = nil
+			for _, m := range names {
+				if IsDataFile(path.Base(m)) {
+					all = append(all, m)
+				}
+			}
+			slices.Sort(all)
+			return all, nil
+		}
+		if IsDataFile(base) && !hiddenPath(n) {
+			all = append(all, n)
+		}
+	}
+	slices.Sort(all)
+	configs, err := parseReadmeConfigs(repo, readme)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, expr := range splits {
+		parts, err := parseSplit(expr)
+		if err != nil {
+			return nil, err
+		}
+		for _, part := range parts {
+			files, err := selectSplit(repo, all, configs, config, part.name)
+			if err != nil {
+				return nil, err
+			}
+			for _, f := range files {
+				if !slices.Contains(out, f) {
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// hiddenPath reports whether a slash-separated relative path has a hidden segment (.cache, .git),
+// which dataFiles leaves out of a directory.
+func hiddenPath(rel string) bool {
+	for _, seg := range strings.Split(rel, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return true
+		}
+	}
+	return false
 }
 
 // fileSplit is the split a data file's path names (datasets' default patterns: a directory
@@ -298,6 +372,12 @@ func readmeConfigs(dir string) ([]hubConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read dataset: %w", err)
 	}
+	return parseReadmeConfigs(dir, b)
+}
+
+// parseReadmeConfigs reads the configs of a README.md's front matter b (none when it has none);
+// dir names the dataset in errors.
+func parseReadmeConfigs(dir string, b []byte) ([]hubConfig, error) {
 	s := strings.ReplaceAll(string(b), "\r\n", "\n")
 	if !strings.HasPrefix(s, "---\n") {
 		return nil, nil

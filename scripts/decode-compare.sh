@@ -6,6 +6,9 @@
 # sides' load averages differ by more than 1 (then the round says so and gives no ratio).
 #
 #   PRESET=smollm2-135m BATCH=64 PROMPT_LEN=64 NEW_TOKENS=256 ROUNDS=2 BACKEND=xla:cpu DTYPE=float32
+#   OLD_ARGS=... NEW_ARGS=...   extra bench decode flags of each side: the same binary twice with
+#                               NEW_ARGS="--decode-steps-per-call 8" compares one decode step per
+#                               execution with eight
 #
 # Build the old binary from another commit with `git worktree add DIR COMMIT && (cd DIR && go
 # build -o /tmp/posttrain-old ./cmd/posttrain)`.
@@ -14,24 +17,26 @@ set -euo pipefail
 old=$1 new=$2
 preset=${PRESET:-smollm2-135m} batch=${BATCH:-64} plen=${PROMPT_LEN:-64} newtok=${NEW_TOKENS:-256}
 rounds=${ROUNDS:-2} backend=${BACKEND:-xla:cpu} dtype=${DTYPE:-float32}
+read -r -a old_args <<<"${OLD_ARGS:-}"
+read -r -a new_args <<<"${NEW_ARGS:-}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$new" init --preset "$preset" --out "$tmp/model" >/dev/null
 tps() { # tokens/s of the first run of a bench decode JSON (tokens_per_s before it was renamed)
-	python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r.get("tokens_per_second", r.get("tokens_per_s")))'
+	python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r.get("tokens_per_second", r.get("tokens_per_s")), r.get("step_seconds"), r.get("host_seconds_per_step"))'
 }
 for r in $(seq "$rounds"); do
 	order=(old new)
 	[ $((r % 2)) -eq 0 ] && order=(new old)
 	declare -A got=() load=()
 	for side in "${order[@]}"; do
-		bin=$old
-		[ "$side" = new ] && bin=$new
+		bin=$old args=("${old_args[@]}")
+		[ "$side" = new ] && bin=$new args=("${new_args[@]}")
 		load[$side]=$(cut -d' ' -f1 /proc/loadavg)
 		out=$("$bin" bench decode --model "$tmp/model" --backend "$backend" --dtype "$dtype" \
-			--batch "$batch" --prompt-len "$plen" --new-tokens "$newtok" 2>/dev/null)
-		got[$side]=$(tps <<<"$out")
-		echo "round $r $side: load ${load[$side]}, batch $batch, prompt $plen, new $newtok: ${got[$side]} tokens/s"
+			--batch "$batch" --prompt-len "$plen" --new-tokens "$newtok" "${args[@]}" 2>/dev/null)
+		read -r got[$side] step host <<<"$(tps <<<"$out")"
+		echo "round $r $side: load ${load[$side]}, batch $batch, prompt $plen, new $newtok ${args[*]}: ${got[$side]} tokens/s, step $step s, host $host s/step"
 	done
 	python3 -c "
 import sys

@@ -110,6 +110,7 @@ esac
 
 # ---- Settings (environment overrides the mode's default) ----
 # The stages' argument lists below are the same in every mode; only these values differ.
+: "${DECODE_STEPS_PER_CALL:=8}"
 if [ "$MODE" = cpu ]; then
   : "${PRESET:=$TINY_PRESET}" "${BACKEND:=go}" "${BENCH_DTYPE:=float32}" "${BUDGET:=300}"
   : "${SCORE_ROWS:=4}" "${SCORE_LEN:=32}"
@@ -440,6 +441,14 @@ if [ -z "$STOPPED" ]; then
   if needs decode_go init; then
     stage decode_go "$T_DECODE" json "${PT[@]}" bench decode --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
       --batch "$DECODE_BATCH" --prompt-len "$DECODE_PROMPT" --new-tokens "$DECODE_NEW" --seed "$SEED"
+  fi
+  # The largest decode batch again with DECODE_STEPS_PER_CALL decode steps per execution (the steps
+  # unrolled in one executable, stop tokens checked after each call; the same tokens): what the
+  # host's round trips cost a step on this device, beside decode_go's one step per execution.
+  if needs decode_go_steps decode_go; then
+    stage decode_go_steps "$T_DECODE" json "${PT[@]}" bench decode --model "$M" --dtype "$BENCH_DTYPE" --backend "$BACKEND" \
+      --batch "${DECODE_BATCH##*,}" --prompt-len "$DECODE_PROMPT" --new-tokens "$DECODE_NEW" --seed "$SEED" \
+      --decode-steps-per-call "$DECODE_STEPS_PER_CALL"
   fi
   # The memory plan of an SFT step at sft_go's shape, as this backend's XLA compiles it (shapes
   # only, nothing allocated; docs/gpu.md "Memory of a training step"): on a GPU, the GPU

@@ -32,6 +32,9 @@ type DecodeRun struct {
 	DecodeS       float64 `json:"decode_s"`
 	TotalS        float64 `json:"total_s"`
 	Tokens        int     `json:"tokens"`
+	// StepsPerCall is generate.Options.StepsPerCall; DecodeCalls the decode graph's executions.
+	StepsPerCall int `json:"decode_steps_per_call"`
+	DecodeCalls  int `json:"decode_calls"`
 	// TokensPerSecond counts every generated token over prefill + decode; DecodeTokensPerSecond
 	// the tokens of the decode steps (all but the first of each row) over the decode time.
 	TokensPerSecond       float64 `json:"tokens_per_second"`
@@ -81,6 +84,7 @@ type DecodeParams struct {
 	Batches              []int // batch sizes, one run each
 	PromptLen, NewTokens int   // per row; EOS is ignored
 	Seed                 uint64
+	StepsPerCall         int // generate.Options.StepsPerCall
 	// HLODir is where XLA dumps its optimised modules (LoadOptions.DumpHLO); "" leaves
 	// CacheCopyOps null.
 	HLODir string
@@ -114,7 +118,13 @@ func Decode(env *Env, p DecodeParams) (*DecodeResult, error) {
 	res := &DecodeResult{Info: env.Info}
 	for _, bs := range p.Batches {
 		prompts := randomIDs(rng, env.Config, bs, p.PromptLen)
-		opts := generate.Options{MaxNewTokens: WarmupNewTokens(env.Backend, p.PromptLen, p.NewTokens), IgnoreEOS: true, Seed: p.Seed}
+		warmup := WarmupNewTokens(env.Backend, p.PromptLen, p.NewTokens)
+		if p.StepsPerCall > 1 {
+			// The multi-step graph runs at every cache length but where its steps fall short
+			// of the end: the whole generation compiles what the timed one will.
+			warmup = p.NewTokens
+		}
+		opts := generate.Options{MaxNewTokens: warmup, IgnoreEOS: true, Seed: p.Seed, StepsPerCall: p.StepsPerCall}
 		t0 := time.Now()
 		if _, err := gen.Generate(prompts, opts); err != nil {
 			return nil, fmt.Errorf("batch %d warm-up: %w", bs, err)
@@ -130,6 +140,7 @@ func Decode(env *Env, p DecodeParams) (*DecodeResult, error) {
 		total := time.Since(t0)
 		st := gen.Stats()
 		run := DecodeRun{Batch: bs, Rows: st.Rows, PromptLen: p.PromptLen, NewTokens: p.NewTokens, CacheLen: st.CacheLen,
+			StepsPerCall: max(1, p.StepsPerCall), DecodeCalls: st.DecodeCalls,
 			WarmupS: warm.Seconds(), TimedCompiles: backend.Compiled().Graphs - c0.Graphs, PrefillS: st.Prefill.Seconds(), DecodeS: st.Decode.Seconds(), TotalS: total.Seconds()}
 		for _, g := range gens {
 			run.Tokens += len(g.IDs)

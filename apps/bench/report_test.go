@@ -53,8 +53,11 @@ func TestBuildReport_DecodesBothSidesAndKeepsOutputsVerbatim(t *testing.T) {
 		"grpo_go":   `{"prompts":64,"generations":8,"new_tokens":64,"step_s":8,"generate_s":6,"train_s":2,"train_mfu":0.05}`,
 		"decode_hf": hf("decode", `"runs":[{"batch":1,"rows":1,"prompt_len":64,"new_tokens":64,"warmup_s":0.5,"total_s":1.0,"tokens":64,"tokens_per_second":64.0}]`),
 		"sample":    `{"reference_backend":"go:parallelism=-1","tokens":320,"tokens_equal":318,"max_logprob_diff":0.002}`,
+		"decode_go": `{"runs":[{"batch":1,"tokens_per_second":32.0,"decode_steps_per_call":1},{"batch":4,"tokens_per_second":100.0,"decode_steps_per_call":1}]}`,
+		// The largest batch again at 8 decode steps per execution: a row of its own, no PyTorch side.
+		"decode_go_steps": `{"runs":[{"batch":4,"tokens_per_second":120.0,"decode_steps_per_call":8}]}`,
 	}
-	order := []string{"sample", "sft_go", "grpo_go", "sft_hf", "grpo_hf", "decode_hf"}
+	order := []string{"sample", "sft_go", "grpo_go", "decode_go", "decode_go_steps", "sft_hf", "grpo_hf", "decode_hf"}
 	rep, err := BuildReport(writeStages(t, dir, order, results), map[string]string{"mode": "test"}, map[string]float64{"float32": 2e-3})
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +71,7 @@ func TestBuildReport_DecodesBothSidesAndKeepsOutputsVerbatim(t *testing.T) {
 		"grpo step 64×8×64":             {8, 4, 0.5},
 		"grpo step 64×8×64: generation": {6, 3, 0.5},
 		"grpo step 64×8×64: update":     {2, 1, 0.5},
+		"decode batch 1":                {32, 64, 0.5},
 	}
 	for name, w := range want {
 		r, ok := got[name]
@@ -82,8 +86,10 @@ func TestBuildReport_DecodesBothSidesAndKeepsOutputsVerbatim(t *testing.T) {
 	if r := got["grpo step 64×8×64"]; r.PosttrainMFU == nil || *r.PosttrainMFU != 0.05 || r.PyTorchMFU != nil {
 		t.Errorf("grpo MFU: posttrain %v, pytorch %v", r.PosttrainMFU, r.PyTorchMFU)
 	}
-	if r := got["decode batch 1"]; r.PyTorch == nil || *r.PyTorch != 64 || r.Posttrain != nil || r.Ratio != nil {
-		t.Errorf("decode batch 1: %+v", r)
+	for name, w := range map[string]float64{"decode batch 4": 100, "decode batch 4, 8 steps a call": 120} {
+		if r := got[name]; r.Posttrain == nil || *r.Posttrain != w || r.PyTorch != nil || r.Ratio != nil {
+			t.Errorf("%s: %+v, want posttrain %v alone", name, r, w)
+		}
 	}
 	for i, name := range order {
 		if s := rep.Stages[i]; s.Name != name || string(s.Data) != results[name] {

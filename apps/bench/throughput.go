@@ -45,11 +45,13 @@ func throughputTable(byName map[string]*Stage) []SideBySide {
 	return rows
 }
 
-// decodeRows are the decoding rows, one per batch size found on either side: the runs of every
-// ok stage named decode_go* (posttrain) or decode_hf* (PyTorch), so a workload may be split into
-// one stage per batch size.
+// decodeRows are the decoding rows, one per batch size and decode steps per execution found on
+// either side: the runs of every ok stage named decode_go* (posttrain) or decode_hf* (PyTorch), so
+// a workload may be split into one stage per batch size. Runs of several decode steps per
+// execution (decode_go_steps) get rows of their own, without a PyTorch side.
 func decodeRows(byName map[string]*Stage) []SideBySide {
-	perBatch := map[int]*SideBySide{}
+	type key struct{ batch, steps int }
+	perRun := map[key]*SideBySide{}
 	for name, st := range byName {
 		goSide := strings.HasPrefix(name, "decode_go")
 		if !goSide && !strings.HasPrefix(name, "decode_hf") {
@@ -60,10 +62,14 @@ func decodeRows(byName map[string]*Stage) []SideBySide {
 			continue
 		}
 		for _, run := range res.Runs {
-			row := perBatch[run.Batch]
+			k := key{run.Batch, max(1, run.StepsPerCall)}
+			row := perRun[k]
 			if row == nil {
 				row = &SideBySide{Workload: fmt.Sprintf("decode batch %d", run.Batch), Metric: "tokens/s", higherBetter: true}
-				perBatch[run.Batch] = row
+				if k.steps > 1 {
+					row.Workload += fmt.Sprintf(", %d steps a call", k.steps)
+				}
+				perRun[k] = row
 			}
 			tps := run.TokensPerSecond
 			if goSide {
@@ -73,14 +79,16 @@ func decodeRows(byName map[string]*Stage) []SideBySide {
 			}
 		}
 	}
-	batches := make([]int, 0, len(perBatch))
-	for b := range perBatch {
-		batches = append(batches, b)
+	keys := make([]key, 0, len(perRun))
+	for k := range perRun {
+		keys = append(keys, k)
 	}
-	sort.Ints(batches)
-	rows := make([]SideBySide, 0, len(batches))
-	for _, b := range batches {
-		rows = append(rows, *perBatch[b])
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].batch < keys[j].batch || keys[i].batch == keys[j].batch && keys[i].steps < keys[j].steps
+	})
+	rows := make([]SideBySide, 0, len(keys))
+	for _, k := range keys {
+		rows = append(rows, *perRun[k])
 	}
 	return rows
 }

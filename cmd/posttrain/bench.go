@@ -186,15 +186,17 @@ func benchDecodeCommand() *cli.Command {
 			&cli.StringFlag{Name: "batch", Value: "1,64,256", Usage: "comma-separated batch sizes"},
 			&cli.IntFlag{Name: "prompt-len", Value: 64, Usage: "prompt tokens per row"},
 			&cli.IntFlag{Name: "new-tokens", Value: 64, Usage: "tokens generated per row (EOS ignored)"},
+			&cli.IntFlag{Name: "decode-steps-per-call", Value: 1, Usage: "decode steps per execution of the decode graph (unrolled)"},
 		),
 		Action: benchWorkload("decode", false, func(cmd *cli.Command) (bench.DecodeParams, error) {
 			batches, err := bench.ParseInts(cmd.String("batch"))
 			if err != nil {
 				return bench.DecodeParams{}, benchUsage("--batch: " + err.Error())
 			}
-			p := bench.DecodeParams{Batches: batches, PromptLen: cmd.Int("prompt-len"), NewTokens: cmd.Int("new-tokens"), Seed: cmd.Uint64("seed")}
-			if p.PromptLen < 1 || p.NewTokens < 2 {
-				return p, benchUsage("need --prompt-len ≥ 1 and --new-tokens ≥ 2")
+			p := bench.DecodeParams{Batches: batches, PromptLen: cmd.Int("prompt-len"), NewTokens: cmd.Int("new-tokens"), Seed: cmd.Uint64("seed"),
+				StepsPerCall: cmd.Int("decode-steps-per-call")}
+			if p.PromptLen < 1 || p.NewTokens < 2 || p.StepsPerCall < 1 {
+				return p, benchUsage("need --prompt-len ≥ 1, --new-tokens ≥ 2 and --decode-steps-per-call ≥ 1")
 			}
 			for _, b := range batches {
 				if err := checkTokens("--batch × (--prompt-len + --new-tokens)", b, p.PromptLen+p.NewTokens); err != nil {

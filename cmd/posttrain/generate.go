@@ -27,6 +27,7 @@ type generateConfig struct {
 	System       string // system message (with --chat)
 	Sample       generate.SampleOptions
 	MaxNewTokens int
+	StepsPerCall int // decode steps per execution (generate.Options.StepsPerCall)
 	Seed         uint64
 	IgnoreEOS    bool
 	JSON         bool
@@ -73,6 +74,7 @@ func init() {
 			&cli.StringFlag{Name: "compute-dtype", Value: "float32", Usage: "dtype of weights and activations: float32 or bfloat16"},
 			&cli.StringFlag{Name: "adapter", Usage: "a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors) to apply to --model"},
 			backendFlag(),
+			&cli.IntFlag{Name: "decode-steps-per-call", Value: 1, Usage: "decode steps per execution of the decode graph (unrolled; stop tokens checked after each); the tokens are those of one step per execution"},
 			&cli.StringFlag{Name: "kv-update", Value: "auto", Usage: "how a decode step writes the KV cache: auto (DynamicUpdateSlice where the backend has it), where, dynamic"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -84,7 +86,7 @@ func init() {
 				Sample: generate.SampleOptions{Temperature: cmd.Float("temperature"), TopP: cmd.Float("top-p"), TopK: cmd.Int("top-k"), MinP: cmd.Float("min-p"),
 					RepetitionPenalty: cmd.Float("repetition-penalty")},
 				IgnoreEOS: cmd.Bool("ignore-eos"), JSON: cmd.Bool("json"), ComputeDType: cmd.String("compute-dtype"),
-				Backend: cmd.String("backend"), Adapter: cmd.String("adapter")}
+				Backend: cmd.String("backend"), Adapter: cmd.String("adapter"), StepsPerCall: cmd.Int("decode-steps-per-call")}
 			if err := c.validate(); err != nil {
 				return usageError{fmt.Errorf("%s: %w", cmd.FullName(), err)}
 			}
@@ -100,6 +102,8 @@ func (c generateConfig) validate() error {
 	switch {
 	case c.MaxNewTokens < 1:
 		return fmt.Errorf("--max-new-tokens must be at least 1, got %d", c.MaxNewTokens)
+	case c.StepsPerCall < 1:
+		return fmt.Errorf("--decode-steps-per-call must be at least 1, got %d", c.StepsPerCall)
 	case !(c.Sample.Temperature >= 0) || math.IsInf(c.Sample.Temperature, 0): // NaN too
 		return fmt.Errorf("--temperature must be a finite number ≥ 0, got %g", c.Sample.Temperature)
 	case !(c.Sample.TopP > 0 && c.Sample.TopP <= 1):
@@ -167,7 +171,7 @@ func runGenerate(ctx context.Context, c generateConfig, w, errw io.Writer) error
 		prompt[i] = int32(id)
 	}
 	gens, err := g.Generate([][]int32{prompt}, generate.Options{SampleOptions: c.Sample, MaxNewTokens: c.MaxNewTokens,
-		Seed: c.Seed, StopIDs: out.EOSIDs, IgnoreEOS: c.IgnoreEOS, Tokenizer: tok})
+		Seed: c.Seed, StopIDs: out.EOSIDs, IgnoreEOS: c.IgnoreEOS, Tokenizer: tok, StepsPerCall: c.StepsPerCall})
 	if err != nil {
 		return err
 	}

@@ -65,15 +65,16 @@ func resolveModel(ctx context.Context, model string) (string, error) {
 
 // resolveDataset is the local path of a dataset option: a registered source's name (mult) or an
 // existing file or directory as it is, a Hub dataset id (trl-lib/Capybara) as its snapshot in the
-// HuggingFace cache, downloaded when not offline (models/hub ResolveDataset).
-func resolveDataset(ctx context.Context, option, dataset string) (string, error) {
+// HuggingFace cache, downloaded when not offline with the data files of want (models/hub
+// ResolveDataset).
+func resolveDataset(ctx context.Context, option, dataset string, want hub.DatasetFiles) (string, error) {
 	if dataset == "" || slices.Contains(data.SourceNames(), dataset) {
 		return dataset, nil
 	}
 	if _, err := os.Stat(dataset); err == nil || !hub.IsRepoID(dataset) || !strings.Contains(dataset, "/") {
 		return dataset, nil // the reader names what is missing
 	}
-	dir, err := hub.ResolveDataset(ctx, dataset, hub.Options{})
+	dir, err := hub.ResolveDataset(ctx, dataset, want, hub.Options{})
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", option, err)
 	}

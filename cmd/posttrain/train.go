@@ -5,6 +5,7 @@ package main
 // method's Run.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/backend"
 	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/models/hub"
 	"github.com/posttrain/posttrain/trainers"
 	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
@@ -136,12 +138,20 @@ func openTrainSession(ctx context.Context, cmd *cli.Command, cfg config.Config) 
 		}
 	}
 	if err == nil { // Hub dataset ids to their snapshots in the cache
-		if c.Dataset, err = resolveDataset(ctx, "dataset_name", c.Dataset); err == nil {
-			c.EvalDataset, err = resolveDataset(ctx, "eval_dataset", c.EvalDataset)
+		// Only the files of the splits the run reads: the train split, and the test split where
+		// the run evaluates on dataset_name's.
+		train := hub.DatasetFiles{Config: c.DatasetConfig, Splits: []string{c.DatasetTrainSplit}}
+		if (c.EvalStrategy != "no" || c.EvalOnStart) && c.EvalDataset == "" {
+			train.Splits = append(train.Splits, c.DatasetTestSplit)
 		}
-		for i := range c.Datasets {
+		if c.Dataset, err = resolveDataset(ctx, "dataset_name", c.Dataset, train); err == nil {
+			c.EvalDataset, err = resolveDataset(ctx, "eval_dataset", c.EvalDataset,
+				hub.DatasetFiles{Config: c.DatasetConfig, Splits: []string{c.DatasetTestSplit}})
+		}
+		for i, e := range c.Datasets {
 			if err == nil {
-				c.Datasets[i].Path, err = resolveDataset(ctx, fmt.Sprintf("datasets[%d]", i), c.Datasets[i].Path)
+				c.Datasets[i].Path, err = resolveDataset(ctx, fmt.Sprintf("datasets[%d]", i), e.Path,
+					hub.DatasetFiles{Config: e.Name, Splits: []string{cmp.Or(e.Split, "train")}})
 			}
 		}
 		if err != nil {

@@ -40,7 +40,7 @@ func BenchmarkSample(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.Finalize()
-			args, err := sig.Args(named.Of[any](drawInputs[any]{Logits: lt, Sample: sampleParams(c.opts, 0, 0, rows, vocab)}))
+			args, err := sig.Args(named.Of[any](drawInputs[any]{Logits: lt, Sample: sampleParams(c.opts, 0, 0, 1, rows, vocab)}))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -42,17 +42,14 @@ type donationProbe struct {
 	check DonationCheck
 }
 
-func (p *donationProbe) next(tok []int32, slot int, sample sampleInputs[any]) ([]int32, []float32, error) {
-	if err := p.room(slot); err != nil {
-		return nil, nil, err
-	}
+func (p *donationProbe) next(tok []int32, slot, n int, sample sampleInputs[any]) ([]int32, []float32, error) {
 	before := firstPieces(p.caches)
 	caches, err := p.cacheArgs()
 	if err != nil {
 		return nil, nil, err
 	}
 	p.check(before, caches, firstPieces(p.caches))
-	return p.decode(caches, tok, slot, sample)
+	return p.decode(caches, tok, slot, n, sample)
 }
 
 // firstPieces is each cache's piece on the first device (the whole cache on one device), nil

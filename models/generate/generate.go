@@ -43,6 +43,14 @@ type Options struct {
 	IgnoreEOS bool
 	// Tokenizer, when set, decodes each row's ids into Generation.Text (special tokens skipped).
 	Tokenizer TextDecoder
+	// StepsPerCall is how many decode steps one execution of the decode graph runs (the steps
+	// unrolled in one executable), so that the host reads the drawn tokens, checks the rows for
+	// stop tokens and starts the next execution once per StepsPerCall tokens rather than once per
+	// token; 0 or 1 is one step per execution. The tokens and log-probs are those of single steps:
+	// a row's draws depend only on its own logits and keys (sampleKey), and a row that stops
+	// within a call has its later tokens discarded. Near the end of a generation (fewer than
+	// StepsPerCall tokens left) the steps run one at a time, so that one multi-step graph serves.
+	StepsPerCall int
 }
 
 // TextDecoder turns ids into text; data/tokenizer's Tokenizer implements it.
@@ -72,7 +80,8 @@ type Stats struct {
 	Rows, PromptLen, CacheLen int
 	CacheGrowths              int
 	Prefill, Decode           time.Duration // wall time of the prompt pass and of the decode steps
-	DecodeSteps               int           // decode graph executions
+	DecodeSteps               int           // decode steps (tokens drawn per row after the prompt pass's)
+	DecodeCalls               int           // decode graph executions (DecodeSteps / Options.StepsPerCall, about)
 	NewTokens                 int           // tokens generated over the real rows
 	// DecodeMemory is XLA's memory plan of the decode step (its buffer assignment: arguments,
 	// outputs, the part of the outputs written in place into donated arguments, temporaries); nil
@@ -86,7 +95,8 @@ type Stats struct {
 	// DecodeExec is the part of Decode spent in the decode steps' executions (inputs uploaded, the
 	// graph run, its outputs returned); the rest is the host's work between them.
 	DecodeExec time.Duration
-	// DecodeStepTimes are the decode steps' wall times, in order (the host's work included).
+	// DecodeStepTimes are the decode steps' wall times, in order (the host's work included; the
+	// steps of one multi-step execution each get an equal share of its time).
 	DecodeStepTimes []time.Duration
 }
 
@@ -150,6 +160,7 @@ type execKey struct {
 	mode  drawMode
 	how   KVUpdate
 	size  int // the cache length a "grow" graph pads to
+	steps int // the decode steps a "decode" graph runs
 }
 
 // compiled is one of the Generator's graphs with the names of its inputs and outputs.
@@ -247,7 +258,12 @@ func (g *Generator) GenerateUncached(prompts [][]int32, opts Options) ([]Generat
 type stepper interface {
 	// start runs the prompt pass; keyValid [B,L] sizes the cache, which may grow to maxCache.
 	start(ids, pos, mask, keyValid [][]int32, maxCache int, sample sampleInputs[any]) ([]int32, []float32, error)
-	next(tok []int32, slot int, sample sampleInputs[any]) ([]int32, []float32, error)
+	// steps returns how many decode steps, want or fewer, the next call of next runs from slot,
+	// making room for them in the cache.
+	steps(slot, want int) (int, error)
+	// next feeds tok [B] into slot and runs n decode steps; it returns their tokens and log-probs
+	// step-major ([n·B]).
+	next(tok []int32, slot, n int, sample sampleInputs[any]) ([]int32, []float32, error)
 	close()
 }
 
@@ -269,39 +285,64 @@ func (g *Generator) run(prompts [][]int32, opts Options, st stepper) (_ []Genera
 	}
 	g.stats = Stats{Rows: rows, PromptLen: plen, CacheLen: clen}
 	t0 := time.Now()
-	sample := func(step int) sampleInputs[any] {
-		return sampleParams(opts.SampleOptions, opts.Seed, step, rows, g.spec.VocabSize)
+	sampleSteps := func(step, n int) sampleInputs[any] {
+		return sampleParams(opts.SampleOptions, opts.Seed, step, n, rows, g.spec.VocabSize)
 	}
-	drawn, lps, err := st.start(ids, PositionIDs(mask), mask, keyValid, final, sample(0))
+	drawn, lps, err := st.start(ids, PositionIDs(mask), mask, keyValid, final, sampleSteps(0, 1))
 	if err != nil {
 		return nil, err
 	}
 	g.stats.Prefill = time.Since(t0)
 	t0 = time.Now()
 	ds := newDecodeState(n, stopSet(g.spec, opts))
-	for step := 0; ; step++ {
-		tStep := time.Now()
-		tok, err := ds.step(drawn, lps, rows, step)
+	k := max(1, opts.StepsPerCall)
+	tCall := t0
+	// drawn and lps hold the last execution's draws, step-major ([m·rows]); step is the index of
+	// their first token among the row's new tokens.
+	for step := 0; ; {
+		var tok []int32
+		m := len(drawn) / rows
+		for i := range m {
+			if tok, err = ds.step(drawn[i*rows:(i+1)*rows], lps[i*rows:(i+1)*rows], rows, step+i); err != nil {
+				return nil, g.errorf("%w", err)
+			}
+			if step+i+1 == opts.MaxNewTokens || ds.finished() {
+				g.stats.Decode, g.stats.NewTokens = time.Since(t0), ds.newTokens
+				return g.finish(ds, opts), nil
+			}
+		}
+		step += m - 1 // the token fed next, drawn last
+		slot := plen + step
+		want := k
+		if opts.MaxNewTokens-1-step < k {
+			want = 1
+		}
+		steps, err := st.steps(slot, want)
 		if err != nil {
-			return nil, g.errorf("%w", err)
-		}
-		if step+1 == opts.MaxNewTokens || ds.finished() {
-			break
-		}
-		slot := plen + step // where this step's token goes
-		if drawn, lps, err = st.next(tok, slot, sample(step+1)); err != nil {
 			return nil, err
 		}
-		g.stats.DecodeSteps++
-		g.stats.DecodeStepTimes = append(g.stats.DecodeStepTimes, time.Since(tStep))
+		if drawn, lps, err = st.next(tok, slot, steps, sampleSteps(step+1, steps)); err != nil {
+			return nil, err
+		}
+		g.stats.DecodeCalls++
+		g.stats.DecodeSteps += steps
+		now := time.Now()
+		for range steps {
+			g.stats.DecodeStepTimes = append(g.stats.DecodeStepTimes, now.Sub(tCall)/time.Duration(steps))
+		}
+		tCall = now
+		step++
 	}
-	g.stats.Decode, g.stats.NewTokens = time.Since(t0), ds.newTokens
+}
+
+// finish returns the generations of ds, their texts decoded when opts has a tokenizer.
+func (g *Generator) finish(ds *decodeState, opts Options) []Generation {
 	if opts.Tokenizer != nil {
 		for r := range ds.gens {
 			ds.gens[r].Text = opts.Tokenizer.Decode(toInts(ds.gens[r].IDs), true)
 		}
 	}
-	return ds.gens, nil
+	return ds.gens
 }
 
 // decodeState is the host side of a generation: each row's output so far and whether it has

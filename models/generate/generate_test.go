@@ -146,3 +146,43 @@ func TestGenerate_TopK1IsGreedy(t *testing.T) {
 		}
 	}
 }
+
+// Several decode steps per execution (Options.StepsPerCall) give the tokens and log-probs of one
+// step per execution, bit for bit: greedy and sampled (top-k, top-p, repetition penalty), rows
+// stopping within a call, the cache growing (from 16 slots to 64),
+// and a tail shorter than a call, on both backends.
+func TestGenerate_StepsPerCallEqualsSingleSteps(t *testing.T) {
+	g, _ := tinyGenerator(t)
+	prompts := decoder.PromptsFromBatch(readInput(t, "left_pad")) // greedy: [774 774 74 74 74], [184 ×5]
+	for _, c := range []struct {
+		name    string
+		opts    generate.Options
+		prompts [][]int32
+	}{
+		{"greedy, a row stops within a call", generate.Options{MaxNewTokens: 11, StopIDs: []int{74}}, prompts},
+		{"sampled", generate.Options{MaxNewTokens: 10, IgnoreEOS: true, Seed: 5,
+			SampleOptions: generate.SampleOptions{Temperature: 1.3, TopK: 40, TopP: 0.9, RepetitionPenalty: 1.2}}, prompts},
+		{"cache growth", generate.Options{MaxNewTokens: 30, IgnoreEOS: true, Seed: 2,
+			SampleOptions: generate.SampleOptions{Temperature: 1}}, prompts},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			one := mustGenerate(t, g, true, c.prompts, c.opts)
+			calls := g.Stats().DecodeCalls
+			c.opts.StepsPerCall = 4
+			four := mustGenerate(t, g, true, c.prompts, c.opts)
+			st := g.Stats()
+			for r := range one {
+				if !slices.Equal(one[r].IDs, four[r].IDs) || !slices.Equal(one[r].LogProbs, four[r].LogProbs) || one[r].Truncated != four[r].Truncated {
+					t.Errorf("row %d: 4 steps a call %v %v (truncated %v), one %v %v (truncated %v)", r,
+						four[r].IDs, four[r].LogProbs, four[r].Truncated, one[r].IDs, one[r].LogProbs, one[r].Truncated)
+				}
+			}
+			if c.name == "cache growth" && st.CacheGrowths == 0 {
+				t.Errorf("the cache did not grow (%d slots)", st.CacheLen)
+			}
+			if st.DecodeSteps != calls || st.DecodeCalls >= calls || len(st.DecodeStepTimes) != st.DecodeSteps {
+				t.Errorf("%d decode steps in %d calls (%d step times), against %d single steps", st.DecodeSteps, st.DecodeCalls, len(st.DecodeStepTimes), calls)
+			}
+		})
+	}
+}

@@ -75,13 +75,19 @@ type sampleInputs[T any] struct {
 	Theta       T // float32: the repetition penalty θ (disabled: 1)
 }
 
-// sampleParams are the sampler's runtime inputs: keys one per row and step (see sampleKey), the
-// temperature, topK and topP (disabled ones set to keep everything: k = V, p = 1), min-p's d and
-// the repetition penalty θ.
-func sampleParams(opts SampleOptions, seed uint64, step, rows, vocab int) sampleInputs[any] {
-	keys := make([]uint32, rows)
-	for r := range keys {
-		keys[r] = sampleKey(seed, r, step)
+// sampleParams are the sampler's runtime inputs for n steps from step: keys one per row and step
+// (see sampleKey; [B] for one step, [B,n] for several), the temperature, topK and topP (disabled
+// ones set to keep everything: k = V, p = 1), min-p's d and the repetition penalty θ.
+func sampleParams(opts SampleOptions, seed uint64, step, n, rows, vocab int) sampleInputs[any] {
+	keys := make([]uint32, rows*n)
+	for r := range rows {
+		for i := range n {
+			keys[r*n+i] = sampleKey(seed, r, step+i)
+		}
+	}
+	keyDims := []int{rows}
+	if n > 1 {
+		keyDims = append(keyDims, n)
 	}
 	temp := float32(opts.Temperature)
 	if opts.Greedy() {
@@ -103,7 +109,7 @@ func sampleParams(opts SampleOptions, seed uint64, step, rows, vocab int) sample
 	if theta <= 0 {
 		theta = 1
 	}
-	return sampleInputs[any]{Keys: tensors.FromValue(keys), Temperature: tensors.FromScalar(temp), TopK: tensors.FromScalar(k),
+	return sampleInputs[any]{Keys: tensors.FromFlatDataAndDimensions(keys, keyDims...), Temperature: tensors.FromScalar(temp), TopK: tensors.FromScalar(k),
 		TopP: tensors.FromScalar(p), MinPD: tensors.FromScalar(minPD), Theta: tensors.FromScalar(theta)}
 }
 

@@ -187,7 +187,7 @@ func drawOnDevice(t *testing.T, logits [][]float32, keys []uint32, opts SampleOp
 		t.Fatal(err)
 	}
 	defer e.Finalize()
-	in := drawInputs[any]{Logits: tensors.FromValue(logits), Sample: sampleParams(opts, 0, 0, len(logits), vocab)}
+	in := drawInputs[any]{Logits: tensors.FromValue(logits), Sample: sampleParams(opts, 0, 0, 1, len(logits), vocab)}
 	in.Sample.Keys = tensors.FromValue(keys)
 	if mode.penalty {
 		in.Seen = []any{tensors.FromValue(seen)}

@@ -127,15 +127,18 @@ func (s *cachedStepper) start(ids, pos, mask, keyValid [][]int32, maxCache int, 
 	return g.hostDraws(out.Tok, out.LogProb)
 }
 
-func (s *cachedStepper) next(tok []int32, slot int, sample sampleInputs[any]) ([]int32, []float32, error) {
-	if err := s.room(slot); err != nil {
-		return nil, nil, err
-	}
+// steps makes room in the caches for want steps from slot (the last writes slot+want-1): the
+// cache grows a few steps earlier than one step at a time would make it.
+func (s *cachedStepper) steps(slot, want int) (int, error) {
+	return want, s.room(slot + want - 1)
+}
+
+func (s *cachedStepper) next(tok []int32, slot, n int, sample sampleInputs[any]) ([]int32, []float32, error) {
 	caches, err := s.cacheArgs()
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.decode(caches, tok, slot, sample)
+	return s.decode(caches, tok, slot, n, sample)
 }
 
 // room grows the caches when slot lies past their end (CacheLens).
@@ -206,11 +209,11 @@ func (s *cachedStepper) grow(l int) error {
 	return nil
 }
 
-// decode runs one decode step on caches (the arguments cacheArgs made of s.caches, flat as
-// s.caches) and keeps the step's state. Its host inputs are flat: the tokens [B,1], the rows'
-// first slots [B] and the slot.
-func (s *cachedStepper) decode(caches []any, tok []int32, slot int, sample sampleInputs[any]) ([]int32, []float32, error) {
-	exec, err := s.decodeExec()
+// decode runs n decode steps on caches (the arguments cacheArgs made of s.caches, flat as
+// s.caches) and keeps the last step's state. Its host inputs are flat: the tokens [B,1], the
+// rows' first slots [B] and the first step's slot. It returns the steps' draws step-major.
+func (s *cachedStepper) decode(caches []any, tok []int32, slot, n int, sample sampleInputs[any]) ([]int32, []float32, error) {
+	exec, err := s.decodeExec(n)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -235,24 +238,67 @@ func (s *cachedStepper) decode(caches []any, tok []int32, slot int, sample sampl
 	out := named.Bind[stepOutputs[[]*tensors.Tensor]](res)
 	s.freeCaches() // the caches not donated
 	s.caches = append(out.State.Caches, out.State.Seen...)
-	return s.g.hostDraws(out.Tok, out.LogProb)
+	ids, lps, err := s.g.hostDraws(out.Tok, out.LogProb)
+	if err != nil || n == 1 {
+		return ids, lps, err
+	}
+	return stepMajor(ids, n), stepMajor(lps, n), nil
 }
 
-// decodeExec is the decode step's graph: decodeInputs → stepOutputs, the new state.
-func (s *cachedStepper) decodeExec() (*compiled, error) {
+// stepMajor reorders draws [B,n] (row-major) into [n,B].
+func stepMajor[T any](x []T, n int) []T {
+	rows := len(x) / n
+	out := make([]T, len(x))
+	for r := range rows {
+		for i := range n {
+			out[i*rows+r] = x[r*n+i]
+		}
+	}
+	return out
+}
+
+// decodeExec is the graph of n decode steps (Options.StepsPerCall), unrolled: decodeInputs →
+// stepOutputs, the draws [B] (one step) or [B,n] and the last step's state. Step i writes slot
+// Slot+i and feeds the token step i-1 drew; each draws with its own keys (Sample.Keys [B,n]).
+func (s *cachedStepper) decodeExec(n int) (*compiled, error) {
 	g := s.g
-	return g.exec(execKey{graph: "decode", mode: s.mode, how: s.how}, func(ctx *context.Context, nodes named.Inputs) named.List[*Node] {
+	return g.exec(execKey{graph: "decode", mode: s.mode, how: s.how, steps: n}, func(ctx *context.Context, nodes named.Inputs) named.List[*Node] {
 		in := named.Bind[decodeInputs[*Node]](nodes)
 		var out stepOutputs[*Node]
-		pos, keyValid := decodeMask(in.Start, in.Slot, in.State.Caches[0].Shape().Dim(2))
-		logits, caches := decodeGraph(ctx, g.model, in.Tok, pos, in.Slot, keyValid, in.State.Caches, s.how)
-		out.State.Caches = caches
+		tok, caches := in.Tok, in.State.Caches
+		b := tok.Shape().Dim(0)
 		var seen *Node
 		if s.mode.penalty {
-			seen = seeToken(in.State.Seen[0], in.Tok) // the token fed in was drawn last step
+			seen = in.State.Seen[0]
+		}
+		var toks, lps []*Node
+		for i := range n {
+			slot := in.Slot
+			if i > 0 {
+				slot = Add(in.Slot, Const(in.Slot.Graph(), int32(i)))
+			}
+			pos, keyValid := decodeMask(in.Start, slot, caches[0].Shape().Dim(2))
+			var logits *Node
+			logits, caches = decodeGraph(ctx, g.model, tok, pos, slot, keyValid, caches, s.how)
+			if s.mode.penalty {
+				seen = seeToken(seen, tok) // the token fed in was drawn the step before
+			}
+			sample := in.Sample
+			if n > 1 {
+				sample.Keys = Reshape(Slice(in.Sample.Keys, AxisRange(), AxisElem(i)), b)
+			}
+			t, lp := sampleGraph(logits, sample, s.mode, seen)
+			toks, lps = append(toks, t), append(lps, lp)
+			tok = Reshape(t, b, 1)
+		}
+		out.State.Caches = caches
+		if s.mode.penalty {
 			out.State.Seen = []*Node{seen}
 		}
-		out.Tok, out.LogProb = sampleGraph(logits, in.Sample, s.mode, seen)
+		out.Tok, out.LogProb = toks[0], lps[0]
+		if n > 1 {
+			out.Tok, out.LogProb = Stack(toks, 1), Stack(lps, 1)
+		}
 		return named.Of[*Node](out)
 	})
 }
@@ -337,7 +383,10 @@ func (s *fullStepper) start(ids, _, mask, _ [][]int32, _ int, sample sampleInput
 	return s.forward(sample)
 }
 
-func (s *fullStepper) next(tok []int32, _ int, sample sampleInputs[any]) ([]int32, []float32, error) {
+// steps is one: the uncached reference draws one token per forward pass.
+func (s *fullStepper) steps(int, int) (int, error) { return 1, nil }
+
+func (s *fullStepper) next(tok []int32, _, _ int, sample sampleInputs[any]) ([]int32, []float32, error) {
 	for r := range s.ids {
 		s.ids[r] = append(s.ids[r], tok[r])
 		s.mask[r] = append(s.mask[r], 1)

@@ -23,12 +23,21 @@ func DatasetCacheDir(cacheDir, repoID string) string {
 // the data files posttrain reads (data.IsDataFile).
 func datasetFile(name string) bool { return name == "README.md" || data.IsDataFile(name) }
 
+// DatasetFiles chooses what a dataset download fetches besides README.md: the data files that the
+// split expressions Splits (train, train[:1000], train+test) of the config Config read
+// (data.RepoSplitFiles: README.md's configs, else split-named files), so that the other configs
+// and splits of a large repo stay on the Hub; no Splits fetches every data file.
+type DatasetFiles struct {
+	Config string
+	Splits []string
+}
+
 // ResolveDataset returns the local path of a --dataset argument: an existing file or directory
 // as it is; a Hub dataset id (Org/Name) as the snapshot directory of the dataset repo in the cache
-// (<cache>/datasets--Org--Name/snapshots/<commit>), after downloading its README.md and data
-// files when online (and when that fails, a cached snapshot with a warning), from the cache alone
-// when offline (HF_HUB_OFFLINE). Errors are one line.
-func ResolveDataset(ctx context.Context, dataset string, opts Options) (string, error) {
+// (<cache>/datasets--Org--Name/snapshots/<commit>), after downloading its README.md and the data
+// files of want when online (and when that fails, a cached snapshot with a warning), from the
+// cache alone when offline (HF_HUB_OFFLINE). Errors are one line.
+func ResolveDataset(ctx context.Context, dataset string, want DatasetFiles, opts Options) (string, error) {
 	if _, err := os.Stat(dataset); err == nil {
 		return dataset, nil
 	}
@@ -56,7 +65,7 @@ func ResolveDataset(ctx context.Context, dataset string, opts Options) (string, 
 	}
 	done := make(chan result, 1)
 	go func() {
-		dir, err := downloadDataset(dataset, o)
+		dir, err := downloadDataset(dataset, want, o)
 		done <- result{dir, err}
 	}()
 	var r result
@@ -77,8 +86,8 @@ func ResolveDataset(ctx context.Context, dataset string, opts Options) (string, 
 	return dir, nil
 }
 
-// downloadDataset fetches README.md and every data file of the dataset repo at o.Revision.
-func downloadDataset(id string, o Options) (string, error) {
+// downloadDataset fetches README.md and the data files of want of the dataset repo at o.Revision.
+func downloadDataset(id string, want DatasetFiles, o Options) (string, error) {
 	repo := hfhub.New(id).WithType(hfhub.RepoTypeDataset).WithCacheDir(o.CacheDir).WithAuth(o.Token).
 		WithEndpoint(o.Endpoint).WithRevision(o.Revision).WithProgressBar(false)
 	repo.Verbosity = 0
@@ -89,22 +98,49 @@ func downloadDataset(id string, o Options) (string, error) {
 	if !commitPattern.MatchString(info.CommitHash) {
 		return "", fmt.Errorf("repo info of %s: commit %q is not a commit hash", id, info.CommitHash)
 	}
-	var names []string
+	var all, names []string
+	hasReadme := false
 	for _, f := range info.Siblings {
-		if datasetFile(f.Name) {
+		all = append(all, f.Name)
+		hasReadme = hasReadme || f.Name == "README.md"
+		if data.IsDataFile(f.Name) {
 			names = append(names, f.Name)
 		}
 	}
-	if len(names) == 0 || (len(names) == 1 && names[0] == "README.md") {
+	if len(names) == 0 {
 		return "", fmt.Errorf("dataset %s@%s has no data files posttrain reads (Parquet, Arrow, JSON Lines, JSON, CSV); a dataset built by a loading script is not supported", id, info.CommitHash)
 	}
 	snapshot := filepath.Join(DatasetCacheDir(o.CacheDir, id), "snapshots", info.CommitHash)
-	for _, name := range names {
+	fetch := func(name string) (string, error) {
 		if !isFile(filepath.Join(snapshot, filepath.FromSlash(name))) {
 			o.Logger.Info("hub: downloading", "dataset", id, "file", name, "commit", info.CommitHash)
 		}
-		if _, err := repo.DownloadFile(name); err != nil {
+		p, err := repo.DownloadFile(name)
+		if err != nil {
 			return "", fmt.Errorf("download %s from %s: %w", name, id, err)
+		}
+		return p, nil
+	}
+	var readme []byte
+	if hasReadme {
+		p, err := fetch("README.md")
+		if err != nil {
+			return "", err
+		}
+		if readme, err = os.ReadFile(p); err != nil {
+			return "", fmt.Errorf("dataset %s: %w", id, err)
+		}
+	}
+	if len(want.Splits) > 0 {
+		sel, err := data.RepoSplitFiles(id+"@"+info.CommitHash, all, readme, want.Config, want.Splits...)
+		if err != nil {
+			return "", err
+		}
+		names = sel
+	}
+	for _, name := range names {
+		if _, err := fetch(name); err != nil {
+			return "", err
 		}
 	}
 	if err := writeRef(DatasetCacheDir(o.CacheDir, id), o, info.CommitHash); err != nil {

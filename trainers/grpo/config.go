@@ -26,6 +26,7 @@ type Config struct {
 	TopK                     int       `yaml:"top_k" usage:"top-k sampling; 0 = off"`
 	MinP                     float64   `yaml:"min_p" usage:"min-p sampling in [0, 1]: keep tokens with probability ≥ min_p × the top one's, after top-k/top-p; 0 = off"`
 	RepetitionPenalty        float64   `yaml:"repetition_penalty" usage:"divide positive (multiply negative) logits of tokens already in the prompt or completion by this when sampling; > 1 discourages repeats; 1 = off"`
+	DecodeStepsPerCall       int       `yaml:"decode_steps_per_call" usage:"decode steps run per execution of the decode graph (unrolled; the rows are checked for stop tokens after each): fewer host round trips per token on a GPU; the tokens are those of one step per execution; 1 = one"`
 	Beta                     float64   `yaml:"beta" usage:"KL coefficient; 0 = no reference model is loaded"`
 	Epsilon                  float64   `yaml:"epsilon" usage:"lower clipping range ε of the ratio"`
 	EpsilonHigh              float64   `yaml:"epsilon_high" usage:"upper clipping range; 0 = epsilon (DAPO uses 0.28)"`
@@ -58,7 +59,7 @@ type Config struct {
 func DefaultConfig() *Config {
 	c := &Config{
 		Training: config.DefaultTraining(), PEFT: config.DefaultPEFT(), NumGenerations: 8, MaxPromptLength: 512, MaxCompletionLength: 256,
-		Temperature: 1, TopP: 1, RepetitionPenalty: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
+		Temperature: 1, TopP: 1, RepetitionPenalty: 1, DecodeStepsPerCall: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
 		ImportanceSamplingLevel: "token", Advantage: "grpo", NumIterations: 1, TopEntropyQuantile: 1,
 		RefModelMixupAlpha: 0.6, RefModelSyncSteps: 512, RewardTimeout: 300,
 		DAPONormalizer: "generation_batch", SAPOTemperaturePos: 1.0, SAPOTemperatureNeg: 1.05, VESPOKPos: 2, VESPOLambdaPos: 3, VESPOKNeg: 3, VESPOLambdaNeg: 2,
@@ -139,6 +140,8 @@ func (c *Config) Validate() error {
 		return config.Bad(c, "min_p", fmt.Sprintf("must be in [0, 1] (0 = off), got %g", c.MinP))
 	case !(c.RepetitionPenalty > 0) || math.IsInf(c.RepetitionPenalty, 0):
 		return config.Bad(c, "repetition_penalty", fmt.Sprintf("must be > 0 (1 = off), got %g", c.RepetitionPenalty))
+	case c.DecodeStepsPerCall < 1:
+		return config.Bad(c, "decode_steps_per_call", fmt.Sprintf("must be ≥ 1, got %d", c.DecodeStepsPerCall))
 	case !(c.Beta >= 0) || math.IsInf(c.Beta, 0):
 		return config.Bad(c, "beta", fmt.Sprintf("must be ≥ 0, got %g", c.Beta))
 	case !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0):

@@ -189,7 +189,7 @@ func (t *Trainer) sampleOptions() generate.SampleOptions {
 // stop tokens, seed.
 func (t *Trainer) generateOptions(seed uint64) generate.Options {
 	return generate.Options{SampleOptions: t.sampleOptions(), MaxNewTokens: t.cfg.MaxCompletionLength, Seed: seed,
-		StopIDs: t.s.StopIDs, Tokenizer: t.s.Decoder}
+		StopIDs: t.s.StopIDs, Tokenizer: t.s.Decoder, StepsPerCall: t.cfg.DecodeStepsPerCall}
 }
 
 // rewardState is the trainer_state external reward functions receive: HF's TrainerState as of the

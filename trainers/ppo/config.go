@@ -25,6 +25,7 @@ type Config struct {
 	StopToken                    string  `yaml:"stop_token" enum:"|eos" usage:"eos: generation stops at the tokenizer's eos_token and the response is truncated after it; empty = no stop token (TRL's None: response_length tokens, unless stop_token_id is set)"`
 	StopTokenID                  int     `yaml:"stop_token_id" usage:"stop generation and truncate the response at this token id; -1 = none (TRL's None); exclusive with stop_token"`
 	Temperature                  float64 `yaml:"temperature" usage:"sampling temperature; log-probs are scored at temperature + 1e-7, as TRL"`
+	DecodeStepsPerCall           int     `yaml:"decode_steps_per_call" usage:"decode steps run per execution of the decode graph (unrolled; the rows are checked for stop tokens after each): fewer host round trips per token on a GPU; the tokens are those of one step per execution; 1 = one"`
 	MissingEOSPenalty            float64 `yaml:"missing_eos_penalty" usage:"subtract this from the score of a response without the tokenizer's eos_token; 0 = off (TRL's None)"`
 	KLCoef                       float64 `yaml:"kl_coef" usage:"coefficient of the per-token KL penalty folded into the rewards: −kl_coef·KL"`
 	KLEstimator                  string  `yaml:"kl_estimator" enum:"k1|k3" usage:"per-token KL estimator: k1 = log π − log π_ref, k3 = (r − 1) − log r with r = π_ref/π"`
@@ -44,7 +45,7 @@ type Config struct {
 // a max_grad_norm > 0 clips (a posttrain extension).
 func DefaultConfig() *Config {
 	c := &Config{Training: config.DefaultTraining(), NumPPOEpochs: 4, NumMiniBatches: 1, LocalRolloutForwardBatchSize: 64,
-		ResponseLength: 53, StopTokenID: -1, Temperature: 0.7, KLCoef: 0.05, KLEstimator: "k1", Cliprange: 0.2,
+		ResponseLength: 53, DecodeStepsPerCall: 1, StopTokenID: -1, Temperature: 0.7, KLCoef: 0.05, KLEstimator: "k1", Cliprange: 0.2,
 		VFCoef: 0.1, CliprangeValue: 0.2, Gamma: 1, Lam: 0.95}
 	c.LearningRate = 3e-6
 	c.MaxGradNorm = 0
@@ -116,6 +117,8 @@ func (c *Config) Validate() error {
 		return config.Bad(c, "total_episodes", fmt.Sprintf("must be ≥ 0 (0 = num_train_epochs × prompts), got %d", c.TotalEpisodes))
 	case c.LocalRolloutForwardBatchSize < 1:
 		return config.Bad(c, "local_rollout_forward_batch_size", fmt.Sprintf("must be ≥ 1, got %d", c.LocalRolloutForwardBatchSize))
+	case c.DecodeStepsPerCall < 1:
+		return config.Bad(c, "decode_steps_per_call", fmt.Sprintf("must be ≥ 1, got %d", c.DecodeStepsPerCall))
 	case c.ResponseLength < 1:
 		return config.Bad(c, "response_length", fmt.Sprintf("must be ≥ 1, got %d", c.ResponseLength))
 	case c.StopTokenID < -1:

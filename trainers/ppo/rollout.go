@@ -63,6 +63,7 @@ func (t *Trainer) generateBatch(prompts []*Prompt, temperature float64, seed uin
 		MaxNewTokens:  t.cfg.ResponseLength,
 		Seed:          seed,
 		Tokenizer:     t.s.Decoder,
+		StepsPerCall:  t.cfg.DecodeStepsPerCall,
 	}
 	if t.stopID >= 0 {
 		opts.StopIDs = []int{t.stopID}
