@@ -9,6 +9,7 @@
 package encode
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,6 +26,9 @@ type Text struct {
 	Dir       string // the checkpoint (or tokenizer) directory it was read from
 	Tokenizer *tokenizer.BPE
 	Template  *chat.Template // nil when the checkpoint has no chat template (or it was not read)
+	// PromptTools are the function schemas rendered into every prompt (the template's `tools`):
+	// GRPO's tools, as TRL 1.x renders its prompts with tools=self.tools; nil for none.
+	PromptTools []json.RawMessage
 
 	// eos replaces the tokenizer's eos_token when set (SFT's eos_token, a cloned chat template);
 	// SaveChanges writes it into the output's tokenizer_config.json.

@@ -28,7 +28,7 @@ func (t *Text) RenderPrompt(msgs []chat.Message) (string, error) {
 	if t.Template == nil {
 		return "", errNoTemplate
 	}
-	return t.Template.Render(msgs, chat.Options{AddGenerationPrompt: true})
+	return t.Template.Render(msgs, chat.Options{AddGenerationPrompt: true, Tools: t.PromptTools})
 }
 
 // Prompts renders prompt-only rows as TRL does (conversational prompts through the chat template
@@ -38,6 +38,9 @@ func (t *Text) Prompts(rows []data.Row) ([]*Prompt, error) {
 	out := make([]*Prompt, 0, len(rows))
 	for i, r := range rows {
 		text := r.Prompt.String
+		if t.PromptTools != nil && !r.Prompt.Conversational() {
+			return nil, fmt.Errorf("row %d: a standard (text) prompt cannot show the tools: tools need conversational prompts, which the chat template renders with them", i+1)
+		}
 		if r.Prompt.Conversational() {
 			if t.Template == nil {
 				return nil, errNoTemplate

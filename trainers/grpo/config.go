@@ -18,6 +18,8 @@ type Config struct {
 	RewardTimeout            float64   `yaml:"reward_timeout" resume:"free" usage:"seconds one reward call (Python or URL) may take before the run stops"`
 	RewardModels             []string  `yaml:"reward_model_name_or_path" input:"path" flag:"reward-model" usage:"reward model checkpoint(s) (*ForSequenceClassification, num_labels 1, e.g. posttrain reward's output), comma-separated or repeated: each scores prompt+completion through its own chat template and counts as a reward function named after its directory, before reward_funcs (TRL's grpo.py order)"`
 	RewardWeights            []float64 `yaml:"reward_weights" usage:"weight of each reward model, then of each reward function, then of each reward URL (default: all 1)"`
+	Tools                    []string  `yaml:"tools" usage:"built-in tools the model may call during generation (calculator): their schemas are rendered into the prompts, each completion's tool calls run and their results appended as tool turns (masked out of the loss) before generation continues (TRL 1.x's tools=)"`
+	MaxToolCallingIterations int       `yaml:"max_tool_calling_iterations" usage:"most tool-calling turns per completion; 0 = no limit (TRL's None): a completion ends at a turn without calls or at max_completion_length"`
 	NumGenerations           int       `yaml:"num_generations" usage:"completions sampled per prompt (group size G)"`
 	MaxPromptLength          int       `yaml:"max_prompt_length" usage:"truncate prompts (left) to this many tokens"`
 	MaxCompletionLength      int       `yaml:"max_completion_length" usage:"maximum generated tokens per completion"`
@@ -140,6 +142,8 @@ func (c *Config) Validate() error {
 		return config.Bad(c, "min_p", fmt.Sprintf("must be in [0, 1] (0 = off), got %g", c.MinP))
 	case !(c.RepetitionPenalty > 0) || math.IsInf(c.RepetitionPenalty, 0):
 		return config.Bad(c, "repetition_penalty", fmt.Sprintf("must be > 0 (1 = off), got %g", c.RepetitionPenalty))
+	case c.MaxToolCallingIterations < 0:
+		return config.Bad(c, "max_tool_calling_iterations", fmt.Sprintf("must be ≥ 0 (0 = no limit), got %d", c.MaxToolCallingIterations))
 	case c.DecodeStepsPerCall < 1:
 		return config.Bad(c, "decode_steps_per_call", fmt.Sprintf("must be ≥ 1, got %d", c.DecodeStepsPerCall))
 	case !(c.Beta >= 0) || math.IsInf(c.Beta, 0):

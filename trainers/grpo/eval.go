@@ -167,11 +167,11 @@ func (s source) Evaluate() (map[string]float64, error) {
 // batch's own mean, as compute_loss returns it) and its metrics under TRL's names.
 func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Scored, float64, map[string]float64, error) {
 	c, e := t.cfg, t.eval
-	gens, err := rollout.Generate(t.gen, prompts, t.generateOptions(seed), 0)
+	gens, turns, err := t.generate(prompts, seed)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	r := newScored(prompts, gens, c.MaskTruncatedCompletions)
+	r := newScored(prompts, gens, c.MaskTruncatedCompletions, turns)
 	if err := scoreRewards(r, t.s.Rewards, t.rewardState()); err != nil {
 		return nil, 0, nil, &loop.Fault{Err: fmt.Errorf("evaluation after step %d: %w", t.globalStep, err)}
 	}

@@ -31,17 +31,29 @@ type Scored struct {
 	GroupStd    []float64 // std the advantage of each completion was scaled by (TRL's std_rewards)
 
 	OldLogp, RefLogp [][]float32 // [N][C], when computed
+
+	// Tools is set when the completions ran tool calls (Setup.Tools): ToolCalls calls were made,
+	// ToolFailures of them failed, and Mask is 0 on the tool turns' tokens.
+	Tools                   bool
+	ToolCalls, ToolFailures int
 }
 
-// newScored builds the rollout of generations for prompts (each repeated numGenerations times).
-func newScored(prompts []*Prompt, gens []generate.Generation, maskTruncated bool) *Scored {
+// newScored builds the rollout of generations for prompts (each repeated numGenerations times);
+// turns, when the completions ran tool calls, masks their tool turns out of the loss.
+func newScored(prompts []*Prompt, gens []generate.Generation, maskTruncated bool, turns *toolTurns) *Scored {
 	r := &Scored{Rollout: rollout.New(prompts, gens)}
-	for _, g := range gens {
+	if turns != nil {
+		r.Tools, r.ToolCalls, r.ToolFailures = true, turns.calls, turns.failures
+	}
+	for i, g := range gens {
 		r.Texts = append(r.Texts, g.Text)
 		m := make([]float32, len(g.IDs))
 		if !(maskTruncated && g.Truncated) {
 			for t := range m {
 				m[t] = 1
+				if turns != nil {
+					m[t] = turns.mask[i][t]
+				}
 			}
 		}
 		r.Mask = append(r.Mask, m)
@@ -201,6 +213,36 @@ func (t *Trainer) rewardState() extreward.State {
 		TrainBatchSize: c.PerDeviceTrainBatchSize, IsLocalProcessZero: true, IsWorldProcessZero: true}
 }
 
+// generate samples one completion of each prompt, through its tool calls when the run has tools
+// (Tools.run; turns is nil without).
+func (t *Trainer) generate(prompts []*Prompt, seed uint64) (gens []generate.Generation, turns *toolTurns, err error) {
+	opts := t.generateOptions(seed)
+	gen := func(p []*Prompt, o generate.Options) ([]generate.Generation, error) {
+		return rollout.Generate(t.gen, p, o, 0)
+	}
+	if gens, err = gen(prompts, opts); err != nil || t.s.Tools == nil {
+		return gens, nil, err
+	}
+	if turns, err = t.s.Tools.run(gen, prompts, gens, opts, t.decode); err != nil {
+		return nil, nil, err
+	}
+	for i := range gens {
+		gens[i].Text = t.decode(gens[i].IDs)
+	}
+	return gens, turns, nil
+}
+
+// decode is a completion's text without special tokens, as the reward functions see it.
+func (t *Trainer) decode(ids []int32) string { return t.s.Decoder.Decode(toInts(ids), true) }
+
+func toInts(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
+
 // timings of one generation round: scoring includes the rewards (timing_s/rewards, the reward
 // functions' calls: the overhead of a Python worker or a reward server shows there).
 type timings struct{ generation, scoring, rewards time.Duration }
@@ -210,14 +252,14 @@ func (t *Trainer) rollout() (*Scored, timings, error) {
 	var tm timings
 	prompts := t.nextPrompts()
 	t0 := time.Now()
-	gens, err := rollout.Generate(t.gen, prompts, t.generateOptions(uint64(t.cfg.Seed)*1_000_003+uint64(t.round)), 0)
+	gens, turns, err := t.generate(prompts, uint64(t.cfg.Seed)*1_000_003+uint64(t.round))
 	if err != nil {
 		return nil, tm, fmt.Errorf("grpo: %w", err)
 	}
 	tm.generation = time.Since(t0)
 	t.round++
 	t0 = time.Now()
-	r := newScored(prompts, gens, t.cfg.MaskTruncatedCompletions)
+	r := newScored(prompts, gens, t.cfg.MaskTruncatedCompletions, turns)
 	if err := scoreRewards(r, t.s.Rewards, t.rewardState()); err != nil {
 		return nil, tm, &loop.Fault{Err: fmt.Errorf("grpo: step %d: %w", t.globalStep+1, err)}
 	}

@@ -5,8 +5,11 @@ import (
 	"fmt"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/extreward"
+	"github.com/posttrain/posttrain/data/tools"
 	"github.com/posttrain/posttrain/models/encode"
+	"github.com/posttrain/posttrain/trainers/engine/config"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/rollout"
 	"github.com/posttrain/posttrain/trainers/engine/trainable"
@@ -26,6 +29,31 @@ type RunOptions struct {
 	Rows []data.Row
 }
 
+// setupTools is the run's Tools (nil without tools): the built-in tools named by cfg.Tools, the
+// family's call format, the chat template's tool turns (which must be prefix-preserving: checked
+// here on a first rendering) and their schemas rendered into every prompt.
+func setupTools(cfg *Config, modelType string, txt *encode.Text) (*Tools, error) {
+	if len(cfg.Tools) == 0 {
+		return nil, nil
+	}
+	set, err := tools.Lookup(cfg.Tools)
+	if err != nil {
+		return nil, config.Bad(cfg, "tools", err.Error())
+	}
+	format, err := tools.FormatOf(modelType)
+	if err != nil {
+		return nil, config.Bad(cfg, "tools", err.Error())
+	}
+	if txt.Template == nil {
+		return nil, config.Bad(cfg, "tools", "the model has no chat template to render the tools and their results with")
+	}
+	if _, err := txt.ToolSuffix([]chat.Message{encode.ToolMessage(set[0].Name(), "dummy")}); err != nil {
+		return nil, config.Bad(cfg, "tools", err.Error())
+	}
+	txt.PromptTools = set.Schemas()
+	return &Tools{Set: set, Format: format, Suffix: txt.ToolSuffix, MaxIterations: cfg.MaxToolCallingIterations}, nil
+}
+
 // Run is `posttrain grpo`: it loads the checkpoint in modelDir (HF layout: weights, config,
 // tokenizer, chat template), renders and tokenizes the prompts, and trains (Trainer.Train: resuming
 // when asked; training_args.yaml, metrics.jsonl, completions.jsonl, the checkpoints and the final
@@ -37,6 +65,10 @@ func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*lo
 	}
 	txt := m.Text
 	stop, err := txt.StopIDs(m.Config)
+	if err != nil {
+		return nil, err
+	}
+	tt, err := setupTools(cfg, m.Config.ModelType, txt)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +106,7 @@ func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*lo
 		return nil, err
 	}
 	t, err := New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Decoder: txt.Tokenizer, StopIDs: stop,
-		Prompts: prompts, EvalPrompts: evalPrompts, Rewards: rewards, Logger: opts.Logger, Progress: opts.Progress, OnStep: opts.OnStep})
+		Prompts: prompts, EvalPrompts: evalPrompts, Rewards: rewards, Tools: tt, Logger: opts.Logger, Progress: opts.Progress, OnStep: opts.OnStep})
 	if err != nil {
 		return nil, err
 	}

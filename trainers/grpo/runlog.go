@@ -101,6 +101,13 @@ func (l *runLog) addRollout(r *Scored, rewards []Reward, tm timings, tokensSeen 
 	for _, c := range r.Completions {
 		newTokens += len(c)
 	}
+	if r.Tools { // TRL 1.x's: calls per completion, and the failed share of the calls
+		l.add("tools/call_frequency", float64(r.ToolCalls)/float64(r.Len()))
+		l.add("tools/failure_frequency", 0)
+		if r.ToolCalls > 0 {
+			l.window["tools/failure_frequency"][len(l.window["tools/failure_frequency"])-1] = float64(r.ToolFailures) / float64(r.ToolCalls)
+		}
+	}
 	l.add("timing_s/generation", tm.generation.Seconds())
 	l.add("timing_s/scoring", tm.scoring.Seconds())
 	l.add("timing_s/rewards", tm.rewards.Seconds())

@@ -40,6 +40,9 @@ type Setup struct {
 	// configuration evaluates (eval_strategy steps|epoch or eval_on_start), unused otherwise.
 	EvalPrompts []*Prompt
 	Rewards     []Reward
+	// Tools, when set, makes the rollouts multi-turn: the completions' tool calls are run and
+	// generation continues after their results (tools.go).
+	Tools *Tools
 	// Logger receives events and guard-rail warnings; nil means slog.Default().
 	Logger *slog.Logger
 	// Progress, when set, shows a progress bar / log lines there.

@@ -1,0 +1,197 @@
+// Package tools runs the tool calls of a model's completions in multi-turn GRPO rollouts, as TRL
+// 1.x's GRPOTrainer does with `tools=[...]`: the calls are parsed from the completion in its chat
+// template's format (Parse), each is run (Set.Run), and its result becomes a `tool` message; a
+// malformed call, an unknown tool or a tool's error becomes the result text {'error': '…'} (TRL:
+// str({"error": str(e)})) and counts as a failure.
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Tool is one function a model may call.
+type Tool interface {
+	Name() string
+	// Schema is the function's JSON schema as transformers' get_json_schema writes it
+	// ({"type": "function", "function": {"name", "description", "parameters"}}): what the chat
+	// template renders into the prompt.
+	Schema() json.RawMessage
+	// Call runs the tool on its keyword arguments and returns str() of its result.
+	Call(args map[string]any) (string, error)
+}
+
+// Builtin are the tools posttrain has built in, by name.
+var Builtin = map[string]Tool{"calculator": Calculator{}}
+
+// Set is the tools of a run, in order.
+type Set []Tool
+
+// Lookup returns the built-in tools named, in order; an unknown name is an error listing them.
+func Lookup(names []string) (Set, error) {
+	var s Set
+	for _, n := range names {
+		t, ok := Builtin[n]
+		if !ok {
+			known := make([]string, 0, len(Builtin))
+			for k := range Builtin {
+				known = append(known, k)
+			}
+			slices.Sort(known)
+			return nil, fmt.Errorf("no tool %q (built in: %s)", n, strings.Join(known, ", "))
+		}
+		if slices.ContainsFunc(s, func(x Tool) bool { return x.Name() == n }) {
+			return nil, fmt.Errorf("tool %q is given twice", n)
+		}
+		s = append(s, t)
+	}
+	return s, nil
+}
+
+// Schemas are the tools' schemas, for the chat template's `tools`.
+func (s Set) Schemas() []json.RawMessage {
+	out := make([]json.RawMessage, len(s))
+	for i, t := range s {
+		out[i] = t.Schema()
+	}
+	return out
+}
+
+// Call is one parsed tool call: the function's name and its arguments (nil when malformed).
+type Call struct {
+	Name      string
+	Arguments map[string]any
+	// Err is why the call could not be parsed ("" for a well-formed call).
+	Err string
+}
+
+// Run runs call and returns the tool message's content and whether it failed: the tool's result,
+// or {'error': '…'} for a malformed call, an unknown tool or the tool's error.
+func (s Set) Run(call Call) (content string, failed bool) {
+	if call.Err != "" {
+		return pyErrorDict(call.Err), true
+	}
+	i := slices.IndexFunc(s, func(t Tool) bool { return t.Name() == call.Name })
+	if i < 0 {
+		return pyErrorDict(fmt.Sprintf("Tool %s not found.", call.Name)), true
+	}
+	out, err := s[i].Call(call.Arguments)
+	if err != nil {
+		return pyErrorDict(err.Error()), true
+	}
+	return out, false
+}
+
+// pyErrorDict is Python's str({"error": msg}).
+func pyErrorDict(msg string) string { return "{'error': " + pyStr(msg) + "}" }
+
+// pyStr is Python's repr of a str: single quotes unless the text holds one and no double quote.
+func pyStr(s string) string {
+	q := "'"
+	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
+		q = `"`
+	}
+	var b strings.Builder
+	b.WriteString(q)
+	for _, r := range s {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case string(r) == q:
+			b.WriteString(`\` + q)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteString(q)
+	return b.String()
+}
+
+// Format is how a chat template writes tool calls.
+type Format string
+
+// Hermes is Qwen2.5's, Qwen3's and SmolLM3's: each call a JSON object {"name": …, "arguments":
+// {…}} between <tool_call> and </tool_call>, after the turn's text.
+const Hermes Format = "hermes"
+
+// FormatOf is the tool-call format of a model family (config.json's model_type), or an error
+// naming the families that have one.
+func FormatOf(modelType string) (Format, error) {
+	switch modelType {
+	case "qwen2", "qwen3", "smollm3":
+		return Hermes, nil
+	}
+	return "", fmt.Errorf("tool calls in %s's format are not parsed: tools need a qwen2, qwen3 or smollm3 chat template (<tool_call> JSON)", modelType)
+}
+
+// Parse returns the tool calls of an assistant turn's text in format f (none when it has none). A
+// call whose JSON does not parse, or lacks a string "name" or an object "arguments", is returned
+// with Err set.
+func Parse(f Format, text string) []Call {
+	const open, close = "<tool_call>", "</tool_call>"
+	var calls []Call
+	for {
+		i := strings.Index(text, open)
+		if i < 0 {
+			return calls
+		}
+		text = text[i+len(open):]
+		body := text
+		if j := strings.Index(text, close); j >= 0 {
+			body, text = text[:j], text[j+len(close):]
+		} else {
+			text = ""
+		}
+		calls = append(calls, parseJSONCall(strings.TrimSpace(body)))
+	}
+}
+
+func parseJSONCall(body string) Call {
+	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil || dec.More() {
+		return Call{Err: fmt.Sprintf("Malformed tool call: %s", oneLine(body, 200))}
+	}
+	name, ok := obj["name"].(string)
+	if !ok || name == "" {
+		return Call{Err: fmt.Sprintf("Malformed tool call (no name): %s", oneLine(body, 200))}
+	}
+	args := map[string]any{}
+	switch a := obj["arguments"].(type) {
+	case map[string]any:
+		args = a
+	case nil:
+	default:
+		return Call{Name: name, Err: fmt.Sprintf("Malformed tool call (arguments is not an object): %s", oneLine(body, 200))}
+	}
+	for k, v := range args { // JSON numbers as Go numbers
+		if n, ok := v.(json.Number); ok {
+			if i, err := n.Int64(); err == nil {
+				args[k] = i
+			} else if f, err := n.Float64(); err == nil {
+				args[k] = f
+			}
+		}
+	}
+	return Call{Name: name, Arguments: args}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}

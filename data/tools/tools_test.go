@@ -1,0 +1,106 @@
+package tools
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// The calculator gives str(eval(expression)) of Python 3 (values printed by python3).
+func TestCalculator_AsPythonEval(t *testing.T) {
+	for _, c := range []struct{ expr, want string }{
+		{"1234 * 5678", "7006652"},
+		{"48213*9127", "440040051"},
+		{"7/2", "3.5"},
+		{"6/3", "2.0"},
+		{"-2**2", "-4"},
+		{"2**-1", "0.5"},
+		{"2**10", "1024"},
+		{"(3+4)*5", "35"},
+		{"17//5", "3"},
+		{"-17//5", "-4"},
+		{"17%-5", "-3"},
+		{"-17%5", "3"},
+		{"7.5//2", "3.0"},
+		{"-7.5%2", "0.5"},
+		{"1e3+1", "1001.0"},
+		{"0.1+0.2", "0.30000000000000004"},
+		{"12345678901234567890*98765432109876543210", "1219326311370217952237463801111263526900"},
+		{"3 - -2", "5"},
+		{"+4", "4"},
+		{"2**3**2", "512"},
+		{"1_000*3", "3000"},
+		{"10/4*2", "5.0"},
+		{"8 // 3 * 3 + 8 % 3", "8"},
+	} {
+		got, err := Calculator{}.Call(map[string]any{"expression": c.expr})
+		if err != nil || got != c.want {
+			t.Errorf("%s = %q (%v), want %q", c.expr, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		args map[string]any
+		err  string
+	}{
+		{map[string]any{"expression": "1/0"}, "division by zero"},
+		{map[string]any{"expression": "5//0"}, "integer division or modulo by zero"},
+		{map[string]any{"expression": "(1+2"}, "'(' was never closed"},
+		{map[string]any{"expression": "2 +"}, "invalid syntax"},
+		{map[string]any{"expression": "__import__('os')"}, "invalid syntax"},
+		{map[string]any{"expression": "9**9**9"}, "too large"},
+		{map[string]any{}, "missing 1 required positional argument: 'expression'"},
+		{map[string]any{"expr": "1"}, "unexpected keyword argument 'expr'"},
+	} {
+		if _, err := (Calculator{}).Call(c.args); err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.err)
+		}
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(Calculator{}.Schema(), &schema); err != nil || schema["type"] != "function" {
+		t.Errorf("schema %s: %v", Calculator{}.Schema(), err)
+	}
+}
+
+// Calls are read from <tool_call> JSON blocks; malformed ones, unknown tools and a tool's error
+// become {'error': '…'} results (Python's str of TRL's {"error": str(e)}) and count as failures.
+func TestParseAndRun(t *testing.T) {
+	text := "Let me compute.\n<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"48213*9127\"}}\n</tool_call>\n" +
+		"<tool_call>\n{\"name\": \"weather\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1/0\"}}\n</tool_call>" +
+		"<tool_call>{not json}</tool_call><tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2+2\"}}"
+	calls := Parse(Hermes, text)
+	set, err := Lookup([]string{"calculator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		content string
+		failed  bool
+	}{
+		{"440040051", false},
+		{"{'error': 'Tool weather not found.'}", true},
+		{"{'error': 'division by zero'}", true},
+		{"{'error': 'Malformed tool call: {not json}'}", true},
+		{"4", false}, // an unclosed last block is still a call (generation stopped at its end)
+	}
+	if len(calls) != len(want) {
+		t.Fatalf("%d calls, want %d: %+v", len(calls), len(want), calls)
+	}
+	for i, c := range calls {
+		content, failed := set.Run(c)
+		if content != want[i].content || failed != want[i].failed {
+			t.Errorf("call %d %+v: %q failed=%v, want %q %v", i, c, content, failed, want[i].content, want[i].failed)
+		}
+	}
+	if got := Parse(Hermes, "The answer is 42."); len(got) != 0 {
+		t.Errorf("no call: %+v", got)
+	}
+	if _, err := Lookup([]string{"calculator", "search"}); err == nil || !strings.Contains(err.Error(), `no tool "search" (built in: calculator)`) {
+		t.Errorf("unknown tool: %v", err)
+	}
+	if got := pyStr(`it's`); got != `"it's"` {
+		t.Errorf("pyStr: %s", got)
+	}
+	if _, err := FormatOf("llama"); err == nil || !strings.Contains(err.Error(), "qwen2, qwen3 or smollm3") {
+		t.Errorf("llama: %v", err)
+	}
+}

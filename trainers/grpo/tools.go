@@ -1,0 +1,121 @@
+package grpo
+
+import (
+	"fmt"
+
+	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/data/tools"
+	"github.com/posttrain/posttrain/models/encode"
+	"github.com/posttrain/posttrain/models/generate"
+)
+
+// Tools are what a multi-turn rollout needs (Setup.Tools): TRL 1.x's GRPOTrainer with tools=[…].
+// After each generation the calls of a completion's last assistant turn are parsed (Format) and
+// run (Set); their results, rendered as the chat template's tool turn and the next assistant
+// header (Suffix), are appended to the completion, and generation continues from prompt +
+// completion + tool turn, until a turn makes no call, max_tool_calling_iterations turns have run,
+// or the next tool turn would take the completion past max_completion_length (that turn is then
+// dropped and the completion ends as it is, as TRL rolls it back). The tool turns' tokens are part
+// of the completion (the policy and reference score them) but carry no loss, KL, entropy or
+// importance ratio: their mask is 0 (TRL's tool_mask), their sampled log-prob 0.
+type Tools struct {
+	Set    tools.Set
+	Format tools.Format
+	// Suffix renders tool messages into the token ids that follow the assistant turn
+	// (encode.Text.ToolSuffix).
+	Suffix func(msgs []chat.Message) ([]int32, error)
+	// MaxIterations bounds the tool turns of a completion; 0 is no bound (TRL's None).
+	MaxIterations int
+}
+
+// generateFn generates one continuation of each prompt (rollout.Generate on the trainer's
+// generator; a script in tests).
+type generateFn func(prompts []*encode.Prompt, opts generate.Options) ([]generate.Generation, error)
+
+// toolTurns are the multi-turn results of a generation batch: each completion's tool mask (1 for
+// the model's tokens, 0 for the tool turns') and the counts TRL logs.
+type toolTurns struct {
+	mask            [][]float32
+	calls, failures int
+}
+
+// run continues gens, the first turns of prompts' completions, through their tool calls (see
+// Tools). gens are extended in place: IDs and LogProbs gain each tool turn (log-prob 0) and the
+// next turn, Truncated is the last turn's, Text is left for the caller to decode again. Each
+// round of continuations draws with seed + round (a row's draws depend on its row and its seed
+// only, models/generate).
+func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.Generation, opts generate.Options, decode func([]int32) string) (*toolTurns, error) {
+	res := &toolTurns{mask: make([][]float32, len(gens))}
+	turnStart := make([]int, len(gens)) // where each completion's last assistant turn starts
+	var active []int
+	for i := range gens {
+		res.mask[i] = ones(len(gens[i].IDs))
+		active = append(active, i)
+	}
+	maxLen, seed := opts.MaxNewTokens, opts.Seed
+	for round := 1; len(active) > 0 && (tt.MaxIterations == 0 || round <= tt.MaxIterations); round++ {
+		var next []int
+		var ctx []*encode.Prompt
+		var suffixes [][]int32
+		budget := 0
+		for _, i := range active {
+			calls := tools.Parse(tt.Format, decode(gens[i].IDs[turnStart[i]:]))
+			if len(calls) == 0 {
+				continue
+			}
+			var msgs []chat.Message
+			for _, c := range calls {
+				content, failed := tt.Set.Run(c)
+				res.calls++
+				if failed {
+					res.failures++
+				}
+				msgs = append(msgs, encode.ToolMessage(c.Name, content))
+			}
+			suffix, err := tt.Suffix(msgs)
+			if err != nil {
+				return nil, fmt.Errorf("tools: %w", err)
+			}
+			if len(gens[i].IDs)+len(suffix) > maxLen { // the tool turn does not fit: the completion ends here
+				continue
+			}
+			ids := append(append(append([]int32{}, prompts[i].IDs...), gens[i].IDs...), suffix...)
+			ctx = append(ctx, &encode.Prompt{IDs: ids})
+			next, suffixes = append(next, i), append(suffixes, suffix)
+			budget = max(budget, maxLen-len(gens[i].IDs)-len(suffix))
+		}
+		if len(next) == 0 {
+			break
+		}
+		o := opts
+		o.Seed, o.MaxNewTokens = seed+uint64(round)*1_000_003, max(1, budget)
+		more, err := gen(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		active = active[:0]
+		for k, i := range next {
+			room := maxLen - len(gens[i].IDs) - len(suffixes[k])
+			m := more[k]
+			ids, lps := m.IDs[:min(len(m.IDs), room)], m.LogProbs[:min(len(m.IDs), room)]
+			g := &gens[i]
+			g.IDs = append(append(g.IDs, suffixes[k]...), ids...)
+			g.LogProbs = append(append(g.LogProbs, make([]float64, len(suffixes[k]))...), lps...)
+			g.Truncated = m.Truncated || len(ids) < len(m.IDs)
+			res.mask[i] = append(append(res.mask[i], make([]float32, len(suffixes[k]))...), ones(len(ids))...)
+			turnStart[i] = len(g.IDs) - len(ids)
+			if len(ids) > 0 {
+				active = append(active, i)
+			}
+		}
+	}
+	return res, nil
+}
+
+func ones(n int) []float32 {
+	m := make([]float32, n)
+	for i := range m {
+		m[i] = 1
+	}
+	return m
+}

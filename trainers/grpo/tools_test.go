@@ -1,0 +1,191 @@
+package grpo
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/data/tools"
+	"github.com/posttrain/posttrain/models/encode"
+	"github.com/posttrain/posttrain/models/generate"
+)
+
+// qwenText loads Qwen's tokenizer (data/tokenizer/testdata) with Qwen2.5-Instruct's chat template.
+func qwenText(t *testing.T) *encode.Text {
+	t.Helper()
+	dir := t.TempDir()
+	f, err := os.Open("../../data/tokenizer/testdata/tokenizer.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tj, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := os.ReadFile("../../data/chat/testdata/qwen25_chat_template.jinja")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../data/tokenizer/testdata/tokenizer_config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["chat_template"] = string(tmpl)
+	if raw, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"tokenizer.json": tj, "tokenizer_config.json": raw} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txt, err := encode.Load(dir, encode.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return txt
+}
+
+// The tool turn that follows a completion's calls is Qwen2.5's template rendering of the tool
+// messages and the next assistant header, as TRL 1.16's _get_tool_suffix_ids cuts it (ids printed
+// by transformers 5 with trl's code on this tokenizer and template).
+func TestToolSuffix_AsTRL(t *testing.T) {
+	txt := qwenText(t)
+	got, err := txt.ToolSuffix([]chat.Message{encode.ToolMessage("calculator", "440040051"), encode.ToolMessage("calculator", "{'error': 'division by zero'}")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int32{198, 151644, 872, 198, 151665, 198, 19, 19, 15, 15, 19, 15, 15, 20, 16, 198, 151666, 198, 151665, 198, 13608, 841, 1210, 364, 28764, 553, 7168, 16418, 151666, 151645, 198, 151644, 77091, 198}
+	if !slices.Equal(got, want) {
+		t.Errorf("suffix %v\nwant   %v", got, want)
+	}
+}
+
+// A multi-turn rollout: a completion's calls run, their tool turn is appended with mask 0 and
+// log-prob 0, generation continues from prompt + completion + tool turn, and stops at a turn
+// without calls, at max_tool_calling_iterations, or where the next tool turn would pass
+// max_completion_length; a completion without calls is left as it was.
+func TestTools_MultiTurnRollout(t *testing.T) {
+	txt := qwenText(t)
+	enc := func(s string) []int32 {
+		var out []int32
+		for _, id := range txt.Tokenizer.Encode(s) {
+			out = append(out, int32(id))
+		}
+		return out
+	}
+	decode := func(ids []int32) string {
+		xs := make([]int, len(ids))
+		for i, id := range ids {
+			xs[i] = int(id)
+		}
+		return txt.Tokenizer.Decode(xs, true)
+	}
+	turn := func(s string, eos bool) generate.Generation {
+		ids := enc(s)
+		if eos {
+			ids = append(ids, 151645)
+		}
+		lps := make([]float64, len(ids))
+		for i := range lps {
+			lps[i] = -0.5
+		}
+		return generate.Generation{IDs: ids, LogProbs: lps, Truncated: !eos}
+	}
+	call := func(expr string) string {
+		return "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"" + expr + "\"}}\n</tool_call>"
+	}
+	prompts := []*encode.Prompt{{IDs: enc("<|im_start|>user\nWhat is 48213*9127?<|im_end|>\n<|im_start|>assistant\n")}, {IDs: enc("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")}, {IDs: enc("<|im_start|>user\nAgain<|im_end|>\n<|im_start|>assistant\n")}}
+	set, err := tools.Lookup([]string{"calculator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt := &Tools{Set: set, Format: tools.Hermes, Suffix: txt.ToolSuffix}
+	// The script: row 0 calls once then answers; row 1 answers at once; row 2 calls every turn.
+	script := map[string][]generate.Generation{
+		"first": {turn(call("48213*9127"), true), turn("Hello!", true), turn(call("1/0"), true)},
+	}
+	var calls [][]int // the rows of each continuation call, by their prompt lengths
+	gen := func(p []*encode.Prompt, o generate.Options) ([]generate.Generation, error) {
+		var out []generate.Generation
+		var lens []int
+		for _, q := range p {
+			lens = append(lens, len(q.IDs))
+			if strings.Contains(decode(q.IDs), "What is 48213") {
+				out = append(out, turn("The answer is 440040051.", true))
+			} else {
+				out = append(out, turn(call("2**10"), true))
+			}
+		}
+		calls = append(calls, lens)
+		return out, nil
+	}
+	for _, c := range []struct {
+		name     string
+		maxIter  int
+		maxLen   int
+		rounds   int // continuation calls
+		calls    int
+		failures int
+	}{
+		{"no bound: row 2 calls until the budget stops it", 0, 200, 5, 7, 2},
+		{"max_tool_calling_iterations 1", 1, 200, 1, 2, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gens := slices.Clone(script["first"])
+			for i := range gens {
+				gens[i].IDs, gens[i].LogProbs = slices.Clone(gens[i].IDs), slices.Clone(gens[i].LogProbs)
+			}
+			calls = nil
+			tt.MaxIterations = c.maxIter
+			res, err := tt.run(gen, prompts, gens, generate.Options{MaxNewTokens: c.maxLen, Seed: 1}, decode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(calls) != c.rounds || res.calls != c.calls || res.failures != c.failures {
+				t.Errorf("%d continuation calls %v, %d tool calls, %d failures; want %d, %d, %d", len(calls), calls, res.calls, res.failures, c.rounds, c.calls, c.failures)
+			}
+			suffix, _ := txt.ToolSuffix([]chat.Message{encode.ToolMessage("calculator", "440040051")})
+			first := enc(call("48213*9127"))
+			wantRow0 := append(append(append(first, 151645), suffix...), append(enc("The answer is 440040051."), 151645)...)
+			if !slices.Equal(gens[0].IDs, wantRow0) {
+				t.Errorf("row 0: %q\nwant %q", decode(gens[0].IDs), decode(wantRow0))
+			}
+			for i, g := range gens {
+				if len(g.IDs) != len(g.LogProbs) || len(g.IDs) != len(res.mask[i]) || len(g.IDs) > c.maxLen {
+					t.Fatalf("row %d: %d ids, %d log-probs, %d mask (max %d)", i, len(g.IDs), len(g.LogProbs), len(res.mask[i]), c.maxLen)
+				}
+			}
+			for j := range gens[0].IDs { // the tool turn's tokens: mask 0, log-prob 0
+				inTool := j >= len(first)+1 && j < len(first)+1+len(suffix)
+				if (res.mask[0][j] == 0) != inTool || (gens[0].LogProbs[j] == 0) != inTool {
+					t.Errorf("row 0 token %d: mask %v log-prob %v, tool turn %v", j, res.mask[0][j], gens[0].LogProbs[j], inTool)
+				}
+			}
+			if !slices.Equal(gens[1].IDs, script["first"][1].IDs) || slices.Contains(res.mask[1], 0) {
+				t.Errorf("row 1 (no call) changed: %q", decode(gens[1].IDs))
+			}
+			if c.maxIter == 0 && (!gens[2].Truncated || len(gens[2].IDs) != c.maxLen) {
+				t.Errorf("row 2: %d ids, truncated %v: want cut at max_completion_length %d", len(gens[2].IDs), gens[2].Truncated, c.maxLen)
+			}
+			if !strings.Contains(decode(gens[2].IDs), "{'error': 'division by zero'}") {
+				t.Errorf("row 2: the failed call's result is missing: %q", decode(gens[2].IDs))
+			}
+		})
+	}
+}
