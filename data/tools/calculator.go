@@ -250,7 +250,7 @@ func arith(op rune, a, b number) (number, error) {
 			}
 			q, m := new(big.Int).DivMod(x, y, new(big.Int)) // Euclidean: m ≥ 0
 			if m.Sign() != 0 && y.Sign() < 0 {              // floored: the remainder takes y's sign
-				q.Add(q, big.NewInt(1))
+				q.Sub(q, big.NewInt(1))
 				m.Add(m, y)
 			}
 			if op == 'f' {
