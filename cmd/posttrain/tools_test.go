@@ -83,7 +83,7 @@ func TestGRPO_ToolsCLI(t *testing.T) {
 		extra []string
 		want  string
 	}{
-		{[]string{"--tools", "search"}, `tools (--tools) no tool "search" (built in: calculator)`},
+		{[]string{"--tools", "search"}, `tools (--tools) no tool "search" (built in: calculator; or FILE.py:FUNC, a dotted module.func)`},
 		{[]string{"--tools", "calculator", "--max-tool-calling-iterations", "-1"}, "max_tool_calling_iterations (--max-tool-calling-iterations) must be ≥ 0"},
 	} {
 		_, err := runCLI(t, args("bad", c.extra...)...)

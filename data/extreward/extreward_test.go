@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -284,5 +285,69 @@ func TestWorker_DottedModule(t *testing.T) {
 	got, err := funcs[0].Score(call(2))
 	if err != nil || !equal(got, []float64{-20, -17}) {
 		t.Errorf("reward_len = %v, %v", got, err)
+	}
+}
+
+// Python tools: each schema is transformers' get_json_schema of the function, keys in its order
+// (testdata/tool_schemas.json, scripts/reference/tool_schemas.py); a call gives str() of the
+// result, a raised exception its str() as the error (TRL's {"error": str(e)}); a call past the
+// timeout fails and the next call runs in a new worker.
+func TestPyTools_SchemasAndCalls(t *testing.T) {
+	needPython(t)
+	names, specs, err := ExpandToolSpecs([]string{"testdata/tools.py:multiply", "lookup", "convert", "fails", "slow", "calculator"},
+		[]string{"calculator"})
+	if err != nil || !slices.Equal(names, []string{"calculator"}) || len(specs) != 5 || specs[1] != "testdata/tools.py:lookup" {
+		t.Fatalf("ExpandToolSpecs: %v %v %v", names, specs, err)
+	}
+	if _, _, err := ExpandToolSpecs([]string{"search"}, []string{"calculator"}); err == nil || !strings.Contains(err.Error(), `no tool "search"`) {
+		t.Errorf("an unknown bare name: %v", err)
+	}
+	pt, err := StartTools("", specs, &lockedBuffer{}, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pt.Close()
+	raw, err := os.ReadFile("testdata/tool_schemas.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range pt.Names {
+		var a, b bytes.Buffer
+		if err := json.Compact(&a, want[name]); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Compact(&b, pt.Schema[i]); err != nil {
+			t.Fatal(err)
+		}
+		if a.String() != b.String() {
+			t.Errorf("%s's schema\n%s\nwant (transformers' get_json_schema)\n%s", name, b.String(), a.String())
+		}
+	}
+	for _, c := range []struct {
+		tool       int
+		args       map[string]any
+		want, fail string
+	}{
+		{0, map[string]any{"a": 48213, "b": 9127}, "440040051", ""},
+		{1, map[string]any{"key": "e"}, "0.5", ""},
+		{3, map[string]any{"x": 3}, "", "no value for 3"},
+		{0, map[string]any{"a": 1}, "", "multiply() missing 1 required positional argument: 'b'"},
+		{4, map[string]any{"seconds": 5}, "", "no answer in 2s during the tool call"},
+		{0, map[string]any{"a": 6, "b": 7}, "42", ""}, // a new worker after the timeout
+	} {
+		got, err := pt.Call(c.tool, c.args)
+		if c.fail != "" {
+			if err == nil || !strings.Contains(err.Error(), c.fail) {
+				t.Errorf("%s(%v): %q, %v; want the error %q", pt.Names[c.tool], c.args, got, err, c.fail)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s(%v) = %q, %v; want %q", pt.Names[c.tool], c.args, got, err, c.want)
+		}
 	}
 }

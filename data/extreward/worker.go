@@ -33,20 +33,42 @@ type Worker struct {
 }
 
 type workerReply struct {
-	Funcs   []string   `json:"funcs"`
-	Rewards []*float64 `json:"rewards"`
-	Error   *string    `json:"error"`
-	Where   string     `json:"where"`
+	Funcs   []string          `json:"funcs"`
+	Schemas []json.RawMessage `json:"schemas"`
+	Rewards []*float64        `json:"rewards"`
+	Result  *string           `json:"result"`
+	Raised  *string           `json:"raised"`
+	Error   *string           `json:"error"`
+	Where   string            `json:"where"`
 }
 
 // Start starts python (the python3 on PATH when empty) with the worker and loads specs (FILE.py:FUNC
 // or module.func) in it, relative paths and modules from the current directory. The functions'
 // prints and warnings go to stderr. timeout bounds the loading and each call (0: DefaultTimeout).
 func Start(python string, specs []string, stderr io.Writer, timeout time.Duration) (*Worker, []*Func, error) {
+	w, rep, err := startWorker(python, nil, specs, stderr, timeout, "reward")
+	if err != nil {
+		return nil, nil, err
+	}
+	funcs := make([]*Func, len(specs))
+	for i, spec := range specs {
+		funcs[i] = &Func{Name: rep.Funcs[i], Spec: spec, score: func(c Call) ([]float64, error) { return w.call(i, c) }}
+	}
+	return w, funcs, nil
+}
+
+// startWorker starts python (the python3 on PATH when empty) with the worker, its arguments mode then
+// specs, and reads its first answer: the functions loaded. kind ("reward", "tool") names the
+// worker in errors.
+func startWorker(python string, mode, specs []string, stderr io.Writer, timeout time.Duration, kind string) (*Worker, *workerReply, error) {
 	if python == "" {
 		p, err := exec.LookPath("python3")
 		if err != nil {
-			return nil, nil, fmt.Errorf("reward function %s is Python: no python3 on PATH (install Python 3, or give its path with --reward-python)", specs[0])
+			what := "reward function"
+			if kind == "tool" {
+				what = "tool"
+			}
+			return nil, nil, fmt.Errorf("%s %s is Python: no python3 on PATH (install Python 3, or give its path with --reward-python)", what, specs[0])
 		}
 		python = p
 	}
@@ -57,7 +79,7 @@ func Start(python string, specs []string, stderr io.Writer, timeout time.Duratio
 		stderr = os.Stderr
 	}
 	w := &Worker{timeout: timeout, tail: &tailWriter{w: stderr}, lines: make(chan []byte, 1)}
-	w.cmd = exec.Command(python, append([]string{"-u", "-c", workerPy}, specs...)...)
+	w.cmd = exec.Command(python, append(append([]string{"-u", "-c", workerPy}, mode...), specs...)...)
 	// Its own process group: a Ctrl-C at the terminal reaches posttrain, which stops between steps
 	// and then closes the worker, not the worker in the middle of a call.
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -93,17 +115,13 @@ func Start(python string, specs []string, stderr io.Writer, timeout time.Duratio
 	}
 	if rep.Error != nil {
 		w.Close()
-		return nil, nil, fmt.Errorf("reward worker: loading %s: %s%s", strings.Join(specs, ", "), *rep.Error, at(rep.Where))
+		return nil, nil, fmt.Errorf("%s worker: loading %s: %s%s", kind, strings.Join(specs, ", "), *rep.Error, at(rep.Where))
 	}
 	if len(rep.Funcs) != len(specs) {
 		w.Close()
-		return nil, nil, fmt.Errorf("reward worker: loaded %d functions for %d specs", len(rep.Funcs), len(specs))
+		return nil, nil, fmt.Errorf("%s worker: loaded %d functions for %d specs", kind, len(rep.Funcs), len(specs))
 	}
-	funcs := make([]*Func, len(specs))
-	for i, spec := range specs {
-		funcs[i] = &Func{Name: rep.Funcs[i], Spec: spec, score: func(c Call) ([]float64, error) { return w.call(i, c) }}
-	}
-	return w, funcs, nil
+	return w, &rep, nil
 }
 
 func at(where string) string {

@@ -98,6 +98,8 @@ def convert(out, n):
 
 
 def main():
+    if sys.argv[1:2] == ["--tools"]:
+        return tools_main(sys.argv[2:])
     funcs = []
     for spec in sys.argv[1:]:
         try:
@@ -119,6 +121,164 @@ def main():
             send({"error": "%s: %s" % (type(e).__name__, e), "where": where(e.__traceback__)})
             continue
         send({"rewards": vals})
+
+
+# Tools (posttrain grpo --tools FILE.py:FUNC): `worker.py --tools SPEC...` loads the functions and
+# answers {"funcs": [names], "schemas": [get_json_schema(f), ...]} (or {"error": ...}); then each
+# request {"tool": i, "args": {...}} gets {"result": str(f(**args))} or, when the tool raises,
+# {"raised": str(e)}: TRL 1.x turns an exception into the tool message {"error": str(e)}.
+# The schema is transformers' get_json_schema (transformers 5, utils/chat_template_utils.py),
+# written out here so that no transformers is needed: the description and the Google-style "Args:"
+# of the docstring, the parameters' type hints.
+import inspect
+import re
+import typing
+from enum import Enum
+
+_description_re = re.compile(r"^(.*?)[\n\s]*(Args:|Returns:|Raises:|\Z)", re.DOTALL)
+_args_re = re.compile(r"\n\s*Args:\n(.*?)[\n\s]*(Returns:|Raises:|\Z)", re.DOTALL)
+_args_split_re = re.compile(
+    r"""
+(?:^|\n)
+([ \t]*)(\w+)(?:[ \t]*\([^()\n]*\))?:\s*
+(.*?)\s*
+(?=\n(?!\1[ \t])[ \t]*\w+(?:[ \t]*\([^()\n]*\))?:|\Z)
+""",
+    re.DOTALL | re.VERBOSE,
+)
+_returns_re = re.compile(r"\n\s*Returns:\n\s*(.*?)[\n\s]*(Raises:|\Z)", re.DOTALL)
+_scalar = {int: "integer", float: "number", str: "string", bool: "boolean", type(None): "null"}
+_basic = {int: {"type": "integer"}, float: {"type": "number"}, str: {"type": "string"}, bool: {"type": "boolean"},
+          type(None): {"type": "null"}, list: {"type": "array"}, tuple: {"type": "array"}, dict: {"type": "object"},
+          typing.Any: {}}
+
+
+def _enum_schema(values):
+    kinds = list(dict.fromkeys(_scalar[type(v)] for v in values))
+    return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
+
+
+def _hint(h):
+    origin, args = typing.get_origin(h), typing.get_args(h)
+    if origin is None and isinstance(h, type) and issubclass(h, Enum):
+        values = [m.value for m in h]
+        if not values or any(type(v) not in _scalar for v in values):
+            raise TypeError("the Enum %s cannot be written as a JSON schema" % h.__name__)
+        return _enum_schema(values)
+    if origin is None:
+        if h not in _basic:
+            raise TypeError("cannot convert the type hint %r to a JSON schema" % (h,))
+        return dict(_basic[h])
+    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        subs = [_hint(t) for t in args if t is not type(None)]
+        if len(subs) == 1:
+            out = subs[0]
+        elif all(s.keys() == {"type"} and isinstance(s["type"], str) for s in subs):
+            names = sorted({s["type"] for s in subs})
+            out = {"type": names[0] if len(names) == 1 else names}
+        else:
+            out = {"anyOf": subs}
+        if type(None) in args:
+            out["nullable"] = True
+        return out
+    if origin is typing.Literal and args:
+        if any(type(a) not in _scalar for a in args):
+            raise TypeError("only JSON scalars can be listed in typing.Literal")
+        return _enum_schema(list(args))
+    if origin is list:
+        return {"type": "array", "items": _hint(args[0])} if args else {"type": "array"}
+    if origin is tuple:
+        if not args:
+            return {"type": "array"}
+        if len(args) == 1 or ... in args:
+            raise TypeError("the type hint %s is not converted to a JSON schema" % (h,))
+        return {"type": "array", "prefixItems": [_hint(t) for t in args]}
+    if origin is dict:
+        out = {"type": "object"}
+        if len(args) == 2:
+            out["additionalProperties"] = _hint(args[1])
+        return out
+    raise TypeError("cannot convert the type hint %r to a JSON schema" % (h,))
+
+
+def json_schema(f):
+    name = getattr(f, "__name__", "operation")
+    doc = inspect.getdoc(f)
+    if not doc:
+        raise ValueError("cannot generate the JSON schema of %s: it has no docstring" % name)
+    doc = doc.strip()
+    m = _description_re.search(doc)
+    description = m.group(1).strip() if m else None
+    m = _args_re.search(doc)
+    arg_docs = {}
+    if m:
+        block = "\n".join(line for line in m.group(1).split("\n") if line.strip())
+        arg_docs = {x[1]: re.sub(r"\s*\n+\s*", " ", x[2].strip()) for x in _args_split_re.findall(block)}
+    m = _returns_re.search(doc)
+    returns = m.group(1).strip() if m else None
+    hints = typing.get_type_hints(f)
+    sig = inspect.signature(f)
+    first = next(iter(sig.parameters), None)
+    implicit = first if first in {"self", "cls"} and sig.parameters[first].annotation == inspect.Parameter.empty else None
+    required = []
+    for pname, p in sig.parameters.items():
+        if pname == implicit:
+            continue
+        if p.annotation == inspect.Parameter.empty:
+            raise TypeError("argument %s of %s has no type hint" % (pname, name))
+        if p.default == inspect.Parameter.empty:
+            required.append(pname)
+    props = {}
+    for pname, h in hints.items():
+        if pname == implicit:
+            continue
+        if pname == "return":
+            try:
+                props[pname] = _hint(h)
+            except TypeError:
+                pass
+        else:
+            props[pname] = _hint(h)
+    params = {"type": "object", "properties": props}
+    if required:
+        params["required"] = required
+    ret = props.pop("return", None)
+    if ret is not None and returns is not None:
+        ret["description"] = returns
+    for arg, sch in props.items():
+        if arg not in arg_docs:
+            raise ValueError("cannot generate the JSON schema of %s: its docstring does not describe the argument %r" % (name, arg))
+        desc = arg_docs[arg]
+        choices = re.search(r"\(choices:\s*(.*?)\)\s*$", desc, flags=re.IGNORECASE)
+        if choices:
+            sch["enum"] = [c.strip() if isinstance(c, str) else c for c in json.loads(choices.group(1))]
+            desc = choices.string[: choices.start()].strip()
+        sch["description"] = desc
+    out = {"name": name, "description": description, "parameters": params}
+    if ret is not None:
+        out["return"] = ret
+    return {"type": "function", "function": out}
+
+
+def tools_main(specs):
+    funcs, schemas = [], []
+    for spec in specs:
+        try:
+            f = load(spec)
+            funcs.append(f)
+            schemas.append(json_schema(f))
+        except BaseException as e:  # noqa: BLE001 - reported to posttrain, which stops
+            send({"error": "%s: %s: %s" % (spec, type(e).__name__, e), "where": where(e.__traceback__)})
+            return
+    send({"funcs": [f.__name__ for f in funcs], "schemas": schemas})
+    for line in sys.stdin:
+        req = json.loads(line)
+        try:
+            out = funcs[req["tool"]](**req["args"])
+        except BaseException as e:  # noqa: BLE001 - a tool's exception is its result, as in TRL
+            send({"raised": str(e)})
+            continue
+        send({"result": str(out)})
 
 
 main()

@@ -24,29 +24,54 @@ type Tool interface {
 	Call(args map[string]any) (string, error)
 }
 
+// Func is a tool given by its parts (a Python function in the tool worker: data/extreward).
+type Func struct {
+	FuncName   string
+	FuncSchema json.RawMessage
+	Run        func(args map[string]any) (string, error)
+}
+
+// Name is the function's name.
+func (f *Func) Name() string { return f.FuncName }
+
+// Schema is the function's schema.
+func (f *Func) Schema() json.RawMessage { return f.FuncSchema }
+
+// Call runs the function.
+func (f *Func) Call(args map[string]any) (string, error) { return f.Run(args) }
+
 // Builtin are the tools posttrain has built in, by name.
 var Builtin = map[string]Tool{"calculator": Calculator{}}
 
 // Set is the tools of a run, in order.
 type Set []Tool
 
-// Lookup returns the built-in tools named, in order; an unknown name is an error listing them.
-func Lookup(names []string) (Set, error) {
+// BuiltinNames are the built-in tools' names, sorted.
+func BuiltinNames() []string {
+	known := make([]string, 0, len(Builtin))
+	for k := range Builtin {
+		known = append(known, k)
+	}
+	slices.Sort(known)
+	return known
+}
+
+// Lookup returns the built-in tools named, in order, then more; an unknown name is an error
+// listing the built-in ones, a name given twice an error naming it.
+func Lookup(names []string, more ...Tool) (Set, error) {
 	var s Set
 	for _, n := range names {
 		t, ok := Builtin[n]
 		if !ok {
-			known := make([]string, 0, len(Builtin))
-			for k := range Builtin {
-				known = append(known, k)
-			}
-			slices.Sort(known)
-			return nil, fmt.Errorf("no tool %q (built in: %s)", n, strings.Join(known, ", "))
-		}
-		if slices.ContainsFunc(s, func(x Tool) bool { return x.Name() == n }) {
-			return nil, fmt.Errorf("tool %q is given twice", n)
+			return nil, fmt.Errorf("no tool %q (built in: %s)", n, strings.Join(BuiltinNames(), ", "))
 		}
 		s = append(s, t)
+	}
+	s = append(s, more...)
+	for i, t := range s {
+		if slices.ContainsFunc(s[:i], func(x Tool) bool { return x.Name() == t.Name() }) {
+			return nil, fmt.Errorf("tool %q is given twice", t.Name())
+		}
 	}
 	return s, nil
 }

@@ -18,7 +18,8 @@ type Config struct {
 	RewardTimeout            float64   `yaml:"reward_timeout" resume:"free" usage:"seconds one reward call (Python or URL) may take before the run stops"`
 	RewardModels             []string  `yaml:"reward_model_name_or_path" input:"path" flag:"reward-model" usage:"reward model checkpoint(s) (*ForSequenceClassification, num_labels 1, e.g. posttrain reward's output), comma-separated or repeated: each scores prompt+completion through its own chat template and counts as a reward function named after its directory, before reward_funcs (TRL's grpo.py order)"`
 	RewardWeights            []float64 `yaml:"reward_weights" usage:"weight of each reward model, then of each reward function, then of each reward URL (default: all 1)"`
-	Tools                    []string  `yaml:"tools" usage:"built-in tools the model may call during generation (calculator): their schemas are rendered into the prompts, each completion's tool calls run and their results appended as tool turns (masked out of the loss) before generation continues (TRL 1.x's tools=)"`
+	Tools                    []string  `yaml:"tools" usage:"tools the model may call during generation: a built-in one (calculator), FILE.py:FUNC[,FUNC…] or a dotted module.func (Python functions, run in a worker; their schemas from signature and docstring as transformers' get_json_schema): their schemas are rendered into the prompts, each completion's tool calls run and their results appended as tool turns (masked out of the loss) before generation continues (TRL 1.x's tools=)"`
+	ToolTimeout              float64   `yaml:"tool_timeout" resume:"free" usage:"seconds one Python tool call may take; past it the call fails ({'error': …} as its result) and the tool worker is restarted"`
 	MaxToolCallingIterations int       `yaml:"max_tool_calling_iterations" usage:"most tool-calling turns per completion; 0 = no limit (TRL's None): a completion ends at a turn without calls or at max_completion_length"`
 	NumGenerations           int       `yaml:"num_generations" usage:"completions sampled per prompt (group size G)"`
 	MaxPromptLength          int       `yaml:"max_prompt_length" usage:"truncate prompts (left) to this many tokens"`
@@ -63,7 +64,7 @@ func DefaultConfig() *Config {
 		Training: config.DefaultTraining(), PEFT: config.DefaultPEFT(), NumGenerations: 8, MaxPromptLength: 512, MaxCompletionLength: 256,
 		Temperature: 1, TopP: 1, RepetitionPenalty: 1, DecodeStepsPerCall: 1, Beta: 0, Epsilon: 0.2, LossType: "dapo", ScaleRewards: "group",
 		ImportanceSamplingLevel: "token", Advantage: "grpo", NumIterations: 1, TopEntropyQuantile: 1,
-		RefModelMixupAlpha: 0.6, RefModelSyncSteps: 512, RewardTimeout: 300,
+		RefModelMixupAlpha: 0.6, RefModelSyncSteps: 512, RewardTimeout: 300, ToolTimeout: 60,
 		DAPONormalizer: "generation_batch", SAPOTemperaturePos: 1.0, SAPOTemperatureNeg: 1.05, VESPOKPos: 2, VESPOLambdaPos: 3, VESPOKNeg: 3, VESPOLambdaNeg: 2,
 	}
 	c.LearningRate = 1e-6
@@ -142,6 +143,8 @@ func (c *Config) Validate() error {
 		return config.Bad(c, "min_p", fmt.Sprintf("must be in [0, 1] (0 = off), got %g", c.MinP))
 	case !(c.RepetitionPenalty > 0) || math.IsInf(c.RepetitionPenalty, 0):
 		return config.Bad(c, "repetition_penalty", fmt.Sprintf("must be > 0 (1 = off), got %g", c.RepetitionPenalty))
+	case !(c.ToolTimeout > 0):
+		return config.Bad(c, "tool_timeout", fmt.Sprintf("must be > 0 seconds, got %g", c.ToolTimeout))
 	case c.MaxToolCallingIterations < 0:
 		return config.Bad(c, "max_tool_calling_iterations", fmt.Sprintf("must be ≥ 0 (0 = no limit), got %d", c.MaxToolCallingIterations))
 	case c.DecodeStepsPerCall < 1:

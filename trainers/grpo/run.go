@@ -2,7 +2,10 @@ package grpo
 
 import (
 	stdctx "context"
+	"errors"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
@@ -29,29 +32,50 @@ type RunOptions struct {
 	Rows []data.Row
 }
 
-// setupTools is the run's Tools (nil without tools): the built-in tools named by cfg.Tools, the
-// family's call format, the chat template's tool turns (which must be prefix-preserving: checked
-// here on a first rendering) and their schemas rendered into every prompt.
-func setupTools(cfg *Config, modelType string, txt *encode.Text) (*Tools, error) {
+// setupTools is the run's Tools (nil without tools): the built-in tools and Python functions
+// (a tool worker, closed by closeTools) named by cfg.Tools, the family's call format, the chat
+// template's tool turns (which must be prefix-preserving: checked here on a first rendering) and
+// the tools' schemas rendered into every prompt.
+func setupTools(cfg *Config, modelType string, txt *encode.Text, stderr io.Writer) (_ *Tools, closeTools func(), err error) {
+	closeTools = func() {}
 	if len(cfg.Tools) == 0 {
-		return nil, nil
+		return nil, closeTools, nil
 	}
-	set, err := tools.Lookup(cfg.Tools)
-	if err != nil {
-		return nil, config.Bad(cfg, "tools", err.Error())
+	bad := func(err error) (*Tools, func(), error) {
+		closeTools()
+		return nil, func() {}, config.Bad(cfg, "tools", err.Error())
 	}
 	format, err := tools.FormatOf(modelType)
 	if err != nil {
-		return nil, config.Bad(cfg, "tools", err.Error())
+		return bad(err)
 	}
 	if txt.Template == nil {
-		return nil, config.Bad(cfg, "tools", "the model has no chat template to render the tools and their results with")
+		return bad(errors.New("the model has no chat template to render the tools and their results with"))
+	}
+	names, specs, err := extreward.ExpandToolSpecs(cfg.Tools, tools.BuiltinNames())
+	if err != nil {
+		return bad(err)
+	}
+	var py []tools.Tool
+	if len(specs) > 0 {
+		pt, err := extreward.StartTools(cfg.RewardPython, specs, stderr, time.Duration(cfg.ToolTimeout*float64(time.Second)))
+		if err != nil {
+			return bad(err)
+		}
+		closeTools = func() { _ = pt.Close() }
+		for i, name := range pt.Names {
+			py = append(py, &tools.Func{FuncName: name, FuncSchema: pt.Schema[i], Run: func(args map[string]any) (string, error) { return pt.Call(i, args) }})
+		}
+	}
+	set, err := tools.Lookup(names, py...)
+	if err != nil {
+		return bad(err)
 	}
 	if _, err := txt.ToolSuffix([]chat.Message{encode.ToolMessage(set[0].Name(), "dummy")}); err != nil {
-		return nil, config.Bad(cfg, "tools", err.Error())
+		return bad(err)
 	}
 	txt.PromptTools = set.Schemas()
-	return &Tools{Set: set, Format: format, Suffix: txt.ToolSuffix, MaxIterations: cfg.MaxToolCallingIterations}, nil
+	return &Tools{Set: set, Format: format, Suffix: txt.ToolSuffix, MaxIterations: cfg.MaxToolCallingIterations}, closeTools, nil
 }
 
 // Run is `posttrain grpo`: it loads the checkpoint in modelDir (HF layout: weights, config,
@@ -68,10 +92,11 @@ func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*lo
 	if err != nil {
 		return nil, err
 	}
-	tt, err := setupTools(cfg, m.Config.ModelType, txt)
+	tt, closeTools, err := setupTools(cfg, m.Config.ModelType, txt, opts.Progress)
 	if err != nil {
 		return nil, err
 	}
+	defer closeTools()
 	prompts, evalPrompts, err := rollout.Prompts(&cfg.Training, opts.Rows, "GRPO", txt)
 	if err != nil {
 		return nil, err

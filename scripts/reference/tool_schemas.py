@@ -1,0 +1,16 @@
+# The JSON schemas (keys in their order) transformers' get_json_schema gives the test tools of data/extreward
+# (testdata/tools.py), which posttrain's tool worker must reproduce. Run in the TRL 1.x venv
+# (transformers 5): .venv-reference/trl-1/bin/python scripts/reference/tool_schemas.py
+import json
+import os
+import sys
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "extreward", "testdata")
+sys.path.insert(0, root)
+import tools  # noqa: E402
+from transformers.utils import get_json_schema  # noqa: E402
+
+out = {name: get_json_schema(getattr(tools, name)) for name in ["multiply", "lookup", "convert", "fails", "slow"]}
+with open(os.path.join(root, "tool_schemas.json"), "w") as f:
+    json.dump(out, f, indent=1)
+    f.write("\n")
