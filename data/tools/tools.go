@@ -146,23 +146,25 @@ func pyStr(s string) string {
 // Format is how a chat template writes tool calls.
 type Format string
 
-// Hermes is Qwen2.5's, Qwen3's and SmolLM3's: each call a JSON object {"name": …, "arguments":
-// {…}} between <tool_call> and </tool_call>, after the turn's text.
+// Hermes is Qwen2.5's and Qwen3's: each call a JSON object {"name": …, "arguments": {…}} between
+// <tool_call> and </tool_call>, after the turn's text (TRL's qwen3 response schema).
 const Hermes Format = "hermes"
 
 // FormatOf is the tool-call format of a model family (config.json's model_type), or an error
 // naming the families that have one.
 func FormatOf(modelType string) (Format, error) {
 	switch modelType {
-	case "qwen2", "qwen3", "smollm3":
+	case "qwen2", "qwen3":
 		return Hermes, nil
 	}
-	return "", fmt.Errorf("tool calls in %s's format are not parsed: tools need a qwen2, qwen3 or smollm3 chat template (<tool_call> JSON)", modelType)
+	return "", fmt.Errorf("tool calls are parsed in Qwen2.5's and Qwen3's format (<tool_call> JSON): a qwen2 or qwen3 model, not %s", modelType)
 }
 
-// Parse returns the tool calls of an assistant turn's text in format f (none when it has none). A
-// call whose JSON does not parse, or lacks a string "name" or an object "arguments", is returned
-// with Err set.
+// Parse returns the tool calls of an assistant turn's text in format f (none when it has none):
+// each <tool_call>…</tool_call> block, as TRL's response schema for Qwen reads them (an unclosed
+// block, a turn cut at max_completion_length, is no call). A block whose JSON does not parse, or
+// lacks a string "name" or an object "arguments", is a call with Err set (a failed call, where
+// transformers' parser would raise).
 func Parse(f Format, text string) []Call {
 	const open, close = "<tool_call>", "</tool_call>"
 	var calls []Call
@@ -172,13 +174,12 @@ func Parse(f Format, text string) []Call {
 			return calls
 		}
 		text = text[i+len(open):]
-		body := text
-		if j := strings.Index(text, close); j >= 0 {
-			body, text = text[:j], text[j+len(close):]
-		} else {
-			text = ""
+		j := strings.Index(text, close)
+		if j < 0 {
+			return calls
 		}
-		calls = append(calls, parseJSONCall(strings.TrimSpace(body)))
+		calls = append(calls, parseJSONCall(strings.TrimSpace(text[:j])))
+		text = text[j+len(close):]
 	}
 }
 
