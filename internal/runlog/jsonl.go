@@ -134,16 +134,19 @@ func (m *Metrics) Write(r Record) (json.RawMessage, error) {
 }
 
 // Completion is one sampled completion, as TRL's completions table: step, prompt, completion,
-// the reward of each function (NaN when a function gave none) and the advantage.
+// the reward of each function (NaN when a function gave none) and the advantage; a multi-turn
+// completion (tools) has its conversation too.
 type Completion struct {
 	Step       int
 	Prompt     string
 	Completion string
 	Rewards    map[string]float64 // reward function name → reward
 	Advantage  float64
+	// Conversation is the completion's turns as a JSON list of messages; nil for none.
+	Conversation json.RawMessage
 }
 
-// MarshalJSON writes {"step":..,"prompt":..,"completion":..,"rewards":{..},"advantage":..}.
+// MarshalJSON writes {"step":..,"prompt":..,"completion":..,["conversation":[..],]"rewards":{..},"advantage":..}.
 func (c Completion) MarshalJSON() ([]byte, error) {
 	buf := []byte(`{"step":`)
 	buf = strconv.AppendInt(buf, int64(c.Step), 10)
@@ -154,6 +157,9 @@ func (c Completion) MarshalJSON() ([]byte, error) {
 		}
 		buf = append(buf, `,"`+kv[0]+`":`...)
 		buf = append(buf, s...)
+	}
+	if c.Conversation != nil {
+		buf = append(append(buf, `,"conversation":`...), c.Conversation...)
 	}
 	buf = append(buf, `,"rewards":`...)
 	buf = appendObject(buf, c.Rewards)

@@ -204,6 +204,9 @@ func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Scored, float64, m
 	for k, v := range r.lengthStats() {
 		ms[k] = v
 	}
+	for k, v := range r.toolMetrics() {
+		ms[k] = v
+	}
 	for name, v := range outs {
 		if name != evalLoss && (name != "kl" || c.Beta != 0) {
 			ms[name] = step.ScalarValue(v)
@@ -220,7 +223,7 @@ func evalCompletionLines(step int, r *Scored, rewards []Reward) []runlog.Complet
 		for _, f := range rewards {
 			rw[f.Name] = r.FuncRewards[f.Name][i]
 		}
-		out[i] = runlog.Completion{Step: step, Prompt: r.Prompts[i].Text, Completion: r.Texts[i], Rewards: rw, Advantage: r.Advantages[i]}
+		out[i] = runlog.Completion{Step: step, Prompt: r.Prompts[i].Text, Completion: r.Texts[i], Rewards: rw, Advantage: r.Advantages[i], Conversation: r.conversation(i)}
 	}
 	return out
 }

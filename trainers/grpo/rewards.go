@@ -200,9 +200,12 @@ func externalCall(r *Scored, st extreward.State) extreward.Call {
 	c := extreward.Call{State: st, Prompts: make([]any, n), Completions: make([]any, n), CompletionIDs: r.Completions, Query: make([]string, n)}
 	rows := make([]data.Row, n)
 	for i, p := range r.Prompts {
-		if p.Source.Conversational() {
+		switch {
+		case r.Conversations != nil: // a multi-turn completion: its turns (TRL 1.x's tool loop)
+			c.Prompts[i], c.Completions[i] = p.Source.Messages, r.Conversations[i]
+		case p.Source.Conversational():
 			c.Prompts[i], c.Completions[i] = extreward.ConversationalCompletion(p.Source.Messages, r.Texts[i])
-		} else {
+		default:
 			c.Prompts[i], c.Completions[i] = p.Source.String, r.Texts[i]
 		}
 		c.Query[i] = p.Text + r.Texts[i]

@@ -1,10 +1,12 @@
 package grpo
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/extreward"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/generate"
@@ -33,9 +35,37 @@ type Scored struct {
 	OldLogp, RefLogp [][]float32 // [N][C], when computed
 
 	// Tools is set when the completions ran tool calls (Setup.Tools): ToolCalls calls were made,
-	// ToolFailures of them failed, and Mask is 0 on the tool turns' tokens.
+	// ToolFailures of them failed, and Mask is 0 on the tool turns' tokens. Texts are then each
+	// completion's last assistant turn, Conversations its turns as messages (TRL's completions:
+	// what a Python reward function receives, and completions.jsonl's "conversation").
 	Tools                   bool
 	ToolCalls, ToolFailures int
+	Conversations           [][]chat.Message
+}
+
+// toolMetrics are TRL 1.x's tool metrics of a multi-turn rollout (none without tools): the calls
+// per completion, and the failed share of the calls (0 without calls).
+func (r *Scored) toolMetrics() map[string]float64 {
+	if !r.Tools {
+		return nil
+	}
+	m := map[string]float64{"tools/call_frequency": float64(r.ToolCalls) / float64(r.Len()), "tools/failure_frequency": 0}
+	if r.ToolCalls > 0 {
+		m["tools/failure_frequency"] = float64(r.ToolFailures) / float64(r.ToolCalls)
+	}
+	return m
+}
+
+// conversation is completion i's turns as JSON (completions.jsonl), nil without tools.
+func (r *Scored) conversation(i int) json.RawMessage {
+	if r.Conversations == nil {
+		return nil
+	}
+	b, err := json.Marshal(r.Conversations[i])
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // newScored builds the rollout of generations for prompts (each repeated numGenerations times);
@@ -43,7 +73,7 @@ type Scored struct {
 func newScored(prompts []*Prompt, gens []generate.Generation, maskTruncated bool, turns *toolTurns) *Scored {
 	r := &Scored{Rollout: rollout.New(prompts, gens)}
 	if turns != nil {
-		r.Tools, r.ToolCalls, r.ToolFailures = true, turns.calls, turns.failures
+		r.Tools, r.ToolCalls, r.ToolFailures, r.Conversations = true, turns.calls, turns.failures, turns.conversations
 	}
 	for i, g := range gens {
 		r.Texts = append(r.Texts, g.Text)
@@ -226,8 +256,8 @@ func (t *Trainer) generate(prompts []*Prompt, seed uint64) (gens []generate.Gene
 	if turns, err = t.s.Tools.run(gen, prompts, gens, opts, t.decode); err != nil {
 		return nil, nil, err
 	}
-	for i := range gens {
-		gens[i].Text = t.decode(gens[i].IDs)
+	for i := range gens { // the text rewards judge: the model's last turn (the answer after the tools')
+		gens[i].Text = turns.last[i]
 	}
 	return gens, turns, nil
 }

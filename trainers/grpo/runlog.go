@@ -101,12 +101,8 @@ func (l *runLog) addRollout(r *Scored, rewards []Reward, tm timings, tokensSeen 
 	for _, c := range r.Completions {
 		newTokens += len(c)
 	}
-	if r.Tools { // TRL 1.x's: calls per completion, and the failed share of the calls
-		l.add("tools/call_frequency", float64(r.ToolCalls)/float64(r.Len()))
-		l.add("tools/failure_frequency", 0)
-		if r.ToolCalls > 0 {
-			l.window["tools/failure_frequency"][len(l.window["tools/failure_frequency"])-1] = float64(r.ToolFailures) / float64(r.ToolCalls)
-		}
+	for k, v := range r.toolMetrics() {
+		l.add(k, v)
 	}
 	l.add("timing_s/generation", tm.generation.Seconds())
 	l.add("timing_s/scoring", tm.scoring.Seconds())
@@ -197,7 +193,7 @@ func completionLines(step int, r *Scored, rewards []Reward) []runlog.Completion 
 		for _, f := range rewards {
 			rw[f.Name] = r.FuncRewards[f.Name][i]
 		}
-		out[i] = runlog.Completion{Step: step, Prompt: r.Prompts[i].Text, Completion: r.Texts[i], Rewards: rw, Advantage: r.Advantages[i]}
+		out[i] = runlog.Completion{Step: step, Prompt: r.Prompts[i].Text, Completion: r.Texts[i], Rewards: rw, Advantage: r.Advantages[i], Conversation: r.conversation(i)}
 	}
 	return out
 }

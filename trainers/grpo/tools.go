@@ -1,7 +1,9 @@
 package grpo
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/tools"
@@ -33,23 +35,51 @@ type Tools struct {
 type generateFn func(prompts []*encode.Prompt, opts generate.Options) ([]generate.Generation, error)
 
 // toolTurns are the multi-turn results of a generation batch: each completion's tool mask (1 for
-// the model's tokens, 0 for the tool turns') and the counts TRL logs.
+// the model's tokens, 0 for the tool turns'), its conversation (TRL's completion messages: each
+// assistant turn with its tool_calls, each tool message), the text of its last assistant turn, and
+// the counts TRL logs.
 type toolTurns struct {
 	mask            [][]float32
+	conversations   [][]chat.Message
+	last            []string
 	calls, failures int
+}
+
+// assistantTurn is an assistant turn's message as TRL's Qwen response schema parses it: the text
+// before the first tool call (its trailing newline dropped) and the well-formed calls as
+// tool_calls [{"type": "function", "function": {"name", "arguments"}}].
+func assistantTurn(text string, calls []tools.Call) chat.Message {
+	content, _, _ := strings.Cut(text, "<tool_call>")
+	if len(calls) > 0 {
+		content = strings.TrimSuffix(content, "\n")
+	}
+	m := chat.Message{Role: "assistant", Content: content}
+	var tc []map[string]any
+	for _, c := range calls {
+		if c.Err == "" {
+			tc = append(tc, map[string]any{"type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+		}
+	}
+	if len(tc) > 0 {
+		b, _ := json.Marshal(tc)
+		m.Extra = []chat.Field{{Key: "tool_calls", Value: b}}
+	}
+	return m
 }
 
 // run continues gens, the first turns of prompts' completions, through their tool calls (see
 // Tools). gens are extended in place: IDs and LogProbs gain each tool turn (log-prob 0) and the
-// next turn, Truncated is the last turn's, Text is left for the caller to decode again. Each
+// next turn, Truncated is the last turn's, Text is left for the caller (toolTurns.last). Each
 // round of continuations draws with seed + round (a row's draws depend on its row and its seed
 // only, models/generate).
 func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.Generation, opts generate.Options, decode func([]int32) string) (*toolTurns, error) {
-	res := &toolTurns{mask: make([][]float32, len(gens))}
-	turnStart := make([]int, len(gens)) // where each completion's last assistant turn starts
+	n := len(gens)
+	res := &toolTurns{mask: make([][]float32, n), conversations: make([][]chat.Message, n), last: make([]string, n)}
 	var active []int
 	for i := range gens {
 		res.mask[i] = ones(len(gens[i].IDs))
+		res.last[i] = decode(gens[i].IDs)
+		res.conversations[i] = []chat.Message{assistantTurn(res.last[i], tools.Parse(tt.Format, res.last[i]))}
 		active = append(active, i)
 	}
 	maxLen, seed := opts.MaxNewTokens, opts.Seed
@@ -58,8 +88,9 @@ func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.G
 		var ctx []*encode.Prompt
 		var suffixes [][]int32
 		budget := 0
+		var toolMsgs [][]chat.Message
 		for _, i := range active {
-			calls := tools.Parse(tt.Format, decode(gens[i].IDs[turnStart[i]:]))
+			calls := tools.Parse(tt.Format, res.last[i])
 			if len(calls) == 0 {
 				continue
 			}
@@ -81,7 +112,7 @@ func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.G
 			}
 			ids := append(append(append([]int32{}, prompts[i].IDs...), gens[i].IDs...), suffix...)
 			ctx = append(ctx, &encode.Prompt{IDs: ids})
-			next, suffixes = append(next, i), append(suffixes, suffix)
+			next, suffixes, toolMsgs = append(next, i), append(suffixes, suffix), append(toolMsgs, msgs)
 			budget = max(budget, maxLen-len(gens[i].IDs)-len(suffix))
 		}
 		if len(next) == 0 {
@@ -103,8 +134,10 @@ func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.G
 			g.LogProbs = append(append(g.LogProbs, make([]float64, len(suffixes[k]))...), lps...)
 			g.Truncated = m.Truncated || len(ids) < len(m.IDs)
 			res.mask[i] = append(append(res.mask[i], make([]float32, len(suffixes[k]))...), ones(len(ids))...)
-			turnStart[i] = len(g.IDs) - len(ids)
-			if len(ids) > 0 {
+			res.conversations[i] = append(res.conversations[i], toolMsgs[k]...)
+			if len(ids) > 0 { // TRL adds no message for a turn cut to nothing
+				res.last[i] = decode(ids)
+				res.conversations[i] = append(res.conversations[i], assistantTurn(res.last[i], tools.Parse(tt.Format, res.last[i])))
 				active = append(active, i)
 			}
 		}

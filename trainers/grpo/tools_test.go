@@ -177,7 +177,16 @@ func TestTools_MultiTurnRollout(t *testing.T) {
 					t.Errorf("row 0 token %d: mask %v log-prob %v, tool turn %v", j, res.mask[0][j], gens[0].LogProbs[j], inTool)
 				}
 			}
-			if !slices.Equal(gens[1].IDs, script["first"][1].IDs) || slices.Contains(res.mask[1], 0) {
+			conv, err := json.Marshal(res.conversations[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantConv := `[{"role":"assistant","content":"","tool_calls":[{"function":{"arguments":{"expression":"48213*9127"},"name":"calculator"},"type":"function"}]},` +
+				`{"role":"tool","content":"440040051","name":"calculator"},{"role":"assistant","content":"The answer is 440040051."}]`
+			if string(conv) != wantConv || res.last[0] != "The answer is 440040051." {
+				t.Errorf("row 0's conversation %s, last turn %q\nwant %s", conv, res.last[0], wantConv)
+			}
+			if !slices.Equal(gens[1].IDs, script["first"][1].IDs) || slices.Contains(res.mask[1], 0) || len(res.conversations[1]) != 1 || res.last[1] != "Hello!" {
 				t.Errorf("row 1 (no call) changed: %q", decode(gens[1].IDs))
 			}
 			if c.maxIter == 0 && (!gens[2].Truncated || len(gens[2].IDs) != c.maxLen) {
