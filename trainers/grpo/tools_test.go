@@ -1,8 +1,11 @@
 package grpo
 
 import (
+	"bytes"
 	"compress/gzip"
+	stdctx "context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,8 +15,12 @@ import (
 
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/tools"
+	"github.com/posttrain/posttrain/internal/checkpoint"
+	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/encode"
 	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/trainers/engine/loop"
+	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
 
 // qwenText loads Qwen's tokenizer (data/tokenizer/testdata) with Qwen2.5-Instruct's chat template.
@@ -196,5 +203,134 @@ func TestTools_MultiTurnRollout(t *testing.T) {
 				t.Errorf("row 2: the failed call's result is missing: %q", decode(gens[2].IDs))
 			}
 		})
+	}
+}
+
+// toolLetters is the tiny model's decoder (letters) where id 11 is a calculator call and id 13 a
+// malformed call, so that the randomly initialised model calls tools as it samples.
+type toolLetters struct{}
+
+func (toolLetters) Decode(ids []int, skipSpecial bool) string {
+	var b strings.Builder
+	for _, id := range ids {
+		switch {
+		case id == 0 && skipSpecial:
+		case id == 11:
+			b.WriteString(`<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}</tool_call>`)
+		case id == 13:
+			b.WriteString(`<tool_call>oops</tool_call>`)
+		default:
+			b.WriteByte(byte('a' + id))
+		}
+	}
+	return b.String()
+}
+
+// toolsRun is resumeRun with tools: the tiny model's calls (toolLetters) run the calculator, the
+// tool turn is two tokens per tool message.
+func toolsRun(t *testing.T, c *Config, stopAt int, onStep func(StepInfo)) (map[string][]float32, error) {
+	t.Helper()
+	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
+	defer cancel(nil)
+	set, err := tools.Lookup([]string{"calculator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := func(msgs []chat.Message) ([]int32, error) {
+		var ids []int32
+		for range msgs {
+			ids = append(ids, 14, 15)
+		}
+		return ids, nil
+	}
+	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: tinyModel(t, 3),
+		Decoder: toolLetters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')},
+		Tools: &Tools{Set: set, Format: tools.Hermes, Suffix: suffix, MaxIterations: 2},
+		OnStep: func(s StepInfo) {
+			if onStep != nil {
+				onStep(s)
+			}
+			if s.Step == stopAt {
+				cancel(checkpoint.ErrInterrupted)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tr.Train(ctx)
+	return modelWeights(t, tr), err
+}
+
+// A multi-turn run (the tiny model calls the calculator as it samples) resumed in the middle of a
+// generation batch ends as the straight run does, bit for bit: the continuation rounds draw from
+// the restored generation round's seeds. Its tool turns are masked out of the loss, its
+// completions.jsonl lines carry the conversations, and tools/* are logged.
+func TestGRPO_ToolsResumeEqualsStraight(t *testing.T) {
+	config := func() *Config {
+		c := tinyConfig(t)
+		c.MaxSteps, c.NumIterations, c.MaxCompletionLength = 4, 2, 12
+		return c
+	}
+	straight := config()
+	toolTokens := 0
+	want, err := toolsRun(t, straight, 0, func(s StepInfo) {
+		// The masked tokens are the tool turns: two per tool message of the conversation.
+		r := s.Scored
+		for i := range r.Completions {
+			masked, msgs := 0, 0
+			for _, m := range r.Mask[i] {
+				if m == 0 {
+					masked++
+				}
+			}
+			for _, m := range r.Conversations[i] {
+				if m.Role == "tool" {
+					msgs++
+				}
+			}
+			if masked != 2*msgs {
+				t.Errorf("step %d row %d: %d masked tokens, %d tool messages", s.Step, i, masked, msgs)
+			}
+			toolTokens += masked
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if toolTokens == 0 {
+		t.Error("no tool turn in the rollouts")
+	}
+	c := config()
+	if _, err := toolsRun(t, c, 1, nil); !errors.Is(err, loop.ErrInterrupted) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	resumed := config()
+	resumed.OutputDir, resumed.Resume = c.OutputDir, true
+	got, err := toolsRun(t, resumed, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxAbsDiff(got, want); d != 0 {
+		t.Errorf("resumed run's weights differ from the straight run's by %g", d)
+	}
+	looptest.SameMetrics(t, filepath.Join(straight.OutputDir, runlog.MetricsName), filepath.Join(c.OutputDir, runlog.MetricsName))
+	a, err1 := os.ReadFile(filepath.Join(straight.OutputDir, runlog.CompletionsName))
+	b, err2 := os.ReadFile(filepath.Join(c.OutputDir, runlog.CompletionsName))
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		t.Errorf("completions.jsonl of the resumed run differs (%v, %v)", err1, err2)
+	}
+	if !bytes.Contains(a, []byte(`{"role":"tool","content":"42","name":"calculator"}`)) || !bytes.Contains(a, []byte(`{"role":"tool","content":"{'error': 'Malformed tool call: oops'}","name":""}`)) {
+		t.Errorf("completions.jsonl shows no tool turn: %.600s", a)
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(straight.OutputDir, runlog.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0.0
+	for _, r := range recs {
+		calls += r.Metrics["tools/call_frequency"]
+	}
+	if calls == 0 {
+		t.Errorf("no tool call in %d steps: the test does not exercise the loop", len(recs))
 	}
 }
