@@ -12,6 +12,8 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 
+	"github.com/posttrain/posttrain/data/chat"
+	"github.com/posttrain/posttrain/data/tools"
 	"github.com/posttrain/posttrain/internal/backend/devicetest"
 	"github.com/posttrain/posttrain/internal/checkpoint"
 	"github.com/posttrain/posttrain/models/decoder"
@@ -55,6 +57,46 @@ func TestGRPO_DataParallelEqualsOneDevice(t *testing.T) {
 	}
 }
 
+// Multi-turn rollouts (the tiny model calling the calculator, toolsRun's setup) split over 2
+// devices as single-turn ones do: the same completions, tool turns and conversations, and the
+// 1-device run's loss, grad_norm and weights within 1e-5.
+func TestGRPO_ToolsDataParallelEqualsOneDevice(t *testing.T) {
+	b := devicetest.DevicesBackend(t)
+	withTools := func(s *Setup) {
+		set, err := tools.Lookup([]string{"calculator"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Decoder = toolLetters{}
+		s.Tools = &Tools{Set: set, Format: tools.Hermes, MaxIterations: 2,
+			Suffix: func(msgs []chat.Message) ([]int32, error) { return slices.Repeat([]int32{14, 15}, len(msgs)), nil }}
+	}
+	config := func(n int) *Config {
+		c := dpConfig(t, n)
+		c.MaxCompletionLength = 12
+		return c
+	}
+	want, w1 := dpRun(t, b, config(1), 0, withTools)
+	got, w2 := dpRun(t, b, config(2), 0, withTools)
+	calls := 0
+	for i := range want {
+		g, w := got[i].Scored, want[i].Scored
+		calls += w.ToolCalls
+		for j := range w.Completions {
+			if !slices.Equal(g.Completions[j], w.Completions[j]) || !slices.Equal(g.Mask[j], w.Mask[j]) || len(g.Conversations[j]) != len(w.Conversations[j]) {
+				t.Fatalf("step %d completion %d: %v (mask %v), want %v (mask %v)", i+1, j, g.Completions[j], g.Mask[j], w.Completions[j], w.Mask[j])
+			}
+		}
+		if d := math.Abs(got[i].GradNorm - want[i].GradNorm); !(d <= 1e-5*math.Max(want[i].GradNorm, 1e-2)) {
+			t.Errorf("step %d grad_norm %.9g, want %.9g", i+1, got[i].GradNorm, want[i].GradNorm)
+		}
+	}
+	if calls == 0 {
+		t.Error("no tool call: the test does not exercise the loop")
+	}
+	closeWeights(t, "tools, 2 devices", w1, w2)
+}
+
 // A GRPO checkpoint written on 4 devices resumes on 1 (per_device_train_batch_size × devices
 // kept) and ends as the straight one-device run, within 1e-5 of ‖θ‖∞.
 func TestGRPO_ResumeOnOtherDeviceCount(t *testing.T) {
@@ -86,19 +128,23 @@ func dpConfig(t *testing.T, devices int) *Config {
 // dpRun trains c on b (a fresh tiny model, seed 3), interrupted after step stopAt when > 0 (the
 // run then stops at the end of its generation batch and saves a checkpoint), and returns every
 // step's info and the final weights.
-func dpRun(t *testing.T, b backends.Backend, c *Config, stopAt int) ([]StepInfo, map[string][]float32) {
+func dpRun(t *testing.T, b backends.Backend, c *Config, stopAt int, edit ...func(*Setup)) ([]StepInfo, map[string][]float32) {
 	t.Helper()
 	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 	defer cancel(nil)
 	var infos []StepInfo
 	m := tinyModel(t, 3)
-	tr, err := New(Setup{Config: c, Backend: b, Model: m, Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(),
+	s := Setup{Config: c, Backend: b, Model: m, Decoder: letters{}, StopIDs: []int{0}, Prompts: tinyPrompts(),
 		Rewards: []Reward{countReward('b')}, OnStep: func(s StepInfo) {
 			infos = append(infos, s)
 			if s.Step == stopAt {
 				cancel(checkpoint.ErrInterrupted)
 			}
-		}})
+		}}
+	for _, e := range edit {
+		e(&s)
+	}
+	tr, err := New(s)
 	if err != nil {
 		t.Fatal(err)
 	}
