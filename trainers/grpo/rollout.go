@@ -41,6 +41,7 @@ type Scored struct {
 	Tools                   bool
 	ToolCalls, ToolFailures int
 	Conversations           [][]chat.Message
+	ModelTokens             []int // each completion's own tokens (its length less its tool turns')
 }
 
 // toolMetrics are TRL 1.x's tool metrics of a multi-turn rollout (none without tools): the calls
@@ -74,6 +75,13 @@ func newScored(prompts []*Prompt, gens []generate.Generation, maskTruncated bool
 	r := &Scored{Rollout: rollout.New(prompts, gens)}
 	if turns != nil {
 		r.Tools, r.ToolCalls, r.ToolFailures, r.Conversations = true, turns.calls, turns.failures, turns.conversations
+		for _, m := range turns.mask {
+			n := 0
+			for _, v := range m {
+				n += int(v)
+			}
+			r.ModelTokens = append(r.ModelTokens, n)
+		}
 	}
 	for i, g := range gens {
 		r.Texts = append(r.Texts, g.Text)
@@ -153,21 +161,31 @@ func rows(t [][]float32, lo, hi, c int) [][]float32 {
 // mask_truncated_completions takes out of the loss too, and it is the whole batch's even when
 // steps_per_generation > gradient_accumulation_steps splits it over several optimizer steps;
 // TRL 1.x counts the loss tokens and rescales to one step (docs/training.md, "TRL 1.x").
+// With tools it counts the model's own tokens, as TRL 1.x's completion lengths do.
 func (r *Scored) completionTokens() int {
 	n := 0
-	for _, c := range r.Completions {
-		n += len(c)
+	for i := range r.Completions {
+		n += r.completionLen(i)
 	}
 	return n
+}
+
+// completionLen is completion i's length: its tokens, less its tool turns' (TRL 1.x counts only
+// the model's tokens, tool_mask 1, in completion lengths and num_tokens).
+func (r *Scored) completionLen(i int) int {
+	if r.ModelTokens != nil {
+		return r.ModelTokens[i]
+	}
+	return len(r.Completions[i])
 }
 
 // lengthStats are TRL's completion-length metrics (grpo_trainer.py L1329-1346).
 func (r *Scored) lengthStats() map[string]float64 {
 	var all, term []float64
-	for i, c := range r.Completions {
-		all = append(all, float64(len(c)))
+	for i := range r.Completions {
+		all = append(all, float64(r.completionLen(i)))
 		if !r.Truncated[i] {
-			term = append(term, float64(len(c)))
+			term = append(term, float64(r.completionLen(i)))
 		}
 	}
 	m := map[string]float64{}
@@ -250,7 +268,11 @@ func (t *Trainer) generate(prompts []*Prompt, seed uint64) (gens []generate.Gene
 	gen := func(p []*Prompt, o generate.Options) ([]generate.Generation, error) {
 		return rollout.Generate(t.gen, p, o, 0)
 	}
-	if gens, err = gen(prompts, opts); err != nil || t.s.Tools == nil {
+	first := gen
+	if t.s.firstTurns != nil {
+		first = t.s.firstTurns
+	}
+	if gens, err = first(prompts, opts); err != nil || t.s.Tools == nil {
 		return gens, nil, err
 	}
 	if turns, err = t.s.Tools.run(gen, prompts, gens, opts, t.decode); err != nil {
@@ -309,8 +331,8 @@ func (t *Trainer) rollout() (*Scored, timings, error) {
 		}
 	}
 	tm.scoring = time.Since(t0)
-	for i, c := range r.Completions {
-		t.tokensSeen += int64(len(r.Prompts[i].IDs) + len(c))
+	for i := range r.Completions {
+		t.tokensSeen += int64(len(r.Prompts[i].IDs) + r.completionLen(i))
 	}
 	return r, tm, nil
 }

@@ -98,8 +98,8 @@ func (l *runLog) addRollout(r *Scored, rewards []Reward, tm timings, tokensSeen 
 		l.add(k, v)
 	}
 	newTokens := 0
-	for _, c := range r.Completions {
-		newTokens += len(c)
+	for i := range r.Completions {
+		newTokens += r.completionLen(i) // the model's tokens: a tool turn is read, not generated
 	}
 	for k, v := range r.toolMetrics() {
 		l.add(k, v)

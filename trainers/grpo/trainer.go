@@ -49,6 +49,10 @@ type Setup struct {
 	Progress io.Writer
 	// OnStep, when set, is called after every optimizer step (tests, the demo).
 	OnStep func(StepInfo)
+	// firstTurns, when set, replaces the generation of the completions' first turns (the
+	// multi-turn parity test scripts tool calls with it; the tool turns' continuations are the
+	// model's).
+	firstTurns generateFn
 }
 
 // StepInfo is what one optimizer step reports to Setup.OnStep.
