@@ -42,6 +42,9 @@ type generation struct {
 	PromptIDs     [][]int32 `json:"prompt_ids"`
 	CompletionIDs [][]int32 `json:"completion_ids"`
 	Texts         []string  `json:"texts"`
+	// Masks are the completions' tool masks (1: the model's token, 0: a tool turn's) of a
+	// multi-turn case; none otherwise.
+	Masks [][]float32 `json:"masks,omitempty"`
 }
 
 // parityRewards are the reward functions of both sides (trl_parity.py's vowels and spaces): the
@@ -250,11 +253,15 @@ func TestGRPO_TRLParityPythonRewards(t *testing.T) {
 // trainParity runs posttrain's GRPO as `posttrain grpo` does (grpo.Run) but with the parity
 // rewards given, and returns the generation batches it sampled, the mean |advantage| of the batch each
 // step trained on, and its metrics lines.
-func trainParity(t *testing.T, cfg *grpo.Config, rewards []grpo.Reward) ([]generation, map[int]float64, []runlog.Record) {
+func trainParity(t *testing.T, cfg *grpo.Config, rewards []grpo.Reward, edit ...func(*trainable.Model, *grpo.Setup)) ([]generation, map[int]float64, []runlog.Record) {
 	t.Helper()
 	m, err := trainable.LoadForTraining(cfg.Model, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	setup := grpo.Setup{}
+	for _, e := range edit { // before the prompts are rendered: a tool's schema goes in them
+		e(m, &setup)
 	}
 	stop, err := m.Text.StopIDs(m.Config)
 	if err != nil {
@@ -292,11 +299,15 @@ func trainParity(t *testing.T, cfg *grpo.Config, rewards []grpo.Reward) ([]gener
 			g.PromptIDs = append(g.PromptIDs, p.IDs)
 			g.CompletionIDs = append(g.CompletionIDs, r.Completions[i])
 			g.Texts = append(g.Texts, r.Texts[i])
+			if r.Tools {
+				g.Masks = append(g.Masks, slices.Clone(r.Mask[i]))
+			}
 		}
 		gens = append(gens, g)
 	}
-	tr, err := grpo.New(grpo.Setup{Config: cfg, Backend: looptest.Backend(t), Model: m, Decoder: m.Text.Tokenizer,
-		StopIDs: stop, Prompts: prompts, Rewards: rewards, OnStep: onStep})
+	setup.Config, setup.Backend, setup.Model, setup.Decoder = cfg, looptest.Backend(t), m, m.Text.Tokenizer
+	setup.StopIDs, setup.Prompts, setup.Rewards, setup.OnStep = stop, prompts, rewards, onStep
+	tr, err := grpo.New(setup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,9 +345,6 @@ func compareGRPO(t *testing.T, name string, c looptest.TRLCase, recs []runlog.Re
 	differences func(looptest.Differences)) {
 	t.Helper()
 	diff := looptest.Differences{}
-	if differences != nil {
-		differences(diff)
-	}
 	for _, k := range []string{"timing_s/generation", "timing_s/scoring", "timing_s/rewards", "timing_s/update",
 		"tokens_per_s/generation", "tokens_per_s/update"} {
 		diff[k] = func(t testing.TB, step int, _, got map[string]float64) {
@@ -359,6 +367,9 @@ func compareGRPO(t *testing.T, name string, c looptest.TRLCase, recs []runlog.Re
 		if v := got[rl.SamplingOutside]; v != 0 {
 			t.Errorf("step %d: %.3g of the tokens have a sampling ratio outside the band", step, v)
 		}
+	}
+	if differences != nil { // last: a case's own rules replace the defaults above
+		differences(diff)
 	}
 	scale := func(key string, trl map[string]float64) float64 {
 		switch key {
