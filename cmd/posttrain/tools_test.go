@@ -101,3 +101,56 @@ func TestGRPO_ToolsCLI(t *testing.T) {
 		t.Errorf("Qwen3's template: %v", err)
 	}
 }
+
+// `grpo --environment FILE.py:Class` (TRL 1.x's environment_factory): each rollout's instance is
+// reset with its row, its observation ends the prompt's last message, its methods are tools whose
+// schemas the prompt shows, and its get_reward is the run's reward (no reward function needed),
+// logged under the class's name; a reset that raises stops the run with one line and a checkpoint.
+func TestGRPO_EnvironmentCLI(t *testing.T) {
+	needPython3(t)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "model")
+	if _, err := runCLI(t, "init", "--preset", "tiny", "--tokenizer", qwen25Tokenizer(t), "--out", model); err != nil {
+		t.Fatal(err)
+	}
+	data := multData(t, dir, "grpo", "4")
+	envs, err := filepath.Abs(filepath.Join("..", "..", "data", "extreward", "testdata", "envs.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := func(out, class string, extra ...string) []string {
+		return append([]string{"grpo", "--model", model, "--dataset", data, "--output-dir", filepath.Join(dir, out), "--max-steps", "2",
+			"--num-generations", "2", "--max-completion-length", "8", "--per-device-train-batch-size", "4", "--save-steps", "1",
+			"--gradient-checkpointing=false", "--environment", envs + ":" + class}, extra...)
+	}
+	if _, err := runCLI(t, args("out", "Counter")...); err != nil {
+		t.Fatal(err)
+	}
+	c, err := os.ReadFile(filepath.Join(dir, "out", "completions.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first struct {
+		Prompt  string             `json:"prompt"`
+		Rewards map[string]float64 `json:"rewards"`
+	}
+	line, _, _ := strings.Cut(string(c), "\n")
+	if err := json.Unmarshal([]byte(line), &first); err != nil || !strings.Contains(first.Prompt, "숫자 하나로만 답하세요. Reach 3.<|im_end|>") ||
+		!strings.Contains(first.Prompt, `{"type": "function", "function": {"name": "add", "description": "Adds n to the counter."`) {
+		t.Errorf("the prompt does not end with the observation or show the add tool: %q (%v)", first.Prompt, err)
+	}
+	if _, ok := first.Rewards["Counter"]; !ok {
+		t.Errorf("completions.jsonl's rewards %v have no Counter", first.Rewards)
+	}
+	recs := metricsLines(t, filepath.Join(dir, "out"))
+	if _, ok := recs[0].Metrics["rewards/Counter/mean"]; !ok {
+		t.Errorf("metrics %v: no rewards/Counter/mean", recs[0].Metrics)
+	}
+	rc, stderr := runFiles(t, args("bad", "BadReset", "--reward", "len:5")...)
+	if rc == 0 || !strings.Contains(stderr, "grpo: step 1: environment BadReset: reset raised RuntimeError: cannot reset") {
+		t.Errorf("a failing reset: exit %d, %s", rc, stderr)
+	}
+	if _, err := runCLI(t, args("silent", "Silent")...); err == nil || !strings.Contains(err.Error(), "no reward source") {
+		t.Errorf("an environment without get_reward and no reward function: %v", err)
+	}
+}

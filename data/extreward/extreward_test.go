@@ -351,3 +351,77 @@ func TestPyTools_SchemasAndCalls(t *testing.T) {
 		}
 	}
 }
+
+// An environment class (TRL 1.x's environment_factory): its public methods but reset and
+// get_reward are its tools, with transformers' schemas; an instance per rollout, reset with its
+// row (an observation string, or None), its methods called on that instance, get_reward per
+// rollout; a class without reset, a reset that raises and a method's exception are reported.
+func TestPyEnv(t *testing.T) {
+	needPython(t)
+	env, err := StartEnv("", "testdata/envs.py:Counter", &lockedBuffer{}, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	raw, err := os.ReadFile("testdata/tool_schemas.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if len(env.Schemas) == 1 {
+		_ = json.Compact(&a, want["Counter.add"])
+		_ = json.Compact(&b, env.Schemas[0])
+	}
+	if env.Name != "Counter" || !slices.Equal(env.Methods, []string{"add"}) || !env.HasReward || a.String() != b.String() {
+		t.Fatalf("Counter: %s %v reward %v, schemas %s, want %s", env.Name, env.Methods, env.HasReward, b.String(), a.String())
+	}
+	obs, err := env.Reset([]map[string]any{{"target": 2}, {"target": 5}, {"prompt": "x"}})
+	if err != nil || len(obs) != 3 || *obs[0] != " Reach 2." || *obs[1] != " Reach 5." || *obs[2] != " Reach 3." {
+		t.Fatalf("reset: %v %v", obs, err)
+	}
+	for _, c := range []struct {
+		env  int
+		n    any
+		want string
+	}{{0, 2, "2"}, {1, 4, "4"}, {1, 1, "5"}, {2, 1, "1"}} {
+		if got, err := env.Call(c.env, "add", map[string]any{"n": c.n}); err != nil || got != c.want {
+			t.Errorf("env %d add(%v) = %q, %v; want %q", c.env, c.n, got, err, c.want)
+		}
+	}
+	if _, err := env.Call(0, "add", map[string]any{"n": 500}); err == nil || err.Error() != "at most 100 at a time" {
+		t.Errorf("a method's exception: %v", err)
+	}
+	if r, err := env.Rewards(3); err != nil || !slices.Equal(r, []float64{1, 1, 0}) {
+		t.Errorf("rewards %v, %v", r, err)
+	}
+	// A new batch reuses the instances, reset.
+	if _, err := env.Reset([]map[string]any{{"target": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := env.Rewards(1); err != nil || r[0] != 0 {
+		t.Errorf("after reset: %v, %v", r, err)
+	}
+	silent, err := StartEnv("", "testdata/envs.py:Silent", &lockedBuffer{}, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	if obs, err := silent.Reset([]map[string]any{{}}); err != nil || obs[0] != nil || silent.HasReward || !slices.Equal(silent.Methods, []string{"ping"}) {
+		t.Errorf("Silent: %v %v %v %v", obs, err, silent.HasReward, silent.Methods)
+	}
+	if _, err := StartEnv("", "testdata/envs.py:NoReset", &lockedBuffer{}, 2*time.Second); err == nil || !strings.Contains(err.Error(), "has no reset method") {
+		t.Errorf("NoReset: %v", err)
+	}
+	bad, err := StartEnv("", "testdata/envs.py:BadReset", &lockedBuffer{}, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	if _, err := bad.Reset([]map[string]any{{}}); err == nil || !strings.Contains(err.Error(), "reset raised RuntimeError: cannot reset (") || !strings.Contains(err.Error(), "envs.py:") {
+		t.Errorf("BadReset: %v", err)
+	}
+}

@@ -37,9 +37,13 @@ type workerReply struct {
 	Schemas []json.RawMessage `json:"schemas"`
 	Rewards []*float64        `json:"rewards"`
 	Result  *string           `json:"result"`
-	Raised  *string           `json:"raised"`
-	Error   *string           `json:"error"`
-	Where   string            `json:"where"`
+	// An environment worker's (env.go).
+	Methods      []string  `json:"methods"`
+	HasReward    bool      `json:"reward"`
+	Observations []*string `json:"observations"`
+	Raised       *string   `json:"raised"`
+	Error        *string   `json:"error"`
+	Where        string    `json:"where"`
 }
 
 // Start starts python (the python3 on PATH when empty) with the worker and loads specs (FILE.py:FUNC

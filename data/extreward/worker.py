@@ -100,6 +100,8 @@ def convert(out, n):
 def main():
     if sys.argv[1:2] == ["--tools"]:
         return tools_main(sys.argv[2:])
+    if sys.argv[1:2] == ["--env"]:
+        return env_main(sys.argv[2])
     funcs = []
     for spec in sys.argv[1:]:
         try:
@@ -279,6 +281,58 @@ def tools_main(specs):
             send({"raised": str(e)})
             continue
         send({"result": str(out)})
+
+
+# Environments (posttrain grpo --environment FILE.py:Class, TRL 1.x's environment_factory):
+# `worker.py --env SPEC` loads the class and probes one instance: {"funcs": [class name],
+# "methods": [names], "schemas": [get_json_schema(method), ...], "reward": has get_reward} (or
+# {"error": ...}). The public methods but reset and get_reward are the tools. Requests:
+#   {"op": "reset", "rows": [row, ...]}: instance i (made as needed, then reused) is reset with
+#       row i's columns as keyword arguments -> {"observations": [str or null, ...]}
+#   {"op": "call", "env": i, "method": name, "args": {...}} -> {"result": str} or {"raised": str}
+#   {"op": "reward", "n": n} -> {"rewards": [number or null, ...]} (instances 0..n-1's get_reward())
+def env_main(spec):
+    try:
+        cls = load(spec)
+        if not isinstance(cls, type):
+            raise TypeError("%s is a %s, not a class" % (spec, type(cls).__name__))
+        pool = [cls()]
+        names = [n for n, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
+                 if n not in ("reset", "get_reward") and not n.startswith("_")]
+        if not callable(getattr(cls, "reset", None)):
+            raise TypeError("%s has no reset method: an environment must define reset(**row)" % spec)
+        schemas = [json_schema(getattr(pool[0], n)) for n in names]
+    except BaseException as e:  # noqa: BLE001 - reported to posttrain, which stops
+        send({"error": "%s: %s: %s" % (spec, type(e).__name__, e), "where": where(e.__traceback__)})
+        return
+    send({"funcs": [cls.__name__], "methods": names, "schemas": schemas,
+          "reward": callable(getattr(cls, "get_reward", None))})
+    for line in sys.stdin:
+        req = json.loads(line)
+        op = req["op"]
+        try:
+            if op == "reset":
+                while len(pool) < len(req["rows"]):
+                    pool.append(cls())
+                obs = []
+                for env, row in zip(pool, req["rows"]):
+                    o = env.reset(**row)
+                    if o is not None and not isinstance(o, str):
+                        raise TypeError("reset returned a %s, not a string or None" % type(o).__name__)
+                    obs.append(o)
+                send({"observations": obs})
+            elif op == "call":
+                try:
+                    out = getattr(pool[req["env"]], req["method"])(**req["args"])
+                except BaseException as e:  # noqa: BLE001 - a tool's exception is its result, as in TRL
+                    send({"raised": str(e)})
+                    continue
+                send({"result": str(out)})
+            elif op == "reward":
+                vals = convert([env.get_reward() for env in pool[: req["n"]]], req["n"])
+                send({"rewards": vals})
+        except BaseException as e:  # noqa: BLE001 - reported to posttrain, which stops
+            send({"error": "%s: %s" % (type(e).__name__, e), "where": where(e.__traceback__)})
 
 
 main()

@@ -167,7 +167,7 @@ func (s source) Evaluate() (map[string]float64, error) {
 // batch's own mean, as compute_loss returns it) and its metrics under TRL's names.
 func (t *Trainer) evalBatch(prompts []*Prompt, seed uint64) (*Scored, float64, map[string]float64, error) {
 	c, e := t.cfg, t.eval
-	gens, turns, err := t.generate(prompts, seed)
+	prompts, gens, turns, err := t.generate(prompts, seed)
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -117,7 +117,9 @@ func (r *Scored) widths(lo, hi, maxPrompt, maxCompletion int) (p, c int) {
 	for i := lo; i < hi; i++ {
 		p, c = max(p, len(r.Prompts[i].IDs)), max(c, len(r.Completions[i]))
 	}
-	return min(maxPrompt, generate.BucketLen(p)), min(maxCompletion, generate.BucketLen(max(c, 1)))
+	// An environment's observation may make a prompt longer than the dataset's longest: then the
+	// batch is as wide as its longest prompt.
+	return min(max(maxPrompt, p), generate.BucketLen(p)), min(maxCompletion, generate.BucketLen(max(c, 1)))
 }
 
 // batch lays out rows [lo,hi) with prompts left-padded to promptLen and completions right-padded
@@ -262,8 +264,14 @@ func (t *Trainer) rewardState() extreward.State {
 }
 
 // generate samples one completion of each prompt, through its tool calls when the run has tools
-// (Tools.run; turns is nil without).
-func (t *Trainer) generate(prompts []*Prompt, seed uint64) (gens []generate.Generation, turns *toolTurns, err error) {
+// (Tools.run; turns is nil without), and returns the prompts the rollouts generated from: with an
+// environment, each rollout's instance is reset first, and its observation extends its prompt.
+func (t *Trainer) generate(prompts []*Prompt, seed uint64) (_ []*Prompt, gens []generate.Generation, turns *toolTurns, err error) {
+	if e := t.s.Environment; e != nil {
+		if prompts, err = e.reset(prompts); err != nil {
+			return nil, nil, nil, &loop.Fault{Err: err}
+		}
+	}
 	opts := t.generateOptions(seed)
 	gen := func(p []*Prompt, o generate.Options) ([]generate.Generation, error) {
 		return rollout.Generate(t.gen, p, o, 0)
@@ -273,15 +281,15 @@ func (t *Trainer) generate(prompts []*Prompt, seed uint64) (gens []generate.Gene
 		first = t.s.firstTurns
 	}
 	if gens, err = first(prompts, opts); err != nil || t.s.Tools == nil {
-		return gens, nil, err
+		return prompts, gens, nil, err
 	}
-	if turns, err = t.s.Tools.run(gen, prompts, gens, opts, t.decode); err != nil {
-		return nil, nil, err
+	if turns, err = t.s.Tools.run(gen, prompts, gens, opts, t.decode, t.s.Environment); err != nil {
+		return nil, nil, nil, err
 	}
 	for i := range gens { // the text rewards judge: the model's last turn (the answer after the tools')
 		gens[i].Text = turns.last[i]
 	}
-	return gens, turns, nil
+	return prompts, gens, turns, nil
 }
 
 // decode is a completion's text without special tokens, as the reward functions see it.
@@ -304,8 +312,11 @@ func (t *Trainer) rollout() (*Scored, timings, error) {
 	var tm timings
 	prompts := t.nextPrompts()
 	t0 := time.Now()
-	gens, turns, err := t.generate(prompts, uint64(t.cfg.Seed)*1_000_003+uint64(t.round))
+	prompts, gens, turns, err := t.generate(prompts, uint64(t.cfg.Seed)*1_000_003+uint64(t.round))
 	if err != nil {
+		if f, ok := err.(*loop.Fault); ok {
+			return nil, tm, &loop.Fault{Err: fmt.Errorf("grpo: step %d: %w", t.globalStep+1, f.Err)}
+		}
 		return nil, tm, fmt.Errorf("grpo: %w", err)
 	}
 	tm.generation = time.Since(t0)

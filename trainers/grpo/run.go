@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/posttrain/posttrain/data"
@@ -32,18 +33,28 @@ type RunOptions struct {
 	Rows []data.Row
 }
 
-// setupTools is the run's Tools (nil without tools): the built-in tools and Python functions
-// (a tool worker, closed by closeTools) named by cfg.Tools, the family's call format, the chat
-// template's tool turns (which must be prefix-preserving: checked here on a first rendering) and
-// the tools' schemas rendered into every prompt.
-func setupTools(cfg *Config, modelType string, txt *encode.Text, stderr io.Writer) (_ *Tools, closeTools func(), err error) {
-	closeTools = func() {}
-	if len(cfg.Tools) == 0 {
-		return nil, closeTools, nil
+// setupTools is the run's Tools and Environment (nil without tools or an environment): the
+// built-in tools and Python functions (a tool worker) named by cfg.Tools, the environment class
+// cfg.Environment (an environment worker) whose methods are tools too, the family's call format,
+// the chat template's tool turns (which must be prefix-preserving: checked here on a first
+// rendering) and every tool's schema rendered into every prompt. closeTools ends the workers.
+func setupTools(cfg *Config, modelType string, txt *encode.Text, stderr io.Writer) (_ *Tools, _ *Environment, closeTools func(), err error) {
+	var closers []func()
+	closeTools = func() {
+		for _, c := range closers {
+			c()
+		}
 	}
-	bad := func(err error) (*Tools, func(), error) {
+	if len(cfg.Tools) == 0 && cfg.Environment == "" {
+		return nil, nil, closeTools, nil
+	}
+	key := "tools"
+	if len(cfg.Tools) == 0 {
+		key = "environment"
+	}
+	bad := func(err error) (*Tools, *Environment, func(), error) {
 		closeTools()
-		return nil, func() {}, config.Bad(cfg, "tools", err.Error())
+		return nil, nil, func() {}, config.Bad(cfg, key, err.Error())
 	}
 	format, err := tools.FormatOf(modelType)
 	if err != nil {
@@ -56,13 +67,14 @@ func setupTools(cfg *Config, modelType string, txt *encode.Text, stderr io.Write
 	if err != nil {
 		return bad(err)
 	}
+	timeout := time.Duration(cfg.ToolTimeout * float64(time.Second))
 	var py []tools.Tool
 	if len(specs) > 0 {
-		pt, err := extreward.StartTools(cfg.RewardPython, specs, stderr, time.Duration(cfg.ToolTimeout*float64(time.Second)))
+		pt, err := extreward.StartTools(cfg.RewardPython, specs, stderr, timeout)
 		if err != nil {
 			return bad(err)
 		}
-		closeTools = func() { _ = pt.Close() }
+		closers = append(closers, func() { _ = pt.Close() })
 		for i, name := range pt.Names {
 			py = append(py, &tools.Func{FuncName: name, FuncSchema: pt.Schema[i], Run: func(args map[string]any) (string, error) { return pt.Call(i, args) }})
 		}
@@ -71,11 +83,48 @@ func setupTools(cfg *Config, modelType string, txt *encode.Text, stderr io.Write
 	if err != nil {
 		return bad(err)
 	}
-	if _, err := txt.ToolSuffix([]chat.Message{encode.ToolMessage(set[0].Name(), "dummy")}); err != nil {
+	schemas := set.Schemas()
+	var env *Environment
+	if cfg.Environment != "" {
+		key = "environment"
+		pe, err := extreward.StartEnv(cfg.RewardPython, cfg.Environment, stderr, timeout)
+		if err != nil {
+			return bad(err)
+		}
+		closers = append(closers, func() { _ = pe.Close() })
+		for _, m := range pe.Methods {
+			if slices.ContainsFunc(set, func(t tools.Tool) bool { return t.Name() == m }) {
+				return bad(fmt.Errorf("%s's method %s has the name of a tool", pe.Name, m))
+			}
+		}
+		env = &Environment{Env: pe, Name: pe.Name, Methods: pe.Methods, Schemas: pe.Schemas, HasReward: pe.HasReward,
+			Render: func(msgs []chat.Message) (string, []int32, error) {
+				text, err := txt.RenderPrompt(msgs)
+				if err != nil {
+					return "", nil, err
+				}
+				var ids []int32
+				for _, id := range txt.Tokenizer.Encode(text) {
+					ids = append(ids, int32(id))
+				}
+				return text, ids, nil
+			}}
+		schemas = append(schemas, pe.Schemas...)
+	}
+	name := "dummy"
+	switch {
+	case len(set) > 0:
+		name = set[0].Name()
+	case env != nil && len(env.Methods) > 0:
+		name = env.Methods[0]
+	}
+	if _, err := txt.ToolSuffix([]chat.Message{encode.ToolMessage(name, "dummy")}); err != nil {
 		return bad(err)
 	}
-	txt.PromptTools = set.Schemas()
-	return &Tools{Set: set, Format: format, Suffix: txt.ToolSuffix, MaxIterations: cfg.MaxToolCallingIterations}, closeTools, nil
+	if len(schemas) > 0 {
+		txt.PromptTools = schemas
+	}
+	return &Tools{Set: set, Format: format, Suffix: txt.ToolSuffix, MaxIterations: cfg.MaxToolCallingIterations}, env, closeTools, nil
 }
 
 // Run is `posttrain grpo`: it loads the checkpoint in modelDir (HF layout: weights, config,
@@ -92,7 +141,7 @@ func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*lo
 	if err != nil {
 		return nil, err
 	}
-	tt, closeTools, err := setupTools(cfg, m.Config.ModelType, txt, opts.Progress)
+	tt, env, closeTools, err := setupTools(cfg, m.Config.ModelType, txt, opts.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +173,12 @@ func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*lo
 		return nil, err
 	}
 	rewards = append(rewards, funcs...)
+	if env != nil && env.HasReward { // TRL: one more reward source, weight 1, the class's name
+		rewards = append(rewards, env.reward())
+	}
+	if len(rewards) == 0 {
+		return nil, errors.New("grpo: no reward source: name a reward function (--reward-funcs), a reward model or a reward server, or give an environment whose class defines get_reward")
+	}
 	if err := checkRewardNames(rewards); err != nil {
 		return nil, err
 	}
@@ -131,7 +186,7 @@ func Run(ctx stdctx.Context, cfg *Config, modelDir string, opts RunOptions) (*lo
 		return nil, err
 	}
 	t, err := New(Setup{Config: cfg, Backend: opts.Backend, Model: m, Decoder: txt.Tokenizer, StopIDs: stop,
-		Prompts: prompts, EvalPrompts: evalPrompts, Rewards: rewards, Tools: tt, Logger: opts.Logger, Progress: opts.Progress, OnStep: opts.OnStep})
+		Prompts: prompts, EvalPrompts: evalPrompts, Rewards: rewards, Tools: tt, Environment: env, Logger: opts.Logger, Progress: opts.Progress, OnStep: opts.OnStep})
 	if err != nil {
 		return nil, err
 	}

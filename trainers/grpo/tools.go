@@ -3,6 +3,7 @@ package grpo
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/posttrain/posttrain/data/chat"
@@ -72,7 +73,7 @@ func assistantTurn(text string, calls []tools.Call) chat.Message {
 // next turn, Truncated is the last turn's, Text is left for the caller (toolTurns.last). Each
 // round of continuations draws with seed + round (a row's draws depend on its row and its seed
 // only, models/generate).
-func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.Generation, opts generate.Options, decode func([]int32) string) (*toolTurns, error) {
+func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.Generation, opts generate.Options, decode func([]int32) string, env *Environment) (*toolTurns, error) {
 	n := len(gens)
 	res := &toolTurns{mask: make([][]float32, n), conversations: make([][]chat.Message, n), last: make([]string, n)}
 	var active []int
@@ -94,9 +95,13 @@ func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.G
 			if len(calls) == 0 {
 				continue
 			}
+			set := tt.Set
+			if env != nil { // this rollout's own instance's methods
+				set = append(slices.Clone(set), env.tools(i)...)
+			}
 			var msgs []chat.Message
 			for _, c := range calls {
-				content, failed := tt.Set.Run(c)
+				content, failed := set.Run(c)
 				res.calls++
 				if failed {
 					res.failures++

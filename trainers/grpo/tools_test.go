@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/tools"
 	"github.com/posttrain/posttrain/internal/checkpoint"
@@ -160,7 +162,7 @@ func TestTools_MultiTurnRollout(t *testing.T) {
 			}
 			calls = nil
 			tt.MaxIterations = c.maxIter
-			res, err := tt.run(gen, prompts, gens, generate.Options{MaxNewTokens: c.maxLen, Seed: 1}, decode)
+			res, err := tt.run(gen, prompts, gens, generate.Options{MaxNewTokens: c.maxLen, Seed: 1}, decode, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,10 +209,11 @@ func TestTools_MultiTurnRollout(t *testing.T) {
 }
 
 // toolLetters is the tiny model's decoder (letters) where id 11 is a calculator call and id 13 a
-// malformed call, so that the randomly initialised model calls tools as it samples.
-type toolLetters struct{}
+// malformed call, so that the randomly initialised model calls tools as it samples; with add, id
+// 12 is a call of an environment's add(n=2).
+type toolLetters struct{ add bool }
 
-func (toolLetters) Decode(ids []int, skipSpecial bool) string {
+func (l toolLetters) Decode(ids []int, skipSpecial bool) string {
 	var b strings.Builder
 	for _, id := range ids {
 		switch {
@@ -219,6 +222,8 @@ func (toolLetters) Decode(ids []int, skipSpecial bool) string {
 			b.WriteString(`<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}</tool_call>`)
 		case id == 13:
 			b.WriteString(`<tool_call>oops</tool_call>`)
+		case id == 12 && l.add:
+			b.WriteString(`<tool_call>{"name": "add", "arguments": {"n": 2}}</tool_call>`)
 		default:
 			b.WriteByte(byte('a' + id))
 		}
@@ -228,7 +233,7 @@ func (toolLetters) Decode(ids []int, skipSpecial bool) string {
 
 // toolsRun is resumeRun with tools: the tiny model's calls (toolLetters) run the calculator, the
 // tool turn is two tokens per tool message.
-func toolsRun(t *testing.T, c *Config, stopAt int, onStep func(StepInfo)) (map[string][]float32, error) {
+func toolsRun(t *testing.T, c *Config, stopAt int, onStep func(StepInfo), edit ...func(*Setup)) (map[string][]float32, error) {
 	t.Helper()
 	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
 	defer cancel(nil)
@@ -243,7 +248,7 @@ func toolsRun(t *testing.T, c *Config, stopAt int, onStep func(StepInfo)) (map[s
 		}
 		return ids, nil
 	}
-	tr, err := New(Setup{Config: resolved(t, c), Backend: testBackend(), Model: tinyModel(t, 3),
+	s := Setup{Config: resolved(t, c), Backend: testBackend(), Model: tinyModel(t, 3),
 		Decoder: toolLetters{}, StopIDs: []int{0}, Prompts: tinyPrompts(), Rewards: []Reward{countReward('c')},
 		Tools: &Tools{Set: set, Format: tools.Hermes, Suffix: suffix, MaxIterations: 2},
 		OnStep: func(s StepInfo) {
@@ -253,7 +258,11 @@ func toolsRun(t *testing.T, c *Config, stopAt int, onStep func(StepInfo)) (map[s
 			if s.Step == stopAt {
 				cancel(checkpoint.ErrInterrupted)
 			}
-		}})
+		}}
+	for _, e := range edit {
+		e(&s)
+	}
+	tr, err := New(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,4 +342,142 @@ func TestGRPO_ToolsResumeEqualsStraight(t *testing.T) {
 	if calls == 0 {
 		t.Errorf("no tool call in %d steps: the test does not exercise the loop", len(recs))
 	}
+}
+
+// counters is a Go environment for the tiny model's runs: instance i is a counter that add
+// moves; reset takes the row's "target" column and answers " to N" (letters the tiny model's
+// render reads) on rows whose target is even, nothing on the others; its reward is 1 at the
+// target.
+type counters struct {
+	value, target []int
+	resets        int
+}
+
+func (c *counters) Reset(rows []map[string]any) ([]*string, error) {
+	c.resets++
+	c.value, c.target = make([]int, len(rows)), make([]int, len(rows))
+	obs := make([]*string, len(rows))
+	for i, r := range rows {
+		c.target[i] = int(r["target"].(float64))
+		if c.target[i]%2 == 0 {
+			s := "bb"
+			obs[i] = &s
+		}
+	}
+	return obs, nil
+}
+
+func (c *counters) Call(i int, method string, args map[string]any) (string, error) {
+	if method != "add" {
+		return "", errors.New("no method " + method)
+	}
+	c.value[i] += int(args["n"].(int64))
+	return strconv.Itoa(c.value[i]), nil
+}
+
+func (c *counters) Rewards(n int) ([]float64, error) {
+	out := make([]float64, n)
+	for i := range out {
+		if c.value[i] == c.target[i] {
+			out[i] = 1
+		}
+	}
+	return out, nil
+}
+
+// withCounters gives a tiny run the counters environment: conversational prompts (their letters
+// the prompt ids), the add tool, its reward.
+func withCounters(env *counters) func(*Setup) {
+	return func(s *Setup) {
+		var prompts []*Prompt
+		for i, p := range tinyPrompts() {
+			p.Source = data.Text{Messages: []chat.Message{{Role: "user", Content: p.Text}}}
+			p.Columns = map[string]any{"target": float64(2 + i)}
+			prompts = append(prompts, p)
+		}
+		s.Prompts, s.Decoder = prompts, toolLetters{add: true}
+		e := &Environment{Env: env, Name: "counters", Methods: []string{"add"},
+			Schemas: []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "add"}}`)}, HasReward: true,
+			Render: func(msgs []chat.Message) (string, []int32, error) {
+				text := msgs[len(msgs)-1].Content
+				var ids []int32
+				for _, ch := range text {
+					ids = append(ids, int32(ch-'a'))
+				}
+				return text, ids, nil
+			}}
+		s.Environment = e
+		s.Rewards = append(s.Rewards, e.reward())
+	}
+}
+
+// An environment run: each generation batch resets an instance per rollout, a prompt whose
+// instance answered grows by it, the model's add calls go to its rollout's own instance, and the
+// environment's reward is logged; resumed in the middle of a generation batch it ends as the
+// straight run does, bit for bit.
+func TestGRPO_EnvironmentResumeEqualsStraight(t *testing.T) {
+	config := func() *Config {
+		c := tinyConfig(t)
+		c.MaxSteps, c.NumIterations, c.MaxCompletionLength = 4, 2, 12
+		return c
+	}
+	straight := config()
+	env := &counters{}
+	grown, adds := 0, 0
+	want, err := toolsRun(t, straight, 0, func(s StepInfo) {
+		r := s.Scored
+		for i, p := range r.Prompts {
+			target := int(p.Columns["target"].(float64)) // prompt k of tinyPrompts has target 2+k
+			base := tinyPrompts()[target-2]
+			want, wantIDs := base.Text, len(base.IDs)
+			if target%2 == 0 {
+				want, wantIDs = want+"bb", wantIDs+2
+				grown++
+			}
+			if p.Text != want || len(p.IDs) != wantIDs {
+				t.Errorf("step %d row %d: prompt %q (%d ids), want %q", s.Step, i, p.Text, len(p.IDs), want)
+			}
+			for _, m := range r.Conversations[i] {
+				if m.Role == "tool" && strings.Contains(string(mustJSON(t, m)), `"name":"add"`) {
+					adds++
+				}
+			}
+		}
+	}, withCounters(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grown == 0 || adds == 0 || env.resets == 0 {
+		t.Errorf("%d grown prompts, %d add calls, %d resets: the test does not exercise the environment", grown, adds, env.resets)
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(straight.OutputDir, runlog.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := recs[0].Metrics["rewards/counters/mean"]; !ok {
+		t.Errorf("no rewards/counters/mean in %v", recs[0].Metrics)
+	}
+	c := config()
+	if _, err := toolsRun(t, c, 1, nil, withCounters(&counters{})); !errors.Is(err, loop.ErrInterrupted) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	resumed := config()
+	resumed.OutputDir, resumed.Resume = c.OutputDir, true
+	got, err := toolsRun(t, resumed, 0, nil, withCounters(&counters{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxAbsDiff(got, want); d != 0 {
+		t.Errorf("resumed run's weights differ from the straight run's by %g", d)
+	}
+	looptest.SameMetrics(t, filepath.Join(straight.OutputDir, runlog.MetricsName), filepath.Join(c.OutputDir, runlog.MetricsName))
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -43,6 +43,9 @@ type Setup struct {
 	// Tools, when set, makes the rollouts multi-turn: the completions' tool calls are run and
 	// generation continues after their results (tools.go).
 	Tools *Tools
+	// Environment, when set, resets an instance per rollout before each generation batch, and
+	// its methods are the rollout's tools (env.go); Tools must be set too (its Set may be empty).
+	Environment *Environment
 	// Logger receives events and guard-rail warnings; nil means slog.Default().
 	Logger *slog.Logger
 	// Progress, when set, shows a progress bar / log lines there.
