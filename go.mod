@@ -9,6 +9,7 @@ require (
 	github.com/gomlx/gomlx v0.26.0
 	github.com/nikolalohinski/gonja/v2 v2.9.1
 	github.com/urfave/cli/v3 v3.14.0
+	golang.org/x/net v0.61.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
 	golang.org/x/text v0.43.0

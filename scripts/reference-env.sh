@@ -4,6 +4,7 @@
 #
 #   scripts/reference/requirements.txt       → .venv-reference/trl-0.24  (TRL 0.24.0, transformers 4.57.6)
 #   scripts/reference/requirements-trl1.txt  → .venv-reference/trl-1     (TRL 1.16.0, transformers 5.24.0)
+#   scripts/reference/requirements-openenv.txt → .venv-reference/openenv (openenv-core 0.3.0)
 #
 # Each file is the `pip freeze` of a venv built from its top-level pins (the file's header says
 # which), so it pins every transitive package; it is installed with --no-deps, then `pip check`
@@ -15,10 +16,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
 root=${REFERENCE_VENV_DIR:-.venv-reference}
-envs=("trl-0.24:scripts/reference/requirements.txt" "trl-1:scripts/reference/requirements-trl1.txt")
-check='import importlib
-for m in ["torch", "transformers", "trl", "peft", "tokenizers", "gymnasium", "tensorboard", "safetensors"]:
-    print(f"{m} {importlib.import_module(m).__version__}")'
+envs=("trl-0.24:scripts/reference/requirements.txt" "trl-1:scripts/reference/requirements-trl1.txt" "openenv:scripts/reference/requirements-openenv.txt")
+check='import importlib, importlib.metadata, sys
+ms = {"openenv": ["openenv-core", "fastapi", "uvicorn", "pydantic", "websockets"]}.get(sys.argv[1],
+    ["torch", "transformers", "trl", "peft", "tokenizers", "gymnasium", "tensorboard", "safetensors"])
+for m in ms:
+    importlib.import_module({"openenv-core": "openenv"}.get(m, m))
+    print(f"{m} {importlib.metadata.version(m)}")'
 
 build() {
 	local name=$1 req=$2 venv=$root/$1
@@ -33,7 +37,7 @@ build() {
 	"$py" -m venv "$venv"
 	"$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$req"
 	"$venv/bin/pip" check --disable-pip-version-check
-	"$venv/bin/python" -c "$check" | sed "s/^/reference-env: $name: /" >&2
+	"$venv/bin/python" -c "$check" "$name" | sed "s/^/reference-env: $name: /" >&2
 	echo "$sum" >"$venv/.requirements.sha256" # last: a failed build is rebuilt next time
 }
 

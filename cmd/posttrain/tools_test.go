@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/posttrain/posttrain/data/extreward/openenvtest"
 )
 
 // qwen25Tokenizer writes Qwen's tokenizer (data/tokenizer/testdata) with Qwen2.5-Instruct's chat
@@ -152,5 +156,74 @@ func TestGRPO_EnvironmentCLI(t *testing.T) {
 	}
 	if _, err := runCLI(t, args("silent", "Silent")...); err == nil || !strings.Contains(err.Error(), "no reward source") {
 		t.Errorf("an environment without get_reward and no reward function: %v", err)
+	}
+}
+
+// `grpo --environment-url URL` (an OpenEnv server; here the twin of openenv-core's, whose answers
+// are the real server's record): each rollout's session is reset with its row (the columns a and
+// b), the observation ends the prompt's last message, the step tool's schema (the server's action
+// schema) is in the prompt, and the server's reward is the run's, logged under its name; a
+// generation batch wider than the server's capacity stops at the first step with one line naming
+// the setting to change; a URL that does not answer is refused before training.
+func TestGRPO_EnvironmentURLCLI(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "model")
+	if _, err := runCLI(t, "init", "--preset", "tiny", "--tokenizer", qwen25Tokenizer(t), "--out", model); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "mult.jsonl")
+	var rows []string
+	for i := range 4 {
+		rows = append(rows, fmt.Sprintf(`{"prompt": [{"role": "user", "content": "Answer with the step tool."}], "a": %d, "b": %d}`, 12+i, 34))
+	}
+	if err := os.WriteFile(data, []byte(strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := openenvtest.Start(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	args := func(out, url string, extra ...string) []string {
+		return append([]string{"grpo", "--model", model, "--dataset", data, "--output-dir", filepath.Join(dir, out), "--max-steps", "2",
+			"--num-generations", "2", "--max-completion-length", "8", "--per-device-train-batch-size", "4", "--save-steps", "1",
+			"--gradient-checkpointing=false", "--environment-url", url}, extra...)
+	}
+	if _, err := runCLI(t, args("out", srv.URL)...); err != nil {
+		t.Fatal(err)
+	}
+	c, err := os.ReadFile(filepath.Join(dir, "out", "completions.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first struct {
+		Prompt  string         `json:"prompt"`
+		Rewards map[string]any `json:"rewards"`
+	}
+	line, _, _ := strings.Cut(string(c), "\n")
+	if err := json.Unmarshal([]byte(line), &first); err != nil || !regexp.MustCompile(`Answer with the step tool\.What is 1[2-5] times 34\?<\|im_end\|>`).MatchString(first.Prompt) ||
+		!strings.Contains(first.Prompt, `{"type": "function", "function": {"name": "step", "description": "Answers the multiplication question.", "parameters": {"type": "object", "properties": {"answer": {"description": "the product", "type": "integer"}}, "required": ["answer"]}}}`) {
+		t.Errorf("the prompt does not end with the observation or show the step tool: %q (%v)", first.Prompt, err)
+	}
+	if r, ok := first.Rewards["multiply"]; !ok || r != "NaN" && r != 0.0 && r != 1.0 {
+		t.Errorf("completions.jsonl's rewards %v have no multiply in {NaN, 0, 1}", first.Rewards)
+	}
+	recs := metricsLines(t, filepath.Join(dir, "out"))
+	if _, ok := recs[0].Metrics["rewards/multiply/mean"]; !ok {
+		t.Errorf("metrics %v: no rewards/multiply/mean", recs[0].Metrics)
+	}
+	small, err := openenvtest.Start(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	rc, stderr := runFiles(t, args("small", small.URL)...)
+	if rc == 0 || !strings.Contains(stderr, "grpo: step 1: environment multiply: reset of session 3 refused: Server at capacity: 2/2 sessions active. Cannot accept new connections. (a generation batch needs 4 sessions at once: start the server with max_concurrent_envs ≥ 4)") {
+		t.Errorf("past the server's capacity: exit %d, %s", rc, stderr)
+	}
+	down := small.URL
+	small.Close()
+	if _, err := runCLI(t, args("down", down)...); err == nil || !strings.Contains(err.Error(), "environment_url") || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("a server that does not answer: %v", err)
 	}
 }

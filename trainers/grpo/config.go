@@ -20,7 +20,8 @@ type Config struct {
 	RewardWeights            []float64 `yaml:"reward_weights" usage:"weight of each reward model, then of each reward function, then of each reward URL (default: all 1)"`
 	Tools                    []string  `yaml:"tools" usage:"tools the model may call during generation: a built-in one (calculator), FILE.py:FUNC[,FUNC…] or a dotted module.func (Python functions, run in a worker; their schemas from signature and docstring as transformers' get_json_schema): their schemas are rendered into the prompts, each completion's tool calls run and their results appended as tool turns (masked out of the loss) before generation continues (TRL 1.x's tools=)"`
 	Environment              string    `yaml:"environment" usage:"FILE.py:Class or a dotted module.Class: TRL 1.x's environment_factory, one instance per rollout, reset with the rollout's dataset row (a string it returns is appended to the prompt's last message), its public methods the rollout's tools, its get_reward() (where defined) one more reward, logged under the class's name"`
-	ToolTimeout              float64   `yaml:"tool_timeout" resume:"free" usage:"seconds one Python tool call may take; past it the call fails ({'error': …} as its result) and the tool worker is restarted"`
+	EnvironmentURL           string    `yaml:"environment_url" usage:"an OpenEnv server (http://HOST:PORT): one session per rollout over its /ws, reset with the rollout's dataset row (its observation appended to the prompt's last message), its action schema the rollout's one tool, step, and the last reward it reports one more reward, logged under its name"`
+	ToolTimeout              float64   `yaml:"tool_timeout" resume:"free" usage:"seconds one Python tool call (or an environment server's answer) may take; past it the call fails ({'error': …} as its result) and the tool worker is restarted"`
 	MaxToolCallingIterations int       `yaml:"max_tool_calling_iterations" usage:"most tool-calling turns per completion; 0 = no limit (TRL's None): a completion ends at a turn without calls or at max_completion_length"`
 	NumGenerations           int       `yaml:"num_generations" usage:"completions sampled per prompt (group size G)"`
 	MaxPromptLength          int       `yaml:"max_prompt_length" usage:"truncate prompts (left) to this many tokens"`
@@ -116,8 +117,10 @@ func (c *Config) Validate() error {
 		return config.Bad(c, "fsdp", "is not for grpo, which generates with the whole weights on each device: use --devices N without it (data parallel)")
 	case c.TensorParallel:
 		return config.Bad(c, "tensor_parallel", "is not for grpo, which generates with the whole weights on each device: use --devices N without it (data parallel)")
-	case len(c.RewardFuncs) == 0 && len(c.RewardModels) == 0 && len(c.RewardURLs) == 0 && c.Environment == "":
-		return config.Bad(c, "reward_funcs", "is required: name at least one reward function (or give a reward model, --reward-model, a reward server, --reward-url, or an environment with get_reward, --environment)")
+	case len(c.RewardFuncs) == 0 && len(c.RewardModels) == 0 && len(c.RewardURLs) == 0 && c.Environment == "" && c.EnvironmentURL == "":
+		return config.Bad(c, "reward_funcs", "is required: name at least one reward function (or give a reward model, --reward-model, a reward server, --reward-url, or an environment with get_reward, --environment, or an environment server, --environment-url)")
+	case c.Environment != "" && c.EnvironmentURL != "":
+		return config.Bad(c, "environment_url", "and environment (--environment) name two environments: give one")
 	case len(c.RewardWeights) > 0 && len(c.RewardModels) == 0 && len(c.RewardURLs) == 0 && len(c.RewardWeights) != len(c.RewardFuncs):
 		return config.Bad(c, "reward_weights", fmt.Sprintf("has %d weights for %d reward functions", len(c.RewardWeights), len(c.RewardFuncs)))
 	case len(c.RewardWeights) > 0 && len(c.RewardURLs) == 0 && len(c.RewardWeights) != len(c.RewardModels)+len(c.RewardFuncs):

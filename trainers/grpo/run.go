@@ -2,6 +2,7 @@ package grpo
 
 import (
 	stdctx "context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,7 +36,8 @@ type RunOptions struct {
 
 // setupTools is the run's Tools and Environment (nil without tools or an environment): the
 // built-in tools and Python functions (a tool worker) named by cfg.Tools, the environment class
-// cfg.Environment (an environment worker) whose methods are tools too, the family's call format,
+// cfg.Environment (an environment worker) or cfg.EnvironmentURL (an OpenEnv server) whose methods
+// are tools too, the family's call format,
 // the chat template's tool turns (which must be prefix-preserving: checked here on a first
 // rendering) and every tool's schema rendered into every prompt. closeTools ends the workers.
 func setupTools(cfg *Config, modelType string, txt *encode.Text, stderr io.Writer) (_ *Tools, _ *Environment, closeTools func(), err error) {
@@ -45,12 +47,16 @@ func setupTools(cfg *Config, modelType string, txt *encode.Text, stderr io.Write
 			c()
 		}
 	}
-	if len(cfg.Tools) == 0 && cfg.Environment == "" {
+	if len(cfg.Tools) == 0 && cfg.Environment == "" && cfg.EnvironmentURL == "" {
 		return nil, nil, closeTools, nil
 	}
 	key := "tools"
-	if len(cfg.Tools) == 0 {
+	switch {
+	case len(cfg.Tools) > 0:
+	case cfg.Environment != "":
 		key = "environment"
+	default:
+		key = "environment_url"
 	}
 	bad := func(err error) (*Tools, *Environment, func(), error) {
 		closeTools()
@@ -85,31 +91,42 @@ func setupTools(cfg *Config, modelType string, txt *encode.Text, stderr io.Write
 	}
 	schemas := set.Schemas()
 	var env *Environment
-	if cfg.Environment != "" {
+	switch {
+	case cfg.Environment != "":
 		key = "environment"
 		pe, err := extreward.StartEnv(cfg.RewardPython, cfg.Environment, stderr, timeout)
 		if err != nil {
 			return bad(err)
 		}
 		closers = append(closers, func() { _ = pe.Close() })
-		for _, m := range pe.Methods {
+		env = &Environment{Env: pe, Name: pe.Name, Methods: pe.Methods, Schemas: pe.Schemas, HasReward: pe.HasReward}
+	case cfg.EnvironmentURL != "":
+		key = "environment_url"
+		oe, err := extreward.DialOpenEnv(cfg.EnvironmentURL, timeout)
+		if err != nil {
+			return bad(err)
+		}
+		closers = append(closers, func() { _ = oe.Close() })
+		env = &Environment{Env: oe, Name: oe.Name, Methods: []string{extreward.StepTool}, Schemas: []json.RawMessage{oe.Schema}, HasReward: true}
+	}
+	if env != nil {
+		for _, m := range env.Methods {
 			if slices.ContainsFunc(set, func(t tools.Tool) bool { return t.Name() == m }) {
-				return bad(fmt.Errorf("%s's method %s has the name of a tool", pe.Name, m))
+				return bad(fmt.Errorf("%s's method %s has the name of a tool", env.Name, m))
 			}
 		}
-		env = &Environment{Env: pe, Name: pe.Name, Methods: pe.Methods, Schemas: pe.Schemas, HasReward: pe.HasReward,
-			Render: func(msgs []chat.Message) (string, []int32, error) {
-				text, err := txt.RenderPrompt(msgs)
-				if err != nil {
-					return "", nil, err
-				}
-				var ids []int32
-				for _, id := range txt.Tokenizer.Encode(text) {
-					ids = append(ids, int32(id))
-				}
-				return text, ids, nil
-			}}
-		schemas = append(schemas, pe.Schemas...)
+		env.Render = func(msgs []chat.Message) (string, []int32, error) {
+			text, err := txt.RenderPrompt(msgs)
+			if err != nil {
+				return "", nil, err
+			}
+			var ids []int32
+			for _, id := range txt.Tokenizer.Encode(text) {
+				ids = append(ids, int32(id))
+			}
+			return text, ids, nil
+		}
+		schemas = append(schemas, env.Schemas...)
 	}
 	name := "dummy"
 	switch {
