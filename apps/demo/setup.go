@@ -139,10 +139,17 @@ func WriteBase(dir string, shape ModelShape, seed uint64) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return writeBase(dir, shape, seed, texts, "")
+}
+
+// writeBase is WriteBase on the corpus texts, the tokenizer saved with template (Qwen2.5's when
+// "").
+func writeBase(dir string, shape ModelShape, seed uint64, texts []string, template string) (string, error) {
 	res, err := bpetrain.Train(bpetrain.Config{VocabSize: bpetrain.DemoVocabSize, MinFrequency: 2}, texts)
 	if err != nil {
 		return "", fmt.Errorf("demo tokenizer: %w", err)
 	}
+	res.ChatTemplate = template
 	tokDir := filepath.Join(dir, "tokenizer")
 	if err := os.MkdirAll(tokDir, 0o755); err != nil {
 		return "", err

@@ -30,7 +30,12 @@ func init() {
 			"integer), on the GRPO and the held-out problems after each stage, ± the binomial standard error.\n" +
 			"--rlhf: from the same SFT model, a reward model on multiplication preference pairs of the GRPO\n" +
 			"problems (rlhf/reward-model; its ranking of held-out pairs is printed), then GRPO with the learned\n" +
-			"reward (rlhf/grpo-reward-model) and the random-reward control (rlhf/grpo-random).",
+			"reward (rlhf/grpo-reward-model) and the random-reward control (rlhf/grpo-random).\n" +
+			"--tools: products of two 4-digit numbers; a tokenizer and model under a Qwen2.5 chat template that\n" +
+			"lists the tools by name, SFT on conversations half of which call the built-in calculator, then GRPO\n" +
+			"with the calculator, without it and with a random reward (grpo-tools-seedN, grpo-no-tools-seedN,\n" +
+			"grpo-tools-random-seedN under --output-dir, default runs/demo-tools), each evaluated on held-out\n" +
+			"problems before its first step and after its last.",
 		Flags: demoFlags(),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
@@ -69,11 +74,25 @@ func init() {
 				}
 				o.Model = dir
 			}
+			if cmd.Bool("tools") {
+				if cmd.Bool("rlhf") || cmd.IsSet("model") || cmd.IsSet("prompt") {
+					return usageError{fmt.Errorf("%s: --tools trains the demo's own model on its own prompts: drop --rlhf, --model and --prompt", cmd.FullName())}
+				}
+				if err := demoTools(ctx, cmd); err != nil {
+					return fmt.Errorf("%s: %w", cmd.FullName(), err)
+				}
+				return nil
+			}
 			if cmd.Bool("rlhf") {
 				if err := demoRLHF(ctx, cmd, o); err != nil {
 					return err
 				}
 				return nil
+			}
+			for _, f := range []string{"tool-share", "digits"} {
+				if cmd.IsSet(f) {
+					return usageError{fmt.Errorf("%s: --%s is a flag of the tools demo: add --tools", cmd.FullName(), f)}
+				}
 			}
 			for _, f := range []string{"rm-steps", "rm-batch", "rm-learning-rate", "rm-train-wrongs", "reuse-rm", "rl-stages", "ppo-updates", "ppo-prompts", "ppo-epochs", "ppo-learning-rate", "ppo-kl-coef"} {
 				if cmd.IsSet(f) {
@@ -126,6 +145,9 @@ func demoFlags() []cli.Flag {
 		&cli.IntFlag{Name: "grpo-seeds", Value: d.GRPOSeeds, Usage: "verifier GRPO runs with consecutive seeds, to measure run-to-run noise"},
 		&cli.IntFlag{Name: "hidden-size", Validator: atLeast(1), Value: d.Shape.Hidden, Usage: "model width"},
 		&cli.IntFlag{Name: "layers", Validator: atLeast(1), Value: d.Shape.Layers, Usage: "decoder layers"},
+		&cli.BoolFlag{Name: "tools", Usage: "the tools demo instead: products of 4-digit numbers, SFT on conversations that sometimes call the built-in calculator, then GRPO with the calculator, without it, and with a random reward, two seeds each (default --output-dir runs/demo-tools; docs/demo.md)"},
+		&cli.FloatFlag{Name: "tool-share", Value: demo.ToolsDefault.ToolShare, Usage: "--tools: share of the SFT conversations that call the calculator (the others answer at once)"},
+		&cli.IntFlag{Name: "digits", Validator: atLeast(2), Value: demo.ToolsDefault.Digits, Usage: "--tools: digits of each factor"},
 		&cli.BoolFlag{Name: "rlhf", Usage: "the RLHF demo instead: SFT → reward model on preference pairs → GRPO and PPO with the learned reward vs GRPO (random reward), under OUTPUT_DIR/rlhf"},
 		&cli.IntFlag{Name: "rm-steps", Value: r.RMSteps, Usage: "--rlhf: reward model optimizer steps (0: num_train_epochs, 3, over its pairs, as max_steps 0 means)"},
 		&cli.IntFlag{Name: "rm-batch", Validator: atLeast(1), Value: r.RMBatch, Usage: "--rlhf: reward model pairs per step"},
@@ -184,5 +206,73 @@ func printDemo(w io.Writer, o demo.Options, rep *demo.Report) error {
 	fmt.Fprintf(w, "accuracy: greedy answers; strict: exactly the product (mult_strict), correct: its first integer (mult_correct), last: its last integer (mult_last); ± binomial standard error; reward: mean over the last logging window\n")
 	_, err := fmt.Fprintf(w, "total %s; curves: posttrain plot %s %s -o %s\n", rep.Wall.Round(time.Second),
 		filepath.Join(o.OutputDir, "grpo"), filepath.Join(o.OutputDir, "grpo-random"), filepath.Join(o.OutputDir, "curves.png"))
+	return err
+}
+
+// demoTools runs `posttrain demo --tools`: demo.ToolsDefault with the flags given.
+func demoTools(ctx context.Context, cmd *cli.Command) error {
+	for _, f := range []string{"max-factor", "held-out", "sft-format", "reward", "rm-steps", "rm-batch", "rm-learning-rate", "rm-train-wrongs", "reuse-rm", "rl-stages", "ppo-updates", "ppo-prompts", "ppo-epochs", "ppo-learning-rate", "ppo-kl-coef"} {
+		if cmd.IsSet(f) {
+			return usageError{fmt.Errorf("--%s is not a flag of the tools demo", f)}
+		}
+	}
+	o := demo.ToolsDefault
+	set := func(name string, apply func()) {
+		if cmd.IsSet(name) {
+			apply()
+		}
+	}
+	set("output-dir", func() { o.OutputDir = cmd.String("output-dir") })
+	set("tool-share", func() { o.ToolShare = cmd.Float("tool-share") })
+	set("digits", func() { o.Digits = int(cmd.Int("digits")) })
+	set("seed", func() { o.Seed = int(cmd.Int("seed")) })
+	set("sft-steps", func() { o.SFTSteps = int(cmd.Int("sft-steps")) })
+	set("sft-batch", func() { o.SFTBatch = int(cmd.Int("sft-batch")) })
+	set("sft-learning-rate", func() { o.SFTLearningRate = cmd.Float("sft-learning-rate") })
+	set("grpo-steps", func() { o.GRPOSteps = int(cmd.Int("grpo-steps")) })
+	set("grpo-learning-rate", func() { o.GRPOLearningRate = cmd.Float("grpo-learning-rate") })
+	set("grpo-prompts", func() { o.GRPOPrompts = int(cmd.Int("grpo-prompts")) })
+	set("num-generations", func() { o.NumGen = int(cmd.Int("num-generations")) })
+	set("temperature", func() { o.Temperature = cmd.Float("temperature") })
+	set("beta", func() { o.Beta = cmd.Float("beta") })
+	set("max-completion-length", func() { o.MaxCompletionLength = int(cmd.Int("max-completion-length")) })
+	set("grpo-seeds", func() { o.Seeds = int(cmd.Int("grpo-seeds")) })
+	set("reuse-sft", func() { o.ReuseSFT = cmd.Bool("reuse-sft") })
+	set("hidden-size", func() { o.Shape.Hidden = int(cmd.Int("hidden-size")) })
+	set("layers", func() { o.Shape.Layers = int(cmd.Int("layers")) })
+	set("intermediate-size", func() { o.Shape.Intermediate = int(cmd.Int("intermediate-size")) })
+	b, err := newBackend(cmd.Root().ErrWriter, cmd.String("backend"))
+	if err != nil {
+		return err
+	}
+	defer b.Finalize()
+	errw := cmd.Root().ErrWriter
+	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	rep, err := demo.RunTools(ctx, o, demo.Env{Backend: b, Logger: logger, Progress: errw})
+	if err != nil {
+		return err
+	}
+	return printToolsDemo(cmd.Root().Writer, o, rep)
+}
+
+// printToolsDemo writes the tools demo's table.
+func printToolsDemo(w io.Writer, o demo.ToolsOptions, rep *demo.ToolsReport) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "run	seed	held-out accuracy before	after	calls per completion before	after	training calls first step	last step	wall\n")
+	for _, r := range rep.Runs {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%.1f%%\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", r.Condition, r.Seed, 100*r.Before.Accuracy, 100*r.After.Accuracy,
+			r.Before.CallRate, r.After.CallRate, r.FirstCallRate, r.LastCallRate, r.Wall.Round(time.Second))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "accuracy: mult_correct (the first integer of the last turn is the product) on %d held-out problems × %d samples at temperature %g; calls: tool calls per completion (0 where the run has no tool)\n",
+		o.HeldOut, o.NumGen, o.Temperature)
+	var dirs []string
+	for _, r := range rep.Runs[:min(len(rep.Runs), len(demo.ToolsConditions))] {
+		dirs = append(dirs, r.Dir)
+	}
+	_, err := fmt.Fprintf(w, "SFT %s, total %s; curves: posttrain plot %s -o %s\n", rep.SFT.Round(time.Second), rep.Wall.Round(time.Second),
+		strings.Join(dirs, " "), filepath.Join(o.OutputDir, "curves.png"))
 	return err
 }

@@ -227,3 +227,22 @@ func TestGRPO_EnvironmentURLCLI(t *testing.T) {
 		t.Errorf("a server that does not answer: %v", err)
 	}
 }
+
+// `posttrain demo --tools` refuses the other demos' flags and theirs without it, before any stage.
+func TestDemoTools_Flags(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "demo")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tools", "--rlhf"}, "--tools trains the demo's own model on its own prompts: drop --rlhf, --model and --prompt"},
+		{[]string{"--tool-share", "0.4"}, "--tool-share is a flag of the tools demo: add --tools"},
+		{[]string{"--tools", "--max-factor", "5"}, "--max-factor is not a flag of the tools demo"},
+		{[]string{"--tools", "--tool-share", "1.5"}, "the share of SFT conversations with a tool call must be in (0, 1), got 1.5"},
+	} {
+		_, err := runCLI(t, append([]string{"demo", "--output-dir", out}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("demo %v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}

@@ -182,6 +182,9 @@ type Result struct {
 	Merges         [][2]string // in rank order; Merges[i] made a token (possibly made before)
 	Added          []tokenizer.AddedToken
 	ModelMaxLength int
+	// ChatTemplate, when set, replaces Qwen2.5-Instruct's (ChatTemplate) in the saved
+	// tokenizer_config.json.
+	ChatTemplate string
 }
 
 // VocabSize is the number of tokens: model vocabulary plus added tokens.

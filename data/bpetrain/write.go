@@ -120,7 +120,7 @@ func (r *Result) TokenizerJSON() ([]byte, error) {
 
 // ConfigJSON returns the tokenizer_config.json of Qwen2.5-Instruct with this tokenizer's added
 // tokens: eos_token <|im_end|>, pad_token <|endoftext|>, bos_token null and Qwen2.5-Instruct's
-// chat template. Keys are sorted, as transformers writes them.
+// chat template (or the Result's ChatTemplate). Keys are sorted, as transformers writes them.
 func (r *Result) ConfigJSON() ([]byte, error) {
 	decoder := map[string]any{}
 	for _, a := range r.Added {
@@ -133,7 +133,7 @@ func (r *Result) ConfigJSON() ([]byte, error) {
 		"added_tokens_decoder":         decoder,
 		"additional_special_tokens":    []string{"<|im_start|>", "<|im_end|>"},
 		"bos_token":                    nil,
-		"chat_template":                ChatTemplate,
+		"chat_template":                r.template(),
 		"clean_up_tokenization_spaces": false,
 		"eos_token":                    "<|im_end|>",
 		"errors":                       "replace",
@@ -144,6 +144,15 @@ func (r *Result) ConfigJSON() ([]byte, error) {
 		"unk_token":                    nil,
 	}
 	return marshal(cfg, "  ")
+}
+
+// template is the chat template the tokenizer is saved with: ChatTemplate unless ChatTemplate
+// was set on the Result.
+func (r *Result) template() string {
+	if r.ChatTemplate != "" {
+		return r.ChatTemplate
+	}
+	return ChatTemplate
 }
 
 // vocabJSON and mergesTXT are the slow tokenizer's files (transformers' Qwen2Tokenizer): the
