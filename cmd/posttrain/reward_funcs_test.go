@@ -134,7 +134,8 @@ func TestGRPO_PythonRewardFuncs(t *testing.T) {
 // ends where the uninterrupted run does, bit for bit.
 func TestGRPO_RewardFailureSavesAndResumes(t *testing.T) {
 	dir, model, py := pythonRewardRun(t)
-	funcs := []string{"--reward-funcs", py + ":reward_len", "--reward-funcs", py + ":answer_len"}
+	// beta > 0: the rewards run beside the reference pass, and fail there.
+	funcs := []string{"--reward-funcs", py + ":reward_len", "--reward-funcs", py + ":answer_len", "--beta", "0.04"}
 	straight := filepath.Join(dir, "straight")
 	if _, err := runCLI(t, grpoArgs(model, straight, funcs...)...); err != nil {
 		t.Fatal(err)

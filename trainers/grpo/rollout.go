@@ -304,8 +304,23 @@ func toInts(ids []int32) []int {
 }
 
 // timings of one generation round: scoring includes the rewards (timing_s/rewards, the reward
-// functions' calls: the overhead of a Python worker or a reward server shows there).
+// functions' calls: the overhead of a Python worker or a reward server shows there; where they
+// run beside the log-prob passes, scoring is the longer of the two, not their sum).
 type timings struct{ generation, scoring, rewards time.Duration }
+
+// overlapRewards reports whether the rewards may run beside the log-prob passes: there are such
+// passes, and no reward is a reward model (which runs on the backend).
+func (t *Trainer) overlapRewards() bool {
+	if t.oldEval == nil && t.refEval == nil {
+		return false
+	}
+	for _, rw := range t.s.Rewards {
+		if rw.Scorer != nil {
+			return false
+		}
+	}
+	return true
+}
 
 // rollout generates, scores and prepares one generation batch.
 func (t *Trainer) rollout() (*Scored, timings, error) {
@@ -323,23 +338,43 @@ func (t *Trainer) rollout() (*Scored, timings, error) {
 	t.round++
 	t0 = time.Now()
 	r := newScored(prompts, gens, t.cfg.MaskTruncatedCompletions, turns)
-	if err := scoreRewards(r, t.s.Rewards, t.rewardState()); err != nil {
-		return nil, tm, &loop.Fault{Err: fmt.Errorf("grpo: step %d: %w", t.globalStep+1, err)}
+	// The rewards run beside the old and reference log-probs (a Python worker's or a reward
+	// server's latency hidden behind the forward passes), unless a reward model needs the backend
+	// too: neither reads what the other writes, and the reward functions are called in their
+	// order, so the rollout is the same either way.
+	var rewardErr error
+	rewardsDone := make(chan struct{})
+	go func() {
+		defer close(rewardsDone)
+		t1 := time.Now()
+		rewardErr = scoreRewards(r, t.s.Rewards, t.rewardState())
+		tm.rewards = time.Since(t1)
+	}()
+	fault := func() error { return &loop.Fault{Err: fmt.Errorf("grpo: step %d: %w", t.globalStep+1, rewardErr)} }
+	if !t.overlapRewards() {
+		if <-rewardsDone; rewardErr != nil {
+			return nil, tm, fault()
+		}
 	}
-	tm.rewards = time.Since(t0)
+	var oldErr, refErr error
+	if t.oldEval != nil {
+		r.OldLogp, oldErr = t.score(t.oldEval, r)
+	}
+	if t.refEval != nil && oldErr == nil {
+		r.RefLogp, refErr = t.score(t.refEval, r)
+	}
+	<-rewardsDone
+	switch {
+	case rewardErr != nil:
+		return nil, tm, fault()
+	case oldErr != nil:
+		return nil, tm, fmt.Errorf("grpo: old log-probs: %w", oldErr)
+	case refErr != nil:
+		return nil, tm, fmt.Errorf("grpo: reference log-probs: %w", refErr)
+	}
 	scale := rl.ScaleRewards(t.cfg.ScaleRewards)
 	if err := advantages(r, t.cfg.NumGenerations, scale, t.cfg.Advantage); err != nil {
 		return nil, tm, fmt.Errorf("grpo: %w", err)
-	}
-	if t.oldEval != nil {
-		if r.OldLogp, err = t.score(t.oldEval, r); err != nil {
-			return nil, tm, fmt.Errorf("grpo: old log-probs: %w", err)
-		}
-	}
-	if t.refEval != nil {
-		if r.RefLogp, err = t.score(t.refEval, r); err != nil {
-			return nil, tm, fmt.Errorf("grpo: reference log-probs: %w", err)
-		}
 	}
 	tm.scoring = time.Since(t0)
 	for i := range r.Completions {
