@@ -9,8 +9,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Tool is one function a model may call.
@@ -150,14 +153,74 @@ type Format string
 // <tool_call> and </tool_call>, after the turn's text (TRL's qwen3 response schema).
 const Hermes Format = "hermes"
 
-// FormatOf is the tool-call format of a model family (config.json's model_type), or an error
-// naming the families that have one.
-func FormatOf(modelType string) (Format, error) {
-	switch modelType {
-	case "qwen2", "qwen3":
+// Llama3 is Llama 3.1's and 3.2's: one call per turn, a bare JSON object {"name": …,
+// "parameters": {…}} ending the turn (TRL's llama3 response template).
+const Llama3 Format = "llama3"
+
+// FormatOf is the tool-call format of a model family (config.json's model_type) and its chat
+// template's source, or an error naming the formats there are: Qwen2.5's and Qwen3's <tool_call>
+// JSON for qwen2 and qwen3; for llama, Llama 3.1/3.2-Instruct's JSON calls where the template
+// renders them (its "parameters" calls and ipython tool turns, as TRL 1.x recognises those two
+// templates). Other templates of the llama family (SmolLM2's has no tools) and other families are
+// refused.
+func FormatOf(modelType, template string) (Format, error) {
+	switch {
+	case modelType == "qwen2" || modelType == "qwen3":
 		return Hermes, nil
+	case modelType == "llama" && strings.Contains(template, `"parameters": `) && strings.Contains(template, "<|start_header_id|>ipython<|end_header_id|>"):
+		return Llama3, nil
+	case modelType == "llama":
+		return "", fmt.Errorf("tool calls are parsed in Llama 3.1/3.2-Instruct's format for the llama family, and this model's chat template does not render it (no \"parameters\" calls and ipython tool turns; SmolLM2's has no tools at all)")
 	}
-	return "", fmt.Errorf("tool calls are parsed in Qwen2.5's and Qwen3's format (<tool_call> JSON): a qwen2 or qwen3 model, not %s", modelType)
+	return "", fmt.Errorf("tool calls are parsed in Qwen2.5's and Qwen3's format (<tool_call> JSON; qwen2 and qwen3 models) and Llama 3.1/3.2-Instruct's (llama models with that chat template), not for %s", modelType)
+}
+
+// llama3Call opens a Llama 3.x call: TRL's llama3 response template's open pattern.
+var llama3Call = regexp.MustCompile(`\{"name":\s*"([^"]+)",\s*"parameters":\s*`)
+
+// parseLlama3 reads a Llama 3.x turn as transformers 5.x parses it with TRL's llama3 response
+// template: text, then at most one call, {"name": "…", "parameters": V} with V one JSON value,
+// ending the turn (its <|eot_id|>, stripped from the text here). Anything else, a call that does
+// not parse included, is no call (TRL falls back to the plain text).
+func parseLlama3(text string) []Call {
+	m := llama3Call.FindStringSubmatchIndex(text)
+	if m == nil {
+		return nil
+	}
+	body := strings.TrimRightFunc(text[m[1]:], unicode.IsSpace)
+	body, ok := strings.CutSuffix(body, "}")
+	if !ok {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return nil
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil
+	}
+	name := text[m[2]:m[3]]
+	args, ok := v.(map[string]any)
+	if !ok {
+		return []Call{{Name: name, Err: fmt.Sprintf("Malformed tool call (parameters is not an object): %s", oneLine(body, 200))}}
+	}
+	return []Call{{Name: name, Arguments: numbers(args)}}
+}
+
+// ContentBefore is the text of a turn before its calls in format f: what TRL's response
+// templates parse as the assistant message's content.
+func ContentBefore(f Format, text string) string {
+	switch f {
+	case Llama3:
+		if m := llama3Call.FindStringIndex(text); m != nil && len(parseLlama3(text)) > 0 {
+			return strings.TrimSpace(text[:m[0]])
+		}
+		return text
+	}
+	content, _, _ := strings.Cut(text, "<tool_call>")
+	return content
 }
 
 // Parse returns the tool calls of an assistant turn's text in format f (none when it has none):
@@ -166,6 +229,9 @@ func FormatOf(modelType string) (Format, error) {
 // lacks a string "name" or an object "arguments", is a call with Err set (a failed call, where
 // transformers' parser would raise).
 func Parse(f Format, text string) []Call {
+	if f == Llama3 {
+		return parseLlama3(text)
+	}
 	const open, close = "<tool_call>", "</tool_call>"
 	var calls []Call
 	for {
@@ -202,7 +268,12 @@ func parseJSONCall(body string) Call {
 	default:
 		return Call{Name: name, Err: fmt.Sprintf("Malformed tool call (arguments is not an object): %s", oneLine(body, 200))}
 	}
-	for k, v := range args { // JSON numbers as Go numbers
+	return Call{Name: name, Arguments: numbers(args)}
+}
+
+// numbers makes args' top-level JSON numbers Go numbers.
+func numbers(args map[string]any) map[string]any {
+	for k, v := range args {
 		if n, ok := v.(json.Number); ok {
 			if i, err := n.Int64(); err == nil {
 				args[k] = i
@@ -211,7 +282,7 @@ func parseJSONCall(body string) Call {
 			}
 		}
 	}
-	return Call{Name: name, Arguments: args}
+	return args
 }
 
 func oneLine(s string, n int) string {

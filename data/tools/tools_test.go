@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -104,7 +105,70 @@ func TestParseAndRun(t *testing.T) {
 	if got := pyStr(`it's`); got != `"it's"` {
 		t.Errorf("pyStr: %s", got)
 	}
-	if _, err := FormatOf("llama"); err == nil || !strings.Contains(err.Error(), "a qwen2 or qwen3 model, not llama") {
-		t.Errorf("llama: %v", err)
+	if _, err := FormatOf("gemma3_text", ""); err == nil || !strings.Contains(err.Error(), "not for gemma3_text") {
+		t.Errorf("gemma3_text: %v", err)
+	}
+}
+
+// Llama 3.x calls are read as TRL 1.16 reads them (models/encode/testdata/llama3_tools/golden.json:
+// trl.chat_template_utils.parse_response with TRL's llama3 response template, transformers
+// 5.24.0, as GRPOTrainer's tool loop calls it): the one call that ends a turn, text before it kept
+// as the content, and no call at all for a call that does not parse, two calls in a turn, or
+// "arguments" in place of "parameters" (TRL falls back to the plain text). Parameters that are not
+// an object are a call TRL would make and fail; here it is a failed call at once.
+func TestParse_Llama3AsTRL(t *testing.T) {
+	raw, err := os.ReadFile("../../models/encode/testdata/llama3_tools/golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Parse []struct {
+			Text      string `json:"text"`
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				Name      string `json:"name"`
+				Arguments any    `json:"arguments"`
+			} `json:"tool_calls"`
+		} `json:"parse"`
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Parse) < 10 {
+		t.Fatalf("%d cases", len(g.Parse))
+	}
+	for _, c := range g.Parse {
+		calls := Parse(Llama3, c.Text)
+		if len(calls) != len(c.ToolCalls) {
+			t.Errorf("%q: %d calls %+v, TRL %d", c.Text, len(calls), calls, len(c.ToolCalls))
+			continue
+		}
+		if len(calls) == 0 {
+			if got := ContentBefore(Llama3, c.Text); got != c.Content {
+				t.Errorf("%q: content %q, TRL %q", c.Text, got, c.Content)
+			}
+			continue
+		}
+		want := c.ToolCalls[0]
+		got := calls[0]
+		if got.Name != want.Name {
+			t.Errorf("%q: name %q, TRL %q", c.Text, got.Name, want.Name)
+		}
+		if args, ok := want.Arguments.(map[string]any); ok {
+			gb, _ := json.Marshal(got.Arguments)
+			wb, _ := json.Marshal(args)
+			if got.Err != "" || string(gb) != string(wb) {
+				t.Errorf("%q: arguments %s (%s), TRL %s", c.Text, gb, got.Err, wb)
+			}
+		} else if got.Err == "" {
+			t.Errorf("%q: parameters %v are not an object, and the call did not fail", c.Text, want.Arguments)
+		}
+		if got := ContentBefore(Llama3, c.Text); got != c.Content {
+			t.Errorf("%q: content %q, TRL %q", c.Text, got, c.Content)
+		}
+	}
+	smol := `{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}`
+	if _, err := FormatOf("llama", smol); err == nil || !strings.Contains(err.Error(), "SmolLM2's has no tools") {
+		t.Errorf("a llama model without Llama 3.1's template: %v", err)
 	}
 }

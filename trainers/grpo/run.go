@@ -62,12 +62,12 @@ func setupTools(cfg *Config, modelType string, txt *encode.Text, stderr io.Write
 		closeTools()
 		return nil, nil, func() {}, config.Bad(cfg, key, err.Error())
 	}
-	format, err := tools.FormatOf(modelType)
-	if err != nil {
-		return bad(err)
-	}
 	if txt.Template == nil {
 		return bad(errors.New("the model has no chat template to render the tools and their results with"))
+	}
+	format, err := tools.FormatOf(modelType, txt.Template.Source)
+	if err != nil {
+		return bad(err)
 	}
 	names, specs, err := extreward.ExpandToolSpecs(cfg.Tools, tools.BuiltinNames())
 	if err != nil {

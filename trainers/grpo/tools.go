@@ -49,8 +49,8 @@ type toolTurns struct {
 // assistantTurn is an assistant turn's message as TRL's Qwen response schema parses it: the text
 // before the first tool call (its trailing newline dropped) and the well-formed calls as
 // tool_calls [{"type": "function", "function": {"name", "arguments"}}].
-func assistantTurn(text string, calls []tools.Call) chat.Message {
-	content, _, _ := strings.Cut(text, "<tool_call>")
+func assistantTurn(f tools.Format, text string, calls []tools.Call) chat.Message {
+	content := tools.ContentBefore(f, text)
 	if len(calls) > 0 {
 		content = strings.TrimSuffix(content, "\n")
 	}
@@ -80,7 +80,7 @@ func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.G
 	for i := range gens {
 		res.mask[i] = ones(len(gens[i].IDs))
 		res.last[i] = decode(gens[i].IDs)
-		res.conversations[i] = []chat.Message{assistantTurn(res.last[i], tools.Parse(tt.Format, res.last[i]))}
+		res.conversations[i] = []chat.Message{assistantTurn(tt.Format, res.last[i], tools.Parse(tt.Format, res.last[i]))}
 		active = append(active, i)
 	}
 	maxLen, seed := opts.MaxNewTokens, opts.Seed
@@ -142,7 +142,7 @@ func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.G
 			res.conversations[i] = append(res.conversations[i], toolMsgs[k]...)
 			if len(ids) > 0 { // TRL adds no message for a turn cut to nothing
 				res.last[i] = decode(ids)
-				res.conversations[i] = append(res.conversations[i], assistantTurn(res.last[i], tools.Parse(tt.Format, res.last[i])))
+				res.conversations[i] = append(res.conversations[i], assistantTurn(tt.Format, res.last[i], tools.Parse(tt.Format, res.last[i])))
 				active = append(active, i)
 			}
 		}

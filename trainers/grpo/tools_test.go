@@ -28,8 +28,15 @@ import (
 // qwenText loads Qwen's tokenizer (data/tokenizer/testdata) with Qwen2.5-Instruct's chat template.
 func qwenText(t *testing.T) *encode.Text {
 	t.Helper()
+	return fixtureText(t, "../../data/tokenizer/testdata", "../../data/chat/testdata/qwen25_chat_template.jinja")
+}
+
+// fixtureText is a tokenizer fixture directory's tokenizer.json.gz and tokenizer_config.json
+// with the chat template in templatePath.
+func fixtureText(t *testing.T, tokDir, templatePath string) *encode.Text {
+	t.Helper()
 	dir := t.TempDir()
-	f, err := os.Open("../../data/tokenizer/testdata/tokenizer.json.gz")
+	f, err := os.Open(filepath.Join(tokDir, "tokenizer.json.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,11 +49,11 @@ func qwenText(t *testing.T) *encode.Text {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := os.ReadFile("../../data/chat/testdata/qwen25_chat_template.jinja")
+	tmpl, err := os.ReadFile(templatePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile("../../data/tokenizer/testdata/tokenizer_config.json")
+	raw, err := os.ReadFile(filepath.Join(tokDir, "tokenizer_config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +89,61 @@ func TestToolSuffix_AsTRL(t *testing.T) {
 	want := []int32{198, 151644, 872, 198, 151665, 198, 19, 19, 15, 15, 19, 15, 15, 20, 16, 198, 151666, 198, 151665, 198, 13608, 841, 1210, 364, 28764, 553, 7168, 16418, 151666, 151645, 198, 151644, 77091, 198}
 	if !slices.Equal(got, want) {
 		t.Errorf("suffix %v\nwant   %v", got, want)
+	}
+}
+
+// Llama 3.1-Instruct's template (TRL's copy, models/encode/testdata/llama3_tools, with Llama 3.1's
+// tokenizer): the prompt with the calculator's schema renders as transformers renders it, text and
+// ids, and the tool turn after a call is what TRL 1.16's _get_tool_suffix_ids cuts (an ipython
+// turn per result, then the next assistant header); the family's format is Llama 3.x's.
+func TestToolSuffix_Llama3AsTRL(t *testing.T) {
+	const dir = "../../models/encode/testdata/llama3_tools"
+	txt := fixtureText(t, "../../data/tokenizer/testdata/llama3", filepath.Join(dir, "chat_template.jinja"))
+	raw, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Suffix []struct {
+			Messages []struct{ Name, Content string } `json:"messages"`
+			IDs      []int32                         `json:"ids"`
+		} `json:"suffix"`
+		Prompt struct {
+			Messages []chat.Message    `json:"messages"`
+			Tools    []json.RawMessage `json:"tools"`
+			Text     string            `json:"text"`
+			IDs      []int             `json:"ids"`
+		} `json:"prompt"`
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := tools.FormatOf("llama", txt.Template.Source); err != nil || f != tools.Llama3 {
+		t.Fatalf("format %q, %v", f, err)
+	}
+	txt.PromptTools = g.Prompt.Tools
+	text, err := txt.RenderPrompt(g.Prompt.Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != g.Prompt.Text {
+		t.Errorf("prompt\n%q\nwant\n%q", text, g.Prompt.Text)
+	}
+	if ids := txt.Tokenizer.Encode(text); !slices.Equal(ids, g.Prompt.IDs) {
+		t.Errorf("prompt ids %v\nwant       %v", ids, g.Prompt.IDs)
+	}
+	for _, c := range g.Suffix {
+		var msgs []chat.Message
+		for _, m := range c.Messages {
+			msgs = append(msgs, encode.ToolMessage(m.Name, m.Content))
+		}
+		got, err := txt.ToolSuffix(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, c.IDs) {
+			t.Errorf("%d results: suffix %v\nwant %v", len(msgs), got, c.IDs)
+		}
 	}
 }
 
