@@ -106,7 +106,7 @@ func TestToolSuffix_Llama3AsTRL(t *testing.T) {
 	var g struct {
 		Suffix []struct {
 			Messages []struct{ Name, Content string } `json:"messages"`
-			IDs      []int32                         `json:"ids"`
+			IDs      []int32                          `json:"ids"`
 		} `json:"suffix"`
 		Prompt struct {
 			Messages []chat.Message    `json:"messages"`
