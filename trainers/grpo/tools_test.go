@@ -543,3 +543,69 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// The same loop in Llama 3.x's format: a turn ending in {"name": …, "parameters": …} runs the
+// calculator, the ipython turn follows with mask 0 (TRL's suffix on Llama 3.1's template), and
+// generation continues from there; the conversation keeps the text before the call as content.
+func TestTools_Llama3Rollout(t *testing.T) {
+	txt := fixtureText(t, "../../data/tokenizer/testdata/llama3", "../../models/encode/testdata/llama3_tools/chat_template.jinja")
+	const eot = 128009
+	enc := func(s string) []int32 {
+		var out []int32
+		for _, id := range txt.Tokenizer.Encode(s) {
+			out = append(out, int32(id))
+		}
+		return out
+	}
+	decode := func(ids []int32) string {
+		xs := make([]int, len(ids))
+		for i, id := range ids {
+			xs[i] = int(id)
+		}
+		return txt.Tokenizer.Decode(xs, true)
+	}
+	turn := func(s string) generate.Generation {
+		ids := append(enc(s), eot)
+		return generate.Generation{IDs: ids, LogProbs: make([]float64, len(ids))}
+	}
+	set, err := tools.Lookup([]string{"calculator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt := &Tools{Set: set, Format: tools.Llama3, Suffix: txt.ToolSuffix}
+	first := `Let me compute. {"name": "calculator", "parameters": {"expression": "4780*3328"}}`
+	prompt := &encode.Prompt{IDs: enc("<|start_header_id|>user<|end_header_id|>\n\n4780*3328<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")}
+	var contexts [][]int32
+	gen := func(p []*encode.Prompt, o generate.Options) ([]generate.Generation, error) {
+		contexts = append(contexts, p[0].IDs)
+		return []generate.Generation{turn("15907840")}, nil
+	}
+	gens := []generate.Generation{turn(first)}
+	res, err := tt.run(gen, []*encode.Prompt{prompt}, gens, generate.Options{MaxNewTokens: 100, Seed: 1}, decode, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix, err := txt.ToolSuffix([]chat.Message{encode.ToolMessage("calculator", "15907840")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(append(append(enc(first), eot), suffix...), append(enc("15907840"), eot)...)
+	if !slices.Equal(gens[0].IDs, want) || res.calls != 1 || res.failures != 0 || len(contexts) != 1 {
+		t.Fatalf("row %q (%d calls, %d failures, %d continuations)\nwant %q", decode(gens[0].IDs), res.calls, res.failures, len(contexts), decode(want))
+	}
+	// The ipython turn as Llama 3.1's template writes a string result: through tojson, quoted.
+	if ctx := append(append(slices.Clone(prompt.IDs), append(enc(first), eot)...), suffix...); !slices.Equal(contexts[0], ctx) ||
+		!strings.Contains(txt.Tokenizer.Decode(toInts(suffix), false), "<|start_header_id|>ipython<|end_header_id|>\n\n\"15907840\"<|eot_id|>") {
+		t.Errorf("continued from %v\nwant %v", contexts[0], ctx)
+	}
+	for k, m := range res.mask[0] {
+		inTool := k >= len(enc(first))+1 && k < len(enc(first))+1+len(suffix)
+		if (m == 0) != inTool {
+			t.Fatalf("mask[%d] = %g", k, m)
+		}
+	}
+	conv := res.conversations[0]
+	if len(conv) != 3 || conv[0].Content != "Let me compute." || conv[1].Role != "tool" || conv[2].Content != "15907840" || res.last[0] != "15907840" {
+		t.Errorf("conversation %+v, last %q", conv, res.last[0])
+	}
+}
