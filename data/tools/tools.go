@@ -209,25 +209,36 @@ func parseLlama3(text string) []Call {
 	return []Call{{Name: name, Arguments: numbers(args)}}
 }
 
-// ContentBefore is the text of a turn before its calls in format f: what TRL's response
-// templates parse as the assistant message's content.
-func ContentBefore(f Format, text string) string {
-	switch f {
-	case Llama3:
-		if m := llama3Call.FindStringIndex(text); m != nil && len(parseLlama3(text)) > 0 {
-			return strings.TrimSpace(text[:m[0]])
-		}
+// Content is what TRL's response templates parse as the content of a turn in format f: with
+// calls, the text around them (Hermes: outside the <tool_call> blocks; Llama 3.x: before the
+// call), trimmed; without, the text as it is.
+func Content(f Format, text string) string {
+	if len(Parse(f, text)) == 0 {
 		return text
 	}
-	content, _, _ := strings.Cut(text, "<tool_call>")
-	return content
+	if f == Llama3 {
+		return strings.TrimSpace(text[:llama3Call.FindStringIndex(text)[0]])
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(text, "<tool_call>")
+		j := strings.Index(text, "</tool_call>")
+		if i < 0 || j < i {
+			b.WriteString(text)
+			break
+		}
+		b.WriteString(text[:i])
+		text = text[j+len("</tool_call>"):]
+	}
+	return strings.TrimSpace(b.String())
 }
 
-// Parse returns the tool calls of an assistant turn's text in format f (none when it has none):
-// each <tool_call>…</tool_call> block, as TRL's response schema for Qwen reads them (an unclosed
-// block, a turn cut at max_completion_length, is no call). A block whose JSON does not parse, or
-// lacks a string "name" or an object "arguments", is a call with Err set (a failed call, where
-// transformers' parser would raise).
+// Parse returns the tool calls of an assistant turn's text in format f (none when it has none),
+// as transformers 5.24 parses them with TRL 1.16's response templates. Hermes: each closed
+// <tool_call>…</tool_call> block (an unclosed one, a turn cut at max_completion_length, is no
+// call); a block whose JSON does not parse or that has no string "name" makes the whole turn
+// plain text, no call at all (TRL's fallback). Arguments that are not an object are a call with
+// Err set (TRL would call the tool with them, which fails).
 func Parse(f Format, text string) []Call {
 	if f == Llama3 {
 		return parseLlama3(text)
@@ -244,21 +255,27 @@ func Parse(f Format, text string) []Call {
 		if j < 0 {
 			return calls
 		}
-		calls = append(calls, parseJSONCall(strings.TrimSpace(text[:j])))
+		c, ok := parseJSONCall(strings.TrimSpace(text[:j]))
+		if !ok {
+			return nil
+		}
+		calls = append(calls, c)
 		text = text[j+len(close):]
 	}
 }
 
-func parseJSONCall(body string) Call {
+// parseJSONCall reads a <tool_call> block's JSON: ok is false where TRL's parser fails (not one
+// JSON object, or no string "name").
+func parseJSONCall(body string) (Call, bool) {
 	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
 	dec.UseNumber()
 	var obj map[string]any
 	if err := dec.Decode(&obj); err != nil || dec.More() {
-		return Call{Err: fmt.Sprintf("Malformed tool call: %s", oneLine(body, 200))}
+		return Call{}, false
 	}
 	name, ok := obj["name"].(string)
 	if !ok || name == "" {
-		return Call{Err: fmt.Sprintf("Malformed tool call (no name): %s", oneLine(body, 200))}
+		return Call{}, false
 	}
 	args := map[string]any{}
 	switch a := obj["arguments"].(type) {
@@ -266,9 +283,9 @@ func parseJSONCall(body string) Call {
 		args = a
 	case nil:
 	default:
-		return Call{Name: name, Err: fmt.Sprintf("Malformed tool call (arguments is not an object): %s", oneLine(body, 200))}
+		return Call{Name: name, Err: fmt.Sprintf("Malformed tool call (arguments is not an object): %s", oneLine(body, 200))}, true
 	}
-	return Call{Name: name, Arguments: numbers(args)}
+	return Call{Name: name, Arguments: numbers(args)}, true
 }
 
 // numbers makes args' top-level JSON numbers Go numbers.

@@ -67,12 +67,13 @@ func TestCalculator_AsPythonEval(t *testing.T) {
 	}
 }
 
-// Calls are read from closed <tool_call> JSON blocks (an unclosed one is none); malformed ones, unknown tools and a tool's error
-// become {'error': '…'} results (Python's str of TRL's {"error": str(e)}) and count as failures.
+// Calls are read from closed <tool_call> JSON blocks (an unclosed one is none); unknown tools, a
+// tool's error and arguments that are not an object become {'error': '…'} results (Python's str
+// of TRL's {"error": str(e)}) and count as failures.
 func TestParseAndRun(t *testing.T) {
 	text := "Let me compute.\n<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"48213*9127\"}}\n</tool_call>\n" +
 		"<tool_call>\n{\"name\": \"weather\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1/0\"}}\n</tool_call>" +
-		"<tool_call>{not json}</tool_call><tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2+2\"}}"
+		"<tool_call>{\"name\": \"calculator\", \"arguments\": \"2+2\"}</tool_call><tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2+2\"}}"
 	calls := Parse(Hermes, text)
 	set, err := Lookup([]string{"calculator"})
 	if err != nil {
@@ -85,7 +86,7 @@ func TestParseAndRun(t *testing.T) {
 		{"440040051", false},
 		{"{'error': 'Tool weather not found.'}", true},
 		{"{'error': 'division by zero'}", true},
-		{"{'error': 'Malformed tool call: {not json}'}", true},
+		{`{'error': 'Malformed tool call (arguments is not an object): {"name": "calculator", "arguments": "2+2"}'}`, true},
 	}
 	if len(calls) != len(want) {
 		t.Fatalf("%d calls, want %d: %+v", len(calls), len(want), calls)
@@ -144,7 +145,7 @@ func TestParse_Llama3AsTRL(t *testing.T) {
 			continue
 		}
 		if len(calls) == 0 {
-			if got := ContentBefore(Llama3, c.Text); got != c.Content {
+			if got := Content(Llama3, c.Text); got != c.Content {
 				t.Errorf("%q: content %q, TRL %q", c.Text, got, c.Content)
 			}
 			continue
@@ -163,12 +164,64 @@ func TestParse_Llama3AsTRL(t *testing.T) {
 		} else if got.Err == "" {
 			t.Errorf("%q: parameters %v are not an object, and the call did not fail", c.Text, want.Arguments)
 		}
-		if got := ContentBefore(Llama3, c.Text); got != c.Content {
+		if got := Content(Llama3, c.Text); got != c.Content {
 			t.Errorf("%q: content %q, TRL %q", c.Text, got, c.Content)
 		}
 	}
 	smol := `{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}`
 	if _, err := FormatOf("llama", smol); err == nil || !strings.Contains(err.Error(), "SmolLM2's has no tools") {
 		t.Errorf("a llama model without Llama 3.1's template: %v", err)
+	}
+}
+
+// Qwen2.5's <tool_call> blocks are read as TRL 1.16 reads them (data/tools/testdata/qwen25_parse.json:
+// parse_response with TRL's qwen3 response template on Qwen2.5's template, transformers 5.24.0):
+// every closed block a call, the text around them the content; one block that does not parse, or
+// has no name, makes the whole turn plain text.
+func TestParse_HermesAsTRL(t *testing.T) {
+	raw, err := os.ReadFile("testdata/qwen25_parse.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Parse []struct {
+			Text      string `json:"text"`
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				Name      string `json:"name"`
+				Arguments any    `json:"arguments"`
+			} `json:"tool_calls"`
+		} `json:"parse"`
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Parse) < 10 {
+		t.Fatalf("%d cases", len(g.Parse))
+	}
+	for _, c := range g.Parse {
+		calls := Parse(Hermes, c.Text)
+		if len(calls) != len(c.ToolCalls) {
+			t.Errorf("%q: %d calls %+v, TRL %d", c.Text, len(calls), calls, len(c.ToolCalls))
+			continue
+		}
+		for k, want := range c.ToolCalls {
+			got := calls[k]
+			if got.Name != want.Name {
+				t.Errorf("%q: call %d name %q, TRL %q", c.Text, k, got.Name, want.Name)
+			}
+			if args, ok := want.Arguments.(map[string]any); ok {
+				gb, _ := json.Marshal(got.Arguments)
+				wb, _ := json.Marshal(args)
+				if got.Err != "" || string(gb) != string(wb) {
+					t.Errorf("%q: call %d arguments %s (%s), TRL %s", c.Text, k, gb, got.Err, wb)
+				}
+			} else if got.Err == "" {
+				t.Errorf("%q: arguments %v are not an object, and the call did not fail", c.Text, want.Arguments)
+			}
+		}
+		if got := Content(Hermes, c.Text); got != c.Content {
+			t.Errorf("%q: content %q, TRL %q", c.Text, got, c.Content)
+		}
 	}
 }

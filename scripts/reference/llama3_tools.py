@@ -1,5 +1,6 @@
 """TRL 1.16's reading of Llama 3.1 tool calls, for posttrain's Llama 3.x tool-call format
-(data/tools, trainers/grpo): models/encode/testdata/llama3_tools/{chat_template.jinja,golden.json}.
+(data/tools, trainers/grpo): models/encode/testdata/llama3_tools/{chat_template.jinja,golden.json};
+and of Qwen2.5's <tool_call> blocks: data/tools/testdata/qwen25_parse.json.
 
 In the trl-1 venv (transformers 5.24.0):
 
@@ -18,6 +19,9 @@ golden. The golden holds:
   and the next assistant header), for one and two results;
 - prompt: a conversation rendered with tools=[calculator's schema] and add_generation_prompt, its
   text and ids (apply_chat_template).
+
+qwen25_parse.json holds the same parse of Qwen2.5 turns (QWEN_TEXTS), on Qwen's tokenizer
+(data/tokenizer/testdata) with Qwen2.5-Instruct's template (data/chat/testdata).
 """
 
 import argparse
@@ -64,6 +68,42 @@ TEXTS = [
 ]
 
 
+QWEN_TEXTS = [
+    '<tool_call>\n{"name": "calculator", "arguments": {"expression": "48213*9127"}}\n</tool_call>',
+    'Let me compute.\n<tool_call>\n{"name": "calculator", "arguments": {"expression": "2+2"}}\n</tool_call>',
+    '<tool_call>\n{"name": "calculator", "arguments": {"expression": "2+2"}}\n</tool_call>\nThe answer',
+    '<tool_call>\n{"name": "calculator", "arguments": {"expression": "1"}}\n</tool_call>\n<tool_call>\n{"name": "weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>',
+    '<tool_call>\n{not json}\n</tool_call>',
+    '<tool_call>\n{"name": "calculator", "arguments": {"expression": "1"}}\n</tool_call>\n<tool_call>\n{bad}\n</tool_call>',
+    '<tool_call>\n{"arguments": {}}\n</tool_call>',
+    '<tool_call>\n{"name": "calculator"}\n</tool_call>',
+    '<tool_call>\n{"name": "calculator", "arguments": "2+2"}\n</tool_call>',
+    '<tool_call>\n{"name": "calculator", "arguments": {"expression": "2+2"}}',
+    'The answer is 42.',
+    '<tool_call>{"name": "calculator", "arguments": {"expression": "3*3"}}</tool_call>',
+]
+
+
+def tokenizer_dir(d, fixture, template):
+    with gzip.open(os.path.join(fixture, "tokenizer.json.gz"), "rb") as src, open(os.path.join(d, "tokenizer.json"), "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    cfg = json.load(open(os.path.join(fixture, "tokenizer_config.json")))
+    cfg["chat_template"] = template
+    json.dump(cfg, open(os.path.join(d, "tokenizer_config.json"), "w"))
+    return add_response_schema(AutoTokenizer.from_pretrained(d))
+
+
+def parse_all(tok, texts, eos, conv):
+    prompt_ids = tok.apply_chat_template(conv, tools=[CALCULATOR], add_generation_prompt=True, tokenize=True, return_dict=False)
+    out = []
+    for text in texts:  # as GRPOTrainer's tool loop parses a completion: after its prompt, with the tools
+        ids = tok(text, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids(eos)]
+        parsed = parse_response(tok, ids, prefix=prompt_ids, tools=[CALCULATOR])
+        calls = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in parsed.get("tool_calls") or []]
+        out.append({"text": text, "tool_calls": calls, "content": parsed.get("content", "")})
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=REPO)
@@ -74,26 +114,12 @@ def main():
     shutil.copyfile(template_src, os.path.join(out, "chat_template.jinja"))
     template = open(template_src, encoding="utf-8").read()
 
-    fixture = os.path.join(REPO, "data", "tokenizer", "testdata", "llama3")
-    with tempfile.TemporaryDirectory() as d:
-        with gzip.open(os.path.join(fixture, "tokenizer.json.gz"), "rb") as src, open(os.path.join(d, "tokenizer.json"), "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        cfg = json.load(open(os.path.join(fixture, "tokenizer_config.json")))
-        cfg["chat_template"] = template
-        json.dump(cfg, open(os.path.join(d, "tokenizer_config.json"), "w"))
-        tok = AutoTokenizer.from_pretrained(d)
-    tok = add_response_schema(tok)
-
     conv = [{"role": "system", "content": "calc"}, {"role": "user", "content": "4780*3328"}]
+    with tempfile.TemporaryDirectory() as d:
+        tok = tokenizer_dir(d, os.path.join(REPO, "data", "tokenizer", "testdata", "llama3"), template)
     prompt_text = tok.apply_chat_template(conv, tools=[CALCULATOR], add_generation_prompt=True, tokenize=False)
     prompt_ids = tok.apply_chat_template(conv, tools=[CALCULATOR], add_generation_prompt=True, tokenize=True, return_dict=False)
-
-    parse = []
-    for text in TEXTS:  # as GRPOTrainer's tool loop parses a completion: after its prompt, with the tools
-        ids = tok(text, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("<|eot_id|>")]
-        parsed = parse_response(tok, ids, prefix=prompt_ids, tools=[CALCULATOR])
-        calls = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in parsed.get("tool_calls") or []]
-        parse.append({"text": text, "tool_calls": calls, "content": parsed.get("content", "")})
+    parse = parse_all(tok, TEXTS, "<|eot_id|>", conv)
 
     fake = types.SimpleNamespace(processing_class=tok, _tokenizer=tok, chat_template=None, chat_template_kwargs={}, _is_vlm=False)
     suffix = []
@@ -111,6 +137,15 @@ def main():
     }
     with open(os.path.join(out, "golden.json"), "w") as f:
         json.dump(golden, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+    qwen_template = open(os.path.join(REPO, "data", "chat", "testdata", "qwen25_chat_template.jinja"), encoding="utf-8").read()
+    with tempfile.TemporaryDirectory() as d:
+        qtok = tokenizer_dir(d, os.path.join(REPO, "data", "tokenizer", "testdata"), qwen_template)
+    qdir = os.path.join(args.out, "data", "tools", "testdata")
+    os.makedirs(qdir, exist_ok=True)
+    with open(os.path.join(qdir, "qwen25_parse.json"), "w") as f:
+        json.dump({"trl": trl.__version__, "parse": parse_all(qtok, QWEN_TEXTS, "<|im_end|>", conv)}, f, indent=1, ensure_ascii=False)
         f.write("\n")
 
 

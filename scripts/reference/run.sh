@@ -25,7 +25,7 @@ GENERATORS=(
 	"trl-1    trainers/grpo/testdata/trl1_parity  scripts/reference/trl1_parity.py"
 	"trl-1    trainers/grpo/testdata/trl1_parity_tools  scripts/reference/trl1_parity_tools.py"
 	"trl-1    data/extreward/testdata/tool_schemas.json  scripts/reference/tool_schemas.py"
-	"trl-1    models/encode/testdata/llama3_tools  scripts/reference/llama3_tools.py"
+	"trl-1    models/encode/testdata/llama3_tools,data/tools/testdata/qwen25_parse.json  scripts/reference/llama3_tools.py"
 	"openenv  data/extreward/openenvtest/testdata  scripts/reference/openenv_transcript.py"
 	"trl-0.24 trainers/sft/testdata/trl_parity,trainers/dpo/testdata/trl_parity,trainers/kto/testdata/trl_parity,trainers/reward/testdata/trl_parity,trainers/grpo/testdata/trl_parity,trainers/ppo/testdata/trl_parity  scripts/reference/trl_parity.py"
 )

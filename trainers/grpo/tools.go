@@ -46,11 +46,11 @@ type toolTurns struct {
 	calls, failures int
 }
 
-// assistantTurn is an assistant turn's message as TRL's Qwen response schema parses it: the text
-// before the first tool call (its trailing newline dropped) and the well-formed calls as
-// tool_calls [{"type": "function", "function": {"name", "arguments"}}].
+// assistantTurn is an assistant turn's message as TRL's response templates parse it: its content
+// (tools.Content) and the calls with object arguments as tool_calls [{"type": "function",
+// "function": {"name", "arguments"}}].
 func assistantTurn(f tools.Format, text string, calls []tools.Call) chat.Message {
-	content := tools.ContentBefore(f, text)
+	content := tools.Content(f, text)
 	if len(calls) > 0 {
 		content = strings.TrimSuffix(content, "\n")
 	}

@@ -283,7 +283,7 @@ func (l toolLetters) Decode(ids []int, skipSpecial bool) string {
 		case id == 11:
 			b.WriteString(`<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}</tool_call>`)
 		case id == 13:
-			b.WriteString(`<tool_call>oops</tool_call>`)
+			b.WriteString(`<tool_call>{"name": "weather", "arguments": {}}</tool_call>`)
 		case id == 12 && l.add:
 			b.WriteString(`<tool_call>{"name": "add", "arguments": {"n": 2}}</tool_call>`)
 		default:
@@ -390,7 +390,7 @@ func TestGRPO_ToolsResumeEqualsStraight(t *testing.T) {
 	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
 		t.Errorf("completions.jsonl of the resumed run differs (%v, %v)", err1, err2)
 	}
-	if !bytes.Contains(a, []byte(`{"role":"tool","content":"42","name":"calculator"}`)) || !bytes.Contains(a, []byte(`{"role":"tool","content":"{'error': 'Malformed tool call: oops'}","name":""}`)) {
+	if !bytes.Contains(a, []byte(`{"role":"tool","content":"42","name":"calculator"}`)) || !bytes.Contains(a, []byte(`{"role":"tool","content":"{'error': 'Tool weather not found.'}","name":"weather"}`)) {
 		t.Errorf("completions.jsonl shows no tool turn: %.600s", a)
 	}
 	recs, err := runlog.ReadMetrics(filepath.Join(straight.OutputDir, runlog.MetricsName))
