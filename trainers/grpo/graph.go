@@ -1,7 +1,9 @@
 package grpo
 
 import (
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
@@ -57,6 +59,37 @@ type lossSpec struct {
 	// to each micro-batch; off when top_entropy_quantile is 1, leaving the graph as it was.
 	EntropyMask        bool
 	TopEntropyQuantile float64
+	// Turns > 0 (a run with tools) logs the sampling gap of each of the model's turns too
+	// (TurnMetric): turns 1 … Turns-1, and Turns and later together.
+	Turns int
+}
+
+// TurnMetric is the name of the sampling gap's mean or max ("mean", "max") over the model's turn
+// k of a multi-turn completion (the k-th run of its own tokens, between tool turns).
+func TurnMetric(k int, stat string) string {
+	return fmt.Sprintf("sampling/sampling_logp_difference/turn_%d/%s", k, stat)
+}
+
+// TurnMasks splits a [B,C] completion mask (1 = the model's token) into the masks of the model's
+// turns 1 … n-1 and of turns n and later: a turn starts at a model token that follows a masked
+// one (a tool turn) or the start.
+func TurnMasks(mask *Node, n int) []*Node {
+	starts := Mul(mask, OneMinus(ShiftRight(mask, 1, 0)))
+	turn := CumSum(starts, -1) // turn[i,j]: the starts up to j
+	out := make([]*Node, n)
+	for k := 1; k <= n; k++ {
+		in := Equal(turn, ConstAs(turn, float64(k)))
+		if k == n {
+			in = GreaterOrEqual(turn, ConstAs(turn, float64(k)))
+		}
+		out[k-1] = Mul(mask, ConvertDType(in, mask.DType()))
+	}
+	return out
+}
+
+// isMaxMetric reports whether a step takes the maximum of the metric over its micro-batches.
+func isMaxMetric(name string) bool {
+	return name == sampleDiffMax || strings.HasPrefix(name, "sampling/sampling_logp_difference/turn_") && strings.HasSuffix(name, "/max")
 }
 
 // MicroBatchLoss is the graph the trainer compiles for one GRPO micro-batch (lossGraph:
@@ -123,6 +156,12 @@ func (sp *lossSpec) lossGraph(ctx *context.Context, nodes named.Inputs, norm *No
 		rl.SamplingDiffMean: f64(tokenmask.TokenMean(diff, mask)),
 		sampleDiffMax:       f64(ReduceAllMax(diff)),
 		rl.SamplingOutside:  f64(tokenmask.TokenMean(outside, mask)),
+	}
+	if sp.Turns > 0 {
+		for k, tk := range TurnMasks(mask, sp.Turns) {
+			out[TurnMetric(k+1, "mean")] = f64(tokenmask.TokenMean(diff, tk))
+			out[TurnMetric(k+1, "max")] = f64(ReduceAllMax(Mul(diff, tk)))
+		}
 	}
 	switch sp.LossType { // TRL 1.16 logs the clip ratios of the clipped losses only
 	case "cispo":

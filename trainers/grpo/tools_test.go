@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX graph code reads best with the dot import
+
 	"github.com/posttrain/posttrain/data"
 	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/data/tools"
@@ -21,6 +23,7 @@ import (
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/encode"
 	"github.com/posttrain/posttrain/models/generate"
+	"github.com/posttrain/posttrain/trainers/engine/graphtest"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/loop/looptest"
 )
@@ -397,12 +400,19 @@ func TestGRPO_ToolsResumeEqualsStraight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := 0.0
+	calls, later := 0.0, 0.0
 	for _, r := range recs {
 		calls += r.Metrics["tools/call_frequency"]
+		later += r.Metrics[TurnMetric(2, "max")] + r.Metrics[TurnMetric(3, "max")] + r.Metrics[TurnMetric(4, "max")]
+		if _, ok := r.Metrics[TurnMetric(1, "mean")]; !ok {
+			t.Errorf("step %d logs no sampling gap per turn: %v", r.Step, r.Metrics)
+		}
+		if r.Metrics[TurnMetric(1, "max")] > r.Metrics[sampleDiffMax] || r.Metrics[TurnMetric(2, "max")] > r.Metrics[sampleDiffMax] {
+			t.Errorf("step %d: a turn's gap is past the completion's: %v", r.Step, r.Metrics)
+		}
 	}
-	if calls == 0 {
-		t.Errorf("no tool call in %d steps: the test does not exercise the loop", len(recs))
+	if calls == 0 || later == 0 {
+		t.Errorf("no tool call (%g) or no later turn (%g) in %d steps: the test does not exercise the loop", calls, later, len(recs))
 	}
 }
 
@@ -607,5 +617,26 @@ func TestTools_Llama3Rollout(t *testing.T) {
 	conv := res.conversations[0]
 	if len(conv) != 3 || conv[0].Content != "Let me compute." || conv[1].Role != "tool" || conv[2].Content != "15907840" || res.last[0] != "15907840" {
 		t.Errorf("conversation %+v, last %q", conv, res.last[0])
+	}
+}
+
+// The sampling gap per turn reads each of the model's turns: runs of 1s in the completion mask
+// between tool turns (0s), the last mask gathering every later turn; padding is no turn.
+func TestTurnMasks(t *testing.T) {
+	mask := [][]float32{
+		{1, 1, 0, 0, 1, 1, 0, 1, 0, 1},
+		{0, 1, 0, 1, 1, 1, 1, 0, 0, 0},
+		{1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+	}
+	out := graphtest.Eval(t, func(in []*Node) []*Node { return TurnMasks(in[0], 3) }, mask)
+	want := [][]float64{
+		{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+		{0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		{0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+	}
+	for k := range want {
+		if !slices.Equal(out[k], want[k]) {
+			t.Errorf("turn %d: %v\nwant   %v", k+1, out[k], want[k])
+		}
 	}
 }

@@ -157,6 +157,12 @@ func New(s Setup) (*Trainer, error) {
 		OffPolicy:          OffPolicy(cfg),
 		EntropyMask:        cfg.TopEntropyQuantile < 1, TopEntropyQuantile: cfg.TopEntropyQuantile,
 	}
+	if s.Tools != nil { // the gap per turn: up to max_tool_calling_iterations+1 turns, 4 at most
+		t.spec.Turns = 4
+		if n := cfg.MaxToolCallingIterations; n > 0 && n < 3 {
+			t.spec.Turns = n + 1
+		}
+	}
 	if cfg.ImportanceSamplingLevel == "sequence" {
 		t.spec.Ratio = SequenceRatio
 	}
@@ -365,7 +371,7 @@ func (t *Trainer) accumulate(acc loop.Accumulator, r *Scored, lo int) (map[strin
 			return nil, err
 		}
 		for name, v := range ms {
-			if name == sampleDiffMax {
+			if isMaxMetric(name) {
 				metrics[name] = max(metrics[name], v)
 			} else {
 				metrics[name] += v / float64(t.cfg.GradientAccumulationSteps)

@@ -95,6 +95,17 @@ func TestGRPO_TRL1ParityTools(t *testing.T) {
 				for _, k := range []string{rl.SamplingDiffMean, rl.SamplingDiffMax, rl.SamplingOutside} {
 					diff[k] = func(testing.TB, int, map[string]float64, map[string]float64) {}
 				}
+				// posttrain's own: the gap per turn (TRL logs it once); the first turns are scripted
+				// here, so only its sign is checked.
+				for turn := 1; turn <= 4; turn++ {
+					for _, k := range []string{grpo.TurnMetric(turn, "mean"), grpo.TurnMetric(turn, "max")} {
+						diff[k] = func(t testing.TB, step int, _, got map[string]float64) {
+							if v, ok := got[k]; ok && !(v >= 0) {
+								t.Errorf("step %d: %s = %v", step, k, v)
+							}
+						}
+					}
+				}
 			})
 		})
 	}
