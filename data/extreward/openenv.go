@@ -22,7 +22,8 @@ import (
 // a WebSocket to the server's /ws (OpenEnv's stateful sessions; its HTTP /reset and /step make
 // a fresh environment per request), made as needed and reused across generation batches.
 //
-//   - Before each generation, session i is reset with rollout i's dataset row:
+//   - Before each generation, session i is reset with rollout i's dataset row (all sessions at
+//     once):
 //     {"type": "reset", "data": row}; the server passes the row's columns that its reset
 //     accepts as keyword arguments. Its observation's text (ObservationText) is appended to the
 //     prompt's last message.
@@ -333,27 +334,43 @@ func (e *OpenEnv) Reset(rows []map[string]any) ([]*string, error) {
 		}
 		e.sessions = append(e.sessions, &envSession{conn: conn})
 	}
+	// The sessions reset at once (an environment's reset may take seconds); the first error by
+	// session is the answer.
 	out := make([]*string, len(rows))
+	errs := make([]error, len(rows))
+	var wg sync.WaitGroup
 	for i, row := range rows {
-		s := e.sessions[i]
-		s.reward, s.done = math.NaN(), false
-		r, err := e.exchange(s, map[string]any{"type": "reset", "data": row})
+		wg.Go(func() { out[i], errs[i] = e.reset(i, row, len(rows)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		if r.Type == "error" {
-			msg := r.refusal()
-			if r.Data.Code == "CAPACITY_REACHED" {
-				msg += fmt.Sprintf(" (a generation batch needs %d sessions at once: start the server with max_concurrent_envs ≥ %d)", len(rows), len(rows))
-			}
-			return nil, fmt.Errorf("reset of session %d refused: %s", i+1, msg)
-		}
-		s.note(r)
-		if t := ObservationText(r.Data.Observation); len(r.Data.Observation) > 0 && t != "" {
-			out[i] = &t
-		}
 	}
 	return out, nil
+}
+
+// reset resets session i of n with row and returns its observation's text (nil for an empty one).
+func (e *OpenEnv) reset(i int, row map[string]any, n int) (*string, error) {
+	s := e.sessions[i]
+	s.reward, s.done = math.NaN(), false
+	r, err := e.exchange(s, map[string]any{"type": "reset", "data": row})
+	if err != nil {
+		return nil, err
+	}
+	if r.Type == "error" {
+		msg := r.refusal()
+		if r.Data.Code == "CAPACITY_REACHED" {
+			msg += fmt.Sprintf(" (a generation batch needs %d sessions at once: start the server with max_concurrent_envs ≥ %d)", n, n)
+		}
+		return nil, fmt.Errorf("reset of session %d refused: %s", i+1, msg)
+	}
+	s.note(r)
+	if t := ObservationText(r.Data.Observation); len(r.Data.Observation) > 0 && t != "" {
+		return &t, nil
+	}
+	return nil, nil
 }
 
 func (s *envSession) note(r *envReply) {
