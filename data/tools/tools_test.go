@@ -175,15 +175,17 @@ func TestParse_Llama3AsTRL(t *testing.T) {
 }
 
 // Qwen2.5's <tool_call> blocks are read as TRL 1.16 reads them (data/tools/testdata/qwen25_parse.json:
-// parse_response with TRL's qwen3 response template on Qwen2.5's template, transformers 5.24.0):
-// every closed block a call, the text around them the content; one block that does not parse, or
-// has no name, makes the whole turn plain text.
+// parse_response with TRL's qwen3 response template on Qwen2.5's template, transformers 5.24.0,
+// given the calculator and a weather tool with typed parameters): every closed block a call, its
+// string arguments cast by the tool's schema (Typed), the text around them the content; one block
+// that does not parse, or has no name, makes the whole turn plain text.
 func TestParse_HermesAsTRL(t *testing.T) {
 	raw, err := os.ReadFile("testdata/qwen25_parse.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var g struct {
+		Tools []json.RawMessage `json:"tools"`
 		Parse []struct {
 			Text      string `json:"text"`
 			Content   string `json:"content"`
@@ -196,11 +198,21 @@ func TestParse_HermesAsTRL(t *testing.T) {
 	if err := json.Unmarshal(raw, &g); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Parse) < 10 {
-		t.Fatalf("%d cases", len(g.Parse))
+	if len(g.Parse) < 10 || len(g.Tools) != 2 {
+		t.Fatalf("%d cases, %d tools", len(g.Parse), len(g.Tools))
+	}
+	var set Set // the tools the prompt listed: string arguments are cast by their schemas
+	for _, schema := range g.Tools {
+		var s struct {
+			Function struct{ Name string } `json:"function"`
+		}
+		if err := json.Unmarshal(schema, &s); err != nil {
+			t.Fatal(err)
+		}
+		set = append(set, &Func{FuncName: s.Function.Name, FuncSchema: schema})
 	}
 	for _, c := range g.Parse {
-		calls := Parse(Hermes, c.Text)
+		calls := set.Typed(Parse(Hermes, c.Text))
 		if len(calls) != len(c.ToolCalls) {
 			t.Errorf("%q: %d calls %+v, TRL %d", c.Text, len(calls), calls, len(c.ToolCalls))
 			continue

@@ -13,8 +13,9 @@ golden. The golden holds:
 
 - parse: assistant texts (each tokenized with <|eot_id|> appended, as a sampled completion ends)
   and what trl.chat_template_utils.parse_response makes of them after add_response_schema, as
-  GRPOTrainer's tool loop calls it (prefix: the prompt's ids; tools: the calculator): the tool
-  calls it finds, or none;
+  GRPOTrainer's tool loop calls it (prefix: the prompt's ids; tools: the calculator and a
+  weather tool with typed parameters, whose string arguments transformers casts by the schema):
+  the tool calls it finds, or none;
 - suffix: the token ids GRPOTrainer._get_tool_suffix_ids gives for tool messages (the tool turn
   and the next assistant header), for one and two results;
 - prompt: a conversation rendered with tools=[calculator's schema] and add_generation_prompt, its
@@ -52,6 +53,26 @@ CALCULATOR = {
     },
 }
 
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "weather",
+        "description": "The forecast.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "days": {"type": "integer"},
+                "celsius": {"type": "boolean"},
+                "lat": {"type": "number"},
+                "hours": {"type": "array", "items": {"type": "integer"}},
+                "note": {"type": ["integer", "null"]},
+            },
+            "required": ["city"],
+        },
+    },
+}
+
 TEXTS = [
     '{"name": "calculator", "parameters": {"expression": "4780*3328"}}',
     '{"name":"calculator","parameters":{"expression":"2+2"}}',
@@ -81,6 +102,10 @@ QWEN_TEXTS = [
     '<tool_call>\n{"name": "calculator", "arguments": {"expression": "2+2"}}',
     'The answer is 42.',
     '<tool_call>{"name": "calculator", "arguments": {"expression": "3*3"}}</tool_call>',
+    '<tool_call>\n{"name": "weather", "arguments": {"city": "7", "days": "3", "celsius": "true", "lat": "48.85"}}\n</tool_call>',
+    '<tool_call>\n{"name": "weather", "arguments": {"city": "Oslo", "days": "3.0", "celsius": "0", "lat": "2", "note": "null"}}\n</tool_call>',
+    '<tool_call>\n{"name": "weather", "arguments": {"city": "Oslo", "days": "three", "celsius": "yes", "lat": "nan", "hours": "[1, 2]"}}\n</tool_call>',
+    '<tool_call>\n{"name": "weather", "arguments": {"city": "Oslo", "days": " -4 ", "lat": "1e3", "note": "5", "extra": "9"}}\n</tool_call>',
 ]
 
 
@@ -94,11 +119,11 @@ def tokenizer_dir(d, fixture, template):
 
 
 def parse_all(tok, texts, eos, conv):
-    prompt_ids = tok.apply_chat_template(conv, tools=[CALCULATOR], add_generation_prompt=True, tokenize=True, return_dict=False)
+    prompt_ids = tok.apply_chat_template(conv, tools=[CALCULATOR, WEATHER], add_generation_prompt=True, tokenize=True, return_dict=False)
     out = []
     for text in texts:  # as GRPOTrainer's tool loop parses a completion: after its prompt, with the tools
         ids = tok(text, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids(eos)]
-        parsed = parse_response(tok, ids, prefix=prompt_ids, tools=[CALCULATOR])
+        parsed = parse_response(tok, ids, prefix=prompt_ids, tools=[CALCULATOR, WEATHER])
         calls = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in parsed.get("tool_calls") or []]
         out.append({"text": text, "tool_calls": calls, "content": parsed.get("content", "")})
     return out
@@ -145,7 +170,7 @@ def main():
     qdir = os.path.join(args.out, "data", "tools", "testdata")
     os.makedirs(qdir, exist_ok=True)
     with open(os.path.join(qdir, "qwen25_parse.json"), "w") as f:
-        json.dump({"trl": trl.__version__, "parse": parse_all(qtok, QWEN_TEXTS, "<|im_end|>", conv)}, f, indent=1, ensure_ascii=False)
+        json.dump({"trl": trl.__version__, "tools": [CALCULATOR, WEATHER], "parse": parse_all(qtok, QWEN_TEXTS, "<|im_end|>", conv)}, f, indent=1, ensure_ascii=False)
         f.write("\n")
 
 

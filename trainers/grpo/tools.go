@@ -80,7 +80,8 @@ func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.G
 	for i := range gens {
 		res.mask[i] = ones(len(gens[i].IDs))
 		res.last[i] = decode(gens[i].IDs)
-		res.conversations[i] = []chat.Message{assistantTurn(tt.Format, res.last[i], tools.Parse(tt.Format, res.last[i]))}
+		_, calls := tt.calls(i, res.last[i], env)
+		res.conversations[i] = []chat.Message{assistantTurn(tt.Format, res.last[i], calls)}
 		active = append(active, i)
 	}
 	maxLen, seed := opts.MaxNewTokens, opts.Seed
@@ -91,13 +92,9 @@ func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.G
 		budget := 0
 		var toolMsgs [][]chat.Message
 		for _, i := range active {
-			calls := tools.Parse(tt.Format, res.last[i])
+			set, calls := tt.calls(i, res.last[i], env)
 			if len(calls) == 0 {
 				continue
-			}
-			set := tt.Set
-			if env != nil { // this rollout's own instance's methods
-				set = append(slices.Clone(set), env.tools(i)...)
 			}
 			var msgs []chat.Message
 			for _, c := range calls {
@@ -142,12 +139,24 @@ func (tt *Tools) run(gen generateFn, prompts []*encode.Prompt, gens []generate.G
 			res.conversations[i] = append(res.conversations[i], toolMsgs[k]...)
 			if len(ids) > 0 { // TRL adds no message for a turn cut to nothing
 				res.last[i] = decode(ids)
-				res.conversations[i] = append(res.conversations[i], assistantTurn(tt.Format, res.last[i], tools.Parse(tt.Format, res.last[i])))
+				_, calls := tt.calls(i, res.last[i], env)
+				res.conversations[i] = append(res.conversations[i], assistantTurn(tt.Format, res.last[i], calls))
 				active = append(active, i)
 			}
 		}
 	}
 	return res, nil
+}
+
+// calls are the tool calls of rollout i's turn text, their string arguments cast by the schemas
+// of the tools its prompt listed (tools.Set.Typed, as TRL 1.x passes the tools to the parser), and
+// those tools: the run's, and the rollout's own environment instance's methods.
+func (tt *Tools) calls(i int, text string, env *Environment) (tools.Set, []tools.Call) {
+	set := tt.Set
+	if env != nil {
+		set = append(slices.Clone(set), env.tools(i)...)
+	}
+	return set, set.Typed(tools.Parse(tt.Format, text))
 }
 
 func ones(n int) []float32 {
