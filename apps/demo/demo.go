@@ -284,19 +284,35 @@ func seedStats(as []Accuracy) (mean, std float64) {
 
 // runSFT fine-tunes base on the training problems' answers into dir.
 func runSFT(ctx stdctx.Context, o Options, env Env, base, dir string, problems []mult.Problem) error {
+	ds, err := SFTDataset(problems, o.SFTFormat, o.prompter())
+	if err != nil {
+		return err
+	}
+	return trainSFT(ctx, env, base, dir, ds, sftSettings{"demo:sft", o.SFTSteps, o.SFTBatch, o.SFTLearningRate, o.Seed})
+}
+
+// sftSettings are the knobs a demo's SFT stage takes from its options, and the name its config
+// gives the dataset.
+type sftSettings struct {
+	dataset      string
+	steps, batch int
+	lr           float64
+	seed         int
+}
+
+// trainSFT is a demo's SFT stage: base fine-tuned on ds into dir (TRL's prompt-completion SFT, the
+// loss on the completions), constant learning rate after a 5% warmup, no weight decay, rows of at
+// most 128 tokens.
+func trainSFT(ctx stdctx.Context, env Env, base, dir string, ds *data.Dataset, k sftSettings) error {
 	cfg := sft.DefaultConfig()
-	cfg.Model, cfg.Dataset, cfg.OutputDir = base, "demo:sft", dir
-	cfg.MaxSteps, cfg.PerDeviceTrainBatchSize, cfg.LearningRate = o.SFTSteps, o.SFTBatch, o.SFTLearningRate
+	cfg.Model, cfg.Dataset, cfg.OutputDir = base, k.dataset, dir
+	cfg.MaxSteps, cfg.PerDeviceTrainBatchSize, cfg.LearningRate = k.steps, k.batch, k.lr
 	cfg.LRSchedulerType, cfg.WarmupRatio, cfg.WeightDecay = "constant_with_warmup", 0.05, 0
-	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed, cfg.MaxLength = 10, 0, o.Seed, 128
+	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed, cfg.MaxLength = 10, 0, k.seed, 128
 	if err := prepare(cfg, "sft"); err != nil {
 		return err
 	}
 	m, err := trainable.LoadModel(base, false)
-	if err != nil {
-		return err
-	}
-	ds, err := SFTDataset(problems, o.SFTFormat, o.prompter())
 	if err != nil {
 		return err
 	}

@@ -21,9 +21,7 @@ import (
 	"github.com/posttrain/posttrain/internal/runlog"
 	"github.com/posttrain/posttrain/models/encode"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
-	"github.com/posttrain/posttrain/trainers/engine/trainable"
 	"github.com/posttrain/posttrain/trainers/grpo"
-	"github.com/posttrain/posttrain/trainers/sft"
 )
 
 // ToolsChatTemplate is the tools demo's chat template: Qwen2.5-Instruct's, its tool calls
@@ -231,7 +229,7 @@ func RunTools(ctx stdctx.Context, o ToolsOptions, env Env) (*ToolsReport, error)
 		if err != nil {
 			return nil, err
 		}
-		if err := runToolsSFT(ctx, o, env, base, sftDir, ds); err != nil {
+		if err := trainSFT(ctx, env, base, sftDir, ds, sftSettings{"demo:tools-sft", o.SFTSteps, o.SFTBatch, o.SFTLearningRate, o.Seed}); err != nil {
 			return nil, err
 		}
 		rep.SFT = time.Since(t0)
@@ -253,31 +251,6 @@ func RunTools(ctx stdctx.Context, o ToolsOptions, env Env) (*ToolsReport, error)
 	}
 	rep.Wall = time.Since(start)
 	return rep, nil
-}
-
-// runToolsSFT fine-tunes base on the SFT conversations into dir (the loss on the completions:
-// the call, the tool's result and the answer, as TRL's prompt-completion SFT).
-func runToolsSFT(ctx stdctx.Context, o ToolsOptions, env Env, base, dir string, ds *data.Dataset) error {
-	cfg := sft.DefaultConfig()
-	cfg.Model, cfg.Dataset, cfg.OutputDir = base, "demo:tools-sft", dir
-	cfg.MaxSteps, cfg.PerDeviceTrainBatchSize, cfg.LearningRate = o.SFTSteps, o.SFTBatch, o.SFTLearningRate
-	cfg.LRSchedulerType, cfg.WarmupRatio, cfg.WeightDecay = "constant_with_warmup", 0.05, 0
-	cfg.LoggingSteps, cfg.SaveSteps, cfg.Seed, cfg.MaxLength = 10, 0, o.Seed, 128
-	if err := prepare(cfg, "sft"); err != nil {
-		return err
-	}
-	m, err := trainable.LoadModel(base, false)
-	if err != nil {
-		return err
-	}
-	tr, err := sft.New(m, ds, cfg)
-	if err != nil {
-		return fmt.Errorf("demo sft: %w", err)
-	}
-	if _, err := loop.Run(ctx, m, tr, loop.Options{Config: cfg, Backend: env.Backend, Progress: env.Progress, Logger: env.Logger}); err != nil {
-		return fmt.Errorf("demo sft: %w", err)
-	}
-	return nil
 }
 
 // runToolsGRPO runs one condition (a ToolsConditions Dir) from the SFT model into dir, evaluating

@@ -164,15 +164,24 @@ func demoFlags() []cli.Flag {
 	}
 }
 
-func runDemo(ctx context.Context, o demo.Options, cmd *cli.Command) error {
+// demoEnv is where a demo runs: the --backend's backend (the caller finalizes it), warnings
+// logged and progress bars drawn on stderr.
+func demoEnv(cmd *cli.Command) (demo.Env, error) {
 	b, err := newBackend(cmd.Root().ErrWriter, cmd.String("backend"))
+	if err != nil {
+		return demo.Env{}, err
+	}
+	errw := cmd.Root().ErrWriter
+	return demo.Env{Backend: b, Logger: slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn})), Progress: errw}, nil
+}
+
+func runDemo(ctx context.Context, o demo.Options, cmd *cli.Command) error {
+	env, err := demoEnv(cmd)
 	if err != nil {
 		return err
 	}
-	defer b.Finalize()
-	errw := cmd.Root().ErrWriter
-	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rep, err := demo.Run(ctx, o, demo.Env{Backend: b, Logger: logger, Progress: errw})
+	defer env.Backend.Finalize()
+	rep, err := demo.Run(ctx, o, env)
 	if err != nil {
 		return err
 	}
@@ -241,14 +250,12 @@ func demoTools(ctx context.Context, cmd *cli.Command) error {
 	set("hidden-size", func() { o.Shape.Hidden = int(cmd.Int("hidden-size")) })
 	set("layers", func() { o.Shape.Layers = int(cmd.Int("layers")) })
 	set("intermediate-size", func() { o.Shape.Intermediate = int(cmd.Int("intermediate-size")) })
-	b, err := newBackend(cmd.Root().ErrWriter, cmd.String("backend"))
+	env, err := demoEnv(cmd)
 	if err != nil {
 		return err
 	}
-	defer b.Finalize()
-	errw := cmd.Root().ErrWriter
-	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rep, err := demo.RunTools(ctx, o, demo.Env{Backend: b, Logger: logger, Progress: errw})
+	defer env.Backend.Finalize()
+	rep, err := demo.RunTools(ctx, o, env)
 	if err != nil {
 		return err
 	}

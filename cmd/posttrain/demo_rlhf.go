@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -32,14 +31,12 @@ func demoRLHF(ctx context.Context, cmd *cli.Command, o demo.Options) error {
 	r.ReuseRewardModel, r.Only = cmd.Bool("reuse-rm"), cmd.StringSlice("rl-stages")
 	r.PPOUpdates, r.PPOPrompts, r.PPOEpochs = int(cmd.Int("ppo-updates")), int(cmd.Int("ppo-prompts")), int(cmd.Int("ppo-epochs"))
 	r.PPOLearningRate, r.PPOKLCoef = cmd.Float("ppo-learning-rate"), cmd.Float("ppo-kl-coef")
-	b, err := newBackend(cmd.Root().ErrWriter, cmd.String("backend"))
+	env, err := demoEnv(cmd)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd.FullName(), err)
 	}
-	defer b.Finalize()
-	errw := cmd.Root().ErrWriter
-	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rep, err := demo.RunRLHF(ctx, r, demo.Env{Backend: b, Logger: logger, Progress: errw}, nil)
+	defer env.Backend.Finalize()
+	rep, err := demo.RunRLHF(ctx, r, env, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd.FullName(), err)
 	}

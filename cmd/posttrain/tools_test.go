@@ -123,25 +123,15 @@ func TestGRPO_EnvironmentCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := func(out, class string, extra ...string) []string {
-		return append([]string{"grpo", "--model", model, "--dataset", data, "--output-dir", filepath.Join(dir, out), "--max-steps", "2",
-			"--num-generations", "2", "--max-completion-length", "8", "--per-device-train-batch-size", "4", "--save-steps", "1",
-			"--gradient-checkpointing=false", "--environment", envs + ":" + class}, extra...)
+		return envGRPOArgs(model, data, filepath.Join(dir, out), append([]string{"--environment", envs + ":" + class}, extra...)...)
 	}
 	if _, err := runCLI(t, args("out", "Counter")...); err != nil {
 		t.Fatal(err)
 	}
-	c, err := os.ReadFile(filepath.Join(dir, "out", "completions.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var first struct {
-		Prompt  string             `json:"prompt"`
-		Rewards map[string]float64 `json:"rewards"`
-	}
-	line, _, _ := strings.Cut(string(c), "\n")
-	if err := json.Unmarshal([]byte(line), &first); err != nil || !strings.Contains(first.Prompt, "숫자 하나로만 답하세요. Reach 3.<|im_end|>") ||
+	first := firstCompletion(t, filepath.Join(dir, "out"))
+	if !strings.Contains(first.Prompt, "숫자 하나로만 답하세요. Reach 3.<|im_end|>") ||
 		!strings.Contains(first.Prompt, `{"type": "function", "function": {"name": "add", "description": "Adds n to the counter."`) {
-		t.Errorf("the prompt does not end with the observation or show the add tool: %q (%v)", first.Prompt, err)
+		t.Errorf("the prompt does not end with the observation or show the add tool: %q", first.Prompt)
 	}
 	if _, ok := first.Rewards["Counter"]; !ok {
 		t.Errorf("completions.jsonl's rewards %v have no Counter", first.Rewards)
@@ -157,6 +147,31 @@ func TestGRPO_EnvironmentCLI(t *testing.T) {
 	if _, err := runCLI(t, args("silent", "Silent")...); err == nil || !strings.Contains(err.Error(), "no reward source") {
 		t.Errorf("an environment without get_reward and no reward function: %v", err)
 	}
+}
+
+// envGRPOArgs are the environment tests' two-step GRPO run of model on data into out, with extra
+// (the environment's flags).
+func envGRPOArgs(model, data, out string, extra ...string) []string {
+	return append([]string{"grpo", "--model", model, "--dataset", data, "--output-dir", out, "--max-steps", "2",
+		"--num-generations", "2", "--max-completion-length", "8", "--per-device-train-batch-size", "4", "--save-steps", "1",
+		"--gradient-checkpointing=false"}, extra...)
+}
+
+// firstCompletion is the first line of the completions.jsonl in out: its prompt and rewards.
+func firstCompletion(t *testing.T, out string) (first struct {
+	Prompt  string         `json:"prompt"`
+	Rewards map[string]any `json:"rewards"`
+}) {
+	t.Helper()
+	c, err := os.ReadFile(filepath.Join(out, "completions.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(c), "\n")
+	if err := json.Unmarshal([]byte(line), &first); err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	return first
 }
 
 // `grpo --environment-url URL` (an OpenEnv server; here the twin of openenv-core's, whose answers
@@ -184,26 +199,16 @@ func TestGRPO_EnvironmentURLCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	args := func(out, url string, extra ...string) []string {
-		return append([]string{"grpo", "--model", model, "--dataset", data, "--output-dir", filepath.Join(dir, out), "--max-steps", "2",
-			"--num-generations", "2", "--max-completion-length", "8", "--per-device-train-batch-size", "4", "--save-steps", "1",
-			"--gradient-checkpointing=false", "--environment-url", url}, extra...)
+	args := func(out, url string) []string {
+		return envGRPOArgs(model, data, filepath.Join(dir, out), "--environment-url", url)
 	}
 	if _, err := runCLI(t, args("out", srv.URL)...); err != nil {
 		t.Fatal(err)
 	}
-	c, err := os.ReadFile(filepath.Join(dir, "out", "completions.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var first struct {
-		Prompt  string         `json:"prompt"`
-		Rewards map[string]any `json:"rewards"`
-	}
-	line, _, _ := strings.Cut(string(c), "\n")
-	if err := json.Unmarshal([]byte(line), &first); err != nil || !regexp.MustCompile(`Answer with the step tool\.What is 1[2-5] times 34\?<\|im_end\|>`).MatchString(first.Prompt) ||
+	first := firstCompletion(t, filepath.Join(dir, "out"))
+	if !regexp.MustCompile(`Answer with the step tool\.What is 1[2-5] times 34\?<\|im_end\|>`).MatchString(first.Prompt) ||
 		!strings.Contains(first.Prompt, `{"type": "function", "function": {"name": "step", "description": "Answers the multiplication question.", "parameters": {"type": "object", "properties": {"answer": {"description": "the product", "type": "integer"}}, "required": ["answer"]}}}`) {
-		t.Errorf("the prompt does not end with the observation or show the step tool: %q (%v)", first.Prompt, err)
+		t.Errorf("the prompt does not end with the observation or show the step tool: %q", first.Prompt)
 	}
 	if r, ok := first.Rewards["multiply"]; !ok || r != "NaN" && r != 0.0 && r != 1.0 {
 		t.Errorf("completions.jsonl's rewards %v have no multiply in {NaN, 0, 1}", first.Rewards)

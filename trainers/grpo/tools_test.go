@@ -34,6 +34,20 @@ func qwenText(t *testing.T) *encode.Text {
 	return fixtureText(t, "../../data/tokenizer/testdata", "../../data/chat/testdata/qwen25_chat_template.jinja")
 }
 
+// codec is txt's tokenizer as the tool loop's tests use it: text to int32 ids, and ids to text
+// without special tokens (as the loop decodes a turn).
+func codec(txt *encode.Text) (enc func(string) []int32, decode func([]int32) string) {
+	enc = func(s string) []int32 {
+		var out []int32
+		for _, id := range txt.Tokenizer.Encode(s) {
+			out = append(out, int32(id))
+		}
+		return out
+	}
+	decode = func(ids []int32) string { return txt.Tokenizer.Decode(toInts(ids), true) }
+	return enc, decode
+}
+
 // fixtureText is a tokenizer fixture directory's tokenizer.json.gz and tokenizer_config.json
 // with the chat template in templatePath.
 func fixtureText(t *testing.T, tokDir, templatePath string) *encode.Text {
@@ -156,20 +170,7 @@ func TestToolSuffix_Llama3AsTRL(t *testing.T) {
 // max_completion_length; a completion without calls is left as it was.
 func TestTools_MultiTurnRollout(t *testing.T) {
 	txt := qwenText(t)
-	enc := func(s string) []int32 {
-		var out []int32
-		for _, id := range txt.Tokenizer.Encode(s) {
-			out = append(out, int32(id))
-		}
-		return out
-	}
-	decode := func(ids []int32) string {
-		xs := make([]int, len(ids))
-		for i, id := range ids {
-			xs[i] = int(id)
-		}
-		return txt.Tokenizer.Decode(xs, true)
-	}
+	enc, decode := codec(txt)
 	turn := func(s string, eos bool) generate.Generation {
 		ids := enc(s)
 		if eos {
@@ -560,20 +561,7 @@ func mustJSON(t *testing.T, v any) []byte {
 func TestTools_Llama3Rollout(t *testing.T) {
 	txt := fixtureText(t, "../../data/tokenizer/testdata/llama3", "../../models/encode/testdata/llama3_tools/chat_template.jinja")
 	const eot = 128009
-	enc := func(s string) []int32 {
-		var out []int32
-		for _, id := range txt.Tokenizer.Encode(s) {
-			out = append(out, int32(id))
-		}
-		return out
-	}
-	decode := func(ids []int32) string {
-		xs := make([]int, len(ids))
-		for i, id := range ids {
-			xs[i] = int(id)
-		}
-		return txt.Tokenizer.Decode(xs, true)
-	}
+	enc, decode := codec(txt)
 	turn := func(s string) generate.Generation {
 		ids := append(enc(s), eot)
 		return generate.Generation{IDs: ids, LogProbs: make([]float64, len(ids))}
