@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -50,14 +51,33 @@ func readParquet(path string, b *rowBuilder) error {
 	schema := pf.Schema()
 	r := parquet.NewReader(pf)
 	defer r.Close()
+	row := 1
+	if w := b.win; w != nil && w.from > w.seen { // the rows before the window are not decoded
+		n := min(int64(w.from-w.seen), pf.NumRows())
+		if err := r.SeekToRow(n); err != nil {
+			return fmt.Errorf("%s: row %d: %w", path, n+1, err)
+		}
+		w.seen += int(n)
+		row += int(n)
+	}
 	var buf bytes.Buffer
-	for row := 1; ; row++ {
+	for ; ; row++ {
+		if int64(row) > pf.NumRows() {
+			return nil
+		}
+		keep, err := b.next()
+		if err != nil {
+			return err
+		}
 		m := map[string]any{}
 		if err := r.Read(&m); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			return fmt.Errorf("%s: row %d: %w", path, row, err)
+		}
+		if !keep {
+			continue
 		}
 		buf.Reset()
 		if err := parquetJSON(&buf, schema, m); err != nil {
@@ -189,6 +209,12 @@ func readArrow(path string, b *rowBuilder) error {
 		fields := rec.Schema().Fields()
 		for i := 0; i < int(rec.NumRows()); i++ {
 			row++
+			if keep, err := b.next(); !keep || err != nil {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			buf.Reset()
 			buf.WriteByte('{')
 			for c, fld := range fields {
@@ -299,34 +325,31 @@ var naValues = map[string]bool{"": true, "#N/A": true, "#N/A N/A": true, "#NA": 
 // readCSV reads a CSV file with a header row as load_dataset does (pandas.read_csv's defaults): a
 // column whose cells all read as integers is integers, else as numbers numbers, else as True or
 // False booleans, else text; the cells pandas counts as missing are null, and an integer column
-// with missing cells is a number column (pandas' float64).
-func readCSV(r io.Reader, b *rowBuilder) error {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = 0
-	header, err := cr.Read()
+// with missing cells is a number column (pandas' float64). The file is read twice, by open: its
+// columns' types first, then its rows.
+func readCSV(open func() (io.Reader, func(), error), b *rowBuilder) error {
+	var kinds []csvKind
+	header, err := scanCSV(open, b.name, func(_ int, rec []string) error {
+		if kinds == nil {
+			kinds = make([]csvKind, len(rec))
+			for c := range kinds {
+				kinds[c] = csvKind{ints: true, floats: true, bools: true}
+			}
+		}
+		for c, v := range rec {
+			kinds[c].see(v)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("%s:1: %w", b.name, err)
-	}
-	header[0] = strings.TrimPrefix(header[0], "\ufeff")
-	var rows [][]string
-	var lines []int
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", b.name, err)
-		}
-		line, _ := cr.FieldPos(0)
-		rows, lines = append(rows, rec), append(lines, line)
-	}
-	kinds := make([]byte, len(header)) // 'i', 'f', 'b' or 's'
-	for c := range header {
-		kinds[c] = csvKind(rows, c)
+		return err
 	}
 	var buf bytes.Buffer
-	for k, rec := range rows {
+	_, err = scanCSV(open, b.name, func(line int, rec []string) error {
+		keep, err := b.next()
+		if !keep || err != nil {
+			return err
+		}
 		buf.Reset()
 		buf.WriteByte('{')
 		for c, name := range header {
@@ -335,55 +358,91 @@ func readCSV(r io.Reader, b *rowBuilder) error {
 			}
 			writeKey(&buf, name)
 			cell := rec[c]
-			switch {
+			switch k := kinds[c].kind(); {
 			case naValues[cell]:
 				buf.WriteString("null")
-			case kinds[c] == 'i':
+			case k == 'i':
 				buf.WriteString(strings.TrimPrefix(cell, "+"))
-			case kinds[c] == 'f':
+			case k == 'f':
 				x, _ := strconv.ParseFloat(cell, 64)
 				if err := writeScalar(&buf, x); err != nil {
-					return fmt.Errorf("%s:%d: column %s: %w", b.name, lines[k], name, err)
+					return fmt.Errorf("%s:%d: column %s: %w", b.name, line, name, err)
 				}
-			case kinds[c] == 'b':
+			case k == 'b':
 				buf.WriteString(strconv.FormatBool(strings.EqualFold(cell, "true")))
 			default:
 				writeScalar(&buf, cell)
 			}
 		}
 		buf.WriteByte('}')
-		if err := b.add(lines[k], buf.Bytes()); err != nil {
-			return err
-		}
-	}
-	return nil
+		return b.add(line, buf.Bytes())
+	})
+	return err
 }
 
-// csvKind is column c's type as pandas infers it.
-func csvKind(rows [][]string, c int) byte {
-	ints, floats, bools, missing := true, true, true, false
-	for _, r := range rows {
-		v := r[c]
-		if naValues[v] {
-			missing = true
-			continue
+// scanCSV opens a CSV file and hands each record after the header to row with its line; it
+// returns the header.
+func scanCSV(open func() (io.Reader, func(), error), name string, row func(line int, rec []string) error) ([]string, error) {
+	r, done, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	cr := csv.NewReader(bufio.NewReaderSize(r, 1<<16))
+	cr.FieldsPerRecord = 0
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s:1: %w", name, err)
+	}
+	header = slices.Clone(header)
+	header[0] = strings.TrimPrefix(header[0], "\ufeff")
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return header, nil
 		}
-		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-			ints = false
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		if _, err := strconv.ParseFloat(v, 64); err != nil {
-			floats = false
-		}
-		if !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
-			bools = false
+		line, _ := cr.FieldPos(0)
+		if err := row(line, rec); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// csvKind is what a column's cells so far read as, for pandas' type inference.
+type csvKind struct{ ints, floats, bools, missing bool }
+
+func (k *csvKind) see(v string) {
+	if naValues[v] {
+		k.missing = true
+		return
+	}
+	if k.ints {
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			k.ints = false
+		}
+	}
+	if k.floats {
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			k.floats = false
+		}
+	}
+	if k.bools && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+		k.bools = false
+	}
+}
+
+// kind is the column's type as pandas infers it: 'i', 'f', 'b' or 's'.
+func (k csvKind) kind() byte {
 	switch {
-	case ints && !missing:
+	case k.ints && !k.missing:
 		return 'i'
-	case ints || floats:
+	case k.ints || k.floats:
 		return 'f'
-	case bools && !missing:
+	case k.bools && !k.missing:
 		return 'b'
 	}
 	return 's'

@@ -38,6 +38,8 @@ type ReadOptions struct {
 	// Config is the dataset's configuration (TRL's dataset_config, load_dataset's name): one of
 	// the configs of a Hub directory's README.md; "" is its default.
 	Config string
+
+	win *window // set by readSplits for a head slice
 }
 
 // DefaultTextField is TRL's dataset_text_field default.
@@ -58,43 +60,53 @@ func ReadFileWith(path string, o ReadOptions) (*Dataset, error) {
 	return readFile(path, o)
 }
 
-// readFile reads one data file.
+// readFile reads one data file, as a stream: no reader holds more of the file than a row (CSV
+// reads it twice, its column types first). With a window (o.win) only the window's rows are
+// parsed, reading stops at its end, and a file may give no rows.
 func readFile(path string, o ReadOptions) (*Dataset, error) {
+	d, b := newBuilder(path, o)
+	var err error
 	switch ext := fileFormat(path); ext {
-	case ".parquet", ".arrow":
-		d, b := newBuilder(path, o)
+	case ".parquet":
 		b.rows = true
-		read := readParquet
-		if ext == ".arrow" {
-			read = readArrow
+		err = readParquet(path, b)
+	case ".arrow":
+		b.rows = true
+		err = readArrow(path, b)
+	case ".csv":
+		err = readCSV(func() (io.Reader, func(), error) { return openData(path) }, b)
+	default:
+		r, done, oerr := openData(path)
+		if oerr != nil {
+			return nil, oerr
 		}
-		if err := read(path, b); err != nil {
-			return nil, err
-		}
-		return checked(d)
+		err = readJSONRows(bufio.NewReaderSize(r, 1<<16), b)
+		done()
 	}
+	if err != nil && !errors.Is(err, errEnough) {
+		return nil, err
+	}
+	if o.win != nil {
+		return d, nil
+	}
+	return checked(d)
+}
+
+// openData opens a data file, gunzipping a .gz one; done closes it.
+func openData(path string) (io.Reader, func(), error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("read dataset: %w", err)
+		return nil, nil, fmt.Errorf("read dataset: %w", err)
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		defer zr.Close()
-		r = zr
+	if !strings.HasSuffix(path, ".gz") {
+		return f, func() { f.Close() }, nil
 	}
-	if fileFormat(path) == ".csv" {
-		d, b := newBuilder(path, o)
-		if err := readCSV(r, b); err != nil {
-			return nil, err
-		}
-		return checked(d)
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return ReadWith(r, path, o)
+	return zr, func() { zr.Close(); f.Close() }, nil
 }
 
 // fileFormat is path's format extension, a .gz suffix aside: ".parquet", ".arrow", ".csv", or
@@ -108,7 +120,7 @@ func newBuilder(name string, o ReadOptions) (*Dataset, *rowBuilder) {
 		o.TextField = DefaultTextField
 	}
 	d := &Dataset{Path: name, Format: o.Format, TextField: o.TextField}
-	return d, &rowBuilder{d: d, name: name}
+	return d, &rowBuilder{d: d, name: name, win: o.win}
 }
 
 // checked is d, or an error when it has no rows.
@@ -131,96 +143,152 @@ func Read(r io.Reader, name string, format Format) (*Dataset, error) {
 	return ReadWith(r, name, ReadOptions{Format: format})
 }
 
-// ReadWith is ReadFileWith on an open stream; name is used in errors.
+// ReadWith is ReadFileWith on an open stream (JSONL or a JSON array); name is used in errors.
 func ReadWith(r io.Reader, name string, o ReadOptions) (*Dataset, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read dataset %s: %w", name, err)
-	}
-	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a UTF-8 byte-order mark is not data
-	if len(data) >= 4 && (string(data[:4]) == "PAR1" || string(data[:4]) == "\xff\xff\xff\xff" || string(data[:4]) == "ARRO") {
-		return nil, fmt.Errorf("%s: a Parquet or Arrow file: name it with its extension, .parquet or .arrow", name)
-	}
 	d, b := newBuilder(name, o)
-	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		err = readJSONArray(data, b)
-	} else {
-		err = readJSONL(data, b)
-	}
-	if err != nil {
+	if err := readJSONRows(bufio.NewReaderSize(r, 1<<16), b); err != nil && !errors.Is(err, errEnough) {
 		return nil, err
 	}
 	return checked(d)
 }
 
-func readJSONL(data []byte, b *rowBuilder) error {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 1<<16), len(data)+1)
-	for line := 1; sc.Scan(); line++ {
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
-		if err := b.add(line, text); err != nil {
-			return err
-		}
+// readJSONRows reads JSONL, or a JSON array where the first byte that is not a space is '['; a
+// UTF-8 byte-order mark is not data.
+func readJSONRows(r *bufio.Reader, b *rowBuilder) error {
+	if bom, _ := r.Peek(3); string(bom) == "\ufeff" {
+		r.Discard(3)
 	}
-	return sc.Err()
+	if m, _ := r.Peek(4); string(m) == "PAR1" || string(m) == "\xff\xff\xff\xff" || string(m) == "ARRO" {
+		return fmt.Errorf("%s: a Parquet or Arrow file: name it with its extension, .parquet or .arrow", b.name)
+	}
+	head, _ := r.Peek(r.Size())
+	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		return readJSONArray(r, b)
+	}
+	return readJSONL(r, b)
 }
 
-func readJSONArray(data []byte, b *rowBuilder) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	lineAt := lineCounter(data)
+// readJSONL reads one row per line; blank lines are not rows.
+func readJSONL(r *bufio.Reader, b *rowBuilder) error {
+	for line := 1; ; line++ {
+		text, err := r.ReadBytes('\n')
+		if text = bytes.TrimSpace(text); len(text) > 0 {
+			keep, werr := b.next()
+			if werr != nil {
+				return werr
+			}
+			if keep {
+				if aerr := b.add(line, text); aerr != nil {
+					return aerr
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read dataset %s: %w", b.name, err)
+		}
+	}
+}
+
+// readJSONArray reads the rows of one top-level JSON array, each named by the line it starts on.
+func readJSONArray(r io.Reader, b *rowBuilder) error {
+	lr := &lineReader{r: r, line: 1}
+	dec := json.NewDecoder(lr)
 	if _, err := dec.Token(); err != nil { // '['
 		return fmt.Errorf("%s:1: invalid JSON: %v", b.name, err)
 	}
 	for dec.More() {
-		start := skipSpaceComma(data, int(dec.InputOffset()))
+		start := lr.valueLine(dec.InputOffset())
+		keep, err := b.next()
+		if err != nil {
+			return err
+		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return fmt.Errorf("%s:%d: invalid JSON: %v", b.name, lineAt(start), err)
+			return fmt.Errorf("%s:%d: invalid JSON: %v", b.name, start, err)
 		}
-		if err := b.add(lineAt(start), raw); err != nil {
-			return err
+		if keep {
+			if err := b.add(start, raw); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err := dec.Token(); err != nil { // ']'
-		return fmt.Errorf("%s:%d: invalid JSON: %v", b.name, lineAt(int(dec.InputOffset())), err)
+		return fmt.Errorf("%s:%d: invalid JSON: %v", b.name, lr.lineAt(dec.InputOffset()), err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%s:%d: invalid JSON: data after the top-level array", b.name, lineAt(int(dec.InputOffset())))
+		return fmt.Errorf("%s:%d: invalid JSON: data after the top-level array", b.name, lr.lineAt(dec.InputOffset()))
 	}
 	return nil
 }
 
-func skipSpaceComma(data []byte, off int) int {
-	for off < len(data) && bytes.IndexByte([]byte(" \t\r\n,"), data[off]) >= 0 {
-		off++
-	}
-	return off
+// lineReader is a reader that numbers lines for a decoder reading through it: it keeps the bytes
+// the decoder has read and not yet had numbered (its read-ahead), no more.
+type lineReader struct {
+	r    io.Reader
+	buf  []byte // the bytes read from offset base on
+	base int64
+	line int // the line of offset base
 }
 
-// lineCounter returns a function giving the 1-based line of a byte offset (offsets non-decreasing).
-func lineCounter(data []byte) func(off int) int {
-	line, pos := 1, 0
-	return func(off int) int {
-		off = min(off, len(data))
-		if off < pos {
-			line, pos = 1, 0
-		}
-		line += bytes.Count(data[pos:off], []byte("\n"))
-		pos = off
-		return line
+func (l *lineReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.buf = append(l.buf, p[:n]...)
+	return n, err
+}
+
+// lineAt is the 1-based line of offset off (offsets non-decreasing).
+func (l *lineReader) lineAt(off int64) int {
+	k := int(min(max(off-l.base, 0), int64(len(l.buf))))
+	l.line += bytes.Count(l.buf[:k], []byte("\n"))
+	l.buf = append(l.buf[:0], l.buf[k:]...)
+	l.base += int64(k)
+	return l.line
+}
+
+// valueLine is the line of the value after offset off, past spaces and a comma.
+func (l *lineReader) valueLine(off int64) int {
+	l.lineAt(off)
+	k := 0
+	for k < len(l.buf) && bytes.IndexByte([]byte(" \t\r\n,"), l.buf[k]) >= 0 {
+		k++
 	}
+	return l.lineAt(l.base + int64(k))
 }
 
 // rowBuilder validates rows one at a time against the dataset's (possibly detected) format.
 type rowBuilder struct {
 	d        *Dataset
 	name     string
-	rows     bool  // errors name a row number, not a line (Parquet, Arrow)
-	implicit *bool // preference: whether rows carry no "prompt"; set by the first row
+	rows     bool    // errors name a row number, not a line (Parquet, Arrow)
+	implicit *bool   // preference: whether rows carry no "prompt"; set by the first row
+	win      *window // nil: every row
+}
+
+// window is the rows a split's head slice keeps (train[:1000], train[10:20]), counted across the
+// split's files: rows before from are counted and not parsed, and reading stops at to, so that a
+// slice reads as much of its files as it keeps.
+type window struct{ from, to, seen int }
+
+// full reports whether the window has all its rows.
+func (w *window) full() bool { return w != nil && w.seen >= w.to }
+
+// errEnough stops a reader at the end of its window.
+var errEnough = errors.New("the slice's rows are read")
+
+// next counts the reader's next row: whether to parse it (false before the window), errEnough
+// past the window.
+func (b *rowBuilder) next() (bool, error) {
+	if b.win == nil {
+		return true, nil
+	}
+	if b.win.full() {
+		return false, errEnough
+	}
+	b.win.seen++
+	return b.win.seen > b.win.from, nil
 }
 
 func (b *rowBuilder) add(line int, raw []byte) error {

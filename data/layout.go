@@ -65,15 +65,22 @@ func readSplits(p string, o ReadOptions) (*Dataset, error) {
 	}
 	var out *Dataset
 	for _, part := range parts {
-		d, err := readSplit(p, o, part.name)
+		po := o
+		po.win = part.head()
+		d, err := readSplit(p, po, part.name)
 		if err != nil {
 			return nil, err
 		}
-		if d.Rows, err = part.slice(d.Rows, p); err != nil {
-			return nil, err
+		if po.win == nil {
+			if d.Rows, err = part.slice(d.Rows, p); err != nil {
+				return nil, err
+			}
 		}
-		if out == nil {
+		if out == nil || len(out.Rows) == 0 {
 			out = d
+			continue
+		}
+		if len(d.Rows) == 0 {
 			continue
 		}
 		if d.Format != out.Format {
@@ -84,7 +91,7 @@ func readSplits(p string, o ReadOptions) (*Dataset, error) {
 	return checked(out)
 }
 
-// readSplit reads one split (no slice) of the dataset at p.
+// readSplit reads one split of the dataset at p: all its rows, or those of o's window.
 func readSplit(p string, o ReadOptions, split string) (*Dataset, error) {
 	st, err := os.Stat(p)
 	if err != nil {
@@ -105,13 +112,19 @@ func readSplit(p string, o ReadOptions, split string) (*Dataset, error) {
 	}
 	var out *Dataset
 	for _, f := range files {
+		if o.win.full() {
+			break
+		}
 		d, err := readFile(f, o)
 		if err != nil {
 			return nil, err
 		}
-		if out == nil {
+		if out == nil || len(out.Rows) == 0 { // a file before a slice's window gives no rows
 			out = d
 			out.Path = p
+			continue
+		}
+		if len(d.Rows) == 0 {
 			continue
 		}
 		if d.Format != out.Format {
@@ -549,6 +562,29 @@ func parseSplit(s string) ([]splitPart, error) {
 		out = append(out, part)
 	}
 	return out, nil
+}
+
+// head is the window of a slice that needs no row count, neither negative nor a percentage
+// (train[:1000], train[10:20], train[5:]), which the split's files are read up to; nil for
+// the others, which slice the whole split's rows.
+func (p splitPart) head() *window {
+	if p.from == nil && p.to == nil {
+		return nil
+	}
+	w := &window{to: math.MaxInt}
+	for _, b := range []struct {
+		bound *sliceBound
+		dst   *int
+	}{{p.from, &w.from}, {p.to, &w.to}} {
+		if b.bound == nil {
+			continue
+		}
+		if b.bound.pct || b.bound.n < 0 {
+			return nil
+		}
+		*b.dst = b.bound.n
+	}
+	return w
 }
 
 // slice applies the part's slice to rows: Python's slice bounds, percentages of the split rounded
