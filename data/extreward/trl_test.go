@@ -2,8 +2,13 @@ package extreward
 
 import (
 	"encoding/json"
+	"math"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/posttrain/posttrain/data/chat"
 )
 
 // TRL 0.24.0's own think_format_reward and get_soft_overlong_punishment (as trl/scripts/grpo.py
@@ -102,5 +107,57 @@ func TestPatternReward(t *testing.T) {
 	}
 	if f, err := PatternReward("mult_correct", "r"); f != nil || err != nil {
 		t.Errorf("a name that is no pattern: %v %v", f, err)
+	}
+}
+
+// TRL 0.24.0's trl.rewards.accuracy_reward (math_verify 0.8.0) is not built in (docs/grpo.md):
+// through the Python worker, with the pinned trl-0.24 reference venv's Python, it gives the
+// rewards TRL itself gave on the golden's table (scripts/reference/accuracy_reward.py), None
+// (an unverifiable pair) as NaN, so the worker hands it TRL's arguments: conversational
+// completions and the solution column.
+func TestAccuracyReward_WorkerAsTRL(t *testing.T) {
+	b, err := os.ReadFile("testdata/accuracy_reward.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Cases []struct {
+			Solution, Completion string
+			Reward               *float64
+		}
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Cases) < 50 {
+		t.Fatalf("%d cases", len(g.Cases))
+	}
+	py := filepath.Join("..", "..", ".venv-reference", "trl-0.24", "bin", "python")
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("no %s (make reference-env)", py)
+	}
+	w, funcs, err := Start(py, []string{"trl.rewards.accuracy_reward"}, os.Stderr, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := Call{Columns: map[string][]any{}}
+	for _, k := range g.Cases {
+		p, comp := ConversationalCompletion([]chat.Message{{Role: "user", Content: "Solve it."}}, k.Completion)
+		c.Prompts, c.Completions = append(c.Prompts, p), append(c.Completions, comp)
+		c.CompletionIDs = append(c.CompletionIDs, []int32{1})
+		c.Columns["solution"] = append(c.Columns["solution"], k.Solution)
+	}
+	got, err := funcs[0].Score(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if funcs[0].Name != "accuracy_reward" {
+		t.Errorf("logged as %q", funcs[0].Name)
+	}
+	for i, k := range g.Cases {
+		if want := k.Reward; want == nil && !math.IsNaN(got[i]) || want != nil && got[i] != *want {
+			t.Errorf("solution %q, completion %q: %v, TRL %v", k.Solution, k.Completion, got[i], k.Reward)
+		}
 	}
 }

@@ -21,6 +21,7 @@ GENERATORS=(
 	"trl-0.24 models/testdata/peft-0.21.2/qwen2-default,models/testdata/peft-0.21.2/qwen3-rslora-all-linear,models/testdata/peft-0.21.2/smollm2-attn-lm-head,models/testdata/peft-0.21.2/gemma3-mlp-norm,models/testdata/peft-0.21.2/posttrain-sft/expected  scripts/reference/peft_adapters.py"
 	"trl-0.24 toy/gym/testdata/trajectories.json  scripts/reference/gym_classic_control.py"
 	"trl-0.24 data/extreward/testdata/trl_rewards.json  scripts/reference/trl_rewards.py"
+	"trl-0.24 data/extreward/testdata/accuracy_reward.json  scripts/reference/accuracy_reward.py"
 	"trl-0.24 data/testdata/datasets  scripts/reference/dataset_files.py"
 	"trl-1    trainers/grpo/testdata/trl1_parity  scripts/reference/trl1_parity.py"
 	"trl-1    trainers/grpo/testdata/trl1_parity_tools  scripts/reference/trl1_parity_tools.py"
