@@ -265,7 +265,7 @@ func cutoff(q, w, target *Node) *Node {
 		at := Reshape(Add(rowBase, digit), b*vocab, 1)             // [B·V,1] flat histogram bins
 		hist := ScatterSum(Zeros(g, shapes.Make(dtypes.Float32, b*bins)), at, Reshape(Where(in, w, ZerosLike(w)), b*vocab), false, false)
 		hist = Reshape(hist, b, bins)                     // [B,bins]
-		cum := Add(prefixSum(hist), Reshape(below, b, 1)) // [B,bins] weight up to and including each bin
+		cum := Add(PrefixSum(hist), Reshape(below, b, 1)) // [B,bins] weight up to and including each bin
 		chosen := ReduceSum(ConvertDType(LessThan(cum, Reshape(target, b, 1)), dtypes.Int32), 1)
 		chosen = MinScalar(chosen, bins-1) // [B] the first bin reaching target
 		below = Add(below, ReduceSum(Where(LessThan(binIota, Reshape(chosen, b, 1)), hist, ZerosLike(hist)), 1))
@@ -275,9 +275,9 @@ func cutoff(q, w, target *Node) *Node {
 	return prefix
 }
 
-// prefixSum is the inclusive cumulative sum of h [B,n] along its last axis, in log₂ n shifted
+// PrefixSum is the inclusive cumulative sum of h [B,n] along its last axis, in log₂ n shifted
 // additions (the pure-Go backend's CumSum is a reduce-window, O(n²) per row).
-func prefixSum(h *Node) *Node {
+func PrefixSum(h *Node) *Node {
 	b, n := h.Shape().Dim(0), h.Shape().Dim(1)
 	for s := 1; s < n; s *= 2 {
 		shifted := Concatenate([]*Node{Zeros(h.Graph(), shapes.Make(h.DType(), b, s)), Slice(h, AxisRange(), AxisRange(0, n-s))}, 1)

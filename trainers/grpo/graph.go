@@ -11,6 +11,7 @@ import (
 
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
+	"github.com/posttrain/posttrain/models/generate"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
 	"github.com/posttrain/posttrain/trainers/engine/rl"
 	"github.com/posttrain/posttrain/trainers/engine/rollout"
@@ -75,7 +76,7 @@ func TurnMetric(k int, stat string) string {
 // one (a tool turn) or the start.
 func TurnMasks(mask *Node, n int) []*Node {
 	starts := Mul(mask, OneMinus(ShiftRight(mask, 1, 0)))
-	turn := CumSum(starts, -1) // turn[i,j]: the starts up to j
+	turn := generate.PrefixSum(starts) // turn[i,j]: the starts up to j
 	out := make([]*Node, n)
 	for k := 1; k <= n; k++ {
 		in := Equal(turn, ConstAs(turn, float64(k)))
