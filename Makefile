@@ -31,7 +31,7 @@ course:
 demo:
 	$(GO) run ./cmd/posttrain demo
 
-test: fmt-check third-party-check vet staticcheck unit unit-xla-installed fuzz-short gpu-check-cpu
+test: fmt-check third-party-check vet staticcheck unit race-check unit-xla-installed fuzz-short gpu-check-cpu
 
 # scripts/gpu-check.sh on the CPU, so the GPU check cannot rot: the CPU shapes, the GPU branch
 # rehearsed at tiny sizes, fake CUDA plugin trees (discovery, report lines, stopping at the first
@@ -75,6 +75,12 @@ third-party-check:
 
 unit:
 	$(GO) test -count=1 -timeout 45m $(PKGS)
+
+# The pure-Go backend's parallel executor under the race detector
+# (third_party/patches/gomlx-v0.26.0-simplego-uses-read-under-lock.patch).
+.PHONY: race-check
+race-check:
+	$(GO) test -race -count=1 -run '^TestPureGo_ParallelUsersOfOneBuffer$$' ./internal/backend
 
 # The numerics-bearing packages again, on the pinned XLA CPU plugin (make xla-cpu): the family
 # fixtures, generation with and without the KV cache, every trainer's steps and exact resume, bf16

@@ -424,15 +424,27 @@ func (e *Executable) executeNode(node *Node, execBuf *executionBuffers) error {
 		inputsOwned = make([]bool, len(node.inputs))
 	}
 
+	// In parallel execution the other users of an input update its use count (under mu) as they
+	// finish: read it under mu too, so that a node taking ownership of an input (and writing into
+	// it) happens after the other users have finished reading it.
+	if execBuf.opsExecutionType == opsExecutionParallel {
+		execBuf.mu.Lock()
+	}
 	for ii, input := range node.inputs {
 		inputNodeIdx := input.builderIdx
 		inputBuffers[ii] = execBuf.results[inputNodeIdx]
 		if inputBuffers[ii] == nil || !inputBuffers[ii].shape.Ok() {
+			if execBuf.opsExecutionType == opsExecutionParallel {
+				execBuf.mu.Unlock()
+			}
 			return errors.Errorf("SimpleGo execute: input #%d of node #%d is not calculated yet (!?) -- "+
 				"this is a bug, it should never have happened", ii, nodeIdx)
 		}
 		// Only "own" the input if this is the last use of it.
 		inputsOwned[ii] = execBuf.owned[inputNodeIdx] && e.numUses[inputNodeIdx]-execBuf.numUsed[inputNodeIdx] == 1
+	}
+	if execBuf.opsExecutionType == opsExecutionParallel {
+		execBuf.mu.Unlock()
 	}
 
 	if node.IsMultiOutputs() {
