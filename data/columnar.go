@@ -89,6 +89,24 @@ func readParquet(path string, b *rowBuilder) error {
 	}
 }
 
+// parquetRowCount is the number of rows a Parquet file's footer gives.
+func parquetRowCount(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return 0, err
+	}
+	return int(pf.NumRows()), nil
+}
+
 // parquetJSON writes v, a value parquet-go read for node, as JSON with struct keys in the
 // schema's order (LIST groups as arrays of their element).
 func parquetJSON(w *bytes.Buffer, node parquet.Node, v any) error {

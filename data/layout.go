@@ -67,6 +67,11 @@ func readSplits(p string, o ReadOptions) (*Dataset, error) {
 	for _, part := range parts {
 		po := o
 		po.win = part.head()
+		if po.win == nil && (part.from != nil || part.to != nil) {
+			if po.win, err = countedWindow(p, o, part); err != nil {
+				return nil, err
+			}
+		}
 		d, err := readSplit(p, po, part.name)
 		if err != nil {
 			return nil, err
@@ -93,22 +98,12 @@ func readSplits(p string, o ReadOptions) (*Dataset, error) {
 
 // readSplit reads one split of the dataset at p: all its rows, or those of o's window.
 func readSplit(p string, o ReadOptions, split string) (*Dataset, error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil, fmt.Errorf("read dataset: %w", err)
-	}
-	if !st.IsDir() {
-		if split != "train" {
-			return nil, fmt.Errorf("%s: a single file is the split \"train\", not %q (dataset_train_split / dataset_test_split)", p, split)
-		}
-		if o.Config != "" {
-			return nil, fmt.Errorf("%s: a single file has no configs (dataset_config %q)", p, o.Config)
-		}
-		return readFile(p, o)
-	}
-	files, err := splitFiles(p, o.Config, split)
+	files, err := splitPaths(p, o, split)
 	if err != nil {
 		return nil, err
+	}
+	if len(files) == 1 && files[0] == p { // a single file
+		return readFile(p, o)
 	}
 	var out *Dataset
 	for _, f := range files {
@@ -136,6 +131,24 @@ func readSplit(p string, o ReadOptions, split string) (*Dataset, error) {
 		out.Rows = append(out.Rows, d.Rows...)
 	}
 	return out, nil
+}
+
+// splitPaths lists the data files of a split of the dataset at p, in order: p itself for a file.
+func splitPaths(p string, o ReadOptions, split string) ([]string, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("read dataset: %w", err)
+	}
+	if !st.IsDir() {
+		if split != "train" {
+			return nil, fmt.Errorf("%s: a single file is the split \"train\", not %q (dataset_train_split / dataset_test_split)", p, split)
+		}
+		if o.Config != "" {
+			return nil, fmt.Errorf("%s: a single file has no configs (dataset_config %q)", p, o.Config)
+		}
+		return []string{p}, nil
+	}
+	return splitFiles(p, o.Config, split)
 }
 
 // splitFiles lists the data files of a split of the dataset directory dir, in order.
@@ -590,7 +603,16 @@ func (p splitPart) head() *window {
 // slice applies the part's slice to rows: Python's slice bounds, percentages of the split rounded
 // to the nearest row as datasets' ReadInstruction does by default (rounding "closest").
 func (p splitPart) slice(rows []Row, name string) ([]Row, error) {
-	n := len(rows)
+	from, to, err := p.bounds(len(rows), name)
+	if err != nil || from >= to {
+		return nil, err
+	}
+	return rows[from:to], nil
+}
+
+// bounds are the part's slice bounds in a split of n rows (from ≥ to: no rows); name names the
+// dataset in errors.
+func (p splitPart) bounds(n int, name string) (from, to int, err error) {
 	at := func(b *sliceBound, def int) (int, error) {
 		if b == nil {
 			return def, nil
@@ -607,18 +629,38 @@ func (p splitPart) slice(rows []Row, name string) ([]Row, error) {
 		}
 		return min(max(v, 0), n), nil
 	}
-	from, err := at(p.from, 0)
-	if err != nil {
-		return nil, err
+	if from, err = at(p.from, 0); err != nil {
+		return 0, 0, err
 	}
-	to, err := at(p.to, n)
+	to, err = at(p.to, n)
+	return from, to, err
+}
+
+// countedWindow is the window of a slice that needs the split's row count (train[-100:],
+// train[:10%]) where the count costs no read of the rows: every file of the split is Parquet,
+// whose footer holds its row count. nil where it is not, or the split cannot be listed (the read
+// then reports why).
+func countedWindow(p string, o ReadOptions, part splitPart) (*window, error) {
+	files, err := splitPaths(p, o, part.name)
 	if err != nil {
-		return nil, err
-	}
-	if from >= to {
 		return nil, nil
 	}
-	return rows[from:to], nil
+	n := 0
+	for _, f := range files {
+		if fileFormat(f) != ".parquet" || strings.HasSuffix(f, ".gz") {
+			return nil, nil
+		}
+		rows, err := parquetRowCount(f)
+		if err != nil {
+			return nil, nil
+		}
+		n += rows
+	}
+	from, to, err := part.bounds(n, p)
+	if err != nil {
+		return nil, err
+	}
+	return &window{from: from, to: max(to, from)}, nil
 }
 
 func readJSON(p string, v any) error {

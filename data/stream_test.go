@@ -163,7 +163,8 @@ func TestRead_HeadSlicesEqualSlicedRows(t *testing.T) {
 			split    string
 			from, to int
 		}{{"train[:3]", 0, 3}, {"train[2:5]", 2, 5}, {"train[33:]", 33, 40}, {"train[6:15]", 6, 15},
-			{"train[13:14]", 13, 14}, {"train[:1000]", 0, 40}, {"train[12:20]+train[:2]", 12, 20}} {
+			{"train[13:14]", 13, 14}, {"train[:1000]", 0, 40}, {"train[12:20]+train[:2]", 12, 20},
+			{"train[-5:]", 35, 40}, {"train[:10%]", 0, 4}, {"train[-12:-3]", 28, 37}, {"train[25%:75%]", 10, 30}} {
 			got, err := ReadFileWith(p, ReadOptions{Split: c.split})
 			if err != nil {
 				t.Fatalf("%s %s: %v", p, c.split, err)
@@ -184,7 +185,8 @@ func TestRead_HeadSlicesEqualSlicedRows(t *testing.T) {
 
 // A head slice stops reading at its end: what follows it in the file is not read (a malformed tail
 // does not stop train[:10], and does stop train[:11]), and reading the first rows of a 32 MB file
-// allocates a small part of it.
+// allocates a small part of it. So does a slice from the end or by percentage of a Parquet split,
+// whose files' footers give its row count.
 func TestRead_HeadSliceStopsReading(t *testing.T) {
 	dir := t.TempDir()
 	var good strings.Builder
@@ -229,5 +231,42 @@ func TestRead_HeadSliceStopsReading(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
 		t.Errorf("train[:8] of a 32 MB file allocated %.1f MB", float64(alloc)/(1<<20))
+	}
+
+	// Parquet's footer gives the row count, so a slice from the end or by percentage is read on
+	// demand too.
+	pq := filepath.Join(dir, "big.parquet")
+	f, err = os.Create(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]streamRow, 2048)
+	for i := range rows {
+		rows[i] = streamRow{fmt.Sprintf("p%d %s", i, pad), "c", int64(i)}
+	}
+	pw := parquet.NewGenericWriter[streamRow](f, parquet.MaxRowsPerRowGroup(64), parquet.Compression(&parquet.Uncompressed))
+	if _, err := pw.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := pw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	allocs := map[string]float64{}
+	for _, split := range []string{"train", "train[-8:]", "train[99%:]"} {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		d, err := ReadFileWith(pq, ReadOptions{Split: split})
+		runtime.ReadMemStats(&after)
+		if err != nil || len(d.Rows) == 0 || d.Rows[len(d.Rows)-1].Columns["k"] != 2047.0 {
+			t.Fatalf("%s: %v", split, err)
+		}
+		allocs[split] = float64(after.TotalAlloc-before.TotalAlloc) / (1 << 20)
+	}
+	t.Logf("allocated reading the 32 MB Parquet file: %v MB", allocs)
+	for _, split := range []string{"train[-8:]", "train[99%:]"} {
+		if allocs[split] > allocs["train"]/10 {
+			t.Errorf("%s allocated %.1f MB, the whole file %.1f MB", split, allocs[split], allocs["train"])
+		}
 	}
 }
