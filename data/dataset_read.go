@@ -168,11 +168,60 @@ func readJSONRows(r *bufio.Reader, b *rowBuilder) error {
 	return readJSONL(r, b)
 }
 
-// readJSONL reads one row per line; blank lines are not rows.
+// jsonlRowCount counts the rows of a JSON Lines file (gzipped or not) as readJSONRows reads
+// them, without parsing them: false for a JSON array, or a file it cannot read.
+func jsonlRowCount(path string) (int, bool) {
+	r, done, err := openData(path)
+	if err != nil {
+		return 0, false
+	}
+	defer done()
+	br := bufio.NewReaderSize(r, 1<<16)
+	if bom, _ := br.Peek(3); string(bom) == "\ufeff" {
+		br.Discard(3)
+	}
+	head, _ := br.Peek(br.Size())
+	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] == '[' || bytes.HasPrefix(head, []byte("PAR1")) || bytes.HasPrefix(head, []byte("ARRO")) || bytes.HasPrefix(head, []byte("\xff\xff\xff\xff")) {
+		return 0, false
+	}
+	n := 0
+	var line []byte // reused: the line read so far
+	for {
+		frag, err := br.ReadSlice('\n')
+		line = append(line, frag...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			n++
+		}
+		line = line[:0]
+		if err == io.EOF {
+			return n, true
+		}
+		if err != nil {
+			return 0, false
+		}
+	}
+}
+
+// readJSONL reads one row per line; blank lines are not rows. Each line is read into one reused
+// buffer (the row parser keeps no part of it), so a line before a slice's window costs no
+// allocation.
 func readJSONL(r *bufio.Reader, b *rowBuilder) error {
+	var buf []byte
 	for line := 1; ; line++ {
-		text, err := r.ReadBytes('\n')
-		if text = bytes.TrimSpace(text); len(text) > 0 {
+		var err error
+		buf = buf[:0]
+		for {
+			var frag []byte
+			frag, err = r.ReadSlice('\n')
+			buf = append(buf, frag...)
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if text := bytes.TrimSpace(buf); len(text) > 0 {
 			keep, werr := b.next()
 			if werr != nil {
 				return werr

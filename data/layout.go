@@ -637,9 +637,9 @@ func (p splitPart) bounds(n int, name string) (from, to int, err error) {
 }
 
 // countedWindow is the window of a slice that needs the split's row count (train[-100:],
-// train[:10%]) where the count costs no read of the rows: every file of the split is Parquet,
-// whose footer holds its row count. nil where it is not, or the split cannot be listed (the read
-// then reports why).
+// train[:10%]) where the count costs no parse of the rows: every file of the split is Parquet,
+// whose footer holds its row count, or JSON Lines, whose rows are its lines that are not blank.
+// nil where it is not, or the split cannot be listed (the read then reports why).
 func countedWindow(p string, o ReadOptions, part splitPart) (*window, error) {
 	files, err := splitPaths(p, o, part.name)
 	if err != nil {
@@ -647,11 +647,19 @@ func countedWindow(p string, o ReadOptions, part splitPart) (*window, error) {
 	}
 	n := 0
 	for _, f := range files {
-		if fileFormat(f) != ".parquet" || strings.HasSuffix(f, ".gz") {
-			return nil, nil
+		var rows int
+		var ok bool
+		switch fileFormat(f) {
+		case ".parquet":
+			if strings.HasSuffix(f, ".gz") {
+				return nil, nil
+			}
+			count, err := parquetRowCount(f)
+			rows, ok = count, err == nil
+		case ".jsonl", ".json":
+			rows, ok = jsonlRowCount(f)
 		}
-		rows, err := parquetRowCount(f)
-		if err != nil {
+		if !ok {
 			return nil, nil
 		}
 		n += rows

@@ -185,8 +185,8 @@ func TestRead_HeadSlicesEqualSlicedRows(t *testing.T) {
 
 // A head slice stops reading at its end: what follows it in the file is not read (a malformed tail
 // does not stop train[:10], and does stop train[:11]), and reading the first rows of a 32 MB file
-// allocates a small part of it. So does a slice from the end or by percentage of a Parquet split,
-// whose files' footers give its row count.
+// allocates a small part of it. So does a slice from the end or by percentage of a JSON Lines or
+// Parquet split, whose rows are counted first (lines; the files' footers).
 func TestRead_HeadSliceStopsReading(t *testing.T) {
 	dir := t.TempDir()
 	var good strings.Builder
@@ -231,6 +231,17 @@ func TestRead_HeadSliceStopsReading(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
 		t.Errorf("train[:8] of a 32 MB file allocated %.1f MB", float64(alloc)/(1<<20))
+	}
+	// A slice from the end: the rows are counted (lines, unparsed), then the window read.
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	d, err = ReadFileWith(big, ReadOptions{Split: "train[-8:]"})
+	runtime.ReadMemStats(&after)
+	if err != nil || len(d.Rows) != 8 || d.Rows[7].Line != 2048 {
+		t.Fatalf("train[-8:]: %v", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
+		t.Errorf("train[-8:] of a 32 MB file allocated %.1f MB", float64(alloc)/(1<<20))
 	}
 
 	// Parquet's footer gives the row count, so a slice from the end or by percentage is read on
