@@ -343,11 +343,11 @@ var naValues = map[string]bool{"": true, "#N/A": true, "#N/A N/A": true, "#NA": 
 // readCSV reads a CSV file with a header row as load_dataset does (pandas.read_csv's defaults): a
 // column whose cells all read as integers is integers, else as numbers numbers, else as True or
 // False booleans, else text; the cells pandas counts as missing are null, and an integer column
-// with missing cells is a number column (pandas' float64). The file is read twice, by open: its
-// columns' types first, then its rows.
-func readCSV(open func() (io.Reader, func(), error), b *rowBuilder) error {
+// with missing cells is a number column (pandas' float64). The file is read twice: its columns'
+// types first, then its rows.
+func readCSV(path string, b *rowBuilder) error {
 	var kinds []csvKind
-	header, err := scanCSV(open, b.name, func(_ int, rec []string) error {
+	header, err := scanCSV(path, func(_ int, rec []string) error {
 		if kinds == nil {
 			kinds = make([]csvKind, len(rec))
 			for c := range kinds {
@@ -363,7 +363,7 @@ func readCSV(open func() (io.Reader, func(), error), b *rowBuilder) error {
 		return err
 	}
 	var buf bytes.Buffer
-	_, err = scanCSV(open, b.name, func(line int, rec []string) error {
+	_, err = scanCSV(path, func(line int, rec []string) error {
 		keep, err := b.next()
 		if !keep || err != nil {
 			return err
@@ -398,10 +398,10 @@ func readCSV(open func() (io.Reader, func(), error), b *rowBuilder) error {
 	return err
 }
 
-// scanCSV opens a CSV file and hands each record after the header to row with its line; it
-// returns the header.
-func scanCSV(open func() (io.Reader, func(), error), name string, row func(line int, rec []string) error) ([]string, error) {
-	r, done, err := open()
+// scanCSV opens a CSV file (gunzipping a .gz one) and hands each record after the header to row
+// with its line; it returns the header.
+func scanCSV(path string, row func(line int, rec []string) error) ([]string, error) {
+	r, done, err := openData(path)
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +411,7 @@ func scanCSV(open func() (io.Reader, func(), error), name string, row func(line 
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err != nil {
-		return nil, fmt.Errorf("%s:1: %w", name, err)
+		return nil, fmt.Errorf("%s:1: %w", path, err)
 	}
 	header = slices.Clone(header)
 	header[0] = strings.TrimPrefix(header[0], "\ufeff")
@@ -421,7 +421,7 @@ func scanCSV(open func() (io.Reader, func(), error), name string, row func(line 
 			return header, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		line, _ := cr.FieldPos(0)
 		if err := row(line, rec); err != nil {

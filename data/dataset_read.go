@@ -74,7 +74,7 @@ func readFile(path string, o ReadOptions) (*Dataset, error) {
 		b.rows = true
 		err = readArrow(path, b)
 	case ".csv":
-		err = readCSV(func() (io.Reader, func(), error) { return openData(path) }, b)
+		err = readCSV(path, b)
 	default:
 		r, done, oerr := openData(path)
 		if oerr != nil {
@@ -152,63 +152,43 @@ func ReadWith(r io.Reader, name string, o ReadOptions) (*Dataset, error) {
 	return checked(d)
 }
 
-// readJSONRows reads JSONL, or a JSON array where the first byte that is not a space is '['; a
-// UTF-8 byte-order mark is not data.
+// readJSONRows reads JSONL, or a JSON array where the first byte that is not a space is '['.
 func readJSONRows(r *bufio.Reader, b *rowBuilder) error {
+	array, err := jsonHead(r, b.name)
+	if err != nil {
+		return err
+	}
+	if array {
+		return readJSONArray(r, b)
+	}
+	return scanLines(r, b.name, func(line int, text []byte) error {
+		keep, err := b.next()
+		if !keep || err != nil {
+			return err
+		}
+		return b.add(line, text)
+	})
+}
+
+// jsonHead reads past a UTF-8 byte-order mark (not data) and reports whether the stream is a JSON
+// array (its first byte that is not a space is '[') rather than JSON Lines; a Parquet or Arrow
+// file is an error. name names the stream in errors.
+func jsonHead(r *bufio.Reader, name string) (array bool, err error) {
 	if bom, _ := r.Peek(3); string(bom) == "\ufeff" {
 		r.Discard(3)
 	}
 	if m, _ := r.Peek(4); string(m) == "PAR1" || string(m) == "\xff\xff\xff\xff" || string(m) == "ARRO" {
-		return fmt.Errorf("%s: a Parquet or Arrow file: name it with its extension, .parquet or .arrow", b.name)
+		return false, fmt.Errorf("%s: a Parquet or Arrow file: name it with its extension, .parquet or .arrow", name)
 	}
 	head, _ := r.Peek(r.Size())
-	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] == '[' {
-		return readJSONArray(r, b)
-	}
-	return readJSONL(r, b)
+	t := bytes.TrimLeft(head, " \t\r\n")
+	return len(t) > 0 && t[0] == '[', nil
 }
 
-// jsonlRowCount counts the rows of a JSON Lines file (gzipped or not) as readJSONRows reads
-// them, without parsing them: false for a JSON array, or a file it cannot read.
-func jsonlRowCount(path string) (int, bool) {
-	r, done, err := openData(path)
-	if err != nil {
-		return 0, false
-	}
-	defer done()
-	br := bufio.NewReaderSize(r, 1<<16)
-	if bom, _ := br.Peek(3); string(bom) == "\ufeff" {
-		br.Discard(3)
-	}
-	head, _ := br.Peek(br.Size())
-	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] == '[' || bytes.HasPrefix(head, []byte("PAR1")) || bytes.HasPrefix(head, []byte("ARRO")) || bytes.HasPrefix(head, []byte("\xff\xff\xff\xff")) {
-		return 0, false
-	}
-	n := 0
-	var line []byte // reused: the line read so far
-	for {
-		frag, err := br.ReadSlice('\n')
-		line = append(line, frag...)
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			n++
-		}
-		line = line[:0]
-		if err == io.EOF {
-			return n, true
-		}
-		if err != nil {
-			return 0, false
-		}
-	}
-}
-
-// readJSONL reads one row per line; blank lines are not rows. Each line is read into one reused
-// buffer (the row parser keeps no part of it), so a line before a slice's window costs no
-// allocation.
-func readJSONL(r *bufio.Reader, b *rowBuilder) error {
+// scanLines hands each line of r that is not blank (JSON Lines' rows), trimmed, to row with its
+// 1-based line number. Every line is read into one reused buffer, so row must not keep the bytes
+// (the row parser copies what it keeps) and a line row skips costs no allocation.
+func scanLines(r *bufio.Reader, name string, row func(line int, text []byte) error) error {
 	var buf []byte
 	for line := 1; ; line++ {
 		var err error
@@ -222,23 +202,34 @@ func readJSONL(r *bufio.Reader, b *rowBuilder) error {
 			}
 		}
 		if text := bytes.TrimSpace(buf); len(text) > 0 {
-			keep, werr := b.next()
-			if werr != nil {
-				return werr
-			}
-			if keep {
-				if aerr := b.add(line, text); aerr != nil {
-					return aerr
-				}
+			if rerr := row(line, text); rerr != nil {
+				return rerr
 			}
 		}
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("read dataset %s: %w", b.name, err)
+			return fmt.Errorf("read dataset %s: %w", name, err)
 		}
 	}
+}
+
+// jsonlRowCount counts the rows of a JSON Lines file (gzipped or not) as readJSONRows reads
+// them, without parsing them: false for a JSON array, or a file it cannot read.
+func jsonlRowCount(path string) (int, bool) {
+	r, done, err := openData(path)
+	if err != nil {
+		return 0, false
+	}
+	defer done()
+	br := bufio.NewReaderSize(r, 1<<16)
+	if array, err := jsonHead(br, path); array || err != nil {
+		return 0, false
+	}
+	n := 0
+	err = scanLines(br, path, func(int, []byte) error { n++; return nil })
+	return n, err == nil
 }
 
 // readJSONArray reads the rows of one top-level JSON array, each named by the line it starts on.

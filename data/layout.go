@@ -65,14 +65,17 @@ func readSplits(p string, o ReadOptions) (*Dataset, error) {
 	}
 	var out *Dataset
 	for _, part := range parts {
+		files, err := splitPaths(p, o, part.name)
+		if err != nil {
+			return nil, err
+		}
 		po := o
-		po.win = part.head()
-		if po.win == nil && (part.from != nil || part.to != nil) {
-			if po.win, err = countedWindow(p, o, part); err != nil {
+		if po.win = part.head(); po.win == nil && (part.from != nil || part.to != nil) {
+			if po.win, err = countedWindow(files, part, p); err != nil {
 				return nil, err
 			}
 		}
-		d, err := readSplit(p, po, part.name)
+		d, err := readSplit(p, files, po)
 		if err != nil {
 			return nil, err
 		}
@@ -96,15 +99,9 @@ func readSplits(p string, o ReadOptions) (*Dataset, error) {
 	return checked(out)
 }
 
-// readSplit reads one split of the dataset at p: all its rows, or those of o's window.
-func readSplit(p string, o ReadOptions, split string) (*Dataset, error) {
-	files, err := splitPaths(p, o, split)
-	if err != nil {
-		return nil, err
-	}
-	if len(files) == 1 && files[0] == p { // a single file
-		return readFile(p, o)
-	}
+// readSplit reads the files of one split of the dataset at p (splitPaths): all their rows, or
+// those of o's window.
+func readSplit(p string, files []string, o ReadOptions) (*Dataset, error) {
 	var out *Dataset
 	for _, f := range files {
 		if o.win.full() {
@@ -639,12 +636,9 @@ func (p splitPart) bounds(n int, name string) (from, to int, err error) {
 // countedWindow is the window of a slice that needs the split's row count (train[-100:],
 // train[:10%]) where the count costs no parse of the rows: every file of the split is Parquet,
 // whose footer holds its row count, or JSON Lines, whose rows are its lines that are not blank.
-// nil where it is not, or the split cannot be listed (the read then reports why).
-func countedWindow(p string, o ReadOptions, part splitPart) (*window, error) {
-	files, err := splitPaths(p, o, part.name)
-	if err != nil {
-		return nil, nil
-	}
+// nil where it is not, or a count fails (the read then reports why). name names the dataset in
+// errors.
+func countedWindow(files []string, part splitPart, name string) (*window, error) {
 	n := 0
 	for _, f := range files {
 		var rows int
@@ -664,7 +658,7 @@ func countedWindow(p string, o ReadOptions, part splitPart) (*window, error) {
 		}
 		n += rows
 	}
-	from, to, err := part.bounds(n, p)
+	from, to, err := part.bounds(n, name)
 	if err != nil {
 		return nil, err
 	}

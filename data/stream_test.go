@@ -3,7 +3,9 @@ package data
 import (
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -33,98 +35,97 @@ func streamRows(n int) []streamRow {
 	return rows
 }
 
+// jsonlText is rows as JSON Lines, with a blank line (not a row) after every fifth row from the
+// third on.
+func jsonlText(rows []streamRow) string {
+	var b strings.Builder
+	for i, r := range rows {
+		j, _ := json.Marshal(r)
+		b.Write(j)
+		b.WriteString("\n")
+		if i%5 == 2 {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+// writeWith creates the file path (and its directory) and writes it with write.
+func writeWith(t *testing.T, path string, write func(w io.Writer) error) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(write(f), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// writeText writes text into the file path.
+func writeText(t *testing.T, path, text string) string {
+	return writeWith(t, path, func(w io.Writer) error { _, err := io.WriteString(w, text); return err })
+}
+
+// writeParquet writes rows as a Parquet file with row groups of perGroup rows.
+func writeParquet(t *testing.T, path string, rows []streamRow, perGroup int64) string {
+	return writeWith(t, path, func(w io.Writer) error {
+		pw := parquet.NewGenericWriter[streamRow](w, parquet.MaxRowsPerRowGroup(perGroup), parquet.Compression(&parquet.Uncompressed))
+		if _, err := pw.Write(rows); err != nil {
+			return err
+		}
+		return pw.Close()
+	})
+}
+
 // writeStreamFiles writes rows in every format a dataset file comes in, and as a directory of
 // three JSONL shards, into dir; it returns their paths. The Parquet file has row groups of 7 rows,
 // the Arrow stream record batches of 6.
 func writeStreamFiles(t *testing.T, dir string, rows []streamRow) []string {
 	t.Helper()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	jsonl := func(rows []streamRow) string {
-		var b strings.Builder
-		for i, r := range rows {
-			j, _ := json.Marshal(r)
-			b.Write(j)
-			b.WriteString("\n")
-			if i%5 == 2 {
-				b.WriteString("\n") // blank lines are not rows
-			}
-		}
-		return b.String()
-	}
 	indented, _ := json.MarshalIndent(rows, "", "  ")
 	csv := "prompt,completion,k\n"
 	for _, r := range rows {
 		csv += fmt.Sprintf("%s,%s,%d\n", r.Prompt, r.Completion, r.K)
 	}
-	paths := []string{write("rows.jsonl", jsonl(rows)), write("rows.json", string(indented)), write("rows.csv", csv)}
-
-	gz := filepath.Join(dir, "rows.csv.gz")
-	f, err := os.Create(gz)
-	if err != nil {
-		t.Fatal(err)
+	paths := []string{
+		writeText(t, filepath.Join(dir, "rows.jsonl"), jsonlText(rows)),
+		writeText(t, filepath.Join(dir, "rows.json"), string(indented)),
+		writeText(t, filepath.Join(dir, "rows.csv"), csv),
+		writeWith(t, filepath.Join(dir, "rows.csv.gz"), func(w io.Writer) error {
+			zw := gzip.NewWriter(w)
+			_, err := io.WriteString(zw, csv)
+			return errors.Join(err, zw.Close())
+		}),
+		writeParquet(t, filepath.Join(dir, "rows.parquet"), rows, 7),
+		writeWith(t, filepath.Join(dir, "rows.arrow"), func(w io.Writer) error {
+			schema := arrow.NewSchema([]arrow.Field{{Name: "prompt", Type: arrow.BinaryTypes.String},
+				{Name: "completion", Type: arrow.BinaryTypes.String}, {Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
+			aw := ipc.NewWriter(w, ipc.WithSchema(schema))
+			rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+			for lo := 0; lo < len(rows); lo += 6 {
+				for _, r := range rows[lo:min(lo+6, len(rows))] {
+					rb.Field(0).(*array.StringBuilder).Append(r.Prompt)
+					rb.Field(1).(*array.StringBuilder).Append(r.Completion)
+					rb.Field(2).(*array.Int64Builder).Append(r.K)
+				}
+				rec := rb.NewRecordBatch()
+				err := aw.Write(rec)
+				rec.Release()
+				if err != nil {
+					return err
+				}
+			}
+			return aw.Close()
+		}),
 	}
-	zw := gzip.NewWriter(f)
-	zw.Write([]byte(csv))
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	paths = append(paths, gz)
-
-	pq := filepath.Join(dir, "rows.parquet")
-	f, err = os.Create(pq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pw := parquet.NewGenericWriter[streamRow](f, parquet.MaxRowsPerRowGroup(7))
-	if _, err := pw.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := pw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	paths = append(paths, pq)
-
-	ar := filepath.Join(dir, "rows.arrow")
-	f, err = os.Create(ar)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := arrow.NewSchema([]arrow.Field{{Name: "prompt", Type: arrow.BinaryTypes.String},
-		{Name: "completion", Type: arrow.BinaryTypes.String}, {Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	aw := ipc.NewWriter(f, ipc.WithSchema(schema))
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	for lo := 0; lo < len(rows); lo += 6 {
-		for _, r := range rows[lo:min(lo+6, len(rows))] {
-			rb.Field(0).(*array.StringBuilder).Append(r.Prompt)
-			rb.Field(1).(*array.StringBuilder).Append(r.Completion)
-			rb.Field(2).(*array.Int64Builder).Append(r.K)
-		}
-		rec := rb.NewRecordBatch()
-		if err := aw.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		rec.Release()
-	}
-	if err := aw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	paths = append(paths, ar)
-
 	shards := filepath.Join(dir, "shards")
 	for i, cut := range [][2]int{{0, 13}, {13, 14}, {14, len(rows)}} {
-		write(fmt.Sprintf("shards/train-%05d-of-00003.jsonl", i), jsonl(rows[cut[0]:cut[1]]))
+		writeText(t, filepath.Join(shards, fmt.Sprintf("train-%05d-of-00003.jsonl", i)), jsonlText(rows[cut[0]:cut[1]]))
 	}
 	return append(paths, shards)
 }
@@ -184,9 +185,9 @@ func TestRead_HeadSlicesEqualSlicedRows(t *testing.T) {
 }
 
 // A head slice stops reading at its end: what follows it in the file is not read (a malformed tail
-// does not stop train[:10], and does stop train[:11]), and reading the first rows of a 32 MB file
-// allocates a small part of it. So does a slice from the end or by percentage of a JSON Lines or
-// Parquet split, whose rows are counted first (lines; the files' footers).
+// does not stop train[:10], and does stop train[:11]). Reading a slice of a 32 MB file allocates
+// a tenth of what reading it whole does at most, from its start, and from its end or by
+// percentage where the rows are counted first (JSON Lines' lines, Parquet's footer).
 func TestRead_HeadSliceStopsReading(t *testing.T) {
 	dir := t.TempDir()
 	var good strings.Builder
@@ -209,75 +210,34 @@ func TestRead_HeadSliceStopsReading(t *testing.T) {
 		}
 	}
 
-	big := filepath.Join(dir, "big.jsonl")
-	f, err := os.Create(big)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Slices of 32 MB files (2,048 rows of 16 KB): from the start, from the end and by
+	// percentage, JSON Lines (rows counted as lines, unparsed) and Parquet (counted by its footer).
 	pad := strings.Repeat("x", 16<<10)
-	for i := range 2048 {
-		fmt.Fprintf(f, `{"prompt": "p%d %s", "completion": "c"}`+"\n", i, pad)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	d, err := ReadFileWith(big, ReadOptions{Split: "train[:8]"})
-	runtime.ReadMemStats(&after)
-	if err != nil || len(d.Rows) != 8 {
-		t.Fatalf("%v", err)
-	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
-		t.Errorf("train[:8] of a 32 MB file allocated %.1f MB", float64(alloc)/(1<<20))
-	}
-	// A slice from the end: the rows are counted (lines, unparsed), then the window read.
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	d, err = ReadFileWith(big, ReadOptions{Split: "train[-8:]"})
-	runtime.ReadMemStats(&after)
-	if err != nil || len(d.Rows) != 8 || d.Rows[7].Line != 2048 {
-		t.Fatalf("train[-8:]: %v", err)
-	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
-		t.Errorf("train[-8:] of a 32 MB file allocated %.1f MB", float64(alloc)/(1<<20))
-	}
-
-	// Parquet's footer gives the row count, so a slice from the end or by percentage is read on
-	// demand too.
-	pq := filepath.Join(dir, "big.parquet")
-	f, err = os.Create(pq)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rows := make([]streamRow, 2048)
 	for i := range rows {
 		rows[i] = streamRow{fmt.Sprintf("p%d %s", i, pad), "c", int64(i)}
 	}
-	pw := parquet.NewGenericWriter[streamRow](f, parquet.MaxRowsPerRowGroup(64), parquet.Compression(&parquet.Uncompressed))
-	if _, err := pw.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := pw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	allocs := map[string]float64{}
-	for _, split := range []string{"train", "train[-8:]", "train[99%:]"} {
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		d, err := ReadFileWith(pq, ReadOptions{Split: split})
-		runtime.ReadMemStats(&after)
-		if err != nil || len(d.Rows) == 0 || d.Rows[len(d.Rows)-1].Columns["k"] != 2047.0 {
-			t.Fatalf("%s: %v", split, err)
+	for _, p := range []string{writeText(t, filepath.Join(dir, "big.jsonl"), jsonlText(rows)), writeParquet(t, filepath.Join(dir, "big.parquet"), rows, 64)} {
+		allocs := map[string]float64{}
+		for _, c := range []struct {
+			split    string
+			from, to int
+		}{{"train", 0, 2048}, {"train[:8]", 0, 8}, {"train[-8:]", 2040, 2048}, {"train[99%:]", 2028, 2048}} {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			d, err := ReadFileWith(p, ReadOptions{Split: c.split})
+			runtime.ReadMemStats(&after)
+			if err != nil || len(d.Rows) != c.to-c.from || d.Rows[0].Columns["k"] != float64(c.from) {
+				t.Fatalf("%s %s: %v", p, c.split, err)
+			}
+			allocs[c.split] = float64(after.TotalAlloc-before.TotalAlloc) / (1 << 20)
 		}
-		allocs[split] = float64(after.TotalAlloc-before.TotalAlloc) / (1 << 20)
-	}
-	t.Logf("allocated reading the 32 MB Parquet file: %v MB", allocs)
-	for _, split := range []string{"train[-8:]", "train[99%:]"} {
-		if allocs[split] > allocs["train"]/10 {
-			t.Errorf("%s allocated %.1f MB, the whole file %.1f MB", split, allocs[split], allocs["train"])
+		t.Logf("%s: MB allocated %v", filepath.Base(p), allocs)
+		for split, mb := range allocs {
+			if split != "train" && mb > allocs["train"]/10 {
+				t.Errorf("%s %s allocated %.1f MB, the whole file %.1f MB", filepath.Base(p), split, mb, allocs["train"])
+			}
 		}
 	}
 }
