@@ -90,8 +90,11 @@ type Func struct {
 	// the server's path.
 	Name string
 	// Spec is what the command line named it by.
-	Spec  string
-	score func(Call) ([]float64, error)
+	Spec string
+	// Undecidable: a NaN from it means "outside what it decides" (the Go accuracy_reward), not a
+	// sample it was not meant to score; the trainer logs their fraction, rewards/NAME/undecided.
+	Undecidable bool
+	score       func(Call) ([]float64, error)
 }
 
 // Score calls the function on one batch. A completion it does not score (None) is NaN in the

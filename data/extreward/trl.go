@@ -20,6 +20,7 @@ func Builtin(name string, score func(Call) ([]float64, error)) *Func {
 // trlRewards are TRL 0.24's trl.rewards under the names its grpo.py script registers them by
 // (reward_funcs_registry), in Go.
 var trlRewards = map[string]func(Call) ([]float64, error){
+	"accuracy_reward":              accuracyReward,
 	"think_format_reward":          thinkFormatReward,
 	"get_soft_overlong_punishment": softOverlongPunishment(1280, 256), // grpo.py's values
 }
@@ -30,7 +31,9 @@ func TRLReward(name string) *Func {
 	if f == nil {
 		return nil
 	}
-	return Builtin(name, f)
+	b := Builtin(name, f)
+	b.Undecidable = name == "accuracy_reward"
+	return b
 }
 
 // TRLRewardNames lists the TRL reward functions built in, sorted.

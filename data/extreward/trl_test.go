@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,28 +111,101 @@ func TestPatternReward(t *testing.T) {
 	}
 }
 
-// TRL 0.24.0's trl.rewards.accuracy_reward (math_verify 0.8.0) is not built in (docs/grpo.md):
-// through the Python worker, with the pinned trl-0.24 reference venv's Python, it gives the
-// rewards TRL itself gave on the golden's table (scripts/reference/accuracy_reward.py), None
-// (an unverifiable pair) as NaN, so the worker hands it TRL's arguments: conversational
-// completions and the solution column.
-func TestAccuracyReward_WorkerAsTRL(t *testing.T) {
+// accuracyCases reads the golden of TRL 0.24.0's trl.rewards.accuracy_reward (math_verify 0.8.0)
+// on a table of solution/completion pairs (scripts/reference/accuracy_reward.py).
+func accuracyCases(t *testing.T) []accuracyCase {
 	b, err := os.ReadFile("testdata/accuracy_reward.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g struct {
-		Cases []struct {
-			Solution, Completion string
-			Reward               *float64
-		}
-	}
+	var g struct{ Cases []accuracyCase }
 	if err := json.Unmarshal(b, &g); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Cases) < 50 {
+	if len(g.Cases) < 200 {
 		t.Fatalf("%d cases", len(g.Cases))
 	}
+	return g.Cases
+}
+
+type accuracyCase struct {
+	Solution, Completion string
+	Reward               *float64
+}
+
+// accuracyUndecided are the table's pairs the Go accuracy_reward leaves unscored, each for a
+// reason of its kind: symbols, intervals, ± and equations on both sides (sympy's algebra), two
+// irrational values (sympy's simplification), and texts latex2sympy reads its own way
+// (juxtaposed factors, \text around a number, a digit exponent run on, \frac34).
+var accuracyUndecided = map[[2]string]bool{
+	{`\frac{3}{4}`, `\boxed{\frac34}`}:           true,
+	{`72`, `\boxed{\text{72}}`}:                  true,
+	{`1234`, `\boxed{1\,234}`}:                   true,
+	{`1234`, `\boxed{1 234}`}:                    true,
+	{`1024`, `\boxed{2^10}`}:                     true,
+	{`12`, `\boxed{(3)(4)}`}:                     true,
+	{`12`, `\boxed{3(4)}`}:                       true,
+	{`$\sqrt{2}$`, `\boxed{\frac{\sqrt{8}}{2}}`}: true,
+	{`$2\sqrt{2}$`, `\boxed{\sqrt{8}}`}:          true,
+	{`$-2, 2$`, `\boxed{\pm 2}`}:                 true,
+	{`$x = 5$`, `\boxed{x=5}`}:                   true,
+	{`$x = 5$`, `\boxed{y=5}`}:                   true,
+	{`$2x + 1$`, `\boxed{2x+1}`}:                 true,
+	{`$2x + 1$`, `\boxed{1+2x}`}:                 true,
+	{`$(1, 2)$`, `\boxed{(1,2)}`}:                true,
+	{`$[1, 2]$`, `\boxed{[1,2]}`}:                true,
+	{`$\text{(A)}$`, `\boxed{A}`}:                true,
+}
+
+// The Go accuracy_reward gives TRL's own reward on every pair of the table it decides, and leaves
+// unscored (NaN, TRL's None) exactly the pairs accuracyUndecided lists; through Score it reads
+// conversational completions and the solution column, and a dataset without one is an error.
+func TestAccuracyReward_AsTRL(t *testing.T) {
+	cases := accuracyCases(t)
+	decided := 0
+	c := Call{Columns: map[string][]any{}}
+	for _, k := range cases {
+		p, comp := ConversationalCompletion([]chat.Message{{Role: "user", Content: "Solve it."}}, k.Completion)
+		c.Prompts, c.Completions = append(c.Prompts, p), append(c.Completions, comp)
+		c.CompletionIDs = append(c.CompletionIDs, []int32{1})
+		c.Columns["solution"] = append(c.Columns["solution"], k.Solution)
+	}
+	f := TRLReward("accuracy_reward")
+	got, err := f.Score(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range cases {
+		if k.Reward == nil {
+			t.Fatalf("TRL left %q | %q unscored; the table holds decided pairs", k.Solution, k.Completion)
+		}
+		switch undecided := accuracyUndecided[[2]string{k.Solution, k.Completion}]; {
+		case undecided && !math.IsNaN(got[i]):
+			t.Errorf("solution %q, completion %q: %v, listed as undecided (TRL %v)", k.Solution, k.Completion, got[i], *k.Reward)
+		case !undecided && got[i] != *k.Reward:
+			t.Errorf("solution %q, completion %q: %v, TRL %v", k.Solution, k.Completion, got[i], *k.Reward)
+		case !undecided:
+			decided++
+		}
+	}
+	if decided+len(accuracyUndecided) != len(cases) {
+		t.Errorf("%d decided and %d listed undecided of %d cases: a listed pair is missing from the table", decided, len(accuracyUndecided), len(cases))
+	}
+	t.Logf("%d of %d pairs decided as TRL decides them, %d unscored", decided, len(cases), len(cases)-decided)
+	if !f.Undecidable {
+		t.Error("accuracy_reward's unscored samples are not counted")
+	}
+	if _, err := f.Score(Call{Prompts: []any{"q"}, Completions: []any{"a"}, CompletionIDs: [][]int32{nil}}); err == nil || !strings.Contains(err.Error(), "solution") {
+		t.Errorf("no solution column: %v", err)
+	}
+}
+
+// TRL's own accuracy_reward through the Python worker, with the pinned trl-0.24 reference venv's
+// Python, gives the rewards TRL itself gave on the golden's table, None (an unverifiable pair) as
+// NaN, so the worker hands it TRL's arguments: conversational completions and the solution
+// column.
+func TestAccuracyReward_WorkerAsTRL(t *testing.T) {
+	cases := accuracyCases(t)
 	py := filepath.Join("..", "..", ".venv-reference", "trl-0.24", "bin", "python")
 	if _, err := os.Stat(py); err != nil {
 		t.Skipf("no %s (make reference-env)", py)
@@ -142,7 +216,7 @@ func TestAccuracyReward_WorkerAsTRL(t *testing.T) {
 	}
 	defer w.Close()
 	c := Call{Columns: map[string][]any{}}
-	for _, k := range g.Cases {
+	for _, k := range cases {
 		p, comp := ConversationalCompletion([]chat.Message{{Role: "user", Content: "Solve it."}}, k.Completion)
 		c.Prompts, c.Completions = append(c.Prompts, p), append(c.Completions, comp)
 		c.CompletionIDs = append(c.CompletionIDs, []int32{1})
@@ -155,7 +229,7 @@ func TestAccuracyReward_WorkerAsTRL(t *testing.T) {
 	if funcs[0].Name != "accuracy_reward" {
 		t.Errorf("logged as %q", funcs[0].Name)
 	}
-	for i, k := range g.Cases {
+	for i, k := range cases {
 		if want := k.Reward; want == nil && !math.IsNaN(got[i]) || want != nil && got[i] != *want {
 			t.Errorf("solution %q, completion %q: %v, TRL %v", k.Solution, k.Completion, got[i], k.Reward)
 		}

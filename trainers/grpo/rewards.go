@@ -293,7 +293,9 @@ func advantages(r *Scored, numGenerations int, scale rl.ScaleRewards, mode strin
 
 // rewardMetrics are TRL's reward metrics (grpo_trainer.py L1520-1567): reward (mean total),
 // reward_std (mean of the std each advantage was scaled by), frac_reward_zero_std, and
-// rewards/<name>/mean|std (NaN-aware: samples a function did not score are left out).
+// rewards/<name>/mean|std (NaN-aware: samples a function did not score are left out); and
+// posttrain's rewards/<name>/undecided, the fraction of samples a function that can decline to
+// decide (the Go accuracy_reward) left unscored.
 func rewardMetrics(r *Scored, rewards []Reward) map[string]float64 {
 	m := map[string]float64{"reward": mean(r.Rewards), "reward_std": mean(r.GroupStd)}
 	zero := 0
@@ -315,6 +317,11 @@ func rewardMetrics(r *Scored, rewards []Reward) map[string]float64 {
 			mu, sd = mean(xs), rl.SampleStd(xs)
 		}
 		m["rewards/"+rw.Name+"/mean"], m["rewards/"+rw.Name+"/std"] = mu, sd
+		if rw.External != nil && rw.External.Undecidable {
+			if n := len(r.FuncRewards[rw.Name]); n > 0 {
+				m["rewards/"+rw.Name+"/undecided"] = float64(n-len(xs)) / float64(n)
+			}
+		}
 	}
 	return m
 }

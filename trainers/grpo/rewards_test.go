@@ -139,3 +139,39 @@ func TestLookupRewards_PatternNames(t *testing.T) {
 		}
 	}
 }
+
+// The Go accuracy_reward is TRL's name for TRL's function; the samples it does not decide
+// (irrational against irrational here) are left out of its mean, and their fraction is logged
+// as rewards/accuracy_reward/undecided.
+func TestScoreRewards_AccuracyRewardUndecided(t *testing.T) {
+	rewards, err := LookupRewards([]string{"accuracy_reward"}, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rewards[0].External == nil || rewards[0].Name != "accuracy_reward" {
+		t.Fatalf("accuracy_reward is %+v", rewards[0])
+	}
+	sols := []string{"42", "42", "$\\sqrt{2}$", "\\frac{1}{3}"}
+	texts := []string{"\\boxed{42}", "\\boxed{41}", "\\boxed{\\frac{\\sqrt{8}}{2}}", "so \\boxed{0.333333}"}
+	r := &Scored{Rollout: rollout.Rollout{Completions: make([][]int32, 4)}, Texts: texts}
+	for _, s := range sols {
+		r.Prompts = append(r.Prompts, &Prompt{Source: data.Text{String: "Q"}, Columns: map[string]any{"solution": s}})
+	}
+	if err := scoreRewards(r, rewards, extreward.State{}); err != nil {
+		t.Fatal(err)
+	}
+	got := r.FuncRewards["accuracy_reward"]
+	if got[0] != 1 || got[1] != 0 || !math.IsNaN(got[2]) || got[3] != 1 {
+		t.Errorf("accuracy_reward = %v, want [1 0 NaN 1]", got)
+	}
+	if err := advantages(r, 2, rl.ScaleGroup, "grpo"); err != nil {
+		t.Fatal(err)
+	}
+	m := rewardMetrics(r, rewards)
+	if m["rewards/accuracy_reward/undecided"] != 0.25 || m["rewards/accuracy_reward/mean"] != 2.0/3 {
+		t.Errorf("undecided %v, mean %v; want 0.25, 2/3", m["rewards/accuracy_reward/undecided"], m["rewards/accuracy_reward/mean"])
+	}
+	if _, ok := rewardMetrics(r, []Reward{fixed("a", 1, 1, 0, math.NaN(), 1)})["rewards/a/undecided"]; ok {
+		t.Error("a function whose NaN means 'not scored' logs no undecided fraction")
+	}
+}
