@@ -135,7 +135,7 @@ FUZZ_TARGETS := \
 	./models/decoder:FuzzParseConfig ./models/decoder:FuzzParseGenerationConfig ./models/decoder:FuzzParseBatchJSON \
 	./data/tokenizer:FuzzFromJSON ./data/tokenizer:FuzzParseConfig \
 	./data:FuzzRead ./data/chat:FuzzRender ./internal/checkpoint:FuzzLoad ./models/gguf:FuzzParse \
-	./models/gguf:FuzzConfigAndTokenizer ./models/gguf:FuzzOllamaManifest
+	./models/gguf:FuzzConfigAndTokenizer ./models/gguf:FuzzOllamaManifest ./data/extreward:FuzzMathAccuracy
 # fuzz-short counts executions rather than seconds: with a duration, Go 1.26's fuzz coordinator can
 # report "context deadline exceeded" at the deadline with no failing input on a loaded machine
 # (go.dev/issue/75804, fixed in Go 1.27; seen here in make test), which would make CI flaky.

@@ -272,6 +272,9 @@ func (p *arith) postfix() (num, bool) {
 		r := big.NewRat(1, 1)
 		for range max(n, -n) {
 			r.Mul(r, x.v)
+			if r.Num().BitLen()+r.Denom().BitLen() > maxBits {
+				return p.fail(undecided) // towers of powers: beyond any answer, and memory
+			}
 		}
 		if n < 0 {
 			r.Inv(r)
@@ -285,6 +288,9 @@ func (p *arith) postfix() (num, bool) {
 	}
 	return x, true
 }
+
+// maxBits bounds an exact value's size.
+const maxBits = 1 << 14
 
 // irrPrec is the precision irrational values are held to: far beyond the 6 decimals and the
 // 53-bit floats they are compared with.
