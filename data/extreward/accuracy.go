@@ -54,7 +54,7 @@ func accuracyReward(c Call) ([]float64, error) {
 func MathAccuracy(solution, completion string) float64 {
 	gold, found := extract(solution, goldPatterns(), goldNorm)
 	if !found || gold.failed && gold.str == "" { // nothing found, or nothing but an empty string
-		if strings.ToLower(strings.TrimSpace(completion)) == strings.ToLower(strings.TrimSpace(solution)) {
+		if strings.EqualFold(strings.TrimSpace(completion), strings.TrimSpace(solution)) {
 			return 1
 		}
 		return 0
