@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -24,11 +25,13 @@ import (
 // (grader.py): equal values, or, when one side is a bare float, equal after rounding both to 6
 // decimals, where a rounded integer never equals a rounded float (sympy ≥ 1.13: 10 ≠ 10.0000001).
 //
-// What it cannot decide as math_verify would — symbols, irrational values (\sqrt{2}, \pi),
-// intervals, matrices, functions, equations on both sides — it does not score: the reward is NaN
-// (TRL's None), the sample adds nothing to the total, and rewards/accuracy_reward/mean leaves it
-// out. TRL's own function runs through the worker as `--reward-funcs trl.rewards.accuracy_reward`.
-// TestAccuracyReward_AsTRL holds both to TRL's rewards on one table (testdata/accuracy_reward.json).
+// What it cannot decide as math_verify would — symbols, intervals, matrices, functions, equations
+// of different symbols, floats within a unit in the last place (sympy's cancellation), texts
+// latex2sympy reads its own way — it does not score: the reward is NaN (TRL's None), the sample
+// adds nothing to the total, and rewards/accuracy_reward/mean leaves it out (the trainer logs the
+// fraction as rewards/accuracy_reward/undecided). TRL's own function runs through the worker as
+// `--reward-funcs trl.rewards.accuracy_reward`. TestAccuracyReward_AsTRL holds both to TRL's
+// rewards on one table (testdata/accuracy_reward.json).
 func accuracyReward(c Call) ([]float64, error) {
 	sols, ok := c.Columns["solution"]
 	if !ok {
@@ -71,10 +74,25 @@ func MathAccuracy(solution, completion string) float64 {
 	if gold.failed || ans.failed {
 		return 0 // a string against a value is False
 	}
-	if gold.undecided || ans.undecided || gold.val.eq && (ans.val.eq || !gold.val.assign) {
-		return math.NaN() // equations on both sides, or a gold equation that is no assignment
+	if gold.undecided || ans.undecided {
+		return math.NaN()
 	}
-	switch valuesEqual(gold.val, ans.val) {
+	if gold.val.eq && ans.val.eq {
+		// Two equations: assignments of the same symbol compare their values; others need
+		// sympy's algebra.
+		if gold.val.assign && ans.val.assign && gold.val.lhs == ans.val.lhs && !gold.val.set && !ans.val.set {
+			return triReward(eqsEqual(gold.val.nums[0], ans.val.nums[0]))
+		}
+		return math.NaN()
+	}
+	if gold.val.eq && !gold.val.assign {
+		return math.NaN() // a gold equation that is no assignment, against a value
+	}
+	return triReward(valuesEqual(gold.val, ans.val))
+}
+
+func triReward(t tri) float64 {
+	switch t {
 	case yes:
 		return 1
 	case no:
@@ -286,6 +304,7 @@ type value struct {
 	nums       []num
 	set        bool
 	eq, assign bool
+	lhs        string // an assignment's symbol
 }
 
 type tri int
@@ -334,26 +353,65 @@ func valuesEqual(gold, pred value) tri {
 	return out
 }
 
-// numsEqual: sympy_str_eq, sympy_numeric_eq and sympy_symbolic_eq on two numbers. An
-// irrational value equals no rational one; two irrational ones are not decided here.
+// numsEqual: sympy_str_eq, sympy_numeric_eq and sympy_symbolic_eq on two numbers:
+//   - equal values (a float against the other side rounded to a binary float) are equal;
+//   - with a bare float on either side, both are rounded to 6 decimals (an Integer stays one);
+//   - otherwise (a - b).evalf(15, chop=True) == 0: a compound of floats within a few units in the
+//     last place of the other side may be chopped to 0 by sympy's cancellation, so it is not
+//     decided here; irrational values are equal when they agree to far beyond 15 digits, and an
+//     irrational value equals no rational one.
 func numsEqual(a, b num) tri {
-	if a.irr && b.irr {
-		return undecided
-	}
 	if !a.irr && !b.irr && exactEqual(a, b) {
 		return yes
 	}
-	if (a.irr || b.irr) && (a.float || b.float) {
-		fa, _ := a.v.Float64()
-		fb, _ := b.v.Float64()
-		if fa == fb {
+	fa, _ := a.v.Float64()
+	fb, _ := b.v.Float64()
+	if a.atomic && a.float || b.atomic && b.float {
+		if (a.irr || b.irr) && fa == fb {
 			return undecided // a float equal to an irrational value to the last bit
 		}
-	}
-	if (a.atomic || b.atomic) && (a.atomic && a.float || b.atomic && b.float) {
 		ra, ia := round6(a)
 		rb, ib := round6(b)
 		return boolTri(ia == ib && ra == rb)
+	}
+	if a.float || b.float {
+		if near(a.v, b.v, 1e-14) {
+			return undecided
+		}
+		return no
+	}
+	if a.irr && b.irr && near(a.v, b.v, 1e-60) {
+		return yes
+	}
+	return no
+}
+
+// near: |a − b| ≤ tol·max(1, |a|).
+func near(a, b *big.Rat, tol float64) bool {
+	d := new(big.Rat).Sub(a, b)
+	d.Abs(d)
+	scale := new(big.Rat).Abs(a)
+	if scale.Cmp(big.NewRat(1, 1)) < 0 {
+		scale.SetInt64(1)
+	}
+	t, _ := new(big.Rat).SetString(strconv.FormatFloat(tol, 'g', -1, 64))
+	return d.Cmp(t.Mul(t, scale)) <= 0
+}
+
+// eqsEqual compares two assignments of one symbol ("x = 5" and "x = 5.0") as
+// sympy_compare_relational does: their right-hand sides, without rounding.
+func eqsEqual(a, b num) tri {
+	if !a.irr && !b.irr && exactEqual(a, b) {
+		return yes
+	}
+	if a.float || b.float {
+		if near(a.v, b.v, 1e-14) {
+			return undecided
+		}
+		return no
+	}
+	if a.irr && b.irr && near(a.v, b.v, 1e-60) {
+		return yes
 	}
 	return no
 }

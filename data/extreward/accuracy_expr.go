@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The arithmetic latex2sympy and sympy's parse_expr read, evaluated exactly: numbers, + − × ÷ /,
+// The arithmetic latex2sympy and sympy's parse_expr read (latex2sympy reads 2^10 as 2¹⁰), evaluated exactly: numbers, + − × ÷ /,
 // integer powers, \frac, square roots of perfect squares, percentages, parentheses and braces;
 // top-level commas as a finite set; "=" as an equation. Anything else — letters, other commands,
 // juxtaposed factors (latex2sympy reads "1\,000" as 1·0) — is undecided here.
@@ -46,6 +46,9 @@ func parseLatex(s string) (value, tri) {
 			}
 		}
 		v.eq, v.assign = true, assign
+		if assign {
+			v.lhs = lhs
+		}
 		return v, yes
 	}
 	return parseLatexSet(s)
@@ -256,10 +259,7 @@ func (p *arith) postfix() (num, bool) {
 			return x, true // latex2sympy drops the degree sign
 		}
 		var e num
-		if p.latex && p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
-			e = num{v: new(big.Rat).SetInt64(int64(p.s[p.i] - '0'))}
-			p.i++
-		} else if e, ok = p.atom(); !ok {
+		if e, ok = p.atom(); !ok {
 			return num{}, false
 		}
 		if e.float || e.irr || x.irr || !e.v.IsInt() || e.v.Num().CmpAbs(big.NewInt(64)) > 0 || x.float {
@@ -316,6 +316,14 @@ func (p *arith) atom() (num, bool) {
 		}
 		x := v.nums[0]
 		p.space()
+		if p.latex && (p.peek(`\sqrt`) || p.peek(`\pi`)) {
+			// a coefficient: 2\sqrt{2}, 2\pi
+			y, ok := p.atom()
+			if !ok {
+				return num{}, false
+			}
+			return combine(new(big.Rat).Mul(x.v, y.v), x, y), true
+		}
 		if p.i < len(p.s) && (p.s[p.i] >= '0' && p.s[p.i] <= '9' || p.s[p.i] == '(' || p.s[p.i] == '{' || p.s[p.i] == '\\' && !p.operatorNext()) {
 			return p.fail(undecided) // juxtaposition: an implicit product latex2sympy reads its own way
 		}
@@ -366,6 +374,12 @@ func (p *arith) atom() (num, bool) {
 		return num{v: pi, irr: true}, true
 	}
 	return p.fail(undecided)
+}
+
+// peek says whether the command cmd is next (and not the start of a longer one).
+func (p *arith) peek(cmd string) bool {
+	rest := p.s[p.i:]
+	return strings.HasPrefix(rest, cmd) && (len(rest) == len(cmd) || !isLetter(rest[len(cmd)]))
 }
 
 // operatorNext says whether the command at p.i is a binary operator or a percent sign.

@@ -134,27 +134,26 @@ type accuracyCase struct {
 }
 
 // accuracyUndecided are the table's pairs the Go accuracy_reward leaves unscored, each for a
-// reason of its kind: symbols, intervals, ± and equations on both sides (sympy's algebra), two
-// irrational values (sympy's simplification), and texts latex2sympy reads its own way
-// (juxtaposed factors, \text around a number, a digit exponent run on, \frac34).
+// reason of its kind: symbols, intervals, ± and equations of different symbols (sympy's
+// algebra), a sum of floats one unit in the last place from the other side (sympy's
+// cancellation), and texts latex2sympy reads its own way (juxtaposed factors, a mixed number
+// 2\frac{1}{2}, \text around a number, \frac34).
 var accuracyUndecided = map[[2]string]bool{
-	{`\frac{3}{4}`, `\boxed{\frac34}`}:           true,
-	{`72`, `\boxed{\text{72}}`}:                  true,
-	{`1234`, `\boxed{1\,234}`}:                   true,
-	{`1234`, `\boxed{1 234}`}:                    true,
-	{`1024`, `\boxed{2^10}`}:                     true,
-	{`12`, `\boxed{(3)(4)}`}:                     true,
-	{`12`, `\boxed{3(4)}`}:                       true,
-	{`$\sqrt{2}$`, `\boxed{\frac{\sqrt{8}}{2}}`}: true,
-	{`$2\sqrt{2}$`, `\boxed{\sqrt{8}}`}:          true,
-	{`$-2, 2$`, `\boxed{\pm 2}`}:                 true,
-	{`$x = 5$`, `\boxed{x=5}`}:                   true,
-	{`$x = 5$`, `\boxed{y=5}`}:                   true,
-	{`$2x + 1$`, `\boxed{2x+1}`}:                 true,
-	{`$2x + 1$`, `\boxed{1+2x}`}:                 true,
-	{`$(1, 2)$`, `\boxed{(1,2)}`}:                true,
-	{`$[1, 2]$`, `\boxed{[1,2]}`}:                true,
-	{`$\text{(A)}$`, `\boxed{A}`}:                true,
+	{`\frac{3}{4}`, `\boxed{\frac34}`}:    true,
+	{`72`, `\boxed{\text{72}}`}:           true,
+	{`1234`, `\boxed{1\,234}`}:            true,
+	{`1234`, `\boxed{1 234}`}:             true,
+	{`12`, `\boxed{(3)(4)}`}:              true,
+	{`12`, `\boxed{3(4)}`}:                true,
+	{`$-2, 2$`, `\boxed{\pm 2}`}:          true,
+	{`$x = 5$`, `\boxed{y=5}`}:            true,
+	{`$2x + 1$`, `\boxed{2x+1}`}:          true,
+	{`$2x + 1$`, `\boxed{1+2x}`}:          true,
+	{`$(1, 2)$`, `\boxed{(1,2)}`}:         true,
+	{`$[1, 2]$`, `\boxed{[1,2]}`}:         true,
+	{`$2\frac{1}{2}$`, `\boxed{2.5}`}:     true,
+	{`$\frac{3}{10}$`, `\boxed{0.1+0.2}`}: true,
+	{`$\text{(A)}$`, `\boxed{A}`}:         true,
 }
 
 // The Go accuracy_reward gives TRL's own reward on every pair of the table it decides, and leaves
