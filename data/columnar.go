@@ -284,6 +284,48 @@ func readArrow(path string, b *rowBuilder) error {
 	return nil
 }
 
+// arrowRowCount counts an Arrow IPC file's rows, one record batch at a time (each released before
+// the next is read).
+func arrowRowCount(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	magic := make([]byte, 6)
+	if _, err := io.ReadFull(f, magic); err != nil {
+		return 0, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, err
+	}
+	n := 0
+	if string(magic) == "ARROW1" {
+		fr, err := ipc.NewFileReader(f)
+		if err != nil {
+			return 0, err
+		}
+		defer fr.Close()
+		for i := 0; i < fr.NumRecords(); i++ {
+			rec, err := fr.RecordBatch(i)
+			if err != nil {
+				return 0, err
+			}
+			n += int(rec.NumRows())
+		}
+		return n, nil
+	}
+	r, err := ipc.NewReader(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return 0, err
+	}
+	defer r.Release()
+	for r.Next() {
+		n += int(r.RecordBatch().NumRows())
+	}
+	return n, r.Err()
+}
+
 // arrowJSON writes element i of arr as JSON (structs' keys in schema order).
 func arrowJSON(w *bytes.Buffer, arr arrow.Array, i int) error {
 	if arr.IsNull(i) {
@@ -396,6 +438,13 @@ func readCSV(path string, b *rowBuilder) error {
 		return b.add(line, buf.Bytes())
 	})
 	return err
+}
+
+// csvRowCount counts a CSV file's records after the header, as readCSV reads them.
+func csvRowCount(path string) (int, error) {
+	n := 0
+	_, err := scanCSV(path, func(int, []string) error { n++; return nil })
+	return n, err
 }
 
 // scanCSV opens a CSV file (gunzipping a .gz one) and hands each record after the header to row

@@ -215,21 +215,37 @@ func scanLines(r *bufio.Reader, name string, row func(line int, text []byte) err
 	}
 }
 
-// jsonlRowCount counts the rows of a JSON Lines file (gzipped or not) as readJSONRows reads
-// them, without parsing them: false for a JSON array, or a file it cannot read.
-func jsonlRowCount(path string) (int, bool) {
+// jsonRowCount counts the rows of a JSON Lines file or a JSON array (gzipped or not) as the
+// readers read them: JSON Lines' lines that are not blank, unparsed; an array's values, decoded
+// one at a time into a buffer let go at once.
+func jsonRowCount(path string) (int, error) {
 	r, done, err := openData(path)
 	if err != nil {
-		return 0, false
+		return 0, err
 	}
 	defer done()
 	br := bufio.NewReaderSize(r, 1<<16)
-	if array, err := jsonHead(br, path); array || err != nil {
-		return 0, false
+	array, err := jsonHead(br, path)
+	if err != nil {
+		return 0, err
 	}
 	n := 0
-	err = scanLines(br, path, func(int, []byte) error { n++; return nil })
-	return n, err == nil
+	if !array {
+		err = scanLines(br, path, func(int, []byte) error { n++; return nil })
+		return n, err
+	}
+	dec := json.NewDecoder(br)
+	if _, err := dec.Token(); err != nil {
+		return 0, err
+	}
+	for dec.More() {
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // readJSONArray reads the rows of one top-level JSON array, each named by the line it starts on.

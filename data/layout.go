@@ -634,26 +634,32 @@ func (p splitPart) bounds(n int, name string) (from, to int, err error) {
 }
 
 // countedWindow is the window of a slice that needs the split's row count (train[-100:],
-// train[:10%]) where the count costs no parse of the rows: every file of the split is Parquet,
-// whose footer holds its row count, or JSON Lines, whose rows are its lines that are not blank.
-// nil where it is not, or a count fails (the read then reports why). name names the dataset in
-// errors.
+// train[:10%]): the rows are counted first, without keeping them — Parquet's from its footer,
+// JSON Lines' as its lines that are not blank, a JSON array's values decoded one at a time and
+// let go, CSV's records, Arrow's record batches' lengths — so that only the slice's rows are
+// then parsed and kept. nil where a count fails (the read then reports why). name names the
+// dataset in errors.
 func countedWindow(files []string, part splitPart, name string) (*window, error) {
 	n := 0
 	for _, f := range files {
 		var rows int
-		var ok bool
+		var err error
 		switch fileFormat(f) {
 		case ".parquet":
 			if strings.HasSuffix(f, ".gz") {
 				return nil, nil
 			}
-			count, err := parquetRowCount(f)
-			rows, ok = count, err == nil
+			rows, err = parquetRowCount(f)
 		case ".jsonl", ".json":
-			rows, ok = jsonlRowCount(f)
+			rows, err = jsonRowCount(f)
+		case ".csv":
+			rows, err = csvRowCount(f)
+		case ".arrow":
+			rows, err = arrowRowCount(f)
+		default:
+			return nil, nil
 		}
-		if !ok {
+		if err != nil {
 			return nil, nil
 		}
 		n += rows

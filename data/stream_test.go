@@ -85,13 +85,45 @@ func writeParquet(t *testing.T, path string, rows []streamRow, perGroup int64) s
 // writeStreamFiles writes rows in every format a dataset file comes in, and as a directory of
 // three JSONL shards, into dir; it returns their paths. The Parquet file has row groups of 7 rows,
 // the Arrow stream record batches of 6.
+// writeArrow writes rows as an Arrow IPC stream (save_to_disk's format), perBatch rows a record
+// batch.
+func writeArrow(t *testing.T, path string, rows []streamRow, perBatch int) string {
+	return writeWith(t, path, func(w io.Writer) error {
+		schema := arrow.NewSchema([]arrow.Field{{Name: "prompt", Type: arrow.BinaryTypes.String},
+			{Name: "completion", Type: arrow.BinaryTypes.String}, {Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
+		aw := ipc.NewWriter(w, ipc.WithSchema(schema))
+		rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		for lo := 0; lo < len(rows); lo += perBatch {
+			for _, r := range rows[lo:min(lo+perBatch, len(rows))] {
+				rb.Field(0).(*array.StringBuilder).Append(r.Prompt)
+				rb.Field(1).(*array.StringBuilder).Append(r.Completion)
+				rb.Field(2).(*array.Int64Builder).Append(r.K)
+			}
+			rec := rb.NewRecordBatch()
+			err := aw.Write(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+		}
+		return aw.Close()
+	})
+}
+
+// csvText is rows as CSV with a header.
+func csvText(rows []streamRow) string {
+	var b strings.Builder
+	b.WriteString("prompt,completion,k\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%s,%s,%d\n", r.Prompt, r.Completion, r.K)
+	}
+	return b.String()
+}
+
 func writeStreamFiles(t *testing.T, dir string, rows []streamRow) []string {
 	t.Helper()
 	indented, _ := json.MarshalIndent(rows, "", "  ")
-	csv := "prompt,completion,k\n"
-	for _, r := range rows {
-		csv += fmt.Sprintf("%s,%s,%d\n", r.Prompt, r.Completion, r.K)
-	}
+	csv := csvText(rows)
 	paths := []string{
 		writeText(t, filepath.Join(dir, "rows.jsonl"), jsonlText(rows)),
 		writeText(t, filepath.Join(dir, "rows.json"), string(indented)),
@@ -102,26 +134,7 @@ func writeStreamFiles(t *testing.T, dir string, rows []streamRow) []string {
 			return errors.Join(err, zw.Close())
 		}),
 		writeParquet(t, filepath.Join(dir, "rows.parquet"), rows, 7),
-		writeWith(t, filepath.Join(dir, "rows.arrow"), func(w io.Writer) error {
-			schema := arrow.NewSchema([]arrow.Field{{Name: "prompt", Type: arrow.BinaryTypes.String},
-				{Name: "completion", Type: arrow.BinaryTypes.String}, {Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
-			aw := ipc.NewWriter(w, ipc.WithSchema(schema))
-			rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-			for lo := 0; lo < len(rows); lo += 6 {
-				for _, r := range rows[lo:min(lo+6, len(rows))] {
-					rb.Field(0).(*array.StringBuilder).Append(r.Prompt)
-					rb.Field(1).(*array.StringBuilder).Append(r.Completion)
-					rb.Field(2).(*array.Int64Builder).Append(r.K)
-				}
-				rec := rb.NewRecordBatch()
-				err := aw.Write(rec)
-				rec.Release()
-				if err != nil {
-					return err
-				}
-			}
-			return aw.Close()
-		}),
+		writeArrow(t, filepath.Join(dir, "rows.arrow"), rows, 6),
 	}
 	shards := filepath.Join(dir, "shards")
 	for i, cut := range [][2]int{{0, 13}, {13, 14}, {14, len(rows)}} {
@@ -237,6 +250,46 @@ func TestRead_HeadSliceStopsReading(t *testing.T) {
 		for split, mb := range allocs {
 			if split != "train" && mb > allocs["train"]/10 {
 				t.Errorf("%s %s allocated %.1f MB, the whole file %.1f MB", filepath.Base(p), split, mb, allocs["train"])
+			}
+		}
+	}
+}
+
+// A slice from the end or by percentage of a JSON array, a CSV file or an Arrow file counts the
+// rows first (none kept) and then keeps only its own: what the read leaves in memory is a tenth
+// of what the whole split leaves at most (sliced after a whole read, the slice would hold the
+// whole split's rows alive).
+func TestRead_CountedSlicesKeepOnlyTheirRows(t *testing.T) {
+	dir := t.TempDir()
+	pad := strings.Repeat("x", 16<<10)
+	rows := make([]streamRow, 2048)
+	for i := range rows {
+		rows[i] = streamRow{fmt.Sprintf("p%d %s", i, pad), "c", int64(i)}
+	}
+	indented, _ := json.MarshalIndent(rows, "", "  ")
+	for _, p := range []string{writeText(t, filepath.Join(dir, "big.json"), string(indented)),
+		writeText(t, filepath.Join(dir, "big.csv"), csvText(rows)), writeArrow(t, filepath.Join(dir, "big.arrow"), rows, 64)} {
+		kept := map[string]float64{}
+		for _, c := range []struct {
+			split    string
+			from, to int
+		}{{"train", 0, 2048}, {"train[-8:]", 2040, 2048}, {"train[99%:]", 2028, 2048}} {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			d, err := ReadFileWith(p, ReadOptions{Split: c.split})
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			if err != nil || len(d.Rows) != c.to-c.from || d.Rows[0].Columns["k"] != float64(c.from) {
+				t.Fatalf("%s %s: %v", p, c.split, err)
+			}
+			kept[c.split] = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / (1 << 20)
+			runtime.KeepAlive(d)
+		}
+		t.Logf("%s: MB kept %v", filepath.Base(p), kept)
+		for split, mb := range kept {
+			if split != "train" && mb > kept["train"]/10 {
+				t.Errorf("%s %s keeps %.1f MB, the whole split %.1f MB", filepath.Base(p), split, mb, kept["train"])
 			}
 		}
 	}
