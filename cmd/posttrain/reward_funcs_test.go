@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/posttrain/posttrain/apps/demo"
+	"github.com/posttrain/posttrain/data/extreward"
 )
 
 // rewardsPy is a reward file written for TRL's GRPOTrainer: the quick start's reward_len, and one
@@ -223,5 +224,56 @@ func TestGRPO_TRLBuiltinRewards(t *testing.T) {
 		if v, ok := recs[0].Metrics[k]; !ok || v != 0 { // no <think> from the tiny model; 6 tokens ≪ 1024
 			t.Errorf("%s = %v (logged: %v)", k, v, ok)
 		}
+	}
+}
+
+// The Go accuracy_reward (TRL's name) on a dataset with a solution column: a run logs
+// rewards/accuracy_reward/mean, std and undecided, and completions.jsonl shows its reward of each
+// completion as MathAccuracy gives it; a dataset without a solution column stops the run before
+// anything is generated, naming the dataset, the function and the column.
+func TestGRPO_AccuracyRewardBuiltin(t *testing.T) {
+	dir := t.TempDir()
+	model := tinyGRPOModel(t, dir)
+	ds := filepath.Join(dir, "math.jsonl")
+	if err := os.WriteFile(ds, []byte(`{"prompt": "1+1=", "solution": "$2$"}`+"\n"+`{"prompt": "2+2=", "solution": "4"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	if _, err := runCLI(t, "grpo", "--model", model, "--dataset", ds, "--reward-funcs", "accuracy_reward", "--output-dir", out,
+		"--max-steps", "1", "--logging-steps", "1", "--num-generations", "2", "--per-device-train-batch-size", "4", "--max-completion-length", "4"); err != nil {
+		t.Fatal(err)
+	}
+	recs := metricsLines(t, out)
+	for _, k := range []string{"rewards/accuracy_reward/mean", "rewards/accuracy_reward/std", "rewards/accuracy_reward/undecided"} {
+		if _, ok := recs[0].Metrics[k]; !ok {
+			t.Errorf("no %s in %v", k, recs[0].Metrics)
+		}
+	}
+	lines := completionLines(t, out)
+	if len(lines) != 4 {
+		t.Fatalf("%d completions logged, want 4", len(lines))
+	}
+	for _, l := range lines {
+		sol := map[string]string{"1+1=": "$2$", "2+2=": "4"}[l["prompt"].(string)]
+		text, _ := l["completion"].(string)
+		want := extreward.MathAccuracy(sol, text)
+		rewards, _ := l["rewards"].(map[string]any)
+		if got, ok := rewards["accuracy_reward"].(float64); !ok && !math.IsNaN(want) || ok && got != want {
+			t.Errorf("completion %q of %q: logged %v, MathAccuracy %v", text, l["prompt"], rewards["accuracy_reward"], want)
+		}
+	}
+
+	noSol := filepath.Join(dir, "nosol.jsonl")
+	if err := os.WriteFile(noSol, []byte(`{"prompt": "1+1=", "answer": "2"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out2 := filepath.Join(dir, "run2")
+	_, err := runCLI(t, "grpo", "--model", model, "--dataset", noSol, "--reward-funcs", "accuracy_reward", "--output-dir", out2,
+		"--max-steps", "1", "--num-generations", "2", "--per-device-train-batch-size", "2", "--max-completion-length", "2")
+	if err == nil || !strings.Contains(err.Error(), noSol+": reward accuracy_reward") || !strings.Contains(err.Error(), "solution column") {
+		t.Fatalf("want an error naming %s, accuracy_reward and the solution column, got %v", noSol, err)
+	}
+	if _, err := os.Stat(filepath.Join(out2, "completions.jsonl")); err == nil {
+		t.Error("something was generated before the check")
 	}
 }
