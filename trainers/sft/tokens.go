@@ -17,13 +17,14 @@ func FromTokens(m *trainable.Model, rows [][]int32, lossType string) (*Trainer, 
 		return nil, fmt.Errorf("loss_type must be one of nll, dft, got %q", lossType)
 	}
 	t := &Trainer{model: m, loss: loss, countFirst: true} // as New's text rows, not padding-free
+	t.examples, _ = newExampleStore(true)                 // the caller's rows, already in memory
 	for i, ids := range rows {
 		if len(ids) == 0 {
 			return nil, fmt.Errorf("row %d has no tokens", i)
 		}
 		ex := example{ids: ids, scored: trues(len(ids)), units: len(ids) - 1}
 		ex.first, ex.scored[0] = true, false // as New: position 0 predicts nothing
-		t.examples = append(t.examples, ex)
+		t.examples.add(ex)
 	}
 	return t, nil
 }

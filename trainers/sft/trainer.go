@@ -23,8 +23,8 @@ import (
 // the scored tokens of the whole accumulated batch.
 type Trainer struct {
 	model    *trainable.Model
-	examples []example // tokenized rows, or packed rows when rowLen > 0
-	rowLen   int       // packing: the length of a packed row (max_length); 0 = no packing
+	examples *exampleStore // tokenized rows, or packed rows when rowLen > 0
+	rowLen   int           // packing: the length of a packed row (max_length); 0 = no packing
 	loss     func(logps, mask, numTokens *Node) *Node
 	unscored string // what Warnings says about rows with no scored token; "" = none
 	// countFirst: the batches are not padding-free, so HF's num_items_in_batch counts a row's first
@@ -104,10 +104,31 @@ func New(m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 	if cfg.Packing && cfg.MaxLength < 1 {
 		return nil, fmt.Errorf("packing needs max_length ≥ 1 (the length of a packed row), got %d", cfg.MaxLength)
 	}
+	store, err := newExampleStore(false)
+	if err != nil {
+		return nil, err
+	}
+	t.examples = store
+	// Packing works on blocks of mapBatch examples (pack.go), each packed as it fills.
+	var block []example
+	pack := func() error {
+		packed := packBFD
+		if wrapped {
+			packed = packWrapped
+		}
+		for _, row := range packed(block, cfg.MaxLength) {
+			if err := store.add(row); err != nil {
+				return err
+			}
+		}
+		block = block[:0]
+		return nil
+	}
 	var unscored unscoredRows
 	for _, r := range rows {
 		ex, err := t.tokenize(d.Format, r, addEOS, completionOnly, assistantOnly)
 		if err != nil {
+			store.discard()
 			return nil, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
 		}
 		untruncated := countScored(ex.scored[1:])
@@ -119,21 +140,37 @@ func New(m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 		if ex.units == 0 && !(wrapped && ex.first) {
 			unscored.add(r.Line, untruncated > 0)
 		}
-		t.examples = append(t.examples, ex)
+		if cfg.Packing {
+			block = append(block, ex)
+			if len(block) == mapBatch {
+				err = pack()
+			}
+		} else {
+			err = store.add(ex)
+		}
+		if err != nil {
+			store.discard()
+			return nil, fmt.Errorf("sft: %w", err)
+		}
+	}
+	if len(block) > 0 {
+		if err := pack(); err != nil {
+			store.discard()
+			return nil, fmt.Errorf("sft: %w", err)
+		}
 	}
 	if unscored.n > 0 {
 		t.unscored = unscored.describe(d.Path, len(rows), cfg.MaxLength, assistantOnly, completionOnly && d.Format == data.PromptCompletion)
 		if unscored.n == len(rows) {
+			store.discard()
 			return nil, fmt.Errorf("%s", t.unscored)
 		}
 	}
 	if cfg.Packing {
 		t.rowLen = cfg.MaxLength
-		if wrapped {
-			t.examples = packWrapped(t.examples, t.rowLen)
-		} else {
-			t.examples = packBFD(t.examples, t.rowLen)
-		}
+	}
+	if err := store.finish(); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -285,10 +322,10 @@ func trues(n int) []bool {
 }
 
 // NumExamples implements loop.Method.
-func (t *Trainer) NumExamples() int { return len(t.examples) }
+func (t *Trainer) NumExamples() int { return t.examples.len() }
 
 // Units implements loop.Method: the example's scored tokens (eval_loss's per-batch divisor).
-func (t *Trainer) Units(i int) float64 { return float64(t.examples[i].units) }
+func (t *Trainer) Units(i int) float64 { return float64(t.examples.at(i).units) }
 
 // Items implements loop.Itemizer: the example's share of TRL's num_items_in_batch, which the
 // training loss is divided by. HF's Trainer counts the labels ≠ −100 before the shift
@@ -297,7 +334,7 @@ func (t *Trainer) Units(i int) float64 { return float64(t.examples[i].units) }
 // unless the batch is padding-free (bfd packing or padding_free), where the collator sets the
 // labels at position 0 to −100. Prompt-completion rows with completion-only loss never count it.
 func (t *Trainer) Items(i int) float64 {
-	ex := t.examples[i]
+	ex := t.examples.at(i)
 	if t.countFirst && ex.first {
 		return float64(ex.units + 1)
 	}
@@ -305,7 +342,7 @@ func (t *Trainer) Items(i int) float64 {
 }
 
 // Tokens implements loop.Method.
-func (t *Trainer) Tokens(i int) int { return len(t.examples[i].ids) }
+func (t *Trainer) Tokens(i int) int { return len(t.examples.at(i).ids) }
 
 // Batch implements loop.Method: trainable.RowInputs (ids, pos, mask, loss mask [B,T], right-padded to
 // a bucket); packed rows: packedInputs (ids, pos, segment ids, loss mask [B,max_length]).
@@ -313,13 +350,14 @@ func (t *Trainer) Batch(idx []int) (named.Feed, error) {
 	if t.rowLen > 0 {
 		rows := make([]example, len(idx))
 		for k, i := range idx {
-			rows[k] = t.examples[i]
+			rows[k] = t.examples.at(i)
 		}
 		return packedBatch(rows, t.rowLen), nil
 	}
 	rows, scored := make([][]int32, len(idx)), make([][]bool, len(idx))
 	for k, i := range idx {
-		rows[k], scored[k] = t.examples[i].ids, t.examples[i].scored
+		ex := t.examples.at(i)
+		rows[k], scored[k] = ex.ids, ex.scored
 	}
 	return trainable.PadRowsMasked(rows, scored, trainable.Bucket(trainable.MaxLen(rows))).Inputs(), nil
 }
@@ -390,9 +428,9 @@ func (t *Trainer) BatchNLL(backend backends.Backend, batch int) (sums, counts []
 	if err != nil {
 		return nil, nil, err
 	}
-	for lo := 0; lo < len(t.examples); lo += batch {
+	for lo := 0; lo < t.examples.len(); lo += batch {
 		idx := make([]int, 0, batch)
-		for i := lo; i < min(lo+batch, len(t.examples)); i++ {
+		for i := lo; i < min(lo+batch, t.examples.len()); i++ {
 			idx = append(idx, i)
 		}
 		in, _ := t.Batch(idx)
