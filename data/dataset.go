@@ -109,6 +109,34 @@ type Dataset struct {
 	// dataset_text_field, "text" by default).
 	TextField string
 	Rows      []Row
+
+	// A streamed dataset (ReadOptions.Stream) keeps no rows: streamed counts them, each reads
+	// them again.
+	streamed int
+	each     func(func(Row) error) error
+}
+
+// Len is the number of rows, kept or streamed.
+func (d *Dataset) Len() int { return len(d.Rows) + d.streamed }
+
+// Each hands every row to fn in order: the rows kept, or a streamed dataset's rows read again
+// from its files one at a time. fn's error stops it and is returned as is.
+func (d *Dataset) Each(fn func(Row) error) error {
+	if d.each != nil {
+		return d.each(fn)
+	}
+	for _, r := range d.Rows {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendRows adds d2's rows (or count, streamed) to d's.
+func (d *Dataset) appendRows(d2 *Dataset) {
+	d.Rows = append(d.Rows, d2.Rows...)
+	d.streamed += d2.streamed
 }
 
 // keys returns the keys the dataset's format owns: Format.keys with the text column TextField.

@@ -38,8 +38,14 @@ type ReadOptions struct {
 	// Config is the dataset's configuration (TRL's dataset_config, load_dataset's name): one of
 	// the configs of a Hub directory's README.md; "" is its default.
 	Config string
+	// Stream keeps no rows: the files are read once to check every row (errors name the file and
+	// line, as a read that keeps them) and count them, and the dataset's Each reads them again,
+	// handing them over one at a time, so a trainer that consumes rows as they come (SFT) holds
+	// none of the file in memory. A mixture's rows are kept.
+	Stream bool
 
-	win *window // set by readSplits for a head slice
+	win  *window         // set by readSplits for a head slice
+	each func(Row) error // streaming: each row, in place of keeping it
 }
 
 // DefaultTextField is TRL's dataset_text_field default.
@@ -54,10 +60,31 @@ const DefaultTextField = "text"
 // path may also be a dataset directory, and o may name a split (with a slice) and a config: see
 // layout.go.
 func ReadFileWith(path string, o ReadOptions) (*Dataset, error) {
+	if o.Stream && o.each == nil {
+		return stream(path, o)
+	}
 	if st, err := os.Stat(path); (err == nil && st.IsDir()) || o.Split != "" || o.Config != "" {
 		return readSplits(path, o)
 	}
 	return readFile(path, o)
+}
+
+// stream reads the dataset at path once, checking and counting its rows without keeping them,
+// and sets its Each to read them again (ReadOptions.Stream).
+func stream(path string, o ReadOptions) (*Dataset, error) {
+	o.each = func(Row) error { return nil }
+	d, err := ReadFileWith(path, o)
+	if err != nil {
+		return nil, err
+	}
+	o.Format = d.Format // the second reading reads what the first detected
+	d.each = func(fn func(Row) error) error {
+		again := o
+		again.each = fn
+		_, err := ReadFileWith(path, again)
+		return err
+	}
+	return d, nil
 }
 
 // readFile reads one data file, as a stream: no reader holds more of the file than a row (CSV
@@ -120,7 +147,7 @@ func newBuilder(name string, o ReadOptions) (*Dataset, *rowBuilder) {
 		o.TextField = DefaultTextField
 	}
 	d := &Dataset{Path: name, Format: o.Format, TextField: o.TextField}
-	return d, &rowBuilder{d: d, name: name, win: o.win}
+	return d, &rowBuilder{d: d, name: name, win: o.win, each: o.each}
 }
 
 // checked is d, or an error when it has no rows.
@@ -132,7 +159,7 @@ func checked(d *Dataset) (*Dataset, error) {
 }
 
 func (d *Dataset) checkRows() error {
-	if len(d.Rows) == 0 {
+	if d.Len() == 0 {
 		return fmt.Errorf("%s: no rows", d.Path)
 	}
 	return nil
@@ -321,6 +348,7 @@ type rowBuilder struct {
 	rows     bool    // errors name a row number, not a line (Parquet, Arrow)
 	implicit *bool   // preference: whether rows carry no "prompt"; set by the first row
 	win      *window // nil: every row
+	each     func(Row) error
 }
 
 // window is the rows a split's head slice keeps (train[:1000], train[10:20]), counted across the
@@ -354,6 +382,10 @@ func (b *rowBuilder) add(line int, raw []byte) error {
 			return fmt.Errorf("%s: row %d: %w", b.name, line, err)
 		}
 		return fmt.Errorf("%s:%d: %w", b.name, line, err)
+	}
+	if b.each != nil {
+		b.d.streamed++
+		return b.each(row)
 	}
 	b.d.Rows = append(b.d.Rows, row)
 	return nil
@@ -500,7 +532,7 @@ func (b *rowBuilder) checkKind(texts []Text) error {
 			return fmt.Errorf("mixes conversational (message lists) and standard (string) fields")
 		}
 	}
-	if len(b.d.Rows) == 0 {
+	if b.d.Len() == 0 {
 		b.d.Conversational = conv
 		return nil
 	}

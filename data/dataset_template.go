@@ -24,13 +24,23 @@ func ApplyChatTemplate(t *chat.Template, d *Dataset, opt chat.Options) (*Dataset
 	out.Conversational = false
 	out.Rows = make([]Row, len(d.Rows))
 	for i, r := range d.Rows {
-		nr, err := applyRow(t, d.Format, r, opt)
+		nr, err := ApplyChatTemplateRow(t, d, r, opt)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
+			return nil, err
 		}
 		out.Rows[i] = nr
 	}
 	return &out, nil
+}
+
+// ApplyChatTemplateRow is ApplyChatTemplate on one row r of the conversational dataset d (a
+// streamed dataset's row, as it comes).
+func ApplyChatTemplateRow(t *chat.Template, d *Dataset, r Row, opt chat.Options) (Row, error) {
+	nr, err := applyRow(t, d.Format, r, opt)
+	if err != nil {
+		return Row{}, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
+	}
+	return nr, nil
 }
 
 func applyRow(t *chat.Template, f Format, r Row, opt chat.Options) (Row, error) {

@@ -75,6 +75,14 @@ func readSplits(p string, o ReadOptions) (*Dataset, error) {
 				return nil, err
 			}
 		}
+		// A slice of a split whose rows could not be counted first (a malformed file, which the
+		// read then reports) is cut from the whole split's rows: a streamed one is kept, cut,
+		// then handed over.
+		each := po.each
+		cutKept := each != nil && po.win == nil && (part.from != nil || part.to != nil)
+		if cutKept {
+			po.each = nil
+		}
 		d, err := readSplit(p, files, po)
 		if err != nil {
 			return nil, err
@@ -84,17 +92,25 @@ func readSplits(p string, o ReadOptions) (*Dataset, error) {
 				return nil, err
 			}
 		}
-		if out == nil || len(out.Rows) == 0 {
+		if cutKept {
+			for _, r := range d.Rows {
+				if err := each(r); err != nil {
+					return nil, err
+				}
+			}
+			d.streamed, d.Rows = len(d.Rows), nil
+		}
+		if out == nil || out.Len() == 0 {
 			out = d
 			continue
 		}
-		if len(d.Rows) == 0 {
+		if d.Len() == 0 {
 			continue
 		}
 		if d.Format != out.Format {
 			return nil, fmt.Errorf("%s: split %s holds %s rows, %s holds %s", p, part.name, d.Format, parts[0].name, out.Format)
 		}
-		out.Rows = append(out.Rows, d.Rows...)
+		out.appendRows(d)
 	}
 	return checked(out)
 }
@@ -111,12 +127,12 @@ func readSplit(p string, files []string, o ReadOptions) (*Dataset, error) {
 		if err != nil {
 			return nil, err
 		}
-		if out == nil || len(out.Rows) == 0 { // a file before a slice's window gives no rows
+		if out == nil || out.Len() == 0 { // a file before a slice's window gives no rows
 			out = d
 			out.Path = p
 			continue
 		}
-		if len(d.Rows) == 0 {
+		if d.Len() == 0 {
 			continue
 		}
 		if d.Format != out.Format {
@@ -125,7 +141,7 @@ func readSplit(p string, files []string, o ReadOptions) (*Dataset, error) {
 		if o.Format == FormatAuto {
 			o.Format = out.Format
 		}
-		out.Rows = append(out.Rows, d.Rows...)
+		out.appendRows(d)
 	}
 	return out, nil
 }
@@ -650,14 +666,12 @@ func countedWindow(files []string, part splitPart, name string) (*window, error)
 				return nil, nil
 			}
 			rows, err = parquetRowCount(f)
-		case ".jsonl", ".json":
-			rows, err = jsonRowCount(f)
 		case ".csv":
 			rows, err = csvRowCount(f)
 		case ".arrow":
 			rows, err = arrowRowCount(f)
-		default:
-			return nil, nil
+		default: // JSON Lines or a JSON array, as readFile reads any other file
+			rows, err = jsonRowCount(f)
 		}
 		if err != nil {
 			return nil, nil

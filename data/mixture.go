@@ -20,6 +20,7 @@ type MixtureEntry struct {
 // every entry must hold rows of one format. An entry's columns keep only those of the row's other
 // columns, and must name the format's own (TRL: select_columns).
 func ReadMixture(entries []MixtureEntry, o ReadOptions) (*Dataset, error) {
+	o.Stream = false // a mixture's rows are kept: its entries are filtered and joined
 	var out *Dataset
 	for i, e := range entries {
 		if e.Path == "" {

@@ -294,3 +294,95 @@ func TestRead_CountedSlicesKeepOnlyTheirRows(t *testing.T) {
 		}
 	}
 }
+
+// A streamed read (ReadOptions.Stream) keeps no rows, and its Each hands over, one at a time,
+// exactly the rows a read that keeps them gives — line numbers included — in every format, for
+// slices too; a malformed row stops the first reading with the error a kept read gives, also in
+// a slice from the end, whose rows cannot be counted first then.
+func TestRead_StreamedEqualsKept(t *testing.T) {
+	rows := streamRows(40)
+	dir := t.TempDir()
+	files := writeStreamFiles(t, dir, rows)
+	for _, p := range files {
+		for _, split := range []string{"", "train[:3]", "train[33:]", "train[-5:]", "train[25%:75%]", "train[12:20]+train[:2]"} {
+			kept, err := ReadFileWith(p, ReadOptions{Split: split})
+			if err != nil {
+				t.Fatalf("%s %q: %v", p, split, err)
+			}
+			d, err := ReadFileWith(p, ReadOptions{Split: split, Stream: true})
+			if err != nil {
+				t.Fatalf("%s %q streamed: %v", p, split, err)
+			}
+			if d.Rows != nil || d.Len() != len(kept.Rows) || d.Format != kept.Format || d.Conversational != kept.Conversational {
+				t.Fatalf("%s %q streamed: %d rows kept, Len %d, %s; want none kept, %d, %s", p, split, len(d.Rows), d.Len(), d.Format, len(kept.Rows), kept.Format)
+			}
+			var got []Row
+			if err := d.Each(func(r Row) error { got = append(got, r); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, kept.Rows) {
+				t.Errorf("%s %q: streamed rows differ from the kept ones", p, split)
+			}
+		}
+	}
+	bad := writeText(t, filepath.Join(dir, "bad.jsonl"), jsonlText(rows[:3])+"{\"prompt\": 1}\n")
+	badArray := writeText(t, filepath.Join(dir, "bad.json"), `[{"prompt": "a", "completion": "b"},`+"\n"+`{"prompt": "c", "completion": }]`)
+	for _, c := range []struct{ path, split string }{{bad, ""}, {bad, "train[-2:]"}, {badArray, ""}, {badArray, "train[-1:]"}} {
+		_, errKept := ReadFileWith(c.path, ReadOptions{Split: c.split})
+		_, errStream := ReadFileWith(c.path, ReadOptions{Split: c.split, Stream: true})
+		if errKept == nil || errStream == nil || errKept.Error() != errStream.Error() || !strings.Contains(errStream.Error(), c.path+":") {
+			t.Errorf("%s %q: streamed %v, kept %v", c.path, c.split, errStream, errKept)
+		}
+	}
+	stop := errors.New("stop")
+	d, _ := ReadFileWith(files[0], ReadOptions{Stream: true})
+	n := 0
+	if err := d.Each(func(Row) error { n++; return stop }); err != stop || n != 1 {
+		t.Errorf("Each after its function's error: %v after %d rows", err, n)
+	}
+}
+
+// A streamed read of a 32 MB JSON Lines file leaves nothing of it in memory, and Each hands over
+// its 2,048 rows without keeping them.
+func TestRead_StreamedKeepsNoRows(t *testing.T) {
+	pad := strings.Repeat("x", 16<<10)
+	rows := make([]streamRow, 2048)
+	for i := range rows {
+		rows[i] = streamRow{fmt.Sprintf("p%d %s", i, pad), "c", int64(i)}
+	}
+	p := writeText(t, filepath.Join(t.TempDir(), "big.jsonl"), jsonlText(rows))
+	heap := func() float64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return float64(m.HeapAlloc) / (1 << 20)
+	}
+	base := heap()
+	kept, err := ReadFileWith(p, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keptMB := heap() - base
+	runtime.KeepAlive(kept)
+	kept = nil
+	base = heap()
+	d, err := ReadFileWith(p, ReadOptions{Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamedMB := heap() - base
+	n, peak := 0, 0.0
+	if err := d.Each(func(r Row) error {
+		if n++; n%512 == 0 {
+			peak = max(peak, heap()-base)
+		}
+		return nil
+	}); err != nil || n != 2048 {
+		t.Fatalf("Each: %d rows, %v", n, err)
+	}
+	t.Logf("kept %.1f MB; streamed %.2f MB after the first reading, at most %.2f MB during Each", keptMB, streamedMB, peak)
+	if streamedMB > keptMB/10 || peak > keptMB/10 {
+		t.Errorf("streamed: %.2f MB, %.2f MB during Each; the rows kept are %.1f MB", streamedMB, peak, keptMB)
+	}
+	runtime.KeepAlive(d)
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/posttrain/posttrain/data"
+	"github.com/posttrain/posttrain/data/chat"
 	"github.com/posttrain/posttrain/internal/named"
 	"github.com/posttrain/posttrain/models/decoder"
 	"github.com/posttrain/posttrain/trainers/engine/loop"
@@ -83,22 +84,19 @@ func New(m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 	// TRL: padding_free = args.padding_free or (packing and packing_strategy == "bfd"); only then
 	// does the collator set the labels at position_ids == 0 to −100.
 	t := &Trainer{model: m, loss: loss, countFirst: !(cfg.PaddingFree || (cfg.Packing && cfg.PackingStrategy != "wrapped"))}
-	var rows []data.Row
-	addEOS := false
-	if assistantOnly {
-		if m.Text.Template == nil {
-			return nil, fmt.Errorf("%s: conversational data needs a chat template, and %s has none (set chat_template_path)", d.Path, m.Dir)
-		}
-		rows = d.Rows
-	} else {
-		std, eos, err := m.Text.Standard(d)
-		if err != nil {
-			return nil, err
-		}
-		// TRL v0.24's add_eos appends EOS to the literal "text" column only (and to completions), so
-		// text rows read from another dataset_text_field get none.
-		rows, addEOS = std.Rows, eos && (d.Format == data.PromptCompletion || textField(d) == data.DefaultTextField)
+	if assistantOnly && m.Text.Template == nil {
+		return nil, fmt.Errorf("%s: conversational data needs a chat template, and %s has none (set chat_template_path)", d.Path, m.Dir)
 	}
+	// Conversational rows not trained assistant-only are rendered with the chat template, row by
+	// row as they come (TRL's maybe_apply_chat_template; data.ApplyChatTemplateRow).
+	render := d.Conversational && !assistantOnly
+	if render && m.Text.Template == nil {
+		return nil, fmt.Errorf("%s: conversational data needs a chat template, and %s has none", d.Path, m.Text.Dir)
+	}
+	// TRL v0.24's add_eos appends EOS to the literal "text" column only (and to completions), so
+	// text rows read from another dataset_text_field get none; rendered conversations end with the
+	// template's own end-of-turn token.
+	addEOS := !d.Conversational && (d.Format == data.PromptCompletion || textField(d) == data.DefaultTextField)
 	completionOnly := cfg.CompletionOnlyLoss == nil || *cfg.CompletionOnlyLoss
 	wrapped := cfg.Packing && cfg.PackingStrategy == "wrapped"
 	if cfg.Packing && cfg.MaxLength < 1 {
@@ -125,11 +123,18 @@ func New(m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 		return nil
 	}
 	var unscored unscoredRows
-	for _, r := range rows {
+	rows := 0
+	err = d.Each(func(r data.Row) error {
+		rows++
+		if render {
+			var err error
+			if r, err = data.ApplyChatTemplateRow(m.Text.Template, d, r, chat.Options{}); err != nil {
+				return err
+			}
+		}
 		ex, err := t.tokenize(d.Format, r, addEOS, completionOnly, assistantOnly)
 		if err != nil {
-			store.discard()
-			return nil, fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
+			return fmt.Errorf("%s:%d: %w", d.Path, r.Line, err)
 		}
 		untruncated := countScored(ex.scored[1:])
 		if cfg.MaxLength > 0 && len(ex.ids) > cfg.MaxLength && !wrapped {
@@ -149,9 +154,13 @@ func New(m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 			err = store.add(ex)
 		}
 		if err != nil {
-			store.discard()
-			return nil, fmt.Errorf("sft: %w", err)
+			return fmt.Errorf("sft: %w", err)
 		}
+		return nil
+	})
+	if err != nil {
+		store.discard()
+		return nil, err
 	}
 	if len(block) > 0 {
 		if err := pack(); err != nil {
@@ -160,8 +169,8 @@ func New(m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 		}
 	}
 	if unscored.n > 0 {
-		t.unscored = unscored.describe(d.Path, len(rows), cfg.MaxLength, assistantOnly, completionOnly && d.Format == data.PromptCompletion)
-		if unscored.n == len(rows) {
+		t.unscored = unscored.describe(d.Path, rows, cfg.MaxLength, assistantOnly, completionOnly && d.Format == data.PromptCompletion)
+		if unscored.n == rows {
 			store.discard()
 			return nil, fmt.Errorf("%s", t.unscored)
 		}
