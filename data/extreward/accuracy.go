@@ -5,9 +5,12 @@ import (
 	"math"
 	"math/big"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // accuracyReward is trl.rewards.accuracy_reward (TRL 0.24.0, math_verify 0.8.0) for answers whose
@@ -37,7 +40,7 @@ func accuracyReward(c Call) ([]float64, error) {
 	if !ok {
 		return nil, fmt.Errorf("accuracy_reward compares against the dataset's solution column, and the dataset has none")
 	}
-	out := make([]float64, len(c.Completions))
+	texts, solutions := make([]string, len(c.Completions)), make([]string, len(c.Completions))
 	for i, comp := range c.Completions {
 		text, err := content(comp)
 		if err != nil {
@@ -47,8 +50,20 @@ func accuracyReward(c Call) ([]float64, error) {
 		if !ok {
 			return nil, fmt.Errorf("accuracy_reward: solution %d is a %T, not a string", i, sols[i])
 		}
-		out[i] = MathAccuracy(sol, text)
+		texts[i], solutions[i] = text, sol
 	}
+	// A few milliseconds a long completion: the completions are checked on every core.
+	out := make([]float64, len(texts))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(texts)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(texts); i = int(next.Add(1) - 1) {
+				out[i] = MathAccuracy(solutions[i], texts[i])
+			}
+		})
+	}
+	wg.Wait()
 	return out, nil
 }
 
