@@ -141,7 +141,7 @@ func TestLookupRewards_PatternNames(t *testing.T) {
 }
 
 // The Go accuracy_reward is TRL's name for TRL's function; the samples it does not decide
-// (irrational against irrational here) are left out of its mean, and their fraction is logged
+// (equations of two symbols here) are left out of its mean, and their fraction is logged
 // as rewards/accuracy_reward/undecided.
 func TestScoreRewards_AccuracyRewardUndecided(t *testing.T) {
 	rewards, err := LookupRewards([]string{"accuracy_reward"}, nil, 1)
@@ -151,8 +151,8 @@ func TestScoreRewards_AccuracyRewardUndecided(t *testing.T) {
 	if rewards[0].External == nil || rewards[0].Name != "accuracy_reward" {
 		t.Fatalf("accuracy_reward is %+v", rewards[0])
 	}
-	sols := []string{"42", "42", "$\\sqrt{2}$", "\\frac{1}{3}"}
-	texts := []string{"\\boxed{42}", "\\boxed{41}", "\\boxed{\\frac{\\sqrt{8}}{2}}", "so \\boxed{0.333333}"}
+	sols := []string{"42", "42", "$x = 5$", "\\frac{1}{3}"}
+	texts := []string{"\\boxed{42}", "\\boxed{41}", "\\boxed{y = 5}", "so \\boxed{0.333333}"}
 	r := &Scored{Rollout: rollout.Rollout{Completions: make([][]int32, 4)}, Texts: texts}
 	for _, s := range sols {
 		r.Prompts = append(r.Prompts, &Prompt{Source: data.Text{String: "Q"}, Columns: map[string]any{"solution": s}})
