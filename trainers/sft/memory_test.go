@@ -56,3 +56,30 @@ func TestSFT_ExamplesOffHeap(t *testing.T) {
 		runtime.KeepAlive(d)
 	}
 }
+
+// Where $TMPDIR cannot take the examples' file, the examples stay in memory, the trainer works
+// the same, and its Warnings say so and why.
+func TestSFT_ExamplesInMemoryWithoutTMPDIR(t *testing.T) {
+	dir := looptest.Model(t)
+	m := looptest.Load(t, dir, false)
+	p := filepath.Join(t.TempDir(), "text.jsonl")
+	if err := os.WriteFile(p, []byte(`{"text": "1 2 3 4"}`+"\n"+`{"text": "5 6 7"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := looptest.Read(t, p)
+	want, err := sft.New(m, d, sft.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", "/nonexistent/posttrain-tmp")
+	tr, err := sft.New(m, d, sft.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := tr.Warnings(); len(w) != 1 || !strings.Contains(w[0], "/nonexistent/posttrain-tmp") || !strings.Contains(w[0], "held in memory") {
+		t.Errorf("Warnings %q", w)
+	}
+	if tr.NumExamples() != want.NumExamples() || tr.Tokens(1) != want.Tokens(1) || tr.Items(0) != want.Items(0) {
+		t.Errorf("in memory: %d examples, %d tokens; mapped: %d, %d", tr.NumExamples(), tr.Tokens(1), want.NumExamples(), want.Tokens(1))
+	}
+}

@@ -28,6 +28,7 @@ type Trainer struct {
 	rowLen   int           // packing: the length of a packed row (max_length); 0 = no packing
 	loss     func(logps, mask, numTokens *Node) *Node
 	unscored string // what Warnings says about rows with no scored token; "" = none
+	inMemory string // what Warnings says when the examples could not go to a mapped file
 	// countFirst: the batches are not padding-free, so HF's num_items_in_batch counts a row's first
 	// token when it carries a label (Items).
 	countFirst bool
@@ -103,8 +104,9 @@ func New(m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 		return nil, fmt.Errorf("packing needs max_length ≥ 1 (the length of a packed row), got %d", cfg.MaxLength)
 	}
 	store, err := newExampleStore(false)
-	if err != nil {
-		return nil, err
+	if err != nil { // no file in $TMPDIR: the examples stay on the heap, and the run says so
+		t.inMemory = fmt.Sprintf("%v; the tokenized examples are held in memory (set TMPDIR to a writable directory)", err)
+		store, _ = newExampleStore(true)
 	}
 	t.examples = store
 	// Packing works on blocks of mapBatch examples (pack.go), each packed as it fills.
@@ -308,10 +310,13 @@ func (u unscoredRows) describe(path string, rows, maxLength int, assistantOnly, 
 // Warnings implements loop.Warner: the rows with no token to train on, when some are (they still
 // count in num_tokens, as TRL, which drops nothing).
 func (t *Trainer) Warnings() []string {
-	if t.unscored == "" {
-		return nil
+	var w []string
+	for _, s := range []string{t.unscored, t.inMemory} {
+		if s != "" {
+			w = append(w, s)
+		}
 	}
-	return []string{t.unscored}
+	return w
 }
 
 func int32s(ids []int) []int32 {
