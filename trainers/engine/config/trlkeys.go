@@ -94,7 +94,7 @@ var trlKeys = map[string]trlKey{
 	// dataloading and dataset preparation
 	"dataloader_num_workers": {note: noteData}, "dataloader_pin_memory": {note: noteData}, "dataloader_persistent_workers": {note: noteData},
 	"dataloader_prefetch_factor": {note: noteData}, "dataset_num_proc": {note: noteData}, "remove_unused_columns": {note: noteData},
-	"label_names": {note: noteData}, "length_column_name": {note: noteData}, "dataset_streaming": {note: "posttrain reads the rows into memory"},
+	"label_names": {note: noteData}, "length_column_name": {note: noteData}, "dataset_streaming": {note: "sft always streams its rows and maps its tokens; the other methods read the rows into memory"},
 	"pad_to_multiple_of":   {note: "padding changes no value (padded positions are masked)"},
 	"padding_value":        {ok: isNull, fix: "posttrain pads with the tokenizer's pad token and masks the padding: remove it"},
 	"label_pad_token_id":   {ok: isOneOf("-100"), fix: "posttrain masks padding itself: remove it"},
