@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,7 +39,8 @@ func accuracyReward(c Call) ([]float64, error) {
 	if !ok {
 		return nil, fmt.Errorf("accuracy_reward compares against the dataset's solution column, and the dataset has none")
 	}
-	texts, solutions := make([]string, len(c.Completions)), make([]string, len(c.Completions))
+	texts, golds := make([]string, len(c.Completions)), make([]*goldAnswer, len(c.Completions))
+	parsed := map[string]*goldAnswer{} // a group's completions share their solution: parsed once
 	for i, comp := range c.Completions {
 		text, err := content(comp)
 		if err != nil {
@@ -50,7 +50,10 @@ func accuracyReward(c Call) ([]float64, error) {
 		if !ok {
 			return nil, fmt.Errorf("accuracy_reward: solution %d is a %T, not a string", i, sols[i])
 		}
-		texts[i], solutions[i] = text, sol
+		if parsed[sol] == nil {
+			parsed[sol] = parseGold(sol)
+		}
+		texts[i], golds[i] = text, parsed[sol]
 	}
 	// A few milliseconds a long completion: the completions are checked on every core.
 	out := make([]float64, len(texts))
@@ -59,7 +62,7 @@ func accuracyReward(c Call) ([]float64, error) {
 	for range min(runtime.GOMAXPROCS(0), len(texts)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(texts); i = int(next.Add(1) - 1) {
-				out[i] = MathAccuracy(solutions[i], texts[i])
+				out[i] = golds[i].score(texts[i])
 			}
 		})
 	}
@@ -70,13 +73,31 @@ func accuracyReward(c Call) ([]float64, error) {
 // MathAccuracy is accuracy_reward for one solution and completion text: 1, 0, or NaN where the
 // answer lies outside what is decided here.
 func MathAccuracy(solution, completion string) float64 {
+	return parseGold(solution).score(completion)
+}
+
+// goldAnswer is a solution as accuracy_reward reads it: the answer found in it (if found).
+type goldAnswer struct {
+	solution string
+	gold     extracted
+	found    bool
+}
+
+func parseGold(solution string) *goldAnswer {
 	gold, found := extract(solution, goldPatterns(), goldNorm)
-	if !found || gold.failed && gold.str == "" { // nothing found, or nothing but an empty string
-		if strings.EqualFold(strings.TrimSpace(completion), strings.TrimSpace(solution)) {
+	// nothing found, or nothing but an empty string: the texts are compared
+	return &goldAnswer{solution: solution, gold: gold, found: found && !(gold.failed && gold.str == "")}
+}
+
+// score is the reward of one completion against the solution.
+func (g *goldAnswer) score(completion string) float64 {
+	if !g.found {
+		if strings.EqualFold(strings.TrimSpace(completion), strings.TrimSpace(g.solution)) {
 			return 1
 		}
 		return 0
 	}
+	gold := g.gold
 	ans, found := extract(completion, answerPatterns(), answerNorm)
 	if !found {
 		return 0 // verify(gold, []) is False
@@ -96,7 +117,7 @@ func MathAccuracy(solution, completion string) float64 {
 		// Two equations: assignments of the same symbol compare their values; others need
 		// sympy's algebra.
 		if gold.val.assign && ans.val.assign && gold.val.lhs == ans.val.lhs && !gold.val.set && !ans.val.set {
-			return triReward(eqsEqual(gold.val.nums[0], ans.val.nums[0]))
+			return triReward(unroundedEqual(gold.val.nums[0], ans.val.nums[0]))
 		}
 		return math.NaN()
 	}
@@ -142,6 +163,8 @@ type pattern struct {
 	re       *regexp.Regexp
 	priority int
 	latex    bool
+	// notBeforeEq: no match directly followed by "=" (math_verify's (?!\s*=)).
+	notBeforeEq bool
 }
 
 // extract is math_verify's parse(…, extraction_mode="first_match", fallback_mode="first_match"):
@@ -160,7 +183,7 @@ func extract(s string, pats []pattern, cfg normConfig) (extracted, bool) {
 		var ms []match
 		for _, p := range pats[i:j] {
 			for _, loc := range p.re.FindAllStringSubmatchIndex(s, -1) {
-				if p.latex && acceptLatex(s, p.re, loc) || !p.latex && acceptExpr(s, p.re, loc) {
+				if p.latex && acceptLatex(s, p.re, loc) || !p.latex && (!p.notBeforeEq || !beforeEq(s, loc[1])) {
 					ms = append(ms, match{loc, p})
 				}
 			}
@@ -194,14 +217,10 @@ func group(s string, re *regexp.Regexp, loc []int, prefix string) (string, bool)
 	return "", false
 }
 
-// acceptExpr stands in for the expression regexes' look-arounds RE2 lacks: an "answer … X"
-// match must not be followed by "=" (math_verify's (?!\s*=)).
-func acceptExpr(s string, re *regexp.Regexp, loc []int) bool {
-	if !strings.Contains(re.String(), "(?i:answer)") {
-		return true
-	}
-	rest := strings.TrimLeft(s[loc[1]:], " \t\n\r\f\v")
-	return !strings.HasPrefix(rest, "=")
+// beforeEq is math_verify's (?!\s*=) after an "answer … X" expression, which RE2 lacks: X is
+// followed by "=".
+func beforeEq(s string, end int) bool {
+	return strings.HasPrefix(strings.TrimLeft(s[end:], " \t\n\r\f\v"), "=")
 }
 
 // extractExpr is math_verify's extract_expr: a number (thousands separators and leading zeros
@@ -379,15 +398,25 @@ func numsEqual(a, b num) tri {
 	if !a.irr && !b.irr && exactEqual(a, b) {
 		return yes
 	}
-	fa, _ := a.v.Float64()
-	fb, _ := b.v.Float64()
 	if a.atomic && a.float || b.atomic && b.float {
+		fa, _ := a.v.Float64()
+		fb, _ := b.v.Float64()
 		if (a.irr || b.irr) && fa == fb {
 			return undecided // a float equal to an irrational value to the last bit
 		}
 		ra, ia := round6(a)
 		rb, ib := round6(b)
 		return boolTri(ia == ib && ra == rb)
+	}
+	return unroundedEqual(a, b)
+}
+
+// unroundedEqual is (a − b).evalf(15, chop=True) == 0 and simplify(a − b) == 0 without rounding:
+// numsEqual past its bare-float case, and the right-hand sides of two assignments of one symbol
+// ("x = 5" and "x = 5.0"), as sympy_compare_relational compares them.
+func unroundedEqual(a, b num) tri {
+	if !a.irr && !b.irr && exactEqual(a, b) {
+		return yes
 	}
 	if a.float || b.float {
 		if near(a.v, b.v, 1e-14) {
@@ -409,26 +438,8 @@ func near(a, b *big.Rat, tol float64) bool {
 	if scale.Cmp(big.NewRat(1, 1)) < 0 {
 		scale.SetInt64(1)
 	}
-	t, _ := new(big.Rat).SetString(strconv.FormatFloat(tol, 'g', -1, 64))
+	t := new(big.Rat).SetFloat64(tol)
 	return d.Cmp(t.Mul(t, scale)) <= 0
-}
-
-// eqsEqual compares two assignments of one symbol ("x = 5" and "x = 5.0") as
-// sympy_compare_relational does: their right-hand sides, without rounding.
-func eqsEqual(a, b num) tri {
-	if !a.irr && !b.irr && exactEqual(a, b) {
-		return yes
-	}
-	if a.float || b.float {
-		if near(a.v, b.v, 1e-14) {
-			return undecided
-		}
-		return no
-	}
-	if a.irr && b.irr && near(a.v, b.v, 1e-60) {
-		return yes
-	}
-	return no
 }
 
 // exactEqual is simplify(a − b) == 0: with a float on either side, the other is rounded to a

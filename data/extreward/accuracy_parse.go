@@ -50,7 +50,9 @@ func envsRE(boxed bool) string {
 // anchorless adds plain LaTeX at 300.
 func latexPatterns(boxedPriority int, anchorless bool) []pattern {
 	envs := envsRE(false)
-	mk := func(re string, pr int) pattern { return pattern{regexp.MustCompile(`(?s)` + re), pr, true} }
+	mk := func(re string, pr int) pattern {
+		return pattern{re: regexp.MustCompile(`(?s)` + re), priority: pr, latex: true}
+	}
 	ps := []pattern{
 		mk(`(?i:final answer is):?\s*`+envs+`\.?\s?I hope`, 0),
 		mk(`(?i:final answer.{0,100}?)\s+is:?\s*`+envs, 50),
@@ -75,12 +77,13 @@ func exprPatterns() []pattern {
 	withAnchors := `(?:` + prefix + expr + suffix + `)`
 	numberAnchors := `(?:` + prefix + currency + `?` + number + `)`
 	either := `(?:` + withAnchors + `|` + numberAnchors + `)`
-	mk := func(re string, pr int) pattern { return pattern{regexp.MustCompile(re), pr, false} }
+	mk := func(re string, pr int) pattern { return pattern{re: regexp.MustCompile(re), priority: pr} }
+	answer := func(re string, pr int) pattern { p := mk(re, pr); p.notBeforeEq = true; return p }
 	return []pattern{
 		mk(`(?i:final answer is):?\s*`+either+`\.?\s?I hope`, 0),
 		mk(`(?i:final answer.{0,100}?)\s+is:?`+either, 50),
-		mk(`(?i:answer):(?:.{0,100}=\s*|.{0,50}?)`+either, 100),
-		mk(`(?i:answer)(?:.{0,100}=\s*|.{0,50}?)`+either, 200),
+		answer(`(?i:answer):(?:.{0,100}=\s*|.{0,50}?)`+either, 100),
+		answer(`(?i:answer)(?:.{0,100}=\s*|.{0,50}?)`+either, 200),
 		mk(withAnchors, 300),
 		mk(numberAnchors, 300),
 	}

@@ -128,6 +128,19 @@ func accuracyCases(t *testing.T) []accuracyCase {
 	return g.Cases
 }
 
+// accuracyCall is the reward call TRL's GRPOTrainer makes for the cases: conversational
+// completions and the solution column.
+func accuracyCall(cases []accuracyCase) Call {
+	c := Call{Columns: map[string][]any{}}
+	for _, k := range cases {
+		p, comp := ConversationalCompletion([]chat.Message{{Role: "user", Content: "Solve it."}}, k.Completion)
+		c.Prompts, c.Completions = append(c.Prompts, p), append(c.Completions, comp)
+		c.CompletionIDs = append(c.CompletionIDs, []int32{1})
+		c.Columns["solution"] = append(c.Columns["solution"], k.Solution)
+	}
+	return c
+}
+
 type accuracyCase struct {
 	Solution, Completion string
 	Reward               *float64
@@ -162,13 +175,7 @@ var accuracyUndecided = map[[2]string]bool{
 func TestAccuracyReward_AsTRL(t *testing.T) {
 	cases := accuracyCases(t)
 	decided := 0
-	c := Call{Columns: map[string][]any{}}
-	for _, k := range cases {
-		p, comp := ConversationalCompletion([]chat.Message{{Role: "user", Content: "Solve it."}}, k.Completion)
-		c.Prompts, c.Completions = append(c.Prompts, p), append(c.Completions, comp)
-		c.CompletionIDs = append(c.CompletionIDs, []int32{1})
-		c.Columns["solution"] = append(c.Columns["solution"], k.Solution)
-	}
+	c := accuracyCall(cases)
 	f := TRLReward("accuracy_reward")
 	got, err := f.Score(c)
 	if err != nil {
@@ -214,13 +221,7 @@ func TestAccuracyReward_WorkerAsTRL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	c := Call{Columns: map[string][]any{}}
-	for _, k := range cases {
-		p, comp := ConversationalCompletion([]chat.Message{{Role: "user", Content: "Solve it."}}, k.Completion)
-		c.Prompts, c.Completions = append(c.Prompts, p), append(c.Completions, comp)
-		c.CompletionIDs = append(c.CompletionIDs, []int32{1})
-		c.Columns["solution"] = append(c.Columns["solution"], k.Solution)
-	}
+	c := accuracyCall(cases)
 	got, err := funcs[0].Score(c)
 	if err != nil {
 		t.Fatal(err)
