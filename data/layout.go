@@ -662,9 +662,6 @@ func countedWindow(files []string, part splitPart, name string) (*window, error)
 		var err error
 		switch fileFormat(f) {
 		case ".parquet":
-			if strings.HasSuffix(f, ".gz") {
-				return nil, nil
-			}
 			rows, err = parquetRowCount(f)
 		case ".csv":
 			rows, err = csvRowCount(f)

@@ -120,6 +120,16 @@ func csvText(rows []streamRow) string {
 	return b.String()
 }
 
+// bigRows are the memory tests' 2,048 rows of 16 KB (32 MB as JSON Lines), k numbering them.
+func bigRows() []streamRow {
+	pad := strings.Repeat("x", 16<<10)
+	rows := make([]streamRow, 2048)
+	for i := range rows {
+		rows[i] = streamRow{fmt.Sprintf("p%d %s", i, pad), "c", int64(i)}
+	}
+	return rows
+}
+
 func writeStreamFiles(t *testing.T, dir string, rows []streamRow) []string {
 	t.Helper()
 	indented, _ := json.MarshalIndent(rows, "", "  ")
@@ -225,11 +235,7 @@ func TestRead_HeadSliceStopsReading(t *testing.T) {
 
 	// Slices of 32 MB files (2,048 rows of 16 KB): from the start, from the end and by
 	// percentage, JSON Lines (rows counted as lines, unparsed) and Parquet (counted by its footer).
-	pad := strings.Repeat("x", 16<<10)
-	rows := make([]streamRow, 2048)
-	for i := range rows {
-		rows[i] = streamRow{fmt.Sprintf("p%d %s", i, pad), "c", int64(i)}
-	}
+	rows := bigRows()
 	for _, p := range []string{writeText(t, filepath.Join(dir, "big.jsonl"), jsonlText(rows)), writeParquet(t, filepath.Join(dir, "big.parquet"), rows, 64)} {
 		allocs := map[string]float64{}
 		for _, c := range []struct {
@@ -261,11 +267,7 @@ func TestRead_HeadSliceStopsReading(t *testing.T) {
 // whole split's rows alive).
 func TestRead_CountedSlicesKeepOnlyTheirRows(t *testing.T) {
 	dir := t.TempDir()
-	pad := strings.Repeat("x", 16<<10)
-	rows := make([]streamRow, 2048)
-	for i := range rows {
-		rows[i] = streamRow{fmt.Sprintf("p%d %s", i, pad), "c", int64(i)}
-	}
+	rows := bigRows()
 	indented, _ := json.MarshalIndent(rows, "", "  ")
 	for _, p := range []string{writeText(t, filepath.Join(dir, "big.json"), string(indented)),
 		writeText(t, filepath.Join(dir, "big.csv"), csvText(rows)), writeArrow(t, filepath.Join(dir, "big.arrow"), rows, 64)} {
@@ -345,11 +347,7 @@ func TestRead_StreamedEqualsKept(t *testing.T) {
 // A streamed read of a 32 MB JSON Lines file leaves nothing of it in memory, and Each hands over
 // its 2,048 rows without keeping them.
 func TestRead_StreamedKeepsNoRows(t *testing.T) {
-	pad := strings.Repeat("x", 16<<10)
-	rows := make([]streamRow, 2048)
-	for i := range rows {
-		rows[i] = streamRow{fmt.Sprintf("p%d %s", i, pad), "c", int64(i)}
-	}
+	rows := bigRows()
 	p := writeText(t, filepath.Join(t.TempDir(), "big.jsonl"), jsonlText(rows))
 	heap := func() float64 {
 		var m runtime.MemStats

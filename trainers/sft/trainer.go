@@ -109,6 +109,7 @@ func New(m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 		store, _ = newExampleStore(true)
 	}
 	t.examples = store
+	defer store.discard() // the files of a store not mapped (an error below); nothing once mapped
 	// Packing works on blocks of mapBatch examples (pack.go), each packed as it fills.
 	var block []example
 	pack := func() error {
@@ -125,9 +126,7 @@ func New(m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 		return nil
 	}
 	var unscored unscoredRows
-	rows := 0
 	err = d.Each(func(r data.Row) error {
-		rows++
 		if render {
 			var err error
 			if r, err = data.ApplyChatTemplateRow(m.Text.Template, d, r, chat.Options{}); err != nil {
@@ -161,19 +160,16 @@ func New(m *trainable.Model, d *data.Dataset, cfg *Config) (*Trainer, error) {
 		return nil
 	})
 	if err != nil {
-		store.discard()
 		return nil, err
 	}
 	if len(block) > 0 {
 		if err := pack(); err != nil {
-			store.discard()
 			return nil, fmt.Errorf("sft: %w", err)
 		}
 	}
 	if unscored.n > 0 {
-		t.unscored = unscored.describe(d.Path, rows, cfg.MaxLength, assistantOnly, completionOnly && d.Format == data.PromptCompletion)
-		if unscored.n == rows {
-			store.discard()
+		t.unscored = unscored.describe(d.Path, d.Len(), cfg.MaxLength, assistantOnly, completionOnly && d.Format == data.PromptCompletion)
+		if unscored.n == d.Len() {
 			return nil, fmt.Errorf("%s", t.unscored)
 		}
 	}
